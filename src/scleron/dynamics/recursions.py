@@ -1,0 +1,250 @@
+"""The recursions, written once. Each function takes an algebra `alg` (FloatAlgebra for the
+numeric reference, a program algebra for the unrolled code) and lists of scalars q, qd, ...
+
+Equation numbers are Si & Guenter (S&G), "Linear-Time Dynamics for Multibody Systems with
+General Joint Models"; Featherstone (RBDA) where noted. Gravity enters as a base acceleration
+alpha_0 = [0; -g] (Featherstone 5.3), which gives the same joint forces as S&G's external
+gravity wrench f_e on every body.
+"""
+from .spatial import (ad, ad_star, columns, dot, inertia_to_parent, matvec, mat_t_vec, sym_add,
+                      twist_to_child, vadd, vscale, vsub, wrench_to_parent)
+
+ZERO6 = [0.0] * 6
+
+
+# ---- per-joint quantities and frame changes ---------------------------------------------------
+def joint_kinematics(tree, alg, q, qd):
+    """For every body: (R, t) of Q(q_k), S_k and Sdot_k qd_k, evaluated in the algebra."""
+    out = []
+    for b in tree.bodies:
+        alg.section(f"joint {b.joint_name} ({b.joint.type}): Q(q), S, Sdot qd  (S&G 9, 12)")
+        qs = q[b.q_start:b.q_start + b.dof]
+        qds = qd[b.q_start:b.q_start + b.dof] if qd is not None else [0.0] * b.dof
+        out.append(b.joint.kinematics(alg, qs, qds))
+    return out
+
+
+def to_child(b, kin, x):
+    """Ad_{G^-1} x with G = X_tree Q(q): parent-frame twist in the child frame (S&G 8)."""
+    if b.placement is not None:
+        x = twist_to_child(*b.placement, x)
+    R, t, _, _ = kin
+    return twist_to_child(R, t, x)
+
+
+def to_parent(b, kin, f):
+    """Ad_{G^-1}^T f: child-frame wrench in the parent frame (S&G 14)."""
+    R, t, _, _ = kin
+    f = wrench_to_parent(R, t, f)
+    if b.placement is not None:
+        f = wrench_to_parent(*b.placement, f)
+    return f
+
+
+def inertia_into_parent(b, kin, A):
+    """Ad_{G^-1}^T A Ad_{G^-1} (S&G 27, first term)."""
+    R, t, _, _ = kin
+    A = inertia_to_parent(R, t, A)
+    if b.placement is not None:
+        A = inertia_to_parent(*b.placement, A)
+    return A
+
+
+def S_times(kin, x):
+    """S x for a d-vector x."""
+    S = kin[2]
+    return [dot(row, x) for row in S]
+
+
+def S_transpose(kin, f):
+    """S^T f for a 6-vector f (S&G 15, 25)."""
+    return mat_t_vec(kin[2], f)
+
+
+# ---- small symmetric solves: Omega_k^{-1} for a d_k-DOF joint (d <= 6) --------------------------
+class SPDSolver:
+    """LDL^T of a small symmetric positive definite matrix, unrolled; solves with it."""
+
+    def __init__(self, A):
+        n = len(A)
+        self.n = n
+        L = [[0.0] * n for _ in range(n)]
+        d = [0.0] * n
+        inv_d = [0.0] * n
+        for j in range(n):
+            s = A[j][j]
+            for k in range(j):
+                s = s - L[j][k] * L[j][k] * d[k]
+            d[j] = s
+            inv_d[j] = 1.0 / s
+            for i in range(j + 1, n):
+                s = A[i][j]
+                for k in range(j):
+                    s = s - L[i][k] * L[j][k] * d[k]
+                L[i][j] = s * inv_d[j]
+        self.L, self.d, self.inv_d = L, d, inv_d
+
+    def solve(self, b):
+        n, L = self.n, self.L
+        y = list(b)
+        for i in range(n):
+            for k in range(i):
+                y[i] = y[i] - L[i][k] * y[k]
+        y = [y[i] * self.inv_d[i] for i in range(n)]
+        for i in reversed(range(n)):
+            for k in range(i + 1, n):
+                y[i] = y[i] - L[k][i] * y[k]
+        return y
+
+
+# ---- passes 1-3: velocities, velocity-product accelerations, forces ----------------------------
+def velocity_pass(tree, alg, kins, qd):
+    """S&G pass 1 (18-21): body twists v_k, velocity-product accelerations a_k, bias wrenches b_k."""
+    v, a, bias = [], [], []
+    for b, kin in zip(tree.bodies, kins):
+        alg.section(f"pass 1 (S&G 18-21): velocity of body {b.name}, joint {b.joint_name}")
+        qds = qd[b.q_start:b.q_start + b.dof]
+        vp = to_child(b, kin, v[b.parent]) if b.parent >= 0 else ZERO6      # (18)
+        vJ = S_times(kin, qds)
+        ak = vadd(vscale(-1.0, ad(vJ, vp)), kin[3])                          # (19)
+        vk = vadd(vp, vJ)                                                    # (20)
+        bk = vscale(-1.0, ad_star(vk, matvec(b.inertia, vk)))                # (21), f_e as a_0
+        v.append(vk)
+        a.append(ak)
+        bias.append(bk)
+    return v, a, bias
+
+
+def acceleration_pass(tree, alg, kins, a, bias, qdd=None):
+    """S&G pass 2 (22-23): alpha_k = Ad alpha_parent + a_k (+ S qdd for inverse dynamics),
+    alpha_bar_k = J_k alpha_k + b_k. alpha_0 = [0; -g] carries gravity."""
+    base = [0.0, 0.0, 0.0] + [-g for g in tree.gravity]
+    alpha, f = [], []
+    for b, kin, ak, bk in zip(tree.bodies, kins, a, bias):
+        alg.section(f"pass 2 (S&G 22-23): acceleration of body {b.name}")
+        parent = alpha[b.parent] if b.parent >= 0 else base
+        al = vadd(to_child(b, kin, parent), ak)                              # (22)
+        if qdd is not None:
+            al = vadd(al, S_times(kin, qdd[b.q_start:b.q_start + b.dof]))
+        alpha.append(al)
+        f.append(vadd(matvec(b.inertia, al), bk))                            # (23)
+    return alpha, f
+
+
+def force_pass(tree, alg, kins, f):
+    """S&G pass 3 (24-25): p_k = sum over children Ad^T p_i + alpha_bar_k; joint forces S^T p_k."""
+    p = list(f)
+    tau = [None] * tree.nv
+    for b, kin in zip(reversed(tree.bodies), reversed(kins)):
+        alg.section(f"pass 3 (S&G 24-25): force on body {b.name}, joint {b.joint_name}")
+        for k, x in enumerate(S_transpose(kin, p[b.index])):                 # (25)
+            tau[b.q_start + k] = x
+        if b.parent >= 0:
+            p[b.parent] = vadd(p[b.parent], to_parent(b, kin, p[b.index]))   # (24)
+    return tau
+
+
+def inverse_dynamics(tree, alg, q, qd, qdd):
+    """Recursive Newton-Euler (S&G passes 1-3 with qdd): tau = M qdd + h."""
+    kins = joint_kinematics(tree, alg, q, qd)
+    _, a, bias = velocity_pass(tree, alg, kins, qd)
+    _, f = acceleration_pass(tree, alg, kins, a, bias, qdd)
+    return force_pass(tree, alg, kins, f)
+
+
+def bias_forces(tree, alg, q, qd):
+    """h = C(q, qd) qd + phi(q): inverse dynamics at qdd = 0 (S&G passes 1-3)."""
+    kins = joint_kinematics(tree, alg, q, qd)
+    _, a, bias = velocity_pass(tree, alg, kins, qd)
+    _, f = acceleration_pass(tree, alg, kins, a, bias)
+    return force_pass(tree, alg, kins, f)
+
+
+# ---- passes 4-6: articulated inertias and the factored solve ----------------------------------
+def articulated_inertia_pass(tree, alg, kins):
+    """S&G pass 4 (27-28): articulated inertias Jbar_k, Omega_k = S^T Jbar S, U_k = Jbar_k S_k."""
+    Jbar = [b.inertia for b in tree.bodies]
+    U, Om = [None] * len(tree.bodies), [None] * len(tree.bodies)
+    for b, kin in zip(reversed(tree.bodies), reversed(kins)):
+        alg.section(f"pass 4 (S&G 27-28): articulated inertia of body {b.name}")
+        i = b.index
+        Ui = [matvec(Jbar[i], col) for col in columns(kin[2])]               # Jbar S, by column
+        Omega = [[dot(Sc, Uc) for Uc in Ui] for Sc in columns(kin[2])]       # (28)
+        solver = SPDSolver(Omega)
+        U[i], Om[i] = Ui, solver
+        if b.parent >= 0:
+            W = [solver.solve([Uc[r] for Uc in Ui]) for r in range(6)]       # Omega^-1 U^T, by row
+            Ja = [[Jbar[i][r][c] - dot([Uc[r] for Uc in Ui], W[c]) if c >= r else None
+                   for c in range(6)] for r in range(6)]
+            for r in range(6):
+                for c in range(r):
+                    Ja[r][c] = Ja[c][r]
+            Jbar[b.parent] = sym_add(Jbar[b.parent], inertia_into_parent(b, kin, Ja))   # (27)
+    return U, Om
+
+
+def forward_dynamics(tree, alg, q, qd, tau):
+    """S&G Method I: passes 1-3 give tau_bar = tau - h; passes 4-6 solve M qdd = tau_bar
+    with the square factorisation of M^-1 (S&G 58)."""
+    kins = joint_kinematics(tree, alg, q, qd)
+    _, a, bias = velocity_pass(tree, alg, kins, qd)
+    _, f = acceleration_pass(tree, alg, kins, a, bias)
+    h = force_pass(tree, alg, kins, f)
+    tau_bar = [t - x for t, x in zip(tau, h)]                                # (26)
+    U, Om = articulated_inertia_pass(tree, alg, kins)
+
+    n = len(tree.bodies)
+    z = [ZERO6] * n
+    cbar = [None] * n
+    for b, kin in zip(reversed(tree.bodies), reversed(kins)):
+        alg.section(f"pass 5 (S&G 31-33): articulated bias of body {b.name}")
+        i = b.index
+        c = vsub(tau_bar[b.q_start:b.q_start + b.dof], S_transpose(kin, z[i]))  # (32)
+        cbar[i] = Om[i].solve(c)                                             # (33)
+        if b.parent >= 0:                                                    # (31)
+            zi = vadd(z[i], [dot([Uc[r] for Uc in U[i]], cbar[i]) for r in range(6)])
+            z[b.parent] = vadd(z[b.parent], to_parent(b, kin, zi))
+
+    eta = [None] * n
+    qdd = [None] * tree.nv
+    for b, kin in zip(tree.bodies, kins):
+        alg.section(f"pass 6 (S&G 34-35): acceleration of body {b.name}, joint {b.joint_name}")
+        i = b.index
+        if b.parent >= 0:
+            ap = to_child(b, kin, eta[b.parent])
+            qi = vsub(cbar[i], Om[i].solve([dot(Uc, ap) for Uc in U[i]]))    # (35)
+        else:
+            ap, qi = ZERO6, cbar[i]
+        eta[i] = vadd(ap, S_times(kin, qi))                                  # (34)
+        qdd[b.q_start:b.q_start + b.dof] = qi
+    return qdd
+
+
+# ---- mass matrix: composite rigid bodies (Featherstone Tab 6.2) -------------------------------
+def mass_matrix(tree, alg, q):
+    """CRBA: composite inertias Ic_k = J_k + sum Ad^T Ic_i Ad; M_ij = S_i^T Ic_i (Ad...) S_j.
+    Equals S&G (51), M = S^T G^T J G S, built in O(n d) per column of ancestors."""
+    kins = joint_kinematics(tree, alg, q, None)
+    Ic = [b.inertia for b in tree.bodies]
+    for b, kin in zip(reversed(tree.bodies), reversed(kins)):
+        alg.section(f"mass matrix: composite inertia of body {b.name}")
+        if b.parent >= 0:
+            Ic[b.parent] = sym_add(Ic[b.parent], inertia_into_parent(b, kin, Ic[b.index]))
+    nv = tree.nv
+    M = [[0.0] * nv for _ in range(nv)]
+    for b, kin in zip(reversed(tree.bodies), reversed(kins)):
+        alg.section(f"mass matrix: column of joint {b.joint_name}")
+        F = [matvec(Ic[b.index], col) for col in columns(kin[2])]           # Ic_i S_i
+        for r, Sc in enumerate(columns(kin[2])):
+            for c in range(r, b.dof):
+                M[b.q_start + r][b.q_start + c] = M[b.q_start + c][b.q_start + r] = dot(Sc, F[c])
+        j = b
+        jkin = kin
+        while j.parent >= 0:
+            F = [to_parent(j, jkin, Fc) for Fc in F]
+            j = tree.bodies[j.parent]
+            jkin = kins[j.index]
+            for r, Sc in enumerate(columns(jkin[2])):
+                for c in range(b.dof):
+                    M[j.q_start + r][b.q_start + c] = M[b.q_start + c][j.q_start + r] = dot(Sc, F[c])
+    return M

@@ -1,0 +1,119 @@
+"""Spatial algebra on plain nested lists of scalars, for any scalar type.
+
+Scalars are floats (the numeric reference) or program Vars (the unrolled program); constants
+are always plain floats, so zeros and ones fold away as the program is built. Twists are
+[w; v] and wrenches [n; f], angular first, in body coordinates (S&G section 3).
+
+A placement (R, t) maps points p_parent = R p_child + t. With G = (R, t):
+  Ad_{G^-1} [w; v]   = [R^T w; R^T (v - t x w)]          (parent twist -> child frame)
+  Ad_{G^-1}^T [n; f] = [R n + t x (R f); R f]            (child wrench -> parent frame)
+"""
+
+
+def vadd(a, b):
+    return [x + y for x, y in zip(a, b)]
+
+
+def vsub(a, b):
+    return [x - y for x, y in zip(a, b)]
+
+
+def vscale(s, a):
+    return [s * x for x in a]
+
+
+def dot(a, b):
+    total = 0.0
+    for x, y in zip(a, b):
+        total = total + x * y
+    return total
+
+
+def cross(a, b):
+    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+
+
+def matvec(M, x):
+    return [dot(row, x) for row in M]
+
+
+def mat_t_vec(M, x):
+    """M^T x."""
+    return [dot([M[r][c] for r in range(len(M))], x) for c in range(len(M[0]))]
+
+
+def transpose(M):
+    return [list(col) for col in zip(*M)]
+
+
+def matmul(A, B):
+    Bt = transpose(B)
+    return [[dot(row, col) for col in Bt] for row in A]
+
+
+def columns(M):
+    return [[M[r][c] for r in range(len(M))] for c in range(len(M[0]))] if M and M[0] else []
+
+
+# ---- adjoint maps ---------------------------------------------------------------------------
+def twist_to_child(R, t, x):
+    """Ad_{G^-1} x for G = (R, t): a twist in the parent frame seen in the child frame."""
+    w, v = x[:3], x[3:]
+    return mat_t_vec(R, w) + mat_t_vec(R, vsub(v, cross(t, w)))
+
+
+def wrench_to_parent(R, t, f):
+    """Ad_{G^-1}^T f for G = (R, t): a wrench in the child frame seen in the parent frame."""
+    n, fl = f[:3], f[3:]
+    Rf = matvec(R, fl)
+    return vadd(matvec(R, n), cross(t, Rf)) + Rf
+
+
+def ad(x, y):
+    """S&G (3): ad_x y = [w x w_y; v x w_y + w x v_y]  (Featherstone's x cross y)."""
+    w, v = x[:3], x[3:]
+    return cross(w, y[:3]) + vadd(cross(v, y[:3]), cross(w, y[3:]))
+
+
+def ad_star(x, f):
+    """ad_x^T f  (S&G's ad*_x; Featherstone's x cross* f is -ad_x^T f)."""
+    w, v = x[:3], x[3:]
+    n, fl = f[:3], f[3:]
+    # ad_x = [[W, 0], [V, W]] with W = [w], V = [v];  ad_x^T = [[-W, -V], [0, -W]]
+    return vscale(-1.0, vadd(cross(w, n), cross(v, fl))) + vscale(-1.0, cross(w, fl))
+
+
+def adjoint_inverse_matrix(R, t):
+    """The 6x6 matrix Ad_{G^-1} = [[R^T, 0], [-R^T [t], R^T]] for G = (R, t)."""
+    Rt = transpose(R)
+    tx = [[0.0, -t[2], t[1]], [t[2], 0.0, -t[0]], [-t[1], t[0], 0.0]]
+    low = [[-x for x in row] for row in matmul(Rt, tx)]
+    X = [[0.0] * 6 for _ in range(6)]
+    for r in range(3):
+        for c in range(3):
+            X[r][c] = Rt[r][c]
+            X[r + 3][c + 3] = Rt[r][c]
+            X[r + 3][c] = low[r][c]
+    return X
+
+
+def congruence(X, A):
+    """X^T A X for symmetric A, computing only the upper triangle (the result is symmetric)."""
+    n = len(X[0])
+    AX = matmul(A, X)
+    out = [[0.0] * n for _ in range(n)]
+    for i in range(n):
+        col_i = [X[k][i] for k in range(len(X))]
+        for j in range(i, n):
+            out[i][j] = dot(col_i, [AX[k][j] for k in range(len(X))])
+            out[j][i] = out[i][j]
+    return out
+
+
+def inertia_to_parent(R, t, A):
+    """Ad_{G^-1}^T A Ad_{G^-1}: a (articulated) inertia in the child frame seen in the parent."""
+    return congruence(adjoint_inverse_matrix(R, t), A)
+
+
+def sym_add(A, B):
+    return [[A[i][j] + B[i][j] for j in range(len(A))] for i in range(len(A))]

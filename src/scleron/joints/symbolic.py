@@ -1,0 +1,146 @@
+"""Deriving S and Sdot from a joint transform with sympy, and evaluating sympy expressions
+in any scalar algebra (floats for the reference, program Vars for generated code).
+
+S&G (9):  S = [(G^-1 dG/dq_1)^v ... (G^-1 dG/dq_d)^v]   (body coordinates, angular first)
+S&G (12): Sdot = sum_k dS/dq_k qdot_k
+With G = (R, t):  G^-1 dG/dq_k = [[R^T dR/dq_k, R^T dt/dq_k], [0, 0]].
+"""
+import sympy as sp
+
+CHOP = 1e-12
+
+
+def vee3(W):
+    """so(3) -> R^3: the axial vector of a skew matrix."""
+    return [W[2, 1], W[0, 2], W[1, 0]]
+
+
+def chop(expr, tol=CHOP):
+    """Drop the round-off terms that float constants leave behind (e.g. 1e-17*cos(q))."""
+    expr = sp.expand(expr)
+    if not expr.has(sp.Float):
+        return expr
+    terms = sp.Add.make_args(expr)
+    kept = []
+    for term in terms:
+        coeff, rest = term.as_coeff_Mul()
+        if coeff.is_Number and abs(float(coeff)) < tol:
+            continue
+        if coeff.is_Float and abs(float(coeff) - round(float(coeff))) < tol:
+            coeff = sp.Integer(round(float(coeff)))
+        kept.append(coeff * rest)
+    return sp.Add(*kept)
+
+
+def _trig_reduce(expr):
+    """Reduce polynomials in sin/cos: sin(x)^2 -> 1 - cos(x)^2, expanded, chopped."""
+    expr = sp.expand(expr)
+    for s in expr.atoms(sp.sin):
+        expr = sp.expand(expr.subs(s ** 2, 1 - sp.cos(s.args[0]) ** 2))
+    return chop(expr)
+
+
+def simplify_entry(expr):
+    """Local simplification of one entry of S or Sdot: exact zeros and constants must come out
+    as such (a revolute joint's S is a constant unit column, its Sdot exactly 0)."""
+    expr = _trig_reduce(expr)
+    if expr.is_number:
+        return expr
+    simple = sp.trigsimp(expr)
+    if sp.count_ops(simple) < sp.count_ops(expr):
+        expr = chop(simple)
+    return sp.factor_terms(expr)
+
+
+def motion_subspace(R, t, q):
+    """S&G (9): the 6 x d motion subspace of Q(q) = (R(q), t(q)), in the successor frame."""
+    cols = []
+    for qk in q:
+        w = vee3(R.T * R.diff(qk))
+        v = list(R.T * t.diff(qk))
+        cols.append([simplify_entry(e) for e in w + v])
+    return sp.Matrix(6, len(q), lambda r, c: cols[c][r]) if q else sp.zeros(6, 0)
+
+
+def motion_subspace_rate(S, q, qd):
+    """S&G (12): Sdot = sum_k dS/dq_k qd_k."""
+    Sdot = sp.zeros(*S.shape)
+    for qk, qdk in zip(q, qd):
+        Sdot += S.diff(qk) * qdk
+    return Sdot.applyfunc(simplify_entry)
+
+
+# ---- evaluation in an algebra ---------------------------------------------------------------
+class Evaluator:
+    """Evaluates sympy expressions in an algebra, given values for the free symbols.
+
+    `alg` provides sin, cos, tan, exp, log, sqrt and call(name, x, numeric); values are either
+    floats or whatever the algebra's scalars are. Sub-expressions are memoised, so shared
+    pieces (sin q, cos q) are evaluated once.
+    """
+
+    def __init__(self, alg, env):
+        self.alg = alg
+        self.env = dict(env)
+        self.memo = {}
+
+    def __call__(self, expr):
+        hit = self.memo.get(expr)
+        if hit is not None:
+            return hit
+        val = self._eval(expr)
+        self.memo[expr] = val
+        return val
+
+    def matrix(self, M):
+        return [[self(M[i, j]) for j in range(M.shape[1])] for i in range(M.shape[0])]
+
+    def vector(self, M):
+        return [self(e) for e in M]
+
+    def _eval(self, e):
+        if e.is_Symbol:
+            if e not in self.env:
+                raise KeyError(f"no value for symbol {e}")
+            return self.env[e]
+        if e.is_Number:
+            return float(e)
+        if e.is_Add:
+            args = [self(a) for a in e.args]
+            total = args[0]
+            for a in args[1:]:
+                total = total + a
+            return total
+        if e.is_Mul:
+            coeff, rest = e.as_coeff_Mul()
+            factors = [self(a) for a in sp.Mul.make_args(rest)]
+            prod = factors[0]
+            for f in factors[1:]:
+                prod = prod * f
+            return float(coeff) * prod if coeff != 1 else prod
+        if e.is_Pow:
+            base, ex = e.args
+            b = self(base)
+            if ex.is_Integer:
+                n = int(ex)
+                if n < 0:
+                    return 1.0 / self._ipow(b, -n)
+                return self._ipow(b, n)
+            if ex == sp.Rational(1, 2):
+                return self.alg.sqrt(b)
+            if ex == sp.Rational(-1, 2):
+                return 1.0 / self.alg.sqrt(b)
+            raise ValueError(f"unsupported power {e}")
+        fn = type(e).__name__
+        if fn in ("sin", "cos", "tan", "exp", "log"):
+            return getattr(self.alg, fn)(self(e.args[0]))
+        numeric = getattr(type(e), "numeric", None)
+        if numeric is not None:        # a series-guarded helper (see joints.special)
+            return self.alg.call(type(e).c_name, self(e.args[0]), numeric)
+        raise ValueError(f"cannot evaluate {fn} in generated code")
+
+    def _ipow(self, b, n):
+        out = b
+        for _ in range(n - 1):
+            out = out * b
+        return out

@@ -1,0 +1,292 @@
+"""The model: bodies, their parents, the joints that move them, inertias and gravity.
+
+A Model is constant data (Pinocchio's "model", as opposed to per-call "data"). Joint i moves
+body i relative to its parent; parents come before children (regular numbering, lambda(i) < i).
+The body frame is the joint's successor frame: G_i(q) = X_tree,i * Q_i(q_i).
+"""
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ModelError
+from .joint_types import EULER_CHARTS, JOINT_TYPES, joint_dof
+
+WORLD = "world"
+
+
+def _finite_vector(value, n, what, err):
+    try:
+        arr = np.array(value, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise err(f"{what} must be {n} numbers, got {value!r}") from None
+    if arr.size != n:
+        raise err(f"{what} must be {n} numbers, got {arr.size}")
+    if not np.all(np.isfinite(arr)):
+        raise err(f"{what} must be finite, got {value!r}")
+    return arr
+
+
+def rotation_from_rpy(rpy):
+    """URDF convention: R = Rz(yaw) Ry(pitch) Rx(roll) (fixed-axis roll, pitch, yaw)."""
+    r, p, y = rpy
+    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
+    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+                     [-sp, cp * sr, cp * cr]])
+
+
+@dataclass
+class Transform:
+    """A rigid placement: a point maps as p_parent = rotation @ p_child + translation."""
+    rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
+    translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    @classmethod
+    def from_xyz_rpy(cls, xyz=(0, 0, 0), rpy=(0, 0, 0)):
+        return cls(rotation_from_rpy(rpy), np.array(xyz, dtype=float))
+
+    def compose(self, other):
+        """self * other."""
+        return Transform(self.rotation @ other.rotation,
+                         self.rotation @ other.translation + self.translation)
+
+    def inverse(self):
+        return Transform(self.rotation.T, -self.rotation.T @ self.translation)
+
+    def is_identity(self, tol=0.0):
+        return (np.abs(self.rotation - np.eye(3)).max() <= tol
+                and np.abs(self.translation).max() <= tol)
+
+
+@dataclass
+class Inertia:
+    """Mass, centre of mass (body frame) and rotational inertia about the centre of mass (body axes)."""
+    mass: float
+    com: np.ndarray
+    inertia: np.ndarray
+
+    def spatial(self):
+        """S&G (5): J = [[I_c - m[c]^2, m[c]], [-m[c], m 1]], angular first, about the body origin."""
+        m, c = self.mass, np.asarray(self.com, dtype=float)
+        cx = np.array([[0, -c[2], c[1]], [c[2], 0, -c[0]], [-c[1], c[0], 0]])
+        J = np.zeros((6, 6))
+        J[:3, :3] = self.inertia - m * cx @ cx
+        J[:3, 3:] = m * cx
+        J[3:, :3] = -m * cx
+        J[3:, 3:] = m * np.eye(3)
+        return J
+
+    def transformed(self, X):
+        """The same inertia expressed in a frame F where the body frame sits at X (p_F = R p + t)."""
+        return Inertia(self.mass, X.rotation @ self.com + X.translation,
+                       X.rotation @ self.inertia @ X.rotation.T)
+
+    def __add__(self, other):
+        """Combine two inertias given in the same frame (parallel axis theorem)."""
+        m = self.mass + other.mass
+        if m <= 0:
+            return Inertia(0.0, np.zeros(3), np.zeros((3, 3)))
+        c = (self.mass * self.com + other.mass * other.com) / m
+
+        def shifted(part):
+            d = part.com - c
+            return part.inertia + part.mass * (d @ d * np.eye(3) - np.outer(d, d))
+        return Inertia(m, c, shifted(self) + shifted(other))
+
+
+@dataclass
+class Joint:
+    """Joint moving `child` relative to `parent`: G = origin * Q(q)."""
+    name: str
+    type: str
+    parent: str
+    child: str
+    origin: Transform = field(default_factory=Transform)
+    params: dict = field(default_factory=dict)
+
+    @property
+    def dof(self):
+        return joint_dof(self.type, self.params)
+
+
+@dataclass
+class Body:
+    name: str
+    inertia: Inertia
+
+
+def check_inertia(inertia, err, allow_zero=False):
+    """Mass positive and finite; rotational inertia symmetric positive definite, triangle inequality.
+
+    allow_zero accepts a body with no inertia at all (mass 0, inertia 0): a URDF link without
+    <inertial>, which is fine when it is merged into its parent or carried by its children.
+    """
+    m = inertia.mass
+    if not (isinstance(m, (int, float, np.floating)) and not isinstance(m, bool) and math.isfinite(m)):
+        raise err(f"mass must be a finite number, got {m!r}")
+    I = np.asarray(inertia.inertia, dtype=float)
+    if allow_zero and m == 0 and I.shape == (3, 3) and not np.any(I):
+        return
+    if m <= 0:
+        raise err(f"mass must be positive, got {m!r}")
+    if I.shape != (3, 3) or not np.all(np.isfinite(I)):
+        raise err("inertia must be a finite 3x3 matrix")
+    if np.abs(I - I.T).max() > 1e-9 * max(1.0, np.abs(I).max()):
+        raise err("inertia matrix is not symmetric")
+    ev = np.linalg.eigvalsh(I)
+    scale = max(1e-300, ev.max())
+    if ev.min() <= 1e-12 * scale:
+        raise err(f"inertia matrix is not positive definite (eigenvalues {ev.tolist()})")
+    a, b, c = ev
+    if c > a + b + 1e-9 * scale:
+        raise err(f"principal moments {ev.tolist()} violate the triangle inequality")
+    if not np.all(np.isfinite(inertia.com)):
+        raise err("centre of mass must be finite")
+
+
+class Model:
+    """A tree of rigid bodies. Build it with add_body(), or load a file with scleron.load_model()."""
+
+    def __init__(self, name="model", gravity=(0.0, 0.0, -9.81), source=None):
+        self.name = name
+        self.source = source
+        self.gravity = np.array(gravity, dtype=float)
+        self.bodies = []          # Body, in regular order (parents first)
+        self.joints = []          # joints[i] moves bodies[i]
+        self.q0 = None            # optional initial state
+        self.qd0 = None
+
+    # ---- builder ---------------------------------------------------------------------------
+    def _err(self, element):
+        return lambda problem: ModelError(problem, source=self.source, element=element)
+
+    def add_body(self, name, parent=WORLD, *, joint="revolute", joint_name=None, mass=1.0,
+                 com=(0, 0, 0), inertia=((1, 0, 0), (0, 1, 0), (0, 0, 1)), origin=None,
+                 xyz=None, rpy=None, allow_massless=False, **params):
+        """Add a body hanging from `parent` on a joint of type `joint` placed at `origin`.
+
+        `origin` is a Transform, or give xyz and rpy (URDF convention). Joint parameters
+        (axis, chart, pitch, normal, parts) are keyword arguments. Returns the Body.
+        """
+        err = self._err(f"body '{name}'")
+        if not isinstance(name, str) or not name:
+            raise err("body name must be a non-empty string")
+        if name == WORLD or any(b.name == name for b in self.bodies):
+            raise err("two bodies have this name")
+        if parent != WORLD and not any(b.name == parent for b in self.bodies):
+            raise err(f"parent '{parent}' does not exist (parents must be added before children)")
+        try:
+            inertia_mat = (np.array(inertia, dtype=float) if np.size(inertia) == 9
+                           else np.diag(_finite_vector(inertia, 3, "inertia", err)))
+        except (TypeError, ValueError):
+            raise err(f"inertia must be 3 numbers (diagonal) or a 3x3 matrix, got {inertia!r}") from None
+        body = Body(name, Inertia(mass, _finite_vector(com, 3, "com", err), inertia_mat.reshape(3, 3)))
+        check_inertia(body.inertia, err, allow_zero=allow_massless or joint == "fixed")
+        if origin is None:
+            origin = Transform.from_xyz_rpy(_finite_vector(xyz if xyz is not None else (0, 0, 0), 3, "xyz", err),
+                                            _finite_vector(rpy if rpy is not None else (0, 0, 0), 3, "rpy", err))
+        jname = joint_name or f"{name}_joint"
+        if any(j.name == jname for j in self.joints):
+            raise self._err(f"joint '{jname}'")("two joints have this name")
+        j = Joint(jname, joint, parent, name, origin, dict(params))
+        self.check_joint(j)
+        self.bodies.append(body)
+        self.joints.append(j)
+        return body
+
+    def check_joint(self, j):
+        err = self._err(f"joint '{j.name}'")
+        if j.type not in JOINT_TYPES:
+            raise err(f"unknown joint type '{j.type}' (known: {', '.join(sorted(JOINT_TYPES))})")
+        allowed = JOINT_TYPES[j.type][1]
+        for key in j.params:
+            if key not in allowed:
+                raise err(f"unknown parameter '{key}' for a {j.type} joint"
+                          + (f" (allowed: {', '.join(sorted(allowed))})" if allowed else ""))
+        for key in ("axis", "normal"):
+            if key in j.params:
+                a = _finite_vector(j.params[key], 3, key, err)
+                n = float(np.linalg.norm(a))
+                if n < 1e-12:
+                    raise err(f"{key} has zero length")
+                j.params[key] = tuple(float(x) for x in a / n)
+        if "pitch" in j.params:
+            p = j.params["pitch"]
+            if not isinstance(p, (int, float)) or isinstance(p, bool) or not math.isfinite(p):
+                raise err(f"pitch must be a finite number, got {p!r}")
+            j.params["pitch"] = float(p)
+        if "chart" in j.params:
+            if j.params["chart"] not in EULER_CHARTS:
+                raise err(f"unknown Euler chart '{j.params['chart']}' (one of {', '.join(EULER_CHARTS)})")
+        if j.type == "composite":
+            parts = j.params.get("parts")
+            if not isinstance(parts, (list, tuple)) or not parts:
+                raise err("a composite joint needs a non-empty list 'parts'")
+            for k, part in enumerate(parts):
+                if not isinstance(part, dict) or "type" not in part:
+                    raise err(f"part {k} must be a mapping with a 'type'")
+                sub = Joint(f"{j.name}.part{k}", part["type"], j.parent, j.child, Transform(),
+                            dict(part.get("params", {})))
+                if sub.type in ("composite", "fixed"):
+                    raise err(f"part {k}: a composite part cannot be '{sub.type}'")
+                self.check_joint(sub)
+                part["params"] = sub.params
+        if not np.all(np.isfinite(j.origin.rotation)) or not np.all(np.isfinite(j.origin.translation)):
+            raise err("origin must be finite")
+
+    # ---- queries ---------------------------------------------------------------------------
+    @property
+    def body_names(self):
+        return [b.name for b in self.bodies]
+
+    def parent_index(self, i):
+        """Index of the parent body of body i, or -1 for the world."""
+        p = self.joints[i].parent
+        return -1 if p == WORLD else self.body_names.index(p)
+
+    @property
+    def nq(self):
+        return sum(j.dof for j in self.joints)
+
+    nv = nq
+
+    def merged_fixed(self):
+        """A copy without fixed joints: each fixed child is merged into its parent body.
+
+        The child's inertia is moved into the parent's frame and summed; the child's children
+        hang from the parent with their placement composed with the fixed joint's origin.
+        A fixed joint to the world makes the body part of the world and drops it.
+        """
+        out = Model(self.name, self.gravity, self.source)
+        out.q0, out.qd0 = self.q0, self.qd0
+        # where each original body now lives: (new body name or WORLD, placement in it)
+        home = {}
+        for body, j in zip(self.bodies, self.joints):
+            parent_home, parent_X = (WORLD, Transform()) if j.parent == WORLD else home[j.parent]
+            X = parent_X.compose(j.origin)
+            if j.type == "fixed":
+                home[body.name] = (parent_home, X)
+                if parent_home != WORLD:
+                    target = next(b for b in out.bodies if b.name == parent_home)
+                    target.inertia = target.inertia + body.inertia.transformed(X)
+                continue
+            out.bodies.append(Body(body.name, Inertia(body.inertia.mass, body.inertia.com.copy(),
+                                                      body.inertia.inertia.copy())))
+            out.joints.append(Joint(j.name, j.type, parent_home, j.child, X, dict(j.params)))
+            home[body.name] = (body.name, Transform())
+        return out
+
+    def validate(self):
+        """Checks a finished model: at least one moving body, every leaf body has mass."""
+        if not self.bodies:
+            raise ModelError("the model has no moving bodies", source=self.source)
+        parents = {j.parent for j in self.joints}
+        for b in self.bodies:
+            check_inertia(b.inertia, self._err(f"body '{b.name}'"), allow_zero=b.name in parents)
+        if not np.all(np.isfinite(self.gravity)):
+            raise ModelError("gravity must be finite", source=self.source)
+        return self
+
+    def __repr__(self):
+        return f"Model({self.name!r}, {len(self.bodies)} bodies, nq={self.nq})"
