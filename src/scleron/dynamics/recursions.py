@@ -13,15 +13,33 @@ ZERO6 = [0.0] * 6
 
 
 # ---- per-joint quantities and frame changes ---------------------------------------------------
-def joint_kinematics(tree, alg, q, qd):
-    """For every body: (R, t) of Q(q_k), S_k and Sdot_k qd_k, evaluated in the algebra."""
-    out = []
-    for b in tree.bodies:
-        alg.section(f"joint {b.joint_name} ({b.joint.type}): Q(q), S, Sdot qd  (S&G 9, 12)")
-        qs = q[b.q_start:b.q_start + b.dof]
-        qds = qd[b.q_start:b.q_start + b.dof] if qd is not None else [0.0] * b.dof
-        out.append(b.joint.kinematics(alg, qs, qds))
-    return out
+class joint_kinematics:
+    """For every body: (R, t) of Q(q_k), S_k and Sdot_k qd_k, evaluated in the algebra.
+
+    Evaluated on first use, so in the unrolled program each joint's sin/cos sit next to the
+    first pass that needs them rather than all at the top."""
+
+    def __init__(self, tree, alg, q, qd):
+        self.tree, self.alg, self.q, self.qd = tree, alg, q, qd
+        self.cache = {}
+
+    def __getitem__(self, i):
+        if i not in self.cache:
+            b = self.tree.bodies[i]
+            self.alg.section(f"joint {b.joint_name} ({b.joint.type}): Q(q), S, Sdot qd  (S&G 9, 12)")
+            qs = self.q[b.q_start:b.q_start + b.dof]
+            qds = self.qd[b.q_start:b.q_start + b.dof] if self.qd is not None else [0.0] * b.dof
+            self.cache[i] = b.joint.kinematics(self.alg, qs, qds)
+        return self.cache[i]
+
+    def __len__(self):
+        return len(self.tree.bodies)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __reversed__(self):
+        return (self[i] for i in reversed(range(len(self))))
 
 
 def to_child(b, kin, x):

@@ -57,7 +57,7 @@ class JointModel:
                  "G": sp.Matrix(sp.BlockMatrix([[self.R, self.t], [sp.zeros(1, 3), sp.ones(1, 1)]]))}
         key = what
         if key not in self._lambdas:
-            mods = [{c.__name__: c.numeric for c in GUARDED.values()}, "math"]
+            mods = [{c.__name__: c.numeric for c in GUARDED.values()}, "numpy"]
             self._lambdas[key] = sp.lambdify(self.q + self.qd, exprs[what], modules=mods)
         qd = np.zeros(self.dof) if qd is None else qd
         return np.array(self._lambdas[key](*q, *qd), dtype=float)
@@ -136,8 +136,9 @@ def _transform(jtype, p, q):
     if jtype == "composite":
         R, t, k = sp.eye(3), sp.zeros(3, 1), 0
         for part in p["parts"]:
-            d = joint_model(part["type"], _freeze(part.get("params", {}))).dof
-            Rk, tk = _transform(part["type"], part.get("params", {}), q[k:k + d])
+            pp = part.get("params") or {}
+            d = joint_model(part["type"], _freeze(pp)).dof
+            Rk, tk = _transform(part["type"], pp, q[k:k + d])
             R, t, k = R * Rk, R * tk + t, k + d            # Sueda (2.53): Q = Q1 Q2 ...
         return R, t
     raise ValueError(f"unknown joint type {jtype}")
@@ -198,7 +199,7 @@ def _joint_model_cached(jtype, frozen):
     if not isinstance(p, dict):
         p = {}
     if jtype == "composite":
-        d = sum(joint_model(part["type"], _freeze(part.get("params", {}))).dof for part in p["parts"])
+        d = sum(joint_model(part["type"], _freeze(part.get("params") or {})).dof for part in p["parts"])
         coords = []
         for part in p["parts"]:
             coords += COORDINATES[part["type"]]

@@ -12,8 +12,8 @@ import math
 
 import sympy as sp
 
-SERIES_BELOW = 1e-3
-SERIES_TERMS = 6
+SERIES_BELOW = 0.1
+SERIES_TERMS = 9
 
 
 def _fact(n):

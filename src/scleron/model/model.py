@@ -290,3 +290,27 @@ class Model:
 
     def __repr__(self):
         return f"Model({self.name!r}, {len(self.bodies)} bodies, nq={self.nq})"
+
+
+def model_to_dict(model):
+    """A canonical, JSON-able description of everything in a model that affects its dynamics
+    (part of the code cache key)."""
+    def arr(x):
+        return [float(v) for v in np.asarray(x, dtype=float).reshape(-1)]
+
+    def params(p):
+        if isinstance(p, dict):
+            return {k: params(v) for k, v in sorted(p.items())}
+        if isinstance(p, (list, tuple, np.ndarray)):
+            return [params(v) for v in p]
+        return p
+    return {
+        "name": model.name,
+        "gravity": arr(model.gravity),
+        "bodies": [{"name": b.name, "mass": float(b.inertia.mass), "com": arr(b.inertia.com),
+                    "inertia": arr(b.inertia.inertia),
+                    "joint": {"name": j.name, "type": j.type, "parent": j.parent,
+                              "R": arr(j.origin.rotation), "t": arr(j.origin.translation),
+                              "params": params(j.params)}}
+                   for b, j in zip(model.bodies, model.joints)],
+    }

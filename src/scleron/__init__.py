@@ -1,0 +1,24 @@
+"""scleron: linear-time dynamics code generation for multibody systems with general
+scleronomic joints (Si & Guenter), compiled to C and loaded back as numpy callables."""
+__version__ = "0.1.0"
+
+from .errors import BuildError, ModelError                       # noqa: E402
+from .model import Model, Transform                              # noqa: E402
+
+
+def load_model(path, **kwargs):
+    """Load a model file (.yaml/.yml or .urdf); raises ModelError on bad input."""
+    from .model.load import load_model as _load
+    return _load(path, **kwargs)
+
+
+def generate(model, out_dir=None, name=None, **kwargs):
+    """Derive + unroll + render + compile + load; see scleron.generate.generate."""
+    from .pipeline import generate as _generate
+    return _generate(model, out_dir, name, **kwargs)
+
+
+def load_generated(folder):
+    """The dynamics module of a generated folder."""
+    from .pipeline import load_generated as _load
+    return _load(folder)

@@ -1,0 +1,1 @@
+"""C generation from straight-line programs, cffi build, cache and loader."""

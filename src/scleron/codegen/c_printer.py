@@ -1,0 +1,119 @@
+"""Prints a straight-line Program as C99 statements, split into chunks.
+
+gcc's compile time grows about quadratically with function size (BENCHMARKS.md), so long
+programs are split into static functions of about `chunk` statements; values that cross a
+chunk boundary travel through a local work array w[] of the public function.
+"""
+import math
+from dataclasses import dataclass, field
+
+from ..program.program import Var
+
+C_FUNCS = {"sin": "sin", "cos": "cos", "tan": "tan", "exp": "exp", "log": "log",
+           "sqrt": "sqrt", "atan": "atan"}
+BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+
+
+def c_literal(x):
+    x = float(x)
+    if not math.isfinite(x):
+        raise ValueError(f"non-finite constant {x} in a generated program")
+    text = repr(x)
+    return text if ("." in text or "e" in text) else text + ".0"
+
+
+@dataclass
+class Chunk:
+    name: str
+    lines: list = field(default_factory=list)
+
+
+@dataclass
+class CFunction:
+    """One public C function: its chunks, its work-array size and its statistics."""
+    name: str
+    params: str              # C parameter list of the public function
+    chunk_params: str        # parameter list of the static chunk functions
+    chunk_args: str          # argument list used to call them
+    chunks: list
+    nwork: int
+    statements: int
+    counts: object
+
+
+def print_program(prog, fname, arrays, chunk=1000):
+    """arrays: ordered list of (name, is_output) naming the C pointer parameters."""
+    live = [i for i in prog.live() if prog.ops[i] != "in"]
+    name_of = {}
+    for k, i in enumerate(live):
+        name_of[i] = f"t{k}"
+
+    def ref(x):
+        if not isinstance(x, Var):
+            return c_literal(x)
+        if prog.ops[x.id] == "in":
+            arr, idx = prog.args[x.id]
+            return f"{arr}[{idx}]"
+        return name_of[x.id]
+
+    def expr(i):
+        op, args = prog.ops[i], prog.args[i]
+        if op in BINARY:
+            a, b = args
+            return f"{ref(a)} {BINARY[op]} {ref(b)}"
+        if op == "neg":
+            return f"-{ref(args[0])}"
+        if op in C_FUNCS:
+            return f"{C_FUNCS[op]}({ref(args[0])})"
+        if op.startswith("call:"):
+            return f"{op[5:]}({ref(args[0])})"
+        if op == "pow":
+            return f"pow({ref(args[0])}, {ref(args[1])})"
+        raise ValueError(op)
+
+    # assign nodes to chunks
+    chunk_of = {i: k // chunk for k, i in enumerate(live)}
+    nchunks = max(1, (len(live) + chunk - 1) // chunk)
+    # values used in a later chunk (or by the outputs, written in the last chunk)
+    crossing = {}
+    last = nchunks - 1
+    for i in live:
+        for a in prog.args[i]:
+            if isinstance(a, Var) and a.id in chunk_of and chunk_of[a.id] != chunk_of[i]:
+                crossing.setdefault(a.id, len(crossing))
+    for _, _, v in prog.outputs:
+        if isinstance(v, Var) and v.id in chunk_of and chunk_of[v.id] != last:
+            crossing.setdefault(v.id, len(crossing))
+
+    chunks = [Chunk(f"{fname}_part{k}") for k in range(nchunks)]
+    loaded = [set() for _ in range(nchunks)]
+    section = [None] * nchunks
+    for i in live:
+        c = chunk_of[i]
+        ch = chunks[c]
+        note = prog.notes[i]
+        if note != section[c]:
+            ch.lines.append(f"/* {note} */")
+            section[c] = note
+        for a in prog.args[i]:
+            if isinstance(a, Var) and a.id in chunk_of and chunk_of[a.id] != c and a.id not in loaded[c]:
+                ch.lines.append(f"const double {name_of[a.id]} = w[{crossing[a.id]}];")
+                loaded[c].add(a.id)
+        ch.lines.append(f"const double {name_of[i]} = {expr(i)};")
+        if i in crossing:
+            ch.lines.append(f"w[{crossing[i]}] = {name_of[i]};")
+    tail = chunks[last]
+    tail.lines.append("/* outputs */")
+    for array, idx, v in prog.outputs:
+        if isinstance(v, Var) and v.id in chunk_of and chunk_of[v.id] != last and v.id not in loaded[last]:
+            tail.lines.append(f"const double {name_of[v.id]} = w[{crossing[v.id]}];")
+            loaded[last].add(v.id)
+        tail.lines.append(f"{array}[{idx}] = {ref(v)};")
+
+    def param(name, is_out):
+        return f"double *restrict {name}" if is_out else f"const double *restrict {name}"
+    params = ", ".join(param(n, o) for n, o in arrays)
+    chunk_params = params + (", double *restrict w" if crossing else "")
+    chunk_args = ", ".join(n for n, _ in arrays) + (", w" if crossing else "")
+    return CFunction(fname, params, chunk_params, chunk_args, chunks, len(crossing),
+                     len(live), prog.op_counts())

@@ -1,0 +1,179 @@
+"""scleron.generate: model -> joints -> recursions -> programs -> C -> compiled module.
+
+The one place that wires the layers together. Each stage is timed; the result is cached by a
+content hash of (model, options, scleron version, templates), so regenerating an unchanged
+model costs only the hash.
+"""
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+
+from . import __version__
+from .codegen.build import compile_folder, install_folder, load_package, make_temp_folder
+from .codegen.c_printer import print_program
+from .codegen.render import c_comment, c_identifier, render_files, template_texts
+from .dynamics.tree import Tree
+from .joints.special import CLOSED_FORM, SERIES, SERIES_BELOW
+from .model import model_to_dict
+from .unroll import FUNCTIONS, unroll
+
+DEFAULT_CFLAGS = ["-O2", "-march=native", "-fno-math-errno", "-std=c99"]
+DOCS = {
+    "forward_dynamics": "qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6",
+    "inverse_dynamics": "tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)",
+    "mass_matrix": "M(q), row-major nv x nv, composite rigid bodies",
+    "bias_forces": "h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau",
+}
+PY_ARGS = {"q": "q", "qd": "qd", "tau": "tau", "qdd": "qdd"}
+
+
+@dataclass
+class Report:
+    """What a generation did: sizes and times (seconds)."""
+    name: str
+    nv: int
+    cache_hit: bool = False
+    functions: dict = field(default_factory=dict)     # name -> (statements, OpCounts)
+    times: dict = field(default_factory=dict)         # derive, unroll, render, compile
+
+
+def cache_key(model, options):
+    blob = json.dumps({"model": model_to_dict(model), "options": options, "version": __version__,
+                       "templates": template_texts()}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _helpers(programs):
+    used = sorted({op[5:] for p in programs for i in p.live() for op in [p.ops[i]]
+                   if op.startswith("call:")})
+    out = []
+    for name in used:
+        coeffs = SERIES[name]
+        series = "0.0"
+        for c in reversed(coeffs):          # Horner form
+            series = f"({c!r} + x * {series})" if series != "0.0" else f"{c!r}"
+        out.append({"name": name, "threshold": repr(SERIES_BELOW), "series": series,
+                    "closed": CLOSED_FORM[name],
+                    "doc": f"{name}: exp-coordinate ball joint helper, series below x = {SERIES_BELOW}"})
+    return out
+
+
+def build_sources(model, name=None, chunk=1000, cflags=None, report=None):
+    """Derive, unroll and render: returns (files dict, report). Nothing is written."""
+    name = c_identifier(name or model.name)
+    cflags = list(cflags or DEFAULT_CFLAGS)
+    report = report or Report(name, model.nv)
+    key = cache_key(model, {"name": name, "chunk": chunk, "cflags": cflags})
+    t0 = time.perf_counter()
+    tree = Tree(model)
+    t1 = time.perf_counter()
+    report.times["derive"] = t1 - t0
+    functions, programs = [], []
+    for fname, (inputs, output) in FUNCTIONS.items():
+        prog = unroll(tree, fname)
+        programs.append(prog)
+        arrays = [(a, False) for a in inputs.split()] + [(output, True)]
+        cf = print_program(prog, f"{name}_{fname}", arrays, chunk=chunk)
+        stride = {a: "nv" for a in inputs.split()}
+        out_stride = "nv * nv" if fname == "mass_matrix" else "nv"
+        nv = tree.nv
+        functions.append({
+            "name": fname, "doc": DOCS[fname], "chunks": cf.chunks, "nwork": cf.nwork,
+            "statements": cf.statements, "counts": str(cf.counts),
+            "chunk_params": cf.chunk_params, "chunk_args": cf.chunk_args,
+            "public_params": ", ".join([f"const double *{a}" for a in inputs.split()] + [f"double *{output}"]),
+            "batch_args": ", ".join([f"{a} + (long)k * {nv}" for a in inputs.split()]
+                                    + [f"{output} + (long)k * {nv * nv if fname == 'mass_matrix' else nv}"]),
+            "py_args": ", ".join(PY_ARGS[a] for a in inputs.split()),
+            "py_inputs": ", ".join(f"({a}, '{a}')" for a in inputs.split()),
+            "out_shape": f"({nv}, {nv})" if fname == "mass_matrix" else f"({nv},)",
+            "output": output,
+        })
+        report.functions[fname] = (cf.statements, cf.counts)
+        del stride, out_stride
+    t2 = time.perf_counter()
+    report.times["unroll"] = t2 - t1
+    ctx = {
+        "name": name, "NAME": name.upper(), "guard": f"{name.upper()}_DYNAMICS_H",
+        "model_name": c_comment(model.name),
+        "source": c_comment(os.path.basename(str(model.source)) if model.source else "Python model"),
+        "version": __version__, "nv": tree.nv, "hash": key, "module": f"_{name}_{key[:12]}",
+        "coordinates": [c_comment(c) for c in _coordinate_doc(tree)],
+        "joint_names": tree.joint_names, "gravity": " ".join(f"{g:g}" for g in tree.gravity),
+        "gravity_list": list(tree.gravity), "functions": functions, "helpers": _helpers(programs),
+        "cflags": repr(cflags),
+    }
+    files = render_files(ctx)
+    files["scleron.json"] = json.dumps({
+        "name": name, "model": model.name, "hash": key, "scleron_version": __version__,
+        "nq": tree.nv, "nv": tree.nv, "joint_names": tree.joint_names, "cflags": cflags,
+        "functions": {f: {"statements": s, "ops": str(c)} for f, (s, c) in report.functions.items()},
+    }, indent=1) + "\n"
+    report.times["render"] = time.perf_counter() - t2
+    return files, report, key
+
+
+def _coordinate_doc(tree):
+    out = []
+    for b in tree.bodies:
+        for k, meaning in enumerate(b.joint.coordinates):
+            label = b.joint_name if b.dof == 1 else f"{b.joint_name}[{k}]"
+            out.append(f"{label}: {b.joint.type} joint of body {b.name}, {meaning}")
+    return out
+
+
+def _cached(out_dir, key):
+    meta = os.path.join(out_dir, "scleron.json")
+    try:
+        with open(meta) as fh:
+            return json.load(fh).get("hash") == key
+    except (OSError, ValueError):
+        return False
+
+
+def write_sources(files, folder):
+    for fname, text in files.items():
+        with open(os.path.join(folder, fname), "w") as fh:
+            fh.write(text)
+
+
+def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=False,
+             compile=True, report=None):
+    """Derive, unroll, render and compile the model's dynamics into out_dir; load it back.
+
+    Returns the generated module: nq, nv, joint_names, forward_dynamics, inverse_dynamics,
+    mass_matrix, bias_forces. Cached: an unchanged model with the same options is not rebuilt.
+    """
+    if isinstance(model, (str, os.PathLike)):
+        from .model import load_model
+        model = load_model(model)
+    name = c_identifier(name or model.name)
+    out_dir = out_dir or os.path.join("generated", name)
+    cflags = list(cflags or DEFAULT_CFLAGS)
+    report = report if report is not None else Report(name, model.nv)
+    key = cache_key(model, {"name": name, "chunk": chunk, "cflags": cflags})
+    if not force and _cached(out_dir, key):
+        report.cache_hit = True
+        mod = load_package(out_dir) if compile else None
+        return mod
+    files, report, key = build_sources(model, name, chunk, cflags, report)
+    tmp = make_temp_folder(out_dir)
+    try:
+        write_sources(files, tmp)
+        if compile:
+            t0 = time.perf_counter()
+            compile_folder(tmp, name)
+            report.times["compile"] = time.perf_counter() - t0
+        install_folder(tmp, out_dir)
+    finally:
+        if os.path.isdir(tmp):
+            import shutil
+            shutil.rmtree(tmp, ignore_errors=True)
+    return load_package(out_dir) if compile else None
+
+
+def load_generated(folder):
+    """The dynamics module of a generated folder (no sympy needed)."""
+    return load_package(folder)

