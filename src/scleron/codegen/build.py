@@ -63,7 +63,9 @@ def install_folder(tmp, out_dir):
 def make_temp_folder(out_dir):
     parent = os.path.dirname(os.path.abspath(out_dir))
     os.makedirs(parent, exist_ok=True)
-    return tempfile.mkdtemp(prefix=f".{os.path.basename(out_dir)}.tmp-", dir=parent)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out_dir)}.tmp-", dir=parent)
+    os.chmod(tmp, 0o755)
+    return tmp
 
 
 def load_package(folder):

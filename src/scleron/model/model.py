@@ -172,9 +172,11 @@ class Model:
         err = self._err(f"body '{name}'")
         if not isinstance(name, str) or not name:
             raise err("body name must be a non-empty string")
-        if name == WORLD or any(b.name == name for b in self.bodies):
+        if name == WORLD:
+            raise err(f"the name '{WORLD}' is reserved for the fixed base")
+        if name in self._names("bodies"):
             raise err("two bodies have this name")
-        if parent != WORLD and not any(b.name == parent for b in self.bodies):
+        if parent != WORLD and parent not in self._names("bodies"):
             raise err(f"parent '{parent}' does not exist (parents must be added before children)")
         try:
             inertia_mat = (np.array(inertia, dtype=float) if np.size(inertia) == 9
@@ -187,13 +189,27 @@ class Model:
             origin = Transform.from_xyz_rpy(_finite_vector(xyz if xyz is not None else (0, 0, 0), 3, "xyz", err),
                                             _finite_vector(rpy if rpy is not None else (0, 0, 0), 3, "rpy", err))
         jname = joint_name or f"{name}_joint"
-        if any(j.name == jname for j in self.joints):
+        if jname in self._names("joints"):
             raise self._err(f"joint '{jname}'")("two joints have this name")
         j = Joint(jname, joint, parent, name, origin, dict(params))
         self.check_joint(j)
+        self._names("bodies").add(name)     # sets first, then lists: the cache stays in step
+        self._names("joints").add(jname)
         self.bodies.append(body)
         self.joints.append(j)
         return body
+
+    def _names(self, attr):
+        """The set of names in self.bodies or self.joints, kept between add_body calls so that
+        building a model of n bodies takes O(n), not O(n^2); rebuilt whenever the list was
+        replaced or changed length outside add_body."""
+        items = getattr(self, attr)
+        cache = self.__dict__.setdefault("_name_cache", {})
+        entry = cache.get(attr)
+        if entry is None or entry[0] is not items or len(entry[1]) != len(items):
+            entry = (items, {x.name for x in items})
+            cache[attr] = entry
+        return entry[1]
 
     def check_joint(self, j):
         err = self._err(f"joint '{j.name}'")

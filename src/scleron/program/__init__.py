@@ -2,4 +2,4 @@
 
 Nothing here knows about robots: a Program is a list of scalar assignments built by evaluating
 ordinary arithmetic on Var objects (see program.program)."""
-from .program import Program, Var, OpCounts
+from .program import OpCounts, Program, ProgramAlgebra, Var

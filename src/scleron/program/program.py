@@ -299,3 +299,24 @@ class Program:
         for array, idx, v in self.outputs:
             out.setdefault(array, {})[idx] = val[v.id] if isinstance(v, Var) else v
         return {k: [d[i] for i in range(len(d))] for k, d in out.items()}
+
+
+class ProgramAlgebra:
+    """The algebra the recursions use to build a Program: math functions become nodes and
+    sections label the nodes (pass, joint, body) for the comments of the generated code."""
+
+    def __init__(self, prog):
+        self.prog = prog
+
+    def sin(self, x): return self.prog.unary("sin", x)
+    def cos(self, x): return self.prog.unary("cos", x)
+    def tan(self, x): return self.prog.unary("tan", x)
+    def exp(self, x): return self.prog.unary("exp", x)
+    def log(self, x): return self.prog.unary("log", x)
+    def sqrt(self, x): return self.prog.unary("sqrt", x)
+
+    def call(self, name, x, numeric):
+        return self.prog.call(name, x, numeric)
+
+    def section(self, text):
+        self.prog.set_section(text)

@@ -1,0 +1,356 @@
+"""URDF loader: load_urdf(path, floating=False) -> Model.
+
+The XML is read with the standard library's expat parser, configured so that a document type
+declaration (and with it every entity declaration) is refused as soon as it starts: a
+"billion laughs" file fails at once instead of expanding. Only the elements dynamics needs are
+read (<link>/<inertial>, <joint> with <origin>, <parent>, <child>, <axis>); <limit>,
+<dynamics>, <mimic>, <visual>, <collision>, <transmission>, <gazebo>, <material> and any other
+element are ignored.
+
+Joint order: bodies are added depth-first from the root link; the children of a link are taken
+in the order of their joint names, which is the order urdfdom (and hence
+pinocchio.buildModelFromUrdf) uses, so that coordinates line up with Pinocchio's. order="file"
+takes them in the order the joints appear in the file instead.
+"""
+import math
+import os
+import re
+from pathlib import Path
+from xml.parsers import expat
+
+import numpy as np
+
+from ..errors import ModelError
+from .load import MAX_BODIES, MAX_DEPTH, read_source, sanitize_identifier
+from .model import WORLD, Inertia, Model, Transform, rotation_from_rpy
+
+_NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+# URDF joint type -> scleron joint type
+JOINT_MAP = {"revolute": "revolute", "continuous": "continuous", "prismatic": "prismatic",
+             "fixed": "fixed", "floating": "free", "planar": "planar"}
+
+
+class _El:
+    """A parsed XML element: tag, attributes, children and the line where it starts."""
+    __slots__ = ("tag", "attrib", "children", "line")
+
+    def __init__(self, tag, attrib, line):
+        self.tag, self.attrib, self.children, self.line = tag, attrib, [], line
+
+    def find(self, tag):
+        """The first child with this tag (urdfdom reads the first one too), or None."""
+        for c in self.children:
+            if c.tag == tag:
+                return c
+        return None
+
+    def findall(self, tag):
+        return [c for c in self.children if c.tag == tag]
+
+
+class _Refused(Exception):
+    pass
+
+
+def parse_xml(data, source=None):
+    """Parse XML bytes/str into an _El tree; DTDs, entities and deep nesting are refused."""
+    parser = expat.ParserCreate()
+    try:
+        parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    except (AttributeError, expat.ExpatError):   # pragma: no cover - very old expat
+        pass
+    stack, root = [], []
+
+    def refuse_dtd(*_):
+        raise _Refused("a document type declaration (<!DOCTYPE>) is not allowed in a URDF file")
+
+    def refuse_entity(*_):
+        raise _Refused("entity declarations are not allowed in a URDF file")
+
+    def start(tag, attrib):
+        if len(stack) >= MAX_DEPTH:
+            raise _Refused(f"the XML nests deeper than {MAX_DEPTH} levels")
+        el = _El(tag, attrib, parser.CurrentLineNumber)
+        if stack:
+            stack[-1].children.append(el)
+        else:
+            root.append(el)
+        stack.append(el)
+
+    def end(_tag):
+        stack.pop()
+
+    parser.StartDoctypeDeclHandler = refuse_dtd
+    parser.EntityDeclHandler = refuse_entity
+    parser.UnparsedEntityDeclHandler = refuse_entity
+    parser.ExternalEntityRefHandler = refuse_entity
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    try:
+        parser.Parse(data, True)
+    except _Refused as e:
+        raise ModelError(str(e), source=source, line=parser.CurrentLineNumber) from None
+    except expat.ExpatError as e:
+        raise ModelError(f"malformed XML: {expat.ErrorString(e.code)}", source=source,
+                         line=e.lineno) from None
+    except (ValueError, UnicodeError, OverflowError) as e:
+        raise ModelError(f"malformed XML: {e}", source=source) from None
+    if not root:
+        raise ModelError("the file has no XML element", source=source)
+    return root[0]
+
+
+# ---- public API ------------------------------------------------------------------------------
+def load_urdf(path, floating=False, *, merge_fixed=True, order="pinocchio"):
+    """Load a URDF file.
+
+    floating=True adds a free joint ("root_joint", chart XYZ) between the world and the root
+    link; otherwise the root link is the fixed world and its inertia is dropped. Returns the model
+    with fixed joints merged and validated; merge_fixed=False returns the tree with its fixed
+    joints (one body per link, not validated as a whole). order: "pinocchio" (siblings by joint
+    name, as urdfdom and Pinocchio order them) or "file" (siblings in file order).
+    """
+    data = read_source(path)
+    source = os.fsdecode(os.fspath(path))
+    return model_from_urdf(parse_xml(data, source), source, floating=floating,
+                           merge_fixed=merge_fixed, order=order)
+
+
+def load_urdf_string(text, source="<string>", floating=False, *, merge_fixed=True, order="pinocchio"):
+    """Like load_urdf, for URDF text already in memory."""
+    if isinstance(text, (str, bytes)) and len(text) > 20 * 1024 * 1024:
+        raise ModelError("the URDF text is more than 20 MB", source=source)
+    return model_from_urdf(parse_xml(text, source), source, floating=floating,
+                           merge_fixed=merge_fixed, order=order)
+
+
+# ---- building the model ----------------------------------------------------------------------
+class _Ctx:
+    def __init__(self, source, element=None, line=None):
+        self.source, self.element, self.line = source, element, line
+
+    def at(self, element=None, line=None):
+        return _Ctx(self.source, element or self.element, line or self.line)
+
+    def error(self, problem, line=None):
+        return ModelError(problem, source=self.source, element=self.element, line=line or self.line)
+
+
+def _floats(text, n, what, ctx):
+    if text is None:
+        raise ctx.error(f"{what} is missing")
+    tokens = text.split()
+    if len(tokens) != n or not all(_NUMBER.fullmatch(t) for t in tokens):
+        shown = text if len(text) <= 60 else text[:60] + "..."
+        raise ctx.error(f"{what} must be {n} number{'s' if n > 1 else ''}, got {shown!r}")
+    values = [float(t) for t in tokens]
+    if not all(math.isfinite(v) for v in values):
+        raise ctx.error(f"{what} must be finite, got {text!r}")
+    return values
+
+
+def _origin(el, ctx):
+    """The Transform of an element's <origin xyz rpy> (identity if there is none)."""
+    o = el.find("origin")
+    if o is None:
+        return Transform()
+    oc = ctx.at(line=o.line)
+    xyz = _floats(o.attrib.get("xyz", "0 0 0"), 3, "origin xyz", oc)
+    rpy = _floats(o.attrib.get("rpy", "0 0 0"), 3, "origin rpy", oc)
+    return Transform(rotation_from_rpy(rpy), np.array(xyz))
+
+
+def _link_inertia(link, ctx, check=True):
+    """Mass, com and inertia about the com in link axes; None for a massless link.
+
+    A link is massless without <inertial> or with mass 0 and inertia 0. Otherwise the mass must
+    be finite and not negative and the inertia finite and positive semi-definite; whether it
+    is physically valid on its own (positive definite, triangle inequality) is checked on the
+    merged bodies by Model.validate(): a link welded on by a fixed joint may be a point mass.
+    """
+    inertial = link.find("inertial")
+    if inertial is None:
+        return None
+    ictx = ctx.at(line=inertial.line)
+    X = _origin(inertial, ictx)
+    m = inertial.find("mass")
+    if m is None:
+        raise ictx.error("<inertial> has no <mass>")
+    mass = _floats(m.attrib.get("value"), 1, "mass value", ictx.at(line=m.line))[0]
+    if mass < 0:
+        raise ictx.error(f"mass must not be negative, got {mass!r}", m.line)
+    i = inertial.find("inertia")
+    if i is None:
+        raise ictx.error("<inertial> has no <inertia>")
+    v = {k: _floats(i.attrib.get(k), 1, f"inertia {k}", ictx.at(line=i.line))[0]
+         for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
+    I0 = np.array([[v["ixx"], v["ixy"], v["ixz"]],
+                   [v["ixy"], v["iyy"], v["iyz"]],
+                   [v["ixz"], v["iyz"], v["izz"]]])
+    if mass == 0 and not np.any(I0):
+        return None                      # an explicit zero inertial: massless, like no <inertial>
+    if check:
+        ev = np.linalg.eigvalsh(I0)
+        if ev.min() < -max(1e-9 * np.abs(ev).max(), 1e-15):   # tolerate rounding
+            raise ictx.error(f"inertia matrix is not positive semi-definite (eigenvalues {ev.tolist()})",
+                             i.line)
+    R = X.rotation
+    I = R @ I0 @ R.T                     # rotate the inertial frame's axes into the link frame
+    return Inertia(mass, X.translation.copy(), 0.5 * (I + I.T))
+
+
+def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, order="pinocchio"):
+    """Build a Model from a parsed URDF element tree (see parse_xml)."""
+    if order not in ("pinocchio", "file"):
+        raise ValueError("order must be 'pinocchio' or 'file'")
+    ctx = _Ctx(source)
+    if robot.tag != "robot":
+        raise ctx.error(f"the root element is <{robot.tag[:40]}>, not <robot>", robot.line)
+    name = robot.attrib.get("name") or (Path(source).stem if source else None)
+    model = Model(sanitize_identifier(name), source=source)
+
+    links = {}                                    # name -> _El, in file order
+    for link in robot.findall("link"):
+        lname = link.attrib.get("name")
+        if not lname:
+            raise ctx.error("a <link> has no name", link.line)
+        lctx = ctx.at(element=f"link '{lname[:200]}'", line=link.line)
+        if lname in links:
+            raise lctx.error(f"two links are named '{lname}' (the other one is on line {links[lname].line})")
+        links[lname] = link
+    if not links:
+        raise ctx.error("the robot has no <link>", robot.line)
+    if len(links) > MAX_BODIES + 1:
+        raise ctx.error(f"{len(links)} links is more than the limit of {MAX_BODIES}", robot.line)
+
+    joints, child_of, children = {}, {}, {n: [] for n in links}
+    for j in robot.findall("joint"):
+        jname = j.attrib.get("name")
+        if not jname:
+            raise ctx.error("a <joint> has no name", j.line)
+        jctx = ctx.at(element=f"joint '{jname[:200]}'", line=j.line)
+        if jname in joints:
+            raise jctx.error(f"two joints are named '{jname}' (the other one is on line {joints[jname][0].line})")
+        jtype = j.attrib.get("type")
+        if jtype not in JOINT_MAP:
+            raise jctx.error(f"unsupported joint type {jtype!r} (supported: {', '.join(JOINT_MAP)})"
+                             if jtype else "the joint has no type")
+        ends = []
+        for tag in ("parent", "child"):
+            e = j.find(tag)
+            lname = e.attrib.get("link") if e is not None else None
+            if not lname:
+                raise jctx.error(f"the joint has no <{tag} link=...>", e.line if e is not None else None)
+            if lname not in links:
+                raise jctx.error(f"{tag} link '{lname[:200]}' does not exist", e.line)
+            ends.append(lname)
+        parent, child = ends
+        if parent == child:
+            raise jctx.error(f"link '{parent}' cannot be its own parent")
+        if child in child_of:
+            raise jctx.error(f"link '{child}' is already the child of joint '{child_of[child]}': "
+                             "in a tree every link has one parent")
+        joints[jname] = (j, jtype, parent, child)
+        child_of[child] = jname
+        children[parent].append(jname)
+
+    roots = [n for n in links if n not in child_of]
+    if not roots:
+        raise ctx.error("no root link: every link is the child of a joint, so the joints form a cycle",
+                        robot.line)
+    if len(roots) > 1:
+        shown = ", ".join(f"'{r[:100]}' (line {links[r].line})" for r in roots[:5])
+        raise ctx.error(f"the links are not connected into one tree: {len(roots)} links have no parent "
+                        f"joint ({shown}{', ...' if len(roots) > 5 else ''})", robot.line)
+    root = roots[0]
+    for lname, link in links.items():
+        if lname == WORLD and lname != root:
+            raise ctx.at(element=f"link '{WORLD}'", line=link.line).error(
+                f"only the root link may be named '{WORLD}'")
+
+    # the root link
+    root_ctx = ctx.at(element=f"link '{root[:200]}'", line=links[root].line)
+    if floating:
+        if root == WORLD:
+            raise root_ctx.error(f"the root link is '{WORLD}', which cannot float: "
+                                 "load it with floating=False")
+        inertia = _link_inertia(links[root], root_ctx)
+        _add(model, root, WORLD, "free", "root_joint", inertia, Transform(), {"chart": "XYZ"}, root_ctx)
+        top = root
+    else:
+        _link_inertia(links[root], root_ctx, check=False)   # parse it; its inertia is dropped
+        top = WORLD
+
+    # depth first from the root; siblings by joint name (urdfdom/Pinocchio) or file order
+    def kids(lname):
+        names = children[lname]
+        return sorted(names) if order == "pinocchio" else names
+
+    reached = {root}
+    stack = [(top, n) for n in reversed(kids(root))]
+    while stack:
+        parent_body, jname = stack.pop()
+        j, jtype, _parent, child = joints[jname]
+        jctx = ctx.at(element=f"joint '{jname[:200]}'", line=j.line)
+        lctx = ctx.at(element=f"link '{child[:200]}'", line=links[child].line)
+        origin = _origin(j, jctx)
+        params = {}
+        if jtype in ("revolute", "continuous", "prismatic", "planar"):
+            a = j.find("axis")
+            axis = _floats(a.attrib.get("xyz", "1 0 0"), 3, "axis xyz", jctx.at(line=a.line)) \
+                if a is not None else [1.0, 0.0, 0.0]
+            if np.linalg.norm(axis) < 1e-12:
+                raise jctx.error("axis has zero length", a.line if a is not None else None)
+            params["normal" if jtype == "planar" else "axis"] = tuple(axis)
+        elif jtype == "floating":
+            params["chart"] = "XYZ"
+        _add(model, child, parent_body, JOINT_MAP[jtype], jname, _link_inertia(links[child], lctx),
+             origin, params, jctx)
+        reached.add(child)
+        stack.extend((child, n) for n in reversed(kids(child)))
+
+    if len(reached) != len(links):
+        lost = [n for n in links if n not in reached]
+        shown = ", ".join(f"'{n[:100]}'" for n in lost[:5])
+        raise ctx.error(f"links {shown}{', ...' if len(lost) > 5 else ''} are not connected to the root "
+                        f"link '{root}': their joints form a cycle", links[lost[0]].line)
+    if merge_fixed:
+        model = _validate(model.merged_fixed(), model, links, source)
+    return model
+
+
+def _add(model, body, parent, jtype, jname, inertia, origin, params, ctx):
+    """add_body for one link; its inertia is checked later, on the merged model (validate())."""
+    try:
+        b = model.add_body(body, parent, joint=jtype, joint_name=jname, mass=0.0, com=(0, 0, 0),
+                           inertia=np.zeros((3, 3)), origin=origin, allow_massless=True, **params)
+    except ModelError as e:
+        raise ModelError(e.problem, source=ctx.source, element=e.element, line=e.line or ctx.line) from None
+    if inertia is not None:
+        b.inertia = inertia
+
+
+def _validate(model, unmerged, links, source):
+    """model.validate(), with the link's line and the fixed links merged into a bad body."""
+    try:
+        return model.validate()
+    except ModelError as e:
+        home = {}
+        for b, j in zip(unmerged.bodies, unmerged.joints):
+            home[b.name] = home.get(j.parent, j.parent) if j.type == "fixed" else b.name
+        bad = next((b.name for b in model.bodies if e.element == f"body '{b.name}'"), None)
+        if bad is None:
+            raise
+        merged = [n for n, h in home.items() if h == bad and n != bad]
+        problem = e.problem
+        if merged:
+            problem += f" (after merging the fixed link{'s' if len(merged) > 1 else ''} " \
+                       + ", ".join(f"'{n}'" for n in merged[:5]) + (", ..." if len(merged) > 5 else "") + ")"
+        elif "mass must be positive" in problem:
+            problem += " (a link on a moving joint needs an <inertial> unless other links hang from it)"
+        raise ModelError(problem, source=source, element=f"link '{bad}'",
+                         line=links[bad].line if bad in links else None) from None
+
+
+__all__ = ["load_urdf", "load_urdf_string", "model_from_urdf", "parse_xml", "JOINT_MAP"]

@@ -1,0 +1,40 @@
+"""The committed generated/ folders are what scleron generates today (sources only).
+
+If this fails after a change to scleron, regenerate them:
+    for m in rc20 rc50 rc100 branched quadruped; do
+        scleron codegen examples/$m.yaml -o generated/$m --no-compile --force; done
+"""
+import os
+
+import pytest
+
+import scleron
+from scleron.pipeline import build_sources
+
+from conftest import ROOT, example
+
+SHIPPED = ["rc20", "rc50", "rc100", "branched", "quadruped"]
+BINARY_SUFFIXES = (".so", ".o", ".pyd", ".pyc")
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_committed_generated_sources_are_current(name):
+    folder = os.path.join(ROOT, "generated", name)
+    assert os.path.isdir(folder), f"generated/{name} is missing"
+    files, _, _ = build_sources(scleron.load_model(example(f"{name}.yaml")), name)
+    for fname, text in files.items():
+        path = os.path.join(folder, fname)
+        assert os.path.isfile(path), f"generated/{name}/{fname} is missing"
+        with open(path) as fh:
+            assert fh.read() == text, f"generated/{name}/{fname} is stale: regenerate (see this file's docstring)"
+
+
+def test_no_build_products_are_committed():
+    import subprocess
+    try:
+        tracked = subprocess.run(["git", "ls-files", "generated"], cwd=ROOT, capture_output=True,
+                                 text=True, check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    assert tracked, "generated/ has no tracked files"
+    assert not [p for p in tracked if p.endswith(BINARY_SUFFIXES) or "__pycache__" in p]
