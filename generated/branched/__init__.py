@@ -19,8 +19,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_eba142aa152a"
-HASH = "eba142aa152a7907f0c9351239c2e33a866abfa778abaf58594996d104a3b014"
+MODULE = "_branched_7cdefeabbbc8"
+HASH = "7cdefeabbbc88b3e1c88e83de6a98ec6cb64d1b2b6ea1ff836379f71fe73ab6c"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -61,7 +61,10 @@ ffi, lib = _load()
 
 
 def _as_input(x, name, width):
-    a = np.asarray(x, dtype=np.float64)
+    a = x if isinstance(x, np.ndarray) else np.asarray(x)
+    if a.dtype.kind not in "fiu":
+        raise ValueError(f"{name} must hold real numbers, got dtype {a.dtype}")
+    a = a.astype(np.float64, copy=False)
     if a.ndim == 1 and a.shape[0] == width:
         return np.ascontiguousarray(a), None
     if a.ndim == 2 and a.shape[1] == width:

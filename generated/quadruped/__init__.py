@@ -19,8 +19,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_247560d1f9ab"
-HASH = "247560d1f9ab30df3820c2906376edd5b6a8f3ab654b383a2659216a01d77aaa"
+MODULE = "_quadruped_92e40cfa2053"
+HASH = "92e40cfa2053ccd5ef4b67ba3e808ee883e8d8fd815c62c302b7a099883006b2"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -61,7 +61,10 @@ ffi, lib = _load()
 
 
 def _as_input(x, name, width):
-    a = np.asarray(x, dtype=np.float64)
+    a = x if isinstance(x, np.ndarray) else np.asarray(x)
+    if a.dtype.kind not in "fiu":
+        raise ValueError(f"{name} must hold real numbers, got dtype {a.dtype}")
+    a = a.astype(np.float64, copy=False)
     if a.ndim == 1 and a.shape[0] == width:
         return np.ascontiguousarray(a), None
     if a.ndim == 2 and a.shape[1] == width:

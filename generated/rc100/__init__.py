@@ -19,8 +19,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_ab3be56bf8a1"
-HASH = "ab3be56bf8a1c2e51ef1c275f1c7ed5cb5a863d0bebcb47ff726013bf2ec7cca"
+MODULE = "_rc100_b3c7586ddc80"
+HASH = "b3c7586ddc800a4048009e8a893012dffb00592c377b9e58844420fd6bec341f"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -61,7 +61,10 @@ ffi, lib = _load()
 
 
 def _as_input(x, name, width):
-    a = np.asarray(x, dtype=np.float64)
+    a = x if isinstance(x, np.ndarray) else np.asarray(x)
+    if a.dtype.kind not in "fiu":
+        raise ValueError(f"{name} must hold real numbers, got dtype {a.dtype}")
+    a = a.astype(np.float64, copy=False)
     if a.ndim == 1 and a.shape[0] == width:
         return np.ascontiguousarray(a), None
     if a.ndim == 2 and a.shape[1] == width:

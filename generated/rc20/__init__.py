@@ -19,8 +19,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_748ec0268372"
-HASH = "748ec0268372cde62b93cd86a35e2beee539f536a0f29931ef3a4611a876773e"
+MODULE = "_rc20_dd52075c5d00"
+HASH = "dd52075c5d00d91527f7f074e90a76e5453d03080d94d190cfe4db4e98ac541c"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -61,7 +61,10 @@ ffi, lib = _load()
 
 
 def _as_input(x, name, width):
-    a = np.asarray(x, dtype=np.float64)
+    a = x if isinstance(x, np.ndarray) else np.asarray(x)
+    if a.dtype.kind not in "fiu":
+        raise ValueError(f"{name} must hold real numbers, got dtype {a.dtype}")
+    a = a.astype(np.float64, copy=False)
     if a.ndim == 1 and a.shape[0] == width:
         return np.ascontiguousarray(a), None
     if a.ndim == 2 and a.shape[1] == width:

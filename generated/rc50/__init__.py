@@ -19,8 +19,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_580567ca0800"
-HASH = "580567ca08008221c7dfccdbf9da44a3e674b26d5f303faf95671f0af7970ac6"
+MODULE = "_rc50_ca5fef9b17f4"
+HASH = "ca5fef9b17f4e5d27fb0346722376d9767d50800dd71ee7298e6e8eeea822fd0"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -61,7 +61,10 @@ ffi, lib = _load()
 
 
 def _as_input(x, name, width):
-    a = np.asarray(x, dtype=np.float64)
+    a = x if isinstance(x, np.ndarray) else np.asarray(x)
+    if a.dtype.kind not in "fiu":
+        raise ValueError(f"{name} must hold real numbers, got dtype {a.dtype}")
+    a = a.astype(np.float64, copy=False)
     if a.ndim == 1 and a.shape[0] == width:
         return np.ascontiguousarray(a), None
     if a.ndim == 2 and a.shape[1] == width:

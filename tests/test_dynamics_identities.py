@@ -1,0 +1,270 @@
+"""Identities every correct dynamics code satisfies, on every example and two real robots.
+
+M symmetric positive definite; M FD(tau) + h = tau; ID(FD(tau)) = tau; ID = M qdd + h; the
+generated C equals the numpy reference; batched calls equal looped single calls; the calling
+conventions (out=, shapes, dtypes, lists); energy balance dE/dt = qd^T tau along the motion;
+and Featherstone's 6-link planar oracle (RBDA Fig. 10.3).
+"""
+import math
+
+import numpy as np
+import pytest
+
+import scleron
+from scleron.dynamics import recursions as rec
+from scleron.dynamics.algebra import FloatAlgebra
+from scleron.dynamics.tree import Tree
+from scleron.joints import joint_model
+
+from conftest import example, robot_urdf
+
+NSTATES = 4
+TOL = 1e-9
+
+# name -> (path, range of the random coordinates); the branched tree and the quadruped carry
+# Euler-angle / exponential charts, kept away from their singularities
+SYSTEMS = [
+    pytest.param(("rc20", lambda: example("rc20.yaml"), math.pi), id="rc20"),
+    pytest.param(("branched", lambda: example("branched.yaml"), 1.2), id="branched"),
+    pytest.param(("quadruped", lambda: example("quadruped.yaml"), 1.2), id="quadruped"),
+    pytest.param(("panda", lambda: robot_urdf("panda"), math.pi), id="panda"),
+    pytest.param(("ur5", lambda: robot_urdf("ur5"), math.pi), id="ur5"),
+    pytest.param(("rc50", lambda: example("rc50.yaml"), math.pi), id="rc50", marks=pytest.mark.slow),
+    pytest.param(("rc100", lambda: example("rc100.yaml"), math.pi), id="rc100", marks=pytest.mark.slow),
+]
+
+
+def rel_err(a, ref):
+    a, ref = np.asarray(a, dtype=float), np.asarray(ref, dtype=float)
+    return float(np.linalg.norm(a - ref) / max(np.linalg.norm(ref), 1e-300))
+
+
+def states(rng, nv, qrange, n=NSTATES):
+    for _ in range(n):
+        yield (rng.uniform(-qrange, qrange, nv), rng.uniform(-1.5, 1.5, nv),
+               rng.uniform(-2, 2, nv), rng.uniform(-5, 5, nv))
+
+
+@pytest.fixture(params=SYSTEMS)
+def system(request, generated):
+    name, path, qrange = request.param
+    model, dyn = generated(path(), name)
+    return name, model, dyn, qrange
+
+
+# ---- algebraic identities ---------------------------------------------------------------------------
+def test_module_metadata(system):
+    name, model, dyn, _ = system
+    assert dyn.nv == dyn.nq == model.nv
+    assert dyn.joint_names == [j.name for j in model.joints]
+    assert len(dyn.coordinate_names) == model.nv
+
+
+def test_mass_matrix_symmetric_positive_definite(system, rng):
+    name, model, dyn, qrange = system
+    for q, _, _, _ in states(rng, model.nv, qrange):
+        M = dyn.mass_matrix(q)
+        assert M.shape == (model.nv, model.nv)
+        assert np.abs(M - M.T).max() <= 1e-12 * np.abs(M).max()
+        np.linalg.cholesky(M)                       # raises LinAlgError unless positive definite
+        assert np.all(np.diag(M) > 0)
+
+
+def test_forward_inverse_mass_bias_agree(system, rng):
+    name, model, dyn, qrange = system
+    for q, qd, qdd, tau in states(rng, model.nv, qrange):
+        M, h = dyn.mass_matrix(q), dyn.bias_forces(q, qd)
+        a = dyn.forward_dynamics(q, qd, tau)
+        assert rel_err(M @ a + h, tau) <= TOL, "M FD(tau) + h != tau"
+        assert rel_err(dyn.inverse_dynamics(q, qd, a), tau) <= TOL, "ID(FD(tau)) != tau"
+        assert rel_err(dyn.inverse_dynamics(q, qd, qdd), M @ qdd + h) <= TOL, "ID != M qdd + h"
+        assert rel_err(dyn.forward_dynamics(q, qd, M @ qdd + h), qdd) <= 1e-8, "FD(M qdd + h) != qdd"
+        assert rel_err(dyn.inverse_dynamics(q, qd, np.zeros(model.nv)), h) <= TOL, "ID(q, qd, 0) != h"
+        # column k of M is ID(q, 0, e_k) - ID(q, 0, 0)
+        g = dyn.bias_forces(q, np.zeros(model.nv))
+        k = int(rng.integers(model.nv))
+        e = np.zeros(model.nv)
+        e[k] = 1.0
+        assert rel_err(dyn.inverse_dynamics(q, np.zeros(model.nv), e) - g, M[:, k]) <= 1e-8
+
+
+def test_generated_equals_numpy_reference(system, rng):
+    name, model, dyn, qrange = system
+    tree, alg = Tree(model), FloatAlgebra()
+    nstates = 2 if model.nv > 20 else NSTATES
+    for q, qd, qdd, tau in states(rng, model.nv, qrange, nstates):
+        pairs = [(dyn.forward_dynamics(q, qd, tau), rec.forward_dynamics(tree, alg, q, qd, tau)),
+                 (dyn.inverse_dynamics(q, qd, qdd), rec.inverse_dynamics(tree, alg, q, qd, qdd)),
+                 (dyn.mass_matrix(q), rec.mass_matrix(tree, alg, q)),
+                 (dyn.bias_forces(q, qd), rec.bias_forces(tree, alg, q, qd))]
+        for fname, (gen, ref) in zip(["FD", "ID", "M", "h"], pairs):
+            ref = np.asarray(ref, dtype=float).reshape(gen.shape)
+            assert rel_err(gen, ref) <= 1e-12, f"{name} {fname}: {rel_err(gen, ref):.3g}"
+
+
+def test_batched_equals_looped(system, rng):
+    name, model, dyn, qrange = system
+    N, nv = 7, model.nv
+    Q = rng.uniform(-qrange, qrange, (N, nv))
+    QD, QDD, TAU = (rng.uniform(-2, 2, (N, nv)) for _ in range(3))
+    calls = {"forward_dynamics": (Q, QD, TAU), "inverse_dynamics": (Q, QD, QDD),
+             "mass_matrix": (Q,), "bias_forces": (Q, QD)}
+    for fname, args in calls.items():
+        f = getattr(dyn, fname)
+        batch = f(*args)
+        looped = np.array([f(*(a[k] for a in args)) for k in range(N)])
+        assert batch.shape == looped.shape == ((N, nv, nv) if fname == "mass_matrix" else (N, nv))
+        scale = max(1.0, np.abs(looped).max())
+        assert np.abs(batch - looped).max() <= 1e-15 * scale, fname
+        # a batch of one and an empty batch
+        assert f(*(a[:1] for a in args)).shape == (1,) + batch.shape[1:]
+        np.testing.assert_array_equal(f(*(a[:1] for a in args))[0], looped[0])
+        assert f(*(a[:0] for a in args)).shape == (0,) + batch.shape[1:]
+
+
+def test_out_argument_and_input_checks(system, rng):
+    name, model, dyn, qrange = system
+    nv = model.nv
+    q, qd, qdd, tau = next(states(rng, nv, qrange, 1))
+    # out= is filled in place and returned
+    out = np.full(nv, np.nan)
+    res = dyn.forward_dynamics(q, qd, tau, out=out)
+    assert res is out
+    np.testing.assert_array_equal(out, dyn.forward_dynamics(q, qd, tau))
+    outM = np.empty((nv, nv))
+    assert dyn.mass_matrix(q, out=outM) is outM
+    np.testing.assert_array_equal(outM, dyn.mass_matrix(q))
+    outB = np.empty((3, nv, nv))
+    Q = np.stack([q, 2 * q, -q])
+    assert dyn.mass_matrix(Q, out=outB) is outB
+    np.testing.assert_array_equal(outB[1], dyn.mass_matrix(2 * q))
+    outh = np.empty((3, nv))
+    assert dyn.bias_forces(Q, np.stack([qd] * 3), out=outh) is outh
+    np.testing.assert_array_equal(outh[2], dyn.bias_forces(-q, qd))
+    # wrong out: shape, dtype, layout, read-only
+    bad_outs = [np.empty(nv + 1), np.empty((1, nv)), np.empty(nv, dtype=np.float32),
+                np.empty(2 * nv)[::2], np.empty(nv, dtype=np.int64), [0.0] * nv]
+    ro = np.empty(nv)
+    ro.flags.writeable = False
+    bad_outs.append(ro)
+    for bad in bad_outs:
+        with pytest.raises(ValueError, match="out"):
+            dyn.inverse_dynamics(q, qd, qdd, out=bad)
+    with pytest.raises(ValueError, match="out"):
+        dyn.mass_matrix(q, out=np.empty(nv * nv))
+    with pytest.raises(ValueError, match="out"):
+        dyn.mass_matrix(Q, out=np.empty((3, nv, nv), dtype=np.float32))
+    # wrong input shapes name the argument
+    with pytest.raises(ValueError, match="qd"):
+        dyn.forward_dynamics(q, qd[:-1], tau)
+    with pytest.raises(ValueError, match="tau"):
+        dyn.forward_dynamics(q, qd, np.append(tau, 0.0))
+    with pytest.raises(ValueError, match="qdd"):
+        dyn.inverse_dynamics(q, qd, qdd.reshape(1, 1, nv))
+    with pytest.raises(ValueError, match="q"):
+        dyn.mass_matrix(np.zeros((2, nv + 1)))
+    with pytest.raises(ValueError, match="q"):
+        dyn.mass_matrix(5.0)
+    # non-real inputs name the argument instead of being cast
+    with pytest.raises(ValueError, match="qd"):
+        dyn.forward_dynamics(q, qd + 0j, tau)
+    with pytest.raises(ValueError, match="tau"):
+        dyn.forward_dynamics(q, qd, ["x"] * nv)
+    with pytest.raises(ValueError, match="q"):
+        dyn.mass_matrix([None] * nv)
+    # single and batched inputs mixed, or batches of different lengths
+    with pytest.raises(ValueError, match="qd"):
+        dyn.bias_forces(np.stack([q, q]), qd)
+    with pytest.raises(ValueError, match="qd"):
+        dyn.bias_forces(np.stack([q, q]), np.stack([qd, qd, qd]))
+    with pytest.raises(ValueError, match="tau"):
+        dyn.forward_dynamics(q, qd, np.stack([tau, tau]))
+    # lists, float32, integer and non-contiguous inputs are accepted and converted
+    want = dyn.forward_dynamics(q, qd, tau)
+    np.testing.assert_array_equal(dyn.forward_dynamics(list(q), list(qd), list(tau)), want)
+    q32, qd32, tau32 = (x.astype(np.float32) for x in (q, qd, tau))
+    got32 = dyn.forward_dynamics(q32, qd32, tau32)
+    assert got32.dtype == np.float64
+    np.testing.assert_array_equal(got32, dyn.forward_dynamics(*(x.astype(np.float64) for x in (q32, qd32, tau32))))
+    np.testing.assert_array_equal(dyn.mass_matrix(np.zeros(nv, dtype=int)), dyn.mass_matrix(np.zeros(nv)))
+    strided = np.empty((nv, 2))
+    strided[:, 0] = q
+    np.testing.assert_array_equal(dyn.mass_matrix(strided[:, 0]), dyn.mass_matrix(q))
+    np.testing.assert_array_equal(dyn.mass_matrix(np.asfortranarray(Q)), dyn.mass_matrix(Q))
+    # inputs are not modified
+    q_copy = q.copy()
+    dyn.forward_dynamics(q, qd, tau)
+    np.testing.assert_array_equal(q, q_copy)
+
+
+# ---- energy balance ------------------------------------------------------------------------------------
+def body_transforms(model, q):
+    """World 4x4 transform of every body: G_i = G_parent * origin_i * Q_i(q_i)."""
+    G, k = [], 0
+    index = {b.name: i for i, b in enumerate(model.bodies)}
+    for j in model.joints:
+        X = np.eye(4)
+        X[:3, :3], X[:3, 3] = j.origin.rotation, j.origin.translation
+        parent = np.eye(4) if j.parent == "world" else G[index[j.parent]]
+        G.append(parent @ X @ joint_model(j.type, j.params).numeric("G", q[k:k + j.dof]))
+        k += j.dof
+    return G
+
+
+def potential_energy(model, q):
+    V = 0.0
+    for body, G in zip(model.bodies, body_transforms(model, q)):
+        c = G[:3, :3] @ np.asarray(body.inertia.com, dtype=float) + G[:3, 3]
+        V -= body.inertia.mass * float(np.dot(model.gravity, c))
+    return V
+
+
+def test_energy_balance(system, rng):
+    """dE/dt = qd^T tau along q(s) = q + s qd + s^2/2 qdd, qdd = FD(q, qd, tau) (central difference)."""
+    name, model, dyn, qrange = system
+    for q, qd, _, tau in states(rng, model.nv, qrange, 2):
+        qdd = dyn.forward_dynamics(q, qd, tau)
+
+        def energies(s):
+            qs, qds = q + s * qd + 0.5 * s * s * qdd, qd + s * qdd
+            return 0.5 * qds @ dyn.mass_matrix(qs) @ qds, potential_energy(model, qs)
+        h = 1e-4 / max(1.0, np.abs(qdd).max())
+        (Tp, Vp), (Tm, Vm) = energies(h), energies(-h)
+        dT, dV = (Tp - Tm) / (2 * h), (Vp - Vm) / (2 * h)
+        power = float(qd @ tau)
+        scale = max(abs(power), abs(dT), abs(dV))
+        assert abs(dT + dV - power) <= 1e-6 * scale, (name, dT, dV, power)
+
+
+def test_potential_energy_matches_gravity_forces(system, rng):
+    """The gravity part of h (at qd = 0) is dV/dq: checks the forward kinematics used above too."""
+    name, model, dyn, qrange = system
+    q = rng.uniform(-qrange, qrange, model.nv)
+    g = dyn.bias_forces(q, np.zeros(model.nv))
+    eps = 1e-6
+    ks = np.sort(rng.choice(model.nv, size=min(model.nv, 8), replace=False))   # keeps RC100 fast
+    grad = np.array([(potential_energy(model, q + eps * e) - potential_energy(model, q - eps * e)) / (2 * eps)
+                     for e in np.eye(model.nv)[ks]])
+    assert np.abs(grad - g[ks]).max() <= 1e-6 * max(1.0, np.abs(g).max())
+
+
+# ---- Featherstone's 6-link planar zigzag (RBDA Fig. 10.3) ---------------------------------------------
+def featherstone_six_link():
+    m = scleron.Model("featherstone6", gravity=(0, 0, 0))
+    for i in range(1, 7):
+        m.add_body(f"link{i}", "world" if i == 1 else f"link{i - 1}", joint="revolute",
+                   joint_name=f"joint{i}", axis=(0, 0, 1), xyz=(0, 0, 0) if i == 1 else (1, 0, 0),
+                   mass=1.0, com=(0.5, 0, 0), inertia=(1 / 12, 1 / 12, 1 / 12))
+    return m
+
+
+def test_featherstone_six_link(generated):
+    model, dyn = generated(featherstone_six_link(), "featherstone6")
+    q = np.radians([75, -75, 75, -75, 75, -75])
+    zero = np.zeros(6)
+    tau = dyn.inverse_dynamics(q, zero, np.ones(6))
+    np.testing.assert_allclose(tau, [126.4936, 97.4663, 69.9762, 43.7998, 21.9371, 6.1646], rtol=0, atol=1e-3)
+    np.testing.assert_allclose(dyn.mass_matrix(q) @ np.ones(6), tau, rtol=1e-12)
+    qdd = dyn.forward_dynamics(q, zero, [126, 97.5, 70.0, 43.8, 21.9, 6.16])
+    np.testing.assert_allclose(qdd, [0.6592, 1.3654, 1.3808, 0.5894, 0.9057, 1.0705], rtol=0, atol=1e-4)
+    assert 700 < np.linalg.cond(dyn.mass_matrix(q)) < 750          # RBDA: cond(H) = 725

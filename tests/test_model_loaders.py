@@ -1,0 +1,788 @@
+"""Model loaders: native YAML, URDF, load_model; good files, bad files, fuzzing."""
+import math
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scleron.errors import ModelError
+from scleron.model import (WORLD, Transform, load_model, load_urdf, load_yaml, model_from_dict,
+                           rotation_from_rpy)
+from scleron.model.urdf import load_urdf_string
+from scleron.model.yaml_loader import load_yaml_string, model_to_dict
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def error_of(path, **kw):
+    with pytest.raises(ModelError) as info:
+        load_model(path, **kw)
+    return str(info.value)
+
+
+def rot_axis(axis, angle):
+    a = np.asarray(axis, float) / np.linalg.norm(axis)
+    K = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
+    return np.eye(3) + math.sin(angle) * K + (1 - math.cos(angle)) * K @ K
+
+
+def forward_kinematics(model, q):
+    """World placement of every body for 1-coordinate joints (revolute, continuous, prismatic)."""
+    out, k = {}, 0
+    for j in model.joints:
+        parent = Transform() if j.parent == WORLD else out[j.parent]
+        if j.type in ("revolute", "continuous"):
+            Q = Transform(rot_axis(j.params["axis"], q[k]), np.zeros(3))
+        elif j.type == "prismatic":
+            Q = Transform(np.eye(3), q[k] * np.array(j.params["axis"]))
+        else:
+            raise AssertionError(j.type)
+        out[j.child] = parent.compose(j.origin).compose(Q)
+        k += j.dof
+    return out
+
+
+def robots_dir():
+    try:
+        import example_robot_data
+        d = Path(example_robot_data.getModelPath("panda_description/urdf/panda.urdf"))
+        if (d / "panda_description").is_dir():
+            return d
+        if (d / "robots" / "panda_description").is_dir():
+            return d / "robots"
+    except Exception:
+        pass
+    candidates = []
+    try:
+        import pinocchio
+        candidates.append(Path(pinocchio.__file__).resolve().parents[4])   # .../cmeel.prefix
+    except Exception:
+        pass
+    import site
+    import sys
+    for sp in list(site.getsitepackages()) + sys.path:
+        candidates.append(Path(sp) / "cmeel.prefix")
+    for c in candidates:
+        d = c / "share" / "example-robot-data" / "robots"
+        if (d / "panda_description").is_dir():
+            return d
+    return None
+
+
+# ---- the native YAML format ------------------------------------------------------------------
+BRANCHED = """\
+name: rc3
+gravity: [0, 0, -9.81]
+bodies:
+  - name: torso
+    parent: world
+    joint:
+      name: root
+      type: composite
+      parts: [{type: translational}, {type: spherical, chart: ZYX}]
+    mass: 10
+    com: [0, 0, 0.1]
+    inertia: {ixx: 0.4, iyy: 0.4, izz: 0.2, ixy: 0.01}
+  - name: arm
+    parent: torso
+    joint: {name: shoulder, type: spherical, chart: XYZ, xyz: [0.2, 0, 0.3], rpy: [0.1, 0.2, 0.3]}
+    mass: 2.0
+    com: [0.25, 0, 0]
+    inertia: [0.01, 0.05, 0.05]
+  - name: leg
+    parent: torso
+    joint:
+      name: hip
+      axis: [0, 2, 0]
+      xyz: [0, 0, -0.3]
+      rotation: [[1, 0, 0], [0, 0, -1], [0, 1, 0]]
+    mass: 1.5e0
+    com: [0, 0, -0.2]
+    inertia: [[2e-2, 0, 0], [0, 2e-2, 0], [0, 0, 1e-3]]
+initial:
+  q: {root: [0, 0, 1, 0.1, 0.2, 0.3], hip: 0.5}
+  qd: [0, 0, 0, 0, 0, 0, 1, 2, 3, 4]
+"""
+
+
+def check_branched(m):
+    assert m.name == "rc3"
+    assert [b.name for b in m.bodies] == ["torso", "arm", "leg"]
+    assert [j.name for j in m.joints] == ["root", "shoulder", "hip"]
+    assert [j.parent for j in m.joints] == [WORLD, "torso", "torso"]
+    assert [m.parent_index(i) for i in range(3)] == [-1, 0, 0]
+    assert m.nq == 10
+    root, shoulder, hip = m.joints
+    assert root.type == "composite"
+    assert root.params["parts"] == [{"type": "translational", "params": {}},
+                                    {"type": "spherical", "params": {"chart": "ZYX"}}]
+    assert shoulder.type == "spherical" and shoulder.params == {"chart": "XYZ"}
+    assert np.allclose(shoulder.origin.rotation, rotation_from_rpy([0.1, 0.2, 0.3]))
+    assert np.allclose(shoulder.origin.translation, [0.2, 0, 0.3])
+    assert hip.type == "revolute" and np.allclose(hip.params["axis"], [0, 1, 0])
+    assert np.allclose(hip.origin.rotation, [[1, 0, 0], [0, 0, -1], [0, 1, 0]])
+    torso = m.bodies[0].inertia
+    assert torso.mass == 10 and np.allclose(torso.com, [0, 0, 0.1])
+    assert np.allclose(torso.inertia, [[0.4, 0.01, 0], [0.01, 0.4, 0], [0, 0, 0.2]])
+    assert np.allclose(m.bodies[1].inertia.inertia, np.diag([0.01, 0.05, 0.05]))
+    assert np.allclose(m.bodies[2].inertia.inertia, np.diag([2e-2, 2e-2, 1e-3]))
+    assert m.bodies[2].inertia.mass == 1.5
+    assert np.allclose(m.gravity, [0, 0, -9.81])
+    assert np.allclose(m.q0, [0, 0, 1, 0.1, 0.2, 0.3, 0, 0, 0, 0.5])
+    assert np.allclose(m.qd0, [0, 0, 0, 0, 0, 0, 1, 2, 3, 4])
+
+
+def test_yaml_branched_tree_round_trip(tmp_path):
+    m = load_model(write(tmp_path, "rc3.yaml", BRANCHED))
+    check_branched(m)
+    # write it back in the native format and read it again: the same model
+    text = yaml.safe_dump(model_to_dict(m), sort_keys=False)
+    m2 = load_yaml(write(tmp_path, "again.yml", text))
+    check_branched(m2)
+    for a, b in zip(m.joints + m2.joints, m2.joints + m.joints):
+        assert (a.name, a.type, a.parent, a.child) == (b.name, b.type, b.parent, b.child)
+        assert np.allclose(a.origin.rotation, b.origin.rotation, atol=1e-12)
+        assert np.allclose(a.origin.translation, b.origin.translation)
+    for a, b in zip(m.bodies, m2.bodies):
+        assert np.allclose(a.inertia.spatial(), b.inertia.spatial())
+    # model_from_dict takes plain Python data too
+    # (yaml.safe_load itself reads 1e-3 as a string: write plain decimals for it)
+    plain = BRANCHED.replace("1.5e0", "1.5").replace("2e-2", "0.02").replace("1e-3", "0.001")
+    check_branched(model_from_dict(yaml.safe_load(plain), "plain.yaml"))
+    with pytest.raises(ModelError, match="plain.yaml: body 'leg': mass must be a number, got '1.5e0'"):
+        model_from_dict(yaml.safe_load(BRANCHED), "plain.yaml")
+
+
+def test_yaml_defaults_fixed_merge_and_massless(tmp_path):
+    text = """\
+bodies:
+  - {name: a, parent: world, mass: 0, inertia: [0, 0, 0]}
+  - {name: b, parent: a, mass: 2, com: [1, 0, 0], inertia: [1, 1, 1]}
+  - name: c
+    parent: b
+    joint: {type: fixed, xyz: [1, 0, 0]}
+    mass: 2
+    inertia: [1, 1, 1]
+"""
+    m = load_model(write(tmp_path, "my-robot 2.yaml", text))
+    assert m.name == "my_robot_2"
+    assert m.q0 is None and m.qd0 is None
+    assert [b.name for b in m.bodies] == ["a", "b"]
+    j = m.joints[0]
+    assert j.name == "a_joint" and j.type == "revolute" and j.params == {"axis": (0.0, 0.0, 1.0)}
+    assert m.bodies[0].inertia.mass == 0          # massless, but b hangs from it
+    b = m.bodies[1].inertia                       # b (com at x=1) + c (com at x=1): both at x=1
+    assert b.mass == 4 and np.allclose(b.com, [1, 0, 0])
+    assert np.allclose(b.inertia, 2 * np.eye(3))
+    raw = load_yaml(write(tmp_path, "raw.yaml", text), merge_fixed=False)
+    assert [jt.type for jt in raw.joints] == ["revolute", "revolute", "fixed"]
+
+
+def test_docs_example_loads():
+    doc = (REPO / "docs" / "model-format.md").read_text()
+    example = re.search(r"```yaml\n(.*?)```", doc, re.S).group(1)
+    m = model_from_dict(yaml.safe_load(example), "docs/model-format.md")
+    assert [b.name for b in m.bodies] == ["torso", "arm", "leg"]     # hand merged into arm
+    assert m.nq == 10 and len(m.q0) == 10 and np.isclose(m.q0[-1], 0.3)
+    assert math.isclose(m.bodies[1].inertia.mass, 2.3)
+    m2 = load_yaml_string(example, "docs.yaml")
+    assert np.allclose(m2.qd0, m.qd0)
+
+
+# ---- URDF --------------------------------------------------------------------------------------
+def inertial(mass, xyz="0 0 0", rpy="0 0 0", ixx=0.01, iyy=0.02, izz=0.025, ixy=0, ixz=0, iyz=0):
+    return (f'<inertial><origin xyz="{xyz}" rpy="{rpy}"/><mass value="{mass}"/>'
+            f'<inertia ixx="{ixx}" ixy="{ixy}" ixz="{ixz}" iyy="{iyy}" iyz="{iyz}" izz="{izz}"/></inertial>')
+
+
+# Joints are listed children-first, a fixed link carries mass, a fixed link has children,
+# a massless link hangs off a moving joint, origins have rpy, the continuous axis is skewed.
+HANDMADE = f"""<?xml version="1.0"?>
+<robot name="test-bot 1">
+  <joint name="wrist" type="continuous">
+    <parent link="l1"/><child link="l2"/>
+    <origin xyz="0.4 0 0" rpy="0.1 -0.4 0.7"/>
+    <axis xyz="1 2 -0.5"/>
+    <limit effort="1" velocity="1"/><dynamics damping="0.1"/><mimic joint="shoulder"/>
+  </joint>
+  <link name="l2">{inertial(1.0, xyz="0 0.1 0", ixx=0.03, iyy=0.02, izz=0.02)}<visual><geometry><box size="1 1 1"/></geometry></visual></link>
+  <link name="base">{inertial(5.0)}</link>
+  <link name="l1">{inertial(2.0, xyz="0.1 0.2 0.3", rpy="0.3 -0.2 0.5", ixx=0.1, iyy=0.2, izz=0.25)}</link>
+  <link name="tool">{inertial(0.5, xyz="0.05 0 0", rpy="0 0.3 0", ixx=0.001, iyy=0.002, izz=0.002)}</link>
+  <link name="frame"/>
+  <link name="l3">{inertial(0.3, ixx=0.001, iyy=0.001, izz=0.001)}</link>
+  <joint name="slide" type="prismatic">
+    <parent link="tool"/><child link="l3"/>
+    <origin xyz="0 0 0.2" rpy="0 0 0.2"/><axis xyz="0 0 2"/><limit lower="0" upper="1" effort="1" velocity="1"/>
+  </joint>
+  <joint name="tool_weld" type="fixed">
+    <parent link="l1"/><child link="tool"/>
+    <origin xyz="0.3 0 0.1" rpy="0 1.5707963267948966 0"/>
+  </joint>
+  <joint name="shoulder" type="revolute">
+    <parent link="base"/><child link="l1"/>
+    <origin xyz="0 0 0.5" rpy="0.2 0.1 0"/><axis xyz="0 0 1"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/>
+  </joint>
+  <joint name="elbow" type="revolute">
+    <parent link="frame"/><child link="l4"/>
+    <axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/>
+  </joint>
+  <joint name="to_frame" type="revolute">
+    <parent link="l2"/><child link="frame"/><origin xyz="0.1 0 0"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/>
+  </joint>
+  <link name="l4">{inertial(0.2, ixx=0.001, iyy=0.001, izz=0.001)}</link>
+  <transmission name="t"><joint name="shoulder"/></transmission>
+  <gazebo reference="l1"><material>Gazebo/Red</material></gazebo>
+</robot>
+"""
+
+
+def test_urdf_handmade_structure(tmp_path):
+    m = load_urdf(write(tmp_path, "bot.urdf", HANDMADE))
+    assert m.name == "test_bot_1"
+    # depth first from the root 'base'; the fixed 'tool' is merged into l1, 'slide' hangs from l1
+    assert [j.name for j in m.joints] == ["shoulder", "slide", "wrist", "to_frame", "elbow"]
+    assert [j.parent for j in m.joints] == [WORLD, "l1", "l1", "l2", "frame"]
+    assert [j.type for j in m.joints] == ["revolute", "prismatic", "continuous", "revolute", "revolute"]
+    assert m.nq == 5                                        # continuous: one coordinate
+    wrist = m.joints[2]
+    assert np.allclose(wrist.params["axis"], np.array([1, 2, -0.5]) / np.linalg.norm([1, 2, -0.5]))
+    assert np.allclose(wrist.origin.rotation, rotation_from_rpy([0.1, -0.4, 0.7]))
+    assert np.allclose(m.joints[1].params["axis"], [0, 0, 1])
+    assert np.allclose(m.joints[3].params["axis"], [1, 0, 0])   # URDF default axis
+    # slide's placement in l1 = tool_weld origin * slide origin
+    Xw = Transform.from_xyz_rpy([0.3, 0, 0.1], [0, math.pi / 2, 0])
+    Xs = Xw.compose(Transform.from_xyz_rpy([0, 0, 0.2], [0, 0, 0.2]))
+    assert np.allclose(m.joints[1].origin.rotation, Xs.rotation)
+    assert np.allclose(m.joints[1].origin.translation, Xs.translation)
+    assert m.bodies[3].name == "frame" and m.bodies[3].inertia.mass == 0   # massless, has a child
+    # order="file": siblings by their order in the file (slide is listed before wrist)
+    mf = load_urdf(write(tmp_path, "bot2.urdf", HANDMADE), order="file")
+    assert [j.name for j in mf.joints] == ["shoulder", "wrist", "to_frame", "elbow", "slide"]
+
+
+def test_urdf_fixed_link_inertia_merged_by_hand(tmp_path):
+    m = load_urdf(write(tmp_path, "bot.urdf", HANDMADE))
+    l1 = m.bodies[0].inertia
+    # link l1: inertia given in axes rotated by rpy (0.3, -0.2, 0.5) at com (0.1, 0.2, 0.3)
+    R1 = rotation_from_rpy([0.3, -0.2, 0.5])
+    m1, c1, I1 = 2.0, np.array([0.1, 0.2, 0.3]), R1 @ np.diag([0.1, 0.2, 0.25]) @ R1.T
+    # link tool, welded at xyz (0.3, 0, 0.1), rpy (0, pi/2, 0); its inertial at (0.05,0,0) rpy (0,0.3,0)
+    Rw, tw = rotation_from_rpy([0, math.pi / 2, 0]), np.array([0.3, 0, 0.1])
+    Ri = rotation_from_rpy([0, 0.3, 0])
+    m2 = 0.5
+    c2 = Rw @ np.array([0.05, 0, 0]) + tw
+    I2 = (Rw @ Ri) @ np.diag([0.001, 0.002, 0.002]) @ (Rw @ Ri).T
+    mass = m1 + m2
+    com = (m1 * c1 + m2 * c2) / mass
+    I = np.zeros((3, 3))
+    for mk, ck, Ik in ((m1, c1, I1), (m2, c2, I2)):   # parallel axis theorem to the joint com
+        d = ck - com
+        I += Ik + mk * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
+    assert math.isclose(l1.mass, 2.5)
+    assert np.allclose(l1.com, com, atol=1e-14)
+    assert np.allclose(l1.inertia, I, atol=1e-14)
+    # the unmerged model keeps the fixed link with its own (rotated) inertia
+    raw = load_urdf(write(tmp_path, "raw.urdf", HANDMADE), merge_fixed=False)
+    tool = raw.bodies[[b.name for b in raw.bodies].index("tool")].inertia
+    assert np.allclose(tool.inertia, Ri @ np.diag([0.001, 0.002, 0.002]) @ Ri.T)
+    assert np.allclose(tool.com, [0.05, 0, 0])
+
+
+def test_urdf_floating_planar_and_free_joints(tmp_path):
+    m = load_urdf(write(tmp_path, "bot.urdf", HANDMADE), floating=True)
+    assert m.joints[0].name == "root_joint" and m.joints[0].type == "free"
+    assert m.joints[0].params == {"chart": "XYZ"} and m.bodies[0].name == "base"
+    assert m.bodies[0].inertia.mass == 5.0 and m.nq == 11
+    text = f"""<robot name="p">
+      <link name="ground"/>
+      <link name="puck">{inertial(1)}</link>
+      <link name="drone">{inertial(2)}</link>
+      <joint name="slide2d" type="planar"><parent link="ground"/><child link="puck"/><axis xyz="0 0 3"/></joint>
+      <joint name="fly" type="floating"><parent link="ground"/><child link="drone"/><origin xyz="0 0 1"/></joint>
+    </robot>"""
+    m = load_urdf(write(tmp_path, "p.urdf", text))
+    assert [(j.name, j.type) for j in m.joints] == [("fly", "free"), ("slide2d", "planar")]
+    assert m.joints[0].params == {"chart": "XYZ"}
+    assert np.allclose(m.joints[1].params["normal"], [0, 0, 1])
+    assert m.nq == 9
+
+
+def pin_compare(path, m, floating=False):
+    """Same joint names in the same order, placements, inertias and forward kinematics as Pinocchio."""
+    pin = pytest.importorskip("pinocchio")
+    p = pin.buildModelFromUrdf(str(path))
+    assert [j.name for j in m.joints] == list(p.names)[1:]
+    assert m.nv == p.nv
+    for i, j in enumerate(m.joints, start=1):
+        assert np.allclose(j.origin.rotation, p.jointPlacements[i].rotation, atol=1e-12)
+        assert np.allclose(j.origin.translation, p.jointPlacements[i].translation, atol=1e-12)
+        I, PI = m.bodies[i - 1].inertia, p.inertias[i]
+        assert math.isclose(I.mass, PI.mass, rel_tol=1e-12, abs_tol=1e-15)
+        if I.mass > 0:
+            assert np.allclose(I.com, PI.lever, atol=1e-12)
+            assert np.allclose(I.inertia, PI.inertia, atol=1e-12)
+    total = sum(p.inertias[i].mass for i in range(1, p.njoints))
+    assert math.isclose(sum(b.inertia.mass for b in m.bodies), total, rel_tol=1e-12)
+    rng = np.random.default_rng(0)
+    q = rng.uniform(-1, 1, m.nq)
+    pq = np.zeros(p.nq)
+    for i, jm in enumerate(p.joints[1:]):
+        if jm.nq == 2:                 # unbounded revolute: (cos, sin)
+            pq[jm.idx_q:jm.idx_q + 2] = [math.cos(q[jm.idx_v]), math.sin(q[jm.idx_v])]
+        else:
+            pq[jm.idx_q] = q[jm.idx_v]
+    d = p.createData()
+    pin.forwardKinematics(p, d, pq)
+    ours = forward_kinematics(m, q)
+    for i, j in enumerate(m.joints, start=1):
+        assert np.allclose(ours[j.child].rotation, d.oMi[i].rotation, atol=1e-10)
+        assert np.allclose(ours[j.child].translation, d.oMi[i].translation, atol=1e-10)
+    return p
+
+
+def test_urdf_handmade_matches_pinocchio(tmp_path):
+    path = write(tmp_path, "bot.urdf", HANDMADE)
+    pin_compare(path, load_urdf(path))
+
+
+BRANCHES = f"""<robot name="br">
+ <link name="base"/>
+ <link name="a">{inertial(1)}</link><link name="b">{inertial(1)}</link>
+ <link name="c">{inertial(1)}</link><link name="d">{inertial(1)}</link>
+ <joint name="z_j" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+ <joint name="m_j" type="revolute"><parent link="a"/><child link="c"/><origin xyz="1 0 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+ <joint name="a_j" type="prismatic"><parent link="base"/><child link="b"/><axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+ <joint name="b_j" type="continuous"><parent link="b"/><child link="d"/><origin xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+</robot>"""
+
+
+def test_urdf_sibling_order_matches_pinocchio(tmp_path):
+    path = write(tmp_path, "br.urdf", BRANCHES)
+    m = load_urdf(path)
+    assert [j.name for j in m.joints] == ["a_j", "b_j", "z_j", "m_j"]
+    pin_compare(path, m)
+    assert [j.name for j in load_urdf(path, order="file").joints] == ["z_j", "m_j", "a_j", "b_j"]
+
+
+@pytest.mark.parametrize("rel, nq", [("panda_description/urdf/panda.urdf", 9),
+                                     ("ur_description/urdf/ur5_robot.urdf", 6)])
+def test_example_robot_data(rel, nq):
+    d = robots_dir()
+    if d is None:
+        pytest.skip("example-robot-data is not installed")
+    path = d / rel
+    m = load_model(path)
+    assert m.nq == nq
+    p = pin_compare(path, m)
+    assert p.nv == nq
+    # every leaf has mass, validate() passed; the fixed links (hand, tool frames) were merged
+    names = [b.name for b in m.bodies]
+    assert "panda_hand" not in names and "tool0" not in names and "ee_link" not in names
+
+
+# ---- load_model --------------------------------------------------------------------------------
+def test_load_model_dispatch_and_missing(tmp_path):
+    assert load_model(write(tmp_path, "m.yml", BRANCHED)).nq == 10
+    assert load_model(write(tmp_path, "m.xml", BRANCHES)).nq == 4
+    msg = error_of(tmp_path / "nope.urdf")
+    assert "nope.urdf" in msg and "no such file" in msg
+    msg = error_of(write(tmp_path, "m.json", "{}"))
+    assert "m.json" in msg and "unknown model file type" in msg
+    (tmp_path / "dir.yaml").mkdir()
+    msg = error_of(tmp_path / "dir.yaml")
+    assert "dir.yaml" in msg and "not a regular file" in msg
+    p = tmp_path / "huge.yaml"
+    with open(p, "wb") as f:
+        f.truncate(21 * 1024 * 1024)              # sparse: refused before it is read
+    t = time.perf_counter()
+    msg = error_of(p)
+    assert "huge.yaml" in msg and "limit" in msg and time.perf_counter() - t < 1
+
+
+# ---- bad YAML: one test per problem ------------------------------------------------------------
+GOOD = """\
+name: m
+bodies:
+  - name: a
+    parent: world
+    joint: {name: ja, type: revolute, axis: [0, 0, 1]}
+    mass: 1.0
+    inertia: [1, 1, 1]
+  - name: b
+    parent: a
+    joint: {name: jb, type: spherical, chart: ZYX, xyz: [1, 0, 0]}
+    mass: 1.0
+    com: [0.5, 0, 0]
+    inertia: [1, 1, 1]
+"""
+
+B_MASS = "    mass: 1.0\n    com: [0.5, 0, 0]"     # body b's mass line (unique in GOOD)
+B_INERTIA = "    com: [0.5, 0, 0]\n    inertia: [1, 1, 1]"
+JB = "joint: {name: jb, type: spherical, chart: ZYX, xyz: [1, 0, 0]}"
+
+BAD_YAML = {
+    # id: (replace what, with what, [fragments the message must contain])
+    "malformed": ("    parent: a\n", "    parent: [a\n", ["malformed YAML"]),
+    "tab_indent": ("  - name: b\n", "\t- name: b\n", ["malformed YAML"]),
+    "unknown_top_key": ("name: m\n", "name: m\ncolour: red\n", ["unknown key 'colour'", ":2"]),
+    "unknown_body_key": (B_MASS, B_MASS + "\n    colour: red", ["body 'b'", "unknown key 'colour'"]),
+    "unknown_joint_key": (JB, "joint: {name: jb, type: spherical, limit: 3}", ["joint 'jb'", "unknown key 'limit'"]),
+    "param_of_other_type": (JB, "joint: {name: jb, type: spherical, axis: [1, 0, 0]}", ["joint 'jb'", "'axis'"]),
+    "unknown_inertia_key": (B_INERTIA, "    inertia: {ixx: 1, iyy: 1, izz: 1, ixyz: 0}", ["body 'b'", "'ixyz'"]),
+    "unknown_part_key": (JB, "joint: {name: jb, type: composite, parts: [{type: revolute, chart: XYZ}]}",
+                         ["joint 'jb'", "part 0", "'chart'"]),
+    "part_composite": (JB, "joint: {name: jb, type: composite, parts: [{type: composite}]}", ["joint 'jb'", "part 0"]),
+    "parts_empty": (JB, "joint: {name: jb, type: composite, parts: []}", ["joint 'jb'", "parts"]),
+    "unknown_initial_key": (None, "initial: {q: [0, 0, 0, 0], qdd: [0]}", ["initial", "'qdd'"]),
+    "missing_mass": (B_MASS, "    com: [0.5, 0, 0]", ["body 'b'", "required key 'mass'"]),
+    "missing_name": ("  - name: b\n", "  - nom: b\n", ["bodies[1]", "unknown key 'nom'"]),
+    "missing_name2": ("  - name: b\n", "  -\n", ["bodies[1]", "required key 'name'"]),
+    "missing_bodies": ("bodies:", "bodys:", ["unknown key 'bodys'"]),
+    "mass_string": (B_MASS, "    mass: heavy\n    com: [0.5, 0, 0]", ["body 'b'", "mass must be a number", "'heavy'"]),
+    "com_wrong_length": (B_INERTIA, "    com: [0.5, 0]\n    inertia: [1, 1, 1]", ["body 'b'", "com must be a list of 3"]),
+    "bodies_not_list": (None, None, ["must be a non-empty list"]),
+    "gravity_string": ("name: m\n", "name: m\ngravity: down\n", ["gravity"]),
+    "name_not_identifier": ("name: m\n", "name: my robot\n", ["identifier"]),
+    "mass_nan": (B_MASS, "    mass: .nan\n    com: [0.5, 0, 0]", ["body 'b'", "finite"]),
+    "com_inf": (B_INERTIA, "    com: [.inf, 0, 0]\n    inertia: [1, 1, 1]", ["body 'b'", "finite"]),
+    "axis_nan": ("axis: [0, 0, 1]", "axis: [0, .NaN, 1]", ["joint 'ja'", "finite"]),
+    "mass_bool": (B_MASS, "    mass: true\n    com: [0.5, 0, 0]", ["body 'b'", "must be a number, got true"]),
+    "xyz_bool": ("xyz: [1, 0, 0]", "xyz: [1, no, 0]", ["joint 'jb'", "must be a number, got false"]),
+    "parent_missing": ("    parent: a\n", "    parent: zzz\n", ["body 'b'", "parent 'zzz' does not exist"]),
+    "parent_self": ("    parent: a\n", "    parent: b\n", ["body 'b'", "own parent"]),
+    "cycle": ("    parent: world\n", "    parent: b\n", ["body 'a'", "parent 'b' is defined later", "cycle"]),
+    "duplicate_body": ("  - name: b\n", "  - name: a\n", ["body 'a'", "two bodies have this name"]),
+    "duplicate_joint": ("name: jb,", "name: ja,", ["joint 'ja'", "two joints have this name"]),
+    "duplicate_default_joint": (JB, "joint: {name: b_joint}", None),     # fine: no clash
+    "world_body": ("  - name: b\n    parent: a", "  - name: world\n    parent: a", ["body 'world'", "reserved"]),
+    "inertia_not_pd": (B_INERTIA, "    inertia: [1, 1, -1]", ["body 'b'", "not positive definite"]),
+    "inertia_asymmetric": (B_INERTIA, "    inertia: [[1, 0.1, 0], [0, 1, 0], [0, 0, 1]]", ["body 'b'", "not symmetric"]),
+    "inertia_triangle": (B_INERTIA, "    inertia: [1, 1, 3]", ["body 'b'", "triangle inequality"]),
+    "inertia_bad_shape": (B_INERTIA, "    inertia: [1, 1]", ["body 'b'", "inertia must be"]),
+    "mass_negative": (B_MASS, "    mass: -1\n    com: [0.5, 0, 0]", ["body 'b'", "mass must be positive"]),
+    "massless_leaf": (B_MASS + "\n    inertia: [1, 1, 1]", "    mass: 0\n    com: [0.5, 0, 0]\n    inertia: [0, 0, 0]",
+                      ["body 'b'", "mass must be positive"]),
+    "axis_zero": ("axis: [0, 0, 1]", "axis: [0, 0, 0]", ["joint 'ja'", "axis has zero length"]),
+    "unknown_chart": ("chart: ZYX", "chart: ZZZ", ["joint 'jb'", "unknown Euler chart 'ZZZ'"]),
+    "unknown_type": ("type: revolute", "type: hinge", ["joint 'ja'", "unknown joint type 'hinge'"]),
+    "rpy_and_rotation": ("xyz: [1, 0, 0]}", "rpy: [0, 0, 0], rotation: [[1, 0, 0], [0, 1, 0], [0, 0, 1]]}",
+                         ["joint 'jb'", "not both"]),
+    "rotation_reflection": ("xyz: [1, 0, 0]}", "rotation: [[1, 0, 0], [0, 1, 0], [0, 0, -1]]}", ["joint 'jb'", "reflection"]),
+    "rotation_not_orthonormal": ("xyz: [1, 0, 0]}", "rotation: [[1, 0.1, 0], [0, 1, 0], [0, 0, 1]]}",
+                                 ["joint 'jb'", "orthonormal"]),
+    "initial_unknown_joint": (None, "initial: {q: {jz: 1}}", ["initial q", "no joint is named 'jz'"]),
+    "initial_wrong_length": (None, "initial: {q: {jb: [1, 2]}}", ["joint 'jb'", "3 numbers"]),
+    "initial_flat_wrong_length": (None, "initial: {qd: [1, 2]}", ["initial qd", "4 numbers"]),
+    "duplicate_key": ("    mass: 1.0\n    inertia: [1, 1, 1]\n",
+                      "    mass: 1.0\n    mass: 2.0\n    inertia: [1, 1, 1]\n", ["duplicate key 'mass'", ":7"]),
+    "python_tag": ("name: m\n", "name: !!python/object/apply:os.system [echo hi]\n", ["malformed YAML", "python"]),
+    "top_is_list": (None, "- a\n- b\n", ["the top level must be a mapping"]),
+    "empty": (None, "", ["empty"]),
+    "two_documents": (None, GOOD + "---\n" + GOOD, ["malformed YAML"]),
+    "deep": (None, "bodies: " + "[" * 60 + "]" * 60 + "\n", ["deeper than 50"]),
+    "big_int": (B_MASS, "    mass: " + "9" * 400 + "\n    com: [0.5, 0, 0]", ["body 'b'", "mass"]),
+    "bad_timestamp": ("name: m\n", "name: 2001-13-45\n", ["malformed YAML"]),
+}
+
+
+def yaml_case_text(key):
+    old, new, _ = BAD_YAML[key]
+    if key == "bodies_not_list":
+        return "bodies: {a: 1}\n"
+    if old is None:
+        return new if key in ("top_is_list", "empty", "two_documents", "deep") else GOOD + new + "\n"
+    assert old in GOOD, key
+    return GOOD.replace(old, new, 1)
+
+
+def test_good_yaml_is_good(tmp_path):
+    m = load_model(write(tmp_path, "good.yaml", GOOD))
+    assert m.nq == 4 and [j.name for j in m.joints] == ["ja", "jb"]
+
+
+@pytest.mark.parametrize("key", sorted(BAD_YAML))
+def test_bad_yaml(tmp_path, key):
+    path = write(tmp_path, "bad.yaml", yaml_case_text(key))
+    fragments = BAD_YAML[key][2]
+    if fragments is None:
+        load_model(path)
+        return
+    msg = error_of(path)
+    assert msg.startswith(str(path)), msg
+    for frag in fragments:
+        assert frag in msg, (frag, msg)
+    if key not in ("empty", "top_is_list", "bad_timestamp"):
+        assert re.match(re.escape(str(path)) + r":\d+: ", msg), msg       # a line number
+
+
+def test_yaml_error_lines(tmp_path):
+    path = write(tmp_path, "bad.yaml", GOOD.replace("inertia: [1, 1, 1]\n", "inertia: [1, 1, 3]\n"))
+    assert f"{path}:7: body 'a': " in error_of(path)    # the line of body a's inertia
+    path = write(tmp_path, "bad.yaml", GOOD.replace("    parent: a\n", "    parent: zzz\n"))
+    assert f"{path}:9: body 'b': parent 'zzz'" in error_of(path)
+
+
+def test_yaml_bombs_are_quick(tmp_path):
+    merge = ["m0: &m0 {a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8, i: 9, j: 10}"]
+    for k in range(1, 12):           # nested merge keys: exponential without deduplication
+        merge.append(f"m{k}: &m{k} {{<<: [{', '.join([f'*m{k - 1}'] * 10)}], z{k}: 1}}")
+    alias = ["a0: &a0 [1, 2, 3, 4, 5, 6, 7, 8, 9]"]
+    for k in range(1, 12):           # nested aliases: shared, never expanded
+        alias.append(f"a{k}: &a{k} [{', '.join([f'*a{k - 1}'] * 9)}]")
+    alias.append("bodies: *a11")
+    for name, lines in (("merge", merge), ("alias", alias)):
+        path = write(tmp_path, f"{name}.yaml", "\n".join(lines) + "\n")
+        t = time.perf_counter()
+        msg = error_of(path)
+        assert f"{name}.yaml" in msg and time.perf_counter() - t < 5
+
+
+# ---- bad URDF: one test per problem ------------------------------------------------------------
+GOOD_URDF = f"""<?xml version="1.0"?>
+<robot name="r">
+  <link name="base"/>
+  <link name="a">{inertial(1.0)}</link>
+  <link name="b">{inertial(1.0)}</link>
+  <joint name="ja" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/></joint>
+  <joint name="jb" type="revolute"><parent link="a"/><child link="b"/><origin xyz="1 0 0" rpy="0 0 0"/></joint>
+</robot>
+"""
+LAUGHS = """<?xml version="1.0"?>
+<!DOCTYPE lolz [
+ <!ENTITY lol "lol">
+ <!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol2 "&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+ <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+ <!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;">
+ <!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;">
+ <!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;">
+ <!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;">
+ <!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">
+]>
+<robot name="&lol9;"><link name="&lol9;"/></robot>
+"""
+LINK_B = f'<link name="b">{inertial(1.0)}</link>'
+JB_URDF = '<joint name="jb" type="revolute"><parent link="a"/><child link="b"/><origin xyz="1 0 0" rpy="0 0 0"/></joint>'
+
+BAD_URDF = {
+    "billion_laughs": (None, LAUGHS, ["DOCTYPE"]),
+    "external_entity": (None, '<?xml version="1.0"?>\n<!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>\n'
+                              '<robot name="&x;"/>', ["DOCTYPE"]),
+    "undefined_entity": ('<robot name="r">', '<robot name="&x;">', ["malformed XML", ":2"]),
+    "malformed": ("</robot>", "</robt>", ["malformed XML"]),
+    "not_robot": (None, "<model name='r'/>", ["not <robot>"]),
+    "deep": ("</robot>", "<a>" * 60 + "</a>" * 60 + "</robot>", ["deeper than 50"]),
+    "no_links": (None, "<robot name='r'/>", ["no <link>"]),
+    "cycle": ('<joint name="ja" type="revolute"><parent link="base"/>',
+              '<joint name="jz" type="revolute"><parent link="b"/><child link="base"/></joint>'
+              '<joint name="ja" type="revolute"><parent link="base"/>', ["no root link", "cycle"]),
+    "inner_cycle": ('<parent link="a"/><child link="b"/>', '<parent link="c"/><child link="b"/>',
+                    ["not connected", "cycle"]),
+    "two_roots": (JB_URDF, "", ["not connected into one tree", "'base'", "'b'"]),
+    "unknown_parent": ('<parent link="a"/>', '<parent link="zz"/>', ["joint 'jb'", "parent link 'zz' does not exist"]),
+    "no_child": ('<child link="b"/>', "", ["joint 'jb'", "<child link"]),
+    "unknown_type": ('name="jb" type="revolute"', 'name="jb" type="ball"', ["joint 'jb'", "unsupported joint type 'ball'"]),
+    "self_parent": ('<parent link="a"/><child link="b"/>', '<parent link="b"/><child link="b"/>', ["joint 'jb'", "own parent"]),
+    "two_parents": ('<child link="a"/>', '<child link="b"/>', ["joint 'jb'", "already the child"]),
+    "mass_text": ('<link name="b"><inertial><origin xyz="0 0 0" rpy="0 0 0"/><mass value="1.0"/>',
+                  '<link name="b"><inertial><origin xyz="0 0 0" rpy="0 0 0"/><mass value="heavy"/>', ["link 'b'", "mass value"]),
+    "mass_nan": ('<link name="b"><inertial><origin xyz="0 0 0" rpy="0 0 0"/><mass value="1.0"/>',
+                 '<link name="b"><inertial><origin xyz="0 0 0" rpy="0 0 0"/><mass value="nan"/>', ["link 'b'", "mass value"]),
+    "mass_overflow": ('<link name="b"><inertial><origin xyz="0 0 0" rpy="0 0 0"/><mass value="1.0"/>',
+                      '<link name="b"><inertial><origin xyz="0 0 0" rpy="0 0 0"/><mass value="1e999"/>', ["link 'b'", "finite"]),
+    "mass_negative": ('<link name="b"><inertial><origin xyz="0 0 0" rpy="0 0 0"/><mass value="1.0"/>',
+                      '<link name="b"><inertial><origin xyz="0 0 0" rpy="0 0 0"/><mass value="-1"/>', ["link 'b'", "negative"]),
+    "no_mass": (LINK_B, LINK_B.replace('<mass value="1.0"/>', ""), ["link 'b'", "no <mass>"]),
+    "inertia_missing_attr": (LINK_B, LINK_B.replace('izz="0.025"', ""), ["link 'b'", "inertia izz is missing"]),
+    "inertia_not_psd": (LINK_B, LINK_B.replace('izz="0.025"', 'izz="-0.5"'), ["link 'b'", "not positive semi-definite"]),
+    "inertia_triangle": (LINK_B, LINK_B.replace('izz="0.025"', 'izz="0.5"'), ["link 'b'", "triangle inequality"]),
+    "massless_leaf": (LINK_B, '<link name="b"/>', ["link 'b'", "mass must be positive"]),
+    "axis_zero": ('<axis xyz="0 0 1"/>', '<axis xyz="0 0 0"/>', ["joint 'ja'", "zero length"]),
+    "axis_short": ('<axis xyz="0 0 1"/>', '<axis xyz="0 1"/>', ["joint 'ja'", "axis xyz must be 3 numbers"]),
+    "origin_bad": ('<origin xyz="1 0 0" rpy="0 0 0"/>', '<origin xyz="1 0 0" rpy="0 0 inf"/>', ["joint 'jb'", "origin rpy"]),
+    "duplicate_link": (LINK_B, LINK_B + LINK_B, ["link 'b'", "two links"]),
+    "duplicate_joint": (JB_URDF, JB_URDF + JB_URDF.replace('child link="b"', 'child link="base"'), ["joint 'jb'", "two joints"]),
+    "world_link": ("</robot>", '<link name="world"/><joint name="jw" type="fixed"><parent link="b"/>'
+                               '<child link="world"/></joint></robot>', ["link 'world'", "only the root link"]),
+    "unnamed_joint": ('<joint name="jb"', '<joint', ["no name"]),
+    "no_moving_body": (None, '<robot name="r"><link name="base"/></robot>', ["no moving bodies"]),
+    "not_utf8": ('<robot name="r">', '<robot name="r\xff">', ["malformed XML"]),
+}
+
+
+def urdf_case_text(key):
+    old, new, _ = BAD_URDF[key]
+    if old is None:
+        return new
+    assert old in GOOD_URDF, key
+    text = GOOD_URDF.replace(old, new, 1)
+    if key == "inner_cycle":     # c <-> b cycle, a is a leaf of base
+        text = text.replace("</robot>", '<link name="c"/><joint name="jc" type="fixed"><parent link="b"/>'
+                                        '<child link="c"/></joint></robot>')
+    return text
+
+
+def test_good_urdf_is_good(tmp_path):
+    m = load_model(write(tmp_path, "good.urdf", GOOD_URDF))
+    assert m.nq == 2 and np.allclose(m.joints[1].params["axis"], [1, 0, 0])
+
+
+@pytest.mark.parametrize("key", sorted(BAD_URDF))
+def test_bad_urdf(tmp_path, key):
+    path = tmp_path / "bad.urdf"
+    text = urdf_case_text(key)
+    path.write_bytes(text.encode("latin-1") if key == "not_utf8" else text.encode())
+    t = time.perf_counter()
+    msg = error_of(path)
+    assert time.perf_counter() - t < 2, "bad input must fail quickly"
+    assert msg.startswith(str(path)), msg
+    for frag in BAD_URDF[key][2]:
+        assert frag in msg, (frag, msg)
+
+
+def test_urdf_error_names_line(tmp_path):
+    path = write(tmp_path, "bad.urdf", GOOD_URDF.replace('<axis xyz="0 0 1"/>', '<axis xyz="0 0 0"/>'))
+    assert f"{path}:6: joint 'ja': axis has zero length" in error_of(path)
+
+
+# ---- fuzzing: only ModelError may escape -------------------------------------------------------
+FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+
+scalars = (st.none() | st.booleans() | st.integers(-10, 10) | st.integers()
+           | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=8)
+           | st.sampled_from(["world", "a", "b", "ja", "jb", "revolute", "spherical", "composite",
+                              "fixed", "free", "ZYX", "XYZ", "translational"]))
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
+                      | st.dictionaries(st.sampled_from(["name", "parent", "joint", "type", "mass", "com",
+                                                         "inertia", "axis", "chart", "parts", "xyz", "rpy",
+                                                         "rotation", "ixx", "iyy", "izz", "q", "qd", "x"])
+                                        | st.text(max_size=4), inner, max_size=4), max_leaves=12)
+
+
+def mutate(data, obj, depth=0):
+    """One random change somewhere inside obj, usually deep inside (returns the new obj)."""
+    descend = depth < 2 or (depth < 6 and data.draw(st.integers(0, 4)) > 0)
+    if isinstance(obj, dict) and obj and descend:
+        key = data.draw(st.sampled_from(sorted(obj, key=repr)))
+        obj = dict(obj)
+        obj[key] = mutate(data, obj[key], depth + 1)
+        return obj
+    if isinstance(obj, list) and obj and descend:
+        i = data.draw(st.integers(0, len(obj) - 1))
+        obj = list(obj)
+        obj[i] = mutate(data, obj[i], depth + 1)
+        return obj
+    action = data.draw(st.sampled_from(["replace", "delete", "add"]))
+    if action == "replace" or not isinstance(obj, (dict, list)) or not obj:
+        return data.draw(values)
+    if action == "delete":
+        if isinstance(obj, dict):
+            key = data.draw(st.sampled_from(sorted(obj, key=repr)))
+            return {k: v for k, v in obj.items() if k != key}
+        return obj[:-1]
+    if isinstance(obj, dict):
+        return {**obj, data.draw(st.sampled_from(["name", "type", "axis", "mass", "initial", "x"])): data.draw(values)}
+    return obj + [data.draw(values)]
+
+
+TOKENS = st.sampled_from(["", "0", "-1", "1e-3", "1e400", ".nan", ".inf", "true", "null", "world", "a", "b",
+                          "ja", "jb", "root", "torso", "arm", "leg", "hip", "shoulder", "fixed", "free",
+                          "composite", "planar", "ZZZ", "[1, 2]", "{}", "[]", "*x", "&x 1", "!!str 1",
+                          "[[1, 0, 0], [0, 1, 0]]", "[0, 0, 0]"]) | st.text(max_size=3)
+
+
+def mutate_text(data, text, pattern, tokens, n):
+    """Replace n random matches of pattern (tokens, attribute values) and maybe cut a line."""
+    for _ in range(n):
+        spans = [m.span(1) for m in re.finditer(pattern, text)]
+        i, j = data.draw(st.sampled_from(spans))
+        text = text[:i] + data.draw(tokens) + text[j:]
+    if data.draw(st.booleans()):
+        lines = text.split("\n")
+        k = data.draw(st.integers(0, len(lines) - 1))
+        if data.draw(st.booleans()):
+            del lines[k]
+        else:
+            lines.insert(k, lines[data.draw(st.integers(0, len(lines) - 1))])
+        text = "\n".join(lines)
+    return text
+
+
+def mutate_chars(data, text, pieces, n):
+    for _ in range(n):
+        i = data.draw(st.integers(0, len(text)))
+        j = data.draw(st.integers(i, min(len(text), i + 8)))
+        text = text[:i] + data.draw(st.sampled_from(pieces) | st.text(max_size=3)) + text[j:]
+    return text
+
+
+@FUZZ
+@given(st.data())
+def test_fuzz_yaml_dicts(data):
+    obj = yaml.safe_load(GOOD)
+    del obj["name"]                      # (name has its own tests: fuzz the bodies)
+    obj["bodies"][1]["joint"] = {"name": "jb", "type": "composite",
+                                 "parts": [{"type": "revolute", "axis": [1, 0, 0]}, {"type": "spherical"}]}
+    obj["initial"] = {"q": {"ja": 0.1, "jb": [1, 2, 3, 4]}, "qd": [0, 0, 0, 0, 0]}
+    for _ in range(data.draw(st.integers(1, 3))):
+        obj = mutate(data, obj)
+    try:
+        model_from_dict(obj, "fuzz.yaml")
+    except ModelError as e:
+        assert "fuzz.yaml" in str(e)
+
+
+@FUZZ
+@given(st.data())
+def test_fuzz_yaml_text(data):
+    kind = data.draw(st.integers(0, 3))
+    if kind == 0:
+        text = data.draw(st.text(max_size=200))
+    elif kind == 1:
+        text = mutate_chars(data, BRANCHED, ["", "[", "]", "{", ":", "-", " ", "\n", "*x", "&x ", "<<: ", "!!",
+                                             "1e9", ".nan", "true", "\t", "'", "#"], data.draw(st.integers(1, 4)))
+    else:
+        text = mutate_text(data, BRANCHED, r"([A-Za-z0-9_.+-]+)", TOKENS, data.draw(st.integers(1, 3)))
+    try:
+        load_yaml_string(text, "fuzz.yaml")
+    except ModelError as e:
+        assert "fuzz.yaml" in str(e)
+
+
+ATTR_VALUES = st.sampled_from(["", "0", "-1", "1 0", "0 0 0", "1 2 3", "nan", "inf", "1e999", "1e-300",
+                               "base", "a", "b", "l1", "l2", "tool", "frame", "world", "fixed", "floating",
+                               "planar", "continuous", "prismatic", "ball", "&amp;", "0.1 0.2 0.3 0.4"]) \
+    | st.text(alphabet="0123456789 .-e", max_size=12)
+
+
+@FUZZ
+@given(st.data())
+def test_fuzz_urdf_text(data):
+    text = HANDMADE if data.draw(st.booleans()) else GOOD_URDF
+    if data.draw(st.integers(0, 3)) == 0:
+        text = mutate_chars(data, text, ["", "<", ">", "/>", "</link>", '"', "0", "-1", "nan", "&amp;", "&x;",
+                                         "<!DOCTYPE r>", 'type="fixed"', 'link="a"', 'link="base"', "<joint>", " "],
+                            data.draw(st.integers(1, 4)))
+    else:                      # well-formed XML, wrong content: attribute values, lines cut or doubled
+        text = mutate_text(data, text, r'="([^"]*)"', ATTR_VALUES, data.draw(st.integers(1, 3)))
+    try:
+        load_urdf_string(text, "fuzz.urdf", floating=data.draw(st.booleans()),
+                         order=data.draw(st.sampled_from(["pinocchio", "file"])))
+    except ModelError as e:
+        assert "fuzz.urdf" in str(e)

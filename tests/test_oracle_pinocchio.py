@@ -1,0 +1,267 @@
+"""Generated C = numpy reference = Pinocchio, on the Panda, the UR5, RC20 and the quadruped.
+
+Pinocchio is an independent implementation (C++, its own URDF parser, its own joint models), so
+agreement to ~1e-12 pins down the dynamics, the URDF reading (fixed-joint merging, rpy) and the
+joint ordering. Its coordinates differ from ours in two places, mapped here by joint name:
+
+- a continuous joint has two coordinates (cos, sin) and one velocity;
+- the free flyer has q = (p, quaternion) and v = [v; w] (linear first, local frame), where our
+  free joint (chart XYZ) has q = (p, r1, r2, r3), R = Rx(r1) Ry(r2) Rz(r3) and the body twist
+  [w; v] = S(q) qd. So v_pin = J qd and a_pin = J qdd + Jdot qd with J = P S, Jdot = P Sdot,
+  P swapping the angular and linear halves; tau_ours = J^T tau_pin, M_ours = J^T M_pin J,
+  h_ours = J^T (nle_pin + M_pin Jdot qd) and qdd_ours = J^-1 (aba(J^-T tau) - Jdot qd).
+
+The RC2 / RC5 / RC20 values of ../shared/data/rc_reference.json (computed with Pinocchio and
+cross-checked with MuJoCo) are checked against the generated code without Pinocchio.
+"""
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+import scleron
+from scleron.dynamics import recursions as rec
+from scleron.dynamics.algebra import FloatAlgebra
+from scleron.dynamics.tree import Tree
+from scleron.joints import joint_model
+
+from conftest import ROOT, example, robot_urdf
+
+TOL = 1e-9                       # relative to the norm of the Pinocchio value
+NSTATES = 5
+RC_REFERENCE = os.path.join(os.path.dirname(ROOT), "shared", "data", "rc_reference.json")
+RX90 = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])
+RC_INERTIA = (1 / 600, 101 / 1200, 101 / 1200)
+
+
+def rel_err(a, ref):
+    a, ref = np.asarray(a, dtype=float), np.asarray(ref, dtype=float)
+    return float(np.linalg.norm(a - ref) / max(np.linalg.norm(ref), 1e-300))
+
+
+def rot(axis, angle):
+    c, s = math.cos(angle), math.sin(angle)
+    return {"x": np.array([[1, 0, 0], [0, c, -s], [0, s, c]]),
+            "y": np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]]),
+            "z": np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])}[axis]
+
+
+# ---- Pinocchio models ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def pin():
+    return pytest.importorskip("pinocchio")
+
+
+def pin_rc(pin, n):
+    """The RC-n chain of BENCHMARKS.md, built by hand."""
+    m = pin.Model()
+    parent = 0
+    for i in range(1, n + 1):
+        placement = pin.SE3.Identity() if i == 1 else pin.SE3(RX90, np.array([1.0, 0, 0]))
+        jid = m.addJoint(parent, pin.JointModelRZ(), placement, f"joint{i}")
+        m.appendBodyToJoint(jid, pin.Inertia(1.0, np.array([0.5, 0, 0]), np.diag(RC_INERTIA)),
+                            pin.SE3.Identity())
+        parent = jid
+    return m
+
+
+LEGS = {"fl": (0.3, 0.15), "fr": (0.3, -0.15), "hl": (-0.3, 0.15), "hr": (-0.3, -0.15)}
+
+
+def pin_quadruped(pin):
+    """examples/quadruped.yaml (see make_examples.py), built by hand on a free flyer."""
+    m = pin.Model()
+    I = pin.SE3.Identity
+
+    def body(jid, mass, com, inertia):
+        m.appendBodyToJoint(jid, pin.Inertia(mass, np.array(com, dtype=float), np.diag(inertia)), I())
+    root = m.addJoint(0, pin.JointModelFreeFlyer(), I(), "root")
+    body(root, 12.0, (0.01, 0, 0), (0.08, 0.3, 0.33))
+    for leg, (x, y) in LEGS.items():
+        side = 1 if y > 0 else -1
+        hip = m.addJoint(root, pin.JointModelRX(), pin.SE3(np.eye(3), np.array([x, y, 0.0])),
+                         f"{leg}_hip_joint")
+        body(hip, 0.7, (0, 0.03 * side, 0), (0.0006, 0.0008, 0.0006))
+        thigh = m.addJoint(hip, pin.JointModelRY(), pin.SE3(np.eye(3), np.array([0, 0.08 * side, 0])),
+                           f"{leg}_thigh_joint")
+        body(thigh, 1.0, (0, 0, -0.1), (0.005, 0.005, 0.0008))
+        knee = m.addJoint(thigh, pin.JointModelRY(), pin.SE3(np.eye(3), np.array([0, 0, -0.2])),
+                          f"{leg}_knee_joint")
+        body(knee, 0.2, (0, 0, -0.1), (0.002, 0.002, 0.0001))
+    return m
+
+
+# name -> (our model file, Pinocchio model builder, range of the random angles)
+SYSTEMS = {
+    "panda": (lambda: robot_urdf("panda"), lambda pin: pin.buildModelFromUrdf(robot_urdf("panda")), math.pi),
+    "ur5": (lambda: robot_urdf("ur5"), lambda pin: pin.buildModelFromUrdf(robot_urdf("ur5")), math.pi),
+    "rc20_urdf": (lambda: example("rc20.urdf"), lambda pin: pin.buildModelFromUrdf(example("rc20.urdf")),
+                  math.pi),
+    "rc20": (lambda: example("rc20.yaml"), lambda pin: pin_rc(pin, 20), math.pi),
+    "quadruped": (lambda: example("quadruped.yaml"), pin_quadruped, 1.2),
+}
+
+
+# ---- coordinate mapping -------------------------------------------------------------------------
+def coordinate_slices(model):
+    out, k = {}, 0
+    for j in model.joints:
+        out[j.name] = (k, j)
+        k += j.dof
+    return out
+
+
+def pin_state(pin, pm, model, q, qd):
+    """q_pin, J, Jdot (nv x nv): v_pin = J qd, a_pin = J qdd + Jdot qd."""
+    slices = coordinate_slices(model)
+    q_pin = np.zeros(pm.nq)
+    J, Jdot = np.zeros((pm.nv, model.nv)), np.zeros((pm.nv, model.nv))
+    for jid in range(1, pm.njoints):
+        name = pm.names[jid]
+        iq, iv, nq, nv = pm.idx_qs[jid], pm.idx_vs[jid], pm.nqs[jid], pm.nvs[jid]
+        k, joint = slices[name]
+        if nq == 1 and nv == 1 and joint.dof == 1:
+            q_pin[iq] = q[k]
+            J[iv, k] = 1.0
+        elif nq == 2 and nv == 1 and joint.dof == 1:            # continuous: (cos, sin)
+            q_pin[iq:iq + 2] = math.cos(q[k]), math.sin(q[k])
+            J[iv, k] = 1.0
+        elif nq == 7 and nv == 6 and joint.type == "free":
+            assert joint.params.get("chart", "XYZ") == "XYZ"
+            qr, qdr = np.asarray(q[k:k + 6]), np.asarray(qd[k:k + 6])
+            R = rot("x", qr[3]) @ rot("y", qr[4]) @ rot("z", qr[5])
+            jm = joint_model("free", joint.params)
+            G = jm.numeric("G", qr)
+            np.testing.assert_allclose(G[:3, :3], R, atol=1e-14)
+            np.testing.assert_allclose(G[:3, 3], qr[:3], atol=1e-14)
+            quat = pin.Quaternion(R)
+            quat.normalize()
+            q_pin[iq:iq + 3] = qr[:3]
+            q_pin[iq + 3:iq + 7] = quat.coeffs()                   # (x, y, z, w)
+            S, Sdot = jm.numeric("S", qr), jm.numeric("Sdot", qr, qdr)
+            P = np.block([[np.zeros((3, 3)), np.eye(3)], [np.eye(3), np.zeros((3, 3))]])
+            J[iv:iv + 6, k:k + 6] = P @ S
+            Jdot[iv:iv + 6, k:k + 6] = P @ Sdot
+        else:
+            raise AssertionError(f"no mapping for joint {name} (pin nq={nq}, nv={nv}, ours {joint.type})")
+    return q_pin, J, Jdot
+
+
+def pin_dynamics(pin, pm, pdata, model, q, qd, qdd, tau):
+    """(ID, FD, M, h) in our coordinates, from Pinocchio."""
+    q_pin, J, Jdot = pin_state(pin, pm, model, q, qd)
+    v = J @ qd
+    rnea = pin.rnea(pm, pdata, q_pin, v, J @ qdd + Jdot @ qd)
+    tau_id = J.T @ rnea
+    a = pin.aba(pm, pdata, q_pin, v, np.linalg.solve(J.T, tau))
+    qdd_fd = np.linalg.solve(J, a - Jdot @ qd)
+    Mp = np.array(pin.crba(pm, pdata, q_pin))
+    Mp = np.triu(Mp) + np.triu(Mp, 1).T
+    M = J.T @ Mp @ J
+    nle = pin.nonLinearEffects(pm, pdata, q_pin, v)
+    h = J.T @ (nle + Mp @ (Jdot @ qd))
+    return tau_id, qdd_fd, M, h
+
+
+def random_state(rng, nv, qrange):
+    return (rng.uniform(-qrange, qrange, nv), rng.uniform(-1.5, 1.5, nv),
+            rng.uniform(-2, 2, nv), rng.uniform(-5, 5, nv))
+
+
+# ---- tests ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("system", list(SYSTEMS))
+def test_joint_names_and_order(pin, generated, system):
+    path, build, _ = SYSTEMS[system]
+    model, dyn = generated(path(), system)
+    pm = build(pin)
+    names = list(pm.names)[1:]
+    assert dyn.joint_names == names == [j.name for j in model.joints]
+    assert dyn.nv == model.nv == pm.nv
+    assert dyn.nq == dyn.nv and len(dyn.coordinate_names) == dyn.nv
+    # the velocity slices come in the same order as ours (nothing to permute but the free flyer halves)
+    slices = coordinate_slices(model)
+    assert [pm.idx_vs[j] for j in range(1, pm.njoints)] == [slices[n][0] for n in names]
+    assert [pm.nvs[j] for j in range(1, pm.njoints)] == [j.dof for j in model.joints]
+
+
+@pytest.mark.parametrize("system", list(SYSTEMS))
+def test_generated_equals_reference_equals_pinocchio(pin, generated, rng, system):
+    path, build, qrange = SYSTEMS[system]
+    model, dyn = generated(path(), system)
+    pm = build(pin)
+    pdata = pm.createData()
+    tree, alg = Tree(model), FloatAlgebra()
+    errs = {}
+    for _ in range(NSTATES):
+        q, qd, qdd, tau = random_state(rng, model.nv, qrange)
+        pin_vals = pin_dynamics(pin, pm, pdata, model, q, qd, qdd, tau)
+        ours = {"ID": (dyn.inverse_dynamics(q, qd, qdd), rec.inverse_dynamics(tree, alg, q, qd, qdd)),
+                "FD": (dyn.forward_dynamics(q, qd, tau), rec.forward_dynamics(tree, alg, q, qd, tau)),
+                "M": (dyn.mass_matrix(q), rec.mass_matrix(tree, alg, q)),
+                "h": (dyn.bias_forces(q, qd), rec.bias_forces(tree, alg, q, qd))}
+        for (key, (gen, ref)), want in zip(ours.items(), pin_vals):
+            gen, ref = np.asarray(gen), np.asarray(ref, dtype=float).reshape(np.shape(want))
+            assert gen.shape == want.shape
+            e = max(rel_err(gen, want), rel_err(ref, want))
+            errs[key] = max(errs.get(key, 0.0), e)
+            assert rel_err(gen, want) <= TOL, f"{system} {key}: generated vs Pinocchio {rel_err(gen, want):.3g}"
+            assert rel_err(ref, want) <= TOL, f"{system} {key}: reference vs Pinocchio {rel_err(ref, want):.3g}"
+            assert rel_err(gen, ref) <= TOL, f"{system} {key}: generated vs reference {rel_err(gen, ref):.3g}"
+    print(f"\n{system}: max relative error vs Pinocchio " + ", ".join(f"{k} {v:.2e}" for k, v in errs.items()))
+
+
+def test_free_flyer_mapping_is_consistent(pin):
+    """The quadruped mapping itself: J is invertible, and the root block of J is [[0, R^T], [S_R, 0]]."""
+    model = scleron.load_model(example("quadruped.yaml"))
+    rng = np.random.default_rng(7)
+    q, qd, _, _ = random_state(rng, model.nv, 1.2)
+    _, J, _ = pin_state(pin, pin_quadruped(pin), model, q, qd)
+    R = rot("x", q[3]) @ rot("y", q[4]) @ rot("z", q[5])
+    np.testing.assert_allclose(J[:3, :3], R.T, atol=1e-14)      # v_local = R^T p-dot
+    np.testing.assert_allclose(J[:3, 3:6], 0, atol=1e-14)
+    np.testing.assert_allclose(J[3:6, :3], 0, atol=1e-14)
+    # w_body of R = Rx Ry Rz: R^T dR/dt = [w]; check it by a finite difference of R
+    r, rd, h = q[3:6], qd[3:6], 1e-6
+    Rp = rot("x", r[0] + h * rd[0]) @ rot("y", r[1] + h * rd[1]) @ rot("z", r[2] + h * rd[2])
+    Rm = rot("x", r[0] - h * rd[0]) @ rot("y", r[1] - h * rd[1]) @ rot("z", r[2] - h * rd[2])
+    W = R.T @ (Rp - Rm) / (2 * h)
+    np.testing.assert_allclose(J[3:6, 3:6] @ rd, [W[2, 1], W[0, 2], W[1, 0]], atol=1e-8)
+    assert abs(np.linalg.det(J)) > 1e-3
+
+
+# ---- stored Pinocchio / MuJoCo values ----------------------------------------------------------------
+def rc_model(n):
+    m = scleron.Model(f"rc{n}_hand")
+    for i in range(1, n + 1):
+        origin = scleron.Transform() if i == 1 else scleron.Transform(RX90.copy(), np.array([1.0, 0, 0]))
+        m.add_body(f"link{i}", "world" if i == 1 else f"link{i - 1}", joint="revolute",
+                   joint_name=f"joint{i}", origin=origin, axis=(0, 0, 1), mass=1.0,
+                   com=(0.5, 0, 0), inertia=RC_INERTIA)
+    return m
+
+
+def rc_cases():
+    if not os.path.exists(RC_REFERENCE):
+        return []
+    with open(RC_REFERENCE) as fh:
+        return json.load(fh)["cases"]
+
+
+@pytest.mark.skipif(not os.path.exists(RC_REFERENCE), reason="../shared/data/rc_reference.json not found")
+@pytest.mark.parametrize("case", rc_cases(), ids=lambda c: f"RC{c['n']}")
+def test_rc_reference_values(generated, case):
+    n = case["n"]
+    if n == 20:
+        systems = [generated(example("rc20.yaml"), "rc20"), generated(example("rc20.urdf"), "rc20_urdf")]
+    else:
+        systems = [generated(rc_model(n), f"rc{n}_hand")]
+    q, v, u = (np.array(case[k]) for k in ("q", "v", "u"))
+    for model, dyn in systems:
+        assert dyn.nv == n
+        got = {"M": dyn.mass_matrix(q), "nle": dyn.bias_forces(q, v),
+               "rnea": dyn.inverse_dynamics(q, v, u), "aba": dyn.forward_dynamics(q, v, u)}
+        for key, value in got.items():
+            want = np.array(case[key])
+            assert rel_err(value, want) <= TOL, f"RC{n} {key}: {rel_err(value, want):.3g}"
