@@ -19,8 +19,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_7cdefeabbbc8"
-HASH = "7cdefeabbbc88b3e1c88e83de6a98ec6cb64d1b2b6ea1ff836379f71fe73ab6c"
+MODULE = "_branched_c02f72b06a55"
+HASH = "c02f72b06a5584b3bb469aee4fe68b32deab9ff47563e709ce1daee384b216eb"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

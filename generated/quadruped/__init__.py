@@ -19,8 +19,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_92e40cfa2053"
-HASH = "92e40cfa2053ccd5ef4b67ba3e808ee883e8d8fd815c62c302b7a099883006b2"
+MODULE = "_quadruped_8e9b8a04bd52"
+HASH = "8e9b8a04bd52380d2e7bdd579006e9f06713b3c945bc988151d15d090bb6913c"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -19,8 +19,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_b3c7586ddc80"
-HASH = "b3c7586ddc800a4048009e8a893012dffb00592c377b9e58844420fd6bec341f"
+MODULE = "_rc100_646ee8cb0d60"
+HASH = "646ee8cb0d60e67614ea8d59534e1f526d21cc4016438ffb3ee4e69d29d272ff"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -19,8 +19,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_dd52075c5d00"
-HASH = "dd52075c5d00d91527f7f074e90a76e5453d03080d94d190cfe4db4e98ac541c"
+MODULE = "_rc20_a241582818f7"
+HASH = "a241582818f73ddf2ff5bc59a073da598e5ccb4a21f0c241e877501ff3eafe2a"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -19,8 +19,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_ca5fef9b17f4"
-HASH = "ca5fef9b17f4e5d27fb0346722376d9767d50800dd71ee7298e6e8eeea822fd0"
+MODULE = "_rc50_afb06975732c"
+HASH = "afb06975732cbee33ca8a627d311d623d873a93101db897ef69da6d8c62ef9c2"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -19,7 +19,7 @@ from .joints.special import CLOSED_FORM, SERIES, SERIES_BELOW
 from .model import model_to_dict
 from .unroll import FUNCTIONS, unroll
 
-DEFAULT_CFLAGS = ["-O2", "-g0", "-march=native", "-fno-math-errno", "-std=c99"]
+DEFAULT_CFLAGS = ["-O2", "-g0", "-march=native", "-fno-math-errno", "-ffp-contract=fast", "-std=c99"]
 DOCS = {
     "forward_dynamics": "qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6",
     "inverse_dynamics": "tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)",

@@ -79,6 +79,16 @@ def S_transpose(kin, f):
     return mat_t_vec(kin[2], f)
 
 
+def unit_columns(S):
+    """Indices k where a column of S is exactly the constant unit vector e_k."""
+    out = []
+    for col in columns(S):
+        nonzero = [k for k, x in enumerate(col) if not (isinstance(x, float) and x == 0.0)]
+        if len(nonzero) == 1 and isinstance(col[nonzero[0]], float) and col[nonzero[0]] == 1.0:
+            out.append(nonzero[0])
+    return out
+
+
 # ---- small symmetric solves: Omega_k^{-1} for a d_k-DOF joint (d <= 6) --------------------------
 class SPDSolver:
     """LDL^T of a small symmetric positive definite matrix, unrolled; solves with it."""
@@ -197,6 +207,11 @@ def articulated_inertia_pass(tree, alg, kins):
             for r in range(6):
                 for c in range(r):
                     Ja[r][c] = Ja[c][r]
+            # Ja S = Jbar S - U Omega^-1 S^T Jbar S = 0 (Featherstone 7.3: I^a S = 0), so where a
+            # column of S is a constant unit vector e_k, row and column k of Ja are exactly zero.
+            for k in unit_columns(kin[2]):
+                for r in range(6):
+                    Ja[k][r] = Ja[r][k] = 0.0
             Jbar[b.parent] = sym_add(Jbar[b.parent], inertia_into_parent(b, kin, Ja))   # (27)
     return U, Om
 

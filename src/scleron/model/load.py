@@ -95,6 +95,9 @@ def load_model(path, **kw):
     except TypeError:
         raise ModelError(f"a model path must be a file name, got {type(path).__name__}") from None
     if suffix in YAML_SUFFIXES:
+        if kw.pop("floating", False):
+            raise ModelError("floating=True applies to URDF files; in YAML give the root body a "
+                             "'free' joint", source=os.fsdecode(os.fspath(path)))
         model = load_yaml(path, **kw)
     elif suffix in URDF_SUFFIXES:
         model = load_urdf(path, **kw)

@@ -176,7 +176,7 @@ class Model:
             raise err(f"the name '{WORLD}' is reserved for the fixed base")
         if name in self._names("bodies"):
             raise err("two bodies have this name")
-        if parent != WORLD and parent not in self._names("bodies"):
+        if parent != WORLD and (not isinstance(parent, str) or parent not in self._names("bodies")):
             raise err(f"parent '{parent}' does not exist (parents must be added before children)")
         try:
             inertia_mat = (np.array(inertia, dtype=float) if np.size(inertia) == 9

@@ -141,12 +141,12 @@ def _floats(text, n, what, ctx):
     if text is None:
         raise ctx.error(f"{what} is missing")
     tokens = text.split()
+    shown = text if len(text) <= 60 else text[:60] + "..."
     if len(tokens) != n or not all(_NUMBER.fullmatch(t) for t in tokens):
-        shown = text if len(text) <= 60 else text[:60] + "..."
         raise ctx.error(f"{what} must be {n} number{'s' if n > 1 else ''}, got {shown!r}")
     values = [float(t) for t in tokens]
     if not all(math.isfinite(v) for v in values):
-        raise ctx.error(f"{what} must be finite, got {text!r}")
+        raise ctx.error(f"{what} must be finite, got {shown!r}")
     return values
 
 
@@ -217,7 +217,7 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
             raise ctx.error("a <link> has no name", link.line)
         lctx = ctx.at(element=f"link '{lname[:200]}'", line=link.line)
         if lname in links:
-            raise lctx.error(f"two links are named '{lname}' (the other one is on line {links[lname].line})")
+            raise lctx.error(f"two links are named '{lname[:200]}' (the other one is on line {links[lname].line})")
         links[lname] = link
     if not links:
         raise ctx.error("the robot has no <link>", robot.line)
@@ -231,10 +231,10 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
             raise ctx.error("a <joint> has no name", j.line)
         jctx = ctx.at(element=f"joint '{jname[:200]}'", line=j.line)
         if jname in joints:
-            raise jctx.error(f"two joints are named '{jname}' (the other one is on line {joints[jname][0].line})")
+            raise jctx.error(f"two joints are named '{jname[:200]}' (the other one is on line {joints[jname][0].line})")
         jtype = j.attrib.get("type")
         if jtype not in JOINT_MAP:
-            raise jctx.error(f"unsupported joint type {jtype!r} (supported: {', '.join(JOINT_MAP)})"
+            raise jctx.error(f"unsupported joint type {jtype[:40]!r} (supported: {', '.join(JOINT_MAP)})"
                              if jtype else "the joint has no type")
         ends = []
         for tag in ("parent", "child"):
@@ -247,9 +247,9 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
             ends.append(lname)
         parent, child = ends
         if parent == child:
-            raise jctx.error(f"link '{parent}' cannot be its own parent")
+            raise jctx.error(f"link '{parent[:200]}' cannot be its own parent")
         if child in child_of:
-            raise jctx.error(f"link '{child}' is already the child of joint '{child_of[child]}': "
+            raise jctx.error(f"link '{child[:200]}' is already the child of joint '{child_of[child][:200]}': "
                              "in a tree every link has one parent")
         joints[jname] = (j, jtype, parent, child)
         child_of[child] = jname
@@ -314,7 +314,7 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
         lost = [n for n in links if n not in reached]
         shown = ", ".join(f"'{n[:100]}'" for n in lost[:5])
         raise ctx.error(f"links {shown}{', ...' if len(lost) > 5 else ''} are not connected to the root "
-                        f"link '{root}': their joints form a cycle", links[lost[0]].line)
+                        f"link '{root[:200]}': their joints form a cycle", links[lost[0]].line)
     if merge_fixed:
         model = _validate(model.merged_fixed(), model, links, source)
     return model

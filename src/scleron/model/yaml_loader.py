@@ -318,7 +318,10 @@ class _Builder:
                 model.validate()
             except ModelError as e:
                 bad = next((n for n in self.body_lines if e.element == f"body '{n}'"), None)
-                raise ModelError(e.problem, source=self.source, element=e.element,
+                problem = e.problem
+                if "mass must be positive" in problem:
+                    problem += " (a body that no other body hangs from needs a positive mass)"
+                raise ModelError(problem, source=self.source, element=e.element,
                                  line=e.line or self.body_lines.get(bad)) from None
         return model
 
@@ -345,11 +348,11 @@ class _Builder:
             if parent in all_names:
                 later = all_names[parent][1]
                 raise where.error(
-                    f"parent '{parent}' is defined later in the list"
+                    f"parent '{parent[:200]}' is defined later in the list"
                     + (f" (line {later})" if later else "")
                     + ": parents must come before their children, so a parent listed after its child "
                       "means the list is out of order or the bodies form a cycle", pline)
-            raise where.error(f"parent '{parent}' does not exist (it must be '{WORLD}' or an earlier "
+            raise where.error(f"parent '{parent[:200]}' does not exist (it must be '{WORLD}' or an earlier "
                               "body); a body whose chain does not reach the world is not connected", pline)
 
         mass = _number(b["mass"], "mass", where.at(line=_key_line(b, "mass")))
