@@ -268,3 +268,26 @@ def test_featherstone_six_link(generated):
     qdd = dyn.forward_dynamics(q, zero, [126, 97.5, 70.0, 43.8, 21.9, 6.16])
     np.testing.assert_allclose(qdd, [0.6592, 1.3654, 1.3808, 0.5894, 0.9057, 1.0705], rtol=0, atol=1e-4)
     assert 700 < np.linalg.cond(dyn.mass_matrix(q)) < 750          # RBDA: cond(H) = 725
+
+
+def test_bind_is_the_same_computation(system, rng):
+    """dyn.bind(name, *inputs, out) -> a no-argument callable on those arrays."""
+    name, model, dyn, qrange = system
+    nv = model.nv
+    q, qd, qdd, tau = next(states(rng, nv, qrange, 1))
+    out = np.empty(nv)
+    fd = dyn.bind("forward_dynamics", q, qd, tau, out)
+    fd()
+    np.testing.assert_array_equal(out, dyn.forward_dynamics(q, qd, tau))
+    q[:] = q + 0.1                       # inputs are read at call time
+    fd()
+    np.testing.assert_array_equal(out, dyn.forward_dynamics(q, qd, tau))
+    M = np.empty((nv, nv))
+    dyn.bind("mass_matrix", q, M)()
+    np.testing.assert_array_equal(M, dyn.mass_matrix(q))
+    with pytest.raises(ValueError, match="out"):
+        dyn.bind("bias_forces", q, qd, np.empty(nv + 1))
+    with pytest.raises(ValueError, match="qd"):
+        dyn.bind("bias_forces", q, qd.astype(np.float32), np.empty(nv))
+    with pytest.raises(ValueError, match="unknown function"):
+        dyn.bind("jacobian", q, np.empty(nv))

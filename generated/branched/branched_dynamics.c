@@ -9,6 +9,20 @@
 #include <math.h>
 #include "branched_dynamics.h"
 
+/* The build compiles this file several times in parallel, each time with
+ * SCLERON_PARTS and SCLERON_PART_INDEX set, keeping one share of the chunk functions; compiled
+ * without them (any plain `cc -c`), it is one ordinary translation unit. */
+#ifndef SCLERON_PARTS
+#define SCLERON_IN_PART(k) 1
+#else
+#define SCLERON_IN_PART(k) ((k) % SCLERON_PARTS == SCLERON_PART_INDEX)
+#endif
+#if defined(__GNUC__)
+#define SCLERON_LOCAL __attribute__((visibility("hidden")))
+#else
+#define SCLERON_LOCAL
+#endif
+
 /* scl_exp_a: exp-coordinate ball joint helper, series below x = 0.1 */
 static inline double scl_exp_a(double x)
 {
@@ -60,11 +74,24 @@ static inline double scl_exp_dc(double x)
 }
 
 
+SCLERON_LOCAL void branched_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void branched_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void branched_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void branched_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void branched_forward_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void branched_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w);
+SCLERON_LOCAL void branched_inverse_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w);
+SCLERON_LOCAL void branched_mass_matrix_part0(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void branched_mass_matrix_part1(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void branched_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w);
+SCLERON_LOCAL void branched_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w);
+
 /* ======================================================================================
  * forward_dynamics: qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
  * ====================================================================================== */
 
-static void branched_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(0)
+SCLERON_LOCAL void branched_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* joint a_shoulder (spherical): Q(q), S, Sdot qd  (S&G 9, 12) */
     const double t0 = cos(q[1]);
@@ -1201,8 +1228,10 @@ static void branched_forward_dynamics_part0(const double *restrict q, const doub
     const double t999 = t912 * t974;
     w[1] = t999;
 }
+#endif
 
-static void branched_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(1)
+SCLERON_LOCAL void branched_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body b_hand, joint b_wrist */
     const double t998 = w[0];
@@ -2416,8 +2445,10 @@ static void branched_forward_dynamics_part1(const double *restrict q, const doub
     const double t1999 = 0.000825 * t1998;
     w[123] = t1999;
 }
+#endif
 
-static void branched_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(2)
+SCLERON_LOCAL void branched_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body b_hand */
     const double t1997 = w[122];
@@ -3514,8 +3545,10 @@ static void branched_forward_dynamics_part2(const double *restrict q, const doub
     const double t2999 = t2996 + t2998;
     w[149] = t2999;
 }
+#endif
 
-static void branched_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(3)
+SCLERON_LOCAL void branched_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body a_hand */
     const double t274 = w[53];
@@ -4710,8 +4743,10 @@ static void branched_forward_dynamics_part3(const double *restrict q, const doub
     const double t3999 = t3995 + t3997;
     w[229] = t3999;
 }
+#endif
 
-static void branched_forward_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(4)
+SCLERON_LOCAL void branched_forward_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 5 (S&G 31-33): articulated bias of body a_upper */
     const double t6 = w[15];
@@ -5417,7 +5452,9 @@ static void branched_forward_dynamics_part4(const double *restrict q, const doub
     const double t3675 = w[290];
     qdd[19] = t3675;
 }
+#endif
 
+#if SCLERON_IN_PART(0)
 void branched_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd)
 {
     double w[291];
@@ -5434,12 +5471,14 @@ void branched_forward_dynamics_batch(int n, const double *q, const double *qd, c
         branched_forward_dynamics(q + (long)k * 20, qd + (long)k * 20, tau + (long)k * 20, qdd + (long)k * 20);
     }
 }
+#endif
 
 /* ======================================================================================
  * inverse_dynamics: tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
  * ====================================================================================== */
 
-static void branched_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
+#if SCLERON_IN_PART(5)
+SCLERON_LOCAL void branched_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
 {
     /* joint a_shoulder (spherical): Q(q), S, Sdot qd  (S&G 9, 12) */
     const double t0 = cos(q[1]);
@@ -6577,8 +6616,10 @@ static void branched_inverse_dynamics_part0(const double *restrict q, const doub
     const double t999 = t997 - t998;
     w[7] = t999;
 }
+#endif
 
-static void branched_inverse_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
+#if SCLERON_IN_PART(6)
+SCLERON_LOCAL void branched_inverse_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body b_hand, joint b_wrist */
     const double t909 = w[0];
@@ -7492,7 +7533,9 @@ static void branched_inverse_dynamics_part1(const double *restrict q, const doub
     tau[18] = t1521;
     tau[19] = t1519;
 }
+#endif
 
+#if SCLERON_IN_PART(0)
 void branched_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *tau)
 {
     double w[123];
@@ -7506,12 +7549,14 @@ void branched_inverse_dynamics_batch(int n, const double *q, const double *qd, c
         branched_inverse_dynamics(q + (long)k * 20, qd + (long)k * 20, qdd + (long)k * 20, tau + (long)k * 20);
     }
 }
+#endif
 
 /* ======================================================================================
  * mass_matrix: M(q), row-major nv x nv, composite rigid bodies
  * ====================================================================================== */
 
-static void branched_mass_matrix_part0(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(7)
+SCLERON_LOCAL void branched_mass_matrix_part0(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: composite inertia of body c_tip */
     const double t0 = -2.0 * q[18];
@@ -8644,8 +8689,10 @@ static void branched_mass_matrix_part0(const double *restrict q, double *restric
     const double t999 = 0.12375 + t993;
     w[12] = t999;
 }
+#endif
 
-static void branched_mass_matrix_part1(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(8)
+SCLERON_LOCAL void branched_mass_matrix_part1(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: composite inertia of body a_lower */
     const double t989 = w[0];
@@ -10028,7 +10075,9 @@ static void branched_mass_matrix_part1(const double *restrict q, double *restric
     M[398] = 0.0;
     M[399] = 2.0;
 }
+#endif
 
+#if SCLERON_IN_PART(0)
 void branched_mass_matrix(const double *q, double *M)
 {
     double w[117];
@@ -10042,12 +10091,14 @@ void branched_mass_matrix_batch(int n, const double *q, double *M)
         branched_mass_matrix(q + (long)k * 20, M + (long)k * 400);
     }
 }
+#endif
 
 /* ======================================================================================
  * bias_forces: h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
  * ====================================================================================== */
 
-static void branched_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
+#if SCLERON_IN_PART(9)
+SCLERON_LOCAL void branched_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
 {
     /* joint a_shoulder (spherical): Q(q), S, Sdot qd  (S&G 9, 12) */
     const double t0 = cos(q[1]);
@@ -11184,8 +11235,10 @@ static void branched_bias_forces_part0(const double *restrict q, const double *r
     const double t999 = t912 * t974;
     w[1] = t999;
 }
+#endif
 
-static void branched_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
+#if SCLERON_IN_PART(10)
+SCLERON_LOCAL void branched_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body b_hand, joint b_wrist */
     const double t998 = w[0];
@@ -11961,7 +12014,9 @@ static void branched_bias_forces_part1(const double *restrict q, const double *r
     h[18] = t1387;
     h[19] = 19.62;
 }
+#endif
 
+#if SCLERON_IN_PART(0)
 void branched_bias_forces(const double *q, const double *qd, double *h)
 {
     double w[122];
@@ -11975,4 +12030,5 @@ void branched_bias_forces_batch(int n, const double *q, const double *qd, double
         branched_bias_forces(q + (long)k * 20, qd + (long)k * 20, h + (long)k * 20);
     }
 }
+#endif
 

@@ -9,12 +9,38 @@
 #include <math.h>
 #include "quadruped_dynamics.h"
 
+/* The build compiles this file several times in parallel, each time with
+ * SCLERON_PARTS and SCLERON_PART_INDEX set, keeping one share of the chunk functions; compiled
+ * without them (any plain `cc -c`), it is one ordinary translation unit. */
+#ifndef SCLERON_PARTS
+#define SCLERON_IN_PART(k) 1
+#else
+#define SCLERON_IN_PART(k) ((k) % SCLERON_PARTS == SCLERON_PART_INDEX)
+#endif
+#if defined(__GNUC__)
+#define SCLERON_LOCAL __attribute__((visibility("hidden")))
+#else
+#define SCLERON_LOCAL
+#endif
+
+
+SCLERON_LOCAL void quadruped_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void quadruped_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void quadruped_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void quadruped_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void quadruped_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w);
+SCLERON_LOCAL void quadruped_inverse_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w);
+SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void quadruped_mass_matrix_part1(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void quadruped_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w);
+SCLERON_LOCAL void quadruped_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w);
 
 /* ======================================================================================
  * forward_dynamics: qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
  * ====================================================================================== */
 
-static void quadruped_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(0)
+SCLERON_LOCAL void quadruped_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* joint root (free): Q(q), S, Sdot qd  (S&G 9, 12) */
     const double t0 = cos(q[4]);
@@ -1216,8 +1242,10 @@ static void quadruped_forward_dynamics_part0(const double *restrict q, const dou
     const double t999 = t973 * t990;
     w[1] = t999;
 }
+#endif
 
-static void quadruped_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(1)
+SCLERON_LOCAL void quadruped_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body hr_calf, joint hr_knee_joint */
     const double t998 = w[0];
@@ -2465,8 +2493,10 @@ static void quadruped_forward_dynamics_part1(const double *restrict q, const dou
     const double t1999 = t1997 - t1998;
     w[181] = t1999;
 }
+#endif
 
-static void quadruped_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(2)
+SCLERON_LOCAL void quadruped_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body hr_hip */
     const double t831 = w[136];
@@ -3581,8 +3611,10 @@ static void quadruped_forward_dynamics_part2(const double *restrict q, const dou
     const double t2999 = t3 * t2839;
     w[188] = t2999;
 }
+#endif
 
-static void quadruped_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(3)
+SCLERON_LOCAL void quadruped_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body trunk */
     const double t1 = w[172];
@@ -4486,7 +4518,9 @@ static void quadruped_forward_dynamics_part3(const double *restrict q, const dou
     qdd[16] = t3724;
     qdd[17] = t3735;
 }
+#endif
 
+#if SCLERON_IN_PART(0)
 void quadruped_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd)
 {
     double w[271];
@@ -4502,12 +4536,14 @@ void quadruped_forward_dynamics_batch(int n, const double *q, const double *qd, 
         quadruped_forward_dynamics(q + (long)k * 18, qd + (long)k * 18, tau + (long)k * 18, qdd + (long)k * 18);
     }
 }
+#endif
 
 /* ======================================================================================
  * inverse_dynamics: tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
  * ====================================================================================== */
 
-static void quadruped_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
+#if SCLERON_IN_PART(4)
+SCLERON_LOCAL void quadruped_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
 {
     /* joint root (free): Q(q), S, Sdot qd  (S&G 9, 12) */
     const double t0 = cos(q[4]);
@@ -5709,8 +5745,10 @@ static void quadruped_inverse_dynamics_part0(const double *restrict q, const dou
     const double t999 = t973 * t990;
     w[1] = t999;
 }
+#endif
 
-static void quadruped_inverse_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
+#if SCLERON_IN_PART(5)
+SCLERON_LOCAL void quadruped_inverse_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body hr_calf, joint hr_knee_joint */
     const double t998 = w[0];
@@ -6803,7 +6841,9 @@ static void quadruped_inverse_dynamics_part1(const double *restrict q, const dou
     tau[16] = t1585;
     tau[17] = t1563;
 }
+#endif
 
+#if SCLERON_IN_PART(0)
 void quadruped_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *tau)
 {
     double w[173];
@@ -6817,12 +6857,14 @@ void quadruped_inverse_dynamics_batch(int n, const double *q, const double *qd, 
         quadruped_inverse_dynamics(q + (long)k * 18, qd + (long)k * 18, qdd + (long)k * 18, tau + (long)k * 18);
     }
 }
+#endif
 
 /* ======================================================================================
  * mass_matrix: M(q), row-major nv x nv, composite rigid bodies
  * ====================================================================================== */
 
-static void quadruped_mass_matrix_part0(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(6)
+SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* joint hr_knee_joint (revolute): Q(q), S, Sdot qd  (S&G 9, 12) */
     const double t0 = cos(q[17]);
@@ -7980,8 +8022,10 @@ static void quadruped_mass_matrix_part0(const double *restrict q, double *restri
     const double t999 = t998 - t945;
     w[29] = t999;
 }
+#endif
 
-static void quadruped_mass_matrix_part1(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(7)
+SCLERON_LOCAL void quadruped_mass_matrix_part1(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: composite inertia of body fl_hip */
     const double t924 = w[0];
@@ -9162,7 +9206,9 @@ static void quadruped_mass_matrix_part1(const double *restrict q, double *restri
     M[322] = t25;
     M[323] = 0.004;
 }
+#endif
 
+#if SCLERON_IN_PART(0)
 void quadruped_mass_matrix(const double *q, double *M)
 {
     double w[131];
@@ -9176,12 +9222,14 @@ void quadruped_mass_matrix_batch(int n, const double *q, double *M)
         quadruped_mass_matrix(q + (long)k * 18, M + (long)k * 324);
     }
 }
+#endif
 
 /* ======================================================================================
  * bias_forces: h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
  * ====================================================================================== */
 
-static void quadruped_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
+#if SCLERON_IN_PART(8)
+SCLERON_LOCAL void quadruped_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
 {
     /* joint root (free): Q(q), S, Sdot qd  (S&G 9, 12) */
     const double t0 = cos(q[4]);
@@ -10383,8 +10431,10 @@ static void quadruped_bias_forces_part0(const double *restrict q, const double *
     const double t999 = t973 * t990;
     w[1] = t999;
 }
+#endif
 
-static void quadruped_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
+#if SCLERON_IN_PART(9)
+SCLERON_LOCAL void quadruped_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body hr_calf, joint hr_knee_joint */
     const double t998 = w[0];
@@ -11428,7 +11478,9 @@ static void quadruped_bias_forces_part1(const double *restrict q, const double *
     h[16] = t1536;
     h[17] = t1514;
 }
+#endif
 
+#if SCLERON_IN_PART(0)
 void quadruped_bias_forces(const double *q, const double *qd, double *h)
 {
     double w[173];
@@ -11442,4 +11494,5 @@ void quadruped_bias_forces_batch(int n, const double *q, const double *qd, doubl
         quadruped_bias_forces(q + (long)k * 18, qd + (long)k * 18, h + (long)k * 18);
     }
 }
+#endif
 

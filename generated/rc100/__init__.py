@@ -9,8 +9,13 @@ Needs only numpy and cffi at run time. With this folder's parent on sys.path:
     h   = rc100.bias_forces(q, qd)                # M qdd + h = tau
 
 Every function takes an optional `out=` array (float64, C-contiguous, the result's shape) to
-avoid allocating: the fastest calling pattern for a control loop.
+avoid allocating. The fastest calling pattern for a control loop binds arrays once and then
+calls with no arguments (update the arrays in place between calls):
+
+    fd = rc100.bind("forward_dynamics", q, qd, tau, qdd)
+    fd()                                               # qdd now holds the result
 """
+import functools
 import glob
 import importlib.util
 import os
@@ -19,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_646ee8cb0d60"
-HASH = "646ee8cb0d60e67614ea8d59534e1f526d21cc4016438ffb3ee4e69d29d272ff"
+MODULE = "_rc100_113bfdb4d408"
+HASH = "113bfdb4d4081507b401e49e0411905f84cbc30cf183e6b8302df3cb7534d729"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -58,6 +63,12 @@ def _load():
 
 
 ffi, lib = _load()
+_F64 = np.dtype(np.float64)
+_D = "double[]"
+_fb = ffi.from_buffer
+_empty = np.empty
+_V = (nv,)
+_M = (nv, nv)
 
 
 def _as_input(x, name, width):
@@ -98,24 +109,97 @@ def _call(single, batch, inputs, out, shape, out_name):
 
 def forward_dynamics(q, qd, tau, out=None):
     """qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6"""
+    try:    # fast path: single states as float64 C-contiguous arrays
+        if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and tau.shape == _V and tau.dtype is _F64 and True:
+            if out is None:
+                out = _empty(_V)
+                lib.rc100_forward_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, tau), _fb(_D, out))
+                return out
+            if out.shape == _V and out.dtype is _F64:
+                lib.rc100_forward_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, tau), _fb(_D, out, True))
+                return out
+    except (AttributeError, TypeError, ValueError):
+        pass    # lists, other dtypes, non-contiguous or read-only arrays: checked below
     return _call(lib.rc100_forward_dynamics, lib.rc100_forward_dynamics_batch,
                  [(q, 'q'), (qd, 'qd'), (tau, 'tau')], out, (100,), "qdd")
 
 
 def inverse_dynamics(q, qd, qdd, out=None):
     """tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)"""
+    try:    # fast path: single states as float64 C-contiguous arrays
+        if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and qdd.shape == _V and qdd.dtype is _F64 and True:
+            if out is None:
+                out = _empty(_V)
+                lib.rc100_inverse_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, qdd), _fb(_D, out))
+                return out
+            if out.shape == _V and out.dtype is _F64:
+                lib.rc100_inverse_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, qdd), _fb(_D, out, True))
+                return out
+    except (AttributeError, TypeError, ValueError):
+        pass    # lists, other dtypes, non-contiguous or read-only arrays: checked below
     return _call(lib.rc100_inverse_dynamics, lib.rc100_inverse_dynamics_batch,
                  [(q, 'q'), (qd, 'qd'), (qdd, 'qdd')], out, (100,), "tau")
 
 
 def mass_matrix(q, out=None):
     """M(q), row-major nv x nv, composite rigid bodies"""
+    try:    # fast path: single states as float64 C-contiguous arrays
+        if q.shape == _V and q.dtype is _F64 and True:
+            if out is None:
+                out = _empty(_M)
+                lib.rc100_mass_matrix(_fb(_D, q), _fb(_D, out))
+                return out
+            if out.shape == _M and out.dtype is _F64:
+                lib.rc100_mass_matrix(_fb(_D, q), _fb(_D, out, True))
+                return out
+    except (AttributeError, TypeError, ValueError):
+        pass    # lists, other dtypes, non-contiguous or read-only arrays: checked below
     return _call(lib.rc100_mass_matrix, lib.rc100_mass_matrix_batch,
                  [(q, 'q')], out, (100, 100), "M")
 
 
 def bias_forces(q, qd, out=None):
     """h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau"""
+    try:    # fast path: single states as float64 C-contiguous arrays
+        if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and True:
+            if out is None:
+                out = _empty(_V)
+                lib.rc100_bias_forces(_fb(_D, q), _fb(_D, qd), _fb(_D, out))
+                return out
+            if out.shape == _V and out.dtype is _F64:
+                lib.rc100_bias_forces(_fb(_D, q), _fb(_D, qd), _fb(_D, out, True))
+                return out
+    except (AttributeError, TypeError, ValueError):
+        pass    # lists, other dtypes, non-contiguous or read-only arrays: checked below
     return _call(lib.rc100_bias_forces, lib.rc100_bias_forces_batch,
                  [(q, 'q'), (qd, 'qd')], out, (100,), "h")
 
+
+_SIGNATURES = { "forward_dynamics": (['q', 'qd', 'tau'], (100,)),
+                "inverse_dynamics": (['q', 'qd', 'qdd'], (100,)),
+                "mass_matrix": (['q'], (100, 100)),
+                "bias_forces": (['q', 'qd'], (100,)),
+                }
+
+
+def bind(function, *arrays):
+    """Binds arrays to a function once; returns a callable with no arguments.
+
+    arrays: the inputs in order, then the output, each a float64 C-contiguous numpy array of a
+    single state's shape. The callable runs the C function on them (about the cost of the C
+    call itself); change the inputs in place between calls, read the output after.
+    """
+    if function not in _SIGNATURES:
+        raise ValueError(f"unknown function {function!r} (one of {', '.join(_SIGNATURES)})")
+    names, out_shape = _SIGNATURES[function]
+    if len(arrays) != len(names) + 1:
+        raise ValueError(f"{function} takes {len(names)} inputs ({', '.join(names)}) and an output array")
+    ptrs = []
+    for k, a in enumerate(arrays):
+        label = names[k] if k < len(names) else "out"
+        want = _V if k < len(names) else out_shape
+        if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape != want
+                or not a.flags.c_contiguous or (k == len(names) and not a.flags.writeable)):
+            raise ValueError(f"{label} must be a C-contiguous float64 array of shape {want}")
+        ptrs.append(_fb(_D, a, k == len(names)))
+    return functools.partial(getattr(lib, "rc100_" + function), *ptrs)

@@ -9,12 +9,45 @@
 #include <math.h>
 #include "rc20_dynamics.h"
 
+/* The build compiles this file several times in parallel, each time with
+ * SCLERON_PARTS and SCLERON_PART_INDEX set, keeping one share of the chunk functions; compiled
+ * without them (any plain `cc -c`), it is one ordinary translation unit. */
+#ifndef SCLERON_PARTS
+#define SCLERON_IN_PART(k) 1
+#else
+#define SCLERON_IN_PART(k) ((k) % SCLERON_PARTS == SCLERON_PART_INDEX)
+#endif
+#if defined(__GNUC__)
+#define SCLERON_LOCAL __attribute__((visibility("hidden")))
+#else
+#define SCLERON_LOCAL
+#endif
+
+
+SCLERON_LOCAL void rc20_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc20_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc20_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc20_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc20_forward_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc20_forward_dynamics_part5(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w);
+SCLERON_LOCAL void rc20_inverse_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w);
+SCLERON_LOCAL void rc20_inverse_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w);
+SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc20_mass_matrix_part4(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w);
+SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w);
+SCLERON_LOCAL void rc20_bias_forces_part2(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w);
 
 /* ======================================================================================
  * forward_dynamics: qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
  * ====================================================================================== */
 
-static void rc20_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(0)
+SCLERON_LOCAL void rc20_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link1, joint joint1 */
     const double t0 = 0.5 * qd[0];
@@ -1255,8 +1288,10 @@ static void rc20_forward_dynamics_part0(const double *restrict q, const double *
     const double t999 = qd[17] + t980;
     w[2] = t999;
 }
+#endif
 
-static void rc20_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(1)
+SCLERON_LOCAL void rc20_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link18, joint joint18 */
     const double t988 = w[0];
@@ -2568,8 +2603,10 @@ static void rc20_forward_dynamics_part1(const double *restrict q, const double *
     const double t1999 = t531 * t1993;
     w[204] = t1999;
 }
+#endif
 
-static void rc20_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(2)
+SCLERON_LOCAL void rc20_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 3 (S&G 24-25): force on body link11, joint joint11 */
     const double t530 = w[113];
@@ -3779,8 +3816,10 @@ static void rc20_forward_dynamics_part2(const double *restrict q, const double *
     const double t2999 = t659 * t2954;
     w[291] = t2999;
 }
+#endif
 
-static void rc20_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(3)
+SCLERON_LOCAL void rc20_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body link13 */
     const double t659 = w[138];
@@ -4903,8 +4942,10 @@ static void rc20_forward_dynamics_part3(const double *restrict q, const double *
     const double t3999 = t147 * t3969;
     w[297] = t3999;
 }
+#endif
 
-static void rc20_forward_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(4)
+SCLERON_LOCAL void rc20_forward_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body link5 */
     const double t3998 = w[296];
@@ -6143,8 +6184,10 @@ static void rc20_forward_dynamics_part4(const double *restrict q, const double *
     const double t4999 = t402 * t4988;
     w[431] = t4999;
 }
+#endif
 
-static void rc20_forward_dynamics_part5(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(5)
+SCLERON_LOCAL void rc20_forward_dynamics_part5(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 6 (S&G 34-35): acceleration of body link9, joint joint9 */
     const double t4999 = w[431];
@@ -6608,7 +6651,9 @@ static void rc20_forward_dynamics_part5(const double *restrict q, const double *
     qdd[18] = t5297;
     qdd[19] = t5307;
 }
+#endif
 
+#if SCLERON_IN_PART(0)
 void rc20_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd)
 {
     double w[460];
@@ -6626,12 +6671,14 @@ void rc20_forward_dynamics_batch(int n, const double *q, const double *qd, const
         rc20_forward_dynamics(q + (long)k * 20, qd + (long)k * 20, tau + (long)k * 20, qdd + (long)k * 20);
     }
 }
+#endif
 
 /* ======================================================================================
  * inverse_dynamics: tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
  * ====================================================================================== */
 
-static void rc20_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
+#if SCLERON_IN_PART(6)
+SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link1, joint joint1 */
     const double t0 = 0.5 * qd[0];
@@ -7871,8 +7918,10 @@ static void rc20_inverse_dynamics_part0(const double *restrict q, const double *
     const double t999 = qd[17] + t980;
     w[2] = t999;
 }
+#endif
 
-static void rc20_inverse_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
+#if SCLERON_IN_PART(7)
+SCLERON_LOCAL void rc20_inverse_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link18, joint joint18 */
     const double t988 = w[0];
@@ -9189,8 +9238,10 @@ static void rc20_inverse_dynamics_part1(const double *restrict q, const double *
     const double t1999 = t1997 - t1998;
     w[212] = t1999;
 }
+#endif
 
-static void rc20_inverse_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
+#if SCLERON_IN_PART(8)
+SCLERON_LOCAL void rc20_inverse_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
 {
     /* pass 3 (S&G 24-25): force on body link13, joint joint13 */
     const double t659 = w[137];
@@ -9546,7 +9597,9 @@ static void rc20_inverse_dynamics_part2(const double *restrict q, const double *
     const double t1853 = w[280];
     tau[19] = t1853;
 }
+#endif
 
+#if SCLERON_IN_PART(0)
 void rc20_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *tau)
 {
     double w[281];
@@ -9561,12 +9614,14 @@ void rc20_inverse_dynamics_batch(int n, const double *q, const double *qd, const
         rc20_inverse_dynamics(q + (long)k * 20, qd + (long)k * 20, qdd + (long)k * 20, tau + (long)k * 20);
     }
 }
+#endif
 
 /* ======================================================================================
  * mass_matrix: M(q), row-major nv x nv, composite rigid bodies
  * ====================================================================================== */
 
-static void rc20_mass_matrix_part0(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(9)
+SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* joint joint20 (revolute): Q(q), S, Sdot qd  (S&G 9, 12) */
     const double t0 = cos(q[19]);
@@ -10700,8 +10755,10 @@ static void rc20_mass_matrix_part0(const double *restrict q, double *restrict M,
     const double t999 = t985 + t998;
     w[3] = t999;
 }
+#endif
 
-static void rc20_mass_matrix_part1(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(10)
+SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: composite inertia of body link11 */
     const double t952 = w[0];
@@ -11855,8 +11912,10 @@ static void rc20_mass_matrix_part1(const double *restrict q, double *restrict M,
     const double t1999 = t663 * t1978;
     w[42] = t1999;
 }
+#endif
 
-static void rc20_mass_matrix_part2(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(11)
+SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: column of joint joint20 */
     const double t1998 = w[41];
@@ -13008,8 +13067,10 @@ static void rc20_mass_matrix_part2(const double *restrict q, double *restrict M,
     const double t2999 = t421 * t548;
     w[96] = t2999;
 }
+#endif
 
-static void rc20_mass_matrix_part3(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(12)
+SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: column of joint joint15 */
     const double t2998 = w[95];
@@ -14182,8 +14243,10 @@ static void rc20_mass_matrix_part3(const double *restrict q, double *restrict M,
     const double t3999 = t1447 + t3992;
     w[152] = t3999;
 }
+#endif
 
-static void rc20_mass_matrix_part4(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(13)
+SCLERON_LOCAL void rc20_mass_matrix_part4(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: column of joint joint7 */
     const double t3998 = w[148];
@@ -14958,7 +15021,9 @@ static void rc20_mass_matrix_part4(const double *restrict q, double *restrict M,
     M[398] = 0.0;
     M[399] = 0.33416666666666667;
 }
+#endif
 
+#if SCLERON_IN_PART(0)
 void rc20_mass_matrix(const double *q, double *M)
 {
     double w[359];
@@ -14975,12 +15040,14 @@ void rc20_mass_matrix_batch(int n, const double *q, double *M)
         rc20_mass_matrix(q + (long)k * 20, M + (long)k * 400);
     }
 }
+#endif
 
 /* ======================================================================================
  * bias_forces: h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
  * ====================================================================================== */
 
-static void rc20_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
+#if SCLERON_IN_PART(14)
+SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link1, joint joint1 */
     const double t0 = 0.5 * qd[0];
@@ -16221,8 +16288,10 @@ static void rc20_bias_forces_part0(const double *restrict q, const double *restr
     const double t999 = qd[17] + t980;
     w[2] = t999;
 }
+#endif
 
-static void rc20_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
+#if SCLERON_IN_PART(15)
+SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link18, joint joint18 */
     const double t988 = w[0];
@@ -17530,8 +17599,10 @@ static void rc20_bias_forces_part1(const double *restrict q, const double *restr
     const double t1999 = t531 * t1993;
     w[204] = t1999;
 }
+#endif
 
-static void rc20_bias_forces_part2(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
+#if SCLERON_IN_PART(16)
+SCLERON_LOCAL void rc20_bias_forces_part2(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
 {
     /* pass 3 (S&G 24-25): force on body link11, joint joint11 */
     const double t530 = w[113];
@@ -17828,7 +17899,9 @@ static void rc20_bias_forces_part2(const double *restrict q, const double *restr
     const double t1812 = w[270];
     h[19] = t1812;
 }
+#endif
 
+#if SCLERON_IN_PART(0)
 void rc20_bias_forces(const double *q, const double *qd, double *h)
 {
     double w[271];
@@ -17843,4 +17916,5 @@ void rc20_bias_forces_batch(int n, const double *q, const double *qd, double *h)
         rc20_bias_forces(q + (long)k * 20, qd + (long)k * 20, h + (long)k * 20);
     }
 }
+#endif
 

@@ -9,12 +9,77 @@
 #include <math.h>
 #include "rc50_dynamics.h"
 
+/* The build compiles this file several times in parallel, each time with
+ * SCLERON_PARTS and SCLERON_PART_INDEX set, keeping one share of the chunk functions; compiled
+ * without them (any plain `cc -c`), it is one ordinary translation unit. */
+#ifndef SCLERON_PARTS
+#define SCLERON_IN_PART(k) 1
+#else
+#define SCLERON_IN_PART(k) ((k) % SCLERON_PARTS == SCLERON_PART_INDEX)
+#endif
+#if defined(__GNUC__)
+#define SCLERON_LOCAL __attribute__((visibility("hidden")))
+#else
+#define SCLERON_LOCAL
+#endif
+
+
+SCLERON_LOCAL void rc50_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part5(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part6(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part7(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part8(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part9(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part10(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part11(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part12(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part13(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part14(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w);
+SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w);
+SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w);
+SCLERON_LOCAL void rc50_inverse_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w);
+SCLERON_LOCAL void rc50_inverse_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w);
+SCLERON_LOCAL void rc50_inverse_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w);
+SCLERON_LOCAL void rc50_inverse_dynamics_part5(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part2(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part3(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part4(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part5(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part6(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part7(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part8(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part9(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part10(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part11(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part12(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part13(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part14(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part15(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part16(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part17(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part18(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part19(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part20(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part21(const double *restrict q, double *restrict M, double *restrict w);
+SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w);
+SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w);
+SCLERON_LOCAL void rc50_bias_forces_part2(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w);
+SCLERON_LOCAL void rc50_bias_forces_part3(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w);
+SCLERON_LOCAL void rc50_bias_forces_part4(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w);
+SCLERON_LOCAL void rc50_bias_forces_part5(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w);
 
 /* ======================================================================================
  * forward_dynamics: qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
  * ====================================================================================== */
 
-static void rc50_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(0)
+SCLERON_LOCAL void rc50_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link1, joint joint1 */
     const double t0 = 0.5 * qd[0];
@@ -1255,8 +1320,10 @@ static void rc50_forward_dynamics_part0(const double *restrict q, const double *
     const double t999 = qd[17] + t980;
     w[2] = t999;
 }
+#endif
 
-static void rc50_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(1)
+SCLERON_LOCAL void rc50_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link18, joint joint18 */
     const double t988 = w[0];
@@ -2492,8 +2559,10 @@ static void rc50_forward_dynamics_part1(const double *restrict q, const double *
     const double t1999 = t1945 * t1967;
     w[10] = t1999;
 }
+#endif
 
-static void rc50_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(2)
+SCLERON_LOCAL void rc50_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link33, joint joint33 */
     const double t1948 = w[8];
@@ -3739,8 +3808,10 @@ static void rc50_forward_dynamics_part2(const double *restrict q, const double *
     const double t2999 = t2969 * t2989;
     w[18] = t2999;
 }
+#endif
 
-static void rc50_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(3)
+SCLERON_LOCAL void rc50_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link49, joint joint49 */
     const double t2998 = w[17];
@@ -5278,8 +5349,10 @@ static void rc50_forward_dynamics_part3(const double *restrict q, const double *
     const double t3999 = t3997 + t3998;
     w[349] = t3999;
 }
+#endif
 
-static void rc50_forward_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(4)
+SCLERON_LOCAL void rc50_forward_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 2 (S&G 22-23): acceleration of body link28 */
     const double t1619 = w[341];
@@ -6693,8 +6766,10 @@ static void rc50_forward_dynamics_part4(const double *restrict q, const double *
     const double t4999 = t2451 * t4993;
     w[625] = t4999;
 }
+#endif
 
-static void rc50_forward_dynamics_part5(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(5)
+SCLERON_LOCAL void rc50_forward_dynamics_part5(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 3 (S&G 24-25): force on body link41, joint joint41 */
     const double t2450 = w[504];
@@ -8156,8 +8231,10 @@ static void rc50_forward_dynamics_part5(const double *restrict q, const double *
     const double t5999 = t5997 + t5998;
     w[888] = t5999;
 }
+#endif
 
-static void rc50_forward_dynamics_part6(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(6)
+SCLERON_LOCAL void rc50_forward_dynamics_part6(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body link48 */
     const double t2898 = w[588];
@@ -9278,8 +9355,10 @@ static void rc50_forward_dynamics_part6(const double *restrict q, const double *
     const double t6999 = t2386 * t6964;
     w[893] = t6999;
 }
+#endif
 
-static void rc50_forward_dynamics_part7(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(7)
+SCLERON_LOCAL void rc50_forward_dynamics_part7(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body link40 */
     const double t6998 = w[892];
@@ -10399,8 +10478,10 @@ static void rc50_forward_dynamics_part7(const double *restrict q, const double *
     const double t7999 = t1874 * t7968;
     w[912] = t7999;
 }
+#endif
 
-static void rc50_forward_dynamics_part8(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(8)
+SCLERON_LOCAL void rc50_forward_dynamics_part8(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body link32 */
     const double t7998 = w[911];
@@ -11517,8 +11598,10 @@ static void rc50_forward_dynamics_part8(const double *restrict q, const double *
     const double t8999 = t8960 * t8978;
     w[931] = t8999;
 }
+#endif
 
-static void rc50_forward_dynamics_part9(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(9)
+SCLERON_LOCAL void rc50_forward_dynamics_part9(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body link24 */
     const double t8972 = w[930];
@@ -12638,8 +12721,10 @@ static void rc50_forward_dynamics_part9(const double *restrict q, const double *
     const double t9999 = t9972 * t9993;
     w[952] = t9999;
 }
+#endif
 
-static void rc50_forward_dynamics_part10(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(10)
+SCLERON_LOCAL void rc50_forward_dynamics_part10(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body link16 */
     const double t9970 = w[951];
@@ -13753,8 +13838,10 @@ static void rc50_forward_dynamics_part10(const double *restrict q, const double 
     const double t10999 = 0.0016666666666666668 + t10958;
     w[984] = t10999;
 }
+#endif
 
-static void rc50_forward_dynamics_part11(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(11)
+SCLERON_LOCAL void rc50_forward_dynamics_part11(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body link9 */
     const double t10985 = w[975];
@@ -14951,8 +15038,10 @@ static void rc50_forward_dynamics_part11(const double *restrict q, const double 
     const double t11999 = t11977 + t11994;
     w[1063] = t11999;
 }
+#endif
 
-static void rc50_forward_dynamics_part12(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(12)
+SCLERON_LOCAL void rc50_forward_dynamics_part12(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 5 (S&G 31-33): articulated bias of body link41 */
     const double t11995 = w[1059];
@@ -16388,8 +16477,10 @@ static void rc50_forward_dynamics_part12(const double *restrict q, const double 
     const double t12999 = t147 * t12987;
     w[1326] = t12999;
 }
+#endif
 
-static void rc50_forward_dynamics_part13(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(13)
+SCLERON_LOCAL void rc50_forward_dynamics_part13(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 5 (S&G 31-33): articulated bias of body link5 */
     const double t12998 = w[1325];
@@ -17790,8 +17881,10 @@ static void rc50_forward_dynamics_part13(const double *restrict q, const double 
     const double t13999 = t13997 - t13998;
     w[1385] = t13999;
 }
+#endif
 
-static void rc50_forward_dynamics_part14(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
+#if SCLERON_IN_PART(14)
+SCLERON_LOCAL void rc50_forward_dynamics_part14(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict w)
 {
     /* pass 6 (S&G 34-35): acceleration of body link34, joint joint34 */
     const double t7691 = w[1119];
@@ -18493,7 +18586,9 @@ static void rc50_forward_dynamics_part14(const double *restrict q, const double 
     qdd[48] = t14432;
     qdd[49] = t14442;
 }
+#endif
 
+#if SCLERON_IN_PART(0)
 void rc50_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd)
 {
     double w[1443];
@@ -18520,12 +18615,14 @@ void rc50_forward_dynamics_batch(int n, const double *q, const double *qd, const
         rc50_forward_dynamics(q + (long)k * 50, qd + (long)k * 50, tau + (long)k * 50, qdd + (long)k * 50);
     }
 }
+#endif
 
 /* ======================================================================================
  * inverse_dynamics: tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
  * ====================================================================================== */
 
-static void rc50_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
+#if SCLERON_IN_PART(15)
+SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link1, joint joint1 */
     const double t0 = 0.5 * qd[0];
@@ -19765,8 +19862,10 @@ static void rc50_inverse_dynamics_part0(const double *restrict q, const double *
     const double t999 = qd[17] + t980;
     w[2] = t999;
 }
+#endif
 
-static void rc50_inverse_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
+#if SCLERON_IN_PART(16)
+SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link18, joint joint18 */
     const double t988 = w[0];
@@ -21002,8 +21101,10 @@ static void rc50_inverse_dynamics_part1(const double *restrict q, const double *
     const double t1999 = t1945 * t1967;
     w[10] = t1999;
 }
+#endif
 
-static void rc50_inverse_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
+#if SCLERON_IN_PART(17)
+SCLERON_LOCAL void rc50_inverse_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link33, joint joint33 */
     const double t1948 = w[8];
@@ -22249,8 +22350,10 @@ static void rc50_inverse_dynamics_part2(const double *restrict q, const double *
     const double t2999 = t2969 * t2989;
     w[18] = t2999;
 }
+#endif
 
-static void rc50_inverse_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
+#if SCLERON_IN_PART(18)
+SCLERON_LOCAL void rc50_inverse_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link49, joint joint49 */
     const double t2998 = w[17];
@@ -23767,8 +23870,10 @@ static void rc50_inverse_dynamics_part3(const double *restrict q, const double *
     const double t3999 = t1508 - t3970;
     w[339] = t3999;
 }
+#endif
 
-static void rc50_inverse_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
+#if SCLERON_IN_PART(19)
+SCLERON_LOCAL void rc50_inverse_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
 {
     /* pass 2 (S&G 22-23): acceleration of body link27 */
     const double t3964 = w[327];
@@ -25216,8 +25321,10 @@ static void rc50_inverse_dynamics_part4(const double *restrict q, const double *
     const double t4999 = t4983 + t4992;
     w[627] = t4999;
 }
+#endif
 
-static void rc50_inverse_dynamics_part5(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
+#if SCLERON_IN_PART(20)
+SCLERON_LOCAL void rc50_inverse_dynamics_part5(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, double *restrict w)
 {
     /* pass 3 (S&G 24-25): force on body link45, joint joint45 */
     const double t4998 = w[622];
@@ -26517,7 +26624,9 @@ static void rc50_inverse_dynamics_part5(const double *restrict q, const double *
     const double t4883 = w[890];
     tau[49] = t4883;
 }
+#endif
 
+#if SCLERON_IN_PART(0)
 void rc50_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *tau)
 {
     double w[891];
@@ -26535,12 +26644,14 @@ void rc50_inverse_dynamics_batch(int n, const double *q, const double *qd, const
         rc50_inverse_dynamics(q + (long)k * 50, qd + (long)k * 50, qdd + (long)k * 50, tau + (long)k * 50);
     }
 }
+#endif
 
 /* ======================================================================================
  * mass_matrix: M(q), row-major nv x nv, composite rigid bodies
  * ====================================================================================== */
 
-static void rc50_mass_matrix_part0(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(21)
+SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* joint joint50 (revolute): Q(q), S, Sdot qd  (S&G 9, 12) */
     const double t0 = cos(q[49]);
@@ -27674,8 +27785,10 @@ static void rc50_mass_matrix_part0(const double *restrict q, double *restrict M,
     const double t999 = t985 + t998;
     w[3] = t999;
 }
+#endif
 
-static void rc50_mass_matrix_part1(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(22)
+SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: composite inertia of body link41 */
     const double t952 = w[0];
@@ -28825,8 +28938,10 @@ static void rc50_mass_matrix_part1(const double *restrict q, double *restrict M,
     const double t1999 = t1929 * t1938;
     w[23] = t1999;
 }
+#endif
 
-static void rc50_mass_matrix_part2(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(23)
+SCLERON_LOCAL void rc50_mass_matrix_part2(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: composite inertia of body link32 */
     const double t1928 = w[21];
@@ -29988,8 +30103,10 @@ static void rc50_mass_matrix_part2(const double *restrict q, double *restrict M,
     const double t2999 = t2960 * t2963;
     w[54] = t2999;
 }
+#endif
 
-static void rc50_mass_matrix_part3(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(24)
+SCLERON_LOCAL void rc50_mass_matrix_part3(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: composite inertia of body link23 */
     const double t2944 = w[52];
@@ -31139,8 +31256,10 @@ static void rc50_mass_matrix_part3(const double *restrict q, double *restrict M,
     const double t3999 = sin(q[13]);
     w[83] = t3999;
 }
+#endif
 
-static void rc50_mass_matrix_part4(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(25)
+SCLERON_LOCAL void rc50_mass_matrix_part4(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: composite inertia of body link14 */
     const double t3990 = w[80];
@@ -32286,8 +32405,10 @@ static void rc50_mass_matrix_part4(const double *restrict q, double *restrict M,
     const double t4999 = t4919 * t4963;
     w[104] = t4999;
 }
+#endif
 
-static void rc50_mass_matrix_part5(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(26)
+SCLERON_LOCAL void rc50_mass_matrix_part5(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: composite inertia of body link6 */
     const double t4998 = w[103];
@@ -33507,8 +33628,10 @@ static void rc50_mass_matrix_part5(const double *restrict q, double *restrict M,
     const double t5999 = t5034 * t5983;
     w[225] = t5999;
 }
+#endif
 
-static void rc50_mass_matrix_part6(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(27)
+SCLERON_LOCAL void rc50_mass_matrix_part6(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: column of joint joint50 */
     const double t5033 = w[219];
@@ -34707,8 +34830,10 @@ static void rc50_mass_matrix_part6(const double *restrict q, double *restrict M,
     const double t6999 = t2504 * t6991;
     w[246] = t6999;
 }
+#endif
 
-static void rc50_mass_matrix_part7(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(28)
+SCLERON_LOCAL void rc50_mass_matrix_part7(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: column of joint joint48 */
     const double t6998 = w[245];
@@ -35895,8 +36020,10 @@ static void rc50_mass_matrix_part7(const double *restrict q, double *restrict M,
     const double t7999 = t350 * t434;
     w[265] = t7999;
 }
+#endif
 
-static void rc50_mass_matrix_part8(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(29)
+SCLERON_LOCAL void rc50_mass_matrix_part8(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: column of joint joint46 */
     const double t304 = w[262];
@@ -37079,8 +37206,10 @@ static void rc50_mass_matrix_part8(const double *restrict q, double *restrict M,
     const double t8999 = t8997 + t8998;
     w[281] = t8999;
 }
+#endif
 
-static void rc50_mass_matrix_part9(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(30)
+SCLERON_LOCAL void rc50_mass_matrix_part9(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: column of joint joint45 */
     const double t3539 = w[198];
@@ -38266,8 +38395,10 @@ static void rc50_mass_matrix_part9(const double *restrict q, double *restrict M,
     const double t9999 = t2158 * t9987;
     w[295] = t9999;
 }
+#endif
 
-static void rc50_mass_matrix_part10(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(31)
+SCLERON_LOCAL void rc50_mass_matrix_part10(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: column of joint joint43 */
     const double t2159 = w[176];
@@ -39448,8 +39579,10 @@ static void rc50_mass_matrix_part10(const double *restrict q, double *restrict M
     const double t10999 = t10997 + t10998;
     w[317] = t10999;
 }
+#endif
 
-static void rc50_mass_matrix_part11(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(32)
+SCLERON_LOCAL void rc50_mass_matrix_part11(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: column of joint joint41 */
     const double t10996 = w[313];
@@ -40618,8 +40751,10 @@ static void rc50_mass_matrix_part11(const double *restrict q, double *restrict M
     const double t11999 = t11991 - t11990;
     w[325] = t11999;
 }
+#endif
 
-static void rc50_mass_matrix_part12(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(33)
+SCLERON_LOCAL void rc50_mass_matrix_part12(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: column of joint joint40 */
     const double t11998 = w[324];
@@ -41796,8 +41931,10 @@ static void rc50_mass_matrix_part12(const double *restrict q, double *restrict M
     const double t12999 = t12997 - t12998;
     w[346] = t12999;
 }
+#endif
 
-static void rc50_mass_matrix_part13(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(34)
+SCLERON_LOCAL void rc50_mass_matrix_part13(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: column of joint joint38 */
     const double t12966 = w[342];
@@ -42973,8 +43110,10 @@ static void rc50_mass_matrix_part13(const double *restrict q, double *restrict M
     const double t13999 = t4804 * t13985;
     w[363] = t13999;
 }
+#endif
 
-static void rc50_mass_matrix_part14(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(35)
+SCLERON_LOCAL void rc50_mass_matrix_part14(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: column of joint joint36 */
     const double t4803 = w[217];
@@ -44154,8 +44293,10 @@ static void rc50_mass_matrix_part14(const double *restrict q, double *restrict M
     const double t14999 = t2043 * t14988;
     w[390] = t14999;
 }
+#endif
 
-static void rc50_mass_matrix_part15(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(36)
+SCLERON_LOCAL void rc50_mass_matrix_part15(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: column of joint joint33 */
     const double t2044 = w[174];
@@ -45319,8 +45460,10 @@ static void rc50_mass_matrix_part15(const double *restrict q, double *restrict M
     const double t15999 = t15997 - t15998;
     w[412] = t15999;
 }
+#endif
 
-static void rc50_mass_matrix_part16(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(37)
+SCLERON_LOCAL void rc50_mass_matrix_part16(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: column of joint joint31 */
     const double t3424 = w[196];
@@ -46479,8 +46622,10 @@ static void rc50_mass_matrix_part16(const double *restrict q, double *restrict M
     const double t16999 = t5262 * t16975;
     w[429] = t16999;
 }
+#endif
 
-static void rc50_mass_matrix_part17(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(38)
+SCLERON_LOCAL void rc50_mass_matrix_part17(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: column of joint joint29 */
     const double t5262 = w[231];
@@ -47641,8 +47786,10 @@ static void rc50_mass_matrix_part17(const double *restrict q, double *restrict M
     const double t17999 = t17986 + t17992;
     w[454] = t17999;
 }
+#endif
 
-static void rc50_mass_matrix_part18(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(39)
+SCLERON_LOCAL void rc50_mass_matrix_part18(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: column of joint joint26 */
     const double t17984 = w[450];
@@ -48807,8 +48954,10 @@ static void rc50_mass_matrix_part18(const double *restrict q, double *restrict M
     const double t18999 = t3308 * t18988;
     w[479] = t18999;
 }
+#endif
 
-static void rc50_mass_matrix_part19(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(40)
+SCLERON_LOCAL void rc50_mass_matrix_part19(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: column of joint joint22 */
     const double t18998 = w[478];
@@ -49961,8 +50110,10 @@ static void rc50_mass_matrix_part19(const double *restrict q, double *restrict M
     const double t19999 = t3564 * t3653;
     w[508] = t19999;
 }
+#endif
 
-static void rc50_mass_matrix_part20(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(41)
+SCLERON_LOCAL void rc50_mass_matrix_part20(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: column of joint joint18 */
     const double t3629 = w[507];
@@ -51122,8 +51273,10 @@ static void rc50_mass_matrix_part20(const double *restrict q, double *restrict M
     const double t20999 = t4689 * t20981;
     w[544] = t20999;
 }
+#endif
 
-static void rc50_mass_matrix_part21(const double *restrict q, double *restrict M, double *restrict w)
+#if SCLERON_IN_PART(42)
+SCLERON_LOCAL void rc50_mass_matrix_part21(const double *restrict q, double *restrict M, double *restrict w)
 {
     /* mass matrix: column of joint joint13 */
     const double t20998 = w[543];
@@ -55678,7 +55831,9 @@ static void rc50_mass_matrix_part21(const double *restrict q, double *restrict M
     M[2498] = 0.0;
     M[2499] = 0.33416666666666667;
 }
+#endif
 
+#if SCLERON_IN_PART(0)
 void rc50_mass_matrix(const double *q, double *M)
 {
     double w[1786];
@@ -55712,12 +55867,14 @@ void rc50_mass_matrix_batch(int n, const double *q, double *M)
         rc50_mass_matrix(q + (long)k * 50, M + (long)k * 2500);
     }
 }
+#endif
 
 /* ======================================================================================
  * bias_forces: h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
  * ====================================================================================== */
 
-static void rc50_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
+#if SCLERON_IN_PART(43)
+SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link1, joint joint1 */
     const double t0 = 0.5 * qd[0];
@@ -56958,8 +57115,10 @@ static void rc50_bias_forces_part0(const double *restrict q, const double *restr
     const double t999 = qd[17] + t980;
     w[2] = t999;
 }
+#endif
 
-static void rc50_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
+#if SCLERON_IN_PART(44)
+SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link18, joint joint18 */
     const double t988 = w[0];
@@ -58195,8 +58354,10 @@ static void rc50_bias_forces_part1(const double *restrict q, const double *restr
     const double t1999 = t1945 * t1967;
     w[10] = t1999;
 }
+#endif
 
-static void rc50_bias_forces_part2(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
+#if SCLERON_IN_PART(45)
+SCLERON_LOCAL void rc50_bias_forces_part2(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link33, joint joint33 */
     const double t1948 = w[8];
@@ -59442,8 +59603,10 @@ static void rc50_bias_forces_part2(const double *restrict q, const double *restr
     const double t2999 = t2969 * t2989;
     w[18] = t2999;
 }
+#endif
 
-static void rc50_bias_forces_part3(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
+#if SCLERON_IN_PART(46)
+SCLERON_LOCAL void rc50_bias_forces_part3(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link49, joint joint49 */
     const double t2998 = w[17];
@@ -60981,8 +61144,10 @@ static void rc50_bias_forces_part3(const double *restrict q, const double *restr
     const double t3999 = t3997 + t3998;
     w[349] = t3999;
 }
+#endif
 
-static void rc50_bias_forces_part4(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
+#if SCLERON_IN_PART(47)
+SCLERON_LOCAL void rc50_bias_forces_part4(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
 {
     /* pass 2 (S&G 22-23): acceleration of body link28 */
     const double t1619 = w[341];
@@ -62396,8 +62561,10 @@ static void rc50_bias_forces_part4(const double *restrict q, const double *restr
     const double t4999 = t2451 * t4993;
     w[625] = t4999;
 }
+#endif
 
-static void rc50_bias_forces_part5(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
+#if SCLERON_IN_PART(48)
+SCLERON_LOCAL void rc50_bias_forces_part5(const double *restrict q, const double *restrict qd, double *restrict h, double *restrict w)
 {
     /* pass 3 (S&G 24-25): force on body link41, joint joint41 */
     const double t2450 = w[504];
@@ -63594,7 +63761,9 @@ static void rc50_bias_forces_part5(const double *restrict q, const double *restr
     const double t4812 = w[871];
     h[49] = t4812;
 }
+#endif
 
+#if SCLERON_IN_PART(0)
 void rc50_bias_forces(const double *q, const double *qd, double *h)
 {
     double w[872];
@@ -63612,4 +63781,5 @@ void rc50_bias_forces_batch(int n, const double *q, const double *qd, double *h)
         rc50_bias_forces(q + (long)k * 50, qd + (long)k * 50, h + (long)k * 50);
     }
 }
+#endif
 

@@ -1,6 +1,9 @@
-"""The `scleron` command: codegen, show, charts.
+"""The `scleron` command: codegen, show, draw, charts.
 
-Errors in the input are one line on stderr and exit status 2, never a traceback.
+Every error is one line on stderr and exit status 2, never a traceback (SCLERON_DEBUG=1
+shows the traceback of an unexpected one). A failed command writes nothing: codegen installs
+its output folder only when everything succeeded (and removes the parent folders it created
+for it), draw writes its picture whole or not at all.
 """
 import argparse
 import os
@@ -11,6 +14,17 @@ from . import __version__
 from .errors import BuildError, ModelError
 
 
+class CommandError(Exception):
+    """A bad command line (a one-line error, exit status 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (the usage is in --help)."""
+
+    def error(self, message):
+        raise CommandError(f"{message} (see `{self.prog} --help`)")
+
+
 def _load(path, args):
     from .model import load_model
     kw = {}
@@ -19,15 +33,43 @@ def _load(path, args):
     return load_model(path, **kw)
 
 
+def _missing_ancestors(path):
+    """The folders above path that do not exist yet, deepest first."""
+    out = []
+    parent = os.path.dirname(os.path.abspath(path))
+    while parent and not os.path.exists(parent):
+        out.append(parent)
+        up = os.path.dirname(parent)
+        if up == parent:
+            break
+        parent = up
+    return out
+
+
+def _remove_empty(folders):
+    for folder in folders:
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
+
+
 def cmd_codegen(args):
     from .pipeline import Report, generate
+    if args.chunk < 1:
+        raise CommandError(f"--chunk must be a positive number of statements, got {args.chunk}")
     t0 = time.perf_counter()
     model = _load(args.model, args)
     t_load = time.perf_counter() - t0
     report = Report(model.name, model.nv)
     out = args.output or os.path.join("generated", args.name or model.name)
-    generate(model, out, args.name, chunk=args.chunk, force=args.force,
-             compile=not args.no_compile, report=report)
+    created = _missing_ancestors(out)
+    try:
+        generate(model, out, args.name, chunk=args.chunk, force=args.force,
+                 compile=not args.no_compile, report=report)
+    except BaseException:
+        _remove_empty(created)
+        raise
     print(f"{model.name}: {len(model.bodies)} bodies, nq = nv = {model.nv} -> {out}")
     if report.cache_hit:
         print("up to date (cache hit: same model, options and scleron version)")
@@ -43,8 +85,25 @@ def cmd_codegen(args):
 
 def cmd_show(args):
     from .show import show
+    if args.body is not None and args.function is None:
+        raise CommandError("--body NAME needs --function (fd, id, mass or bias)")
+    if args.tree and (args.function or args.joint):
+        raise CommandError("--tree cannot be combined with --function or --joint")
+    if args.function and args.joint:
+        raise CommandError("give --function or --joint, not both")
     model = _load(args.model, args)
-    print(show(model, joint=args.joint, what=args.what, fmt=args.format, tree=args.tree))
+    text = show(model, joint=args.joint, what=args.what, fmt=args.format, tree=args.tree,
+                function=args.function, body=args.body)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def cmd_draw(args):
+    from .draw import draw
+    model = _load(args.model, args)
+    draw(model, args.output, q=args.q, elev=args.elev, azim=args.azim,
+         labels=False if args.no_labels else None)
+    print(f"wrote {args.output}")
     return 0
 
 
@@ -56,10 +115,10 @@ def cmd_charts(args):
 
 
 def build_parser():
-    p = argparse.ArgumentParser(prog="scleron", description="Linear-time dynamics code generation "
-                                "for multibody systems with general scleronomic joints.")
+    p = _Parser(prog="scleron", description="Linear-time dynamics code generation "
+                "for multibody systems with general scleronomic joints.")
     p.add_argument("--version", action="version", version=f"scleron {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     c = sub.add_parser("codegen", help="generate, compile and load C dynamics for a model")
     c.add_argument("model", help="model file (.yaml, .yml, .urdf)")
@@ -71,14 +130,33 @@ def build_parser():
     c.add_argument("--no-compile", action="store_true", help="write the sources only")
     c.set_defaults(func=cmd_codegen)
 
-    s = sub.add_parser("show", help="print a joint's derived quantities or the body tree")
+    s = sub.add_parser("show", help="print the emitted equations of a function, a joint's "
+                       "derived quantities or the body tree")
     s.add_argument("model")
+    s.add_argument("--function", choices=["fd", "id", "mass", "bias", "forward_dynamics",
+                                          "inverse_dynamics", "mass_matrix", "bias_forces"],
+                   help="print the unrolled program of this function, grouped by recursion pass "
+                        "and body, with operation counts before and after simplification")
+    s.add_argument("--body", help="with --function: only the groups of this body (or joint)")
     s.add_argument("--joint", help="joint name (default: all joints)")
-    s.add_argument("--what", default="all", choices=["all", "G", "S", "Sdot"])
-    s.add_argument("--format", default="text", choices=["text", "latex"])
+    s.add_argument("--what", default="all", choices=["all", "G", "S", "Sdot"],
+                   help="with --joint: which quantity")
+    s.add_argument("--format", default="text", choices=["text", "latex", "c"],
+                   help="text, a standalone LaTeX document, or C")
     s.add_argument("--tree", action="store_true", help="print the body tree")
     s.add_argument("--floating", action="store_true", help="URDF: add a free joint at the root")
     s.set_defaults(func=cmd_show)
+
+    d = sub.add_parser("draw", help="draw a 3-D stick figure of the model (needs matplotlib)")
+    d.add_argument("model")
+    d.add_argument("-o", "--output", required=True, help="picture file (.png, .pdf, .svg)")
+    d.add_argument("--q", nargs="+", type=float, metavar="X",
+                   help="the nq coordinates in order (default: the model's initial q, else 0)")
+    d.add_argument("--elev", type=float, default=20.0, help="view elevation in degrees")
+    d.add_argument("--azim", type=float, default=-60.0, help="view azimuth in degrees")
+    d.add_argument("--no-labels", action="store_true", help="do not write body names")
+    d.add_argument("--floating", action="store_true", help="URDF: add a free joint at the root")
+    d.set_defaults(func=cmd_draw)
 
     h = sub.add_parser("charts", help="write the 12 Euler charts (Sueda App. A) as C and Python")
     h.add_argument("-o", "--output", default="charts", help="output folder (default charts/)")
@@ -86,18 +164,38 @@ def build_parser():
     return p
 
 
+def _one_line(exc):
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
 def main(argv=None):
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         return args.func(args)
-    except (ModelError, BuildError) as exc:
-        print(f"scleron: error: {exc}", file=sys.stderr)
-        return 2
+    except SystemExit as exc:            # --help, --version
+        return exc.code
     except KeyboardInterrupt:
         print("scleron: interrupted", file=sys.stderr)
         return 130
-    except OSError as exc:
-        print(f"scleron: error: {exc}", file=sys.stderr)
+    except BrokenPipeError:              # `scleron show ... | head`
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
+    except (ModelError, BuildError, CommandError) as exc:
+        print(f"scleron: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        if os.environ.get("SCLERON_DEBUG"):
+            raise
+        from .draw import MissingDependency
+        if isinstance(exc, (OSError, ValueError, MissingDependency)):
+            print(f"scleron: error: {_one_line(exc)}", file=sys.stderr)
+        else:
+            print(f"scleron: error: {type(exc).__name__}: {_one_line(exc)} (an internal error: "
+                  "please report it; SCLERON_DEBUG=1 shows the traceback)", file=sys.stderr)
         return 2
 
 

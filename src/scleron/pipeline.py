@@ -71,11 +71,13 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None):
     t1 = time.perf_counter()
     report.times["derive"] = t1 - t0
     functions, programs = [], []
+    nchunks = 0
     for fname, (inputs, output) in FUNCTIONS.items():
         prog = unroll(tree, fname)
         programs.append(prog)
         arrays = [(a, False) for a in inputs.split()] + [(output, True)]
-        cf = print_program(prog, f"{name}_{fname}", arrays, chunk=chunk)
+        cf = print_program(prog, f"{name}_{fname}", arrays, chunk=chunk, first_index=nchunks)
+        nchunks += len(cf.chunks)
         stride = {a: "nv" for a in inputs.split()}
         out_stride = "nv * nv" if fname == "mass_matrix" else "nv"
         nv = tree.nv
@@ -88,6 +90,8 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None):
                                     + [f"{output} + (long)k * {nv * nv if fname == 'mass_matrix' else nv}"]),
             "py_args": ", ".join(PY_ARGS[a] for a in inputs.split()),
             "py_inputs": ", ".join(f"({a}, '{a}')" for a in inputs.split()),
+            "py_arg_list": [PY_ARGS[a] for a in inputs.split()],
+            "out_const": "_M" if fname == "mass_matrix" else "_V",
             "out_shape": f"({nv}, {nv})" if fname == "mass_matrix" else f"({nv},)",
             "output": output,
         })
@@ -103,7 +107,7 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None):
         "coordinates": [c_comment(c) for c in _coordinate_doc(tree)],
         "joint_names": tree.joint_names, "gravity": " ".join(f"{g:g}" for g in tree.gravity),
         "gravity_list": list(tree.gravity), "functions": functions, "helpers": _helpers(programs),
-        "cflags": repr(cflags),
+        "cflags": repr(cflags), "nchunks": nchunks,
     }
     files = render_files(ctx)
     files["scleron.json"] = json.dumps({

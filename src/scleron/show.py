@@ -1,10 +1,41 @@
-"""Text and LaTeX views of a model: the body tree, and each joint's G, S and Sdot."""
+"""Views of a model and of the code scleron emits for it, for people to read.
+
+- tree_text: the body tree with joint types and DOF per joint.
+- joint_text: one joint's coordinates (meaning, chart), X_tree, Q(q), G = X_tree Q(q), S and Sdot.
+- function_text: the unrolled straight-line program of one function (fd, id, mass, bias),
+  grouped by recursion pass and body as the section labels of the recursions name them (with
+  Si & Guenter's equation numbers), each group with its operation counts, and the totals
+  before and after simplification.
+
+"Before" counts the operations of the recursion as written, run generically: the recursion
+code of scleron.dynamics evaluated on a counting scalar that counts every +, -, *, /, negation
+and function call, including those with a constant 0 or 1 operand and those on the model's
+constants, with the fixed placements applied even where they are the identity. "After" is the
+live operations of the unrolled program (Program.op_counts: folded, hash-consed, dead code
+removed) -- exactly what the generated C computes.
+
+Every format is plain text built here; LaTeX output escapes all names from the model file, so
+a name cannot inject TeX commands.
+"""
+import re
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+
+import numpy as np
 import sympy as sp
 
+from .errors import ModelError
 from .joints import joint_model
 from .model import WORLD
 
+FUNCTION_ALIASES = {"fd": "forward_dynamics", "id": "inverse_dynamics", "mass": "mass_matrix",
+                    "bias": "bias_forces", "forward_dynamics": "forward_dynamics",
+                    "inverse_dynamics": "inverse_dynamics", "mass_matrix": "mass_matrix",
+                    "bias_forces": "bias_forces"}
+FORMATS = ("text", "latex", "c")
 
+
+# ---- the body tree ------------------------------------------------------------------------------
 def tree_text(model):
     children = {}
     for j in model.joints:
@@ -19,39 +50,627 @@ def tree_text(model):
     return "\n".join(lines)
 
 
-def _matrix(M, fmt):
-    return sp.latex(M) if fmt == "latex" else sp.pretty(M, use_unicode=True)
+# ---- LaTeX helpers ------------------------------------------------------------------------------
+_TEX_SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&",
+                "#": r"\#", "^": r"\^{}", "_": r"\_", "%": r"\%", "~": r"\~{}",
+                "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", '"': "''"}
+
+
+def latex_text(text):
+    """Any text as safe LaTeX body text: specials escaped, control and non-ASCII characters
+    replaced by '?' (plain pdflatex has no glyphs for most of them)."""
+    out = []
+    for ch in str(text):
+        if ch in _TEX_SPECIAL:
+            out.append(_TEX_SPECIAL[ch])
+        elif ch == "\n":
+            out.append(" ")
+        elif not (32 <= ord(ch) < 127):
+            out.append("?")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+LATEX_PREAMBLE = ("\\documentclass[10pt]{article}\n\\usepackage{amsmath}\n"
+                  "\\setlength{\\textwidth}{16cm}\\setlength{\\oddsidemargin}{0cm}\n"
+                  "\\allowdisplaybreaks\n\\setcounter{MaxMatrixCols}{20}\n\\begin{document}\n")
+LATEX_END = "\\end{document}\n"
+
+
+# ---- joints -------------------------------------------------------------------------------------
+def _chart_text(chart, n=3):
+    axes = [f"R_{a}(q{k + 1})" for k, a in enumerate(chart[:n])]
+    if n == 2:
+        return (f"chart {chart[:2]}: R = {' '.join(axes)}, intrinsic (about {chart[0]}, then the "
+                f"rotated {chart[1]})")
+    kind = ("proper Euler, singular where sin q2 = 0" if chart[0] == chart[2]
+            else "Tait-Bryan, singular where cos q2 = 0")
+    return (f"chart {chart}: R = {' '.join(axes)}, intrinsic (about {chart[0]}, then the rotated "
+            f"{chart[1]}, then the twice-rotated {chart[2]}; read right to left: extrinsic "
+            f"{chart[::-1]} about fixed axes); {kind}")
+
+
+def _joint_notes(j):
+    """Lines describing a joint's parameters (axis, chart, pitch, parts)."""
+    p = j.params
+    notes = []
+    if "axis" in p:
+        notes.append("axis " + " ".join(f"{x:g}" for x in p["axis"]))
+    if "normal" in p:
+        notes.append("plane normal " + " ".join(f"{x:g}" for x in p["normal"]))
+    if "pitch" in p:
+        notes.append(f"pitch {p['pitch']:g} (m/rad)")
+    if j.type in ("spherical", "free"):
+        notes.append(_chart_text(p.get("chart", "XYZ")))
+    if j.type == "universal":
+        notes.append(_chart_text(p.get("chart", "XYZ"), 2))
+    if j.type == "ball_exp":
+        notes.append("exponential coordinates: R = exp([q]), the rotation vector q")
+    if j.type == "composite":
+        k = 0
+        for n, part in enumerate(p.get("parts", [])):
+            d = joint_model(part["type"], part.get("params") or {}).dof
+            sub = f"q{k + 1}..q{k + d}" if d > 1 else f"q{k + 1}"
+            pp = part.get("params") or {}
+            extra = f" {pp['chart']}" if "chart" in pp else ""
+            if "axis" in pp:
+                extra += " about/along " + " ".join(f"{x:g}" for x in pp["axis"])
+            notes.append(f"part {n + 1}: {part['type']}{extra} ({sub})")
+            k += d
+        notes.append("Q = Q1 Q2 ... (the parts composed, Sueda 2.53)")
+    return notes
+
+
+def _round_floats(expr, digits=12):
+    """Floats printed as their shortest decimal after rounding to `digits` significant digits."""
+    reps = {}
+    for f in expr.atoms(sp.Float):
+        x = float(f)
+        r = float(f"{x:.{digits}g}")
+        reps[f] = sp.Integer(int(r)) if r.is_integer() and abs(r) < 1e15 else sp.Float(repr(r), "")
+    return expr.xreplace(reps) if reps else expr
+
+
+def _placement_matrix(origin):
+    """X_tree as a 4x4 sympy matrix, with entries within 1e-12 of an integer made exact."""
+    M = np.eye(4)
+    M[:3, :3] = origin.rotation
+    M[:3, 3] = origin.translation
+
+    def num(x):
+        x = float(x)
+        if abs(x - round(x)) <= 1e-12:
+            return sp.Integer(int(round(x)))
+        return sp.Float(x)
+    return sp.Matrix(4, 4, lambda r, c: num(M[r, c]))
+
+
+def _c_matrix(name, M):
+    """C assignments of a matrix's entries; the series-guarded helpers of the ball joint print
+    as the C helpers of the generated code (scl_exp_a, ...)."""
+    from .joints.special import GUARDED
+    funcs = {cls.__name__: cname for cname, cls in GUARDED.items()}
+    lines = []
+    for r in range(M.shape[0]):
+        for c in range(M.shape[1]):
+            lines.append(f"{name}[{r}][{c}] = {sp.ccode(M[r, c], user_functions=funcs)};")
+    return "\n".join(lines)
 
 
 def joint_text(model, j, what="all", fmt="text"):
+    """One joint: coordinates with their meaning (and chart), X_tree, Q(q), G, S, Sdot."""
     jm = joint_model(j.type, j.params)
-    G = sp.Matrix(sp.BlockMatrix([[jm.R, jm.t], [sp.zeros(1, 3), sp.ones(1, 1)]]))
-    parts = []
+    Q = sp.Matrix(sp.BlockMatrix([[jm.R, jm.t], [sp.zeros(1, 3), sp.ones(1, 1)]]))
+    X = _placement_matrix(j.origin)
+    identity = X == sp.eye(4)
+    G = Q if identity else (X * Q).applyfunc(sp.expand)
     head = f"joint {j.name}: {j.type}, parent {j.parent} -> body {j.child}, {jm.dof} DOF"
-    parts.append(head if fmt == "text" else f"\\section*{{{head.replace('_', chr(92) + '_')}}}")
-    for k, (sym, meaning) in enumerate(zip(jm.q, jm.coordinates)):
-        parts.append(f"  {sym}: {meaning}" if fmt == "text" else f"${sp.latex(sym)}$: {meaning}\\\\")
-    items = {"G": ("Q(q) (motion part of G = X_tree Q(q))", G), "S": ("S (6 x d, [w; v])", jm.S),
-             "Sdot": ("Sdot", jm.Sdot)}
-    for key, (label, M) in items.items():
-        if what in ("all", key):
-            if fmt == "text":
-                parts.append(f"{label} =\n{_matrix(M, fmt)}")
+    coords = [(sym, meaning) for sym, meaning in zip(jm.q, jm.coordinates)]
+    items = []
+    if what in ("all", "G"):
+        if not identity:
+            items.append(("X_tree (fixed placement of the joint in the parent body)", X))
+        items.append(("Q(q) (the joint's motion)", Q))
+        items.append(("G = X_tree Q(q) (body frame in the parent frame)" if not identity
+                      else "G = Q(q) (X_tree is the identity)", G))
+    if what in ("all", "S"):
+        items.append(("S (6 x d, twists [w; v] in body coordinates, S&G 9)", jm.S))
+    if what in ("all", "Sdot"):
+        items.append(("Sdot = sum_k dS/dq_k qd_k (S&G 12)", jm.Sdot))
+    notes = _joint_notes(j)
+    if jm.notes:
+        notes.append(jm.notes)
+
+    if fmt == "text":
+        parts = [head]
+        parts += [f"  {n}" for n in notes]
+        parts.append("coordinates:" if coords else "coordinates: none")
+        parts += [f"  {sym}: {meaning}" for sym, meaning in coords]
+        for label, M in items:
+            parts.append(f"{label} =\n{sp.pretty(_round_floats(M), use_unicode=True, wrap_line=False)}")
+        return "\n".join(parts)
+    if fmt == "latex":
+        parts = [f"\\section*{{{latex_text(head)}}}"]
+        if notes:
+            parts.append("\\begin{itemize}\n" + "\n".join(f"\\item {latex_text(n)}" for n in notes)
+                         + "\n\\end{itemize}")
+        if coords:
+            parts.append("Coordinates:\n\\begin{itemize}\n"
+                         + "\n".join(f"\\item ${sp.latex(sym)}$: {latex_text(meaning)}"
+                                     for sym, meaning in coords) + "\n\\end{itemize}")
+        for label, M in items:
+            parts.append(f"{latex_text(label)}:\n\\[ {sp.latex(_round_floats(M))} \\]")
+        return "\n".join(parts)
+    if fmt == "c":
+        parts = [f"/* {_c_comment(head)} */"]
+        parts += [f"/* {_c_comment(n)} */" for n in notes]
+        parts += [f"const double {sym} = q[{k}];      /* {_c_comment(meaning)} */"
+                  for k, (sym, meaning) in enumerate(coords)]
+        if what in ("all", "Sdot"):
+            parts += [f"const double {qd} = qd[{k}];" for k, qd in enumerate(jm.qd)]
+        names = {"X_tree": "X", "Q(q)": "Q", "G ": "G", "S ": "S", "Sdot": "Sdot"}
+        for label, M in items:
+            var = next(v for k, v in names.items() if label.startswith(k))
+            parts.append(f"/* {_c_comment(label)} */\n{_c_matrix(var, M)}")
+        return "\n".join(parts)
+    raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+
+
+def _c_comment(text):
+    from .codegen.render import c_comment
+    out = c_comment(text)
+    while "*/" in out or "/*" in out:            # whatever c_comment does, never end the comment
+        out = out.replace("*/", "* /").replace("/*", "/ *")
+    return out
+
+
+# ---- counting the recursion as written ----------------------------------------------------------
+@dataclass
+class Counts:
+    """Operation counts: multiplications and divisions, additions and subtractions, negations,
+    function calls."""
+    mul: int = 0
+    add: int = 0
+    neg: int = 0
+    fn: int = 0
+
+    @property
+    def total(self):
+        return self.mul + self.add + self.neg + self.fn
+
+    def __add__(self, o):
+        return Counts(self.mul + o.mul, self.add + o.add, self.neg + o.neg, self.fn + o.fn)
+
+    def __str__(self):
+        return f"{self.total} ops ({self.mul} mul, {self.add} add, {self.neg} neg, {self.fn} fn)"
+
+    @classmethod
+    def of(cls, c):
+        return cls(c.mul, c.add, c.neg, c.fn)
+
+
+class _Tally:
+    def __init__(self):
+        self.section = ""
+        self.by_section = {}
+
+    def bump(self, kind):
+        c = self.by_section.get(self.section)
+        if c is None:
+            c = self.by_section[self.section] = Counts()
+        setattr(c, kind, getattr(c, kind) + 1)
+
+
+class Counted:
+    """A scalar whose value does not matter: every operation on it is counted, constants and
+    all. (All results are the same token; only the tally changes.)"""
+    __slots__ = ("tally",)
+
+    def __init__(self, tally):
+        self.tally = tally
+
+    def _op(self, kind):
+        self.tally.bump(kind)
+        return self
+
+    def __add__(self, o): return self._op("add")
+    __radd__ = __sub__ = __rsub__ = __add__
+    def __mul__(self, o): return self._op("mul")
+    __rmul__ = __truediv__ = __rtruediv__ = __mul__
+    def __pow__(self, o): return self._op("mul")
+    def __neg__(self): return self._op("neg")
+    def __pos__(self): return self
+
+
+class CountingAlgebra:
+    def __init__(self, tally):
+        self.tally = tally
+
+    def _fn(self, x):
+        self.tally.bump("fn")
+        return x if isinstance(x, Counted) else Counted(self.tally)
+
+    sin = cos = tan = exp = log = sqrt = _fn
+
+    def call(self, name, x, numeric):
+        return self._fn(x)
+
+    def section(self, text):
+        self.tally.section = text
+
+
+def count_before(tree, function):
+    """{section label: Counts} of the recursion run generically (see the module docstring)."""
+    from .dynamics import recursions
+    from .unroll import FUNCTIONS
+    tally = _Tally()
+    tok = Counted(tally)
+    generic = replace_tree(tree, tok)
+    inputs, _ = FUNCTIONS[function]
+    args = [[tok] * tree.nv for _ in inputs.split()]
+    getattr(recursions, function)(generic, CountingAlgebra(tally), *args)
+    return tally.by_section
+
+
+def replace_tree(tree, tok):
+    """A shallow copy of a Tree whose constants (inertias, placements, gravity) are counting
+    tokens, and whose identity placements are explicit."""
+    import copy
+    new = copy.copy(tree)
+    eye = [[tok] * 3 for _ in range(3)], [tok] * 3
+    new.bodies = [replace(b, inertia=[[tok] * 6 for _ in range(6)],
+                          placement=eye) for b in tree.bodies]
+    new.gravity = [tok] * 3
+    return new
+
+
+# ---- the unrolled program -----------------------------------------------------------------------
+INPUT_TEX = {"q": "q", "qd": r"\dot{q}", "qdd": r"\ddot{q}", "tau": r"\tau", "h": "h", "M": "M"}
+
+
+def _fmt_const(x):
+    x = float(x)
+    if x.is_integer() and abs(x) < 1e15:
+        return f"{x:.1f}"
+    return repr(x)
+
+
+class _Printer:
+    """Renders program nodes as expressions; single-use temporaries of the same group are
+    inlined (with parentheses that keep C's evaluation order), so a statement reads like the
+    formula it computes. Temporaries keep the names of the generated C (t0, t1, ...)."""
+    PREC = {"add": 1, "sub": 1, "mul": 2, "div": 2, "neg": 3}
+    SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+
+    def __init__(self, prog, name_of, group_of, uses, fmt, nv):
+        self.prog, self.name_of, self.group_of, self.uses = prog, name_of, group_of, uses
+        self.fmt, self.nv = fmt, nv
+
+    def inlined(self, i, group):
+        return i in self.inline and self.group_of.get(i) == group
+
+    def plan(self, live, max_depth=6):
+        """Which temporaries are written inside their single user: used once, in the same
+        group, and not making the user's expression deeper than max_depth operations."""
+        from .program.program import Var
+        self.inline, depth = set(), {}
+        for i in live:
+            d = 1 + max([depth[a.id] for a in self.prog.args[i]
+                         if isinstance(a, Var) and a.id in self.inline] + [0])
+            depth[i] = d
+            if (self.uses.get(i, 0) == 1 and d < max_depth and self.prog.ops[i] != "in"
+                    and self.group_of.get(i) == self.group_of.get(self.user.get(i))):
+                self.inline.add(i)
+
+    def name(self, i):
+        if self.fmt == "latex":
+            return f"t_{{{self.name_of[i][1:]}}}"
+        return self.name_of[i]
+
+    def atom(self, x, group):
+        """(text, precedence) of an operand."""
+        from .program.program import Var
+        if not isinstance(x, Var):
+            text = _fmt_const(x)
+            return text, (3 if text.startswith("-") else 9)
+        i = x.id
+        if self.prog.ops[i] == "in":
+            arr, idx = self.prog.args[i]
+            if self.fmt == "latex":
+                return f"{INPUT_TEX.get(arr, arr)}_{{{idx}}}", 9
+            return f"{arr}[{idx}]", 9
+        if self.inlined(i, group):
+            return self.expr(i, group)
+        return self.name(i), 9
+
+    def expr(self, i, group):
+        op, args = self.prog.ops[i], self.prog.args[i]
+        latex = self.fmt == "latex"
+        if op in self.SYMBOL:
+            p = self.PREC[op]
+            (a, pa), (b, pb) = self.atom(args[0], group), self.atom(args[1], group)
+            if latex and op == "div":
+                return f"\\frac{{{a}}}{{{b}}}", 9
+            if pa < p:
+                a = f"({a})" if not latex else f"\\left({a}\\right)"
+            if pb <= p or b.startswith("-"):
+                b = f"({b})" if not latex else f"\\left({b}\\right)"
+            if latex:
+                sym = {"add": " + ", "sub": " - ", "mul": " \\, "}[op]
             else:
-                parts.append(f"{label}: \\[ {_matrix(M, fmt)} \\]")
+                sym = f" {self.SYMBOL[op]} " if p == 1 else self.SYMBOL[op]
+            return f"{a}{sym}{b}", p
+        if op == "neg":
+            a, pa = self.atom(args[0], group)
+            if pa <= 3:
+                a = f"({a})" if not latex else f"\\left({a}\\right)"
+            return f"-{a}", 3
+        if op == "pow":
+            a, _ = self.atom(args[0], group)
+            b, _ = self.atom(args[1], group)
+            return (f"\\left({a}\\right)^{{{b}}}", 9) if latex else (f"pow({a}, {b})", 9)
+        a, _ = self.atom(args[0], group)
+        if op.startswith("call:"):
+            fname = op[5:]
+            if latex:
+                return f"\\operatorname{{{latex_text(fname)}}}\\left({a}\\right)", 9
+            return f"{fname}({a})", 9
+        if latex:
+            if op == "sqrt":
+                return f"\\sqrt{{{a}}}", 9
+            return f"\\{op}\\left({a}\\right)", 9
+        return f"{op}({a})", 9
+
+    def output_name(self, array, idx):
+        if array == "M":
+            r, c = divmod(idx, self.nv)
+            return f"M_{{{r},{c}}}" if self.fmt == "latex" else f"M[{r}][{c}]"
+        if self.fmt == "latex":
+            return f"{INPUT_TEX.get(array, array)}_{{{idx}}}"
+        return f"{array}[{idx}]"
+
+
+def _body_of_notes(notes, tree):
+    """{note: body index or None}: which body a section label is about."""
+    out = {}
+    for note in notes:
+        best, best_len = None, 0
+        for b in tree.bodies:
+            keys = []
+            bn, jn = f"body {b.name}", f"joint {b.joint_name}"
+            if note.endswith(bn) or f"{bn}, joint " in note:
+                keys.append(bn)
+            if note.endswith(jn) or note.startswith(jn + " ("):
+                keys.append(jn)
+            for k in keys:
+                if len(k) > best_len:
+                    best, best_len = b.index, len(k)
+        out[note] = best
+    return out
+
+
+def pass_label(note):
+    """The recursion pass of a section label, without its body or joint."""
+    if note.startswith("joint ") and note.rstrip().endswith("(S&G 9, 12)"):
+        return "joint kinematics: Q(q), S, Sdot qd (S&G 9, 12)"
+    m = re.match(r"(.*?) (?:of|on) (?:body|joint) ", note)
+    return m.group(1) if m else note
+
+
+@dataclass
+class Group:
+    note: str
+    body: object           # body index or None
+    ids: list              # live node ids, in order
+    after: Counts
+    before: Counts
+
+
+def analyse(tree, function):
+    """(Program, [Group], before-by-section): the unrolled program of one function grouped
+    by section label, with each group's counts after and before simplification."""
+    from .unroll import unroll
+    prog = unroll(tree, function)
+    before = count_before(tree, function)
+    live = [i for i in prog.live() if prog.ops[i] != "in"]
+    groups = OrderedDict((note, []) for note in before)     # in the recursion's order
+    for i in live:
+        groups.setdefault(prog.notes[i], []).append(i)
+    body_of = _body_of_notes(list(groups), tree)
+    out = [Group(note, body_of[note], ids, Counts.of(prog.op_counts(ids)),
+                 before.get(note, Counts())) for note, ids in groups.items()]
+    return prog, out, before
+
+
+def _find_body(tree, body):
+    for b in tree.bodies:
+        if b.name == body:
+            return b
+    for b in tree.bodies:
+        if b.joint_name == body:
+            return b
+    raise ModelError(f"no body or joint named {body!r} (bodies: "
+                     + ", ".join(b.name for b in tree.bodies) + ")")
+
+
+def function_text(model, function, body=None, fmt="text", tree=None):
+    """The unrolled program of one function (fd, id, mass, bias) as text, LaTeX or C."""
+    from .dynamics.tree import Tree
+    from .pipeline import DOCS
+    from .unroll import FUNCTIONS
+    if function not in FUNCTION_ALIASES:
+        raise ModelError(f"unknown function {function!r} (one of fd, id, mass, bias)")
+    if fmt not in FORMATS:
+        raise ModelError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+    function = FUNCTION_ALIASES[function]
+    tree = tree or Tree(model)
+    prog, groups, before = analyse(tree, function)
+    target = _find_body(tree, body) if body is not None else None
+    inputs, output = FUNCTIONS[function]
+    after_total = Counts.of(prog.op_counts())
+    before_total = sum(before.values(), Counts())
+    live = [i for i in prog.live() if prog.ops[i] != "in"]
+    name_of = {i: f"t{k}" for k, i in enumerate(live)}
+    shown = [g for g in groups if target is None or g.body == target.index]
+    outputs = [(a, k, v) for a, k, v in prog.outputs
+               if target is None or _output_body(tree, a, k) == target.index]
+
+    ratio = before_total.total / after_total.total if after_total.total else float("inf")
+    title = f"{tree.name} {function}: {DOCS[function]}"
+    io = (", ".join(f"{a}[{tree.nv}]" for a in inputs.split())
+          + f" -> {output}[{tree.nv * tree.nv if output == 'M' else tree.nv}]")
+    summary = [f"statements: {len(live)}",
+               f"before simplification: {before_total}",
+               f"after simplification:  {after_total}  ({ratio:.1f}x fewer)"]
+    per_pass = OrderedDict()
+    for g in groups:
+        a, b = per_pass.get(pass_label(g.note), (Counts(), Counts()))
+        per_pass[pass_label(g.note)] = (a + g.after, b + g.before)
+
+    if fmt == "c":
+        return _function_c(prog, function, tree, inputs, output, groups, target, title, io,
+                           summary, per_pass)
+
+    group_of = {i: g.note for g in groups for i in g.ids}
+    uses = {}
+    for i in live:
+        for x in prog.args[i]:
+            if hasattr(x, "id"):
+                uses[x.id] = uses.get(x.id, 0) + 1
+    for _, _, v in prog.outputs:
+        if hasattr(v, "id"):
+            uses[v.id] = uses.get(v.id, 0) + 2       # outputs read named temporaries
+    pr = _Printer(prog, name_of, group_of, uses, fmt, tree.nv)
+    pr.user = {x.id: i for i in live for x in prog.args[i] if hasattr(x, "id")}
+    pr.plan(live)
+
+    if fmt == "text":
+        lines = [title, f"inputs {io}", *summary]
+        if target is not None:
+            lines.append(f"showing body {target.name} (joint {target.joint_name}) only")
+        lines.append("")
+        lines.append("operations by pass (after / before simplification):")
+        w = max([len(k) for k in per_pass] + [4])
+        for k, (a, b) in per_pass.items():
+            lines.append(f"  {k:<{w}}  {a.total:>7} / {b.total:<7}")
+        for g in shown:
+            lines.append("")
+            lines.append(f"== {g.note}")
+            lines.append(f"   after: {g.after}; before: {g.before}")
+            for i in g.ids:
+                if not pr.inlined(i, g.note):
+                    lines.append(f"{name_of[i]} = {pr.expr(i, g.note)[0]}")
+        lines.append("")
+        lines.append("== outputs")
+        for a, k, v in outputs:
+            val = pr.atom(v, None)[0] if hasattr(v, "id") else _fmt_const(v)
+            lines.append(f"{pr.output_name(a, k)} = {val}")
+        return "\n".join(lines) + "\n"
+
+    # latex
+    parts = [LATEX_PREAMBLE, f"\\section*{{{latex_text(title)}}}",
+             f"Inputs {latex_text(io)}.\\\\", *(latex_text(s) + "\\\\" for s in summary)]
+    if target is not None:
+        parts.append(f"Showing body {latex_text(target.name)} (joint "
+                     f"{latex_text(target.joint_name)}) only.\\\\")
+    parts.append("\\subsection*{Operations by pass (after / before simplification)}")
+    parts.append("\\begin{tabular}{lrr}\n" + "\n".join(
+        f"{latex_text(k)} & {a.total} & {b.total} \\\\" for k, (a, b) in per_pass.items())
+        + "\n\\end{tabular}")
+    for g in shown:
+        parts.append(f"\\subsection*{{{latex_text(g.note)}}}")
+        parts.append(f"After: {latex_text(str(g.after))}; before: {latex_text(str(g.before))}.")
+        rows = [f"{pr.name(i)} &= {pr.expr(i, g.note)[0]}" for i in g.ids if not pr.inlined(i, g.note)]
+        if rows:
+            parts.append("\\begin{align*}\n" + " \\\\\n".join(rows) + "\n\\end{align*}")
+    parts.append("\\subsection*{Outputs}")
+    rows = [f"{pr.output_name(a, k)} &= {pr.atom(v, None)[0] if hasattr(v, 'id') else _fmt_const(v)}"
+            for a, k, v in outputs]
+    if rows:
+        parts.append("\\begin{align*}\n" + " \\\\\n".join(rows) + "\n\\end{align*}")
+    parts.append(LATEX_END)
     return "\n".join(parts)
 
 
-def show(model, joint=None, what="all", fmt="text", tree=False):
+def _output_body(tree, array, k):
+    """The body whose coordinate an output entry belongs to (mass matrix: by row)."""
+    idx = divmod(k, tree.nv)[0] if array == "M" else k
+    for b in tree.bodies:
+        if b.q_start <= idx < b.q_start + b.dof:
+            return b.index
+    return None
+
+
+def _function_c(prog, function, tree, inputs, output, groups, target, title, io, summary, per_pass):
+    from .codegen.c_printer import print_program
+    from .codegen.render import c_identifier
+    arrays = [(a, False) for a in inputs.split()] + [(output, True)]
+    fname = f"{c_identifier(tree.name)}_{function}"
+    cf = print_program(prog, fname, arrays, chunk=10 ** 9)
+    # section comment line -> group (print_program writes "/* <note> */", escaped or not)
+    by_comment = {}
+    for g in groups:
+        for text in {g.note, _c_comment(g.note)}:
+            by_comment[f"/* {text} */"] = g
+    head = [f"/* {_c_comment(title)}", f" * inputs {_c_comment(io)}"]
+    head += [f" * {_c_comment(s)}" for s in summary]
+    head += [" * operations by pass (after / before simplification):"]
+    head += [f" *   {_c_comment(k)}: {a.total} / {b.total}" for k, (a, b) in per_pass.items()]
+    if target is not None:
+        head.append(f" * showing body {_c_comment(target.name)} (joint "
+                    f"{_c_comment(target.joint_name)}) only: a fragment, not a whole function")
+    head.append(" */")
+    lines = list(head)
+    current, keep = None, target is None
+    body_lines = [ln for ch in cf.chunks for ln in ch.lines]
+    if target is None:
+        lines.append(f"void {fname}({cf.params})")
+        lines.append("{")
+        if cf.nwork:
+            lines.append(f"    double w[{cf.nwork}];")
+    for ln in body_lines:
+        g = by_comment.get(ln)
+        if g is not None:
+            current = g
+            keep = target is None or g.body == target.index
+            if keep:
+                lines.append(f"    /* {_c_comment(g.note)}: after {g.after.total}, before "
+                             f"{g.before.total} */")
+            continue
+        if ln == "/* outputs */":
+            current = None
+            keep = True
+            lines.append("    /* outputs */")
+            continue
+        if current is None and ln.startswith(f"{output}["):
+            idx = int(ln[len(output) + 1:ln.index("]")])
+            if target is not None and _output_body(tree, output, idx) != target.index:
+                continue
+            lines.append("    " + ln)
+            continue
+        if keep:
+            lines.append("    " + ln)
+    if target is None:
+        lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# ---- entry point --------------------------------------------------------------------------------
+def show(model, joint=None, what="all", fmt="text", tree=False, function=None, body=None):
+    if fmt not in FORMATS:
+        raise ModelError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     if tree:
         return tree_text(model)
+    if function is not None:
+        return function_text(model, function, body=body, fmt=fmt)
+    if body is not None:
+        raise ModelError("--body selects a body of --function's program: give --function too")
     joints = model.joints if joint is None else [j for j in model.joints if j.name == joint]
     if not joints:
-        from .errors import ModelError
-        raise ModelError(f"no joint named '{joint}' (joints: {', '.join(j.name for j in model.joints)})",
+        raise ModelError(f"no joint named {joint!r} (joints: {', '.join(j.name for j in model.joints)})",
                          source=model.source)
-    body = "\n\n".join(joint_text(model, j, what, fmt) for j in joints)
+    body_text = ("\n\n" if fmt != "latex" else "\n").join(joint_text(model, j, what, fmt) for j in joints)
     if fmt == "latex":
-        return ("\\documentclass{article}\n\\usepackage{amsmath}\n\\begin{document}\n"
-                + body + "\n\\end{document}\n")
-    return body
+        return LATEX_PREAMBLE + body_text + "\n" + LATEX_END
+    return body_text

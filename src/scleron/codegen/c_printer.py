@@ -25,6 +25,7 @@ def c_literal(x):
 @dataclass
 class Chunk:
     name: str
+    index: int = 0           # global number of the chunk in the C file (for parallel builds)
     lines: list = field(default_factory=list)
 
 
@@ -41,7 +42,7 @@ class CFunction:
     counts: object
 
 
-def print_program(prog, fname, arrays, chunk=1000):
+def print_program(prog, fname, arrays, chunk=1000, first_index=0):
     """arrays: ordered list of (name, is_output) naming the C pointer parameters."""
     live = [i for i in prog.live() if prog.ops[i] != "in"]
     name_of = {}
@@ -85,7 +86,7 @@ def print_program(prog, fname, arrays, chunk=1000):
         if isinstance(v, Var) and v.id in chunk_of and chunk_of[v.id] != last:
             crossing.setdefault(v.id, len(crossing))
 
-    chunks = [Chunk(f"{fname}_part{k}") for k in range(nchunks)]
+    chunks = [Chunk(f"{fname}_part{k}", first_index + k) for k in range(nchunks)]
     loaded = [set() for _ in range(nchunks)]
     section = [None] * nchunks
     for i in live:

@@ -10,6 +10,8 @@ calls a small helper of the same name (codegen renders them from SERIES and CLOS
 """
 import math
 
+import numpy as np
+
 import sympy as sp
 
 SERIES_BELOW = 0.1
@@ -88,3 +90,158 @@ ExpC.derivative = staticmethod(lambda x: ExpDC(x))
 ExpA.derivative = staticmethod(lambda x: (ExpC(x) - ExpB(x)) / 2)
 
 GUARDED = {cls.c_name: cls for cls in (ExpA, ExpB, ExpC, ExpDB, ExpDC)}
+
+
+# ---- piecewise pieces without branches (spline joints, custom joints) ------------------------
+# The generated code has no branches on state, so the few non-smooth primitives the spline and
+# custom joints need are sympy Functions that the Evaluator (joints.symbolic) writes with
+# arithmetic and sqrt only:  max(x, 0) = (x + sqrt(x*x)) / 2  and  |x| = sqrt(x*x).  Their
+# derivatives are again such functions, so sympy differentiates through them.
+
+class _Piece(sp.Function):
+    """A one-argument function with a numpy value (numeric) and a way to write it in any
+    algebra with +, *, / and sqrt (scl_algebra(evaluator, expr))."""
+    nargs = 1
+
+    @classmethod
+    def eval(cls, x):
+        if x.is_Number:
+            return cls._exact(x)
+        return None
+
+    @classmethod
+    def _exact(cls, x):
+        return None
+
+    def _eval_evalf(self, prec):
+        if self.args[0].is_Number:
+            return sp.Float(self.numeric(float(self.args[0])), prec)
+        return None
+
+
+class PosPart(_Piece):
+    """x_+ = max(x, 0); d/dx = Step(x)."""
+    @classmethod
+    def _exact(cls, x):
+        return x if x >= 0 else sp.Integer(0)
+
+    @staticmethod
+    def numeric(x):
+        return np.maximum(x, 0.0)
+
+    @staticmethod
+    def scl_algebra(ev, e):
+        x = ev(e.args[0])
+        return 0.5 * (x + ev.alg.sqrt(x * x))
+
+    def fdiff(self, argindex=1):
+        return Step(self.args[0])
+
+
+class PosPart2(_Piece):
+    """(x_+)^2; d/dx = 2 x_+."""
+    @classmethod
+    def _exact(cls, x):
+        return x ** 2 if x >= 0 else sp.Integer(0)
+
+    @staticmethod
+    def numeric(x):
+        return np.maximum(x, 0.0) ** 2
+
+    @staticmethod
+    def scl_algebra(ev, e):
+        p = ev(PosPart(e.args[0]))
+        return p * p
+
+    def fdiff(self, argindex=1):
+        return 2 * PosPart(self.args[0])
+
+
+class PosPart3(_Piece):
+    """(x_+)^3, the truncated power of cubic B-splines; d/dx = 3 (x_+)^2."""
+    @classmethod
+    def _exact(cls, x):
+        return x ** 3 if x >= 0 else sp.Integer(0)
+
+    @staticmethod
+    def numeric(x):
+        return np.maximum(x, 0.0) ** 3
+
+    @staticmethod
+    def scl_algebra(ev, e):
+        p = ev(PosPart(e.args[0]))
+        return p * p * p
+
+    def fdiff(self, argindex=1):
+        return 3 * PosPart2(self.args[0])
+
+
+# sign(x) as x / sqrt(x^2 + tiny): exactly 0 at x = 0, +-1 once |x| > 1e-150 (no branch, no NaN)
+_SIGN_TINY = 1e-300
+
+
+class Step(_Piece):
+    """Heaviside step (1 + sign x) / 2; its derivative is taken as 0 (away from x = 0)."""
+    @classmethod
+    def _exact(cls, x):
+        return sp.Integer(1) if x > 0 else (sp.Rational(1, 2) if x == 0 else sp.Integer(0))
+
+    @staticmethod
+    def numeric(x):
+        return 0.5 * (1.0 + np.sign(x))
+
+    @staticmethod
+    def scl_algebra(ev, e):
+        x = ev(e.args[0])
+        return 0.5 + 0.5 * (x / ev.alg.sqrt(x * x + _SIGN_TINY))
+
+    def fdiff(self, argindex=1):
+        return sp.Integer(0)
+
+
+class SclAbs(_Piece):
+    """|x| = sqrt(x^2); d/dx = SclSign(x)."""
+    @classmethod
+    def _exact(cls, x):
+        return abs(x)
+
+    @staticmethod
+    def numeric(x):
+        return np.abs(x)
+
+    @staticmethod
+    def scl_algebra(ev, e):
+        x = ev(e.args[0])
+        return ev.alg.sqrt(x * x)
+
+    def fdiff(self, argindex=1):
+        return SclSign(self.args[0])
+
+
+class SclSign(_Piece):
+    """sign(x) (0 at 0); its derivative is taken as 0 (away from x = 0)."""
+    @classmethod
+    def _exact(cls, x):
+        return sp.sign(x)
+
+    @staticmethod
+    def numeric(x):
+        return np.sign(x)
+
+    @staticmethod
+    def scl_algebra(ev, e):
+        x = ev(e.args[0])
+        return x / ev.alg.sqrt(x * x + _SIGN_TINY)
+
+    def fdiff(self, argindex=1):
+        return sp.Integer(0)
+
+
+PIECES = {cls.__name__: cls for cls in (PosPart, PosPart2, PosPart3, Step, SclAbs, SclSign)}
+
+
+def numeric_namespace():
+    """Name -> numpy implementation of every special function (for sympy.lambdify)."""
+    out = {c.__name__: c.numeric for c in GUARDED.values()}
+    out.update({name: cls.numeric for name, cls in PIECES.items()})
+    return out

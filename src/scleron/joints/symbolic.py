@@ -5,9 +5,16 @@ S&G (9):  S = [(G^-1 dG/dq_1)^v ... (G^-1 dG/dq_d)^v]   (body coordinates, angul
 S&G (12): Sdot = sum_k dS/dq_k qdot_k
 With G = (R, t):  G^-1 dG/dq_k = [[R^T dR/dq_k, R^T dt/dq_k], [0, 0]].
 """
+import math
+
 import sympy as sp
 
 CHOP = 1e-12
+# Entries bigger than this (sympy count_ops) skip trigsimp and expansion in simplify_entry:
+# trigsimp's cost grows very fast with size, and correctness does not depend on it (every joint
+# is checked against finite differences); the generated program still shares all common parts.
+SIMPLIFY_MAX_OPS = 400
+EXPAND_MAX_TERMS = 5000
 
 
 def vee3(W):
@@ -42,8 +49,14 @@ def _trig_reduce(expr):
 
 def simplify_entry(expr):
     """Local simplification of one entry of S or Sdot: exact zeros and constants must come out
-    as such (a revolute joint's S is a constant unit column, its Sdot exactly 0)."""
-    expr = _trig_reduce(expr)
+    as such (a revolute joint's S is a constant unit column, its Sdot exactly 0). Entries
+    larger than SIMPLIFY_MAX_OPS get the cheap treatment of light_entry only."""
+    if sp.count_ops(expr) > SIMPLIFY_MAX_OPS or expansion_terms(expr) > EXPAND_MAX_TERMS:
+        return light_entry(expr)
+    expanded = sp.expand(expr)
+    if sp.count_ops(expanded) > SIMPLIFY_MAX_OPS:
+        return light_entry(expr)
+    expr = _trig_reduce(expanded)
     if expr.is_number:
         return expr
     simple = sp.trigsimp(expr)
@@ -52,22 +65,61 @@ def simplify_entry(expr):
     return sp.factor_terms(expr)
 
 
-def motion_subspace(R, t, q):
+def expansion_terms(expr, _memo=None):
+    """An upper bound on the number of terms sp.expand(expr) makes (products of sums multiply
+    out, integer powers of sums grow as binomials), found without expanding; inside function
+    arguments the largest bound counts. Lets simplify_entry refuse expansions that would not
+    finish (a custom joint's (a + b)*(a + c)*... from a model file)."""
+    memo = {} if _memo is None else _memo
+    hit = memo.get(expr)
+    if hit is not None:
+        return hit
+    if expr.is_Add:
+        n = sum(expansion_terms(a, memo) for a in expr.args)
+    elif expr.is_Mul:
+        n = 1
+        for a in expr.args:
+            n *= expansion_terms(a, memo)
+            if n > 10 ** 12:
+                break
+    elif expr.is_Pow:
+        b = expansion_terms(expr.args[0], memo)
+        ex = expr.args[1]
+        if ex.is_Integer and ex > 1:
+            k = int(ex)
+            n = math.comb(b + k - 1, k) if b < 10 ** 6 and k < 10 ** 3 else 10 ** 13
+        else:
+            n = max(b, expansion_terms(ex, memo))
+    elif expr.args:
+        n = max(expansion_terms(a, memo) for a in expr.args)
+    else:
+        n = 1
+    memo[expr] = n
+    return n
+
+
+def light_entry(expr):
+    """The cheap simplification for big entries (spline joints, ellipsoid contacts): no
+    expansion, no trigsimp; exact zeros stay exact because sympy folds them as it builds."""
+    return expr
+
+
+def motion_subspace(R, t, q, simplify=simplify_entry):
     """S&G (9): the 6 x d motion subspace of Q(q) = (R(q), t(q)), in the successor frame."""
     cols = []
     for qk in q:
         w = vee3(R.T * R.diff(qk))
         v = list(R.T * t.diff(qk))
-        cols.append([simplify_entry(e) for e in w + v])
+        cols.append([simplify(e) for e in w + v])
     return sp.Matrix(6, len(q), lambda r, c: cols[c][r]) if q else sp.zeros(6, 0)
 
 
-def motion_subspace_rate(S, q, qd):
+def motion_subspace_rate(S, q, qd, simplify=simplify_entry):
     """S&G (12): Sdot = sum_k dS/dq_k qd_k."""
     Sdot = sp.zeros(*S.shape)
     for qk, qdk in zip(q, qd):
         Sdot += S.diff(qk) * qdk
-    return Sdot.applyfunc(simplify_entry)
+    return Sdot.applyfunc(simplify)
 
 
 # ---- evaluation in an algebra ---------------------------------------------------------------
@@ -77,6 +129,10 @@ class Evaluator:
     `alg` provides sin, cos, tan, exp, log, sqrt and call(name, x, numeric); values are either
     floats or whatever the algebra's scalars are. Sub-expressions are memoised, so shared
     pieces (sin q, cos q) are evaluated once.
+
+    Beyond those: asin/acos/atan (written with atan, see _atan), the branch-free pieces of
+    joints.special (max(x, 0), |x|, ... written with sqrt), powers with a half-integer exponent
+    (sqrt and integer powers) and any other power as exp(e log b).
     """
 
     def __init__(self, alg, env):
@@ -103,7 +159,7 @@ class Evaluator:
             if e not in self.env:
                 raise KeyError(f"no value for symbol {e}")
             return self.env[e]
-        if e.is_Number:
+        if e.is_Number or e.is_NumberSymbol:
             return float(e)
         if e.is_Add:
             args = [self(a) for a in e.args]
@@ -130,14 +186,39 @@ class Evaluator:
                 return self.alg.sqrt(b)
             if ex == sp.Rational(-1, 2):
                 return 1.0 / self.alg.sqrt(b)
-            raise ValueError(f"unsupported power {e}")
+            if ex.is_Rational and ex.q == 2:           # b^(p/2) = sqrt(b)^p
+                r = self._ipow(self.alg.sqrt(b), abs(int(ex.p)))
+                return 1.0 / r if ex.p < 0 else r
+            return self.alg.exp(self(ex) * self.alg.log(b))
         fn = type(e).__name__
         if fn in ("sin", "cos", "tan", "exp", "log"):
             return getattr(self.alg, fn)(self(e.args[0]))
+        if fn in ("asin", "acos", "atan"):
+            x = self(e.args[0])
+            if fn == "atan":
+                return self._atan(x)
+            a = self._atan(x / self.alg.sqrt(1.0 - x * x))     # asin x, |x| < 1
+            return a if fn == "asin" else math.pi / 2 - a
+        piece = getattr(type(e), "scl_algebra", None)
+        if piece is not None:          # a branch-free piece (joints.special): +, *, /, sqrt only
+            return piece(self, e)
         numeric = getattr(type(e), "numeric", None)
         if numeric is not None:        # a series-guarded helper (see joints.special)
             return self.alg.call(type(e).c_name, self(e.args[0]), numeric)
         raise ValueError(f"cannot evaluate {fn} in generated code")
+
+    def _atan(self, x):
+        """atan in the algebra: alg.atan where it has one; the program algebra's atan node
+        (the C printer knows atan) or math.atan on plain floats otherwise."""
+        f = getattr(self.alg, "atan", None)
+        if f is not None:
+            return f(x)
+        if isinstance(x, (int, float)):
+            return math.atan(x)
+        prog = getattr(x, "prog", None)
+        if prog is not None and hasattr(prog, "unary"):
+            return prog.unary("atan", x)
+        raise ValueError("this algebra has no atan")
 
     def _ipow(self, b, n):
         out = b

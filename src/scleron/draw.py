@@ -1,0 +1,172 @@
+"""A 3-D stick figure of a model at a configuration (matplotlib, an optional extra).
+
+Forward kinematics uses the joint models themselves: the body frame of body i in the world is
+    T_i = T_parent(i) · X_tree,i · Q_i(q_i)
+with X_tree the joint's fixed placement (model.joints[i].origin) and Q_i(q_i) the joint's
+motion, joint_model(type, params).numeric("G", q_i) (a 4x4 homogeneous matrix).
+
+The picture: each joint is a dot at its body's frame origin, with a short segment along its
+axis where it has one (revolute, prismatic, helical, cylindrical); each link is a segment from
+the parent's joint to the child's joint; each centre of mass is a small cross joined to its
+joint by a dotted line; the world origin is a square with a small x/y/z triad. Axes are scaled
+equally, so lengths and angles are true.
+"""
+import os
+import uuid
+
+import numpy as np
+
+from .joints import joint_model
+
+
+class MissingDependency(RuntimeError):
+    """An optional dependency (matplotlib) is not installed."""
+
+
+def _matplotlib():
+    try:
+        import matplotlib
+        matplotlib.use("Agg")                      # files only, no display needed
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise MissingDependency("scleron draw needs matplotlib: pip install matplotlib "
+                                "(or pip install 'scleron[plot]')") from None
+    return plt
+
+
+def _homogeneous(transform):
+    T = np.eye(4)
+    T[:3, :3] = transform.rotation
+    T[:3, 3] = transform.translation
+    return T
+
+
+def configuration(model, q=None):
+    """q as a float array of length nq: the given values, else the model's initial q, else 0."""
+    if q is None:
+        q = model.q0 if getattr(model, "q0", None) is not None else np.zeros(model.nq)
+    try:
+        q = np.asarray(q, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise ValueError(f"q must be {model.nq} numbers") from None
+    if q.size != model.nq:
+        names = []
+        for j in model.joints:
+            names += [j.name] if j.dof == 1 else [f"{j.name}[{k}]" for k in range(j.dof)]
+        shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+        raise ValueError(f"q must have nq = {model.nq} numbers (in order: {shown}), got {q.size}")
+    if not np.all(np.isfinite(q)):
+        raise ValueError("q must be finite")
+    return q
+
+
+def forward_kinematics(model, q=None):
+    """(joint frames, body frames): for every body i, the 4x4 world pose of its joint's
+    placement frame T_parent X_tree,i and of its body frame T_parent X_tree,i Q_i(q_i)."""
+    q = configuration(model, q)
+    joint_frames, body_frames = [], []
+    k = 0
+    for i, j in enumerate(model.joints):
+        jm = joint_model(j.type, j.params)
+        qi = q[k:k + jm.dof]
+        k += jm.dof
+        p = model.parent_index(i)
+        parent = np.eye(4) if p < 0 else body_frames[p]
+        J = parent @ _homogeneous(j.origin)
+        Q = jm.numeric("G", qi) if jm.dof else np.eye(4)
+        joint_frames.append(J)
+        body_frames.append(J @ Q)
+    return joint_frames, body_frames
+
+
+def draw(model, path, q=None, elev=20.0, azim=-60.0, labels=None, title=None):
+    """Writes a PNG (or any format matplotlib knows from the file's extension) of the model at
+    configuration q. The file is written whole or not at all. Returns the path."""
+    q = configuration(model, q)
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    if not ext:
+        raise ValueError(f"{path}: give the picture a file extension (.png, .pdf, .svg)")
+    plt = _matplotlib()
+    fig = plt.figure(figsize=(8, 8), dpi=100)
+    try:
+        supported = fig.canvas.get_supported_filetypes()
+        if ext not in supported:
+            raise ValueError(f"{path}: matplotlib cannot write .{ext} files "
+                             f"(use one of: {', '.join(sorted(supported))})")
+        _plot(fig, model, q, elev, azim, labels, title)
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise FileNotFoundError(f"{path}: the folder {folder} does not exist")
+        tmp = os.path.join(folder, f".{os.path.basename(path)}.tmp-{uuid.uuid4().hex[:8]}.{ext}")
+        try:
+            fig.savefig(tmp, format=ext)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def _plot(fig, model, q, elev, azim, labels, title):
+    joint_frames, body_frames = forward_kinematics(model, q)
+    ax = fig.add_subplot(projection="3d")
+    origins = np.array([T[:3, 3] for T in body_frames])
+    coms = np.array([T[:3, :3] @ b.inertia.com + T[:3, 3] for T, b in zip(body_frames, model.bodies)])
+    points = np.vstack([origins, coms, np.zeros((1, 3))])
+    lo, hi = points.min(axis=0), points.max(axis=0)
+    center = (lo + hi) / 2
+    half = max(float((hi - lo).max()) / 2 * 1.15, 0.05)
+    tick = half * 0.08                                   # length of axis marks and the triad
+
+    # links: parent joint -> child joint; root bodies hang from the world origin (dashed)
+    for i, j in enumerate(model.joints):
+        p = model.parent_index(i)
+        a = np.zeros(3) if p < 0 else origins[p]
+        b = origins[i]
+        if p < 0:
+            if np.linalg.norm(b - a) > 1e-12:
+                ax.plot(*np.c_[a, b], color="0.6", lw=1.0, ls="--")
+        else:
+            ax.plot(*np.c_[a, b], color="tab:blue", lw=3.0, solid_capstyle="round")
+        # a joint that translates its body: show the joint frame -> body frame offset
+        jpos = joint_frames[i][:3, 3]
+        if np.linalg.norm(b - jpos) > 1e-9 and p >= 0:
+            ax.plot(*np.c_[jpos, b], color="tab:blue", lw=1.0, ls=":")
+        # the joint axis
+        axis = j.params.get("axis") if isinstance(j.params, dict) else None
+        if axis is not None:
+            d = joint_frames[i][:3, :3] @ np.asarray(axis, dtype=float)
+            ax.plot(*np.c_[b - tick * d, b + tick * d], color="tab:red", lw=2.0)
+    # centres of mass, joined to their body's joint
+    for i in range(len(model.bodies)):
+        ax.plot(*np.c_[origins[i], coms[i]], color="tab:green", lw=0.8, ls=":")
+    ax.scatter(*coms.T, marker="x", s=25, color="tab:green", label="centre of mass", depthshade=False)
+    ax.scatter(*origins.T, s=40, color="tab:orange", edgecolors="k", linewidths=0.5,
+               label="joint", depthshade=False, zorder=5)
+    # world origin and triad
+    ax.scatter([0], [0], [0], marker="s", s=40, color="k", label="world origin", depthshade=False)
+    for k, c in enumerate(("tab:red", "tab:green", "tab:blue")):
+        e = np.zeros(3)
+        e[k] = 2 * tick
+        ax.plot(*np.c_[np.zeros(3), e], color=c, lw=1.5)
+    if labels is None:
+        labels = len(model.bodies) <= 12
+    if labels:
+        for i, b in enumerate(model.bodies):
+            ax.text(*(origins[i] + tick * 0.4), b.name, fontsize=7, color="0.2")
+
+    ax.set_xlim(center[0] - half, center[0] + half)
+    ax.set_ylim(center[1] - half, center[1] + half)
+    ax.set_zlim(center[2] - half, center[2] + half)
+    ax.set_box_aspect((1, 1, 1))
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+    ax.set_zlabel("z (m)")
+    ax.view_init(elev=elev, azim=azim)
+    qtext = np.array2string(q, precision=3, separator=", ", max_line_width=90, threshold=12,
+                            edgeitems=4, suppress_small=True)
+    ax.set_title(title or f"{model.name}: {len(model.bodies)} bodies, nq = {model.nq}\nq = {qtext}",
+                 fontsize=9)
+    ax.legend(loc="upper left", fontsize=7, frameon=False)

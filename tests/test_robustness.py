@@ -1,0 +1,507 @@
+"""Generated output is never lost, half-written or stale; compiler trouble is one clear line;
+nothing from a model file is run as code, in Python or in the generated C.
+
+All on a 2-body model written here (a compile takes about a second).
+"""
+import ast
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tokenize
+
+import numpy as np
+import pytest
+
+import scleron
+from scleron import pipeline
+from scleron.codegen import build
+from scleron.dynamics import recursions
+from scleron.dynamics.algebra import FloatAlgebra
+from scleron.dynamics.tree import Tree
+
+from conftest import ROOT
+
+SRC = os.path.join(ROOT, "src", "scleron")
+
+TINY = """\
+name: tiny
+bodies:
+  - name: a
+    parent: world
+    joint: {{name: ja, type: revolute, axis: [0, 0, 1]}}
+    mass: 1.0
+    com: [0.1, 0, 0]
+    inertia: [0.01, 0.02, 0.02]
+  - name: b
+    parent: a
+    joint: {{name: jb, type: revolute, axis: [0, 1, 0], xyz: [0.5, 0, 0]}}
+    mass: {mass}
+    com: [0.2, 0, 0.05]
+    inertia: [0.01, 0.02, 0.02]
+"""
+Q = np.array([0.3, -0.7])
+
+
+def tiny(tmp_path, mass=2.0, fname="tiny.yaml"):
+    path = tmp_path / fname
+    path.write_text(TINY.format(mass=mass))
+    return str(path)
+
+
+def reference_M(path):
+    tree = Tree(scleron.load_model(path))
+    return np.array(recursions.mass_matrix(tree, FloatAlgebra(), list(Q)))
+
+
+def cli(*args, env=None, cwd=None):
+    return subprocess.run([sys.executable, "-m", "scleron", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd or ROOT, timeout=300)
+
+
+def one_line_error(r):
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("scleron: error: ")
+    return lines[0]
+
+
+def debris(folder):
+    """Temporary or displaced folders generation may leave next to folder."""
+    parent, base = os.path.split(os.path.abspath(folder))
+    return sorted(n for n in os.listdir(parent) if n.startswith(f".{base}.tmp-") or n.startswith(f".{base}.old-"))
+
+
+def script(tmp_path, name, body):
+    path = tmp_path / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+# ---- atomic install, concurrency, kill -9 --------------------------------------------------------
+def test_concurrent_codegen_into_one_folder(tmp_path):
+    """Three `scleron codegen` processes on one model and folder at once, while a fourth
+    process keeps loading the folder: all succeed, one valid result, no debris."""
+    path = tiny(tmp_path)
+    out = tmp_path / "gen" / "tiny"
+    reader = subprocess.Popen([sys.executable, "-c", """
+import sys, time, scleron
+out, stop = sys.argv[1], sys.argv[2]
+import os
+loads = 0
+while not os.path.exists(stop):
+    if os.path.exists(os.path.join(out, "scleron.json")) or loads:
+        m = scleron.load_generated(out)      # must never see a folder mid-swap
+        assert m.nv == 2
+        loads += 1
+    time.sleep(0.01)
+print(loads)
+""", str(out), str(tmp_path / "stop")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs = [subprocess.Popen([sys.executable, "-m", "scleron", "codegen", path, "-o", str(out), "--force"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    results = [p.communicate(timeout=300) + (p.returncode,) for p in procs]
+    (tmp_path / "stop").write_text("")
+    r_out, r_err = reader.communicate(timeout=60)
+    for stdout, stderr, rc in results:
+        assert rc == 0, stderr
+        assert "nq = nv = 2" in stdout
+    assert reader.returncode == 0, r_err
+    assert int(r_out) >= 1
+    assert debris(out) == []
+    assert os.listdir(out) and not [n for n in os.listdir(out) if n.startswith(("_build", "build.log"))]
+    meta = json.loads((out / "scleron.json").read_text())
+    dyn = scleron.load_generated(str(out))
+    assert dyn.HASH == meta["hash"]
+    assert np.allclose(dyn.mass_matrix(Q), reference_M(path), rtol=1e-12, atol=1e-14)
+
+
+def test_kill_9_during_compile_keeps_the_previous_result(tmp_path):
+    path = tiny(tmp_path, mass=2.0)
+    out = str(tmp_path / "tiny")
+    scleron.generate(scleron.load_model(path), out)
+    before = json.loads(open(os.path.join(out, "scleron.json")).read())["hash"]
+    M_before = scleron.load_generated(out).mass_matrix(Q)
+
+    tiny(tmp_path, mass=3.0)                                  # a change: codegen must rebuild
+    marker = tmp_path / "compiling"
+    slowcc = script(tmp_path, "slowcc", f'touch "{marker}"\nsleep 60\nexec gcc "$@"\n')
+    env = dict(os.environ, CC=slowcc)
+    p = subprocess.Popen([sys.executable, "-m", "scleron", "codegen", path, "-o", out], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while not marker.exists():
+            assert p.poll() is None, "codegen ended before it compiled"
+            assert time.time() < deadline, "the compiler never started"
+            time.sleep(0.05)
+        assert debris(out), "the build must happen in a temporary folder"
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)                      # the orphaned compiler
+        except ProcessLookupError:
+            pass
+
+    # the previous result is intact and loadable; the killed run's folder is not mistaken for it
+    assert json.loads(open(os.path.join(out, "scleron.json")).read())["hash"] == before
+    dyn = scleron.load_generated(out)
+    assert np.array_equal(dyn.mass_matrix(Q), M_before)
+    left = debris(out)
+    assert left and all(".tiny.tmp-" in n for n in left)
+
+    # the next run rebuilds (the model changed) and leaves the fresh debris alone ...
+    dyn = scleron.generate(scleron.load_model(path), out)
+    assert not np.allclose(dyn.mass_matrix(Q), M_before)
+    assert np.allclose(dyn.mass_matrix(Q), reference_M(path), rtol=1e-12, atol=1e-14)
+    assert debris(out) == left
+    # ... and removes it once it is older than STALE_AFTER
+    old = time.time() - build.STALE_AFTER - 60
+    for n in left:
+        os.utime(os.path.join(tmp_path, n), (old, old))
+    build.clean_stale(out)
+    assert debris(out) == []
+
+
+def test_stale_temporary_folders(tmp_path):
+    out = str(tmp_path / "m")
+    stale = tmp_path / ".m.tmp-dead"
+    fresh = tmp_path / ".m.tmp-young"
+    other = tmp_path / ".other.tmp-dead"
+    for f in (stale, fresh, other):
+        f.mkdir()
+        (f / "scleron.json").write_text("{}")
+    old = time.time() - 2 * build.STALE_AFTER
+    os.utime(stale, (old, old))
+    os.utime(other, (old, old))
+    held = build.make_temp_folder(out)           # this process's own build folder ...
+    os.utime(held, (old, old))                   # ... is never removed, however old
+    assert not stale.exists()                    # make_temp_folder cleaned the stale one
+    assert fresh.exists() and other.exists() and os.path.isdir(held)
+    assert build.clean_stale(out) == []
+    # a stale folder is never loaded as a result
+    with pytest.raises(FileNotFoundError):
+        scleron.load_generated(out)
+    build._release(held)
+    shutil.rmtree(held)
+
+
+def test_interrupted_install_is_repaired(tmp_path):
+    """A run killed between `out -> .out.old-*` and `tmp -> out` leaves no out folder: the next
+    load (or install) puts the previous result back."""
+    path = tiny(tmp_path)
+    out = str(tmp_path / "tiny")
+    scleron.generate(scleron.load_model(path), out, compile=False)
+    os.rename(out, str(tmp_path / ".tiny.old-deadbeef"))
+    dyn = scleron.load_generated(out)            # recovered (and compiled on first load)
+    assert dyn.nv == 2 and debris(out) == []
+    assert np.allclose(dyn.mass_matrix(Q), reference_M(path), rtol=1e-12, atol=1e-14)
+    assert not [n for n in os.listdir(out) if n.startswith(("_build", "build.log"))]
+
+
+def test_never_replaces_a_folder_scleron_did_not_write(tmp_path):
+    precious = tmp_path / "docs"
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("years of work")
+    with pytest.raises(scleron.BuildError, match="refusing to replace"):
+        scleron.generate(scleron.load_model(tiny(tmp_path)), str(precious), compile=False)
+    assert (precious / "thesis.tex").read_text() == "years of work"
+    assert debris(precious) == []
+    r = cli("codegen", tiny(tmp_path), "-o", str(precious), "--no-compile")
+    assert "refusing to replace" in one_line_error(r)
+    assert sorted(os.listdir(precious)) == ["thesis.tex"]
+
+
+# ---- the cache -----------------------------------------------------------------------------------
+def test_cache_hit_only_when_nothing_changed(tmp_path, monkeypatch):
+    path = tiny(tmp_path, mass=2.0)
+    out = str(tmp_path / "tiny")
+
+    def gen(p=path, **kw):
+        rep = pipeline.Report("tiny", 2)
+        dyn = scleron.generate(scleron.load_model(p), out, report=rep, **kw)
+        return rep.cache_hit, dyn
+
+    hit, dyn = gen()
+    assert not hit
+    M2 = dyn.mass_matrix(Q)
+    hit, dyn = gen()
+    assert hit and np.array_equal(dyn.mass_matrix(Q), M2)
+    # a model change: regenerated, and the numbers follow
+    hit, dyn = gen(tiny(tmp_path, mass=5.0))
+    assert not hit
+    M5 = dyn.mass_matrix(Q)
+    assert not np.allclose(M5, M2) and np.allclose(M5, reference_M(path), rtol=1e-12, atol=1e-14)
+    # option changes (no compile needed to see the decision)
+    assert not gen(chunk=7, compile=False)[0]
+    assert gen(chunk=7, compile=False)[0]
+    assert not gen(cflags=["-O1", "-std=c99"], compile=False)[0]
+    # a scleron version change, a template change
+    monkeypatch.setattr(pipeline, "__version__", "999.0")
+    assert not gen(compile=False)[0]
+    texts = pipeline.template_texts()
+    monkeypatch.setattr(pipeline, "template_texts", lambda: {**texts, "x.j2": "changed"})
+    assert not gen(compile=False)[0]
+    monkeypatch.undo()
+    # back to the first state: loads compile what --no-compile left
+    hit, dyn = gen(tiny(tmp_path, mass=2.0))
+    assert not hit and np.allclose(dyn.mass_matrix(Q), M2, rtol=1e-13, atol=1e-15)
+
+
+def test_cache_key_covers_every_model_field(tmp_path):
+    model = scleron.load_model(tiny(tmp_path))
+    opts = {"name": "tiny", "chunk": 1000, "cflags": []}
+    key = pipeline.cache_key(model, opts)
+
+    def changed(edit):
+        m = scleron.load_model(tiny(tmp_path))
+        edit(m)
+        return pipeline.cache_key(m, opts) != key
+
+    assert pipeline.cache_key(scleron.load_model(tiny(tmp_path)), opts) == key
+    edits = {
+        "mass": lambda m: setattr(m.bodies[1].inertia, "mass", 2.0000001),
+        "com": lambda m: m.bodies[1].inertia.com.__setitem__(2, 0.0500001),
+        "inertia": lambda m: m.bodies[0].inertia.inertia.__setitem__((0, 0), 0.0100001),
+        "gravity": lambda m: m.gravity.__setitem__(2, -9.80),
+        "axis": lambda m: m.joints[1].params.__setitem__("axis", (0.0, 0.0, 1.0)),
+        "type": lambda m: setattr(m.joints[1], "type", "prismatic"),
+        "origin_t": lambda m: m.joints[1].origin.translation.__setitem__(0, 0.5000001),
+        "origin_R": lambda m: setattr(m.joints[1].origin, "rotation", m.joints[1].origin.rotation[[1, 0, 2]]),
+        "parent": lambda m: setattr(m.joints[1], "parent", "world"),
+        "body_name": lambda m: setattr(m.bodies[1], "name", "c"),
+        "joint_name": lambda m: setattr(m.joints[1], "name", "jc"),
+        "model_name": lambda m: setattr(m, "name", "tiny2"),
+    }
+    for what, edit in edits.items():
+        assert changed(edit), what
+    for opt in ({"name": "tiny2"}, {"chunk": 999}, {"cflags": ["-O3"]}):
+        assert pipeline.cache_key(model, {**opts, **opt}) != key, opt
+
+
+# ---- a missing or failing C compiler -------------------------------------------------------------
+def test_missing_compiler_is_one_clear_line(tmp_path, monkeypatch):
+    path = tiny(tmp_path)
+    out = tmp_path / "tiny"
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    with pytest.raises(scleron.BuildError) as e:
+        scleron.generate(scleron.load_model(path), str(out))
+    assert "/nonexistent/cc" in str(e.value) and "install" in str(e.value) and "\n" not in str(e.value)
+    assert not out.exists() and debris(out) == []
+    monkeypatch.delenv("CC")
+
+    # no CC and no compiler on PATH: the command line says what to install
+    env = {k: v for k, v in os.environ.items() if k != "CC"}
+    env["PATH"] = str(tmp_path / "empty-bin")
+    out = tmp_path / "new" / "deeper" / "tiny"
+    line = one_line_error(cli("codegen", path, "-o", str(out), env=env))
+    assert "no C compiler found" in line and "apt-get install gcc" in line
+    assert not (tmp_path / "new").exists()                   # nothing left, not even parents
+
+
+def test_compiler_error_names_the_log_and_keeps_the_old_result(tmp_path):
+    path = tiny(tmp_path)
+    out = str(tmp_path / "tiny")
+    scleron.generate(scleron.load_model(path), out)
+    old_hash = json.loads(open(os.path.join(out, "scleron.json")).read())["hash"]
+    badcc = script(tmp_path, "badcc", 'echo "tiny_dynamics.c:12:3: error: the sky is falling" >&2\nexit 1\n')
+    env = dict(os.environ, CC=badcc)
+    line = one_line_error(cli("codegen", path, "-o", out, "--force", env=env))
+    assert "compiling tiny failed" in line and "the sky is falling" in line
+    log = re.search(r"full compiler output in (\S+\.build\.log)", line).group(1)
+    text = open(log).read()
+    assert "the sky is falling" in text and badcc in text      # the full output, commands too
+    os.remove(log)
+    # the previous result is untouched, no debris
+    assert json.loads(open(os.path.join(out, "scleron.json")).read())["hash"] == old_hash
+    assert scleron.load_generated(out).nv == 2 and debris(out) == []
+    # a compiler error on a fresh folder leaves no folder at all
+    fresh = tmp_path / "fresh" / "tiny"
+    one_line_error(cli("codegen", path, "-o", str(fresh), env=env))
+    assert not (tmp_path / "fresh").exists()
+    for f in os.listdir(os.path.dirname(log)):
+        if f.startswith("scleron-tiny-") and f.endswith(".build.log"):
+            os.remove(os.path.join(os.path.dirname(log), f))
+
+
+# ---- no code from model files --------------------------------------------------------------------
+# Every call of a code-evaluating function in src/scleron, with why it never sees file text.
+ALLOWED_CALLS = {
+    # sympify on expressions derived from the chart definitions (sympy objects, not text)
+    ("joints/charts.py", "sympify"): "chart expressions derived by sympy",
+    # lambdify compiles our own derived expressions R, S, Sdot, G to numpy functions (for tools
+    # and tests); model files only supply numbers and whitelisted names, never expressions text
+    ("joints/charts.py", "lambdify"): "chart expressions derived by sympy",
+    ("joints/library.py", "lambdify"): "JointModel.numeric: the joint's derived R, t, S, Sdot, G",
+    ("simulate.py", "lambdify"): "joint_transform_function: the joint's derived R and t",
+}
+DANGEROUS = {"eval", "exec", "sympify", "parse_expr", "lambdify", "S", "__import__", "compile"}
+
+
+def code_calls(path):
+    """(name, line) of every call of a dangerous name, from the tokens (comments, strings and
+    docstrings ignored; definitions like `def eval(` ignored)."""
+    with open(path, "rb") as fh:
+        toks = [t for t in tokenize.tokenize(fh.readline)
+                if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
+                                  tokenize.DEDENT, tokenize.ENCODING)]
+    out = []
+    for k, t in enumerate(toks[:-1]):
+        if t.type == tokenize.NAME and t.string in DANGEROUS and toks[k + 1].string == "(":
+            prev = toks[k - 1].string if k else ""
+            if prev in ("def", "class"):
+                continue
+            if t.string == "compile" and prev == ".":        # re.compile, ffi.compile
+                continue
+            if t.string == "S" and prev != ".":
+                continue
+            out.append((t.string, t.start[0]))
+    return out
+
+
+def test_no_eval_exec_sympify_on_file_text():
+    found = {}
+    for root, _, files in os.walk(SRC):
+        for f in files:
+            if f.endswith(".py"):
+                rel = os.path.relpath(os.path.join(root, f), SRC).replace(os.sep, "/")
+                for name, line in code_calls(os.path.join(root, f)):
+                    found.setdefault((rel, "sympify" if name == "S" else name), []).append(line)
+    unexpected = {k: v for k, v in found.items() if k not in ALLOWED_CALLS}
+    assert not unexpected, f"review these calls (eval/exec/sympify/... on file text?): {unexpected}"
+    # the loaders parse with yaml.SafeLoader / defusedxml-style settings: never the unsafe loaders
+    for root, _, files in os.walk(os.path.join(SRC, "model")):
+        for f in files:
+            if f.endswith(".py"):
+                text = open(os.path.join(root, f)).read()
+                assert not re.search(r"yaml\.(unsafe_)?load\(|FullLoader|UnsafeLoader|\bLoader=yaml\.Loader|pickle", text), f
+
+
+def test_grep_finds_what_it_looks_for(tmp_path):
+    """The scan above can fail: it sees calls, not comments or strings."""
+    p = tmp_path / "x.py"
+    p.write_text("import sympy as sp\n# eval(x)\ns = 'exec(y)'\ndef eval(a):\n    pass\n"
+                 "sp.sympify(text)\nsp.S(text)\neval (t)\nre.compile('a')\n")
+    assert [n for n, _ in code_calls(p)] == ["sympify", "S", "eval"]
+
+
+PAYLOADS = ["__import__('os').system('touch PWNED')", "exec('import os')", "!!python/object/apply:os.system ['touch PWNED']",
+            "1; import os", "${{7*7}}", "$(touch PWNED)", "`touch PWNED`"]
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_values_are_data_not_code(tmp_path, monkeypatch, payload):
+    """Python or shell in any numeric field is a ModelError, never evaluated."""
+    monkeypatch.chdir(tmp_path)
+    fields = ["mass: 1.0", "com: [0.1, 0, 0]", "axis: [0, 0, 1]", "inertia: [0.01, 0.02, 0.02]"]
+    for field in fields:
+        key = field.split(":")[0]
+        text = TINY.format(mass=1.0).replace(field, f"{key}: {json.dumps(payload)}", 1)
+        (tmp_path / "m.yaml").write_text(text)
+        with pytest.raises(scleron.ModelError):
+            scleron.load_model(str(tmp_path / "m.yaml"))
+    urdf = ('<robot name="r"><link name="base"/><link name="a"><inertial><mass value="{m}"/>'
+            '<inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+            '<joint name="j" type="revolute"><parent link="base"/><child link="a"/>'
+            '<axis xyz="0 0 1"/></joint></robot>')
+    from xml.sax.saxutils import quoteattr
+    (tmp_path / "m.urdf").write_text(urdf.replace('"{m}"', quoteattr(payload)))
+    with pytest.raises(scleron.ModelError):
+        scleron.load_model(str(tmp_path / "m.urdf"))
+    assert not (tmp_path / "PWNED").exists()
+
+
+# ---- names are sanitised in the generated code ---------------------------------------------------
+Q3 = '"' * 3                      # a triple quote, kept out of this file's own string syntax
+EVIL_BODY = 'x; system("touch PWNED_BODY")'
+EVIL_JOINT = '*/ int pwned = system("touch PWNED_C"); /*'
+EVIL_BODY2 = Q3 + '; __import__("os").system("touch PWNED_PY"); ' + Q3
+EVIL_JOINT2 = 'j2\\N{x}\u2028\\'           # backslashes and a Unicode line separator
+EVIL_YAML = json.dumps({"name": "evil", "bodies": [
+    {"name": EVIL_BODY, "parent": "world", "joint": {"name": EVIL_JOINT, "type": "revolute", "axis": [0, 0, 1]},
+     "mass": 1.0, "com": [0.1, 0, 0], "inertia": [0.01, 0.02, 0.02]},
+    {"name": EVIL_BODY2, "parent": EVIL_BODY,
+     "joint": {"name": EVIL_JOINT2, "type": "spherical", "chart": "ZYX", "xyz": [0.5, 0, 0]},
+     "mass": 1.0, "com": [0.2, 0, 0], "inertia": [0.01, 0.02, 0.02]}]})    # JSON is YAML
+EVIL_FILE = 'a' + Q3 + '; __import__("os").system("touch PWNED_FILE"); ' + Q3 + ' \\N{x} \\.yaml'  # no "/" possible
+
+
+def c_code_without_comments(text):
+    """C text with comments and string literals blanked (a small C lexer)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            assert j >= 0, "unterminated comment"
+            i = j + 2
+            out.append(" ")
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text[i] == '"':
+            j = i + 1
+            while text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append('""')
+            i = j + 1
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def test_hostile_names_give_valid_harmless_code(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / EVIL_FILE
+    path.write_text(EVIL_YAML)
+    model = scleron.load_model(str(path))
+    names = [j.name for j in model.joints]
+    dyn = scleron.generate(model, str(tmp_path / "out" / "evil"))
+    q = np.array([0.1, 0.2, 0.3, 0.4])
+    M = dyn.mass_matrix(q)
+    dyn.forward_dynamics(q, q, q)
+    dyn.inverse_dynamics(q, q, q)
+    dyn.bias_forces(q, q)
+    ref = recursions.mass_matrix(Tree(model), FloatAlgebra(), list(q))
+    assert np.allclose(M, ref, rtol=1e-12, atol=1e-14)
+    assert dyn.joint_names == names                       # the names survive as data
+    assert not [f for f in os.listdir(tmp_path) if f.startswith("PWNED")]
+
+    folder = tmp_path / "out" / "evil"
+    for f in os.listdir(folder):
+        text = (folder / f).read_text(errors="replace") if not f.endswith(".so") else ""
+        if f.endswith((".c", ".h")):
+            code = c_code_without_comments(text)
+            for bad in ("system", "pwned", "PWNED", "__import__", "touch"):
+                assert bad not in code, (f, bad)
+        elif f.endswith(".py"):
+            tree = ast.parse(text)                        # valid Python
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Name):
+                    assert node.id not in ("__import__", "system", "os"), (f, node.id)
+                if isinstance(node, ast.Attribute):
+                    assert node.attr != "system", f
+            for tok in tokenize.tokenize(io.BytesIO(text.encode()).readline):
+                if "PWNED" in tok.string:
+                    assert tok.type == tokenize.STRING, (f, tok)
+
+    # a model built in Python may have any name: the C prefix is sanitised too
+    m2 = scleron.Model('x; system("touch PWNED_NAME") */ ' + Q3 + ' \\', source=str(path))
+    m2.add_body("a", mass=1.0, inertia=(0.01, 0.02, 0.02), joint_name="*/ #include </etc/passwd> /*")
+    files, _, _ = pipeline.build_sources(m2)
+    name = pipeline.c_identifier(m2.name)
+    assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)
+    for f, text in files.items():
+        if f.endswith((".c", ".h")):
+            code = c_code_without_comments(text)
+            assert "system" not in code and "passwd" not in code, f
+        elif f.endswith(".py"):
+            ast.parse(text)

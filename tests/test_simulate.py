@@ -1,0 +1,402 @@
+"""scleron.simulate: integrators, energy, chart switching of Euler-chart free/spherical joints,
+reparameterisation of exp-coordinate ball joints, the .npz / PNG outputs and the command line."""
+import argparse
+import io
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import scleron
+from scleron.simulate import (EnergyModel, SimulationError, Trajectory, _Progress, add_parser,
+                              best_chart, chart_det, cmd_simulate, euler_R, euler_S, exp_R,
+                              joint_transform, reparameterise_exp, simulate, switch_euler)
+
+from conftest import ROOT
+
+# One free body (6 DOF: x, y, z, then XYZ Tait-Bryan angles) with an asymmetric inertia and an
+# offset centre of mass, thrown upwards and spinning so that its orientation passes within a few
+# degrees of the XYZ chart's gimbal lock (middle angle ±90°, det S = cos q2 = 0) after 0.5 s.
+TUMBLER = """\
+name: tumbler
+gravity: [0, 0, -9.81]
+bodies:
+  - name: body
+    parent: world
+    joint: {name: root, type: free, chart: XYZ}
+    mass: 2.0
+    com: [0.1, -0.05, 0.08]
+    inertia: [0.12, 0.2, 0.3]
+initial:
+  q: {root: [0, 0, 1, 0, 0, 0]}
+  qd: {root: [0.5, 0.2, 3, 3, 1, 2]}
+"""
+
+# A 3-link pendulum on y hinges, links 0.5 m along -z.
+CHAIN = """\
+name: chain3
+gravity: [0, 0, -9.81]
+bodies:
+  - name: l1
+    parent: world
+    joint: {name: j1, type: revolute, axis: [0, 1, 0]}
+    mass: 1.0
+    com: [0, 0, -0.25]
+    inertia: [0.021, 0.021, 0.001]
+  - name: l2
+    parent: l1
+    joint: {name: j2, type: revolute, axis: [0, 1, 0], xyz: [0, 0, -0.5]}
+    mass: 0.8
+    com: [0.02, 0, -0.25]
+    inertia: [0.017, 0.017, 0.001]
+  - name: l3
+    parent: l2
+    joint: {name: j3, type: revolute, axis: [0, 1, 0], xyz: [0, 0, -0.5]}
+    mass: 0.6
+    com: [0, 0, -0.2]
+    inertia: [0.01, 0.012, 0.003]
+initial:
+  q: [1.2, -0.6, 0.9]
+  qd: [0, 0.5, -1]
+"""
+
+# One body on an exp-coordinate ball joint, centre of mass at the joint: a torque-free rotor.
+SPINNER = """\
+name: spinner
+bodies:
+  - name: top
+    parent: world
+    joint: {name: ball, type: ball_exp, xyz: [0, 0, 1]}
+    mass: 1.5
+    inertia: [0.05, 0.08, 0.11]
+initial:
+  q: {ball: [0.2, -0.1, 0.3]}
+  qd: {ball: [1.0, 2.5, 3.0]}
+"""
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("sim_models")
+    out = {}
+    for name, text in (("tumbler", TUMBLER), ("chain3", CHAIN), ("spinner", SPINNER)):
+        (d / f"{name}.yaml").write_text(text)
+        out[name] = str(d / f"{name}.yaml")
+    return out
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    """One build folder for the module: each chart variant is compiled once."""
+    return str(tmp_path_factory.mktemp("sim_build"))
+
+
+def tumbler_quantities(model, traj):
+    """World angular momentum about the centre of mass (R I_c ω_body), centre of mass, total energy,
+    computed here from the trajectory without the simulator's energy code."""
+    body = model.bodies[0].inertia
+    L, com, E = [], [], []
+    for q, qd, (chart,) in zip(traj.q, traj.qd, traj.charts):
+        R, w = euler_R(chart, q[3:]), euler_S(chart, q[3:]) @ qd[3:]
+        v = qd[:3] + R @ np.cross(w, body.com)
+        c = q[:3] + R @ body.com
+        L.append(R @ body.inertia @ w)
+        com.append(c)
+        E.append(0.5 * body.mass * v @ v + 0.5 * w @ body.inertia @ w - body.mass * model.gravity @ c)
+    return np.array(L), np.array(com), np.array(E)
+
+
+# -------------------------------------------------------------------------------------------------
+# chart numerics against the symbolic charts module
+
+
+def test_euler_S_is_the_body_angular_velocity_of_euler_R_for_all_charts(rng):
+    from scleron.joints import charts
+    for chart in charts.CHARTS:
+        q, qd = rng.uniform(-1.2, 1.2, 3), rng.normal(size=3)
+        h = 1e-6
+        Rdot = (euler_R(chart, q + h * qd) - euler_R(chart, q - h * qd)) / (2 * h)
+        W = euler_R(chart, q).T @ Rdot
+        w = np.array([W[2, 1], W[0, 2], W[1, 0]])
+        assert np.allclose(w, euler_S(chart, q) @ qd, atol=1e-8), chart
+        assert abs(abs(np.linalg.det(euler_S(chart, q))) - abs(chart_det(chart, q[1]))) < 1e-12, chart
+        Rs = np.array(charts.rotation(chart, *q).evalf(), dtype=float)
+        assert np.allclose(Rs, euler_R(chart, q), atol=1e-14), chart
+        R = euler_R(chart, q)
+        assert np.allclose(euler_R(chart, charts.q_from_R(chart, R)), R, atol=1e-12), chart
+
+
+def test_switch_euler_matches_switch_chart_and_best_chart_is_far_from_singular(rng):
+    from scleron.joints import charts
+    q = np.array([0.3, math.pi / 2 - 0.05, -0.7])          # XYZ close to gimbal lock
+    qd = rng.normal(size=3)
+    new, q_new, qd_new = switch_euler("XYZ", q, qd)
+    assert new != "XYZ" and abs(chart_det(new, q_new[1])) > math.sqrt(2 / 3) - 1e-12
+    ref_q, ref_qd = charts.switch_chart("XYZ", new, q, qd)
+    assert np.allclose(q_new, ref_q, atol=1e-13) and np.allclose(qd_new, ref_qd, atol=1e-12)
+    assert np.allclose(euler_R(new, q_new), euler_R("XYZ", q), atol=1e-14)
+    assert np.allclose(euler_S(new, q_new) @ qd_new, euler_S("XYZ", q) @ qd, atol=1e-12)
+    assert abs(charts.det_S("XYZ", q)) == pytest.approx(abs(chart_det("XYZ", q[1])), abs=1e-14)
+    for _ in range(20):                                      # any rotation has a good chart
+        R = euler_R("ZXZ", rng.uniform(-3, 3, 3))
+        chart, qc = best_chart(R)
+        assert abs(chart_det(chart, qc[1])) >= math.sqrt(2 / 3) - 1e-12
+        assert np.allclose(euler_R(chart, qc), R, atol=1e-12)
+
+
+def test_fast_joint_transforms_equal_joint_model_G(rng):
+    from scleron.joints import joint_model
+    m = scleron.Model("kin")
+    m.add_body("a", joint="spherical", chart="ZXZ", xyz=(0, 0, 1))
+    m.add_body("b", "a", joint="ball_exp", xyz=(1, 0, 0))
+    m.add_body("c", "b", joint="revolute", axis=(0, 1, 1), xyz=(0, 1, 0))
+    for j in m.joints:
+        for q in (rng.uniform(-2, 2, j.dof), 1e-5 * rng.normal(size=j.dof)):
+            R, t = joint_transform(j)(q)
+            G = joint_model(j.type, j.params).numeric("G", q)
+            assert np.allclose(G[:3, :3], R, atol=1e-13) and np.allclose(G[:3, 3], t, atol=1e-13), j.name
+    em = EnergyModel(m)
+    q = rng.normal(size=m.nq)
+    R_world, t_world = np.eye(3), np.zeros(3)
+    k = 0
+    for j, (R, t) in zip(m.joints, em.world_poses(q)):     # a chain: compose G along it
+        G = joint_model(j.type, j.params).numeric("G", q[k:k + j.dof])
+        R_world, t_world = (R_world @ j.origin.rotation @ G[:3, :3],
+                            R_world @ (j.origin.rotation @ G[:3, 3] + j.origin.translation) + t_world)
+        k += j.dof
+        assert np.allclose(R, R_world, atol=1e-12) and np.allclose(t, t_world, atol=1e-12)
+
+
+def test_exp_reparameterisation_keeps_rotation_and_angular_velocity(rng):
+    from scleron.joints import joint_model
+    jm = joint_model("ball_exp")
+    axis = rng.normal(size=3)
+    q = (math.pi + 0.01) * axis / np.linalg.norm(axis)
+    qd = rng.normal(size=3)
+    q_new, qd_new = reparameterise_exp(q, qd)
+    assert np.linalg.norm(q_new) == pytest.approx(math.pi - 0.01, abs=1e-12)
+    assert np.allclose(jm.numeric("R", q_new), jm.numeric("R", q), atol=1e-12)
+    assert np.allclose(exp_R(q), jm.numeric("R", q), atol=1e-13)
+    assert np.allclose(jm.numeric("S", q_new)[:3] @ qd_new, jm.numeric("S", q)[:3] @ qd, atol=1e-12)
+
+
+# -------------------------------------------------------------------------------------------------
+# the free-falling tumbling body through gimbal lock
+
+
+@pytest.mark.parametrize("integrator,dt,kw,tol", [
+    ("rk4", 1e-3, {}, 1e-8),
+    ("rk45", 0.05, {"rtol": 1e-12, "atol": 1e-12}, 1e-10),
+])
+def test_tumbling_free_body_switches_charts_and_conserves_momentum(files, build, integrator, dt, kw, tol):
+    model = scleron.load_model(files["tumbler"])
+    traj = simulate(model, 4.0, dt, integrator=integrator, out_dir=build, progress=False, **kw)
+    # chart switches happen (through XYZ's gimbal lock, and a return to a chart visited before)
+    assert len(traj.switches) >= 2
+    assert traj.switches[0].joint == "root" and traj.switches[0].old == "XYZ"
+    assert all(s.new != s.old for s in traj.switches)
+    seen = ["XYZ"] + [s.new for s in traj.switches]
+    assert any(c in seen[:k] for k, c in enumerate(seen))     # a chart visited again: cached variant
+    assert {tuple(c) for c in traj.charts} >= {("XYZ",), (traj.switches[-1].new,)}
+    # every recorded state is well inside its chart
+    assert min(abs(chart_det(c, q[4])) for (c,), q in zip(traj.charts, traj.q)) > 0.15
+    # ... although the orientation itself came within a few degrees of XYZ's gimbal lock
+    R13 = np.array([euler_R(c, q[3:])[0, 2] for (c,), q in zip(traj.charts, traj.q)])
+    assert np.sqrt(1 - R13 ** 2).min() < 0.06                  # |cos q2| of the XYZ chart
+    L, com, E = tumbler_quantities(model, traj)
+    assert np.abs(L - L[0]).max() / np.linalg.norm(L[0]) <= tol
+    v0 = np.array([0.5, 0.2, 3]) + np.cross(np.array([3.0, 1, 2]), model.bodies[0].inertia.com)
+    parabola = com[0] + np.outer(traj.t, v0) + 0.5 * np.outer(traj.t ** 2, model.gravity)
+    assert np.abs(com - parabola).max() <= 1e-8
+    assert np.allclose(traj.energy, E, rtol=0, atol=1e-10 * abs(E[0]))   # simulator energy = hand
+    assert traj.energy_drift <= 1e-9
+    assert traj.t[0] == 0 and traj.t[-1] == pytest.approx(4.0, abs=1e-14)
+
+
+def test_rk4_refuses_to_jump_over_a_singularity_and_rk45_steps_around_it(files, build):
+    model = scleron.load_model(files["tumbler"])
+    spin = np.array([0, 0, 0, 0, 4.0, 0])          # steady spin about the body's y axis: q2 = 4 t
+    with pytest.raises(SimulationError, match="jumped over the singularity"):
+        simulate(model, 1.0, 0.3, qd0=spin, out_dir=build, progress=False)
+    traj = simulate(model, 1.0, 0.3, integrator="rk45", qd0=spin, out_dir=build, progress=False,
+                    rtol=1e-10, atol=1e-10)
+    assert traj.rejected >= 1 and len(traj.switches) == 1
+    t_s = traj.switches[0].time
+    assert abs(math.cos(4.0 * t_s)) < 0.2 < abs(math.cos(4.0 * (t_s - 0.08)))  # switched in time
+    # in the free fall the orientation is exactly R_y(4 t)
+    for t, q, (c,) in zip(traj.t, traj.q, traj.charts):
+        assert np.allclose(euler_R(c, q[3:]), euler_R("XYZ", (0, 4.0 * t, 0)), atol=1e-8)
+
+
+# -------------------------------------------------------------------------------------------------
+# energy and integrators on a 3-link pendulum
+
+
+def test_chain_energy_rk4_2s_dt_1e4(files, build):
+    traj = simulate(files["chain3"], 2.0, 1e-4, out_dir=build, progress=False)
+    assert traj.steps == 20000 and traj.q.shape == (20001, 3) and not traj.switches
+    assert traj.energy_drift <= 1e-6
+    assert np.abs(traj.energy - traj.energy[0]).max() / abs(traj.energy[0]) <= 1e-6
+    assert np.ptp(traj.kinetic) > 1.0                 # it really swings
+    # the potential is the hand-computed one: heights of the three centres of mass
+    q = traj.q[-1]
+    a1, a2, a3 = q[0], q[0] + q[1], q[0] + q[1] + q[2]
+
+    def height(a, c):                                 # R_y(a) c, z component
+        return -math.sin(a) * c[0] + math.cos(a) * c[2]
+    z = [height(a1, (0, 0, -0.25)), height(a1, (0, 0, -0.5)) + height(a2, (0.02, 0, -0.25)),
+         height(a1, (0, 0, -0.5)) + height(a2, (0, 0, -0.5)) + height(a3, (0, 0, -0.2))]
+    assert traj.potential[-1] == pytest.approx(9.81 * (1.0 * z[0] + 0.8 * z[1] + 0.6 * z[2]), abs=1e-12)
+
+
+def test_constant_torque_does_work_tau_dot_dq(files, build):
+    tau = np.array([0.3, -0.2, 0.1])
+    traj = simulate(files["chain3"], 1.0, 1e-3, tau=tau, out_dir=build, progress=False)
+    work = tau @ (traj.q[-1] - traj.q[0])
+    assert abs(work) > 0.05
+    assert (traj.energy[-1] - traj.energy[0]) == pytest.approx(work, abs=1e-9)
+
+
+def test_integrator_orders(files, build):
+    model = scleron.load_model(files["chain3"])
+    ref = simulate(model, 0.5, 0.01, integrator="rk45", out_dir=build, progress=False,
+                   rtol=1e-13, atol=1e-13)
+
+    def err(integrator, dt):
+        tr = simulate(model, 0.5, dt, integrator=integrator, out_dir=build, progress=False)
+        assert tr.t[-1] == pytest.approx(0.5, abs=1e-15)
+        return np.abs(np.concatenate([tr.q[-1] - ref.q[-1], tr.qd[-1] - ref.qd[-1]])).max()
+    r4 = err("rk4", 0.02) / err("rk4", 0.01)
+    r1 = err("semi-implicit", 2e-3) / err("semi-implicit", 1e-3)
+    assert 11 < r4 < 22, r4                         # 4th order: 16
+    assert 1.6 < r1 < 2.5, r1                       # 1st order: 2
+    loose = simulate(model, 0.5, 0.01, integrator="rk45", out_dir=build, progress=False,
+                     rtol=1e-6, atol=1e-8)
+    e = np.abs(loose.q[-1] - ref.q[-1]).max()
+    assert 1e-11 < e < 1e-5 and loose.steps < ref.steps
+
+
+# -------------------------------------------------------------------------------------------------
+# exp-coordinate ball joint through ‖q‖ = π
+
+
+def test_ball_exp_reparameterises_through_pi_and_rotation_is_continuous(files, build):
+    from scleron.joints import joint_model
+    model = scleron.load_model(files["spinner"])
+    traj = simulate(model, 3.0, 1e-3, out_dir=build, progress=False)
+    assert len(traj.switches) >= 2 and all(s.joint == "ball" and s.old == "exp" for s in traj.switches)
+    norms = np.linalg.norm(traj.q, axis=1)
+    assert norms.max() <= math.pi and norms.max() > math.pi - 0.01
+    R = np.array([exp_R(q) for q in traj.q])
+    dR = np.linalg.norm(R[1:] @ np.transpose(R[:-1], (0, 2, 1)) - np.eye(3), axis=(1, 2))
+    dq = np.linalg.norm(np.diff(traj.q, axis=0), axis=1)
+    assert dR.max() < 0.01                          # the rotation never jumps ...
+    assert dq.max() > 6.0                           # ... while q jumps by ~2π at each switch
+    assert np.sum(dq > 1.0) == len(traj.switches)
+    jm = joint_model("ball_exp")
+    Ic = model.bodies[0].inertia.inertia
+    L = np.array([exp_R(q) @ Ic @ (jm.numeric("S", q)[:3] @ qd) for q, qd in zip(traj.q[::25], traj.qd[::25])])
+    assert np.abs(L - L[0]).max() / np.linalg.norm(L[0]) < 1e-9
+    assert traj.energy_drift < 1e-9
+    # a steady spin about a principal axis: R(t) = R_z(3 t) exactly, through several switches
+    spin = simulate(model, 3.0, 1e-3, q0=np.zeros(3), qd0=[0, 0, 5.0], out_dir=build, progress=False)
+    assert [round(s.time, 3) for s in spin.switches] == [0.629, 1.885]   # 5 t = π, 3π
+    for t, q in zip(spin.t[::50], spin.q[::50]):
+        assert np.allclose(exp_R(q), euler_R("XYZ", (0, 0, 5.0 * t)), atol=1e-9)
+
+
+# -------------------------------------------------------------------------------------------------
+# outputs and the command line
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="scleron")
+    add_parser(p.add_subparsers(dest="command", required=True))
+    return p.parse_args(["simulate", *argv])
+
+
+def test_cli_writes_npz_and_png(files, build, tmp_path, capsys):
+    npz, png = tmp_path / "traj.npz", tmp_path / "traj.png"
+    args = parse([files["tumbler"], "--duration", "3", "--dt", "2e-3", "--output", str(npz),
+                  "--plot", str(png), "--build-dir", build])
+    assert args.func is cmd_simulate
+    assert cmd_simulate(args) == 0
+    out = capsys.readouterr()
+    assert "chart switches: " in out.out and "XYZ -> " in out.out and out.err == ""
+    with np.load(npz, allow_pickle=False) as z:
+        assert z["q"].shape == (1501, 6) and z["t"][-1] == pytest.approx(3.0)
+        assert z["energy"].shape == (1501,) and z["charts"].shape == (1501, 1)
+        assert len(z["switch_time"]) >= 1 and z["switch_old"][0] == "XYZ"
+        assert list(z["coordinate_names"])[:1] == ["root[0]"]
+    traj = Trajectory.load(npz)
+    assert traj.switches[0].old == "XYZ" and traj.integrator == "rk4" and traj.steps == 1500
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+
+
+def test_cli_bad_model_path_is_one_line_exit_2(tmp_path):
+    code = "import sys; from scleron.simulate import main; sys.exit(main())"
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "missing.yaml"), "--duration", "1",
+                        "--dt", "0.1", "--build-dir", str(tmp_path / "b")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 2
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "missing.yaml" in lines[0] and "no such file" in lines[0].lower()
+    assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--duration", "-1", "--dt", "0.1"], "duration"),
+    (["--duration", "1", "--dt", "0"], "dt"),
+    (["--duration", "1", "--dt", "0.1", "--tau", "1", "2"], "tau"),
+])
+def test_cli_bad_options_are_one_line_exit_2(files, build, capsys, argv, needle):
+    assert cmd_simulate(parse([files["chain3"], *argv, "--build-dir", build, "-q"])) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and needle in err and err.startswith("scleron: error:")
+
+
+def test_cli_plot_without_matplotlib_says_pip_install(files, build, tmp_path, capsys, monkeypatch):
+    for name in list(sys.modules):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)        # import matplotlib -> ImportError
+    args = parse([files["chain3"], "--duration", "0.1", "--dt", "0.01", "--plot", str(tmp_path / "p.png"),
+                  "--build-dir", build])
+    assert cmd_simulate(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install matplotlib" in err[0]
+    assert not (tmp_path / "p.png").exists()
+
+
+def test_progress_bar_only_on_a_terminal():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    tty, pipe = Tty(), io.StringIO()
+    for stream in (tty, pipe):
+        p = _Progress(2.0, True, stream)
+        p.update(1.0, force=True)
+        p.close()
+    assert "50.0%" in tty.getvalue() and "\r" in tty.getvalue() and pipe.getvalue() == ""
+    quiet = Tty()
+    p = _Progress(2.0, False, quiet)
+    p.update(1.0, force=True)
+    assert quiet.getvalue() == ""
+
+
+def test_the_generated_variants_are_cached(files, build):
+    """A second run of the tumbler generates nothing: every chart variant is a cache hit."""
+    first = simulate(files["tumbler"], 4.0, 2e-3, out_dir=build, progress=False)
+    assert len(first.switches) >= 2
+    names = sorted(os.listdir(build))
+    assert "tumbler_XYZ" in names and sum(n.startswith("tumbler_") for n in names) >= 2
+    before = {n: os.stat(os.path.join(build, n, "scleron.json")).st_mtime_ns for n in names
+              if n.startswith("tumbler_")}
+    simulate(files["tumbler"], 4.0, 2e-3, out_dir=build, progress=False)
+    after = {n: os.stat(os.path.join(build, n, "scleron.json")).st_mtime_ns for n in before}
+    assert before == after
