@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_628d542415b7"
-HASH = "628d542415b73898c7cf08e7495fc3f5ab9e54659f2ce564ea443b190f4ce364"
+MODULE = "_branched_8ddb6eb4a94e"
+HASH = "8ddb6eb4a94ef5044d3d8f0b70b2d9f743046438c329618081f3e694850e1d8e"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

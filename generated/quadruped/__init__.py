@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_78fcfe4e5809"
-HASH = "78fcfe4e5809f21f5cb91cc1f3b85da6a561fff8547a517f4abbd5a77ee91816"
+MODULE = "_quadruped_3833915819c9"
+HASH = "3833915819c95a161a92fd5457608cfde98177fc6bf14d0beeb0de2c2b8ddb3a"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_113bfdb4d408"
-HASH = "113bfdb4d4081507b401e49e0411905f84cbc30cf183e6b8302df3cb7534d729"
+MODULE = "_rc100_3100ed15709c"
+HASH = "3100ed15709c368f1761faf74863e75359fcef885e4d29e171dbf71ed210f46b"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

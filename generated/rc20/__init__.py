@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_9ecf4c29bd82"
-HASH = "9ecf4c29bd826345706bbcb45f678cd0c9726f752de427819d59dcd8353b37bd"
+MODULE = "_rc20_6e18fef44e9a"
+HASH = "6e18fef44e9aacf58b16cdb77fc9a0a20bb221a078ec423f208f56ae400a10c4"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_141d03c03b8b"
-HASH = "141d03c03b8b063c0d33c479f87b168d0870f9b3ec29ad5188b9a848ebf6a49c"
+MODULE = "_rc50_3d30d8198181"
+HASH = "3d30d8198181837d2b8f68606224e1ffeb5e17b1b21b050c0657e4d9371dcc29"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

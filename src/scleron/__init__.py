@@ -22,3 +22,6 @@ def load_generated(folder):
     """The dynamics module of a generated folder."""
     from .pipeline import load_generated as _load
     return _load(folder)
+
+
+from .simulate import Trajectory, simulate                       # noqa: E402

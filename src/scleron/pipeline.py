@@ -19,7 +19,10 @@ from .joints.special import CLOSED_FORM, SERIES, SERIES_BELOW
 from .model import model_to_dict
 from .unroll import FUNCTIONS, unroll
 
-DEFAULT_CFLAGS = ["-O2", "-g0", "-march=native", "-fno-math-errno", "-ffp-contract=fast", "-std=c99"]
+# -fno-math-errno and -fno-trapping-math change no result (no errno, no FP traps are used);
+# they let gcc inline and vectorise floor/sqrt; -ffp-contract=fast allows FMA.
+DEFAULT_CFLAGS = ["-O2", "-g0", "-march=native", "-fno-math-errno", "-fno-trapping-math",
+                  "-ffp-contract=fast", "-std=c99"]
 DOCS = {
     "forward_dynamics": "qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6",
     "inverse_dynamics": "tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)",
@@ -76,13 +79,15 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None):
         prog = unroll(tree, fname)
         programs.append(prog)
         arrays = [(a, False) for a in inputs.split()] + [(output, True)]
-        cf = print_program(prog, f"{name}_{fname}", arrays, chunk=chunk, first_index=nchunks)
+        cf = print_program(prog, f"{name}_{fname}", arrays, chunk=chunk, first_index=nchunks,
+                           sincos_of="q")
         nchunks += len(cf.chunks)
         stride = {a: "nv" for a in inputs.split()}
         out_stride = "nv * nv" if fname == "mass_matrix" else "nv"
         nv = tree.nv
         functions.append({
             "name": fname, "doc": DOCS[fname], "chunks": cf.chunks, "nwork": cf.nwork,
+            "sincos": cf.sincos,
             "statements": cf.statements, "counts": str(cf.counts),
             "chunk_params": cf.chunk_params, "chunk_args": cf.chunk_args,
             "public_params": ", ".join([f"const double *{a}" for a in inputs.split()] + [f"double *{output}"]),
@@ -108,6 +113,7 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None):
         "joint_names": tree.joint_names, "gravity": " ".join(f"{g:g}" for g in tree.gravity),
         "gravity_list": list(tree.gravity), "functions": functions, "helpers": _helpers(programs),
         "cflags": repr(cflags), "nchunks": nchunks,
+        "any_sincos": any(f["sincos"] for f in functions),
     }
     files = render_files(ctx)
     files["scleron.json"] = json.dumps({

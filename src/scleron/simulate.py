@@ -15,7 +15,8 @@ Coordinate charts (Sueda §2.5.5, §2.5.8):
 * spherical and free joints written in one of the 12 Euler charts switch chart after a step in
   which |det S| of their chart fell below `switch_threshold`. The new chart is the one with the
   largest |det S| at the current rotation (always ≥ sqrt(2/3), so there is no chattering); q comes
-  from Table 3 (charts.q_from_R) and q̇ from eq. 2.40 (charts.switch_chart), which keep R and the
+  from Table 3 (charts.q_from_R) and q̇ from eq. 2.40 (S_new q̇_new = S_old q̇, what
+  charts.switch_chart computes, here without its symbolic derivation), which keep R and the
   body (hence world) angular velocity. The generated code is specialised per chart, so each
   combination of charts gets its own generated module (a copy of the model with the joints'
   `chart` changed), generated when first visited and cached by content hash.
@@ -188,6 +189,38 @@ def exp_R(q):
     return np.eye(3) + a * K + b * (K @ K)
 
 
+def _elementary_batch(axis, a):
+    """(N, 3, 3) active rotations about a coordinate axis by the angles a (N,)."""
+    c, s = np.cos(a), np.sin(a)
+    o, z = np.ones_like(a), np.zeros_like(a)
+    if axis == "X":
+        M = [[o, z, z], [z, c, -s], [z, s, c]]
+    elif axis == "Y":
+        M = [[c, z, s], [z, o, z], [-s, z, c]]
+    else:
+        M = [[c, -s, z], [s, c, z], [z, z, o]]
+    return np.transpose(np.array(M), (2, 0, 1))
+
+
+def euler_R_batch(chart, Q):
+    """euler_R for N coordinate triples Q (N, 3): (N, 3, 3)."""
+    return (_elementary_batch(chart[0], Q[:, 0]) @ _elementary_batch(chart[1], Q[:, 1])
+            @ _elementary_batch(chart[2], Q[:, 2]))
+
+
+def exp_R_batch(Q):
+    """exp_R for N rotation vectors Q (N, 3): (N, 3, 3)."""
+    x = np.einsum("ni,ni->n", Q, Q)
+    small = x < 1e-8
+    th = np.sqrt(np.where(small, 1.0, x))
+    a = np.where(small, 1.0 - x / 6.0, np.sin(th) / th)
+    b = np.where(small, 0.5 - x / 24.0, (1.0 - np.cos(th)) / np.where(small, 1.0, x))
+    z = np.zeros_like(x)
+    K = np.transpose(np.array([[z, -Q[:, 2], Q[:, 1]], [Q[:, 2], z, -Q[:, 0]],
+                               [-Q[:, 1], Q[:, 0], z]]), (2, 0, 1))
+    return np.eye(3) + a[:, None, None] * K + b[:, None, None] * (K @ K)
+
+
 def joint_transform_function(jm):
     """A fast numeric (R (3x3), t (3,)) = Q(q) of a JointModel: the same expressions that
     JointModel.numeric("G", q) evaluates, lambdified once (numeric() rebuilds its sympy matrix on
@@ -204,33 +237,61 @@ def joint_transform_function(jm):
     return Q
 
 
-_ZERO = np.zeros(3)
+def _lambdified_batch(jm):
+    """Q(q) of a JointModel for N coordinate rows at once: each entry of R and t lambdified on
+    numpy arrays (entries with the scalar series-guarded exp functions go sample by sample)."""
+    import sympy as sp
+
+    from .joints.special import GUARDED
+    exprs = list(jm.R) + list(jm.t)
+    if any(e.has(*GUARDED.values()) for e in exprs):       # our own sympy matrices, no text
+        single = joint_transform_function(jm)
+
+        def by_sample(Q):
+            pairs = [single(q) for q in Q]
+            return (np.array([p[0] for p in pairs]).reshape(-1, 3, 3),
+                    np.array([p[1] for p in pairs]).reshape(-1, 3))
+        return by_sample
+    fns = [sp.lambdify(jm.q, e, modules="numpy") for e in exprs]
+
+    def batch(Q):
+        n = Q.shape[0]
+        cols = [Q[:, k] for k in range(Q.shape[1])]
+        vals = np.empty((12, n))
+        for i, fn in enumerate(fns):
+            vals[i] = fn(*cols)
+        return vals[:9].T.reshape(n, 3, 3), vals[9:].T.copy()
+    return batch
 
 
 def joint_transform(joint):
-    """Q(q) -> (R, t) of a model joint. Spherical, free and ball_exp joints are written out
-    numerically (their sympy derivation takes seconds per chart, and a cached re-run should not pay
-    it); every other type is lambdified from joints.joint_model(type, params). tests check both
-    against JointModel.numeric("G")."""
+    """Q(q) of a model joint for N coordinate rows: Q (N, dof) -> (R (N, 3, 3), t (N, 3)).
+
+    Spherical, free and ball_exp joints are written out numerically (their sympy derivation takes
+    seconds per chart, and a cached re-run should not pay it); every other type is lambdified from
+    joints.joint_model(type, params). tests check both against JointModel.numeric("G")."""
     if joint.type == "spherical":
         chart = joint.params.get("chart", "XYZ")
-        return lambda q: (euler_R(chart, q), _ZERO)
+        return lambda Q: (euler_R_batch(chart, Q), np.zeros((Q.shape[0], 3)))
     if joint.type == "free":
         chart = joint.params.get("chart", "XYZ")
-        return lambda q: (euler_R(chart, q[3:]), np.asarray(q[:3], dtype=float))
+        return lambda Q: (euler_R_batch(chart, Q[:, 3:]), np.array(Q[:, :3], dtype=float))
     if joint.type == "ball_exp":
-        return lambda q: (exp_R(q), _ZERO)
+        return lambda Q: (exp_R_batch(Q), np.zeros((Q.shape[0], 3)))
     from .joints import joint_model
-    return joint_transform_function(joint_model(joint.type, joint.params))
+    return _lambdified_batch(joint_model(joint.type, joint.params))
 
 
 class EnergyModel:
-    """Total energy of a model state: ½ q̇ᵀ M(q) q̇ + gravity potential + joint springs.
+    """Total energy of model states: ½ q̇ᵀ M(q) q̇ + gravity potential + joint springs.
 
     Potential of gravity: -Σ m_i gᵀ p_com,i with p_com,i in world coordinates from forward
     kinematics (joint origin ∘ Q(q_i) composed along the parents). Springs: ½ Σ k (q - rest)² for
-    joints that carry a `stiffness` (attribute or parameter; `rest` defaults to 0).
+    joints that carry a `stiffness` (attribute or parameter; `rest` defaults to 0). All methods
+    take one state or N states (rows) at once.
     """
+
+    CHUNK = 4096                    # states per batched mass-matrix call
 
     def __init__(self, model):
         self.gravity = np.asarray(model.gravity, dtype=float)
@@ -244,35 +305,50 @@ class EnergyModel:
                 "parent": model.parent_index(i), "Ro": np.asarray(j.origin.rotation, dtype=float),
                 "to": np.asarray(j.origin.translation, dtype=float), "Q": joint_transform(j),
                 "mass": float(body.inertia.mass), "com": np.asarray(body.inertia.com, dtype=float),
-                "slice": slice(k, k + d), "stiffness": stiff, "rest": rest,
-                "Ic": np.asarray(body.inertia.inertia, dtype=float)})
+                "slice": slice(k, k + d), "stiffness": stiff, "rest": rest})
             k += d
         self.sprung = any(np.any(b["stiffness"]) for b in self.bodies)
 
-    def world_poses(self, q):
-        """[(R, t)] of every body frame in world coordinates."""
+    def world_poses(self, Q):
+        """[(R (N, 3, 3), t (N, 3))] of every body frame in world coordinates, for states Q (N, nq)
+        (or [(R, t)] for one state q)."""
+        single = np.ndim(Q) == 1
+        Q = np.atleast_2d(np.asarray(Q, dtype=float))
         poses = []
         for b in self.bodies:
-            Rq, tq = b["Q"](q[b["slice"]])
+            Rq, tq = b["Q"](Q[:, b["slice"]])
+            t_local = tq @ b["Ro"].T + b["to"]                        # origin * Q: Ro tq + to
             if b["parent"] < 0:
-                Rp, tp = np.eye(3), np.zeros(3)
+                poses.append((b["Ro"] @ Rq, t_local))
             else:
                 Rp, tp = poses[b["parent"]]
-            R0 = Rp @ b["Ro"]
-            poses.append((R0 @ Rq, R0 @ tq + Rp @ b["to"] + tp))
-        return poses
+                poses.append((Rp @ b["Ro"] @ Rq, np.einsum("nij,nj->ni", Rp, t_local) + tp))
+        return [(R[0], t[0]) for R, t in poses] if single else poses
 
-    def potential(self, q):
-        pe = 0.0
-        for b, (R, t) in zip(self.bodies, self.world_poses(q)):
-            pe -= b["mass"] * float(self.gravity @ (R @ b["com"] + t))
+    def potential(self, Q):
+        single = np.ndim(Q) == 1
+        Q = np.atleast_2d(np.asarray(Q, dtype=float))
+        pe = np.zeros(Q.shape[0])
+        for b, (R, t) in zip(self.bodies, self.world_poses(Q)):
+            com = R @ b["com"] + t
+            pe -= b["mass"] * (com @ self.gravity)
             if b["stiffness"].size:
-                e = q[b["slice"]] - b["rest"]
-                pe += 0.5 * float(np.sum(b["stiffness"] * e * e))
-        return pe
+                e = Q[:, b["slice"]] - b["rest"]
+                pe += 0.5 * (e * e) @ b["stiffness"]
+        return float(pe[0]) if single else pe
 
-    def kinetic(self, dyn, q, qd):
-        return 0.5 * float(qd @ dyn.mass_matrix(q) @ qd)
+    def kinetic(self, dyn, Q, QD):
+        """½ q̇ᵀ M(q) q̇ with M from the generated mass matrix `dyn` (of the charts of Q)."""
+        if np.ndim(Q) == 1:
+            QD = np.asarray(QD, dtype=float)
+            return 0.5 * float(QD @ dyn.mass_matrix(Q) @ QD)
+        Q, QD = np.asarray(Q, dtype=float), np.asarray(QD, dtype=float)
+        out = np.empty(Q.shape[0])
+        for a in range(0, Q.shape[0], self.CHUNK):
+            M = dyn.mass_matrix(np.ascontiguousarray(Q[a:a + self.CHUNK]))
+            v = QD[a:a + self.CHUNK]
+            out[a:a + self.CHUNK] = 0.5 * np.einsum("ni,nij,nj->n", v, M, v)
+        return out
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -416,6 +492,10 @@ class _Progress:
         self.drawn = False
         self.t0 = time.perf_counter()
 
+    def start(self):
+        """The clock of the time estimate starts now (after the first generation)."""
+        self.t0 = time.perf_counter()
+
     def note(self, text):
         if self.enabled:
             self.stream.write("\r\033[K" + text)
@@ -432,9 +512,9 @@ class _Progress:
         frac = min(1.0, max(0.0, t / self.total)) if self.total > 0 else 1.0
         width = 30
         fill = int(round(frac * width))
-        eta = (now - self.t0) * (1 - frac) / frac if frac > 0 else float("nan")
+        eta = f"{(now - self.t0) * (1 - frac) / frac:.1f} s" if frac >= 0.01 else "--"
         self.stream.write(f"\r\033[K[{'#' * fill}{'.' * (width - fill)}] {100 * frac:5.1f}%  "
-                          f"t = {t:.4g}/{self.total:.4g} s  {extra}  eta {eta:.1f} s")
+                          f"t = {t:.4g}/{self.total:.4g} s  {extra}  eta {eta}")
         self.stream.flush()
         self.drawn = True
 
@@ -476,12 +556,11 @@ class _Simulator:
         self.euler = [s for s in sw if s.kind == "euler"]
         self.exp = [s for s in sw if s.kind == "exp"]
         self.variants = _Variants(model, build_dir, self.euler, self.progress)
-        self.energy_models = {}
         self.tau = tau
         self.q, self.qd = q0.copy(), qd0.copy()
         self.switches = []
         self.fd_calls = 0
-        self.rec = {"t": [], "q": [], "qd": [], "ke": [], "pe": [], "charts": []}
+        self.rec = {"t": [], "q": [], "qd": [], "charts": []}
         self.key = tuple(s.chart for s in self.euler)
         self.dyn = self.variants.get(self.key)
 
@@ -536,15 +615,22 @@ class _Simulator:
         r["t"].append(t)
         r["q"].append(self.q.copy())
         r["qd"].append(self.qd.copy())
-        em = self.energy_models.get(self.key)
-        if em is None:          # forward kinematics in the current charts
-            em = self.energy_models[self.key] = EnergyModel(self.variants.model_for(self.key))
-        r["ke"].append(em.kinetic(self.dyn, self.q, self.qd))
-        r["pe"].append(em.potential(self.q))
         r["charts"].append(self.key)
 
+    def energies(self, Q, QD):
+        """Kinetic and potential energy of the recorded states, batched per chart combination
+        (the mass matrix and the forward kinematics are those of each state's charts)."""
+        keys = self.rec["charts"]
+        ke, pe = np.empty(len(keys)), np.empty(len(keys))
+        for key in dict.fromkeys(keys):
+            idx = np.array([i for i, k in enumerate(keys) if k == key], dtype=np.intp)
+            em = EnergyModel(self.variants.model_for(key))
+            ke[idx] = em.kinetic(self.variants.get(key), Q[idx], QD[idx])
+            pe[idx] = em.potential(Q[idx])
+        return ke, pe
+
     def check_finite(self, t):
-        if not (np.all(np.isfinite(self.q)) and np.all(np.isfinite(self.qd))):
+        if not np.isfinite(self.q.sum() + self.qd.sum()):
             raise SimulationError(f"the state became non-finite at t = {t:.6g} s "
                                   f"(a smaller --dt or rk45 may help)")
 
@@ -641,6 +727,7 @@ class _Simulator:
         try:
             self.switch(0.0, 0)
             self.record(0.0)
+            self.progress.start()
             if self.integrator == "rk45":
                 steps, rejected = self.run_rk45()
             else:
@@ -649,14 +736,16 @@ class _Simulator:
         finally:
             self.progress.close()
         r = self.rec
-        ke, pe = np.array(r["ke"]), np.array(r["pe"])
+        Q, QD = np.array(r["q"]).reshape(-1, self.nv), np.array(r["qd"]).reshape(-1, self.nv)
+        ke, pe = self.energies(Q, QD)
         charts = (np.array(r["charts"], dtype="<U3") if self.euler
                   else np.zeros((len(r["t"]), 0), dtype="<U3"))
-        dyn = self.dyn
-        return Trajectory(np.array(r["t"]), np.array(r["q"]).reshape(-1, self.nv),
-                          np.array(r["qd"]).reshape(-1, self.nv), ke + pe, ke, pe,
+        coords = []
+        for j in self.model.joints:
+            coords += [j.name] if j.dof == 1 else [f"{j.name}[{k}]" for k in range(j.dof)]
+        return Trajectory(np.array(r["t"]), Q, QD, ke + pe, ke, pe,
                           self.switches, charts, [s.name for s in self.euler],
-                          list(dyn.joint_names), list(dyn.coordinate_names), self.model.name,
+                          [j.name for j in self.model.joints], coords, self.model.name,
                           self.integrator, self.dt, steps, rejected, time.perf_counter() - t_start)
 
 
@@ -747,7 +836,7 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     elif not callable(tau):
         tau = _vector(tau, nv, "tau")
     from .codegen.render import c_identifier
-    build_dir = out_dir or default_build_dir(c_identifier(model.name))
+    build_dir = out_dir or default_build_dir(c_identifier(model.name) + ("_floating" if floating else ""))
     sim = _Simulator(model, build_dir=build_dir, integrator=integrator, dt=dt, duration=duration,
                      q0=q0, qd0=qd0, tau=tau, rtol=rtol, atol=atol, switch_threshold=switch_threshold,
                      exp_limit=exp_limit, record_every=record_every, progress=progress)
@@ -760,8 +849,8 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
 
 
 def plot_trajectory(traj, path):
-    """A PNG with two panels: the joint coordinates and the total energy over time; chart
-    switches are marked by dotted vertical lines."""
+    """A PNG with two panels: the joint coordinates and the total energy (as E(t) - E(0), with
+    E(0) in the title) over time; chart switches are marked by dotted vertical lines."""
     require_matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -776,17 +865,19 @@ def plot_trajectory(traj, path):
         ax_q.legend(fontsize="small", ncol=3 if traj.q.shape[1] > 6 else 2, loc="best")
     ax_q.set_title(f"{traj.model_name}: {traj.integrator}, dt = {traj.dt:g} s, {traj.steps} steps, "
                    f"{len(traj.switches)} chart switches")
-    ax_e.plot(traj.t, traj.energy, color="k", lw=1.2, label="total energy")
-    ax_e.set_ylabel("total energy (J)")
+    e0 = float(traj.energy[0]) if traj.energy.size else 0.0
+    ax_e.plot(traj.t, traj.energy - e0, color="k", lw=1.2, label="total energy - E(0)")
+    ax_e.set_ylabel("total energy - E(0) (J)")
     ax_e.set_xlabel("time (s)")
-    ax_e.set_title(f"max relative drift {traj.energy_drift:.2e}", fontsize="medium")
+    ax_e.set_title(f"total energy: E(0) = {e0:.10g} J, max relative drift {traj.energy_drift:.2e}",
+                   fontsize="medium")
     for i, s in enumerate(traj.switches):
         for ax in (ax_q, ax_e):
             ax.axvline(s.time, color="0.5", ls=":", lw=0.8,
                        label="chart switch" if (i == 0 and ax is ax_e) else None)
     if traj.switches:
         ax_e.legend(fontsize="small", loc="best")
-    ax_e.ticklabel_format(axis="y", useOffset=True)
+    ax_e.ticklabel_format(axis="y", useOffset=False, style="sci", scilimits=(-3, 4))
     fig.savefig(path, dpi=110)
     return path
 
@@ -846,7 +937,9 @@ def cmd_simulate(args):
           f"t = {traj.t[-1]:g} s in {traj.steps} steps"
           + (f" ({traj.rejected} rejected)" if traj.rejected else "")
           + f", {traj.wall_time:.2f} s")
-    print(f"energy: E(0) = {e0:.10g} J, max relative drift {traj.energy_drift:.3e}")
+    driven = args.tau is not None and any(x != 0 for x in args.tau)
+    print(f"energy: E(0) = {e0:.10g} J, E(end) = {float(traj.energy[-1]):.10g} J, max relative drift "
+          f"{traj.energy_drift:.3e}" + (" (tau is not zero: work is done)" if driven else ""))
     print(f"chart switches: {len(traj.switches)}")
     for s in traj.switches[:10]:
         print(f"  {s}")

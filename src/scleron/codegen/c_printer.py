@@ -40,11 +40,32 @@ class CFunction:
     nwork: int
     statements: int
     counts: object
+    sincos: bool = False     # uses the vectorised sq[] / cq[] arrays
 
 
-def print_program(prog, fname, arrays, chunk=1000, first_index=0):
-    """arrays: ordered list of (name, is_output) naming the C pointer parameters."""
-    live = [i for i in prog.live() if prog.ops[i] != "in"]
+def _trig_of_input(prog, i, array):
+    """For sin(q[k]) or cos(q[k]): ('sq' or 'cq', k); else None."""
+    op = prog.ops[i]
+    if op in ("sin", "cos"):
+        (a,) = prog.args[i]
+        if isinstance(a, Var) and prog.ops[a.id] == "in" and prog.args[a.id][0] == array:
+            return ("sq" if op == "sin" else "cq"), prog.args[a.id][1]
+    return None
+
+
+def print_program(prog, fname, arrays, chunk=1000, first_index=0, sincos_of=None):
+    """arrays: ordered list of (name, is_output) naming the C pointer parameters.
+
+    sincos_of: name of the input array (e.g. "q") whose sines and cosines are computed for all
+    entries at once, vectorised, before the chunks run (scl_sincos): sin(q[k]) and cos(q[k])
+    then read sq[k] and cq[k] instead of calling libm one at a time."""
+    trig = {}
+    if sincos_of:
+        for i in prog.live():
+            hit = _trig_of_input(prog, i, sincos_of)
+            if hit:
+                trig[i] = hit
+    live = [i for i in prog.live() if prog.ops[i] != "in" and i not in trig]
     name_of = {}
     for k, i in enumerate(live):
         name_of[i] = f"t{k}"
@@ -54,6 +75,9 @@ def print_program(prog, fname, arrays, chunk=1000, first_index=0):
             return c_literal(x)
         if prog.ops[x.id] == "in":
             arr, idx = prog.args[x.id]
+            return f"{arr}[{idx}]"
+        if x.id in trig:
+            arr, idx = trig[x.id]
             return f"{arr}[{idx}]"
         return name_of[x.id]
 
@@ -114,7 +138,8 @@ def print_program(prog, fname, arrays, chunk=1000, first_index=0):
     def param(name, is_out):
         return f"double *restrict {name}" if is_out else f"const double *restrict {name}"
     params = ", ".join(param(n, o) for n, o in arrays)
-    chunk_params = params + (", double *restrict w" if crossing else "")
-    chunk_args = ", ".join(n for n, _ in arrays) + (", w" if crossing else "")
+    chunk_params = params + (", const double *restrict sq, const double *restrict cq" if trig else "") \
+        + (", double *restrict w" if crossing else "")
+    chunk_args = ", ".join(n for n, _ in arrays) + (", sq, cq" if trig else "") + (", w" if crossing else "")
     return CFunction(fname, params, chunk_params, chunk_args, chunks, len(crossing),
-                     len(live), prog.op_counts())
+                     len(live), prog.op_counts(), bool(trig))

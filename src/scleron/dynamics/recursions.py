@@ -6,8 +6,9 @@ General Joint Models"; Featherstone (RBDA) where noted. Gravity enters as a base
 alpha_0 = [0; -g] (Featherstone 5.3), which gives the same joint forces as S&G's external
 gravity wrench f_e on every body.
 """
-from .spatial import (ad, ad_star, columns, dot, inertia_to_parent, matvec, mat_t_vec, sym_add,
-                      twist_to_child, vadd, vscale, vsub, wrench_to_parent)
+from .spatial import (ad, ad_star, columns, dot, inertia_to_parent, matvec, mat_t_vec,
+                      rigid_inertia_to_parent, sym_add, twist_to_child, vadd, vscale, vsub,
+                      wrench_to_parent)
 
 ZERO6 = [0.0] * 6
 
@@ -66,6 +67,15 @@ def inertia_into_parent(b, kin, A):
     if b.placement is not None:
         A = inertia_to_parent(*b.placement, A)
     return A
+
+
+def composite_inertia_into_parent(b, kin, I):
+    """The same for a composite rigid-body inertia, in compact form (Featherstone Tab. A.4)."""
+    R, t, _, _ = kin
+    I = rigid_inertia_to_parent(R, t, I)
+    if b.placement is not None:
+        I = rigid_inertia_to_parent(*b.placement, I)
+    return I
 
 
 def S_times(kin, x):
@@ -262,7 +272,7 @@ def mass_matrix(tree, alg, q):
     for b, kin in zip(reversed(tree.bodies), reversed(kins)):
         alg.section(f"mass matrix: composite inertia of body {b.name}")
         if b.parent >= 0:
-            Ic[b.parent] = sym_add(Ic[b.parent], inertia_into_parent(b, kin, Ic[b.index]))
+            Ic[b.parent] = sym_add(Ic[b.parent], composite_inertia_into_parent(b, kin, Ic[b.index]))
     nv = tree.nv
     M = [[0.0] * nv for _ in range(nv)]
     for b, kin in zip(reversed(tree.bodies), reversed(kins)):

@@ -117,3 +117,55 @@ def inertia_to_parent(R, t, A):
 
 def sym_add(A, B):
     return [[A[i][j] + B[i][j] for j in range(len(A))] for i in range(len(A))]
+
+
+# ---- rigid-body inertias in compact form (Featherstone 2.13: m, h = m c, I about the origin) ----
+def rigid_parts(J):
+    """(m, h, Ibar) of a 6x6 rigid-body inertia J = [[Ibar, [h]], [[h]^T, m 1]]."""
+    m = J[3][3]
+    h = [J[2][4], J[0][5], J[1][3]]
+    Ibar = [row[:3] for row in J[:3]]
+    return m, h, Ibar
+
+
+def rigid_matrix(m, h, Ibar):
+    """The 6x6 rigid-body inertia from (m, h, Ibar)."""
+    hx = [[0.0, -h[2], h[1]], [h[2], 0.0, -h[0]], [-h[1], h[0], 0.0]]
+    J = [[0.0] * 6 for _ in range(6)]
+    for r in range(3):
+        for c in range(3):
+            J[r][c] = Ibar[r][c]
+            J[r][c + 3] = hx[r][c]
+            J[r + 3][c] = hx[c][r]
+        J[r + 3][r + 3] = m
+    return J
+
+
+def rotate_symmetric(R, A):
+    """R A R^T for symmetric 3x3 A (upper triangle computed, mirrored)."""
+    RA = matmul(R, A)
+    out = [[0.0] * 3 for _ in range(3)]
+    for i in range(3):
+        for j in range(i, 3):
+            out[i][j] = out[j][i] = dot(RA[i], R[j])
+    return out
+
+
+def rigid_inertia_to_parent(R, t, J):
+    """Ad_{G^-1}^T J Ad_{G^-1} for a rigid-body inertia J (not an articulated one), in compact
+    form: h' = R h + m t, Ibar' = R Ibar R^T - ([y][t] + [t][y] + m [t]^2) with y = R h.
+    About half the work of the general 6x6 congruence (Featherstone Tab. A.4)."""
+    m, h, Ibar = rigid_parts(J)
+    y = matvec(R, h)
+    h2 = vadd(y, vscale(m, t))
+    I2 = rotate_symmetric(R, Ibar)
+    # [a][b] + [b][a] = b a^T + a b^T - 2 (a.b) 1 ;  [t]^2 = t t^T - (t.t) 1
+    yt = dot(y, t)
+    tt = dot(t, t)
+    for i in range(3):
+        for j in range(i, 3):
+            corr = t[i] * y[j] + y[i] * t[j] + m * (t[i] * t[j])
+            if i == j:
+                corr = corr - 2.0 * yt - m * tt
+            I2[i][j] = I2[j][i] = I2[i][j] - corr
+    return rigid_matrix(m, h2, I2)
