@@ -312,3 +312,11 @@ def test_vectorised_sincos_matches_libm(generated):
     np.testing.assert_allclose(h, ref, rtol=0, atol=4e-15 * np.abs(ref).max())
     bad = dyn.bias_forces(np.array([np.nan, 0.3]), np.zeros(2))
     assert np.isnan(bad).any()
+
+
+def test_threaded_batch_equals_single_threaded(system, rng):
+    name, model, dyn, qrange = system
+    Q = rng.uniform(-1, 1, (103, model.nv))
+    for fn, args in (("forward_dynamics", (Q, Q, Q)), ("mass_matrix", (Q,)), ("bias_forces", (Q, Q))):
+        f = getattr(dyn, fn)
+        np.testing.assert_array_equal(f(*args, threads=3), f(*args))

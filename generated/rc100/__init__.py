@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_3100ed15709c"
-HASH = "3100ed15709c368f1761faf74863e75359fcef885e4d29e171dbf71ed210f46b"
+MODULE = "_rc100_a334e81a0e44"
+HASH = "a334e81a0e445001b7226b146445f71fea904c792f4e45f72d0fb3d2171f438a"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -83,7 +83,25 @@ def _as_input(x, name, width):
     raise ValueError(f"{name} must have shape ({width},) or (N, {width}), got {a.shape}")
 
 
-def _call(single, batch, inputs, out, shape, out_name):
+_pool = None
+
+
+def _threaded(batch, count, arrays, out, threads):
+    """Splits a batch over `threads` threads; cffi releases the GIL during each C call."""
+    global _pool
+    import concurrent.futures
+    if _pool is None or _pool._max_workers < threads:
+        _pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads)
+    bounds = [count * k // threads for k in range(threads + 1)]
+
+    def run(lo, hi):
+        if hi > lo:
+            batch(hi - lo, *[ffi.from_buffer("double[]", a[lo:hi]) for a in arrays],
+                  ffi.from_buffer("double[]", out[lo:hi], True))
+    list(_pool.map(run, bounds[:-1], bounds[1:]))
+
+
+def _call(single, batch, inputs, out, shape, out_name, threads=1):
     arrays, count = [], None
     for i, (x, name) in enumerate(inputs):
         a, n = _as_input(x, name, nv)
@@ -102,13 +120,18 @@ def _call(single, batch, inputs, out, shape, out_name):
     optr = ffi.from_buffer("double[]", out)
     if count is None:
         single(*ptrs, optr)
+    elif threads > 1 and count >= 2 * threads:
+        _threaded(batch, count, arrays, out, threads)
     elif count:
         batch(count, *ptrs, optr)
     return out
 
 
-def forward_dynamics(q, qd, tau, out=None):
-    """qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6"""
+def forward_dynamics(q, qd, tau, out=None, threads=1):
+    """qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
+
+    Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
+    threads > 1 splits a batch over that many threads (off by default)."""
     try:    # fast path: single states as float64 C-contiguous arrays
         if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and tau.shape == _V and tau.dtype is _F64 and True:
             if out is None:
@@ -121,11 +144,14 @@ def forward_dynamics(q, qd, tau, out=None):
     except (AttributeError, TypeError, ValueError):
         pass    # lists, other dtypes, non-contiguous or read-only arrays: checked below
     return _call(lib.rc100_forward_dynamics, lib.rc100_forward_dynamics_batch,
-                 [(q, 'q'), (qd, 'qd'), (tau, 'tau')], out, (100,), "qdd")
+                 [(q, 'q'), (qd, 'qd'), (tau, 'tau')], out, (100,), "qdd", threads)
 
 
-def inverse_dynamics(q, qd, qdd, out=None):
-    """tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)"""
+def inverse_dynamics(q, qd, qdd, out=None, threads=1):
+    """tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
+
+    Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
+    threads > 1 splits a batch over that many threads (off by default)."""
     try:    # fast path: single states as float64 C-contiguous arrays
         if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and qdd.shape == _V and qdd.dtype is _F64 and True:
             if out is None:
@@ -138,11 +164,14 @@ def inverse_dynamics(q, qd, qdd, out=None):
     except (AttributeError, TypeError, ValueError):
         pass    # lists, other dtypes, non-contiguous or read-only arrays: checked below
     return _call(lib.rc100_inverse_dynamics, lib.rc100_inverse_dynamics_batch,
-                 [(q, 'q'), (qd, 'qd'), (qdd, 'qdd')], out, (100,), "tau")
+                 [(q, 'q'), (qd, 'qd'), (qdd, 'qdd')], out, (100,), "tau", threads)
 
 
-def mass_matrix(q, out=None):
-    """M(q), row-major nv x nv, composite rigid bodies"""
+def mass_matrix(q, out=None, threads=1):
+    """M(q), row-major nv x nv, composite rigid bodies
+
+    Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
+    threads > 1 splits a batch over that many threads (off by default)."""
     try:    # fast path: single states as float64 C-contiguous arrays
         if q.shape == _V and q.dtype is _F64 and True:
             if out is None:
@@ -155,11 +184,14 @@ def mass_matrix(q, out=None):
     except (AttributeError, TypeError, ValueError):
         pass    # lists, other dtypes, non-contiguous or read-only arrays: checked below
     return _call(lib.rc100_mass_matrix, lib.rc100_mass_matrix_batch,
-                 [(q, 'q')], out, (100, 100), "M")
+                 [(q, 'q')], out, (100, 100), "M", threads)
 
 
-def bias_forces(q, qd, out=None):
-    """h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau"""
+def bias_forces(q, qd, out=None, threads=1):
+    """h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
+
+    Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
+    threads > 1 splits a batch over that many threads (off by default)."""
     try:    # fast path: single states as float64 C-contiguous arrays
         if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and True:
             if out is None:
@@ -172,7 +204,7 @@ def bias_forces(q, qd, out=None):
     except (AttributeError, TypeError, ValueError):
         pass    # lists, other dtypes, non-contiguous or read-only arrays: checked below
     return _call(lib.rc100_bias_forces, lib.rc100_bias_forces_batch,
-                 [(q, 'q'), (qd, 'qd')], out, (100,), "h")
+                 [(q, 'q'), (qd, 'qd')], out, (100,), "h", threads)
 
 
 _SIGNATURES = { "forward_dynamics": (['q', 'qd', 'tau'], (100,)),
