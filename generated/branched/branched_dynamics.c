@@ -1969,7 +1969,7 @@ SCLERON_LOCAL void branched_forward_dynamics_part1(const double *restrict q, con
     const double t1589 = 0.3 * t1580;
     const double t1590 = t1588 + t1589;
     const double t1591 = t1501 + t1590;
-    /* pass 3 (S&G 24-25): force on body hub, joint hub_turn */
+    /* pass 3 (S&G 26): tau_bar = tau - h */
     const double t1592 = tau[0] - t1591;
     w[249] = t1592;
     const double t1593 = tau[1] - t1572;
@@ -7470,7 +7470,7 @@ void branched_inverse_dynamics_batch(int n, const double *q, const double *qd, c
 #if SCLERON_IN_PART(7)
 SCLERON_LOCAL void branched_mass_matrix_part0(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: composite inertia of body c_tip */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body c_tip */
     const double t0 = 2.0 * q[17];
     w[105] = t0;
     const double t1 = 2.0 * q[18];
@@ -7493,7 +7493,7 @@ SCLERON_LOCAL void branched_mass_matrix_part0(const double *restrict q, double *
     const double t18 = 0.007 + t16;
     w[103] = t18;
     const double t19 = -0.06 - t12;
-    /* mass matrix: composite inertia of body c_slider */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body c_slider */
     const double t20 = q[17] * cq[16];
     const double t21 = 2.0 * t20;
     const double t22 = t17 * sq[16];
@@ -7575,7 +7575,7 @@ SCLERON_LOCAL void branched_mass_matrix_part0(const double *restrict q, double *
     const double t97 = t87 + t88;
     const double t98 = t95 - t94;
     const double t99 = t92 - t80;
-    /* mass matrix: composite inertia of body b_hand */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body b_hand */
     const double t100 = -0.01 * t58;
     const double t101 = 0.0025 * t63;
     const double t102 = t100 + t101;
@@ -7662,7 +7662,7 @@ SCLERON_LOCAL void branched_mass_matrix_part0(const double *restrict q, double *
     const double t181 = 0.12 - t163;
     const double t182 = 0.026 + t178;
     const double t183 = -0.12 + t163;
-    /* mass matrix: composite inertia of body b_lower */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body b_lower */
     const double t184 = t183 * cq[10];
     const double t185 = t108 * sq[10];
     const double t186 = t184 + t185;
@@ -7758,7 +7758,7 @@ SCLERON_LOCAL void branched_mass_matrix_part0(const double *restrict q, double *
     const double t263 = 0.36 * cq[7];
     const double t264 = 0.64 + t263;
     w[3] = t264;
-    /* mass matrix: composite inertia of body b_upper */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body b_upper */
     const double t265 = t258 * cq[7];
     const double t266 = t105 * sq[7];
     const double t267 = -0.8 * t266;
@@ -7832,7 +7832,7 @@ SCLERON_LOCAL void branched_mass_matrix_part0(const double *restrict q, double *
     const double t333 = t332 - 0.2925;
     const double t334 = t325 - t333;
     const double t335 = t48 + t334;
-    /* mass matrix: composite inertia of body a_hand */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body a_hand */
     const double t336 = 0.006 * q[6];
     const double t337 = 0.015 + t336;
     const double t338 = cq[6] * cq[6];
@@ -7884,7 +7884,7 @@ SCLERON_LOCAL void branched_mass_matrix_part0(const double *restrict q, double *
     w[26] = t377;
     const double t378 = cq[5] * cq[4];
     w[37] = t378;
-    /* mass matrix: composite inertia of body a_lower */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body a_lower */
     const double t379 = t374 * cq[5];
     const double t380 = t374 * t375;
     const double t381 = 0.01 * cq[4];
@@ -8011,7 +8011,7 @@ SCLERON_LOCAL void branched_mass_matrix_part0(const double *restrict q, double *
     w[27] = t477;
     const double t478 = cq[2] * cq[3];
     w[28] = t478;
-    /* mass matrix: composite inertia of body a_upper */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body a_upper */
     const double t479 = t460 * t461;
     const double t480 = t382 * t465;
     const double t481 = t479 + t480;
@@ -8099,7 +8099,7 @@ SCLERON_LOCAL void branched_mass_matrix_part0(const double *restrict q, double *
     const double t557 = t548 - t556;
     const double t558 = t335 + t557;
     w[60] = t558;
-    /* mass matrix: column of joint c_shift */
+    /* mass matrix (Featherstone Table 6.2): column of joint c_shift */
     const double t559 = -0.4 + t11;
     w[104] = t559;
     const double t560 = 2.0 * cq[16];
@@ -8126,7 +8126,7 @@ SCLERON_LOCAL void branched_mass_matrix_part0(const double *restrict q, double *
     const double t577 = 0.6 * sq[16];
     const double t578 = t576 + t577;
     w[68] = t578;
-    /* mass matrix: column of joint c_plane */
+    /* mass matrix (Featherstone Table 6.2): column of joint c_plane */
     const double t579 = t19 * cq[16];
     const double t580 = -2.0 * t24;
     const double t581 = t579 + t580;
@@ -8166,7 +8166,7 @@ SCLERON_LOCAL void branched_mass_matrix_part0(const double *restrict q, double *
     const double t609 = -0.3 * t581;
     const double t610 = t608 + t609;
     w[66] = t610;
-    /* mass matrix: column of joint b_wrist */
+    /* mass matrix (Featherstone Table 6.2): column of joint b_wrist */
     const double t611 = 0.000325 * t83;
     const double t612 = 0.0001 * t90;
     const double t613 = t611 + t612;
@@ -8530,7 +8530,7 @@ SCLERON_LOCAL void branched_mass_matrix_part0(const double *restrict q, double *
     const double t951 = -0.3 * t941;
     const double t952 = t950 + t951;
     w[63] = t952;
-    /* mass matrix: column of joint b_elbow */
+    /* mass matrix (Featherstone Table 6.2): column of joint b_elbow */
     const double t953 = t105 * sq[10];
     const double t954 = t181 * sq[10];
     const double t955 = t188 + t954;
@@ -8598,7 +8598,7 @@ SCLERON_LOCAL void branched_mass_matrix_part0(const double *restrict q, double *
 #if SCLERON_IN_PART(8)
 SCLERON_LOCAL void branched_mass_matrix_part1(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint b_elbow */
+    /* mass matrix (Featherstone Table 6.2): column of joint b_elbow */
     const double t262 = w[0];
     const double t975 = w[1];
     const double t1000 = t262 * t975;
@@ -8638,7 +8638,7 @@ SCLERON_LOCAL void branched_mass_matrix_part1(const double *restrict q, double *
     const double t1024 = t1021 + t1023;
     const double t1025 = -0.3 * t1016;
     const double t1026 = t1024 + t1025;
-    /* mass matrix: column of joint b_shoulder */
+    /* mass matrix (Featherstone Table 6.2): column of joint b_shoulder */
     const double t244 = w[12];
     const double t1027 = 0.6 * t244;
     const double t252 = w[13];
@@ -8715,7 +8715,7 @@ SCLERON_LOCAL void branched_mass_matrix_part1(const double *restrict q, double *
     const double t1087 = t1084 + t1086;
     const double t1088 = -0.3 * t1077;
     const double t1089 = t1087 + t1088;
-    /* mass matrix: column of joint a_wrist */
+    /* mass matrix (Featherstone Table 6.2): column of joint a_wrist */
     const double t1090 = 0.0004 * cq[5];
     const double t375 = w[25];
     const double t1091 = 0.0004 * t375;
@@ -8761,7 +8761,7 @@ SCLERON_LOCAL void branched_mass_matrix_part1(const double *restrict q, double *
     const double t1122 = t1120 + t1121;
     const double t1123 = 0.3 * t1114;
     const double t1124 = t1122 + t1123;
-    /* mass matrix: column of joint a_elbow */
+    /* mass matrix (Featherstone Table 6.2): column of joint a_elbow */
     const double t374 = w[35];
     const double t1125 = t374 * sq[5];
     const double t1126 = cq[5] * sq[5];
@@ -8848,7 +8848,7 @@ SCLERON_LOCAL void branched_mass_matrix_part1(const double *restrict q, double *
     const double t1198 = t1196 + t1197;
     const double t1199 = 0.3 * t1190;
     const double t1200 = t1198 + t1199;
-    /* mass matrix: column of joint a_shoulder */
+    /* mass matrix (Featherstone Table 6.2): column of joint a_shoulder */
     const double t385 = w[45];
     const double t1201 = t385 * t477;
     const double t382 = w[46];

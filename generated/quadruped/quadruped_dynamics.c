@@ -2204,6 +2204,7 @@ SCLERON_LOCAL void quadruped_forward_dynamics_part1(const double *restrict q, co
     const double t1789 = sq[5] * t1763;
     const double t1790 = cq[5] * t1764;
     const double t1791 = t1789 + t1790;
+    /* pass 3 (S&G 26): tau_bar = tau - h */
     const double t1792 = tau[0] - t1773;
     w[234] = t1792;
     const double t1793 = tau[1] - t1778;
@@ -6653,7 +6654,7 @@ void quadruped_inverse_dynamics_batch(int n, const double *q, const double *qd, 
 #if SCLERON_IN_PART(6)
 SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: composite inertia of body hr_calf */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body hr_calf */
     const double t0 = -0.020000000000000004 * cq[17];
     const double t1 = cq[17] * cq[17];
     const double t2 = 0.004 * t1;
@@ -6686,7 +6687,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     w[109] = t28;
     const double t29 = -0.1 + t13;
     const double t30 = 0.0008 + t26;
-    /* mass matrix: composite inertia of body hr_thigh */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body hr_thigh */
     const double t31 = sq[17] * cq[16];
     const double t32 = -0.020000000000000004 * t31;
     const double t33 = t29 * sq[16];
@@ -6720,7 +6721,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     w[106] = t60;
     const double t61 = 0.0008 + t28;
     const double t62 = 0.0012299999999999998 + t59;
-    /* mass matrix: composite inertia of body hr_hip */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body hr_hip */
     const double t63 = -0.11699999999999999 * cq[15];
     const double t64 = t38 * sq[15];
     const double t65 = t63 - t64;
@@ -6788,7 +6789,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     const double t127 = -0.12 - t97;
     const double t128 = 0.3312 + t124;
     const double t129 = 0.12 + t97;
-    /* mass matrix: composite inertia of body hl_calf */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body hl_calf */
     const double t130 = -0.020000000000000004 * cq[14];
     const double t131 = cq[14] * cq[14];
     const double t132 = 0.004 * t131;
@@ -6821,7 +6822,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     w[104] = t158;
     const double t159 = -0.1 + t143;
     const double t160 = 0.0008 + t156;
-    /* mass matrix: composite inertia of body hl_thigh */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body hl_thigh */
     const double t161 = sq[14] * cq[13];
     const double t162 = -0.020000000000000004 * t161;
     const double t163 = t159 * sq[13];
@@ -6855,7 +6856,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     w[101] = t190;
     const double t191 = 0.0008 + t158;
     const double t192 = 0.0012299999999999998 + t189;
-    /* mass matrix: composite inertia of body hl_hip */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body hl_hip */
     const double t193 = 0.11699999999999999 * cq[12];
     const double t194 = t168 * sq[12];
     const double t195 = t193 - t194;
@@ -6928,7 +6929,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     const double t262 = t127 - t227;
     const double t263 = t128 + t254;
     const double t264 = t129 + t227;
-    /* mass matrix: composite inertia of body fr_calf */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body fr_calf */
     const double t265 = -0.020000000000000004 * cq[11];
     const double t266 = cq[11] * cq[11];
     const double t267 = 0.004 * t266;
@@ -6961,7 +6962,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     w[99] = t293;
     const double t294 = -0.1 + t278;
     const double t295 = 0.0008 + t291;
-    /* mass matrix: composite inertia of body fr_thigh */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body fr_thigh */
     const double t296 = sq[11] * cq[10];
     const double t297 = -0.020000000000000004 * t296;
     const double t298 = t294 * sq[10];
@@ -6995,7 +6996,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     w[96] = t325;
     const double t326 = 0.0008 + t293;
     const double t327 = 0.0012299999999999998 + t324;
-    /* mass matrix: composite inertia of body fr_hip */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body fr_hip */
     const double t328 = -0.11699999999999999 * cq[9];
     const double t329 = t303 * sq[9];
     const double t330 = t328 - t329;
@@ -7068,7 +7069,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     const double t397 = t262 - t362;
     const double t398 = t263 + t389;
     const double t399 = t264 + t362;
-    /* mass matrix: composite inertia of body fl_calf */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body fl_calf */
     const double t400 = -0.020000000000000004 * cq[8];
     const double t401 = cq[8] * cq[8];
     const double t402 = 0.004 * t401;
@@ -7101,7 +7102,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     w[94] = t428;
     const double t429 = -0.1 + t413;
     const double t430 = 0.0008 + t426;
-    /* mass matrix: composite inertia of body fl_thigh */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body fl_thigh */
     const double t431 = sq[8] * cq[7];
     const double t432 = -0.020000000000000004 * t431;
     const double t433 = t429 * sq[7];
@@ -7135,7 +7136,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     w[91] = t460;
     const double t461 = 0.0008 + t428;
     const double t462 = 0.0012299999999999998 + t459;
-    /* mass matrix: composite inertia of body fl_hip */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body fl_hip */
     const double t463 = 0.11699999999999999 * cq[6];
     const double t464 = t438 * sq[6];
     const double t465 = t463 - t464;
@@ -7245,7 +7246,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     w[12] = t551;
     const double t552 = cq[4] * cq[3];
     w[21] = t552;
-    /* mass matrix: column of joint hr_knee_joint */
+    /* mass matrix (Featherstone Table 6.2): column of joint hr_knee_joint */
     const double t553 = 0.004 + t14;
     w[110] = t553;
     const double t554 = cq[17] * cq[16];
@@ -7304,7 +7305,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     const double t601 = cq[5] * t578;
     const double t602 = t600 + t601;
     w[79] = t602;
-    /* mass matrix: column of joint hr_thigh_joint */
+    /* mass matrix (Featherstone Table 6.2): column of joint hr_thigh_joint */
     const double t603 = t559 - t33;
     const double t604 = -0.08 * t603;
     w[107] = t604;
@@ -7351,7 +7352,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     const double t640 = cq[5] * t617;
     const double t641 = t639 + t640;
     w[78] = t641;
-    /* mass matrix: column of joint hr_hip_joint */
+    /* mass matrix (Featherstone Table 6.2): column of joint hr_hip_joint */
     const double t642 = 0.11699999999999999 * sq[15];
     const double t643 = t642 - t67;
     const double t644 = 0.3 * t65;
@@ -7382,7 +7383,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     const double t664 = cq[5] * t647;
     const double t665 = t663 + t664;
     w[77] = t665;
-    /* mass matrix: column of joint hl_knee_joint */
+    /* mass matrix (Featherstone Table 6.2): column of joint hl_knee_joint */
     const double t666 = 0.004 + t144;
     w[105] = t666;
     const double t667 = cq[14] * cq[13];
@@ -7441,7 +7442,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     const double t714 = cq[5] * t691;
     const double t715 = t713 + t714;
     w[76] = t715;
-    /* mass matrix: column of joint hl_thigh_joint */
+    /* mass matrix (Featherstone Table 6.2): column of joint hl_thigh_joint */
     const double t716 = t672 - t163;
     const double t717 = 0.08 * t716;
     w[102] = t717;
@@ -7488,7 +7489,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     const double t753 = cq[5] * t730;
     const double t754 = t752 + t753;
     w[75] = t754;
-    /* mass matrix: column of joint hl_hip_joint */
+    /* mass matrix (Featherstone Table 6.2): column of joint hl_hip_joint */
     const double t755 = -0.11699999999999999 * sq[12];
     const double t756 = t755 - t197;
     const double t757 = 0.3 * t195;
@@ -7519,7 +7520,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     const double t777 = cq[5] * t760;
     const double t778 = t776 + t777;
     w[74] = t778;
-    /* mass matrix: column of joint fr_knee_joint */
+    /* mass matrix (Featherstone Table 6.2): column of joint fr_knee_joint */
     const double t779 = 0.004 + t279;
     w[100] = t779;
     const double t780 = cq[11] * cq[10];
@@ -7578,7 +7579,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     const double t827 = cq[5] * t804;
     const double t828 = t826 + t827;
     w[73] = t828;
-    /* mass matrix: column of joint fr_thigh_joint */
+    /* mass matrix (Featherstone Table 6.2): column of joint fr_thigh_joint */
     const double t829 = t785 - t298;
     const double t830 = -0.08 * t829;
     w[97] = t830;
@@ -7625,7 +7626,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     const double t866 = cq[5] * t843;
     const double t867 = t865 + t866;
     w[72] = t867;
-    /* mass matrix: column of joint fr_hip_joint */
+    /* mass matrix (Featherstone Table 6.2): column of joint fr_hip_joint */
     const double t868 = 0.11699999999999999 * sq[9];
     const double t869 = t868 - t332;
     const double t870 = -0.3 * t330;
@@ -7656,7 +7657,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     const double t890 = cq[5] * t873;
     const double t891 = t889 + t890;
     w[71] = t891;
-    /* mass matrix: column of joint fl_knee_joint */
+    /* mass matrix (Featherstone Table 6.2): column of joint fl_knee_joint */
     const double t892 = 0.004 + t414;
     w[95] = t892;
     const double t893 = cq[8] * cq[7];
@@ -7715,7 +7716,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     const double t940 = cq[5] * t917;
     const double t941 = t939 + t940;
     w[70] = t941;
-    /* mass matrix: column of joint fl_thigh_joint */
+    /* mass matrix (Featherstone Table 6.2): column of joint fl_thigh_joint */
     const double t942 = t898 - t433;
     const double t943 = 0.08 * t942;
     w[92] = t943;
@@ -7762,7 +7763,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
     const double t979 = cq[5] * t956;
     const double t980 = t978 + t979;
     w[69] = t980;
-    /* mass matrix: column of joint fl_hip_joint */
+    /* mass matrix (Featherstone Table 6.2): column of joint fl_hip_joint */
     const double t981 = -0.11699999999999999 * sq[6];
     const double t982 = t981 - t467;
     const double t983 = -0.3 * t465;
@@ -7795,7 +7796,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
 #if SCLERON_IN_PART(7)
 SCLERON_LOCAL void quadruped_mass_matrix_part1(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint fl_hip_joint */
+    /* mass matrix (Featherstone Table 6.2): column of joint fl_hip_joint */
     const double t987 = w[0];
     const double t1000 = sq[4] * t987;
     const double t999 = w[1];
@@ -7805,7 +7806,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part1(const double *restrict q, double 
     const double t986 = w[3];
     const double t1003 = cq[5] * t986;
     const double t1004 = t1002 + t1003;
-    /* mass matrix: column of joint root */
+    /* mass matrix (Featherstone Table 6.2): column of joint root */
     const double t528 = w[4];
     const double t536 = w[5];
     const double t1005 = t528 * t536;

@@ -2751,7 +2751,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part2(const double *restrict q, const d
     const double t2134 = cq[1] * t2130;
     const double t2135 = t2133 + t2134;
     const double t2136 = t2135 - t2132;
-    /* pass 3 (S&G 24-25): force on body link1, joint joint1 */
+    /* pass 3 (S&G 26): tau_bar = tau - h */
     const double t2137 = tau[0] - t2136;
     w[396] = t2137;
     const double t2138 = tau[1] - t2131;
@@ -9262,7 +9262,7 @@ void rc20_inverse_dynamics_batch(int n, const double *q, const double *qd, const
 #if SCLERON_IN_PART(9)
 SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: composite inertia of body link20 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link20 */
     const double t0 = 0.5 * cq[19];
     const double t1 = 0.5 * sq[19];
     const double t2 = cq[19] * cq[19];
@@ -9294,7 +9294,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t28 = 0.33416666666666667 + t25;
     w[10] = t28;
     const double t29 = 0.5 + t16;
-    /* mass matrix: composite inertia of body link19 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link19 */
     const double t30 = t29 * cq[18];
     w[11] = t30;
     const double t31 = t29 * sq[18];
@@ -9334,7 +9334,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t62 = 0.33416666666666667 + t59;
     w[17] = t62;
     const double t63 = 0.5 + t47;
-    /* mass matrix: composite inertia of body link18 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link18 */
     const double t64 = t63 * cq[17];
     const double t65 = sq[19] * sq[17];
     const double t66 = 0.5 * t65;
@@ -9393,7 +9393,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t113 = 0.33416666666666667 + t110;
     w[21] = t113;
     const double t114 = 0.5 + t97;
-    /* mass matrix: composite inertia of body link17 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link17 */
     const double t115 = t114 * cq[16];
     const double t116 = t31 * sq[16];
     const double t117 = t115 + t116;
@@ -9450,7 +9450,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t163 = 0.33416666666666667 + t160;
     w[26] = t163;
     const double t164 = 0.5 + t147;
-    /* mass matrix: composite inertia of body link16 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link16 */
     const double t165 = t164 * cq[15];
     const double t166 = t71 * sq[15];
     const double t167 = t165 + t166;
@@ -9508,7 +9508,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t213 = 0.33416666666666667 + t210;
     w[34] = t213;
     const double t214 = 0.5 + t197;
-    /* mass matrix: composite inertia of body link15 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link15 */
     const double t215 = t214 * cq[14];
     w[33] = t215;
     const double t216 = t146 * sq[14];
@@ -9563,7 +9563,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t262 = 0.33416666666666667 + t259;
     w[48] = t262;
     const double t263 = 0.5 + t246;
-    /* mass matrix: composite inertia of body link14 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link14 */
     const double t264 = t263 * cq[13];
     w[47] = t264;
     const double t265 = t196 * sq[13];
@@ -9619,7 +9619,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t311 = 0.33416666666666667 + t308;
     w[51] = t311;
     const double t312 = 0.5 + t295;
-    /* mass matrix: composite inertia of body link13 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link13 */
     const double t313 = t312 * cq[12];
     const double t314 = t220 * sq[12];
     const double t315 = t313 + t314;
@@ -9676,7 +9676,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t361 = 0.33416666666666667 + t358;
     w[56] = t361;
     const double t362 = 0.5 + t345;
-    /* mass matrix: composite inertia of body link12 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link12 */
     const double t363 = t362 * cq[11];
     const double t364 = t269 * sq[11];
     const double t365 = t363 + t364;
@@ -9734,7 +9734,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t411 = 0.33416666666666667 + t408;
     w[64] = t411;
     const double t412 = 0.5 + t395;
-    /* mass matrix: composite inertia of body link11 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link11 */
     const double t413 = t412 * cq[10];
     w[63] = t413;
     const double t414 = t344 * sq[10];
@@ -9789,7 +9789,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t460 = 0.33416666666666667 + t457;
     w[70] = t460;
     const double t461 = 0.5 + t444;
-    /* mass matrix: composite inertia of body link10 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link10 */
     const double t462 = t461 * cq[9];
     w[69] = t462;
     const double t463 = t394 * sq[9];
@@ -9845,7 +9845,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t509 = 0.33416666666666667 + t506;
     w[73] = t509;
     const double t510 = 0.5 + t493;
-    /* mass matrix: composite inertia of body link9 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link9 */
     const double t511 = t510 * cq[8];
     const double t512 = t418 * sq[8];
     const double t513 = t511 + t512;
@@ -9902,7 +9902,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t559 = 0.33416666666666667 + t556;
     w[78] = t559;
     const double t560 = 0.5 + t543;
-    /* mass matrix: composite inertia of body link8 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link8 */
     const double t561 = t560 * cq[7];
     const double t562 = t467 * sq[7];
     const double t563 = t561 + t562;
@@ -9960,7 +9960,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t609 = 0.33416666666666667 + t606;
     w[86] = t609;
     const double t610 = 0.5 + t593;
-    /* mass matrix: composite inertia of body link7 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link7 */
     const double t611 = t610 * cq[6];
     w[85] = t611;
     const double t612 = t542 * sq[6];
@@ -10015,7 +10015,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t658 = 0.33416666666666667 + t655;
     w[97] = t658;
     const double t659 = 0.5 + t642;
-    /* mass matrix: composite inertia of body link6 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link6 */
     const double t660 = t659 * cq[5];
     w[96] = t660;
     const double t661 = t592 * sq[5];
@@ -10071,7 +10071,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t707 = 0.33416666666666667 + t704;
     w[100] = t707;
     const double t708 = 0.5 + t691;
-    /* mass matrix: composite inertia of body link5 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link5 */
     const double t709 = t708 * cq[4];
     const double t710 = t616 * sq[4];
     const double t711 = t709 + t710;
@@ -10128,7 +10128,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t757 = 0.33416666666666667 + t754;
     w[105] = t757;
     const double t758 = 0.5 + t741;
-    /* mass matrix: composite inertia of body link4 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link4 */
     const double t759 = t758 * cq[3];
     const double t760 = t665 * sq[3];
     const double t761 = t759 + t760;
@@ -10185,7 +10185,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t807 = 0.33416666666666667 + t804;
     w[112] = t807;
     const double t808 = 0.5 + t791;
-    /* mass matrix: composite inertia of body link3 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link3 */
     const double t809 = t808 * cq[2];
     w[111] = t809;
     const double t810 = t740 * sq[2];
@@ -10239,7 +10239,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t856 = 0.33416666666666667 + t853;
     w[129] = t856;
     const double t857 = 0.5 + t840;
-    /* mass matrix: composite inertia of body link2 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link2 */
     const double t858 = t857 * cq[1];
     const double t859 = t790 * sq[1];
     const double t860 = t858 - t859;
@@ -10261,7 +10261,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t875 = t872 - t874;
     const double t876 = 0.33416666666666667 + t875;
     w[114] = t876;
-    /* mass matrix: column of joint joint20 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint20 */
     const double t877 = -0.33416666666666667 + t14;
     const double t878 = sq[19] * cq[18];
     const double t879 = sq[19] * sq[18];
@@ -10409,7 +10409,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
 #if SCLERON_IN_PART(10)
 SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint joint20 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint20 */
     const double t998 = w[0];
     const double t999 = w[1];
     const double t1000 = t998 - t999;
@@ -10555,7 +10555,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1123 = t1121 + t1122;
     const double t1124 = t1118 + t1123;
     w[128] = t1124;
-    /* mass matrix: column of joint joint19 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint19 */
     const double t28 = w[10];
     const double t30 = w[11];
     const double t1125 = t28 + t30;
@@ -10807,7 +10807,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1352 = t1350 - t1351;
     const double t1353 = t1352 - t1341;
     w[127] = t1353;
-    /* mass matrix: column of joint joint18 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint18 */
     const double t69 = w[15];
     const double t1354 = 0.5 * t69;
     const double t68 = w[16];
@@ -11048,7 +11048,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1570 = t1568 + t1569;
     const double t1571 = t1565 + t1570;
     w[126] = t1571;
-    /* mass matrix: column of joint joint17 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint17 */
     const double t113 = w[21];
     const double t117 = w[22];
     const double t1572 = t113 + t117;
@@ -11270,7 +11270,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1771 = t1769 + t1770;
     const double t1772 = t1766 + t1771;
     w[125] = t1772;
-    /* mass matrix: column of joint joint16 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint16 */
     const double t163 = w[26];
     const double t167 = w[27];
     const double t1773 = t163 + t167;
@@ -11476,7 +11476,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1957 = t1955 - t1956;
     const double t1958 = t1957 - t1946;
     w[124] = t1958;
-    /* mass matrix: column of joint joint15 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint15 */
     const double t120 = w[31];
     const double t1959 = t120 * cq[14];
     const double t218 = w[32];
@@ -11540,7 +11540,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
 #if SCLERON_IN_PART(11)
 SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint joint15 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint15 */
     const double t1965 = w[37];
     const double t1984 = w[38];
     const double t2000 = t1965 - t1984;
@@ -11695,7 +11695,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2133 = t2131 - t2132;
     const double t2134 = t2133 - t2122;
     w[123] = t2134;
-    /* mass matrix: column of joint joint14 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint14 */
     const double t170 = w[45];
     const double t2135 = t170 * cq[13];
     const double t267 = w[46];
@@ -11876,7 +11876,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2295 = t2293 + t2294;
     const double t2296 = t2290 + t2295;
     w[122] = t2296;
-    /* mass matrix: column of joint joint13 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint13 */
     const double t311 = w[51];
     const double t315 = w[52];
     const double t2297 = t311 + t315;
@@ -12036,7 +12036,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2438 = t2436 + t2437;
     const double t2439 = t2433 + t2438;
     w[121] = t2439;
-    /* mass matrix: column of joint joint12 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint12 */
     const double t361 = w[56];
     const double t365 = w[57];
     const double t2440 = t361 + t365;
@@ -12180,7 +12180,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2566 = t2564 - t2565;
     const double t2567 = t2566 - t2555;
     w[120] = t2567;
-    /* mass matrix: column of joint joint11 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint11 */
     const double t318 = w[61];
     const double t2568 = t318 * cq[10];
     const double t416 = w[62];
@@ -12314,7 +12314,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2684 = t2682 - t2683;
     const double t2685 = t2684 - t2673;
     w[119] = t2685;
-    /* mass matrix: column of joint joint10 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint10 */
     const double t368 = w[67];
     const double t2686 = t368 * cq[9];
     const double t465 = w[68];
@@ -12433,7 +12433,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2788 = t2786 + t2787;
     const double t2789 = t2783 + t2788;
     w[118] = t2789;
-    /* mass matrix: column of joint joint9 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint9 */
     const double t509 = w[73];
     const double t513 = w[74];
     const double t2790 = t509 + t513;
@@ -12531,7 +12531,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2873 = t2871 + t2872;
     const double t2874 = t2868 + t2873;
     w[117] = t2874;
-    /* mass matrix: column of joint joint8 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint8 */
     const double t559 = w[78];
     const double t563 = w[79];
     const double t2875 = t559 + t563;
@@ -12613,7 +12613,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2943 = t2941 - t2942;
     const double t2944 = t2943 - t2932;
     w[116] = t2944;
-    /* mass matrix: column of joint joint7 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint7 */
     const double t516 = w[83];
     const double t2945 = t516 * cq[6];
     const double t614 = w[84];
@@ -12689,7 +12689,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
 #if SCLERON_IN_PART(12)
 SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint joint7 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint7 */
     const double t2987 = w[89];
     const double t2998 = w[90];
     const double t3000 = t2987 + t2998;
@@ -12700,7 +12700,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *rest
     const double t3003 = t3001 - t3002;
     const double t2992 = w[93];
     const double t3004 = t3003 - t2992;
-    /* mass matrix: column of joint joint6 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint6 */
     const double t566 = w[94];
     const double t3005 = t566 * cq[5];
     const double t663 = w[95];
@@ -12753,7 +12753,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *rest
     const double t3048 = cq[1] * t3045;
     const double t3049 = t3047 + t3048;
     const double t3050 = t3044 + t3049;
-    /* mass matrix: column of joint joint5 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint5 */
     const double t707 = w[100];
     const double t711 = w[101];
     const double t3051 = t707 + t711;
@@ -12786,7 +12786,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *rest
     const double t3075 = cq[1] * t3072;
     const double t3076 = t3074 + t3075;
     const double t3077 = t3071 + t3076;
-    /* mass matrix: column of joint joint4 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint4 */
     const double t757 = w[105];
     const double t761 = w[106];
     const double t3078 = t757 + t761;
@@ -12806,7 +12806,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *rest
     const double t3089 = cq[1] * t3086;
     const double t3090 = t3088 + t3089;
     const double t3091 = t3090 - t3079;
-    /* mass matrix: column of joint joint3 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint3 */
     const double t714 = w[110];
     const double t3092 = t714 * sq[2];
     const double t809 = w[111];

@@ -7443,7 +7443,7 @@ SCLERON_LOCAL void rc50_forward_dynamics_part5(const double *restrict q, const d
     const double t5674 = cq[1] * t5670;
     const double t5675 = t5673 + t5674;
     const double t5676 = t5675 - t5672;
-    /* pass 3 (S&G 24-25): force on body link1, joint joint1 */
+    /* pass 3 (S&G 26): tau_bar = tau - h */
     const double t5677 = tau[0] - t5676;
     w[1228] = t5677;
     const double t5678 = tau[1] - t5671;
@@ -25468,7 +25468,7 @@ void rc50_inverse_dynamics_batch(int n, const double *q, const double *qd, const
 #if SCLERON_IN_PART(21)
 SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: composite inertia of body link50 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link50 */
     const double t0 = 0.5 * cq[49];
     const double t1 = 0.5 * sq[49];
     const double t2 = cq[49] * cq[49];
@@ -25501,7 +25501,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t28 = 0.33416666666666667 + t25;
     w[28] = t28;
     const double t29 = 0.5 + t16;
-    /* mass matrix: composite inertia of body link49 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link49 */
     const double t30 = t29 * cq[48];
     w[29] = t30;
     const double t31 = t29 * sq[48];
@@ -25541,7 +25541,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t62 = 0.33416666666666667 + t59;
     w[35] = t62;
     const double t63 = 0.5 + t47;
-    /* mass matrix: composite inertia of body link48 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link48 */
     const double t64 = t63 * cq[47];
     const double t65 = sq[49] * sq[47];
     const double t66 = 0.5 * t65;
@@ -25600,7 +25600,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t113 = 0.33416666666666667 + t110;
     w[46] = t113;
     const double t114 = 0.5 + t97;
-    /* mass matrix: composite inertia of body link47 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link47 */
     const double t115 = t114 * cq[46];
     const double t116 = t31 * sq[46];
     const double t117 = t115 + t116;
@@ -25657,7 +25657,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t163 = 0.33416666666666667 + t160;
     w[51] = t163;
     const double t164 = 0.5 + t147;
-    /* mass matrix: composite inertia of body link46 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link46 */
     const double t165 = t164 * cq[45];
     const double t166 = t71 * sq[45];
     const double t167 = t165 + t166;
@@ -25715,7 +25715,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t213 = 0.33416666666666667 + t210;
     w[63] = t213;
     const double t214 = 0.5 + t197;
-    /* mass matrix: composite inertia of body link45 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link45 */
     const double t215 = t214 * cq[44];
     w[62] = t215;
     const double t216 = t146 * sq[44];
@@ -25770,7 +25770,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t262 = 0.33416666666666667 + t259;
     w[76] = t262;
     const double t263 = 0.5 + t246;
-    /* mass matrix: composite inertia of body link44 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link44 */
     const double t264 = t263 * cq[43];
     w[75] = t264;
     const double t265 = t196 * sq[43];
@@ -25826,7 +25826,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t311 = 0.33416666666666667 + t308;
     w[79] = t311;
     const double t312 = 0.5 + t295;
-    /* mass matrix: composite inertia of body link43 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link43 */
     const double t313 = t312 * cq[42];
     const double t314 = t220 * sq[42];
     const double t315 = t313 + t314;
@@ -25883,7 +25883,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t361 = 0.33416666666666667 + t358;
     w[91] = t361;
     const double t362 = 0.5 + t345;
-    /* mass matrix: composite inertia of body link42 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link42 */
     const double t363 = t362 * cq[41];
     const double t364 = t269 * sq[41];
     const double t365 = t363 + t364;
@@ -25941,7 +25941,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t411 = 0.33416666666666667 + t408;
     w[99] = t411;
     const double t412 = 0.5 + t395;
-    /* mass matrix: composite inertia of body link41 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link41 */
     const double t413 = t412 * cq[40];
     w[98] = t413;
     const double t414 = t344 * sq[40];
@@ -25996,7 +25996,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t460 = 0.33416666666666667 + t457;
     w[112] = t460;
     const double t461 = 0.5 + t444;
-    /* mass matrix: composite inertia of body link40 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link40 */
     const double t462 = t461 * cq[39];
     w[111] = t462;
     const double t463 = t394 * sq[39];
@@ -26052,7 +26052,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t509 = 0.33416666666666667 + t506;
     w[122] = t509;
     const double t510 = 0.5 + t493;
-    /* mass matrix: composite inertia of body link39 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link39 */
     const double t511 = t510 * cq[38];
     const double t512 = t418 * sq[38];
     const double t513 = t511 + t512;
@@ -26109,7 +26109,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t559 = 0.33416666666666667 + t556;
     w[127] = t559;
     const double t560 = 0.5 + t543;
-    /* mass matrix: composite inertia of body link38 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link38 */
     const double t561 = t560 * cq[37];
     const double t562 = t467 * sq[37];
     const double t563 = t561 + t562;
@@ -26167,7 +26167,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t609 = 0.33416666666666667 + t606;
     w[143] = t609;
     const double t610 = 0.5 + t593;
-    /* mass matrix: composite inertia of body link37 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link37 */
     const double t611 = t610 * cq[36];
     w[142] = t611;
     const double t612 = t542 * sq[36];
@@ -26222,7 +26222,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t658 = 0.33416666666666667 + t655;
     w[149] = t658;
     const double t659 = 0.5 + t642;
-    /* mass matrix: composite inertia of body link36 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link36 */
     const double t660 = t659 * cq[35];
     w[148] = t660;
     const double t661 = t592 * sq[35];
@@ -26278,7 +26278,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t707 = 0.33416666666666667 + t704;
     w[158] = t707;
     const double t708 = 0.5 + t691;
-    /* mass matrix: composite inertia of body link35 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link35 */
     const double t709 = t708 * cq[34];
     const double t710 = t616 * sq[34];
     const double t711 = t709 + t710;
@@ -26335,7 +26335,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t757 = 0.33416666666666667 + t754;
     w[163] = t757;
     const double t758 = 0.5 + t741;
-    /* mass matrix: composite inertia of body link34 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link34 */
     const double t759 = t758 * cq[33];
     const double t760 = t665 * sq[33];
     const double t761 = t759 + t760;
@@ -26393,7 +26393,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t807 = 0.33416666666666667 + t804;
     w[171] = t807;
     const double t808 = 0.5 + t791;
-    /* mass matrix: composite inertia of body link33 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link33 */
     const double t809 = t808 * cq[32];
     w[170] = t809;
     const double t810 = t740 * sq[32];
@@ -26448,7 +26448,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t856 = 0.33416666666666667 + t853;
     w[184] = t856;
     const double t857 = 0.5 + t840;
-    /* mass matrix: composite inertia of body link32 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link32 */
     const double t858 = t857 * cq[31];
     w[183] = t858;
     const double t859 = t790 * sq[31];
@@ -26504,7 +26504,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t905 = 0.33416666666666667 + t902;
     w[187] = t905;
     const double t906 = 0.5 + t889;
-    /* mass matrix: composite inertia of body link31 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link31 */
     const double t907 = t906 * cq[30];
     const double t908 = t814 * sq[30];
     const double t909 = t907 + t908;
@@ -26561,7 +26561,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
     const double t955 = 0.33416666666666667 + t952;
     w[1] = t955;
     const double t956 = 0.5 + t939;
-    /* mass matrix: composite inertia of body link30 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link30 */
     const double t957 = t956 * cq[29];
     const double t958 = t863 * sq[29];
     const double t959 = t957 + t958;
@@ -26623,7 +26623,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
 #if SCLERON_IN_PART(22)
 SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: composite inertia of body link30 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link30 */
     const double t999 = w[0];
     const double t1000 = t999 - 21.0;
     const double t955 = w[1];
@@ -26637,7 +26637,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     w[203] = t1005;
     const double t989 = w[4];
     const double t1006 = 0.5 + t989;
-    /* mass matrix: composite inertia of body link29 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link29 */
     const double t1007 = t1006 * cq[28];
     w[202] = t1007;
     const double t938 = w[5];
@@ -26697,7 +26697,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     const double t1054 = 0.33416666666666667 + t1051;
     w[211] = t1054;
     const double t1055 = 0.5 + t1038;
-    /* mass matrix: composite inertia of body link28 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link28 */
     const double t1056 = t1055 * cq[27];
     w[210] = t1056;
     const double t1057 = t988 * sq[27];
@@ -26753,7 +26753,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     const double t1103 = 0.33416666666666667 + t1100;
     w[214] = t1103;
     const double t1104 = 0.5 + t1087;
-    /* mass matrix: composite inertia of body link27 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link27 */
     const double t1105 = t1104 * cq[26];
     const double t1106 = t1012 * sq[26];
     const double t1107 = t1105 + t1106;
@@ -26810,7 +26810,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     const double t1153 = 0.33416666666666667 + t1150;
     w[219] = t1153;
     const double t1154 = 0.5 + t1137;
-    /* mass matrix: composite inertia of body link26 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link26 */
     const double t1155 = t1154 * cq[25];
     const double t1156 = t1061 * sq[25];
     const double t1157 = t1155 + t1156;
@@ -26868,7 +26868,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     const double t1203 = 0.33416666666666667 + t1200;
     w[235] = t1203;
     const double t1204 = 0.5 + t1187;
-    /* mass matrix: composite inertia of body link25 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link25 */
     const double t1205 = t1204 * cq[24];
     w[234] = t1205;
     const double t1206 = t1136 * sq[24];
@@ -26923,7 +26923,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     const double t1252 = 0.33416666666666667 + t1249;
     w[241] = t1252;
     const double t1253 = 0.5 + t1236;
-    /* mass matrix: composite inertia of body link24 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link24 */
     const double t1254 = t1253 * cq[23];
     w[240] = t1254;
     const double t1255 = t1186 * sq[23];
@@ -26979,7 +26979,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     const double t1301 = 0.33416666666666667 + t1298;
     w[244] = t1301;
     const double t1302 = 0.5 + t1285;
-    /* mass matrix: composite inertia of body link23 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link23 */
     const double t1303 = t1302 * cq[22];
     const double t1304 = t1210 * sq[22];
     const double t1305 = t1303 + t1304;
@@ -27036,7 +27036,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     const double t1351 = 0.33416666666666667 + t1348;
     w[249] = t1351;
     const double t1352 = 0.5 + t1335;
-    /* mass matrix: composite inertia of body link22 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link22 */
     const double t1353 = t1352 * cq[21];
     const double t1354 = t1259 * sq[21];
     const double t1355 = t1353 + t1354;
@@ -27094,7 +27094,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     const double t1401 = 0.33416666666666667 + t1398;
     w[264] = t1401;
     const double t1402 = 0.5 + t1385;
-    /* mass matrix: composite inertia of body link21 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link21 */
     const double t1403 = t1402 * cq[20];
     w[263] = t1403;
     const double t1404 = t1334 * sq[20];
@@ -27149,7 +27149,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     const double t1450 = 0.33416666666666667 + t1447;
     w[270] = t1450;
     const double t1451 = 0.5 + t1434;
-    /* mass matrix: composite inertia of body link20 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link20 */
     const double t1452 = t1451 * cq[19];
     w[269] = t1452;
     const double t1453 = t1384 * sq[19];
@@ -27205,7 +27205,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     const double t1499 = 0.33416666666666667 + t1496;
     w[273] = t1499;
     const double t1500 = 0.5 + t1483;
-    /* mass matrix: composite inertia of body link19 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link19 */
     const double t1501 = t1500 * cq[18];
     const double t1502 = t1408 * sq[18];
     const double t1503 = t1501 + t1502;
@@ -27262,7 +27262,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     const double t1549 = 0.33416666666666667 + t1546;
     w[278] = t1549;
     const double t1550 = 0.5 + t1533;
-    /* mass matrix: composite inertia of body link18 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link18 */
     const double t1551 = t1550 * cq[17];
     const double t1552 = t1457 * sq[17];
     const double t1553 = t1551 + t1552;
@@ -27320,7 +27320,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     const double t1599 = 0.33416666666666667 + t1596;
     w[293] = t1599;
     const double t1600 = 0.5 + t1583;
-    /* mass matrix: composite inertia of body link17 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link17 */
     const double t1601 = t1600 * cq[16];
     w[292] = t1601;
     const double t1602 = t1532 * sq[16];
@@ -27375,7 +27375,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     const double t1648 = 0.33416666666666667 + t1645;
     w[299] = t1648;
     const double t1649 = 0.5 + t1632;
-    /* mass matrix: composite inertia of body link16 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link16 */
     const double t1650 = t1649 * cq[15];
     w[298] = t1650;
     const double t1651 = t1582 * sq[15];
@@ -27431,7 +27431,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     const double t1697 = 0.33416666666666667 + t1694;
     w[302] = t1697;
     const double t1698 = 0.5 + t1681;
-    /* mass matrix: composite inertia of body link15 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link15 */
     const double t1699 = t1698 * cq[14];
     const double t1700 = t1606 * sq[14];
     const double t1701 = t1699 + t1700;
@@ -27488,7 +27488,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     const double t1747 = 0.33416666666666667 + t1744;
     w[307] = t1747;
     const double t1748 = 0.5 + t1731;
-    /* mass matrix: composite inertia of body link14 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link14 */
     const double t1749 = t1748 * cq[13];
     const double t1750 = t1655 * sq[13];
     const double t1751 = t1749 + t1750;
@@ -27546,7 +27546,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     const double t1797 = 0.33416666666666667 + t1794;
     w[315] = t1797;
     const double t1798 = 0.5 + t1781;
-    /* mass matrix: composite inertia of body link13 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link13 */
     const double t1799 = t1798 * cq[12];
     w[314] = t1799;
     const double t1800 = t1730 * sq[12];
@@ -27601,7 +27601,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     const double t1846 = 0.33416666666666667 + t1843;
     w[327] = t1846;
     const double t1847 = 0.5 + t1830;
-    /* mass matrix: composite inertia of body link12 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link12 */
     const double t1848 = t1847 * cq[11];
     w[326] = t1848;
     const double t1849 = t1780 * sq[11];
@@ -27657,7 +27657,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     const double t1895 = 0.33416666666666667 + t1892;
     w[330] = t1895;
     const double t1896 = 0.5 + t1879;
-    /* mass matrix: composite inertia of body link11 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link11 */
     const double t1897 = t1896 * cq[10];
     const double t1898 = t1804 * sq[10];
     const double t1899 = t1897 + t1898;
@@ -27714,7 +27714,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     const double t1945 = 0.33416666666666667 + t1942;
     w[334] = t1945;
     const double t1946 = 0.5 + t1929;
-    /* mass matrix: composite inertia of body link10 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link10 */
     const double t1947 = t1946 * cq[9];
     const double t1948 = t1853 * sq[9];
     const double t1949 = t1947 + t1948;
@@ -27777,7 +27777,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
     w[19] = t1995;
     const double t1996 = 0.5 + t1979;
     w[10] = t1996;
-    /* mass matrix: composite inertia of body link9 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link9 */
     const double t1997 = t1996 * cq[8];
     w[339] = t1997;
     const double t1998 = t1928 * sq[8];
@@ -27789,7 +27789,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
 #if SCLERON_IN_PART(23)
 SCLERON_LOCAL void rc50_mass_matrix_part2(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: composite inertia of body link9 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link9 */
     const double t1996 = w[10];
     const double t2000 = t1996 * sq[8];
     w[338] = t2000;
@@ -27850,7 +27850,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part2(const double *restrict q, double *rest
     const double t2044 = 0.33416666666666667 + t2041;
     w[345] = t2044;
     const double t2045 = 0.5 + t2028;
-    /* mass matrix: composite inertia of body link8 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link8 */
     const double t2046 = t2045 * cq[7];
     w[344] = t2046;
     const double t2047 = t1978 * sq[7];
@@ -27906,7 +27906,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part2(const double *restrict q, double *rest
     const double t2093 = 0.33416666666666667 + t2090;
     w[348] = t2093;
     const double t2094 = 0.5 + t2077;
-    /* mass matrix: composite inertia of body link7 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link7 */
     const double t2095 = t2094 * cq[6];
     const double t2096 = t2002 * sq[6];
     const double t2097 = t2095 + t2096;
@@ -27963,7 +27963,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part2(const double *restrict q, double *rest
     const double t2143 = 0.33416666666666667 + t2140;
     w[353] = t2143;
     const double t2144 = 0.5 + t2127;
-    /* mass matrix: composite inertia of body link6 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link6 */
     const double t2145 = t2144 * cq[5];
     const double t2146 = t2051 * sq[5];
     const double t2147 = t2145 + t2146;
@@ -28021,7 +28021,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part2(const double *restrict q, double *rest
     const double t2193 = 0.33416666666666667 + t2190;
     w[361] = t2193;
     const double t2194 = 0.5 + t2177;
-    /* mass matrix: composite inertia of body link5 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link5 */
     const double t2195 = t2194 * cq[4];
     w[360] = t2195;
     const double t2196 = t2126 * sq[4];
@@ -28076,7 +28076,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part2(const double *restrict q, double *rest
     const double t2242 = 0.33416666666666667 + t2239;
     w[367] = t2242;
     const double t2243 = 0.5 + t2226;
-    /* mass matrix: composite inertia of body link4 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link4 */
     const double t2244 = t2243 * cq[3];
     w[366] = t2244;
     const double t2245 = t2176 * sq[3];
@@ -28132,7 +28132,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part2(const double *restrict q, double *rest
     const double t2291 = 0.33416666666666667 + t2288;
     w[370] = t2291;
     const double t2292 = 0.5 + t2275;
-    /* mass matrix: composite inertia of body link3 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link3 */
     const double t2293 = t2292 * cq[2];
     const double t2294 = t2200 * sq[2];
     const double t2295 = t2293 + t2294;
@@ -28186,7 +28186,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part2(const double *restrict q, double *rest
     const double t2340 = 0.33416666666666667 + t2337;
     w[412] = t2340;
     const double t2341 = 0.5 + t2324;
-    /* mass matrix: composite inertia of body link2 */
+    /* mass matrix (Featherstone Table 6.2): composite inertia of body link2 */
     const double t2342 = t2341 * cq[1];
     const double t2343 = t2249 * sq[1];
     const double t2344 = t2342 + t2343;
@@ -28208,7 +28208,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part2(const double *restrict q, double *rest
     const double t2359 = t2356 - t2358;
     const double t2360 = 0.33416666666666667 + t2359;
     w[373] = t2360;
-    /* mass matrix: column of joint joint50 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint50 */
     const double t14 = w[20];
     const double t2361 = -0.33416666666666667 + t14;
     const double t2362 = sq[49] * cq[48];
@@ -28906,7 +28906,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part2(const double *restrict q, double *rest
 #if SCLERON_IN_PART(24)
 SCLERON_LOCAL void rc50_mass_matrix_part3(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint joint50 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint50 */
     const double t2975 = w[21];
     const double t3000 = sq[4] * t2975;
     const double t2999 = w[22];
@@ -28961,7 +28961,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part3(const double *restrict q, double *rest
     const double t3041 = t3039 - t3040;
     const double t3042 = t3041 - t3030;
     w[411] = t3042;
-    /* mass matrix: column of joint joint49 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint49 */
     const double t28 = w[28];
     const double t30 = w[29];
     const double t3043 = t28 + t30;
@@ -29679,7 +29679,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part3(const double *restrict q, double *rest
     const double t3706 = t3704 + t3705;
     const double t3707 = t3701 + t3706;
     w[410] = t3707;
-    /* mass matrix: column of joint joint48 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint48 */
     const double t69 = w[33];
     const double t3708 = 0.5 * t69;
     const double t68 = w[34];
@@ -30010,7 +30010,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part3(const double *restrict q, double *rest
 #if SCLERON_IN_PART(25)
 SCLERON_LOCAL void rc50_mass_matrix_part4(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint joint48 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint48 */
     const double t3985 = w[39];
     const double t4000 = sq[26] * t3985;
     const double t3980 = w[40];
@@ -30404,7 +30404,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part4(const double *restrict q, double *rest
     const double t4358 = t4356 - t4357;
     const double t4359 = t4358 - t4347;
     w[409] = t4359;
-    /* mass matrix: column of joint joint47 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint47 */
     const double t113 = w[46];
     const double t117 = w[47];
     const double t4360 = t113 + t117;
@@ -31091,7 +31091,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part4(const double *restrict q, double *rest
     const double t4994 = t4992 - t4993;
     const double t4995 = t4994 - t4983;
     w[408] = t4995;
-    /* mass matrix: column of joint joint46 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint46 */
     const double t163 = w[51];
     const double t167 = w[52];
     const double t4996 = t163 + t167;
@@ -31110,7 +31110,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part4(const double *restrict q, double *rest
 #if SCLERON_IN_PART(26)
 SCLERON_LOCAL void rc50_mass_matrix_part5(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint joint46 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint46 */
     const double t4996 = w[55];
     const double t5000 = sq[44] * t4996;
     const double t4999 = w[56];
@@ -31780,7 +31780,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part5(const double *restrict q, double *rest
     const double t5616 = t5614 + t5615;
     const double t5617 = t5611 + t5616;
     w[407] = t5617;
-    /* mass matrix: column of joint joint45 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint45 */
     const double t120 = w[60];
     const double t5618 = t120 * cq[44];
     const double t218 = w[61];
@@ -32208,7 +32208,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part5(const double *restrict q, double *rest
 #if SCLERON_IN_PART(27)
 SCLERON_LOCAL void rc50_mass_matrix_part6(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint joint45 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint45 */
     const double t5972 = w[66];
     const double t6000 = cq[17] * t5972;
     const double t5988 = w[67];
@@ -32462,7 +32462,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part6(const double *restrict q, double *rest
     const double t6227 = t6225 + t6226;
     const double t6228 = t6222 + t6227;
     w[406] = t6228;
-    /* mass matrix: column of joint joint44 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint44 */
     const double t170 = w[73];
     const double t6229 = t170 * cq[43];
     const double t267 = w[74];
@@ -33107,7 +33107,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part6(const double *restrict q, double *rest
     const double t6823 = t6821 - t6822;
     const double t6824 = t6823 - t6812;
     w[405] = t6824;
-    /* mass matrix: column of joint joint43 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint43 */
     const double t311 = w[79];
     const double t315 = w[80];
     const double t6825 = t311 + t315;
@@ -33312,7 +33312,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part6(const double *restrict q, double *rest
 #if SCLERON_IN_PART(28)
 SCLERON_LOCAL void rc50_mass_matrix_part7(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint joint43 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint43 */
     const double t6979 = w[84];
     const double t7000 = cq[29] * t6979;
     const double t6999 = w[85];
@@ -33752,7 +33752,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part7(const double *restrict q, double *rest
     const double t7401 = t7399 - t7400;
     const double t7402 = t7401 - t7390;
     w[404] = t7402;
-    /* mass matrix: column of joint joint42 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint42 */
     const double t361 = w[91];
     const double t365 = w[92];
     const double t7403 = t361 + t365;
@@ -34362,7 +34362,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part7(const double *restrict q, double *rest
     const double t7965 = t7963 + t7964;
     const double t7966 = t7960 + t7965;
     w[403] = t7966;
-    /* mass matrix: column of joint joint41 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint41 */
     const double t318 = w[96];
     const double t7967 = t318 * cq[40];
     const double t416 = w[97];
@@ -34417,7 +34417,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part7(const double *restrict q, double *rest
 #if SCLERON_IN_PART(29)
 SCLERON_LOCAL void rc50_mass_matrix_part8(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint joint41 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint41 */
     const double t7984 = w[102];
     const double t8000 = sq[37] * t7984;
     const double t7973 = w[103];
@@ -34982,7 +34982,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part8(const double *restrict q, double *rest
     const double t8518 = t8516 + t8517;
     const double t8519 = t8513 + t8518;
     w[402] = t8519;
-    /* mass matrix: column of joint joint40 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint40 */
     const double t368 = w[109];
     const double t8520 = t368 * cq[39];
     const double t465 = w[110];
@@ -35515,7 +35515,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part8(const double *restrict q, double *rest
 #if SCLERON_IN_PART(30)
 SCLERON_LOCAL void rc50_mass_matrix_part9(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint joint40 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint40 */
     const double t8976 = w[115];
     const double t9000 = sq[5] * t8976;
     const double t8999 = w[116];
@@ -35586,7 +35586,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part9(const double *restrict q, double *rest
     const double t9056 = t9054 - t9055;
     const double t9057 = t9056 - t9045;
     w[401] = t9057;
-    /* mass matrix: column of joint joint39 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint39 */
     const double t509 = w[122];
     const double t513 = w[123];
     const double t9058 = t509 + t513;
@@ -36149,7 +36149,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part9(const double *restrict q, double *rest
     const double t9576 = t9574 - t9575;
     const double t9577 = t9576 - t9565;
     w[400] = t9577;
-    /* mass matrix: column of joint joint38 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint38 */
     const double t559 = w[127];
     const double t563 = w[128];
     const double t9578 = t559 + t563;
@@ -36620,7 +36620,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part9(const double *restrict q, double *rest
 #if SCLERON_IN_PART(31)
 SCLERON_LOCAL void rc50_mass_matrix_part10(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint joint38 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint38 */
     const double t9989 = w[132];
     const double t10000 = cq[7] * t9989;
     const double t9993 = w[133];
@@ -36720,7 +36720,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part10(const double *restrict q, double *res
     const double t10082 = t10080 + t10081;
     const double t10083 = t10077 + t10082;
     w[399] = t10083;
-    /* mass matrix: column of joint joint37 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint37 */
     const double t516 = w[140];
     const double t10084 = t516 * cq[36];
     const double t614 = w[141];
@@ -37257,7 +37257,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part10(const double *restrict q, double *res
     const double t10577 = t10575 + t10576;
     const double t10578 = t10572 + t10577;
     w[398] = t10578;
-    /* mass matrix: column of joint joint36 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint36 */
     const double t566 = w[146];
     const double t10579 = t566 * cq[35];
     const double t663 = w[147];
@@ -37726,7 +37726,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part10(const double *restrict q, double *res
 #if SCLERON_IN_PART(32)
 SCLERON_LOCAL void rc50_mass_matrix_part11(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint joint36 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint36 */
     const double t10988 = w[152];
     const double t11000 = cq[5] * t10988;
     const double t10977 = w[153];
@@ -37797,7 +37797,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part11(const double *restrict q, double *res
     const double t11057 = t11055 - t11056;
     const double t11058 = t11057 - t11046;
     w[397] = t11058;
-    /* mass matrix: column of joint joint35 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint35 */
     const double t707 = w[158];
     const double t711 = w[159];
     const double t11059 = t707 + t711;
@@ -38298,7 +38298,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part11(const double *restrict q, double *res
     const double t11519 = t11517 - t11518;
     const double t11520 = t11519 - t11508;
     w[396] = t11520;
-    /* mass matrix: column of joint joint34 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint34 */
     const double t757 = w[163];
     const double t761 = w[164];
     const double t11521 = t757 + t761;
@@ -38784,7 +38784,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part11(const double *restrict q, double *res
     const double t11967 = t11965 + t11966;
     const double t11968 = t11962 + t11967;
     w[395] = t11968;
-    /* mass matrix: column of joint joint33 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint33 */
     const double t714 = w[168];
     const double t11969 = t714 * cq[32];
     const double t812 = w[169];
@@ -38837,7 +38837,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part11(const double *restrict q, double *res
 #if SCLERON_IN_PART(33)
 SCLERON_LOCAL void rc50_mass_matrix_part12(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint joint33 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint33 */
     const double t11975 = w[174];
     const double t12000 = sq[29] * t11975;
     const double t11999 = w[175];
@@ -39280,7 +39280,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part12(const double *restrict q, double *res
     const double t12404 = t12402 + t12403;
     const double t12405 = t12399 + t12404;
     w[394] = t12405;
-    /* mass matrix: column of joint joint32 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint32 */
     const double t764 = w[181];
     const double t12406 = t764 * cq[31];
     const double t861 = w[182];
@@ -39739,7 +39739,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part12(const double *restrict q, double *res
     const double t12826 = t12824 - t12825;
     const double t12827 = t12826 - t12815;
     w[393] = t12827;
-    /* mass matrix: column of joint joint31 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint31 */
     const double t905 = w[187];
     const double t909 = w[188];
     const double t12828 = t905 + t909;
@@ -39941,7 +39941,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part12(const double *restrict q, double *res
 #if SCLERON_IN_PART(34)
 SCLERON_LOCAL void rc50_mass_matrix_part13(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint joint31 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint31 */
     const double t12982 = w[191];
     const double t13000 = sq[17] * t12982;
     const double t12999 = w[192];
@@ -40198,7 +40198,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part13(const double *restrict q, double *res
     const double t13230 = t13228 - t13229;
     const double t13231 = t13230 - t13219;
     w[392] = t13231;
-    /* mass matrix: column of joint joint30 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint30 */
     const double t955 = w[1];
     const double t959 = w[198];
     const double t13232 = t955 + t959;
@@ -40622,7 +40622,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part13(const double *restrict q, double *res
     const double t13620 = t13618 + t13619;
     const double t13621 = t13615 + t13620;
     w[391] = t13621;
-    /* mass matrix: column of joint joint29 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint29 */
     const double t912 = w[200];
     const double t13622 = t912 * cq[28];
     const double t1010 = w[201];
@@ -41041,12 +41041,12 @@ SCLERON_LOCAL void rc50_mass_matrix_part13(const double *restrict q, double *res
 #if SCLERON_IN_PART(35)
 SCLERON_LOCAL void rc50_mass_matrix_part14(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint joint29 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint29 */
     const double t13994 = w[206];
     const double t13999 = w[207];
     const double t14000 = t13994 + t13999;
     w[390] = t14000;
-    /* mass matrix: column of joint joint28 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint28 */
     const double t962 = w[208];
     const double t14001 = t962 * cq[27];
     const double t1059 = w[209];
@@ -41443,7 +41443,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part14(const double *restrict q, double *res
     const double t14363 = t14361 - t14362;
     const double t14364 = t14363 - t14352;
     w[389] = t14364;
-    /* mass matrix: column of joint joint27 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint27 */
     const double t1103 = w[214];
     const double t1107 = w[215];
     const double t14365 = t1103 + t1107;
@@ -41820,7 +41820,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part14(const double *restrict q, double *res
     const double t14709 = t14707 - t14708;
     const double t14710 = t14709 - t14698;
     w[388] = t14710;
-    /* mass matrix: column of joint joint26 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint26 */
     const double t1153 = w[219];
     const double t1157 = w[220];
     const double t14711 = t1153 + t1157;
@@ -42148,7 +42148,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part14(const double *restrict q, double *res
 #if SCLERON_IN_PART(36)
 SCLERON_LOCAL void rc50_mass_matrix_part15(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint joint26 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint26 */
     const double t14998 = w[224];
     const double t14999 = w[225];
     const double t15000 = t14998 - t14999;
@@ -42204,7 +42204,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part15(const double *restrict q, double *res
     const double t15041 = t15039 + t15040;
     const double t15042 = t15036 + t15041;
     w[387] = t15042;
-    /* mass matrix: column of joint joint25 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint25 */
     const double t1110 = w[232];
     const double t15043 = t1110 * cq[24];
     const double t1208 = w[233];
@@ -42555,7 +42555,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part15(const double *restrict q, double *res
     const double t15362 = t15360 + t15361;
     const double t15363 = t15357 + t15362;
     w[386] = t15363;
-    /* mass matrix: column of joint joint24 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint24 */
     const double t1160 = w[238];
     const double t15364 = t1160 * cq[23];
     const double t1257 = w[239];
@@ -42890,7 +42890,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part15(const double *restrict q, double *res
     const double t15668 = t15666 - t15667;
     const double t15669 = t15668 - t15657;
     w[385] = t15669;
-    /* mass matrix: column of joint joint23 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint23 */
     const double t1301 = w[244];
     const double t1305 = w[245];
     const double t15670 = t1301 + t1305;
@@ -43205,7 +43205,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part15(const double *restrict q, double *res
     const double t15956 = t15954 - t15955;
     const double t15957 = t15956 - t15945;
     w[384] = t15957;
-    /* mass matrix: column of joint joint22 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint22 */
     const double t1351 = w[249];
     const double t1355 = w[250];
     const double t15958 = t1351 + t1355;
@@ -43268,7 +43268,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part15(const double *restrict q, double *res
 #if SCLERON_IN_PART(37)
 SCLERON_LOCAL void rc50_mass_matrix_part16(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint joint22 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint22 */
     const double t15981 = w[254];
     const double t16000 = sq[17] * t15981;
     const double t15999 = w[255];
@@ -43525,7 +43525,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part16(const double *restrict q, double *res
     const double t16230 = t16228 + t16229;
     const double t16231 = t16225 + t16230;
     w[383] = t16231;
-    /* mass matrix: column of joint joint21 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint21 */
     const double t1308 = w[261];
     const double t16232 = t1308 * cq[20];
     const double t1406 = w[262];
@@ -43814,7 +43814,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part16(const double *restrict q, double *res
     const double t16493 = t16491 + t16492;
     const double t16494 = t16488 + t16493;
     w[382] = t16494;
-    /* mass matrix: column of joint joint20 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint20 */
     const double t1358 = w[267];
     const double t16495 = t1358 * cq[19];
     const double t1455 = w[268];
@@ -44087,7 +44087,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part16(const double *restrict q, double *res
     const double t16741 = t16739 - t16740;
     const double t16742 = t16741 - t16730;
     w[381] = t16742;
-    /* mass matrix: column of joint joint19 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint19 */
     const double t1499 = w[273];
     const double t1503 = w[274];
     const double t16743 = t1499 + t1503;
@@ -44340,7 +44340,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part16(const double *restrict q, double *res
     const double t16971 = t16969 - t16970;
     const double t16972 = t16971 - t16960;
     w[380] = t16972;
-    /* mass matrix: column of joint joint18 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint18 */
     const double t1549 = w[278];
     const double t1553 = w[279];
     const double t16973 = t1549 + t1553;
@@ -44388,7 +44388,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part16(const double *restrict q, double *res
 #if SCLERON_IN_PART(38)
 SCLERON_LOCAL void rc50_mass_matrix_part17(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint joint18 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint18 */
     const double t16975 = w[283];
     const double t17000 = sq[14] * t16975;
     const double t16999 = w[284];
@@ -44599,7 +44599,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part17(const double *restrict q, double *res
     const double t17187 = t17185 + t17186;
     const double t17188 = t17182 + t17187;
     w[379] = t17188;
-    /* mass matrix: column of joint joint17 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint17 */
     const double t1506 = w[290];
     const double t17189 = t1506 * cq[16];
     const double t1604 = w[291];
@@ -44826,7 +44826,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part17(const double *restrict q, double *res
     const double t17392 = t17390 + t17391;
     const double t17393 = t17387 + t17392;
     w[378] = t17393;
-    /* mass matrix: column of joint joint16 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint16 */
     const double t1556 = w[296];
     const double t17394 = t1556 * cq[15];
     const double t1653 = w[297];
@@ -45037,7 +45037,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part17(const double *restrict q, double *res
     const double t17582 = t17580 - t17581;
     const double t17583 = t17582 - t17571;
     w[377] = t17583;
-    /* mass matrix: column of joint joint15 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint15 */
     const double t1697 = w[302];
     const double t1701 = w[303];
     const double t17584 = t1697 + t1701;
@@ -45228,7 +45228,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part17(const double *restrict q, double *res
     const double t17754 = t17752 - t17753;
     const double t17755 = t17754 - t17743;
     w[376] = t17755;
-    /* mass matrix: column of joint joint14 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint14 */
     const double t1747 = w[307];
     const double t1751 = w[308];
     const double t17756 = t1747 + t1751;
@@ -45404,7 +45404,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part17(const double *restrict q, double *res
     const double t17912 = t17910 + t17911;
     const double t17913 = t17907 + t17912;
     w[375] = t17913;
-    /* mass matrix: column of joint joint13 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint13 */
     const double t1704 = w[312];
     const double t17914 = t1704 * cq[12];
     const double t1802 = w[313];
@@ -45514,7 +45514,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part17(const double *restrict q, double *res
 #if SCLERON_IN_PART(39)
 SCLERON_LOCAL void rc50_mass_matrix_part18(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* mass matrix: column of joint joint13 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint13 */
     const double t17998 = w[318];
     const double t17999 = w[319];
     const double t18000 = t17998 + t17999;
@@ -45582,7 +45582,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part18(const double *restrict q, double *res
     const double t18058 = cq[1] * t18055;
     const double t18059 = t18057 + t18058;
     const double t18060 = t18054 + t18059;
-    /* mass matrix: column of joint joint12 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint12 */
     const double t1754 = w[324];
     const double t18061 = t1754 * cq[11];
     const double t1851 = w[325];
@@ -45721,7 +45721,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part18(const double *restrict q, double *res
     const double t18190 = cq[1] * t18187;
     const double t18191 = t18189 - t18190;
     const double t18192 = t18191 - t18180;
-    /* mass matrix: column of joint joint11 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint11 */
     const double t1895 = w[330];
     const double t1899 = w[331];
     const double t18193 = t1895 + t1899;
@@ -45841,7 +45841,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part18(const double *restrict q, double *res
     const double t18304 = cq[1] * t18301;
     const double t18305 = t18303 - t18304;
     const double t18306 = t18305 - t18294;
-    /* mass matrix: column of joint joint10 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint10 */
     const double t1945 = w[334];
     const double t1949 = w[335];
     const double t18307 = t1945 + t1949;
@@ -45947,7 +45947,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part18(const double *restrict q, double *res
     const double t18404 = cq[1] * t18401;
     const double t18405 = t18403 + t18404;
     const double t18406 = t18400 + t18405;
-    /* mass matrix: column of joint joint9 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint9 */
     const double t1902 = w[337];
     const double t18407 = t1902 * cq[8];
     const double t2000 = w[338];
@@ -46043,7 +46043,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part18(const double *restrict q, double *res
     const double t18493 = cq[1] * t18490;
     const double t18494 = t18492 + t18493;
     const double t18495 = t18489 + t18494;
-    /* mass matrix: column of joint joint8 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint8 */
     const double t1952 = w[342];
     const double t18496 = t1952 * cq[7];
     const double t2049 = w[343];
@@ -46124,7 +46124,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part18(const double *restrict q, double *res
     const double t18567 = cq[1] * t18564;
     const double t18568 = t18566 - t18567;
     const double t18569 = t18568 - t18557;
-    /* mass matrix: column of joint joint7 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint7 */
     const double t2093 = w[348];
     const double t2097 = w[349];
     const double t18570 = t2093 + t2097;
@@ -46186,7 +46186,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part18(const double *restrict q, double *res
     const double t18623 = cq[1] * t18620;
     const double t18624 = t18622 - t18623;
     const double t18625 = t18624 - t18613;
-    /* mass matrix: column of joint joint6 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint6 */
     const double t2143 = w[353];
     const double t2147 = w[354];
     const double t18626 = t2143 + t2147;
@@ -46234,7 +46234,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part18(const double *restrict q, double *res
     const double t18665 = cq[1] * t18662;
     const double t18666 = t18664 + t18665;
     const double t18667 = t18661 + t18666;
-    /* mass matrix: column of joint joint5 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint5 */
     const double t2100 = w[358];
     const double t18668 = t2100 * cq[4];
     const double t2198 = w[359];
@@ -46272,7 +46272,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part18(const double *restrict q, double *res
     const double t18696 = cq[1] * t18693;
     const double t18697 = t18695 + t18696;
     const double t18698 = t18692 + t18697;
-    /* mass matrix: column of joint joint4 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint4 */
     const double t2150 = w[364];
     const double t18699 = t2150 * cq[3];
     const double t2247 = w[365];
@@ -46297,7 +46297,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part18(const double *restrict q, double *res
     const double t18714 = cq[1] * t18711;
     const double t18715 = t18713 + t18714;
     const double t18716 = t18715 - t18704;
-    /* mass matrix: column of joint joint3 */
+    /* mass matrix (Featherstone Table 6.2): column of joint joint3 */
     const double t2291 = w[370];
     const double t2295 = w[371];
     const double t18717 = t2291 + t2295;

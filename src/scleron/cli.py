@@ -12,6 +12,7 @@ import time
 
 from . import __version__
 from .errors import BuildError, ModelError
+from .simulate import add_parser as add_simulate_parser
 
 
 class CommandError(Exception):
@@ -161,6 +162,7 @@ def build_parser():
     h = sub.add_parser("charts", help="write the 12 Euler charts (Sueda App. A) as C and Python")
     h.add_argument("-o", "--output", default="charts", help="output folder (default charts/)")
     h.set_defaults(func=cmd_charts)
+    add_simulate_parser(sub)
     return p
 
 

@@ -5,10 +5,12 @@ Forward kinematics uses the joint models themselves: the body frame of body i in
 with X_tree the joint's fixed placement (model.joints[i].origin) and Q_i(q_i) the joint's
 motion, joint_model(type, params).numeric("G", q_i) (a 4x4 homogeneous matrix).
 
-The picture: each joint is a dot at its body's frame origin, with a short segment along its
-axis where it has one (revolute, prismatic, helical, cylindrical); each link is a segment from
-the parent's joint to the child's joint; each centre of mass is a small cross joined to its
-joint by a dotted line; the world origin is a square with a small x/y/z triad. Axes are scaled
+The picture: each joint is a dot at its body's frame origin, with a short red segment along
+its axis where it has one (revolute, prismatic, helical, cylindrical); each link is a blue
+segment from the parent's joint to the child's joint (a leaf body, which has no child joint,
+gets a lighter one from its joint to its centre of mass); each centre of mass is a small green
+cross joined to its joint by a dotted line; the world origin is a black square with a small
+x/y/z (red/green/blue) triad, and a dashed grey line joins it to each root body. Axes are scaled
 equally, so lengths and angles are true.
 """
 import os
@@ -118,7 +120,13 @@ def _plot(fig, model, q, elev, azim, labels, title):
     lo, hi = points.min(axis=0), points.max(axis=0)
     center = (lo + hi) / 2
     half = max(float((hi - lo).max()) / 2 * 1.15, 0.05)
+    lengths = [np.linalg.norm(origins[i] - origins[model.parent_index(i)])
+               for i in range(len(model.bodies)) if model.parent_index(i) >= 0]
+    lengths = [x for x in lengths if x > 1e-9]
     tick = half * 0.08                                   # length of axis marks and the triad
+    if lengths:
+        tick = min(tick, 0.3 * float(np.median(lengths)))
+    small = len(model.bodies) > 12
 
     # links: parent joint -> child joint; root bodies hang from the world origin (dashed)
     for i, j in enumerate(model.joints):
@@ -139,11 +147,17 @@ def _plot(fig, model, q, elev, azim, labels, title):
         if axis is not None:
             d = joint_frames[i][:3, :3] @ np.asarray(axis, dtype=float)
             ax.plot(*np.c_[b - tick * d, b + tick * d], color="tab:red", lw=2.0)
-    # centres of mass, joined to their body's joint
+    # centres of mass, joined to their body's joint; a leaf body (no child to draw a link to)
+    # gets a lighter link from its joint to its centre of mass
+    parents = {model.parent_index(i) for i in range(len(model.bodies))}
     for i in range(len(model.bodies)):
+        if i not in parents:
+            ax.plot(*np.c_[origins[i], coms[i]], color="tab:blue", lw=2.0, alpha=0.4,
+                    solid_capstyle="round")
         ax.plot(*np.c_[origins[i], coms[i]], color="tab:green", lw=0.8, ls=":")
-    ax.scatter(*coms.T, marker="x", s=25, color="tab:green", label="centre of mass", depthshade=False)
-    ax.scatter(*origins.T, s=40, color="tab:orange", edgecolors="k", linewidths=0.5,
+    ax.scatter(*coms.T, marker="x", s=12 if small else 25, color="tab:green", label="centre of mass",
+               depthshade=False)
+    ax.scatter(*origins.T, s=20 if small else 40, color="tab:orange", edgecolors="k", linewidths=0.5,
                label="joint", depthshade=False, zorder=5)
     # world origin and triad
     ax.scatter([0], [0], [0], marker="s", s=40, color="k", label="world origin", depthshade=False)
@@ -153,9 +167,13 @@ def _plot(fig, model, q, elev, azim, labels, title):
         ax.plot(*np.c_[np.zeros(3), e], color=c, lw=1.5)
     if labels is None:
         labels = len(model.bodies) <= 12
-    if labels:
+    if labels:                                  # one label per point: coincident joints share it
+        spots = {}
         for i, b in enumerate(model.bodies):
-            ax.text(*(origins[i] + tick * 0.4), b.name, fontsize=7, color="0.2")
+            key = tuple(np.round(origins[i] / (tick * 0.05)).astype(int))
+            spots.setdefault(key, (origins[i], []))[1].append(b.name)
+        for pos, names in spots.values():
+            ax.text(*(pos + tick * 0.4), ", ".join(names), fontsize=7, color="0.2")
 
     ax.set_xlim(center[0] - half, center[0] + half)
     ax.set_ylim(center[1] - half, center[1] + half)
@@ -165,8 +183,10 @@ def _plot(fig, model, q, elev, azim, labels, title):
     ax.set_ylabel("y (m)")
     ax.set_zlabel("z (m)")
     ax.view_init(elev=elev, azim=azim)
-    qtext = np.array2string(q, precision=3, separator=", ", max_line_width=90, threshold=12,
-                            edgeitems=4, suppress_small=True)
+    vals = [f"{x:.3g}" for x in q]
+    if len(vals) > 12:
+        vals = vals[:5] + ["..."] + vals[-5:]
+    qtext = "[" + ", ".join(vals) + "]"
     ax.set_title(title or f"{model.name}: {len(model.bodies)} bodies, nq = {model.nq}\nq = {qtext}",
                  fontsize=9)
     ax.legend(loc="upper left", fontsize=7, frameon=False)

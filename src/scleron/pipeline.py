@@ -11,7 +11,8 @@ import time
 from dataclasses import dataclass, field
 
 from . import __version__
-from .codegen.build import compile_folder, install_folder, load_package, make_temp_folder
+from .codegen.build import (compile_folder, discard_temp_folder, install_folder, load_package,
+                            make_temp_folder)
 from .codegen.c_printer import print_program
 from .codegen.render import c_comment, c_identifier, render_files, template_texts
 from .dynamics.tree import Tree
@@ -178,9 +179,7 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
             report.times["compile"] = time.perf_counter() - t0
         install_folder(tmp, out_dir)
     finally:
-        if os.path.isdir(tmp):
-            import shutil
-            shutil.rmtree(tmp, ignore_errors=True)
+        discard_temp_folder(tmp)
     return load_package(out_dir) if compile else None
 
 

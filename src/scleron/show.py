@@ -346,6 +346,8 @@ class _Printer:
     def __init__(self, prog, name_of, group_of, uses, fmt, nv):
         self.prog, self.name_of, self.group_of, self.uses = prog, name_of, group_of, uses
         self.fmt, self.nv = fmt, nv
+        self.trig = {}
+        self.inline = set()
 
     def inlined(self, i, group):
         return i in self.inline and self.group_of.get(i) == group
@@ -360,6 +362,7 @@ class _Printer:
                          if isinstance(a, Var) and a.id in self.inline] + [0])
             depth[i] = d
             if (self.uses.get(i, 0) == 1 and d < max_depth and self.prog.ops[i] != "in"
+                    and i not in self.trig
                     and self.group_of.get(i) == self.group_of.get(self.user.get(i))):
                 self.inline.add(i)
 
@@ -380,6 +383,10 @@ class _Printer:
             if self.fmt == "latex":
                 return f"{INPUT_TEX.get(arr, arr)}_{{{idx}}}", 9
             return f"{arr}[{idx}]", 9
+        if i in self.trig:
+            if self.fmt == "latex":
+                return self.expr(i, group)
+            return self.name_of[i], 9
         if self.inlined(i, group):
             return self.expr(i, group)
         return self.name(i), 9
@@ -511,7 +518,10 @@ def function_text(model, function, body=None, fmt="text", tree=None):
     after_total = Counts.of(prog.op_counts())
     before_total = sum(before.values(), Counts())
     live = [i for i in prog.live() if prog.ops[i] != "in"]
-    name_of = {i: f"t{k}" for k, i in enumerate(live)}
+    trig = _trig_of_q(prog) if _sincos_supported() else {}
+    named = [i for i in live if i not in trig]
+    name_of = {i: f"t{k}" for k, i in enumerate(named)}        # as the generated C names them
+    name_of.update({i: f"{arr}[{k}]" for i, (arr, k) in trig.items()})
     shown = [g for g in groups if target is None or g.body == target.index]
     outputs = [(a, k, v) for a, k, v in prog.outputs
                if target is None or _output_body(tree, a, k) == target.index]
@@ -520,7 +530,8 @@ def function_text(model, function, body=None, fmt="text", tree=None):
     title = f"{tree.name} {function}: {DOCS[function]}"
     io = (", ".join(f"{a}[{tree.nv}]" for a in inputs.split())
           + f" -> {output}[{tree.nv * tree.nv if output == 'M' else tree.nv}]")
-    summary = [f"statements: {len(live)}",
+    summary = [f"statements: {len(named)}"
+               + (f" (and {len(trig)} sin/cos of q, computed at once into sq[], cq[])" if trig else ""),
                f"before simplification: {before_total}",
                f"after simplification:  {after_total}  ({ratio:.1f}x fewer)"]
     per_pass = OrderedDict()
@@ -530,7 +541,7 @@ def function_text(model, function, body=None, fmt="text", tree=None):
 
     if fmt == "c":
         return _function_c(prog, function, tree, inputs, output, groups, target, title, io,
-                           summary, per_pass)
+                           summary, per_pass, trig)
 
     group_of = {i: g.note for g in groups for i in g.ids}
     uses = {}
@@ -542,18 +553,22 @@ def function_text(model, function, body=None, fmt="text", tree=None):
         if hasattr(v, "id"):
             uses[v.id] = uses.get(v.id, 0) + 2       # outputs read named temporaries
     pr = _Printer(prog, name_of, group_of, uses, fmt, tree.nv)
+    pr.trig = trig
     pr.user = {x.id: i for i in live for x in prog.args[i] if hasattr(x, "id")}
     pr.plan(live)
 
     if fmt == "text":
         lines = [title, f"inputs {io}", *summary]
         if target is not None:
-            lines.append(f"showing body {target.name} (joint {target.joint_name}) only")
+            mine_a = sum((g.after for g in shown), Counts())
+            mine_b = sum((g.before for g in shown), Counts())
+            lines.append(f"showing body {target.name} (joint {target.joint_name}) only: "
+                         f"after {mine_a.total}, before {mine_b.total} ops")
         lines.append("")
         lines.append("operations by pass (after / before simplification):")
         w = max([len(k) for k in per_pass] + [4])
         for k, (a, b) in per_pass.items():
-            lines.append(f"  {k:<{w}}  {a.total:>7} / {b.total:<7}")
+            lines.append(f"  {k:<{w}}  {a.total:>7} / {b.total:>7}")
         for g in shown:
             lines.append("")
             lines.append(f"== {g.note}")
@@ -581,7 +596,8 @@ def function_text(model, function, body=None, fmt="text", tree=None):
     for g in shown:
         parts.append(f"\\subsection*{{{latex_text(g.note)}}}")
         parts.append(f"After: {latex_text(str(g.after))}; before: {latex_text(str(g.before))}.")
-        rows = [f"{pr.name(i)} &= {pr.expr(i, g.note)[0]}" for i in g.ids if not pr.inlined(i, g.note)]
+        rows = [f"{pr.name(i)} &= {pr.expr(i, g.note)[0]}" for i in g.ids
+                if not pr.inlined(i, g.note) and i not in trig]
         if rows:
             parts.append("\\begin{align*}\n" + " \\\\\n".join(rows) + "\n\\end{align*}")
     parts.append("\\subsection*{Outputs}")
@@ -593,6 +609,26 @@ def function_text(model, function, body=None, fmt="text", tree=None):
     return "\n".join(parts)
 
 
+def _sincos_supported():
+    """Whether the C printer computes sin/cos of all q at once (sincos_of), as codegen does."""
+    import inspect
+    from .codegen.c_printer import print_program
+    return "sincos_of" in inspect.signature(print_program).parameters
+
+
+def _trig_of_q(prog):
+    """{node: ('sq' | 'cq', k)} for the live sin(q[k]) and cos(q[k]): the generated code
+    computes them for all k at once into the arrays sq[] and cq[]."""
+    from .program.program import Var
+    out = {}
+    for i in prog.live():
+        if prog.ops[i] in ("sin", "cos"):
+            (a,) = prog.args[i]
+            if isinstance(a, Var) and prog.ops[a.id] == "in" and prog.args[a.id][0] == "q":
+                out[i] = ("sq" if prog.ops[i] == "sin" else "cq", prog.args[a.id][1])
+    return out
+
+
 def _output_body(tree, array, k):
     """The body whose coordinate an output entry belongs to (mass matrix: by row)."""
     idx = divmod(k, tree.nv)[0] if array == "M" else k
@@ -602,12 +638,14 @@ def _output_body(tree, array, k):
     return None
 
 
-def _function_c(prog, function, tree, inputs, output, groups, target, title, io, summary, per_pass):
+def _function_c(prog, function, tree, inputs, output, groups, target, title, io, summary, per_pass,
+                trig):
     from .codegen.c_printer import print_program
     from .codegen.render import c_identifier
     arrays = [(a, False) for a in inputs.split()] + [(output, True)]
     fname = f"{c_identifier(tree.name)}_{function}"
-    cf = print_program(prog, fname, arrays, chunk=10 ** 9)
+    kw = {"sincos_of": "q"} if trig else {}
+    cf = print_program(prog, fname, arrays, chunk=10 ** 9, **kw)
     # section comment line -> group (print_program writes "/* <note> */", escaped or not)
     by_comment = {}
     for g in groups:
@@ -629,6 +667,15 @@ def _function_c(prog, function, tree, inputs, output, groups, target, title, io,
         lines.append("{")
         if cf.nwork:
             lines.append(f"    double w[{cf.nwork}];")
+    if trig:
+        lines.append(f"    /* sin and cos of the coordinates, all at once (scl_sincos in the "
+                     f"generated code) */")
+        if target is None:
+            lines.append(f"    double sq[{tree.nv}], cq[{tree.nv}];")
+        for i, (arr, k) in sorted(trig.items(), key=lambda x: (x[1][1], x[1][0])):
+            b = _output_body(tree, "q", k)
+            if target is None or b == target.index:
+                lines.append(f"    {arr}[{k}] = {prog.ops[i]}(q[{k}]);")
     for ln in body_lines:
         g = by_comment.get(ln)
         if g is not None:

@@ -44,6 +44,7 @@ except ImportError:              # Windows: no flock; installs are still atomic 
 
 STALE_AFTER = 3600.0             # seconds after which an unheld temporary folder is debris
 _held = {}                       # temporary folder -> fd holding a shared flock on it
+_made = {}                       # temporary folder -> parent folders created for it
 
 INSTALL_HINT = ("install one, e.g. `apt-get install gcc` (Debian/Ubuntu), `dnf install gcc` "
                 "(Fedora), `xcode-select --install` (macOS), or set CC to a C compiler")
@@ -128,6 +129,15 @@ def compile_folder(folder, name):
     and the BuildError names that copy. On success the log is removed.
     """
     folder = os.path.abspath(folder)
+    try:
+        return _compile(folder, name)
+    except BaseException:
+        if folder in _made or folder in _held:     # a make_temp_folder folder: nothing to keep
+            discard_temp_folder(folder)
+        raise
+
+
+def _compile(folder, name):
     script = os.path.join(folder, f"build_{name}.py")
     if not os.path.isfile(script):
         raise BuildError(f"{folder} has no build script build_{name}.py")
@@ -146,8 +156,8 @@ def compile_folder(folder, name):
             text = fh.read()
         built = [ln[len("SCLERON_BUILT="):] for ln in text.splitlines() if ln.startswith("SCLERON_BUILT=")]
         if proc.returncode != 0 or not built or not os.path.isfile(built[-1]):
-            _release(folder)
             kept = _keep_log(log_path, name)
+            os.remove(log_path)
             hint = _hint(text)
             raise BuildError(f"compiling {name} failed: {_one_line(_first_error(text))}"
                              + (f"; {hint}" if hint else "")
@@ -268,12 +278,34 @@ def make_temp_folder(out_dir):
     is installed). Refuses early when out_dir could not be replaced."""
     out_dir, parent, base = _parts(out_dir)
     _check_replaceable(out_dir)
+    missing = []
+    up = parent
+    while up and not os.path.exists(up) and os.path.dirname(up) != up:
+        missing.append(up)
+        up = os.path.dirname(up)
     os.makedirs(parent, exist_ok=True)
     clean_stale(out_dir)
     tmp = tempfile.mkdtemp(prefix=f".{base}.tmp-", dir=parent)
     os.chmod(tmp, 0o755)
     _hold(tmp)
+    _made[os.path.abspath(tmp)] = missing
     return tmp
+
+
+def discard_temp_folder(tmp):
+    """Cleans up after a generation that did not install its temporary folder (an error):
+    removes the folder and the parent folders make_temp_folder created for it, if empty.
+    Harmless after a successful install_folder."""
+    tmp = os.path.abspath(tmp)
+    _release(tmp)
+    made = _made.pop(tmp, [])
+    if os.path.isdir(tmp):
+        shutil.rmtree(tmp, ignore_errors=True)
+        for folder in made:               # deepest first
+            try:
+                os.rmdir(folder)
+            except OSError:
+                break
 
 
 def _recover(out_dir):
@@ -344,6 +376,7 @@ def install_folder(tmp, out_dir):
                 if old is not None:
                     os.rename(old, out_dir)      # put the previous result back
                 raise
+            _made.pop(tmp, None)                 # installed: its parents are the result's
             _fsync_dir(parent)
             if old is not None:
                 shutil.rmtree(old, ignore_errors=True)

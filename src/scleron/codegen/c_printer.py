@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..program.program import Var
+from .render import c_comment
 
 C_FUNCS = {"sin": "sin", "cos": "cos", "tan": "tan", "exp": "exp", "log": "log",
            "sqrt": "sqrt", "atan": "atan"}
@@ -118,7 +119,7 @@ def print_program(prog, fname, arrays, chunk=1000, first_index=0, sincos_of=None
         ch = chunks[c]
         note = prog.notes[i]
         if note != section[c]:
-            ch.lines.append(f"/* {note} */")
+            ch.lines.append(f"/* {c_comment(note)} */")
             section[c] = note
         for a in prog.args[i]:
             if isinstance(a, Var) and a.id in chunk_of and chunk_of[a.id] != c and a.id not in loaded[c]:

@@ -22,8 +22,14 @@ def c_identifier(name):
 
 
 def c_comment(text):
-    """Text safe inside a C block comment."""
-    return str(text).replace("*/", "* /").replace("/*", "/ *").replace("\n", " ")
+    """Text safe inside a C block comment and inside a Python docstring or string literal
+    (names from model files end up in both): one line of printable characters without
+    comment delimiters, double quotes or backslashes."""
+    text = "".join(ch if ch.isprintable() else " " for ch in str(text))
+    text = text.replace("\\", "/").replace('"', "'")
+    while "*/" in text or "/*" in text:
+        text = text.replace("*/", "* /").replace("/*", "/ *")
+    return text
 
 
 def template_dir():

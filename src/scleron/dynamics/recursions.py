@@ -233,6 +233,7 @@ def forward_dynamics(tree, alg, q, qd, tau):
     _, a, bias = velocity_pass(tree, alg, kins, qd)
     _, f = acceleration_pass(tree, alg, kins, a, bias)
     h = force_pass(tree, alg, kins, f)
+    alg.section("pass 3 (S&G 26): tau_bar = tau - h")
     tau_bar = [t - x for t, x in zip(tau, h)]                                # (26)
     U, Om = articulated_inertia_pass(tree, alg, kins)
 
@@ -270,13 +271,13 @@ def mass_matrix(tree, alg, q):
     kins = joint_kinematics(tree, alg, q, None)
     Ic = [b.inertia for b in tree.bodies]
     for b, kin in zip(reversed(tree.bodies), reversed(kins)):
-        alg.section(f"mass matrix: composite inertia of body {b.name}")
+        alg.section(f"mass matrix (Featherstone Table 6.2): composite inertia of body {b.name}")
         if b.parent >= 0:
             Ic[b.parent] = sym_add(Ic[b.parent], composite_inertia_into_parent(b, kin, Ic[b.index]))
     nv = tree.nv
     M = [[0.0] * nv for _ in range(nv)]
     for b, kin in zip(reversed(tree.bodies), reversed(kins)):
-        alg.section(f"mass matrix: column of joint {b.joint_name}")
+        alg.section(f"mass matrix (Featherstone Table 6.2): column of joint {b.joint_name}")
         F = [matvec(Ic[b.index], col) for col in columns(kin[2])]           # Ic_i S_i
         for r, Sc in enumerate(columns(kin[2])):
             for c in range(r, b.dof):

@@ -1,0 +1,363 @@
+"""`scleron show` (functions, joints, tree) and `scleron draw`: what they print is right.
+
+The printed statements are evaluated and compared with the numeric recursions; the C output
+compiles; the LaTeX output is a balanced standalone document (compiled with pdflatex where it
+is installed); the counts add up; the stick figure's kinematics equal Pinocchio's.
+"""
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import scleron
+from scleron import show as S
+from scleron.dynamics import recursions, spatial
+from scleron.dynamics.algebra import FloatAlgebra
+from scleron.dynamics.tree import Tree
+from scleron.joints.special import GUARDED
+from scleron.unroll import unroll
+
+from conftest import ROOT, example, robot_urdf
+
+SMALL = """\
+name: small
+bodies:
+  - name: base
+    parent: world
+    joint: {name: slide, type: prismatic, axis: [1, 0, 0]}
+    mass: 2.0
+    com: [0, 0, 0.1]
+    inertia: [0.02, 0.03, 0.04]
+  - name: arm
+    parent: base
+    joint: {name: shoulder, type: spherical, chart: ZYX, xyz: [0, 0, 0.3], rpy: [0.1, 0, 0]}
+    mass: 1.0
+    com: [0.25, 0, 0]
+    inertia: [0.005, 0.02, 0.02]
+  - name: hand
+    parent: arm
+    joint: {name: wrist, type: ball_exp, xyz: [0.5, 0, 0]}
+    mass: 0.3
+    com: [0.05, 0.01, 0]
+    inertia: [0.001, 0.001, 0.0015]
+"""
+FUNCS = {"fd": ("forward_dynamics", "q qd tau", "qdd"), "id": ("inverse_dynamics", "q qd qdd", "tau"),
+         "mass": ("mass_matrix", "q", "M"), "bias": ("bias_forces", "q qd", "h")}
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    path = tmp_path_factory.mktemp("show") / "small.yaml"
+    path.write_text(SMALL)
+    return str(path)
+
+
+def cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "scleron", *args], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=300)
+
+
+def one_line_error(r, needle):
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, r.stderr
+    assert needle in lines[0], lines[0]
+
+
+def run_text(text, inputs, nv):
+    """Executes the statements of `show --format text` in Python (our own output, in a test)."""
+    env = {"sin": math.sin, "cos": math.cos, "tan": math.tan, "sqrt": math.sqrt, "exp": math.exp,
+           "log": math.log, "pow": math.pow, **{name: cls.numeric for name, cls in GUARDED.items()}}
+    env.update({k: list(v) for k, v in inputs.items()})
+    env.update(sq=[None] * nv, cq=[None] * nv)
+    out = {}
+    section = None
+    for line in text.splitlines():
+        if line.startswith("== "):
+            section = line
+            continue
+        m = re.fullmatch(r"(sq|cq)\[(\d+)\] = ((sin|cos)\(q\[\2\]\))", line)
+        if m and section != "== outputs":
+            env[m.group(1)][int(m.group(2))] = eval(m.group(3), {"__builtins__": {}}, env)
+            continue
+        m = re.fullmatch(r"(t\d+) = (.+)", line)
+        if m:
+            env[m.group(1)] = eval(m.group(2), {"__builtins__": {}}, env)
+            continue
+        m = re.fullmatch(r"(\w+)\[(\d+)\](?:\[(\d+)\])? = (.+)", line)
+        if m and section == "== outputs":
+            idx = int(m.group(2)) * nv + int(m.group(3)) if m.group(3) else int(m.group(2))
+            out[idx] = eval(m.group(4), {"__builtins__": {}}, env)
+    return [out[i] for i in range(len(out))]
+
+
+def reference(tree, fname, inputs):
+    args = [list(inputs[a]) for a in FUNCS[fname][1].split()]
+    res = getattr(recursions, FUNCS[fname][0])(tree, FloatAlgebra(), *args)
+    return np.ravel(res)
+
+
+@pytest.mark.parametrize("fname", list(FUNCS))
+def test_printed_statements_compute_the_function(small, fname, rng):
+    model = scleron.load_model(small)
+    tree = Tree(model)
+    text = S.function_text(model, fname, tree=tree)
+    inputs = {"q": rng.uniform(-1, 1, tree.nv), "qd": rng.uniform(-1, 1, tree.nv),
+              "tau": rng.uniform(-1, 1, tree.nv), "qdd": rng.uniform(-1, 1, tree.nv)}
+    got = run_text(text, inputs, tree.nv)
+    ref = reference(tree, fname, inputs)
+    assert len(got) == ref.size
+    assert np.allclose(got, ref, rtol=1e-10, atol=1e-12)
+
+
+def test_groups_counts_and_totals(small):
+    model = scleron.load_model(small)
+    tree = Tree(model)
+    prog, groups, before = S.analyse(tree, "forward_dynamics")
+    # every live operation is in exactly one group; the groups' counts add up to the totals
+    ids = [i for g in groups for i in g.ids]
+    assert sorted(ids) == [i for i in prog.live() if prog.ops[i] != "in"]
+    assert sum((g.after for g in groups), S.Counts()).total == prog.op_counts().total
+    assert sum((g.before for g in groups), S.Counts()) == sum(before.values(), S.Counts())
+    # all six passes of S&G Method I, with their equation numbers, for every body
+    notes = [g.note for g in groups]
+    for n, eqs in [(1, "18-21"), (2, "22-23"), (3, "24-25"), (4, "27-28"), (5, "31-33"), (6, "34-35")]:
+        for b in tree.bodies:
+            assert any(note.startswith(f"pass {n} (S&G {eqs})") and g.body == b.index
+                       for note, g in zip(notes, groups)), (n, b.name)
+    assert any(n.startswith("joint shoulder (spherical)") and "(S&G 9, 12)" in n for n in notes)
+    # folding only removes work
+    for g in groups:
+        assert g.after.total <= g.before.total, g.note
+    text = S.function_text(model, "fd", tree=tree)
+    after = prog.op_counts()
+    m = re.search(r"after simplification:\s+(\d+) ops \((\d+) mul, (\d+) add, (\d+) neg, (\d+) fn\)", text)
+    assert [int(x) for x in m.groups()] == [after.total, after.mul, after.add, after.neg, after.fn]
+    m = re.search(r"before simplification: (\d+) ops", text)
+    assert int(m.group(1)) == sum(before.values(), S.Counts()).total > 3 * after.total
+    assert text.count("\n== ") == len(groups) + 1             # groups, then the outputs
+
+
+def test_counting_scalar_counts_every_operation():
+    tally = S._Tally()
+    x = S.Counted(tally)
+    tally.section = "s"
+    spatial.dot([x, x, x], [0.0, 1.0, x])           # 3 mul, 3 add (from 0.0: no folding)
+    _ = -x, 1.0 * x, x / 1.0, 0.0 + x, x - 0.0
+    S.CountingAlgebra(tally).sin(x)
+    c = tally.by_section["s"]
+    assert (c.mul, c.add, c.neg, c.fn) == (5, 5, 1, 1)
+    # identical bodies of a chain cost the same before folding, whatever their constants
+    tree = Tree(scleron.load_model(example("rc20.yaml")))
+    before = S.count_before(tree, "inverse_dynamics")
+    per_body = [before[f"pass 1 (S&G 18-21): velocity of body link{k}, joint joint{k}"].total for k in (3, 7, 12)]
+    assert len(set(per_body)) == 1 and per_body[0] > 0
+
+
+def test_body_filter(small):
+    model = scleron.load_model(small)
+    text = S.function_text(model, "id", body="arm")
+    heads = [ln for ln in text.splitlines() if ln.startswith("== ")]
+    assert heads[-1] == "== outputs"
+    for h in heads[:-1]:
+        assert "body arm" in h or "joint shoulder" in h, h
+    assert any(h.startswith("== pass 3") for h in heads)
+    outs = [ln.split(" = ")[0] for ln in text.split("== outputs")[1].splitlines() if " = " in ln]
+    assert outs == ["tau[1]", "tau[2]", "tau[3]"]               # the shoulder's coordinates
+    assert S.function_text(model, "id", body="shoulder") == text  # a joint names its body too
+    with pytest.raises(scleron.ModelError, match="no body or joint named 'elbow'"):
+        S.function_text(model, "id", body="elbow")
+    c = S.function_text(model, "mass", body="hand", fmt="c")
+    assert "composite inertia of body hand" in c and "body arm" not in c
+    assert all(re.match(r"\s*M\[(\d+)\]", ln) is None or int(re.match(r"\s*M\[(\d+)\]", ln).group(1)) // 7 in (4, 5, 6)
+               for ln in c.splitlines())
+
+
+@pytest.mark.parametrize("fname", ["fd", "mass"])
+def test_c_format_compiles(small, tmp_path, fname):
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    model = scleron.load_model(small)
+    code = S.function_text(model, fname, fmt="c")
+    helpers = "".join(f"static double {n}(double x) {{ return x; }}\n" for n in GUARDED)
+    src = tmp_path / "f.c"
+    src.write_text("#include <math.h>\n" + helpers + code)
+    r = subprocess.run([cc, "-std=c99", "-fsyntax-only", "-Wall", "-Werror", "-Wno-unused-function", str(src)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    statements = int(re.search(r"statements: (\d+)", code).group(1))
+    assert code.count("const double t") == statements
+    prog = unroll(Tree(model), FUNCS[fname][0])
+    trig = len([i for i in prog.live() if prog.ops[i] in ("sin", "cos") and prog.ops[prog.args[i][0].id] == "in"])
+    written_as_sq_cq = trig if "sq[" in code or "cq[" in code else 0
+    assert statements + written_as_sq_cq == len([i for i in prog.live() if prog.ops[i] != "in"])
+
+
+def latex_ok(doc, tmp_path):
+    """A standalone document with balanced environments and braces; compiled by pdflatex when
+    it is installed."""
+    assert doc.startswith("\\documentclass") and doc.rstrip().endswith("\\end{document}")
+    assert doc.count("\\begin{document}") == 1
+    envs = re.findall(r"\\(begin|end)\{(\w+\*?)\}", doc)
+    stack = []
+    for kind, name in envs:
+        if kind == "begin":
+            stack.append(name)
+        else:
+            assert stack and stack.pop() == name, name
+    assert not stack
+    body = re.sub(r"\\[{}]", "", doc)
+    depth = 0
+    for ch in body:
+        depth += ch == "{"
+        depth -= ch == "}"
+        assert depth >= 0
+    assert depth == 0
+    assert not re.search(r"[^\x00-\x7f]", doc), "plain pdflatex needs ASCII"
+    if shutil.which("pdflatex"):
+        (tmp_path / "doc.tex").write_text(doc)
+        r = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", "doc.tex"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout[-2000:]
+        assert (tmp_path / "doc.pdf").stat().st_size > 1000
+
+
+def test_latex_function_document(small, tmp_path):
+    model = scleron.load_model(small)
+    doc = S.function_text(model, "bias", fmt="latex")
+    assert "\\begin{align*}" in doc and "S\\&G" in doc and "\\dot{q}_{" in doc
+    latex_ok(doc, tmp_path)
+
+
+def test_joint_text_and_latex(small, tmp_path):
+    model = scleron.load_model(small)
+    text = S.show(model, joint="shoulder")
+    assert "chart ZYX: R = R_Z(q1) R_Y(q2) R_X(q3), intrinsic" in text and "Tait-Bryan" in text
+    for k in (1, 2, 3):
+        assert f"q{k}: ZYX angle {k} (rad)" in text
+    for label in ("X_tree", "Q(q)", "G = X_tree Q(q)", "S (6 x d", "Sdot ="):
+        assert label in text, label
+    assert "cos(q₁)" in text and "↪" not in text
+    # G = X_tree Q(q) agrees with the numbers
+    j = model.joints[1]
+    jm = S.joint_model(j.type, j.params)
+    X = np.eye(4)
+    X[:3, :3], X[:3, 3] = j.origin.rotation, j.origin.translation
+    q = [0.3, -0.2, 0.5]
+    G = np.array(S._placement_matrix(j.origin) @ jm.numeric("G", q), dtype=float)
+    assert np.allclose(G, X @ jm.numeric("G", q))
+    latex_ok(S.show(model, fmt="latex"), tmp_path)          # every joint, ball_exp included
+    c = S.show(model, joint="wrist", fmt="c")
+    assert "scl_exp_a(" in c and "const double q1 = q[0];" in c
+
+
+def test_hostile_names_in_latex_and_c(tmp_path):
+    model = scleron.Model("m")
+    model.add_body("a}\\input{/etc/passwd}$^_%&#~\\", mass=1.0, inertia=(1, 1, 1),
+                   joint_name="j */ system(x); /* \\write18{rm}")
+    doc = S.function_text(model, "id", fmt="latex")
+    assert "\\input{/etc" not in doc and "\\write18" not in doc
+    latex_ok(doc, tmp_path)
+    latex_ok(S.show(model, fmt="latex"), tmp_path)
+    c = S.function_text(model, "id", fmt="c") + S.show(model, fmt="c")
+    code = re.sub(r"/\*.*?\*/", " ", c, flags=re.S)           # what a C compiler reads
+    assert "system" not in code and "/*" not in code and "*/" not in code, code
+
+
+def test_tree_is_kept(small):
+    text = S.show(scleron.load_model(small), tree=True)
+    assert text.splitlines()[:3] == ["small: 3 bodies, nq = nv = 7", "world", "└─ base  [slide: prismatic, 1 DOF]"]
+
+
+# ---- the command line ----------------------------------------------------------------------------
+def test_cli_show_function(small):
+    r = cli("show", small, "--function", "fd", "--body", "hand")
+    assert r.returncode == 0, r.stderr
+    assert "pass 6 (S&G 34-35): acceleration of body hand" in r.stdout
+    assert "before simplification" in r.stdout and "after simplification" in r.stdout
+    r = cli("show", example("rc20.yaml"), "--function", "mass", "--format", "c")
+    assert r.returncode == 0 and r.stdout.startswith("/* rc20 mass_matrix")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["show", "{small}", "--body", "arm"], "--body NAME needs --function"),
+    (["show", "{small}", "--function", "fd", "--body", "nope"], "no body or joint named 'nope'"),
+    (["show", "{small}", "--joint", "nope"], "no joint named 'nope'"),
+    (["show", "{small}", "--function", "warp"], "invalid choice"),
+    (["show"], "the following arguments are required"),
+    (["show", "{small}", "--tree", "--function", "fd"], "cannot be combined"),
+    (["draw", "{small}", "-o", "{tmp}/x.png", "--q", "1", "2"], "nq = 7 numbers"),
+    (["draw", "{small}", "-o", "{tmp}/x.unknownformat"], "cannot write .unknownformat"),
+    (["draw", "{small}", "-o", "{tmp}/no/such/dir/x.png"], "does not exist"),
+    (["draw", "{tmp}/missing.yaml", "-o", "{tmp}/x.png"], "missing.yaml"),
+    (["codegen", "{small}", "--chunk", "0", "-o", "{tmp}/out"], "--chunk"),
+])
+def test_cli_errors_are_one_line(small, tmp_path, args, needle):
+    args = [a.format(small=small, tmp=tmp_path) for a in args]
+    one_line_error(cli(*args), needle)
+    assert os.listdir(tmp_path) == []                        # nothing written
+
+
+def test_draw(small, tmp_path):
+    out = tmp_path / "small.png"
+    r = cli("draw", small, "-o", str(out), "--q", "0.1", "0.2", "-0.3", "0.4", "0.1", "0.2", "0.3")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"wrote {out}"
+    data = out.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10000
+    assert sorted(os.listdir(tmp_path)) == ["small.png"]      # no temporary file left
+
+
+def test_draw_kinematics():
+    from scleron.draw import forward_kinematics
+    model = scleron.load_model(example("rc20.yaml"))
+    _, frames = forward_kinematics(model, np.zeros(model.nq))
+    assert np.allclose(frames[0], np.eye(4))
+    # by hand: a revolute about z at the root turned by 90 degrees carries the chain along y
+    q = np.zeros(model.nq)
+    q[0] = math.pi / 2
+    _, turned = forward_kinematics(model, q)
+    Rz = np.array([[0, -1, 0], [1, 0, 0], [0, 0, 1.0]])
+    for a, b in zip(frames, turned):
+        assert np.allclose(b[:3, 3], Rz @ a[:3, 3])
+
+
+def test_draw_kinematics_match_pinocchio(rng):
+    pin = pytest.importorskip("pinocchio")
+    from scleron.draw import forward_kinematics
+    path = robot_urdf("panda")
+    model = scleron.load_model(path)
+    pm = pin.buildModelFromUrdf(path)
+    data = pm.createData()
+    for _ in range(3):
+        q = rng.uniform(-1.5, 1.5, model.nq)
+        pin.forwardKinematics(pm, data, q)
+        _, frames = forward_kinematics(model, q)
+        for i, T in enumerate(frames):
+            assert np.allclose(T, data.oMi[i + 1].homogeneous, atol=1e-12), model.bodies[i].name
+
+
+def test_draw_without_matplotlib_is_one_line(small, tmp_path):
+    code = ("import sys; sys.modules['matplotlib'] = None; from scleron.cli import main; "
+            f"sys.exit(main(['draw', {small!r}, '-o', {str(tmp_path / 'x.png')!r}]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    one_line_error(r, "pip install matplotlib")
+    assert os.listdir(tmp_path) == []
+
+
+def test_docs_excerpt_is_current():
+    """docs/inspecting.md quotes `scleron show examples/rc20.yaml --function fd`; if this fails
+    after a change to scleron, paste the new first 40 lines of that command into the doc."""
+    doc = open(os.path.join(ROOT, "docs", "inspecting.md")).read()
+    m = re.search(r"the first 40 lines:\n\n```\n(.*?)\.\.\.\n```", doc, flags=re.S)
+    assert m, "the excerpt is missing from docs/inspecting.md"
+    model = scleron.load_model(example("rc20.yaml"))
+    now = "".join(ln + "\n" for ln in S.function_text(model, "fd").splitlines()[:40])
+    assert m.group(1) == now
