@@ -361,3 +361,11 @@ def test_docs_excerpt_is_current():
     model = scleron.load_model(example("rc20.yaml"))
     now = "".join(ln + "\n" for ln in S.function_text(model, "fd").splitlines()[:40])
     assert m.group(1) == now
+
+
+def test_readme_excerpt_is_current():
+    """README.md quotes the first 24 lines of `scleron show examples/rc20.yaml --function fd`."""
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    model = scleron.load_model(example("rc20.yaml"))
+    now = "\n".join(S.function_text(model, "fd").splitlines()[:24])
+    assert now + "\n..." in readme
