@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_9e22ea6c92fa"
-HASH = "9e22ea6c92fadbd574de2b9498b54016bbdb264a8497509fe244cbb87779bdff"
+MODULE = "_branched_f7c8c5270f1b"
+HASH = "f7c8c5270f1b223d87b2e34ccc5749db1170734b6167b144851d503c6d49169b"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -24,7 +24,8 @@
  *   19: c_shift[2]: translational joint of body c_tip, z (m)
  *
  * Conventions: twists [w; v] in body coordinates; gravity (0 0 -9.81) m/s^2 in the world frame.
- * All arrays are row-major doubles; inputs are read only, outputs written only.
+ * All arrays are row-major doubles; inputs are read only, outputs written only, and an output
+ * must not overlap an input (the parameters are restrict-qualified).
  */
 #ifndef BRANCHED_DYNAMICS_H
 #define BRANCHED_DYNAMICS_H

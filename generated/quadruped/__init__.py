@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_8ba553353b59"
-HASH = "8ba553353b59bf957d119cf39a6d95f48da81280f2a2fe627b214b6cad278192"
+MODULE = "_quadruped_3a1d8b42edde"
+HASH = "3a1d8b42edde86a7d80a2a918701cb300397ad347073a7c34fd730c90103d3eb"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

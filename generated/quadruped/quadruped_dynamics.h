@@ -22,7 +22,8 @@
  *   17: hr_knee_joint: revolute joint of body hr_calf, angle about the axis (rad)
  *
  * Conventions: twists [w; v] in body coordinates; gravity (0 0 -9.81) m/s^2 in the world frame.
- * All arrays are row-major doubles; inputs are read only, outputs written only.
+ * All arrays are row-major doubles; inputs are read only, outputs written only, and an output
+ * must not overlap an input (the parameters are restrict-qualified).
  */
 #ifndef QUADRUPED_DYNAMICS_H
 #define QUADRUPED_DYNAMICS_H

@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_a334e81a0e44"
-HASH = "a334e81a0e445001b7226b146445f71fea904c792f4e45f72d0fb3d2171f438a"
+MODULE = "_rc100_fc63a80381bf"
+HASH = "fc63a80381bf30be73b880b45c20d13bf806e7d7d62ad6ac50194c65bc9331bb"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_c760c38ff686"
-HASH = "c760c38ff686cf6d5c768780f74db75f2227fbed38c28c6565ca9d0980c5393d"
+MODULE = "_rc20_01ca3b0dd5a3"
+HASH = "01ca3b0dd5a317c0495d4f2c9c68ea0edbbb4700112fecc1f4254535199bbcc8"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

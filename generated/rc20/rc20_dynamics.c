@@ -5787,7 +5787,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part4(const double *restrict q, const d
     const double t2137 = w[396];
     const double t4767 = t2137 - t4766;
     const double t4768 = t4291 * t4767;
-    w[418] = t4768;
+    qdd[0] = t4768;
     /* pass 6 (S&G 34-35): acceleration of body link2, joint joint2 */
     const double t4769 = sq[1] * t4768;
     const double t4770 = cq[1] * t4768;
@@ -5798,7 +5798,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part4(const double *restrict q, const d
     const double t4775 = t4773 - t4774;
     const double t4776 = t4259 * t4775;
     const double t4777 = t4756 - t4776;
-    w[419] = t4777;
+    qdd[1] = t4777;
     /* pass 6 (S&G 34-35): acceleration of body link3, joint joint3 */
     const double t4778 = t4776 - t4756;
     const double t4779 = t4768 + t4770;
@@ -5823,7 +5823,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part4(const double *restrict q, const d
     const double t4798 = t4796 + t4797;
     const double t4799 = t4166 * t4798;
     const double t4800 = t4732 - t4799;
-    w[420] = t4800;
+    qdd[2] = t4800;
     const double t4801 = t4800 - t4770;
     /* pass 6 (S&G 34-35): acceleration of body link4, joint joint4 */
     const double t4802 = t4783 - t4784;
@@ -5855,7 +5855,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part4(const double *restrict q, const d
     const double t4828 = t4826 + t4827;
     const double t4829 = t4037 * t4828;
     const double t4830 = t4704 - t4829;
-    w[421] = t4830;
+    qdd[3] = t4830;
     const double t4831 = t4802 + t4830;
     /* pass 6 (S&G 34-35): acceleration of body link5, joint joint5 */
     const double t4832 = t4809 - t4810;
@@ -5886,7 +5886,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part4(const double *restrict q, const d
     const double t4857 = t4855 - t4856;
     const double t4858 = t3912 * t4857;
     const double t4859 = t4677 - t4858;
-    w[422] = t4859;
+    qdd[4] = t4859;
     const double t4860 = t4832 + t4859;
     /* pass 6 (S&G 34-35): acceleration of body link6, joint joint6 */
     const double t4861 = t4838 - t4839;
@@ -5917,7 +5917,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part4(const double *restrict q, const d
     const double t4886 = t4884 - t4885;
     const double t4887 = t3783 * t4886;
     const double t4888 = t4649 - t4887;
-    w[423] = t4888;
+    qdd[5] = t4888;
     const double t4889 = t4861 + t4888;
     /* pass 6 (S&G 34-35): acceleration of body link7, joint joint7 */
     const double t4890 = t4867 - t4868;
@@ -5948,7 +5948,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part4(const double *restrict q, const d
     const double t4915 = t4913 + t4914;
     const double t4916 = t3658 * t4915;
     const double t4917 = t4622 - t4916;
-    w[424] = t4917;
+    qdd[6] = t4917;
     const double t4918 = t4890 + t4917;
     /* pass 6 (S&G 34-35): acceleration of body link8, joint joint8 */
     const double t4919 = t4896 - t4897;
@@ -5979,7 +5979,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part4(const double *restrict q, const d
     const double t4944 = t4942 + t4943;
     const double t4945 = t3529 * t4944;
     const double t4946 = t4594 - t4945;
-    w[425] = t4946;
+    qdd[7] = t4946;
     const double t4947 = t4919 + t4946;
     /* pass 6 (S&G 34-35): acceleration of body link9, joint joint9 */
     const double t4948 = t4925 - t4926;
@@ -6010,7 +6010,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part4(const double *restrict q, const d
     const double t4973 = t4971 - t4972;
     const double t4974 = t3404 * t4973;
     const double t4975 = t4567 - t4974;
-    w[426] = t4975;
+    qdd[8] = t4975;
     const double t4976 = t4948 + t4975;
     /* pass 6 (S&G 34-35): acceleration of body link10, joint joint10 */
     const double t4977 = t4954 - t4955;
@@ -6064,6 +6064,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part5(const double *restrict q, const d
     const double t5003 = t3275 * t5002;
     const double t4539 = w[400];
     const double t5004 = t4539 - t5003;
+    qdd[9] = t5004;
     const double t4977 = w[401];
     const double t5005 = t4977 + t5004;
     /* pass 6 (S&G 34-35): acceleration of body link11, joint joint11 */
@@ -6108,6 +6109,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part5(const double *restrict q, const d
     const double t5032 = t3150 * t5031;
     const double t4512 = w[408];
     const double t5033 = t4512 - t5032;
+    qdd[10] = t5033;
     const double t5034 = t5006 + t5033;
     /* pass 6 (S&G 34-35): acceleration of body link12, joint joint12 */
     const double t5035 = t5012 - t5013;
@@ -6146,6 +6148,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part5(const double *restrict q, const d
     const double t5061 = t3021 * t5060;
     const double t4484 = w[409];
     const double t5062 = t4484 - t5061;
+    qdd[11] = t5062;
     const double t5063 = t5035 + t5062;
     /* pass 6 (S&G 34-35): acceleration of body link13, joint joint13 */
     const double t5064 = t5041 - t5042;
@@ -6183,6 +6186,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part5(const double *restrict q, const d
     const double t5090 = t2896 * t5089;
     const double t4457 = w[410];
     const double t5091 = t4457 - t5090;
+    qdd[12] = t5091;
     const double t5092 = t5064 + t5091;
     /* pass 6 (S&G 34-35): acceleration of body link14, joint joint14 */
     const double t5093 = t5070 - t5071;
@@ -6221,6 +6225,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part5(const double *restrict q, const d
     const double t5119 = t2767 * t5118;
     const double t4429 = w[411];
     const double t5120 = t4429 - t5119;
+    qdd[13] = t5120;
     const double t5121 = t5093 + t5120;
     /* pass 6 (S&G 34-35): acceleration of body link15, joint joint15 */
     const double t5122 = t5099 - t5100;
@@ -6258,6 +6263,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part5(const double *restrict q, const d
     const double t5148 = t2642 * t5147;
     const double t4402 = w[412];
     const double t5149 = t4402 - t5148;
+    qdd[14] = t5149;
     const double t5150 = t5122 + t5149;
     /* pass 6 (S&G 34-35): acceleration of body link16, joint joint16 */
     const double t5151 = t5128 - t5129;
@@ -6296,6 +6302,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part5(const double *restrict q, const d
     const double t5177 = t2513 * t5176;
     const double t4374 = w[413];
     const double t5178 = t4374 - t5177;
+    qdd[15] = t5178;
     const double t5179 = t5151 + t5178;
     /* pass 6 (S&G 34-35): acceleration of body link17, joint joint17 */
     const double t5180 = t5157 - t5158;
@@ -6333,6 +6340,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part5(const double *restrict q, const d
     const double t5206 = t2388 * t5205;
     const double t4347 = w[414];
     const double t5207 = t4347 - t5206;
+    qdd[16] = t5207;
     const double t5208 = t5180 + t5207;
     /* pass 6 (S&G 34-35): acceleration of body link18, joint joint18 */
     const double t5209 = t5186 - t5187;
@@ -6371,6 +6379,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part5(const double *restrict q, const d
     const double t5235 = t2259 * t5234;
     const double t4319 = w[415];
     const double t5236 = t4319 - t5235;
+    qdd[17] = t5236;
     const double t5237 = t5209 + t5236;
     /* pass 6 (S&G 34-35): acceleration of body link19, joint joint19 */
     const double t5238 = t5215 - t5216;
@@ -6400,6 +6409,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part5(const double *restrict q, const d
     const double t5258 = t2190 * t5257;
     const double t4298 = w[416];
     const double t5259 = t4298 - t5258;
+    qdd[18] = t5259;
     /* pass 6 (S&G 34-35): acceleration of body link20, joint joint20 */
     const double t5260 = t5244 - t5245;
     const double t5261 = t5240 - t5246;
@@ -6412,35 +6422,6 @@ SCLERON_LOCAL void rc20_forward_dynamics_part5(const double *restrict q, const d
     const double t5268 = 2.9925187032418954 * t5267;
     const double t4292 = w[417];
     const double t5269 = t4292 - t5268;
-    /* outputs */
-    const double t4768 = w[418];
-    qdd[0] = t4768;
-    const double t4777 = w[419];
-    qdd[1] = t4777;
-    const double t4800 = w[420];
-    qdd[2] = t4800;
-    const double t4830 = w[421];
-    qdd[3] = t4830;
-    const double t4859 = w[422];
-    qdd[4] = t4859;
-    const double t4888 = w[423];
-    qdd[5] = t4888;
-    const double t4917 = w[424];
-    qdd[6] = t4917;
-    const double t4946 = w[425];
-    qdd[7] = t4946;
-    const double t4975 = w[426];
-    qdd[8] = t4975;
-    qdd[9] = t5004;
-    qdd[10] = t5033;
-    qdd[11] = t5062;
-    qdd[12] = t5091;
-    qdd[13] = t5120;
-    qdd[14] = t5149;
-    qdd[15] = t5178;
-    qdd[16] = t5207;
-    qdd[17] = t5236;
-    qdd[18] = t5259;
     qdd[19] = t5269;
 }
 #endif
@@ -6450,7 +6431,7 @@ void rc20_forward_dynamics(const double *q, const double *qd, const double *tau,
 {
     double sq[20], cq[20];
     scl_sincos(q, sq, cq, 20);
-    double w[427];
+    double w[418];
     rc20_forward_dynamics_part0(q, qd, tau, qdd, sq, cq, w);
     rc20_forward_dynamics_part1(q, qd, tau, qdd, sq, cq, w);
     rc20_forward_dynamics_part2(q, qd, tau, qdd, sq, cq, w);
@@ -8738,7 +8719,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part1(const double *restrict q, const d
     const double t1813 = t1120 + t1802;
     const double t1814 = t1121 + t1805;
     const double t1815 = t1122 + t1808;
-    w[242] = t1815;
+    tau[19] = t1815;
     const double t1816 = t1125 + t1799;
     const double t1817 = t1128 + t1810;
     const double t1818 = t1131 + t1812;
@@ -8760,7 +8741,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part1(const double *restrict q, const d
     const double t1833 = t1776 + t1827;
     const double t1834 = t1777 - t1831;
     const double t1835 = t1778 + t1832;
-    w[241] = t1835;
+    tau[18] = t1835;
     const double t1836 = t1779 + t1821;
     const double t1837 = t1780 - t1818;
     const double t1838 = t1781 + t1824;
@@ -8782,7 +8763,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part1(const double *restrict q, const d
     const double t1853 = t1739 + t1847;
     const double t1854 = t1740 - t1851;
     const double t1855 = t1741 + t1852;
-    w[240] = t1855;
+    tau[17] = t1855;
     const double t1856 = t1742 + t1841;
     const double t1857 = t1743 - t1838;
     const double t1858 = t1744 + t1844;
@@ -8804,7 +8785,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part1(const double *restrict q, const d
     const double t1873 = t1702 + t1867;
     const double t1874 = t1703 - t1871;
     const double t1875 = t1704 + t1872;
-    w[239] = t1875;
+    tau[16] = t1875;
     const double t1876 = t1705 + t1861;
     const double t1877 = t1706 - t1858;
     const double t1878 = t1707 + t1864;
@@ -8826,7 +8807,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part1(const double *restrict q, const d
     const double t1893 = t1665 + t1887;
     const double t1894 = t1666 - t1891;
     const double t1895 = t1667 + t1892;
-    w[238] = t1895;
+    tau[15] = t1895;
     const double t1896 = t1668 + t1881;
     const double t1897 = t1669 - t1878;
     const double t1898 = t1670 + t1884;
@@ -8848,7 +8829,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part1(const double *restrict q, const d
     const double t1913 = t1628 + t1907;
     const double t1914 = t1629 - t1911;
     const double t1915 = t1630 + t1912;
-    w[237] = t1915;
+    tau[14] = t1915;
     const double t1916 = t1631 + t1901;
     const double t1917 = t1632 - t1898;
     const double t1918 = t1633 + t1904;
@@ -8870,7 +8851,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part1(const double *restrict q, const d
     const double t1933 = t1591 + t1927;
     const double t1934 = t1592 - t1931;
     const double t1935 = t1593 + t1932;
-    w[236] = t1935;
+    tau[13] = t1935;
     const double t1936 = t1594 + t1921;
     const double t1937 = t1595 - t1918;
     const double t1938 = t1596 + t1924;
@@ -8892,7 +8873,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part1(const double *restrict q, const d
     const double t1953 = t1554 + t1947;
     const double t1954 = t1555 - t1951;
     const double t1955 = t1556 + t1952;
-    w[235] = t1955;
+    tau[12] = t1955;
     const double t1956 = t1557 + t1941;
     const double t1957 = t1558 - t1938;
     const double t1958 = t1559 + t1944;
@@ -8914,7 +8895,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part1(const double *restrict q, const d
     const double t1973 = t1517 + t1967;
     const double t1974 = t1518 - t1971;
     const double t1975 = t1519 + t1972;
-    w[234] = t1975;
+    tau[11] = t1975;
     const double t1976 = t1520 + t1961;
     const double t1977 = t1521 - t1958;
     const double t1978 = t1522 + t1964;
@@ -8939,6 +8920,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part1(const double *restrict q, const d
     w[178] = t1994;
     const double t1995 = t1482 + t1992;
     w[179] = t1995;
+    tau[10] = t1995;
     const double t1996 = t1483 + t1981;
     w[176] = t1996;
     const double t1997 = t1484 - t1978;
@@ -8981,6 +8963,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part2(const double *restrict q, const d
     const double t2014 = t1444 - t2011;
     const double t1445 = w[183];
     const double t2015 = t1445 + t2012;
+    tau[9] = t2015;
     const double t1446 = w[184];
     const double t2016 = t1446 + t2001;
     const double t1447 = w[185];
@@ -9008,6 +8991,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part2(const double *restrict q, const d
     const double t2034 = t1407 - t2031;
     const double t1408 = w[189];
     const double t2035 = t1408 + t2032;
+    tau[8] = t2035;
     const double t1409 = w[190];
     const double t2036 = t1409 + t2021;
     const double t1410 = w[191];
@@ -9035,6 +9019,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part2(const double *restrict q, const d
     const double t2054 = t1370 - t2051;
     const double t1371 = w[195];
     const double t2055 = t1371 + t2052;
+    tau[7] = t2055;
     const double t1372 = w[196];
     const double t2056 = t1372 + t2041;
     const double t1373 = w[197];
@@ -9062,6 +9047,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part2(const double *restrict q, const d
     const double t2074 = t1333 - t2071;
     const double t1334 = w[201];
     const double t2075 = t1334 + t2072;
+    tau[6] = t2075;
     const double t1335 = w[202];
     const double t2076 = t1335 + t2061;
     const double t1336 = w[203];
@@ -9089,6 +9075,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part2(const double *restrict q, const d
     const double t2094 = t1296 - t2091;
     const double t1297 = w[207];
     const double t2095 = t1297 + t2092;
+    tau[5] = t2095;
     const double t1298 = w[208];
     const double t2096 = t1298 + t2081;
     const double t1299 = w[209];
@@ -9116,6 +9103,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part2(const double *restrict q, const d
     const double t2114 = t1259 - t2111;
     const double t1260 = w[213];
     const double t2115 = t1260 + t2112;
+    tau[4] = t2115;
     const double t1261 = w[214];
     const double t2116 = t1261 + t2101;
     const double t1262 = w[215];
@@ -9143,6 +9131,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part2(const double *restrict q, const d
     const double t2134 = t1222 - t2131;
     const double t1223 = w[219];
     const double t2135 = t1223 + t2132;
+    tau[3] = t2135;
     const double t1224 = w[220];
     const double t2136 = t1224 + t2121;
     const double t1225 = w[221];
@@ -9170,6 +9159,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part2(const double *restrict q, const d
     const double t2154 = t1185 - t2151;
     const double t1186 = w[225];
     const double t2155 = t1186 + t2152;
+    tau[2] = t2155;
     const double t1187 = w[226];
     const double t2156 = t1187 + t2141;
     const double t1188 = w[227];
@@ -9194,6 +9184,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part2(const double *restrict q, const d
     const double t2171 = t1148 - t2168;
     const double t1149 = w[231];
     const double t2172 = t1149 + t2169;
+    tau[1] = t2172;
     const double t1150 = w[232];
     const double t2173 = t1150 + t2161;
     /* pass 3 (S&G 24-25): force on body link2, joint joint2 */
@@ -9203,36 +9194,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part2(const double *restrict q, const d
     const double t2177 = t2176 - t2173;
     const double t1132 = w[233];
     const double t2178 = t1132 + t2177;
-    /* outputs */
     tau[0] = t2178;
-    tau[1] = t2172;
-    tau[2] = t2155;
-    tau[3] = t2135;
-    tau[4] = t2115;
-    tau[5] = t2095;
-    tau[6] = t2075;
-    tau[7] = t2055;
-    tau[8] = t2035;
-    tau[9] = t2015;
-    tau[10] = t1995;
-    const double t1975 = w[234];
-    tau[11] = t1975;
-    const double t1955 = w[235];
-    tau[12] = t1955;
-    const double t1935 = w[236];
-    tau[13] = t1935;
-    const double t1915 = w[237];
-    tau[14] = t1915;
-    const double t1895 = w[238];
-    tau[15] = t1895;
-    const double t1875 = w[239];
-    tau[16] = t1875;
-    const double t1855 = w[240];
-    tau[17] = t1855;
-    const double t1835 = w[241];
-    tau[18] = t1835;
-    const double t1815 = w[242];
-    tau[19] = t1815;
 }
 #endif
 
@@ -9241,7 +9203,7 @@ void rc20_inverse_dynamics(const double *q, const double *qd, const double *qdd,
 {
     double sq[20], cq[20];
     scl_sincos(q, sq, cq, 20);
-    double w[243];
+    double w[234];
     rc20_inverse_dynamics_part0(q, qd, qdd, tau, sq, cq, w);
     rc20_inverse_dynamics_part1(q, qd, qdd, tau, sq, cq, w);
     rc20_inverse_dynamics_part2(q, qd, qdd, tau, sq, cq, w);
@@ -9293,6 +9255,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t27 = 0.33416666666666667 + t24;
     const double t28 = 0.33416666666666667 + t25;
     w[10] = t28;
+    M[378] = t28;
     const double t29 = 0.5 + t16;
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link19 */
     const double t30 = t29 * cq[18];
@@ -9307,6 +9270,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t36 = t27 * cq[18];
     const double t37 = t22 * sq[18];
     w[14] = t37;
+    M[358] = t37;
+    M[377] = t37;
     const double t38 = cq[18] * t32;
     const double t39 = sq[18] * t33;
     const double t40 = t38 + t39;
@@ -9333,6 +9298,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t61 = 0.33416666666666667 + t58;
     const double t62 = 0.33416666666666667 + t59;
     w[17] = t62;
+    M[357] = t62;
     const double t63 = 0.5 + t47;
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link18 */
     const double t64 = t63 * cq[17];
@@ -9363,7 +9329,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t85 = t55 * sq[17];
     const double t86 = t37 * cq[17];
     const double t87 = t85 - t86;
-    w[281] = t87;
+    M[337] = t87;
+    M[356] = t87;
     const double t88 = cq[17] * t74;
     const double t89 = sq[17] * t77;
     const double t90 = t88 + t89;
@@ -9392,6 +9359,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t112 = 0.33416666666666667 + t109;
     const double t113 = 0.33416666666666667 + t110;
     w[21] = t113;
+    M[336] = t113;
     const double t114 = 0.5 + t97;
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link17 */
     const double t115 = t114 * cq[16];
@@ -9420,6 +9388,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t135 = t98 * cq[16];
     const double t136 = t134 + t135;
     w[25] = t136;
+    M[316] = t136;
+    M[335] = t136;
     const double t137 = cq[16] * t123;
     const double t138 = sq[16] * t126;
     const double t139 = t137 - t138;
@@ -9449,6 +9419,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t162 = 0.33416666666666667 + t159;
     const double t163 = 0.33416666666666667 + t160;
     w[26] = t163;
+    M[315] = t163;
     const double t164 = 0.5 + t147;
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link16 */
     const double t165 = t164 * cq[15];
@@ -9476,7 +9447,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t184 = t156 * sq[15];
     const double t185 = t136 * cq[15];
     const double t186 = t184 - t185;
-    w[273] = t186;
+    M[295] = t186;
+    M[314] = t186;
     const double t187 = cq[15] * t173;
     const double t188 = sq[15] * t176;
     const double t189 = t187 - t188;
@@ -9507,6 +9479,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t212 = 0.33416666666666667 + t209;
     const double t213 = 0.33416666666666667 + t210;
     w[34] = t213;
+    M[294] = t213;
     const double t214 = 0.5 + t197;
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link15 */
     const double t215 = t214 * cq[14];
@@ -9535,6 +9508,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t235 = t198 * cq[14];
     const double t236 = t234 + t235;
     w[36] = t236;
+    M[274] = t236;
+    M[293] = t236;
     const double t237 = cq[14] * t223;
     const double t238 = sq[14] * t226;
     const double t239 = t237 + t238;
@@ -9562,6 +9537,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t261 = 0.33416666666666667 + t258;
     const double t262 = 0.33416666666666667 + t259;
     w[48] = t262;
+    M[273] = t262;
     const double t263 = 0.5 + t246;
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link14 */
     const double t264 = t263 * cq[13];
@@ -9589,7 +9565,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t283 = t255 * sq[13];
     const double t284 = t236 * cq[13];
     const double t285 = t283 - t284;
-    w[261] = t285;
+    M[253] = t285;
+    M[272] = t285;
     const double t286 = cq[13] * t272;
     const double t287 = sq[13] * t275;
     const double t288 = t286 - t287;
@@ -9618,6 +9595,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t310 = 0.33416666666666667 + t307;
     const double t311 = 0.33416666666666667 + t308;
     w[51] = t311;
+    M[252] = t311;
     const double t312 = 0.5 + t295;
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link13 */
     const double t313 = t312 * cq[12];
@@ -9646,6 +9624,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t333 = t296 * cq[12];
     const double t334 = t332 + t333;
     w[55] = t334;
+    M[232] = t334;
+    M[251] = t334;
     const double t335 = cq[12] * t321;
     const double t336 = sq[12] * t324;
     const double t337 = t335 - t336;
@@ -9675,6 +9655,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t360 = 0.33416666666666667 + t357;
     const double t361 = 0.33416666666666667 + t358;
     w[56] = t361;
+    M[231] = t361;
     const double t362 = 0.5 + t345;
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link12 */
     const double t363 = t362 * cq[11];
@@ -9702,7 +9683,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t382 = t354 * sq[11];
     const double t383 = t334 * cq[11];
     const double t384 = t382 - t383;
-    w[245] = t384;
+    M[211] = t384;
+    M[230] = t384;
     const double t385 = cq[11] * t371;
     const double t386 = sq[11] * t374;
     const double t387 = t385 - t386;
@@ -9733,6 +9715,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t410 = 0.33416666666666667 + t407;
     const double t411 = 0.33416666666666667 + t408;
     w[64] = t411;
+    M[210] = t411;
     const double t412 = 0.5 + t395;
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link11 */
     const double t413 = t412 * cq[10];
@@ -9761,6 +9744,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t433 = t396 * cq[10];
     const double t434 = t432 + t433;
     w[66] = t434;
+    M[190] = t434;
+    M[209] = t434;
     const double t435 = cq[10] * t421;
     const double t436 = sq[10] * t424;
     const double t437 = t435 + t436;
@@ -9788,6 +9773,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t459 = 0.33416666666666667 + t456;
     const double t460 = 0.33416666666666667 + t457;
     w[70] = t460;
+    M[189] = t460;
     const double t461 = 0.5 + t444;
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link10 */
     const double t462 = t461 * cq[9];
@@ -9815,7 +9801,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t481 = t453 * sq[9];
     const double t482 = t434 * cq[9];
     const double t483 = t481 - t482;
-    w[225] = t483;
+    M[169] = t483;
+    M[188] = t483;
     const double t484 = cq[9] * t470;
     const double t485 = sq[9] * t473;
     const double t486 = t484 - t485;
@@ -9844,6 +9831,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t508 = 0.33416666666666667 + t505;
     const double t509 = 0.33416666666666667 + t506;
     w[73] = t509;
+    M[168] = t509;
     const double t510 = 0.5 + t493;
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link9 */
     const double t511 = t510 * cq[8];
@@ -9872,6 +9860,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t531 = t494 * cq[8];
     const double t532 = t530 + t531;
     w[77] = t532;
+    M[148] = t532;
+    M[167] = t532;
     const double t533 = cq[8] * t519;
     const double t534 = sq[8] * t522;
     const double t535 = t533 - t534;
@@ -9901,6 +9891,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t558 = 0.33416666666666667 + t555;
     const double t559 = 0.33416666666666667 + t556;
     w[78] = t559;
+    M[147] = t559;
     const double t560 = 0.5 + t543;
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link8 */
     const double t561 = t560 * cq[7];
@@ -9928,7 +9919,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t580 = t552 * sq[7];
     const double t581 = t532 * cq[7];
     const double t582 = t580 - t581;
-    w[201] = t582;
+    M[127] = t582;
+    M[146] = t582;
     const double t583 = cq[7] * t569;
     const double t584 = sq[7] * t572;
     const double t585 = t583 - t584;
@@ -9959,6 +9951,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t608 = 0.33416666666666667 + t605;
     const double t609 = 0.33416666666666667 + t606;
     w[86] = t609;
+    M[126] = t609;
     const double t610 = 0.5 + t593;
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link7 */
     const double t611 = t610 * cq[6];
@@ -9987,6 +9980,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t631 = t594 * cq[6];
     const double t632 = t630 + t631;
     w[88] = t632;
+    M[106] = t632;
+    M[125] = t632;
     const double t633 = cq[6] * t619;
     const double t634 = sq[6] * t622;
     const double t635 = t633 + t634;
@@ -10014,6 +10009,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t657 = 0.33416666666666667 + t654;
     const double t658 = 0.33416666666666667 + t655;
     w[97] = t658;
+    M[105] = t658;
     const double t659 = 0.5 + t642;
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link6 */
     const double t660 = t659 * cq[5];
@@ -10041,7 +10037,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t679 = t651 * sq[5];
     const double t680 = t632 * cq[5];
     const double t681 = t679 - t680;
-    w[173] = t681;
+    M[85] = t681;
+    M[104] = t681;
     const double t682 = cq[5] * t668;
     const double t683 = sq[5] * t671;
     const double t684 = t682 - t683;
@@ -10070,6 +10067,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t706 = 0.33416666666666667 + t703;
     const double t707 = 0.33416666666666667 + t704;
     w[100] = t707;
+    M[84] = t707;
     const double t708 = 0.5 + t691;
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link5 */
     const double t709 = t708 * cq[4];
@@ -10098,6 +10096,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t729 = t692 * cq[4];
     const double t730 = t728 + t729;
     w[104] = t730;
+    M[64] = t730;
+    M[83] = t730;
     const double t731 = cq[4] * t717;
     const double t732 = sq[4] * t720;
     const double t733 = t731 - t732;
@@ -10127,6 +10127,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t756 = 0.33416666666666667 + t753;
     const double t757 = 0.33416666666666667 + t754;
     w[105] = t757;
+    M[63] = t757;
     const double t758 = 0.5 + t741;
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link4 */
     const double t759 = t758 * cq[3];
@@ -10153,7 +10154,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t778 = t750 * sq[3];
     const double t779 = t730 * cq[3];
     const double t780 = t778 - t779;
-    w[144] = t780;
+    M[43] = t780;
+    M[62] = t780;
     const double t781 = cq[3] * t767;
     const double t782 = sq[3] * t770;
     const double t783 = t781 - t782;
@@ -10184,6 +10186,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t806 = 0.33416666666666667 + t803;
     const double t807 = 0.33416666666666667 + t804;
     w[112] = t807;
+    M[42] = t807;
     const double t808 = 0.5 + t791;
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link3 */
     const double t809 = t808 * cq[2];
@@ -10210,7 +10213,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t828 = t800 * sq[2];
     const double t829 = t792 * cq[2];
     const double t830 = t828 + t829;
-    w[130] = t830;
+    M[22] = t830;
+    M[41] = t830;
     const double t831 = cq[2] * t817;
     const double t832 = sq[2] * t820;
     const double t833 = t831 + t832;
@@ -10237,7 +10241,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t854 = 0.0016666666666666668 + t847;
     const double t855 = 0.33416666666666667 + t852;
     const double t856 = 0.33416666666666667 + t853;
-    w[129] = t856;
+    M[21] = t856;
     const double t857 = 0.5 + t840;
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link2 */
     const double t858 = t857 * cq[1];
@@ -10252,7 +10256,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t867 = t849 * sq[1];
     const double t868 = t830 * cq[1];
     const double t869 = t867 - t868;
-    w[115] = t869;
+    M[1] = t869;
+    M[20] = t869;
     const double t870 = sq[1] * t864;
     const double t871 = cq[1] * t866;
     const double t872 = t870 + t871;
@@ -10260,7 +10265,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t874 = t873 - 19.0;
     const double t875 = t872 - t874;
     const double t876 = 0.33416666666666667 + t875;
-    w[114] = t876;
+    M[0] = t876;
     /* mass matrix (Featherstone Table 6.2): column of joint joint20 */
     const double t877 = -0.33416666666666667 + t14;
     const double t878 = sq[19] * cq[18];
@@ -10269,7 +10274,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t881 = cq[18] * t877;
     const double t882 = 0.5 * t879;
     const double t883 = t14 + t881;
-    w[284] = t883;
+    M[359] = t883;
+    M[397] = t883;
     const double t884 = cq[17] * t878;
     const double t885 = -0.5 * t884;
     const double t886 = cq[19] * sq[17];
@@ -10290,7 +10296,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t901 = t900 - t898;
     const double t902 = t883 + t893;
     const double t903 = t882 + t901;
-    w[283] = t903;
+    M[339] = t903;
+    M[396] = t903;
     const double t904 = cq[16] * t888;
     const double t905 = sq[16] * t879;
     const double t906 = -0.5 * t905;
@@ -10307,7 +10314,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t917 = t915 - t916;
     const double t918 = t903 + t911;
     const double t919 = t917 - t893;
-    w[280] = t919;
+    M[319] = t919;
+    M[395] = t919;
     const double t920 = cq[15] * t907;
     const double t921 = sq[15] * t893;
     const double t922 = t920 + t921;
@@ -10323,7 +10331,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t932 = t924 - t923;
     const double t933 = t931 + t932;
     const double t934 = t930 - t911;
-    w[277] = t934;
+    M[299] = t934;
+    M[394] = t934;
     const double t935 = cq[14] * t922;
     const double t936 = sq[14] * t911;
     const double t937 = t935 + t936;
@@ -10339,7 +10348,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t947 = t939 - t938;
     const double t948 = t946 + t947;
     const double t949 = t932 + t945;
-    w[272] = t949;
+    M[279] = t949;
+    M[393] = t949;
     const double t950 = cq[13] * t937;
     const double t951 = sq[13] * t932;
     const double t952 = t950 - t951;
@@ -10354,7 +10364,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t961 = t959 + t960;
     const double t962 = t949 + t955;
     const double t963 = t947 + t961;
-    w[267] = t963;
+    M[259] = t963;
+    M[392] = t963;
     const double t964 = cq[12] * t952;
     const double t965 = sq[12] * t947;
     const double t966 = t964 - t965;
@@ -10370,7 +10381,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t975 = t973 - t974;
     const double t976 = t963 + t969;
     const double t977 = t975 - t955;
-    w[260] = t977;
+    M[239] = t977;
+    M[391] = t977;
     const double t978 = cq[11] * t966;
     const double t979 = sq[11] * t955;
     const double t980 = t978 + t979;
@@ -10390,7 +10402,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
     const double t991 = t989 + t990;
     w[3] = t991;
     const double t992 = t988 - t969;
-    w[253] = t992;
+    M[219] = t992;
+    M[390] = t992;
     const double t993 = cq[10] * t980;
     const double t994 = sq[10] * t969;
     const double t995 = t993 + t994;
@@ -10427,7 +10440,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1006 = t1004 + t1005;
     const double t990 = w[8];
     const double t1007 = t990 + t1003;
-    w[244] = t1007;
+    M[199] = t1007;
+    M[389] = t1007;
     const double t995 = w[9];
     const double t1008 = cq[9] * t995;
     const double t1009 = sq[9] * t990;
@@ -10443,7 +10457,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1019 = t1017 + t1018;
     const double t1020 = t1007 + t1013;
     const double t1021 = t1005 + t1019;
-    w[235] = t1021;
+    M[179] = t1021;
+    M[388] = t1021;
     const double t1022 = cq[8] * t1010;
     const double t1023 = sq[8] * t1005;
     const double t1024 = t1022 - t1023;
@@ -10458,7 +10473,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1033 = t1031 - t1032;
     const double t1034 = t1021 + t1027;
     const double t1035 = t1033 - t1013;
-    w[224] = t1035;
+    M[159] = t1035;
+    M[387] = t1035;
     const double t1036 = cq[7] * t1024;
     const double t1037 = sq[7] * t1013;
     const double t1038 = t1036 + t1037;
@@ -10474,7 +10490,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1048 = t1040 - t1039;
     const double t1049 = t1047 + t1048;
     const double t1050 = t1046 - t1027;
-    w[213] = t1050;
+    M[139] = t1050;
+    M[386] = t1050;
     const double t1051 = cq[6] * t1038;
     const double t1052 = sq[6] * t1027;
     const double t1053 = t1051 + t1052;
@@ -10490,7 +10507,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1063 = t1055 - t1054;
     const double t1064 = t1062 + t1063;
     const double t1065 = t1048 + t1061;
-    w[200] = t1065;
+    M[119] = t1065;
+    M[385] = t1065;
     const double t1066 = cq[5] * t1053;
     const double t1067 = sq[5] * t1048;
     const double t1068 = t1066 - t1067;
@@ -10505,7 +10523,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1077 = t1075 + t1076;
     const double t1078 = t1065 + t1071;
     const double t1079 = t1063 + t1077;
-    w[187] = t1079;
+    M[99] = t1079;
+    M[384] = t1079;
     const double t1080 = cq[4] * t1068;
     const double t1081 = sq[4] * t1063;
     const double t1082 = t1080 - t1081;
@@ -10520,7 +10539,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1091 = t1089 - t1090;
     const double t1092 = t1079 + t1085;
     const double t1093 = t1091 - t1071;
-    w[172] = t1093;
+    M[79] = t1093;
+    M[383] = t1093;
     const double t1094 = cq[3] * t1082;
     const double t1095 = sq[3] * t1071;
     const double t1096 = t1094 + t1095;
@@ -10536,7 +10556,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1106 = t1098 - t1097;
     const double t1107 = t1105 + t1106;
     const double t1108 = t1104 - t1085;
-    w[158] = t1108;
+    M[59] = t1108;
+    M[382] = t1108;
     const double t1109 = sq[2] * t1096;
     const double t1110 = cq[2] * t1085;
     const double t1111 = cq[2] * t1101;
@@ -10549,12 +10570,14 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1118 = t1110 - t1109;
     const double t1119 = t1117 + t1118;
     const double t1120 = t1106 + t1116;
-    w[143] = t1120;
+    M[39] = t1120;
+    M[381] = t1120;
     const double t1121 = sq[1] * t1113;
     const double t1122 = cq[1] * t1119;
     const double t1123 = t1121 + t1122;
     const double t1124 = t1118 + t1123;
-    w[128] = t1124;
+    M[19] = t1124;
+    M[380] = t1124;
     /* mass matrix (Featherstone Table 6.2): column of joint joint19 */
     const double t28 = w[10];
     const double t30 = w[11];
@@ -10572,7 +10595,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t37 = w[14];
     const double t1134 = t1127 - t37;
     const double t1135 = t1133 - t30;
-    w[282] = t1135;
+    M[338] = t1135;
+    M[376] = t1135;
     const double t1136 = cq[16] * t1126;
     const double t1137 = t30 * sq[16];
     const double t1138 = t1137 - t1136;
@@ -10588,7 +10612,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1148 = t30 - t1133;
     const double t1149 = t1141 + t1148;
     const double t1150 = t1127 + t1147;
-    w[279] = t1150;
+    M[318] = t1150;
+    M[375] = t1150;
     const double t1151 = cq[15] * t1138;
     const double t1152 = sq[15] * t1127;
     const double t1153 = t1151 - t1152;
@@ -10603,7 +10628,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1162 = t1160 + t1161;
     const double t1163 = t1150 + t1156;
     const double t1164 = t1141 + t1162;
-    w[276] = t1164;
+    M[298] = t1164;
+    M[374] = t1164;
     const double t1165 = cq[14] * t1153;
     const double t1166 = sq[14] * t1141;
     const double t1167 = t1165 - t1166;
@@ -10618,7 +10644,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1176 = t1174 - t1175;
     const double t1177 = t1164 + t1170;
     const double t1178 = t1176 - t1156;
-    w[271] = t1178;
+    M[278] = t1178;
+    M[373] = t1178;
     const double t1179 = cq[13] * t1167;
     const double t1180 = sq[13] * t1156;
     const double t1181 = t1179 + t1180;
@@ -10634,7 +10661,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1191 = t1183 - t1182;
     const double t1192 = t1190 + t1191;
     const double t1193 = t1189 - t1170;
-    w[266] = t1193;
+    M[258] = t1193;
+    M[372] = t1193;
     const double t1194 = cq[12] * t1181;
     const double t1195 = sq[12] * t1170;
     const double t1196 = t1194 + t1195;
@@ -10650,7 +10678,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1206 = t1198 - t1197;
     const double t1207 = t1205 + t1206;
     const double t1208 = t1191 + t1204;
-    w[259] = t1208;
+    M[238] = t1208;
+    M[371] = t1208;
     const double t1209 = cq[11] * t1196;
     const double t1210 = sq[11] * t1191;
     const double t1211 = t1209 - t1210;
@@ -10665,7 +10694,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1220 = t1218 + t1219;
     const double t1221 = t1208 + t1214;
     const double t1222 = t1206 + t1220;
-    w[252] = t1222;
+    M[218] = t1222;
+    M[370] = t1222;
     const double t1223 = cq[10] * t1211;
     const double t1224 = sq[10] * t1206;
     const double t1225 = t1223 - t1224;
@@ -10680,7 +10710,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1234 = t1232 - t1233;
     const double t1235 = t1222 + t1228;
     const double t1236 = t1234 - t1214;
-    w[243] = t1236;
+    M[198] = t1236;
+    M[369] = t1236;
     const double t1237 = cq[9] * t1225;
     const double t1238 = sq[9] * t1214;
     const double t1239 = t1237 + t1238;
@@ -10696,7 +10727,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1249 = t1241 - t1240;
     const double t1250 = t1248 + t1249;
     const double t1251 = t1247 - t1228;
-    w[234] = t1251;
+    M[178] = t1251;
+    M[368] = t1251;
     const double t1252 = cq[8] * t1239;
     const double t1253 = sq[8] * t1228;
     const double t1254 = t1252 + t1253;
@@ -10712,7 +10744,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1264 = t1256 - t1255;
     const double t1265 = t1263 + t1264;
     const double t1266 = t1249 + t1262;
-    w[223] = t1266;
+    M[158] = t1266;
+    M[367] = t1266;
     const double t1267 = cq[7] * t1254;
     const double t1268 = sq[7] * t1249;
     const double t1269 = t1267 - t1268;
@@ -10727,7 +10760,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1278 = t1276 + t1277;
     const double t1279 = t1266 + t1272;
     const double t1280 = t1264 + t1278;
-    w[212] = t1280;
+    M[138] = t1280;
+    M[366] = t1280;
     const double t1281 = cq[6] * t1269;
     const double t1282 = sq[6] * t1264;
     const double t1283 = t1281 - t1282;
@@ -10742,7 +10776,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1292 = t1290 - t1291;
     const double t1293 = t1280 + t1286;
     const double t1294 = t1292 - t1272;
-    w[199] = t1294;
+    M[118] = t1294;
+    M[365] = t1294;
     const double t1295 = cq[5] * t1283;
     const double t1296 = sq[5] * t1272;
     const double t1297 = t1295 + t1296;
@@ -10758,7 +10793,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1307 = t1299 - t1298;
     const double t1308 = t1306 + t1307;
     const double t1309 = t1305 - t1286;
-    w[186] = t1309;
+    M[98] = t1309;
+    M[364] = t1309;
     const double t1310 = cq[4] * t1297;
     const double t1311 = sq[4] * t1286;
     const double t1312 = t1310 + t1311;
@@ -10774,7 +10810,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1322 = t1314 - t1313;
     const double t1323 = t1321 + t1322;
     const double t1324 = t1307 + t1320;
-    w[171] = t1324;
+    M[78] = t1324;
+    M[363] = t1324;
     const double t1325 = cq[3] * t1312;
     const double t1326 = sq[3] * t1307;
     const double t1327 = t1325 - t1326;
@@ -10789,7 +10826,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1336 = t1334 + t1335;
     const double t1337 = t1324 + t1330;
     const double t1338 = t1322 + t1336;
-    w[157] = t1338;
+    M[58] = t1338;
+    M[362] = t1338;
     const double t1339 = sq[2] * t1327;
     const double t1340 = cq[2] * t1322;
     const double t1341 = t1339 + t1340;
@@ -10801,12 +10839,14 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1347 = t1345 - t1346;
     const double t1348 = t1338 + t1341;
     const double t1349 = t1347 - t1330;
-    w[142] = t1349;
+    M[38] = t1349;
+    M[361] = t1349;
     const double t1350 = sq[1] * t1344;
     const double t1351 = cq[1] * t1348;
     const double t1352 = t1350 - t1351;
     const double t1353 = t1352 - t1341;
-    w[127] = t1353;
+    M[18] = t1353;
+    M[360] = t1353;
     /* mass matrix (Featherstone Table 6.2): column of joint joint18 */
     const double t69 = w[15];
     const double t1354 = 0.5 * t69;
@@ -10827,7 +10867,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t98 = w[20];
     const double t1365 = t98 - t1358;
     const double t1366 = t1364 - t67;
-    w[278] = t1366;
+    M[317] = t1366;
+    M[355] = t1366;
     const double t1367 = cq[15] * t1357;
     const double t1368 = t67 * sq[15];
     const double t1369 = t1367 + t1368;
@@ -10843,7 +10884,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1379 = t1371 - t1370;
     const double t1380 = t1378 + t1379;
     const double t1381 = t1377 - t1358;
-    w[275] = t1381;
+    M[297] = t1381;
+    M[354] = t1381;
     const double t1382 = cq[14] * t1369;
     const double t1383 = sq[14] * t1358;
     const double t1384 = t1382 + t1383;
@@ -10859,7 +10901,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1394 = t1386 - t1385;
     const double t1395 = t1393 + t1394;
     const double t1396 = t1379 + t1392;
-    w[270] = t1396;
+    M[277] = t1396;
+    M[353] = t1396;
     const double t1397 = cq[13] * t1384;
     const double t1398 = sq[13] * t1379;
     const double t1399 = t1397 - t1398;
@@ -10874,7 +10917,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1408 = t1406 + t1407;
     const double t1409 = t1396 + t1402;
     const double t1410 = t1394 + t1408;
-    w[265] = t1410;
+    M[257] = t1410;
+    M[352] = t1410;
     const double t1411 = cq[12] * t1399;
     const double t1412 = sq[12] * t1394;
     const double t1413 = t1411 - t1412;
@@ -10889,7 +10933,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1422 = t1420 - t1421;
     const double t1423 = t1410 + t1416;
     const double t1424 = t1422 - t1402;
-    w[258] = t1424;
+    M[237] = t1424;
+    M[351] = t1424;
     const double t1425 = cq[11] * t1413;
     const double t1426 = sq[11] * t1402;
     const double t1427 = t1425 + t1426;
@@ -10905,7 +10950,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1437 = t1429 - t1428;
     const double t1438 = t1436 + t1437;
     const double t1439 = t1435 - t1416;
-    w[251] = t1439;
+    M[217] = t1439;
+    M[350] = t1439;
     const double t1440 = cq[10] * t1427;
     const double t1441 = sq[10] * t1416;
     const double t1442 = t1440 + t1441;
@@ -10921,7 +10967,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1452 = t1444 - t1443;
     const double t1453 = t1451 + t1452;
     const double t1454 = t1437 + t1450;
-    w[242] = t1454;
+    M[197] = t1454;
+    M[349] = t1454;
     const double t1455 = cq[9] * t1442;
     const double t1456 = sq[9] * t1437;
     const double t1457 = t1455 - t1456;
@@ -10936,7 +10983,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1466 = t1464 + t1465;
     const double t1467 = t1454 + t1460;
     const double t1468 = t1452 + t1466;
-    w[233] = t1468;
+    M[177] = t1468;
+    M[348] = t1468;
     const double t1469 = cq[8] * t1457;
     const double t1470 = sq[8] * t1452;
     const double t1471 = t1469 - t1470;
@@ -10951,7 +10999,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1480 = t1478 - t1479;
     const double t1481 = t1468 + t1474;
     const double t1482 = t1480 - t1460;
-    w[222] = t1482;
+    M[157] = t1482;
+    M[347] = t1482;
     const double t1483 = cq[7] * t1471;
     const double t1484 = sq[7] * t1460;
     const double t1485 = t1483 + t1484;
@@ -10967,7 +11016,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1495 = t1487 - t1486;
     const double t1496 = t1494 + t1495;
     const double t1497 = t1493 - t1474;
-    w[211] = t1497;
+    M[137] = t1497;
+    M[346] = t1497;
     const double t1498 = cq[6] * t1485;
     const double t1499 = sq[6] * t1474;
     const double t1500 = t1498 + t1499;
@@ -10983,7 +11033,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1510 = t1502 - t1501;
     const double t1511 = t1509 + t1510;
     const double t1512 = t1495 + t1508;
-    w[198] = t1512;
+    M[117] = t1512;
+    M[345] = t1512;
     const double t1513 = cq[5] * t1500;
     const double t1514 = sq[5] * t1495;
     const double t1515 = t1513 - t1514;
@@ -10998,7 +11049,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1524 = t1522 + t1523;
     const double t1525 = t1512 + t1518;
     const double t1526 = t1510 + t1524;
-    w[185] = t1526;
+    M[97] = t1526;
+    M[344] = t1526;
     const double t1527 = cq[4] * t1515;
     const double t1528 = sq[4] * t1510;
     const double t1529 = t1527 - t1528;
@@ -11013,7 +11065,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1538 = t1536 - t1537;
     const double t1539 = t1526 + t1532;
     const double t1540 = t1538 - t1518;
-    w[170] = t1540;
+    M[77] = t1540;
+    M[343] = t1540;
     const double t1541 = cq[3] * t1529;
     const double t1542 = sq[3] * t1518;
     const double t1543 = t1541 + t1542;
@@ -11029,7 +11082,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1553 = t1545 - t1544;
     const double t1554 = t1552 + t1553;
     const double t1555 = t1551 - t1532;
-    w[156] = t1555;
+    M[57] = t1555;
+    M[342] = t1555;
     const double t1556 = sq[2] * t1543;
     const double t1557 = cq[2] * t1532;
     const double t1558 = cq[2] * t1548;
@@ -11042,12 +11096,14 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1565 = t1557 - t1556;
     const double t1566 = t1564 + t1565;
     const double t1567 = t1553 + t1563;
-    w[141] = t1567;
+    M[37] = t1567;
+    M[341] = t1567;
     const double t1568 = sq[1] * t1560;
     const double t1569 = cq[1] * t1566;
     const double t1570 = t1568 + t1569;
     const double t1571 = t1565 + t1570;
-    w[126] = t1571;
+    M[17] = t1571;
+    M[340] = t1571;
     /* mass matrix (Featherstone Table 6.2): column of joint joint17 */
     const double t113 = w[21];
     const double t117 = w[22];
@@ -11065,7 +11121,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t136 = w[25];
     const double t1581 = t136 + t1574;
     const double t1582 = t1580 - t117;
-    w[274] = t1582;
+    M[296] = t1582;
+    M[334] = t1582;
     const double t1583 = cq[14] * t1573;
     const double t1584 = t117 * sq[14];
     const double t1585 = t1583 + t1584;
@@ -11081,7 +11138,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1595 = t1587 - t1586;
     const double t1596 = t1594 + t1595;
     const double t1597 = t1593 - t1574;
-    w[269] = t1597;
+    M[276] = t1597;
+    M[333] = t1597;
     const double t1598 = cq[13] * t1585;
     const double t1599 = sq[13] * t1574;
     const double t1600 = t1598 + t1599;
@@ -11097,7 +11155,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1610 = t1602 - t1601;
     const double t1611 = t1609 + t1610;
     const double t1612 = t1595 + t1608;
-    w[264] = t1612;
+    M[256] = t1612;
+    M[332] = t1612;
     const double t1613 = cq[12] * t1600;
     const double t1614 = sq[12] * t1595;
     const double t1615 = t1613 - t1614;
@@ -11112,7 +11171,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1624 = t1622 + t1623;
     const double t1625 = t1612 + t1618;
     const double t1626 = t1610 + t1624;
-    w[257] = t1626;
+    M[236] = t1626;
+    M[331] = t1626;
     const double t1627 = cq[11] * t1615;
     const double t1628 = sq[11] * t1610;
     const double t1629 = t1627 - t1628;
@@ -11127,7 +11187,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1638 = t1636 - t1637;
     const double t1639 = t1626 + t1632;
     const double t1640 = t1638 - t1618;
-    w[250] = t1640;
+    M[216] = t1640;
+    M[330] = t1640;
     const double t1641 = cq[10] * t1629;
     const double t1642 = sq[10] * t1618;
     const double t1643 = t1641 + t1642;
@@ -11143,7 +11204,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1653 = t1645 - t1644;
     const double t1654 = t1652 + t1653;
     const double t1655 = t1651 - t1632;
-    w[241] = t1655;
+    M[196] = t1655;
+    M[329] = t1655;
     const double t1656 = cq[9] * t1643;
     const double t1657 = sq[9] * t1632;
     const double t1658 = t1656 + t1657;
@@ -11159,7 +11221,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1668 = t1660 - t1659;
     const double t1669 = t1667 + t1668;
     const double t1670 = t1653 + t1666;
-    w[232] = t1670;
+    M[176] = t1670;
+    M[328] = t1670;
     const double t1671 = cq[8] * t1658;
     const double t1672 = sq[8] * t1653;
     const double t1673 = t1671 - t1672;
@@ -11174,7 +11237,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1682 = t1680 + t1681;
     const double t1683 = t1670 + t1676;
     const double t1684 = t1668 + t1682;
-    w[221] = t1684;
+    M[156] = t1684;
+    M[327] = t1684;
     const double t1685 = cq[7] * t1673;
     const double t1686 = sq[7] * t1668;
     const double t1687 = t1685 - t1686;
@@ -11189,7 +11253,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1696 = t1694 - t1695;
     const double t1697 = t1684 + t1690;
     const double t1698 = t1696 - t1676;
-    w[210] = t1698;
+    M[136] = t1698;
+    M[326] = t1698;
     const double t1699 = cq[6] * t1687;
     const double t1700 = sq[6] * t1676;
     const double t1701 = t1699 + t1700;
@@ -11205,7 +11270,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1711 = t1703 - t1702;
     const double t1712 = t1710 + t1711;
     const double t1713 = t1709 - t1690;
-    w[197] = t1713;
+    M[116] = t1713;
+    M[325] = t1713;
     const double t1714 = cq[5] * t1701;
     const double t1715 = sq[5] * t1690;
     const double t1716 = t1714 + t1715;
@@ -11221,7 +11287,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1726 = t1718 - t1717;
     const double t1727 = t1725 + t1726;
     const double t1728 = t1711 + t1724;
-    w[184] = t1728;
+    M[96] = t1728;
+    M[324] = t1728;
     const double t1729 = cq[4] * t1716;
     const double t1730 = sq[4] * t1711;
     const double t1731 = t1729 - t1730;
@@ -11236,7 +11303,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1740 = t1738 + t1739;
     const double t1741 = t1728 + t1734;
     const double t1742 = t1726 + t1740;
-    w[169] = t1742;
+    M[76] = t1742;
+    M[323] = t1742;
     const double t1743 = cq[3] * t1731;
     const double t1744 = sq[3] * t1726;
     const double t1745 = t1743 - t1744;
@@ -11251,7 +11319,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1754 = t1752 - t1753;
     const double t1755 = t1742 + t1748;
     const double t1756 = t1754 - t1734;
-    w[155] = t1756;
+    M[56] = t1756;
+    M[322] = t1756;
     const double t1757 = sq[2] * t1745;
     const double t1758 = cq[2] * t1734;
     const double t1759 = cq[2] * t1751;
@@ -11264,12 +11333,14 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1766 = t1758 - t1757;
     const double t1767 = t1765 + t1766;
     const double t1768 = t1764 - t1748;
-    w[140] = t1768;
+    M[36] = t1768;
+    M[321] = t1768;
     const double t1769 = sq[1] * t1761;
     const double t1770 = cq[1] * t1767;
     const double t1771 = t1769 + t1770;
     const double t1772 = t1766 + t1771;
-    w[125] = t1772;
+    M[16] = t1772;
+    M[320] = t1772;
     /* mass matrix (Featherstone Table 6.2): column of joint joint16 */
     const double t163 = w[26];
     const double t167 = w[27];
@@ -11287,7 +11358,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t198 = w[30];
     const double t1782 = t198 - t1775;
     const double t1783 = t1781 - t167;
-    w[268] = t1783;
+    M[275] = t1783;
+    M[313] = t1783;
     const double t1784 = cq[13] * t1774;
     const double t1785 = t167 * sq[13];
     const double t1786 = t1784 + t1785;
@@ -11303,7 +11375,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1796 = t1788 - t1787;
     const double t1797 = t1795 + t1796;
     const double t1798 = t1794 - t1775;
-    w[263] = t1798;
+    M[255] = t1798;
+    M[312] = t1798;
     const double t1799 = cq[12] * t1786;
     const double t1800 = sq[12] * t1775;
     const double t1801 = t1799 + t1800;
@@ -11319,7 +11392,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1811 = t1803 - t1802;
     const double t1812 = t1810 + t1811;
     const double t1813 = t1796 + t1809;
-    w[256] = t1813;
+    M[235] = t1813;
+    M[311] = t1813;
     const double t1814 = cq[11] * t1801;
     const double t1815 = sq[11] * t1796;
     const double t1816 = t1814 - t1815;
@@ -11334,7 +11408,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1825 = t1823 + t1824;
     const double t1826 = t1813 + t1819;
     const double t1827 = t1811 + t1825;
-    w[249] = t1827;
+    M[215] = t1827;
+    M[310] = t1827;
     const double t1828 = cq[10] * t1816;
     const double t1829 = sq[10] * t1811;
     const double t1830 = t1828 - t1829;
@@ -11349,7 +11424,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1839 = t1837 - t1838;
     const double t1840 = t1827 + t1833;
     const double t1841 = t1839 - t1819;
-    w[240] = t1841;
+    M[195] = t1841;
+    M[309] = t1841;
     const double t1842 = cq[9] * t1830;
     const double t1843 = sq[9] * t1819;
     const double t1844 = t1842 + t1843;
@@ -11365,7 +11441,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1854 = t1846 - t1845;
     const double t1855 = t1853 + t1854;
     const double t1856 = t1852 - t1833;
-    w[231] = t1856;
+    M[175] = t1856;
+    M[308] = t1856;
     const double t1857 = cq[8] * t1844;
     const double t1858 = sq[8] * t1833;
     const double t1859 = t1857 + t1858;
@@ -11381,7 +11458,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1869 = t1861 - t1860;
     const double t1870 = t1868 + t1869;
     const double t1871 = t1854 + t1867;
-    w[220] = t1871;
+    M[155] = t1871;
+    M[307] = t1871;
     const double t1872 = cq[7] * t1859;
     const double t1873 = sq[7] * t1854;
     const double t1874 = t1872 - t1873;
@@ -11396,7 +11474,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1883 = t1881 + t1882;
     const double t1884 = t1871 + t1877;
     const double t1885 = t1869 + t1883;
-    w[209] = t1885;
+    M[135] = t1885;
+    M[306] = t1885;
     const double t1886 = cq[6] * t1874;
     const double t1887 = sq[6] * t1869;
     const double t1888 = t1886 - t1887;
@@ -11411,7 +11490,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1897 = t1895 - t1896;
     const double t1898 = t1885 + t1891;
     const double t1899 = t1897 - t1877;
-    w[196] = t1899;
+    M[115] = t1899;
+    M[305] = t1899;
     const double t1900 = cq[5] * t1888;
     const double t1901 = sq[5] * t1877;
     const double t1902 = t1900 + t1901;
@@ -11427,7 +11507,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1912 = t1904 - t1903;
     const double t1913 = t1911 + t1912;
     const double t1914 = t1910 - t1891;
-    w[183] = t1914;
+    M[95] = t1914;
+    M[304] = t1914;
     const double t1915 = cq[4] * t1902;
     const double t1916 = sq[4] * t1891;
     const double t1917 = t1915 + t1916;
@@ -11443,7 +11524,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1927 = t1919 - t1918;
     const double t1928 = t1926 + t1927;
     const double t1929 = t1912 + t1925;
-    w[168] = t1929;
+    M[75] = t1929;
+    M[303] = t1929;
     const double t1930 = cq[3] * t1917;
     const double t1931 = sq[3] * t1912;
     const double t1932 = t1930 - t1931;
@@ -11458,7 +11540,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1941 = t1939 + t1940;
     const double t1942 = t1929 + t1935;
     const double t1943 = t1927 + t1941;
-    w[154] = t1943;
+    M[55] = t1943;
+    M[302] = t1943;
     const double t1944 = sq[2] * t1932;
     const double t1945 = cq[2] * t1927;
     const double t1946 = t1944 + t1945;
@@ -11470,12 +11553,14 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t1952 = t1950 - t1951;
     const double t1953 = t1943 + t1946;
     const double t1954 = t1952 - t1935;
-    w[139] = t1954;
+    M[35] = t1954;
+    M[301] = t1954;
     const double t1955 = sq[1] * t1949;
     const double t1956 = cq[1] * t1953;
     const double t1957 = t1955 - t1956;
     const double t1958 = t1957 - t1946;
-    w[124] = t1958;
+    M[15] = t1958;
+    M[300] = t1958;
     /* mass matrix (Featherstone Table 6.2): column of joint joint15 */
     const double t120 = w[31];
     const double t1959 = t120 * cq[14];
@@ -11499,7 +11584,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     const double t236 = w[36];
     const double t1972 = t236 + t1965;
     const double t1973 = t1971 - t1962;
-    w[262] = t1973;
+    M[254] = t1973;
+    M[292] = t1973;
     const double t1974 = cq[12] * t1964;
     const double t1975 = sq[12] * t1962;
     const double t1976 = t1974 + t1975;
@@ -11517,7 +11603,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
     w[41] = t1986;
     const double t1987 = t1985 + t1986;
     const double t1988 = t1984 - t1965;
-    w[255] = t1988;
+    M[234] = t1988;
+    M[291] = t1988;
     const double t1989 = cq[11] * t1976;
     const double t1990 = sq[11] * t1965;
     const double t1991 = t1989 + t1990;
@@ -11551,7 +11638,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t1986 = w[41];
     const double t1999 = w[42];
     const double t2003 = t1986 + t1999;
-    w[248] = t2003;
+    M[214] = t2003;
+    M[290] = t2003;
     const double t1991 = w[43];
     const double t2004 = cq[10] * t1991;
     const double t2005 = sq[10] * t1986;
@@ -11568,7 +11656,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2015 = t2013 + t2014;
     const double t2016 = t2003 + t2009;
     const double t2017 = t2001 + t2015;
-    w[239] = t2017;
+    M[194] = t2017;
+    M[289] = t2017;
     const double t2018 = cq[9] * t2006;
     const double t2019 = sq[9] * t2001;
     const double t2020 = t2018 - t2019;
@@ -11583,7 +11672,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2029 = t2027 - t2028;
     const double t2030 = t2017 + t2023;
     const double t2031 = t2029 - t2009;
-    w[230] = t2031;
+    M[174] = t2031;
+    M[288] = t2031;
     const double t2032 = cq[8] * t2020;
     const double t2033 = sq[8] * t2009;
     const double t2034 = t2032 + t2033;
@@ -11599,7 +11689,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2044 = t2036 - t2035;
     const double t2045 = t2043 + t2044;
     const double t2046 = t2042 - t2023;
-    w[219] = t2046;
+    M[154] = t2046;
+    M[287] = t2046;
     const double t2047 = cq[7] * t2034;
     const double t2048 = sq[7] * t2023;
     const double t2049 = t2047 + t2048;
@@ -11615,7 +11706,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2059 = t2051 - t2050;
     const double t2060 = t2058 + t2059;
     const double t2061 = t2044 + t2057;
-    w[208] = t2061;
+    M[134] = t2061;
+    M[286] = t2061;
     const double t2062 = cq[6] * t2049;
     const double t2063 = sq[6] * t2044;
     const double t2064 = t2062 - t2063;
@@ -11630,7 +11722,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2073 = t2071 + t2072;
     const double t2074 = t2061 + t2067;
     const double t2075 = t2059 + t2073;
-    w[195] = t2075;
+    M[114] = t2075;
+    M[285] = t2075;
     const double t2076 = cq[5] * t2064;
     const double t2077 = sq[5] * t2059;
     const double t2078 = t2076 - t2077;
@@ -11645,7 +11738,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2087 = t2085 - t2086;
     const double t2088 = t2075 + t2081;
     const double t2089 = t2087 - t2067;
-    w[182] = t2089;
+    M[94] = t2089;
+    M[284] = t2089;
     const double t2090 = cq[4] * t2078;
     const double t2091 = sq[4] * t2067;
     const double t2092 = t2090 + t2091;
@@ -11661,7 +11755,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2102 = t2094 - t2093;
     const double t2103 = t2101 + t2102;
     const double t2104 = t2100 - t2081;
-    w[167] = t2104;
+    M[74] = t2104;
+    M[283] = t2104;
     const double t2105 = cq[3] * t2092;
     const double t2106 = sq[3] * t2081;
     const double t2107 = t2105 + t2106;
@@ -11677,7 +11772,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2117 = t2109 - t2108;
     const double t2118 = t2116 + t2117;
     const double t2119 = t2102 + t2115;
-    w[153] = t2119;
+    M[54] = t2119;
+    M[282] = t2119;
     const double t2120 = sq[2] * t2107;
     const double t2121 = cq[2] * t2102;
     const double t2122 = t2120 + t2121;
@@ -11689,12 +11785,14 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2128 = t2126 + t2127;
     const double t2129 = t2119 + t2122;
     const double t2130 = t2117 + t2128;
-    w[138] = t2130;
+    M[34] = t2130;
+    M[281] = t2130;
     const double t2131 = sq[1] * t2125;
     const double t2132 = cq[1] * t2129;
     const double t2133 = t2131 - t2132;
     const double t2134 = t2133 - t2122;
-    w[123] = t2134;
+    M[14] = t2134;
+    M[280] = t2134;
     /* mass matrix (Featherstone Table 6.2): column of joint joint14 */
     const double t170 = w[45];
     const double t2135 = t170 * cq[13];
@@ -11717,7 +11815,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t296 = w[50];
     const double t2148 = t296 - t2141;
     const double t2149 = t2147 - t2138;
-    w[254] = t2149;
+    M[233] = t2149;
+    M[271] = t2149;
     const double t2150 = cq[11] * t2140;
     const double t2151 = sq[11] * t2138;
     const double t2152 = t2150 + t2151;
@@ -11733,7 +11832,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2162 = t2154 - t2153;
     const double t2163 = t2161 + t2162;
     const double t2164 = t2160 - t2141;
-    w[247] = t2164;
+    M[213] = t2164;
+    M[270] = t2164;
     const double t2165 = cq[10] * t2152;
     const double t2166 = sq[10] * t2141;
     const double t2167 = t2165 + t2166;
@@ -11749,7 +11849,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2177 = t2169 - t2168;
     const double t2178 = t2176 + t2177;
     const double t2179 = t2162 + t2175;
-    w[238] = t2179;
+    M[193] = t2179;
+    M[269] = t2179;
     const double t2180 = cq[9] * t2167;
     const double t2181 = sq[9] * t2162;
     const double t2182 = t2180 - t2181;
@@ -11764,7 +11865,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2191 = t2189 + t2190;
     const double t2192 = t2179 + t2185;
     const double t2193 = t2177 + t2191;
-    w[229] = t2193;
+    M[173] = t2193;
+    M[268] = t2193;
     const double t2194 = cq[8] * t2182;
     const double t2195 = sq[8] * t2177;
     const double t2196 = t2194 - t2195;
@@ -11779,7 +11881,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2205 = t2203 - t2204;
     const double t2206 = t2193 + t2199;
     const double t2207 = t2205 - t2185;
-    w[218] = t2207;
+    M[153] = t2207;
+    M[267] = t2207;
     const double t2208 = cq[7] * t2196;
     const double t2209 = sq[7] * t2185;
     const double t2210 = t2208 + t2209;
@@ -11795,7 +11898,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2220 = t2212 - t2211;
     const double t2221 = t2219 + t2220;
     const double t2222 = t2218 - t2199;
-    w[207] = t2222;
+    M[133] = t2222;
+    M[266] = t2222;
     const double t2223 = cq[6] * t2210;
     const double t2224 = sq[6] * t2199;
     const double t2225 = t2223 + t2224;
@@ -11811,7 +11915,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2235 = t2227 - t2226;
     const double t2236 = t2234 + t2235;
     const double t2237 = t2220 + t2233;
-    w[194] = t2237;
+    M[113] = t2237;
+    M[265] = t2237;
     const double t2238 = cq[5] * t2225;
     const double t2239 = sq[5] * t2220;
     const double t2240 = t2238 - t2239;
@@ -11826,7 +11931,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2249 = t2247 + t2248;
     const double t2250 = t2237 + t2243;
     const double t2251 = t2235 + t2249;
-    w[181] = t2251;
+    M[93] = t2251;
+    M[264] = t2251;
     const double t2252 = cq[4] * t2240;
     const double t2253 = sq[4] * t2235;
     const double t2254 = t2252 - t2253;
@@ -11841,7 +11947,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2263 = t2261 - t2262;
     const double t2264 = t2251 + t2257;
     const double t2265 = t2263 - t2243;
-    w[166] = t2265;
+    M[73] = t2265;
+    M[263] = t2265;
     const double t2266 = cq[3] * t2254;
     const double t2267 = sq[3] * t2243;
     const double t2268 = t2266 + t2267;
@@ -11857,7 +11964,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2278 = t2270 - t2269;
     const double t2279 = t2277 + t2278;
     const double t2280 = t2276 - t2257;
-    w[152] = t2280;
+    M[53] = t2280;
+    M[262] = t2280;
     const double t2281 = sq[2] * t2268;
     const double t2282 = cq[2] * t2257;
     const double t2283 = cq[2] * t2273;
@@ -11870,12 +11978,14 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2290 = t2282 - t2281;
     const double t2291 = t2289 + t2290;
     const double t2292 = t2278 + t2288;
-    w[137] = t2292;
+    M[33] = t2292;
+    M[261] = t2292;
     const double t2293 = sq[1] * t2285;
     const double t2294 = cq[1] * t2291;
     const double t2295 = t2293 + t2294;
     const double t2296 = t2290 + t2295;
-    w[122] = t2296;
+    M[13] = t2296;
+    M[260] = t2296;
     /* mass matrix (Featherstone Table 6.2): column of joint joint13 */
     const double t311 = w[51];
     const double t315 = w[52];
@@ -11893,7 +12003,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t334 = w[55];
     const double t2306 = t334 + t2299;
     const double t2307 = t2305 - t315;
-    w[246] = t2307;
+    M[212] = t2307;
+    M[250] = t2307;
     const double t2308 = cq[10] * t2298;
     const double t2309 = t315 * sq[10];
     const double t2310 = t2308 + t2309;
@@ -11909,7 +12020,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2320 = t2312 - t2311;
     const double t2321 = t2319 + t2320;
     const double t2322 = t2318 - t2299;
-    w[237] = t2322;
+    M[192] = t2322;
+    M[249] = t2322;
     const double t2323 = cq[9] * t2310;
     const double t2324 = sq[9] * t2299;
     const double t2325 = t2323 + t2324;
@@ -11925,7 +12037,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2335 = t2327 - t2326;
     const double t2336 = t2334 + t2335;
     const double t2337 = t2320 + t2333;
-    w[228] = t2337;
+    M[172] = t2337;
+    M[248] = t2337;
     const double t2338 = cq[8] * t2325;
     const double t2339 = sq[8] * t2320;
     const double t2340 = t2338 - t2339;
@@ -11940,7 +12053,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2349 = t2347 + t2348;
     const double t2350 = t2337 + t2343;
     const double t2351 = t2335 + t2349;
-    w[217] = t2351;
+    M[152] = t2351;
+    M[247] = t2351;
     const double t2352 = cq[7] * t2340;
     const double t2353 = sq[7] * t2335;
     const double t2354 = t2352 - t2353;
@@ -11955,7 +12069,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2363 = t2361 - t2362;
     const double t2364 = t2351 + t2357;
     const double t2365 = t2363 - t2343;
-    w[206] = t2365;
+    M[132] = t2365;
+    M[246] = t2365;
     const double t2366 = cq[6] * t2354;
     const double t2367 = sq[6] * t2343;
     const double t2368 = t2366 + t2367;
@@ -11971,7 +12086,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2378 = t2370 - t2369;
     const double t2379 = t2377 + t2378;
     const double t2380 = t2376 - t2357;
-    w[193] = t2380;
+    M[112] = t2380;
+    M[245] = t2380;
     const double t2381 = cq[5] * t2368;
     const double t2382 = sq[5] * t2357;
     const double t2383 = t2381 + t2382;
@@ -11987,7 +12103,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2393 = t2385 - t2384;
     const double t2394 = t2392 + t2393;
     const double t2395 = t2378 + t2391;
-    w[180] = t2395;
+    M[92] = t2395;
+    M[244] = t2395;
     const double t2396 = cq[4] * t2383;
     const double t2397 = sq[4] * t2378;
     const double t2398 = t2396 - t2397;
@@ -12002,7 +12119,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2407 = t2405 + t2406;
     const double t2408 = t2395 + t2401;
     const double t2409 = t2393 + t2407;
-    w[165] = t2409;
+    M[72] = t2409;
+    M[243] = t2409;
     const double t2410 = cq[3] * t2398;
     const double t2411 = sq[3] * t2393;
     const double t2412 = t2410 - t2411;
@@ -12017,7 +12135,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2421 = t2419 - t2420;
     const double t2422 = t2409 + t2415;
     const double t2423 = t2421 - t2401;
-    w[151] = t2423;
+    M[52] = t2423;
+    M[242] = t2423;
     const double t2424 = sq[2] * t2412;
     const double t2425 = cq[2] * t2401;
     const double t2426 = cq[2] * t2418;
@@ -12030,12 +12149,14 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2433 = t2425 - t2424;
     const double t2434 = t2432 + t2433;
     const double t2435 = t2431 - t2415;
-    w[136] = t2435;
+    M[32] = t2435;
+    M[241] = t2435;
     const double t2436 = sq[1] * t2428;
     const double t2437 = cq[1] * t2434;
     const double t2438 = t2436 + t2437;
     const double t2439 = t2433 + t2438;
-    w[121] = t2439;
+    M[12] = t2439;
+    M[240] = t2439;
     /* mass matrix (Featherstone Table 6.2): column of joint joint12 */
     const double t361 = w[56];
     const double t365 = w[57];
@@ -12053,7 +12174,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t396 = w[60];
     const double t2449 = t396 - t2442;
     const double t2450 = t2448 - t365;
-    w[236] = t2450;
+    M[191] = t2450;
+    M[229] = t2450;
     const double t2451 = cq[9] * t2441;
     const double t2452 = t365 * sq[9];
     const double t2453 = t2451 + t2452;
@@ -12069,7 +12191,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2463 = t2455 - t2454;
     const double t2464 = t2462 + t2463;
     const double t2465 = t2461 - t2442;
-    w[227] = t2465;
+    M[171] = t2465;
+    M[228] = t2465;
     const double t2466 = cq[8] * t2453;
     const double t2467 = sq[8] * t2442;
     const double t2468 = t2466 + t2467;
@@ -12085,7 +12208,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2478 = t2470 - t2469;
     const double t2479 = t2477 + t2478;
     const double t2480 = t2463 + t2476;
-    w[216] = t2480;
+    M[151] = t2480;
+    M[227] = t2480;
     const double t2481 = cq[7] * t2468;
     const double t2482 = sq[7] * t2463;
     const double t2483 = t2481 - t2482;
@@ -12100,7 +12224,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2492 = t2490 + t2491;
     const double t2493 = t2480 + t2486;
     const double t2494 = t2478 + t2492;
-    w[205] = t2494;
+    M[131] = t2494;
+    M[226] = t2494;
     const double t2495 = cq[6] * t2483;
     const double t2496 = sq[6] * t2478;
     const double t2497 = t2495 - t2496;
@@ -12115,7 +12240,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2506 = t2504 - t2505;
     const double t2507 = t2494 + t2500;
     const double t2508 = t2506 - t2486;
-    w[192] = t2508;
+    M[111] = t2508;
+    M[225] = t2508;
     const double t2509 = cq[5] * t2497;
     const double t2510 = sq[5] * t2486;
     const double t2511 = t2509 + t2510;
@@ -12131,7 +12257,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2521 = t2513 - t2512;
     const double t2522 = t2520 + t2521;
     const double t2523 = t2519 - t2500;
-    w[179] = t2523;
+    M[91] = t2523;
+    M[224] = t2523;
     const double t2524 = cq[4] * t2511;
     const double t2525 = sq[4] * t2500;
     const double t2526 = t2524 + t2525;
@@ -12147,7 +12274,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2536 = t2528 - t2527;
     const double t2537 = t2535 + t2536;
     const double t2538 = t2521 + t2534;
-    w[164] = t2538;
+    M[71] = t2538;
+    M[223] = t2538;
     const double t2539 = cq[3] * t2526;
     const double t2540 = sq[3] * t2521;
     const double t2541 = t2539 - t2540;
@@ -12162,7 +12290,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2550 = t2548 + t2549;
     const double t2551 = t2538 + t2544;
     const double t2552 = t2536 + t2550;
-    w[150] = t2552;
+    M[51] = t2552;
+    M[222] = t2552;
     const double t2553 = sq[2] * t2541;
     const double t2554 = cq[2] * t2536;
     const double t2555 = t2553 + t2554;
@@ -12174,12 +12303,14 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2561 = t2559 - t2560;
     const double t2562 = t2552 + t2555;
     const double t2563 = t2561 - t2544;
-    w[135] = t2563;
+    M[31] = t2563;
+    M[221] = t2563;
     const double t2564 = sq[1] * t2558;
     const double t2565 = cq[1] * t2562;
     const double t2566 = t2564 - t2565;
     const double t2567 = t2566 - t2555;
-    w[120] = t2567;
+    M[11] = t2567;
+    M[220] = t2567;
     /* mass matrix (Featherstone Table 6.2): column of joint joint11 */
     const double t318 = w[61];
     const double t2568 = t318 * cq[10];
@@ -12202,7 +12333,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t434 = w[66];
     const double t2581 = t434 + t2574;
     const double t2582 = t2580 - t2571;
-    w[226] = t2582;
+    M[170] = t2582;
+    M[208] = t2582;
     const double t2583 = cq[8] * t2573;
     const double t2584 = sq[8] * t2571;
     const double t2585 = t2583 + t2584;
@@ -12218,7 +12350,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2595 = t2587 - t2586;
     const double t2596 = t2594 + t2595;
     const double t2597 = t2593 - t2574;
-    w[215] = t2597;
+    M[150] = t2597;
+    M[207] = t2597;
     const double t2598 = cq[7] * t2585;
     const double t2599 = sq[7] * t2574;
     const double t2600 = t2598 + t2599;
@@ -12234,7 +12367,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2610 = t2602 - t2601;
     const double t2611 = t2609 + t2610;
     const double t2612 = t2595 + t2608;
-    w[204] = t2612;
+    M[130] = t2612;
+    M[206] = t2612;
     const double t2613 = cq[6] * t2600;
     const double t2614 = sq[6] * t2595;
     const double t2615 = t2613 - t2614;
@@ -12249,7 +12383,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2624 = t2622 + t2623;
     const double t2625 = t2612 + t2618;
     const double t2626 = t2610 + t2624;
-    w[191] = t2626;
+    M[110] = t2626;
+    M[205] = t2626;
     const double t2627 = cq[5] * t2615;
     const double t2628 = sq[5] * t2610;
     const double t2629 = t2627 - t2628;
@@ -12264,7 +12399,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2638 = t2636 - t2637;
     const double t2639 = t2626 + t2632;
     const double t2640 = t2638 - t2618;
-    w[178] = t2640;
+    M[90] = t2640;
+    M[204] = t2640;
     const double t2641 = cq[4] * t2629;
     const double t2642 = sq[4] * t2618;
     const double t2643 = t2641 + t2642;
@@ -12280,7 +12416,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2653 = t2645 - t2644;
     const double t2654 = t2652 + t2653;
     const double t2655 = t2651 - t2632;
-    w[163] = t2655;
+    M[70] = t2655;
+    M[203] = t2655;
     const double t2656 = cq[3] * t2643;
     const double t2657 = sq[3] * t2632;
     const double t2658 = t2656 + t2657;
@@ -12296,7 +12433,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2668 = t2660 - t2659;
     const double t2669 = t2667 + t2668;
     const double t2670 = t2653 + t2666;
-    w[149] = t2670;
+    M[50] = t2670;
+    M[202] = t2670;
     const double t2671 = sq[2] * t2658;
     const double t2672 = cq[2] * t2653;
     const double t2673 = t2671 + t2672;
@@ -12308,12 +12446,14 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2679 = t2677 + t2678;
     const double t2680 = t2670 + t2673;
     const double t2681 = t2668 + t2679;
-    w[134] = t2681;
+    M[30] = t2681;
+    M[201] = t2681;
     const double t2682 = sq[1] * t2676;
     const double t2683 = cq[1] * t2680;
     const double t2684 = t2682 - t2683;
     const double t2685 = t2684 - t2673;
-    w[119] = t2685;
+    M[10] = t2685;
+    M[200] = t2685;
     /* mass matrix (Featherstone Table 6.2): column of joint joint10 */
     const double t368 = w[67];
     const double t2686 = t368 * cq[9];
@@ -12336,7 +12476,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t494 = w[72];
     const double t2699 = t494 - t2692;
     const double t2700 = t2698 - t2689;
-    w[214] = t2700;
+    M[149] = t2700;
+    M[187] = t2700;
     const double t2701 = cq[7] * t2691;
     const double t2702 = sq[7] * t2689;
     const double t2703 = t2701 + t2702;
@@ -12352,7 +12493,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2713 = t2705 - t2704;
     const double t2714 = t2712 + t2713;
     const double t2715 = t2711 - t2692;
-    w[203] = t2715;
+    M[129] = t2715;
+    M[186] = t2715;
     const double t2716 = cq[6] * t2703;
     const double t2717 = sq[6] * t2692;
     const double t2718 = t2716 + t2717;
@@ -12368,7 +12510,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2728 = t2720 - t2719;
     const double t2729 = t2727 + t2728;
     const double t2730 = t2713 + t2726;
-    w[190] = t2730;
+    M[109] = t2730;
+    M[185] = t2730;
     const double t2731 = cq[5] * t2718;
     const double t2732 = sq[5] * t2713;
     const double t2733 = t2731 - t2732;
@@ -12383,7 +12526,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2742 = t2740 + t2741;
     const double t2743 = t2730 + t2736;
     const double t2744 = t2728 + t2742;
-    w[177] = t2744;
+    M[89] = t2744;
+    M[184] = t2744;
     const double t2745 = cq[4] * t2733;
     const double t2746 = sq[4] * t2728;
     const double t2747 = t2745 - t2746;
@@ -12398,7 +12542,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2756 = t2754 - t2755;
     const double t2757 = t2744 + t2750;
     const double t2758 = t2756 - t2736;
-    w[162] = t2758;
+    M[69] = t2758;
+    M[183] = t2758;
     const double t2759 = cq[3] * t2747;
     const double t2760 = sq[3] * t2736;
     const double t2761 = t2759 + t2760;
@@ -12414,7 +12559,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2771 = t2763 - t2762;
     const double t2772 = t2770 + t2771;
     const double t2773 = t2769 - t2750;
-    w[148] = t2773;
+    M[49] = t2773;
+    M[182] = t2773;
     const double t2774 = sq[2] * t2761;
     const double t2775 = cq[2] * t2750;
     const double t2776 = cq[2] * t2766;
@@ -12427,12 +12573,14 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2783 = t2775 - t2774;
     const double t2784 = t2782 + t2783;
     const double t2785 = t2771 + t2781;
-    w[133] = t2785;
+    M[29] = t2785;
+    M[181] = t2785;
     const double t2786 = sq[1] * t2778;
     const double t2787 = cq[1] * t2784;
     const double t2788 = t2786 + t2787;
     const double t2789 = t2783 + t2788;
-    w[118] = t2789;
+    M[9] = t2789;
+    M[180] = t2789;
     /* mass matrix (Featherstone Table 6.2): column of joint joint9 */
     const double t509 = w[73];
     const double t513 = w[74];
@@ -12450,7 +12598,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t532 = w[77];
     const double t2799 = t532 + t2792;
     const double t2800 = t2798 - t513;
-    w[202] = t2800;
+    M[128] = t2800;
+    M[166] = t2800;
     const double t2801 = cq[6] * t2791;
     const double t2802 = t513 * sq[6];
     const double t2803 = t2801 + t2802;
@@ -12466,7 +12615,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2813 = t2805 - t2804;
     const double t2814 = t2812 + t2813;
     const double t2815 = t2811 - t2792;
-    w[189] = t2815;
+    M[108] = t2815;
+    M[165] = t2815;
     const double t2816 = cq[5] * t2803;
     const double t2817 = sq[5] * t2792;
     const double t2818 = t2816 + t2817;
@@ -12482,7 +12632,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2828 = t2820 - t2819;
     const double t2829 = t2827 + t2828;
     const double t2830 = t2813 + t2826;
-    w[176] = t2830;
+    M[88] = t2830;
+    M[164] = t2830;
     const double t2831 = cq[4] * t2818;
     const double t2832 = sq[4] * t2813;
     const double t2833 = t2831 - t2832;
@@ -12497,7 +12648,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2842 = t2840 + t2841;
     const double t2843 = t2830 + t2836;
     const double t2844 = t2828 + t2842;
-    w[161] = t2844;
+    M[68] = t2844;
+    M[163] = t2844;
     const double t2845 = cq[3] * t2833;
     const double t2846 = sq[3] * t2828;
     const double t2847 = t2845 - t2846;
@@ -12512,7 +12664,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2856 = t2854 - t2855;
     const double t2857 = t2844 + t2850;
     const double t2858 = t2856 - t2836;
-    w[147] = t2858;
+    M[48] = t2858;
+    M[162] = t2858;
     const double t2859 = sq[2] * t2847;
     const double t2860 = cq[2] * t2836;
     const double t2861 = cq[2] * t2853;
@@ -12525,12 +12678,14 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2868 = t2860 - t2859;
     const double t2869 = t2867 + t2868;
     const double t2870 = t2866 - t2850;
-    w[132] = t2870;
+    M[28] = t2870;
+    M[161] = t2870;
     const double t2871 = sq[1] * t2863;
     const double t2872 = cq[1] * t2869;
     const double t2873 = t2871 + t2872;
     const double t2874 = t2868 + t2873;
-    w[117] = t2874;
+    M[8] = t2874;
+    M[160] = t2874;
     /* mass matrix (Featherstone Table 6.2): column of joint joint8 */
     const double t559 = w[78];
     const double t563 = w[79];
@@ -12548,7 +12703,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t594 = w[82];
     const double t2884 = t594 - t2877;
     const double t2885 = t2883 - t563;
-    w[188] = t2885;
+    M[107] = t2885;
+    M[145] = t2885;
     const double t2886 = cq[5] * t2876;
     const double t2887 = t563 * sq[5];
     const double t2888 = t2886 + t2887;
@@ -12564,7 +12720,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2898 = t2890 - t2889;
     const double t2899 = t2897 + t2898;
     const double t2900 = t2896 - t2877;
-    w[175] = t2900;
+    M[87] = t2900;
+    M[144] = t2900;
     const double t2901 = cq[4] * t2888;
     const double t2902 = sq[4] * t2877;
     const double t2903 = t2901 + t2902;
@@ -12580,7 +12737,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2913 = t2905 - t2904;
     const double t2914 = t2912 + t2913;
     const double t2915 = t2898 + t2911;
-    w[160] = t2915;
+    M[67] = t2915;
+    M[143] = t2915;
     const double t2916 = cq[3] * t2903;
     const double t2917 = sq[3] * t2898;
     const double t2918 = t2916 - t2917;
@@ -12595,7 +12753,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2927 = t2925 + t2926;
     const double t2928 = t2915 + t2921;
     const double t2929 = t2913 + t2927;
-    w[146] = t2929;
+    M[47] = t2929;
+    M[142] = t2929;
     const double t2930 = sq[2] * t2918;
     const double t2931 = cq[2] * t2913;
     const double t2932 = t2930 + t2931;
@@ -12607,12 +12766,14 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2938 = t2936 - t2937;
     const double t2939 = t2929 + t2932;
     const double t2940 = t2938 - t2921;
-    w[131] = t2940;
+    M[27] = t2940;
+    M[141] = t2940;
     const double t2941 = sq[1] * t2935;
     const double t2942 = cq[1] * t2939;
     const double t2943 = t2941 - t2942;
     const double t2944 = t2943 - t2932;
-    w[116] = t2944;
+    M[7] = t2944;
+    M[140] = t2944;
     /* mass matrix (Featherstone Table 6.2): column of joint joint7 */
     const double t516 = w[83];
     const double t2945 = t516 * cq[6];
@@ -12635,7 +12796,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t632 = w[88];
     const double t2958 = t632 + t2951;
     const double t2959 = t2957 - t2948;
-    w[174] = t2959;
+    M[86] = t2959;
+    M[124] = t2959;
     const double t2960 = cq[4] * t2950;
     const double t2961 = sq[4] * t2948;
     const double t2962 = t2960 + t2961;
@@ -12651,7 +12813,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     const double t2972 = t2964 - t2963;
     const double t2973 = t2971 + t2972;
     const double t2974 = t2970 - t2951;
-    w[159] = t2974;
+    M[66] = t2974;
+    M[123] = t2974;
     const double t2975 = cq[3] * t2962;
     const double t2976 = sq[3] * t2951;
     const double t2977 = t2975 + t2976;
@@ -12668,7 +12831,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
     w[89] = t2987;
     const double t2988 = t2986 + t2987;
     const double t2989 = t2972 + t2985;
-    w[145] = t2989;
+    M[46] = t2989;
+    M[122] = t2989;
     const double t2990 = sq[2] * t2977;
     const double t2991 = cq[2] * t2972;
     const double t2992 = t2990 + t2991;
@@ -12693,6 +12857,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *rest
     const double t2987 = w[89];
     const double t2998 = w[90];
     const double t3000 = t2987 + t2998;
+    M[26] = t3000;
+    M[121] = t3000;
     const double t2995 = w[91];
     const double t3001 = sq[1] * t2995;
     const double t2999 = w[92];
@@ -12700,6 +12866,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *rest
     const double t3003 = t3001 - t3002;
     const double t2992 = w[93];
     const double t3004 = t3003 - t2992;
+    M[6] = t3004;
+    M[120] = t3004;
     /* mass matrix (Featherstone Table 6.2): column of joint joint6 */
     const double t566 = w[94];
     const double t3005 = t566 * cq[5];
@@ -12722,6 +12890,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *rest
     const double t692 = w[99];
     const double t3018 = t692 - t3011;
     const double t3019 = t3017 - t3008;
+    M[65] = t3019;
+    M[103] = t3019;
     const double t3020 = cq[3] * t3010;
     const double t3021 = sq[3] * t3008;
     const double t3022 = t3020 + t3021;
@@ -12737,6 +12907,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *rest
     const double t3032 = t3024 - t3023;
     const double t3033 = t3031 + t3032;
     const double t3034 = t3030 - t3011;
+    M[45] = t3034;
+    M[102] = t3034;
     const double t3035 = sq[2] * t3022;
     const double t3036 = cq[2] * t3011;
     const double t3037 = cq[2] * t3027;
@@ -12749,10 +12921,14 @@ SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *rest
     const double t3044 = t3036 - t3035;
     const double t3045 = t3043 + t3044;
     const double t3046 = t3032 + t3042;
+    M[25] = t3046;
+    M[101] = t3046;
     const double t3047 = sq[1] * t3039;
     const double t3048 = cq[1] * t3045;
     const double t3049 = t3047 + t3048;
     const double t3050 = t3044 + t3049;
+    M[5] = t3050;
+    M[100] = t3050;
     /* mass matrix (Featherstone Table 6.2): column of joint joint5 */
     const double t707 = w[100];
     const double t711 = w[101];
@@ -12770,6 +12946,8 @@ SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *rest
     const double t730 = w[104];
     const double t3060 = t730 + t3053;
     const double t3061 = t3059 - t711;
+    M[44] = t3061;
+    M[82] = t3061;
     const double t3062 = sq[2] * t3052;
     const double t3063 = t711 * cq[2];
     const double t3064 = cq[2] * t3056;
@@ -12782,10 +12960,14 @@ SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *rest
     const double t3071 = t3063 - t3062;
     const double t3072 = t3070 + t3071;
     const double t3073 = t3069 - t3053;
+    M[24] = t3073;
+    M[81] = t3073;
     const double t3074 = sq[1] * t3066;
     const double t3075 = cq[1] * t3072;
     const double t3076 = t3074 + t3075;
     const double t3077 = t3071 + t3076;
+    M[4] = t3077;
+    M[80] = t3077;
     /* mass matrix (Featherstone Table 6.2): column of joint joint4 */
     const double t757 = w[105];
     const double t761 = w[106];
@@ -12802,10 +12984,14 @@ SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *rest
     const double t792 = w[109];
     const double t3086 = t792 - t3079;
     const double t3087 = t3085 - t761;
+    M[23] = t3087;
+    M[61] = t3087;
     const double t3088 = sq[1] * t3082;
     const double t3089 = cq[1] * t3086;
     const double t3090 = t3088 + t3089;
     const double t3091 = t3090 - t3079;
+    M[3] = t3091;
+    M[60] = t3091;
     /* mass matrix (Featherstone Table 6.2): column of joint joint3 */
     const double t714 = w[110];
     const double t3092 = t714 * sq[2];
@@ -12818,596 +13004,10 @@ SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *rest
     const double t3096 = cq[1] * t3094;
     const double t3097 = t3095 - t3096;
     const double t3098 = t3097 - t3093;
-    /* outputs */
-    const double t876 = w[114];
-    M[0] = t876;
-    const double t869 = w[115];
-    M[1] = t869;
     M[2] = t3098;
-    M[3] = t3091;
-    M[4] = t3077;
-    M[5] = t3050;
-    M[6] = t3004;
-    const double t2944 = w[116];
-    M[7] = t2944;
-    const double t2874 = w[117];
-    M[8] = t2874;
-    const double t2789 = w[118];
-    M[9] = t2789;
-    const double t2685 = w[119];
-    M[10] = t2685;
-    const double t2567 = w[120];
-    M[11] = t2567;
-    const double t2439 = w[121];
-    M[12] = t2439;
-    const double t2296 = w[122];
-    M[13] = t2296;
-    const double t2134 = w[123];
-    M[14] = t2134;
-    const double t1958 = w[124];
-    M[15] = t1958;
-    const double t1772 = w[125];
-    M[16] = t1772;
-    const double t1571 = w[126];
-    M[17] = t1571;
-    const double t1353 = w[127];
-    M[18] = t1353;
-    const double t1124 = w[128];
-    M[19] = t1124;
-    M[20] = t869;
-    const double t856 = w[129];
-    M[21] = t856;
-    const double t830 = w[130];
-    M[22] = t830;
-    M[23] = t3087;
-    M[24] = t3073;
-    M[25] = t3046;
-    M[26] = t3000;
-    const double t2940 = w[131];
-    M[27] = t2940;
-    const double t2870 = w[132];
-    M[28] = t2870;
-    const double t2785 = w[133];
-    M[29] = t2785;
-    const double t2681 = w[134];
-    M[30] = t2681;
-    const double t2563 = w[135];
-    M[31] = t2563;
-    const double t2435 = w[136];
-    M[32] = t2435;
-    const double t2292 = w[137];
-    M[33] = t2292;
-    const double t2130 = w[138];
-    M[34] = t2130;
-    const double t1954 = w[139];
-    M[35] = t1954;
-    const double t1768 = w[140];
-    M[36] = t1768;
-    const double t1567 = w[141];
-    M[37] = t1567;
-    const double t1349 = w[142];
-    M[38] = t1349;
-    const double t1120 = w[143];
-    M[39] = t1120;
     M[40] = t3098;
-    M[41] = t830;
-    M[42] = t807;
-    const double t780 = w[144];
-    M[43] = t780;
-    M[44] = t3061;
-    M[45] = t3034;
-    const double t2989 = w[145];
-    M[46] = t2989;
-    const double t2929 = w[146];
-    M[47] = t2929;
-    const double t2858 = w[147];
-    M[48] = t2858;
-    const double t2773 = w[148];
-    M[49] = t2773;
-    const double t2670 = w[149];
-    M[50] = t2670;
-    const double t2552 = w[150];
-    M[51] = t2552;
-    const double t2423 = w[151];
-    M[52] = t2423;
-    const double t2280 = w[152];
-    M[53] = t2280;
-    const double t2119 = w[153];
-    M[54] = t2119;
-    const double t1943 = w[154];
-    M[55] = t1943;
-    const double t1756 = w[155];
-    M[56] = t1756;
-    const double t1555 = w[156];
-    M[57] = t1555;
-    const double t1338 = w[157];
-    M[58] = t1338;
-    const double t1108 = w[158];
-    M[59] = t1108;
-    M[60] = t3091;
-    M[61] = t3087;
-    M[62] = t780;
-    M[63] = t757;
-    M[64] = t730;
-    M[65] = t3019;
-    const double t2974 = w[159];
-    M[66] = t2974;
-    const double t2915 = w[160];
-    M[67] = t2915;
-    const double t2844 = w[161];
-    M[68] = t2844;
-    const double t2758 = w[162];
-    M[69] = t2758;
-    const double t2655 = w[163];
-    M[70] = t2655;
-    const double t2538 = w[164];
-    M[71] = t2538;
-    const double t2409 = w[165];
-    M[72] = t2409;
-    const double t2265 = w[166];
-    M[73] = t2265;
-    const double t2104 = w[167];
-    M[74] = t2104;
-    const double t1929 = w[168];
-    M[75] = t1929;
-    const double t1742 = w[169];
-    M[76] = t1742;
-    const double t1540 = w[170];
-    M[77] = t1540;
-    const double t1324 = w[171];
-    M[78] = t1324;
-    const double t1093 = w[172];
-    M[79] = t1093;
-    M[80] = t3077;
-    M[81] = t3073;
-    M[82] = t3061;
-    M[83] = t730;
-    M[84] = t707;
-    const double t681 = w[173];
-    M[85] = t681;
-    const double t2959 = w[174];
-    M[86] = t2959;
-    const double t2900 = w[175];
-    M[87] = t2900;
-    const double t2830 = w[176];
-    M[88] = t2830;
-    const double t2744 = w[177];
-    M[89] = t2744;
-    const double t2640 = w[178];
-    M[90] = t2640;
-    const double t2523 = w[179];
-    M[91] = t2523;
-    const double t2395 = w[180];
-    M[92] = t2395;
-    const double t2251 = w[181];
-    M[93] = t2251;
-    const double t2089 = w[182];
-    M[94] = t2089;
-    const double t1914 = w[183];
-    M[95] = t1914;
-    const double t1728 = w[184];
-    M[96] = t1728;
-    const double t1526 = w[185];
-    M[97] = t1526;
-    const double t1309 = w[186];
-    M[98] = t1309;
-    const double t1079 = w[187];
-    M[99] = t1079;
-    M[100] = t3050;
-    M[101] = t3046;
-    M[102] = t3034;
-    M[103] = t3019;
-    M[104] = t681;
-    M[105] = t658;
-    const double t632 = w[88];
-    M[106] = t632;
-    const double t2885 = w[188];
-    M[107] = t2885;
-    const double t2815 = w[189];
-    M[108] = t2815;
-    const double t2730 = w[190];
-    M[109] = t2730;
-    const double t2626 = w[191];
-    M[110] = t2626;
-    const double t2508 = w[192];
-    M[111] = t2508;
-    const double t2380 = w[193];
-    M[112] = t2380;
-    const double t2237 = w[194];
-    M[113] = t2237;
-    const double t2075 = w[195];
-    M[114] = t2075;
-    const double t1899 = w[196];
-    M[115] = t1899;
-    const double t1713 = w[197];
-    M[116] = t1713;
-    const double t1512 = w[198];
-    M[117] = t1512;
-    const double t1294 = w[199];
-    M[118] = t1294;
-    const double t1065 = w[200];
-    M[119] = t1065;
-    M[120] = t3004;
-    M[121] = t3000;
-    M[122] = t2989;
-    M[123] = t2974;
-    M[124] = t2959;
-    M[125] = t632;
-    const double t609 = w[86];
-    M[126] = t609;
-    const double t582 = w[201];
-    M[127] = t582;
-    const double t2800 = w[202];
-    M[128] = t2800;
-    const double t2715 = w[203];
-    M[129] = t2715;
-    const double t2612 = w[204];
-    M[130] = t2612;
-    const double t2494 = w[205];
-    M[131] = t2494;
-    const double t2365 = w[206];
-    M[132] = t2365;
-    const double t2222 = w[207];
-    M[133] = t2222;
-    const double t2061 = w[208];
-    M[134] = t2061;
-    const double t1885 = w[209];
-    M[135] = t1885;
-    const double t1698 = w[210];
-    M[136] = t1698;
-    const double t1497 = w[211];
-    M[137] = t1497;
-    const double t1280 = w[212];
-    M[138] = t1280;
-    const double t1050 = w[213];
-    M[139] = t1050;
-    M[140] = t2944;
-    M[141] = t2940;
-    M[142] = t2929;
-    M[143] = t2915;
-    M[144] = t2900;
-    M[145] = t2885;
-    M[146] = t582;
-    const double t559 = w[78];
-    M[147] = t559;
-    const double t532 = w[77];
-    M[148] = t532;
-    const double t2700 = w[214];
-    M[149] = t2700;
-    const double t2597 = w[215];
-    M[150] = t2597;
-    const double t2480 = w[216];
-    M[151] = t2480;
-    const double t2351 = w[217];
-    M[152] = t2351;
-    const double t2207 = w[218];
-    M[153] = t2207;
-    const double t2046 = w[219];
-    M[154] = t2046;
-    const double t1871 = w[220];
-    M[155] = t1871;
-    const double t1684 = w[221];
-    M[156] = t1684;
-    const double t1482 = w[222];
-    M[157] = t1482;
-    const double t1266 = w[223];
-    M[158] = t1266;
-    const double t1035 = w[224];
-    M[159] = t1035;
-    M[160] = t2874;
-    M[161] = t2870;
-    M[162] = t2858;
-    M[163] = t2844;
-    M[164] = t2830;
-    M[165] = t2815;
-    M[166] = t2800;
-    M[167] = t532;
-    const double t509 = w[73];
-    M[168] = t509;
-    const double t483 = w[225];
-    M[169] = t483;
-    const double t2582 = w[226];
-    M[170] = t2582;
-    const double t2465 = w[227];
-    M[171] = t2465;
-    const double t2337 = w[228];
-    M[172] = t2337;
-    const double t2193 = w[229];
-    M[173] = t2193;
-    const double t2031 = w[230];
-    M[174] = t2031;
-    const double t1856 = w[231];
-    M[175] = t1856;
-    const double t1670 = w[232];
-    M[176] = t1670;
-    const double t1468 = w[233];
-    M[177] = t1468;
-    const double t1251 = w[234];
-    M[178] = t1251;
-    const double t1021 = w[235];
-    M[179] = t1021;
-    M[180] = t2789;
-    M[181] = t2785;
-    M[182] = t2773;
-    M[183] = t2758;
-    M[184] = t2744;
-    M[185] = t2730;
-    M[186] = t2715;
-    M[187] = t2700;
-    M[188] = t483;
-    const double t460 = w[70];
-    M[189] = t460;
-    const double t434 = w[66];
-    M[190] = t434;
-    const double t2450 = w[236];
-    M[191] = t2450;
-    const double t2322 = w[237];
-    M[192] = t2322;
-    const double t2179 = w[238];
-    M[193] = t2179;
-    const double t2017 = w[239];
-    M[194] = t2017;
-    const double t1841 = w[240];
-    M[195] = t1841;
-    const double t1655 = w[241];
-    M[196] = t1655;
-    const double t1454 = w[242];
-    M[197] = t1454;
-    const double t1236 = w[243];
-    M[198] = t1236;
-    const double t1007 = w[244];
-    M[199] = t1007;
-    M[200] = t2685;
-    M[201] = t2681;
-    M[202] = t2670;
-    M[203] = t2655;
-    M[204] = t2640;
-    M[205] = t2626;
-    M[206] = t2612;
-    M[207] = t2597;
-    M[208] = t2582;
-    M[209] = t434;
-    const double t411 = w[64];
-    M[210] = t411;
-    const double t384 = w[245];
-    M[211] = t384;
-    const double t2307 = w[246];
-    M[212] = t2307;
-    const double t2164 = w[247];
-    M[213] = t2164;
-    const double t2003 = w[248];
-    M[214] = t2003;
-    const double t1827 = w[249];
-    M[215] = t1827;
-    const double t1640 = w[250];
-    M[216] = t1640;
-    const double t1439 = w[251];
-    M[217] = t1439;
-    const double t1222 = w[252];
-    M[218] = t1222;
-    const double t992 = w[253];
-    M[219] = t992;
-    M[220] = t2567;
-    M[221] = t2563;
-    M[222] = t2552;
-    M[223] = t2538;
-    M[224] = t2523;
-    M[225] = t2508;
-    M[226] = t2494;
-    M[227] = t2480;
-    M[228] = t2465;
-    M[229] = t2450;
-    M[230] = t384;
-    const double t361 = w[56];
-    M[231] = t361;
-    const double t334 = w[55];
-    M[232] = t334;
-    const double t2149 = w[254];
-    M[233] = t2149;
-    const double t1988 = w[255];
-    M[234] = t1988;
-    const double t1813 = w[256];
-    M[235] = t1813;
-    const double t1626 = w[257];
-    M[236] = t1626;
-    const double t1424 = w[258];
-    M[237] = t1424;
-    const double t1208 = w[259];
-    M[238] = t1208;
-    const double t977 = w[260];
-    M[239] = t977;
-    M[240] = t2439;
-    M[241] = t2435;
-    M[242] = t2423;
-    M[243] = t2409;
-    M[244] = t2395;
-    M[245] = t2380;
-    M[246] = t2365;
-    M[247] = t2351;
-    M[248] = t2337;
-    M[249] = t2322;
-    M[250] = t2307;
-    M[251] = t334;
-    const double t311 = w[51];
-    M[252] = t311;
-    const double t285 = w[261];
-    M[253] = t285;
-    const double t1973 = w[262];
-    M[254] = t1973;
-    const double t1798 = w[263];
-    M[255] = t1798;
-    const double t1612 = w[264];
-    M[256] = t1612;
-    const double t1410 = w[265];
-    M[257] = t1410;
-    const double t1193 = w[266];
-    M[258] = t1193;
-    const double t963 = w[267];
-    M[259] = t963;
-    M[260] = t2296;
-    M[261] = t2292;
-    M[262] = t2280;
-    M[263] = t2265;
-    M[264] = t2251;
-    M[265] = t2237;
-    M[266] = t2222;
-    M[267] = t2207;
-    M[268] = t2193;
-    M[269] = t2179;
-    M[270] = t2164;
-    M[271] = t2149;
-    M[272] = t285;
-    const double t262 = w[48];
-    M[273] = t262;
-    const double t236 = w[36];
-    M[274] = t236;
-    const double t1783 = w[268];
-    M[275] = t1783;
-    const double t1597 = w[269];
-    M[276] = t1597;
-    const double t1396 = w[270];
-    M[277] = t1396;
-    const double t1178 = w[271];
-    M[278] = t1178;
-    const double t949 = w[272];
-    M[279] = t949;
-    M[280] = t2134;
-    M[281] = t2130;
-    M[282] = t2119;
-    M[283] = t2104;
-    M[284] = t2089;
-    M[285] = t2075;
-    M[286] = t2061;
-    M[287] = t2046;
-    M[288] = t2031;
-    M[289] = t2017;
-    M[290] = t2003;
-    M[291] = t1988;
-    M[292] = t1973;
-    M[293] = t236;
-    const double t213 = w[34];
-    M[294] = t213;
-    const double t186 = w[273];
-    M[295] = t186;
-    const double t1582 = w[274];
-    M[296] = t1582;
-    const double t1381 = w[275];
-    M[297] = t1381;
-    const double t1164 = w[276];
-    M[298] = t1164;
-    const double t934 = w[277];
-    M[299] = t934;
-    M[300] = t1958;
-    M[301] = t1954;
-    M[302] = t1943;
-    M[303] = t1929;
-    M[304] = t1914;
-    M[305] = t1899;
-    M[306] = t1885;
-    M[307] = t1871;
-    M[308] = t1856;
-    M[309] = t1841;
-    M[310] = t1827;
-    M[311] = t1813;
-    M[312] = t1798;
-    M[313] = t1783;
-    M[314] = t186;
-    const double t163 = w[26];
-    M[315] = t163;
-    const double t136 = w[25];
-    M[316] = t136;
-    const double t1366 = w[278];
-    M[317] = t1366;
-    const double t1150 = w[279];
-    M[318] = t1150;
-    const double t919 = w[280];
-    M[319] = t919;
-    M[320] = t1772;
-    M[321] = t1768;
-    M[322] = t1756;
-    M[323] = t1742;
-    M[324] = t1728;
-    M[325] = t1713;
-    M[326] = t1698;
-    M[327] = t1684;
-    M[328] = t1670;
-    M[329] = t1655;
-    M[330] = t1640;
-    M[331] = t1626;
-    M[332] = t1612;
-    M[333] = t1597;
-    M[334] = t1582;
-    M[335] = t136;
-    const double t113 = w[21];
-    M[336] = t113;
-    const double t87 = w[281];
-    M[337] = t87;
-    const double t1135 = w[282];
-    M[338] = t1135;
-    const double t903 = w[283];
-    M[339] = t903;
-    M[340] = t1571;
-    M[341] = t1567;
-    M[342] = t1555;
-    M[343] = t1540;
-    M[344] = t1526;
-    M[345] = t1512;
-    M[346] = t1497;
-    M[347] = t1482;
-    M[348] = t1468;
-    M[349] = t1454;
-    M[350] = t1439;
-    M[351] = t1424;
-    M[352] = t1410;
-    M[353] = t1396;
-    M[354] = t1381;
-    M[355] = t1366;
-    M[356] = t87;
-    const double t62 = w[17];
-    M[357] = t62;
-    const double t37 = w[14];
-    M[358] = t37;
-    const double t883 = w[284];
-    M[359] = t883;
-    M[360] = t1353;
-    M[361] = t1349;
-    M[362] = t1338;
-    M[363] = t1324;
-    M[364] = t1309;
-    M[365] = t1294;
-    M[366] = t1280;
-    M[367] = t1266;
-    M[368] = t1251;
-    M[369] = t1236;
-    M[370] = t1222;
-    M[371] = t1208;
-    M[372] = t1193;
-    M[373] = t1178;
-    M[374] = t1164;
-    M[375] = t1150;
-    M[376] = t1135;
-    M[377] = t37;
-    const double t28 = w[10];
-    M[378] = t28;
+    /* outputs that are constants or inputs */
     M[379] = 0.0;
-    M[380] = t1124;
-    M[381] = t1120;
-    M[382] = t1108;
-    M[383] = t1093;
-    M[384] = t1079;
-    M[385] = t1065;
-    M[386] = t1050;
-    M[387] = t1035;
-    M[388] = t1021;
-    M[389] = t1007;
-    M[390] = t992;
-    M[391] = t977;
-    M[392] = t963;
-    M[393] = t949;
-    M[394] = t934;
-    M[395] = t919;
-    M[396] = t903;
-    M[397] = t883;
     M[398] = 0.0;
     M[399] = 0.33416666666666667;
 }
@@ -13418,7 +13018,7 @@ void rc20_mass_matrix(const double *q, double *M)
 {
     double sq[20], cq[20];
     scl_sincos(q, sq, cq, 20);
-    double w[285];
+    double w[114];
     rc20_mass_matrix_part0(q, M, sq, cq, w);
     rc20_mass_matrix_part1(q, M, sq, cq, w);
     rc20_mass_matrix_part2(q, M, sq, cq, w);
@@ -15651,7 +15251,7 @@ SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict q, const double
     const double t1772 = t1120 + t1761;
     const double t1773 = t1121 + t1764;
     const double t1774 = t1122 + t1767;
-    w[233] = t1774;
+    h[19] = t1774;
     const double t1775 = t1125 + t1759;
     const double t1776 = t1128 + t1769;
     const double t1777 = t1131 + t1771;
@@ -15673,7 +15273,7 @@ SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict q, const double
     const double t1792 = t1736 + t1786;
     const double t1793 = t1737 - t1790;
     const double t1794 = t1738 + t1791;
-    w[232] = t1794;
+    h[18] = t1794;
     const double t1795 = t1739 + t1780;
     const double t1796 = t1740 - t1777;
     const double t1797 = t1741 + t1783;
@@ -15695,7 +15295,7 @@ SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict q, const double
     const double t1812 = t1700 + t1806;
     const double t1813 = t1701 - t1810;
     const double t1814 = t1702 + t1811;
-    w[231] = t1814;
+    h[17] = t1814;
     const double t1815 = t1703 + t1800;
     const double t1816 = t1704 - t1797;
     const double t1817 = t1705 + t1803;
@@ -15717,7 +15317,7 @@ SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict q, const double
     const double t1832 = t1664 + t1826;
     const double t1833 = t1665 - t1830;
     const double t1834 = t1666 + t1831;
-    w[230] = t1834;
+    h[16] = t1834;
     const double t1835 = t1667 + t1820;
     const double t1836 = t1668 - t1817;
     const double t1837 = t1669 + t1823;
@@ -15739,7 +15339,7 @@ SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict q, const double
     const double t1852 = t1628 + t1846;
     const double t1853 = t1629 - t1850;
     const double t1854 = t1630 + t1851;
-    w[229] = t1854;
+    h[15] = t1854;
     const double t1855 = t1631 + t1840;
     const double t1856 = t1632 - t1837;
     const double t1857 = t1633 + t1843;
@@ -15761,7 +15361,7 @@ SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict q, const double
     const double t1872 = t1592 + t1866;
     const double t1873 = t1593 - t1870;
     const double t1874 = t1594 + t1871;
-    w[228] = t1874;
+    h[14] = t1874;
     const double t1875 = t1595 + t1860;
     const double t1876 = t1596 - t1857;
     const double t1877 = t1597 + t1863;
@@ -15783,7 +15383,7 @@ SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict q, const double
     const double t1892 = t1556 + t1886;
     const double t1893 = t1557 - t1890;
     const double t1894 = t1558 + t1891;
-    w[227] = t1894;
+    h[13] = t1894;
     const double t1895 = t1559 + t1880;
     const double t1896 = t1560 - t1877;
     const double t1897 = t1561 + t1883;
@@ -15805,7 +15405,7 @@ SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict q, const double
     const double t1912 = t1520 + t1906;
     const double t1913 = t1521 - t1910;
     const double t1914 = t1522 + t1911;
-    w[226] = t1914;
+    h[12] = t1914;
     const double t1915 = t1523 + t1900;
     const double t1916 = t1524 - t1897;
     const double t1917 = t1525 + t1903;
@@ -15827,7 +15427,7 @@ SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict q, const double
     const double t1932 = t1484 + t1926;
     const double t1933 = t1485 - t1930;
     const double t1934 = t1486 + t1931;
-    w[225] = t1934;
+    h[11] = t1934;
     const double t1935 = t1487 + t1920;
     const double t1936 = t1488 - t1917;
     const double t1937 = t1489 + t1923;
@@ -15849,7 +15449,7 @@ SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict q, const double
     const double t1952 = t1448 + t1946;
     const double t1953 = t1449 - t1950;
     const double t1954 = t1450 + t1951;
-    w[224] = t1954;
+    h[10] = t1954;
     const double t1955 = t1451 + t1940;
     const double t1956 = t1452 - t1937;
     const double t1957 = t1453 + t1943;
@@ -15871,7 +15471,7 @@ SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict q, const double
     const double t1972 = t1412 + t1966;
     const double t1973 = t1413 - t1970;
     const double t1974 = t1414 + t1971;
-    w[223] = t1974;
+    h[9] = t1974;
     const double t1975 = t1415 + t1960;
     const double t1976 = t1416 - t1957;
     const double t1977 = t1417 + t1963;
@@ -15896,6 +15496,7 @@ SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict q, const double
     w[180] = t1993;
     const double t1994 = t1378 + t1991;
     w[181] = t1994;
+    h[8] = t1994;
     const double t1995 = t1379 + t1980;
     w[177] = t1995;
     const double t1996 = t1380 - t1977;
@@ -15940,6 +15541,7 @@ SCLERON_LOCAL void rc20_bias_forces_part2(const double *restrict q, const double
     const double t2013 = t1341 - t2010;
     const double t1342 = w[185];
     const double t2014 = t1342 + t2011;
+    h[7] = t2014;
     const double t1343 = w[186];
     const double t2015 = t1343 + t2000;
     const double t1344 = w[187];
@@ -15967,6 +15569,7 @@ SCLERON_LOCAL void rc20_bias_forces_part2(const double *restrict q, const double
     const double t2033 = t1305 - t2030;
     const double t1306 = w[191];
     const double t2034 = t1306 + t2031;
+    h[6] = t2034;
     const double t1307 = w[192];
     const double t2035 = t1307 + t2020;
     const double t1308 = w[193];
@@ -15994,6 +15597,7 @@ SCLERON_LOCAL void rc20_bias_forces_part2(const double *restrict q, const double
     const double t2053 = t1269 - t2050;
     const double t1270 = w[197];
     const double t2054 = t1270 + t2051;
+    h[5] = t2054;
     const double t1271 = w[198];
     const double t2055 = t1271 + t2040;
     const double t1272 = w[199];
@@ -16021,6 +15625,7 @@ SCLERON_LOCAL void rc20_bias_forces_part2(const double *restrict q, const double
     const double t2073 = t1233 - t2070;
     const double t1234 = w[203];
     const double t2074 = t1234 + t2071;
+    h[4] = t2074;
     const double t1235 = w[204];
     const double t2075 = t1235 + t2060;
     const double t1236 = w[205];
@@ -16048,6 +15653,7 @@ SCLERON_LOCAL void rc20_bias_forces_part2(const double *restrict q, const double
     const double t2093 = t1197 - t2090;
     const double t1198 = w[209];
     const double t2094 = t1198 + t2091;
+    h[3] = t2094;
     const double t1199 = w[210];
     const double t2095 = t1199 + t2080;
     const double t1200 = w[211];
@@ -16075,6 +15681,7 @@ SCLERON_LOCAL void rc20_bias_forces_part2(const double *restrict q, const double
     const double t2113 = t1163 - t2110;
     const double t1164 = w[215];
     const double t2114 = t1164 + t2111;
+    h[2] = t2114;
     const double t1165 = w[216];
     const double t2115 = t1165 + t2100;
     const double t1166 = w[217];
@@ -16099,6 +15706,7 @@ SCLERON_LOCAL void rc20_bias_forces_part2(const double *restrict q, const double
     const double t2130 = t1136 - t2127;
     const double t1137 = w[221];
     const double t2131 = t1137 + t2128;
+    h[1] = t2131;
     const double t1138 = w[222];
     const double t2132 = t1138 + t2120;
     /* pass 3 (S&G 24-25): force on body link2, joint joint2 */
@@ -16106,38 +15714,7 @@ SCLERON_LOCAL void rc20_bias_forces_part2(const double *restrict q, const double
     const double t2134 = cq[1] * t2130;
     const double t2135 = t2133 + t2134;
     const double t2136 = t2135 - t2132;
-    /* outputs */
     h[0] = t2136;
-    h[1] = t2131;
-    h[2] = t2114;
-    h[3] = t2094;
-    h[4] = t2074;
-    h[5] = t2054;
-    h[6] = t2034;
-    h[7] = t2014;
-    h[8] = t1994;
-    const double t1974 = w[223];
-    h[9] = t1974;
-    const double t1954 = w[224];
-    h[10] = t1954;
-    const double t1934 = w[225];
-    h[11] = t1934;
-    const double t1914 = w[226];
-    h[12] = t1914;
-    const double t1894 = w[227];
-    h[13] = t1894;
-    const double t1874 = w[228];
-    h[14] = t1874;
-    const double t1854 = w[229];
-    h[15] = t1854;
-    const double t1834 = w[230];
-    h[16] = t1834;
-    const double t1814 = w[231];
-    h[17] = t1814;
-    const double t1794 = w[232];
-    h[18] = t1794;
-    const double t1774 = w[233];
-    h[19] = t1774;
 }
 #endif
 
@@ -16146,7 +15723,7 @@ void rc20_bias_forces(const double *q, const double *qd, double *h)
 {
     double sq[20], cq[20];
     scl_sincos(q, sq, cq, 20);
-    double w[234];
+    double w[223];
     rc20_bias_forces_part0(q, qd, h, sq, cq, w);
     rc20_bias_forces_part1(q, qd, h, sq, cq, w);
     rc20_bias_forces_part2(q, qd, h, sq, cq, w);

@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_07f86627a4bd"
-HASH = "07f86627a4bd933afbbdf64eb0a1e9dbb4679d32e677dd22200813456acaaf09"
+MODULE = "_rc50_b9955e28d132"
+HASH = "b9955e28d132afe7131ff58041484d7584450805a003ac47b20fec86330e811b"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

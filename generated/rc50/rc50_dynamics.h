@@ -54,7 +54,8 @@
  *   49: joint50: revolute joint of body link50, angle about the axis (rad)
  *
  * Conventions: twists [w; v] in body coordinates; gravity (0 0 -9.81) m/s^2 in the world frame.
- * All arrays are row-major doubles; inputs are read only, outputs written only.
+ * All arrays are row-major doubles; inputs are read only, outputs written only, and an output
+ * must not overlap an input (the parameters are restrict-qualified).
  */
 #ifndef RC50_DYNAMICS_H
 #define RC50_DYNAMICS_H

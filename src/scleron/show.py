@@ -685,16 +685,17 @@ def _function_c(prog, function, tree, inputs, output, groups, target, title, io,
                 lines.append(f"    /* {_c_comment(g.note)}: after {g.after.total}, before "
                              f"{g.before.total} */")
             continue
-        if ln == "/* outputs */":
+        if ln.startswith("/* outputs"):
             current = None
             keep = True
             lines.append("    /* outputs */")
             continue
-        if current is None and ln.startswith(f"{output}["):
+        if ln.startswith(f"{output}["):       # outputs are stored where they are computed
             idx = int(ln[len(output) + 1:ln.index("]")])
             if target is not None and _output_body(tree, output, idx) != target.index:
                 continue
-            lines.append("    " + ln)
+            if current is None or keep:
+                lines.append("    " + ln)
             continue
         if keep:
             lines.append("    " + ln)

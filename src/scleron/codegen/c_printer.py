@@ -100,16 +100,19 @@ def print_program(prog, fname, arrays, chunk=1000, first_index=0, sincos_of=None
     # assign nodes to chunks
     chunk_of = {i: k // chunk for k, i in enumerate(live)}
     nchunks = max(1, (len(live) + chunk - 1) // chunk)
-    # values used in a later chunk (or by the outputs, written in the last chunk)
+    # values used in a later chunk travel through w[]
     crossing = {}
     last = nchunks - 1
     for i in live:
         for a in prog.args[i]:
             if isinstance(a, Var) and a.id in chunk_of and chunk_of[a.id] != chunk_of[i]:
                 crossing.setdefault(a.id, len(crossing))
-    for _, _, v in prog.outputs:
-        if isinstance(v, Var) and v.id in chunk_of and chunk_of[v.id] != last:
-            crossing.setdefault(v.id, len(crossing))
+    # an output is stored right where its value is computed (outputs must not alias inputs:
+    # the parameters are restrict); constants and plain inputs are stored at the end
+    stores = {}
+    for array, idx, v in prog.outputs:
+        if isinstance(v, Var) and v.id in chunk_of:
+            stores.setdefault(v.id, []).append(f"{array}[{idx}]")
 
     chunks = [Chunk(f"{fname}_part{k}", first_index + k) for k in range(nchunks)]
     loaded = [set() for _ in range(nchunks)]
@@ -128,13 +131,15 @@ def print_program(prog, fname, arrays, chunk=1000, first_index=0, sincos_of=None
         ch.lines.append(f"const double {name_of[i]} = {expr(i)};")
         if i in crossing:
             ch.lines.append(f"w[{crossing[i]}] = {name_of[i]};")
-    tail = chunks[last]
-    tail.lines.append("/* outputs */")
-    for array, idx, v in prog.outputs:
-        if isinstance(v, Var) and v.id in chunk_of and chunk_of[v.id] != last and v.id not in loaded[last]:
-            tail.lines.append(f"const double {name_of[v.id]} = w[{crossing[v.id]}];")
-            loaded[last].add(v.id)
-        tail.lines.append(f"{array}[{idx}] = {ref(v)};")
+        for target in stores.get(i, ()):
+            ch.lines.append(f"{target} = {name_of[i]};")
+    rest = [(array, idx, v) for array, idx, v in prog.outputs
+            if not (isinstance(v, Var) and v.id in chunk_of)]
+    if rest:
+        tail = chunks[last]
+        tail.lines.append("/* outputs that are constants or inputs */")
+        for array, idx, v in rest:
+            tail.lines.append(f"{array}[{idx}] = {ref(v)};")
 
     def param(name, is_out):
         return f"double *restrict {name}" if is_out else f"const double *restrict {name}"
