@@ -1,0 +1,161 @@
+// pin_bench.cpp: the Pinocchio timing harness of benchmarks/run.py, one translation unit of
+// header-only Pinocchio compiled -O3 -march=native (splitting it into several units made the
+// total compile time about 3x longer, each unit re-instantiating the joint visitors).
+//
+// It builds a Pinocchio model from the description that benchmarks/run.py exports
+// from the Python-built model (pin.buildModelFromUrdf or the RC chain), then times
+//   aba_local, aba_world, rnea, crba_local, crba_world, nle
+// with the conventions of bench_common.h. Usage: pin_bench MODEL.txt STATES ...
+//
+// MODEL.txt: "njoints" then one line per joint (after the universe):
+//   TYPE PARENT R00 R01 R02 R10 R11 R12 R20 R21 R22 T0 T1 T2 AX AY AZ MASS CX CY CZ IXX IXY IYY IXZ IYZ IZZ
+// TYPE is Pinocchio's short name without "JointModel" (RX, RZ, PY, RUBZ, FreeFlyer,
+// RevoluteUnaligned, PrismaticUnaligned, RevoluteUnboundedUnaligned).
+#include <pinocchio/multibody.hpp>
+#include <pinocchio/algorithm/aba.hpp>
+#include <pinocchio/algorithm/rnea.hpp>
+#include <pinocchio/algorithm/crba.hpp>
+
+using ConstMap = Eigen::Map<const Eigen::VectorXd>;
+
+void run_aba(const pinocchio::Model &model, pinocchio::Data &data, const double *q,
+             const double *v, const double *tau, bool world)
+{
+    ConstMap Q(q, model.nq), V(v, model.nv), T(tau, model.nv);
+    pinocchio::aba(model, data, Q, V, T,
+                   world ? pinocchio::Convention::WORLD : pinocchio::Convention::LOCAL);
+}
+
+void run_rnea(const pinocchio::Model &model, pinocchio::Data &data, const double *q,
+              const double *v, const double *a)
+{
+    ConstMap Q(q, model.nq), V(v, model.nv), A(a, model.nv);
+    pinocchio::rnea(model, data, Q, V, A);
+}
+
+void run_nle(const pinocchio::Model &model, pinocchio::Data &data, const double *q, const double *v)
+{
+    ConstMap Q(q, model.nq), V(v, model.nv);
+    pinocchio::nonLinearEffects(model, data, Q, V);
+}
+
+void run_crba(const pinocchio::Model &model, pinocchio::Data &data, const double *q, bool world)
+{
+    ConstMap Q(q, model.nq);
+    pinocchio::crba(model, data, Q,
+                    world ? pinocchio::Convention::WORLD : pinocchio::Convention::LOCAL);
+}
+extern "C" {
+#include "bench_common.h"
+}
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+
+using namespace pinocchio;
+
+static JointModel make_joint(const std::string &type, const Eigen::Vector3d &axis)
+{
+    if (type == "RX") return JointModelRX();
+    if (type == "RY") return JointModelRY();
+    if (type == "RZ") return JointModelRZ();
+    if (type == "PX") return JointModelPX();
+    if (type == "PY") return JointModelPY();
+    if (type == "PZ") return JointModelPZ();
+    if (type == "RUBX") return JointModelRUBX();
+    if (type == "RUBY") return JointModelRUBY();
+    if (type == "RUBZ") return JointModelRUBZ();
+    if (type == "FreeFlyer") return JointModelFreeFlyer();
+    if (type == "RevoluteUnaligned") return JointModelRevoluteUnaligned(axis);
+    if (type == "PrismaticUnaligned") return JointModelPrismaticUnaligned(axis);
+    if (type == "RevoluteUnboundedUnaligned") return JointModelRevoluteUnboundedUnaligned(axis);
+    throw std::runtime_error("unsupported joint type " + type);
+}
+
+static Model read_model(const char *path)
+{
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error(std::string("cannot open ") + path);
+    int nj;
+    in >> nj;
+    Model model;
+    for (int j = 0; j < nj; j++) {
+        std::string type;
+        int parent;
+        double R[9], t[3], ax[3], mass, c[3], I[6];
+        in >> type >> parent;
+        for (double &x : R) in >> x;
+        for (double &x : t) in >> x;
+        for (double &x : ax) in >> x;
+        in >> mass;
+        for (double &x : c) in >> x;
+        for (double &x : I) in >> x;
+        if (!in) throw std::runtime_error("bad model file");
+        Eigen::Matrix3d Rm;
+        Rm << R[0], R[1], R[2], R[3], R[4], R[5], R[6], R[7], R[8];
+        SE3 placement(Rm, Eigen::Vector3d(t[0], t[1], t[2]));
+        JointIndex id = model.addJoint((JointIndex)parent, make_joint(type, Eigen::Vector3d(ax[0], ax[1], ax[2])),
+                                       placement, "joint" + std::to_string(j + 1));
+        Inertia inertia(mass, Eigen::Vector3d(c[0], c[1], c[2]), Symmetric3(I[0], I[1], I[2], I[3], I[4], I[5]));
+        model.appendBodyToJoint(id, inertia, SE3::Identity());
+    }
+    return model;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4) { std::cerr << "usage: pin_bench MODEL STATES time|calls|check ...\n"; return 2; }
+    Model model = read_model(argv[1]);
+    Data data(model);
+    bench_args a = bench_parse(argc - 1, argv + 1);
+    bench_states st = bench_read_states(argv[2]);
+    if (st.nq != model.nq || st.nv != model.nv) { std::cerr << "state size mismatch\n"; return 2; }
+    const int nq = st.nq, nv = st.nv, NS = st.ns;
+    const double *Q = st.q, *V = st.v, *U = st.u;
+
+#define P_Q (Q + (size_t)s * nq)
+#define P_V (V + (size_t)s * nv)
+#define P_U (U + (size_t)s * nv)
+#define CALL_ABA_L run_aba(model, data, P_Q, P_V, P_U, false)
+#define CALL_ABA_W run_aba(model, data, P_Q, P_V, P_U, true)
+#define CALL_RNEA run_rnea(model, data, P_Q, P_V, P_U)
+#define CALL_CRBA_L run_crba(model, data, P_Q, false)
+#define CALL_CRBA_W run_crba(model, data, P_Q, true)
+#define CALL_NLE run_nle(model, data, P_Q, P_V)
+
+    if (a.mode == BENCH_TIME_MODE) {
+        if (bench_wants(&a, "aba_local")) BENCH_TIME("aba_local", a.R, a.target_ns, NS, CALL_ABA_L);
+        if (bench_wants(&a, "aba_world")) BENCH_TIME("aba_world", a.R, a.target_ns, NS, CALL_ABA_W);
+        if (bench_wants(&a, "rnea")) BENCH_TIME("rnea", a.R, a.target_ns, NS, CALL_RNEA);
+        if (bench_wants(&a, "crba_local")) BENCH_TIME("crba_local", a.R, a.target_ns, NS, CALL_CRBA_L);
+        if (bench_wants(&a, "crba_world")) BENCH_TIME("crba_world", a.R, a.target_ns, NS, CALL_CRBA_W);
+        if (bench_wants(&a, "nle")) BENCH_TIME("nle", a.R, a.target_ns, NS, CALL_NLE);
+    } else if (a.mode == BENCH_CALLS_MODE) {
+        std::string f = a.funcs[0];
+        if (f == "aba_local") BENCH_CALLS(a.K, NS, CALL_ABA_L);
+        else if (f == "aba_world") BENCH_CALLS(a.K, NS, CALL_ABA_W);
+        else if (f == "rnea") BENCH_CALLS(a.K, NS, CALL_RNEA);
+        else if (f == "crba_local") BENCH_CALLS(a.K, NS, CALL_CRBA_L);
+        else if (f == "crba_world") BENCH_CALLS(a.K, NS, CALL_CRBA_W);
+        else if (f == "nle") BENCH_CALLS(a.K, NS, CALL_NLE);
+        else { std::cerr << "unknown function " << f << "\n"; return 2; }
+        printf("DONE %ld\n", a.K);
+    } else {
+        int s = 0;
+        Eigen::MatrixXd M;
+        CALL_ABA_L; bench_print_out("aba_local", data.ddq.data(), nv);
+        CALL_ABA_W; bench_print_out("aba_world", data.ddq.data(), nv);
+        CALL_RNEA; bench_print_out("rnea", data.tau.data(), nv);
+        CALL_CRBA_L;
+        M = data.M;   /* Pinocchio fills the upper triangle; symmetric, so col-major = row-major */
+        M.triangularView<Eigen::StrictlyLower>() = M.transpose().triangularView<Eigen::StrictlyLower>();
+        bench_print_out("crba_local", M.data(), nv * nv);
+        CALL_CRBA_W;
+        M = data.M;
+        M.triangularView<Eigen::StrictlyLower>() = M.transpose().triangularView<Eigen::StrictlyLower>();
+        bench_print_out("crba_world", M.data(), nv * nv);
+        CALL_NLE; bench_print_out("nle", data.nle.data(), nv);
+    }
+    return 0;
+}
