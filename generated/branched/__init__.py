@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_f7c8c5270f1b"
-HASH = "f7c8c5270f1b223d87b2e34ccc5749db1170734b6167b144851d503c6d49169b"
+MODULE = "_branched_4428177297df"
+HASH = "4428177297df732041a1d106d2dc98ffd97bd447f46a8f81407c1ec583f6c268"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -39,6 +39,21 @@ gravity = [0.0, 0.0, -9.81]
 def _compiled_paths():
     return sorted(glob.glob(os.path.join(HERE, MODULE + ".*.so"))
                   + glob.glob(os.path.join(HERE, MODULE + ".*.pyd")))
+
+
+def _load_fast():
+    """The optional METH_FASTCALL extension (branched_python.c), or None."""
+    paths = sorted(glob.glob(os.path.join(HERE, MODULE + "_py.*.so"))
+                   + glob.glob(os.path.join(HERE, MODULE + "_py.*.pyd")))
+    if not paths:
+        return None
+    try:
+        spec = importlib.util.spec_from_file_location(MODULE + "_py", paths[0])
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    except ImportError:
+        return None
 
 
 def _build():
@@ -63,6 +78,7 @@ def _load():
 
 
 ffi, lib = _load()
+_fast = _load_fast()
 _F64 = np.dtype(np.float64)
 _D = "double[]"
 _fb = ffi.from_buffer
@@ -132,17 +148,25 @@ def forward_dynamics(q, qd, tau, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    try:    # fast path: single states as float64 C-contiguous arrays
-        if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and tau.shape == _V and tau.dtype is _F64 and True:
-            if out is None:
-                out = _empty(_V)
-                lib.branched_forward_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, tau), _fb(_D, out))
-                return out
-            if out.shape == _V and out.dtype is _F64:
-                lib.branched_forward_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, tau), _fb(_D, out, True))
-                return out
-    except (AttributeError, TypeError, ValueError):
-        pass    # lists, other dtypes, non-contiguous or read-only arrays: checked below
+    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
+        try:
+            result = _empty(_V) if out is None else out
+            _fast.forward_dynamics(q, qd, tau, result)
+            return result
+        except (TypeError, ValueError, BufferError):
+            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
+    else:
+        try:
+            if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and tau.shape == _V and tau.dtype is _F64 and True:
+                if out is None:
+                    out = _empty(_V)
+                    lib.branched_forward_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, tau), _fb(_D, out))
+                    return out
+                if out.shape == _V and out.dtype is _F64:
+                    lib.branched_forward_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, tau), _fb(_D, out, True))
+                    return out
+        except (AttributeError, TypeError, ValueError):
+            pass
     return _call(lib.branched_forward_dynamics, lib.branched_forward_dynamics_batch,
                  [(q, 'q'), (qd, 'qd'), (tau, 'tau')], out, (20,), "qdd", threads)
 
@@ -152,17 +176,25 @@ def inverse_dynamics(q, qd, qdd, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    try:    # fast path: single states as float64 C-contiguous arrays
-        if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and qdd.shape == _V and qdd.dtype is _F64 and True:
-            if out is None:
-                out = _empty(_V)
-                lib.branched_inverse_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, qdd), _fb(_D, out))
-                return out
-            if out.shape == _V and out.dtype is _F64:
-                lib.branched_inverse_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, qdd), _fb(_D, out, True))
-                return out
-    except (AttributeError, TypeError, ValueError):
-        pass    # lists, other dtypes, non-contiguous or read-only arrays: checked below
+    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
+        try:
+            result = _empty(_V) if out is None else out
+            _fast.inverse_dynamics(q, qd, qdd, result)
+            return result
+        except (TypeError, ValueError, BufferError):
+            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
+    else:
+        try:
+            if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and qdd.shape == _V and qdd.dtype is _F64 and True:
+                if out is None:
+                    out = _empty(_V)
+                    lib.branched_inverse_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, qdd), _fb(_D, out))
+                    return out
+                if out.shape == _V and out.dtype is _F64:
+                    lib.branched_inverse_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, qdd), _fb(_D, out, True))
+                    return out
+        except (AttributeError, TypeError, ValueError):
+            pass
     return _call(lib.branched_inverse_dynamics, lib.branched_inverse_dynamics_batch,
                  [(q, 'q'), (qd, 'qd'), (qdd, 'qdd')], out, (20,), "tau", threads)
 
@@ -172,17 +204,25 @@ def mass_matrix(q, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    try:    # fast path: single states as float64 C-contiguous arrays
-        if q.shape == _V and q.dtype is _F64 and True:
-            if out is None:
-                out = _empty(_M)
-                lib.branched_mass_matrix(_fb(_D, q), _fb(_D, out))
-                return out
-            if out.shape == _M and out.dtype is _F64:
-                lib.branched_mass_matrix(_fb(_D, q), _fb(_D, out, True))
-                return out
-    except (AttributeError, TypeError, ValueError):
-        pass    # lists, other dtypes, non-contiguous or read-only arrays: checked below
+    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
+        try:
+            result = _empty(_M) if out is None else out
+            _fast.mass_matrix(q, result)
+            return result
+        except (TypeError, ValueError, BufferError):
+            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
+    else:
+        try:
+            if q.shape == _V and q.dtype is _F64 and True:
+                if out is None:
+                    out = _empty(_M)
+                    lib.branched_mass_matrix(_fb(_D, q), _fb(_D, out))
+                    return out
+                if out.shape == _M and out.dtype is _F64:
+                    lib.branched_mass_matrix(_fb(_D, q), _fb(_D, out, True))
+                    return out
+        except (AttributeError, TypeError, ValueError):
+            pass
     return _call(lib.branched_mass_matrix, lib.branched_mass_matrix_batch,
                  [(q, 'q')], out, (20, 20), "M", threads)
 
@@ -192,17 +232,25 @@ def bias_forces(q, qd, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    try:    # fast path: single states as float64 C-contiguous arrays
-        if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and True:
-            if out is None:
-                out = _empty(_V)
-                lib.branched_bias_forces(_fb(_D, q), _fb(_D, qd), _fb(_D, out))
-                return out
-            if out.shape == _V and out.dtype is _F64:
-                lib.branched_bias_forces(_fb(_D, q), _fb(_D, qd), _fb(_D, out, True))
-                return out
-    except (AttributeError, TypeError, ValueError):
-        pass    # lists, other dtypes, non-contiguous or read-only arrays: checked below
+    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
+        try:
+            result = _empty(_V) if out is None else out
+            _fast.bias_forces(q, qd, result)
+            return result
+        except (TypeError, ValueError, BufferError):
+            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
+    else:
+        try:
+            if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and True:
+                if out is None:
+                    out = _empty(_V)
+                    lib.branched_bias_forces(_fb(_D, q), _fb(_D, qd), _fb(_D, out))
+                    return out
+                if out.shape == _V and out.dtype is _F64:
+                    lib.branched_bias_forces(_fb(_D, q), _fb(_D, qd), _fb(_D, out, True))
+                    return out
+        except (AttributeError, TypeError, ValueError):
+            pass
     return _call(lib.branched_bias_forces, lib.branched_bias_forces_batch,
                  [(q, 'q'), (qd, 'qd')], out, (20,), "h", threads)
 

@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_fc63a80381bf"
-HASH = "fc63a80381bf30be73b880b45c20d13bf806e7d7d62ad6ac50194c65bc9331bb"
+MODULE = "_rc100_0723683e490c"
+HASH = "0723683e490c0ead112c2fede906ec2ec627768823b0419eebebef6359153c4f"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -39,6 +39,21 @@ gravity = [0.0, 0.0, -9.81]
 def _compiled_paths():
     return sorted(glob.glob(os.path.join(HERE, MODULE + ".*.so"))
                   + glob.glob(os.path.join(HERE, MODULE + ".*.pyd")))
+
+
+def _load_fast():
+    """The optional METH_FASTCALL extension (rc100_python.c), or None."""
+    paths = sorted(glob.glob(os.path.join(HERE, MODULE + "_py.*.so"))
+                   + glob.glob(os.path.join(HERE, MODULE + "_py.*.pyd")))
+    if not paths:
+        return None
+    try:
+        spec = importlib.util.spec_from_file_location(MODULE + "_py", paths[0])
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    except ImportError:
+        return None
 
 
 def _build():
@@ -63,6 +78,7 @@ def _load():
 
 
 ffi, lib = _load()
+_fast = _load_fast()
 _F64 = np.dtype(np.float64)
 _D = "double[]"
 _fb = ffi.from_buffer
@@ -132,17 +148,25 @@ def forward_dynamics(q, qd, tau, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    try:    # fast path: single states as float64 C-contiguous arrays
-        if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and tau.shape == _V and tau.dtype is _F64 and True:
-            if out is None:
-                out = _empty(_V)
-                lib.rc100_forward_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, tau), _fb(_D, out))
-                return out
-            if out.shape == _V and out.dtype is _F64:
-                lib.rc100_forward_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, tau), _fb(_D, out, True))
-                return out
-    except (AttributeError, TypeError, ValueError):
-        pass    # lists, other dtypes, non-contiguous or read-only arrays: checked below
+    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
+        try:
+            result = _empty(_V) if out is None else out
+            _fast.forward_dynamics(q, qd, tau, result)
+            return result
+        except (TypeError, ValueError, BufferError):
+            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
+    else:
+        try:
+            if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and tau.shape == _V and tau.dtype is _F64 and True:
+                if out is None:
+                    out = _empty(_V)
+                    lib.rc100_forward_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, tau), _fb(_D, out))
+                    return out
+                if out.shape == _V and out.dtype is _F64:
+                    lib.rc100_forward_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, tau), _fb(_D, out, True))
+                    return out
+        except (AttributeError, TypeError, ValueError):
+            pass
     return _call(lib.rc100_forward_dynamics, lib.rc100_forward_dynamics_batch,
                  [(q, 'q'), (qd, 'qd'), (tau, 'tau')], out, (100,), "qdd", threads)
 
@@ -152,17 +176,25 @@ def inverse_dynamics(q, qd, qdd, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    try:    # fast path: single states as float64 C-contiguous arrays
-        if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and qdd.shape == _V and qdd.dtype is _F64 and True:
-            if out is None:
-                out = _empty(_V)
-                lib.rc100_inverse_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, qdd), _fb(_D, out))
-                return out
-            if out.shape == _V and out.dtype is _F64:
-                lib.rc100_inverse_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, qdd), _fb(_D, out, True))
-                return out
-    except (AttributeError, TypeError, ValueError):
-        pass    # lists, other dtypes, non-contiguous or read-only arrays: checked below
+    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
+        try:
+            result = _empty(_V) if out is None else out
+            _fast.inverse_dynamics(q, qd, qdd, result)
+            return result
+        except (TypeError, ValueError, BufferError):
+            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
+    else:
+        try:
+            if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and qdd.shape == _V and qdd.dtype is _F64 and True:
+                if out is None:
+                    out = _empty(_V)
+                    lib.rc100_inverse_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, qdd), _fb(_D, out))
+                    return out
+                if out.shape == _V and out.dtype is _F64:
+                    lib.rc100_inverse_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, qdd), _fb(_D, out, True))
+                    return out
+        except (AttributeError, TypeError, ValueError):
+            pass
     return _call(lib.rc100_inverse_dynamics, lib.rc100_inverse_dynamics_batch,
                  [(q, 'q'), (qd, 'qd'), (qdd, 'qdd')], out, (100,), "tau", threads)
 
@@ -172,17 +204,25 @@ def mass_matrix(q, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    try:    # fast path: single states as float64 C-contiguous arrays
-        if q.shape == _V and q.dtype is _F64 and True:
-            if out is None:
-                out = _empty(_M)
-                lib.rc100_mass_matrix(_fb(_D, q), _fb(_D, out))
-                return out
-            if out.shape == _M and out.dtype is _F64:
-                lib.rc100_mass_matrix(_fb(_D, q), _fb(_D, out, True))
-                return out
-    except (AttributeError, TypeError, ValueError):
-        pass    # lists, other dtypes, non-contiguous or read-only arrays: checked below
+    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
+        try:
+            result = _empty(_M) if out is None else out
+            _fast.mass_matrix(q, result)
+            return result
+        except (TypeError, ValueError, BufferError):
+            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
+    else:
+        try:
+            if q.shape == _V and q.dtype is _F64 and True:
+                if out is None:
+                    out = _empty(_M)
+                    lib.rc100_mass_matrix(_fb(_D, q), _fb(_D, out))
+                    return out
+                if out.shape == _M and out.dtype is _F64:
+                    lib.rc100_mass_matrix(_fb(_D, q), _fb(_D, out, True))
+                    return out
+        except (AttributeError, TypeError, ValueError):
+            pass
     return _call(lib.rc100_mass_matrix, lib.rc100_mass_matrix_batch,
                  [(q, 'q')], out, (100, 100), "M", threads)
 
@@ -192,17 +232,25 @@ def bias_forces(q, qd, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    try:    # fast path: single states as float64 C-contiguous arrays
-        if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and True:
-            if out is None:
-                out = _empty(_V)
-                lib.rc100_bias_forces(_fb(_D, q), _fb(_D, qd), _fb(_D, out))
-                return out
-            if out.shape == _V and out.dtype is _F64:
-                lib.rc100_bias_forces(_fb(_D, q), _fb(_D, qd), _fb(_D, out, True))
-                return out
-    except (AttributeError, TypeError, ValueError):
-        pass    # lists, other dtypes, non-contiguous or read-only arrays: checked below
+    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
+        try:
+            result = _empty(_V) if out is None else out
+            _fast.bias_forces(q, qd, result)
+            return result
+        except (TypeError, ValueError, BufferError):
+            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
+    else:
+        try:
+            if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and True:
+                if out is None:
+                    out = _empty(_V)
+                    lib.rc100_bias_forces(_fb(_D, q), _fb(_D, qd), _fb(_D, out))
+                    return out
+                if out.shape == _V and out.dtype is _F64:
+                    lib.rc100_bias_forces(_fb(_D, q), _fb(_D, qd), _fb(_D, out, True))
+                    return out
+        except (AttributeError, TypeError, ValueError):
+            pass
     return _call(lib.rc100_bias_forces, lib.rc100_bias_forces_batch,
                  [(q, 'q'), (qd, 'qd')], out, (100,), "h", threads)
 

@@ -98,6 +98,10 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None):
             "py_inputs": ", ".join(f"({a}, '{a}')" for a in inputs.split()),
             "py_arg_list": [PY_ARGS[a] for a in inputs.split()],
             "out_const": "_M" if fname == "mass_matrix" else "_V",
+            "nargs": len(inputs.split()) + 1,
+            "arg_ndims": ", ".join(["1"] * len(inputs.split()) + ["2" if fname == "mass_matrix" else "1"]),
+            "arg_sizes": ", ".join([str(nv)] * len(inputs.split())
+                                   + [str(nv * nv if fname == "mass_matrix" else nv)]),
             "out_shape": f"({nv}, {nv})" if fname == "mass_matrix" else f"({nv},)",
             "output": output,
         })

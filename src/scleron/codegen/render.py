@@ -64,4 +64,5 @@ def render_files(ctx):
         f"{name}_dynamics.c": env.get_template("dynamics.c.j2").render(ctx),
         f"build_{name}.py": env.get_template("build.py.j2").render(ctx),
         "__init__.py": env.get_template("__init__.py.j2").render(ctx),
+        f"{name}_python.c": env.get_template("python_ext.c.j2").render(ctx),
     }
