@@ -164,7 +164,7 @@ def joint_text(model, j, what="all", fmt="text"):
     Q = sp.Matrix(sp.BlockMatrix([[jm.R, jm.t], [sp.zeros(1, 3), sp.ones(1, 1)]]))
     X = _placement_matrix(j.origin)
     identity = X == sp.eye(4)
-    G = Q if identity else (X * Q).applyfunc(sp.expand)
+    G = Q if identity else (X * Q if jm.light else (X * Q).applyfunc(sp.expand))
     head = f"joint {j.name}: {j.type}, parent {j.parent} -> body {j.child}, {jm.dof} DOF"
     coords = [(sym, meaning) for sym, meaning in zip(jm.q, jm.coordinates)]
     items = []
@@ -182,13 +182,24 @@ def joint_text(model, j, what="all", fmt="text"):
     if jm.notes:
         notes.append(jm.notes)
 
+    if jm.light:
+        # spline joints and ellipsoid contacts: entries are DAGs that print exponentially long
+        # as trees, so show them in common-subexpression form (x0 = ..., then the matrix)
+        shared = []
+        for k, (label, M) in enumerate(items):
+            reps, (reduced,) = sp.cse([M], symbols=sp.numbered_symbols(f"x{k}_"))
+            shared.append(reps)
+            items[k] = (label, reduced)
+    else:
+        shared = [[] for _ in items]
     if fmt == "text":
         parts = [head]
         parts += [f"  {n}" for n in notes]
         parts.append("coordinates:" if coords else "coordinates: none")
         parts += [f"  {sym}: {meaning}" for sym, meaning in coords]
-        for label, M in items:
-            parts.append(f"{label} =\n{sp.pretty(_round_floats(M), use_unicode=True, wrap_line=False)}")
+        for (label, M), reps in zip(items, shared):
+            where = "".join(f"  {x} = {sp.sstr(e)}\n" for x, e in reps)
+            parts.append(f"{label} =\n{where}{sp.pretty(_round_floats(M), use_unicode=True, wrap_line=False)}")
         return "\n".join(parts)
     if fmt == "latex":
         parts = [f"\\section*{{{latex_text(head)}}}"]
@@ -199,7 +210,9 @@ def joint_text(model, j, what="all", fmt="text"):
             parts.append("Coordinates:\n\\begin{itemize}\n"
                          + "\n".join(f"\\item ${sp.latex(sym)}$: {latex_text(meaning)}"
                                      for sym, meaning in coords) + "\n\\end{itemize}")
-        for label, M in items:
+        for (label, M), reps in zip(items, shared):
+            for x, e in reps:
+                parts.append(f"\\[ {sp.latex(x)} = {sp.latex(e)} \\]")
             parts.append(f"{latex_text(label)}:\n\\[ {sp.latex(_round_floats(M))} \\]")
         return "\n".join(parts)
     if fmt == "c":
@@ -210,7 +223,8 @@ def joint_text(model, j, what="all", fmt="text"):
         if what in ("all", "Sdot"):
             parts += [f"const double {qd} = qd[{k}];" for k, qd in enumerate(jm.qd)]
         names = {"X_tree": "X", "Q(q)": "Q", "G ": "G", "S ": "S", "Sdot": "Sdot"}
-        for label, M in items:
+        for (label, M), reps in zip(items, shared):
+            parts += [f"const double {x} = {sp.ccode(e)};" for x, e in reps]
             var = next(v for k, v in names.items() if label.startswith(k))
             parts.append(f"/* {_c_comment(label)} */\n{_c_matrix(var, M)}")
         return "\n".join(parts)

@@ -9,6 +9,7 @@ class FloatAlgebra:
     exp = staticmethod(math.exp)
     log = staticmethod(math.log)
     sqrt = staticmethod(math.sqrt)
+    atan = staticmethod(math.atan)
 
     @staticmethod
     def call(name, x, numeric):

@@ -1,6 +1,14 @@
 """The recursions, written once. Each function takes an algebra `alg` (FloatAlgebra for the
 numeric reference, a program algebra for the unrolled code) and lists of scalars q, qd, ...
 
+Joint springs and dampers (Sueda 2.6) and constant external body wrenches are model data that
+enter here, in the one code path both algebras run: a body's wrench f_e is the f_e of S&G (21),
+b_k = -ad*_v J v - f_e, so it reaches every ancestor joint through pass 3 as -S^T (...) f_e; the
+passive joint force tau_p = -K (q - q_rest) - D qd is subtracted from the joint forces of pass 3.
+Hence h (bias forces, inverse dynamics at qdd = 0) contains -tau_p and the wrench terms,
+M qdd + h = tau holds with tau the actuator force alone, and forward dynamics includes them.
+Zero stiffness, damping and wrench add nothing (not even a + 0 in the program).
+
 Equation numbers are Si & Guenter (S&G), "Linear-Time Dynamics for Multibody Systems with
 General Joint Models"; Featherstone (RBDA) where noted. Gravity enters as a base acceleration
 alpha_0 = [0; -g] (Featherstone 5.3), which gives the same joint forces as S&G's external
@@ -146,7 +154,9 @@ def velocity_pass(tree, alg, kins, qd):
         vJ = S_times(kin, qds)
         ak = vadd(vscale(-1.0, ad(vJ, vp)), kin[3])                          # (19)
         vk = vadd(vp, vJ)                                                    # (20)
-        bk = vscale(-1.0, ad_star(vk, matvec(b.inertia, vk)))                # (21), f_e as a_0
+        bk = vscale(-1.0, ad_star(vk, matvec(b.inertia, vk)))                # (21), gravity as a_0
+        if b.wrench is not None:
+            bk = vsub(bk, b.wrench)                                          # (21): - f_e
         v.append(vk)
         a.append(ak)
         bias.append(bk)
@@ -182,20 +192,37 @@ def force_pass(tree, alg, kins, f):
     return tau
 
 
+def passive_forces(tree, alg, q, qd, tau):
+    """tau - tau_p with tau_p = -K (q - q_rest) - D qd (Sueda 2.79, 2.81): the joint springs and
+    dampers, diagonal per coordinate. Coordinates without either are left as they are."""
+    out = list(tau)
+    for b in tree.bodies:
+        if b.stiffness is None and b.damping is None:
+            continue
+        alg.section(f"joint {b.joint_name}: spring and damper (Sueda 2.6)")
+        for k in range(b.dof):
+            i = b.q_start + k
+            if b.stiffness is not None and b.stiffness[k] != 0.0:
+                out[i] = out[i] + b.stiffness[k] * (q[i] - b.rest[k])
+            if b.damping is not None and b.damping[k] != 0.0:
+                out[i] = out[i] + b.damping[k] * qd[i]
+    return out
+
+
 def inverse_dynamics(tree, alg, q, qd, qdd):
     """Recursive Newton-Euler (S&G passes 1-3 with qdd): tau = M qdd + h."""
     kins = joint_kinematics(tree, alg, q, qd)
     _, a, bias = velocity_pass(tree, alg, kins, qd)
     _, f = acceleration_pass(tree, alg, kins, a, bias, qdd)
-    return force_pass(tree, alg, kins, f)
+    return passive_forces(tree, alg, q, qd, force_pass(tree, alg, kins, f))
 
 
 def bias_forces(tree, alg, q, qd):
-    """h = C(q, qd) qd + phi(q): inverse dynamics at qdd = 0 (S&G passes 1-3)."""
+    """h = C(q, qd) qd + phi(q) - tau_p: inverse dynamics at qdd = 0 (S&G passes 1-3)."""
     kins = joint_kinematics(tree, alg, q, qd)
     _, a, bias = velocity_pass(tree, alg, kins, qd)
     _, f = acceleration_pass(tree, alg, kins, a, bias)
-    return force_pass(tree, alg, kins, f)
+    return passive_forces(tree, alg, q, qd, force_pass(tree, alg, kins, f))
 
 
 # ---- passes 4-6: articulated inertias and the factored solve ----------------------------------
@@ -232,7 +259,7 @@ def forward_dynamics(tree, alg, q, qd, tau):
     kins = joint_kinematics(tree, alg, q, qd)
     _, a, bias = velocity_pass(tree, alg, kins, qd)
     _, f = acceleration_pass(tree, alg, kins, a, bias)
-    h = force_pass(tree, alg, kins, f)
+    h = passive_forces(tree, alg, q, qd, force_pass(tree, alg, kins, f))
     alg.section("pass 3 (S&G 26): tau_bar = tau - h")
     tau_bar = [t - x for t, x in zip(tau, h)]                                # (26)
     U, Om = articulated_inertia_pass(tree, alg, kins)

@@ -21,6 +21,10 @@ class TreeBody:
     q_start: int
     dof: int
     children: list
+    stiffness: list = None       # per coordinate (Sueda 2.6), None: no spring
+    damping: list = None         # per coordinate, None: no damper
+    rest: list = None            # spring rest coordinates (default 0)
+    wrench: list = None          # constant external wrench [n; f] in the body frame (S&G 21)
 
 
 class Tree:
@@ -35,8 +39,14 @@ class Tree:
             placement = None
             if not X.is_identity(tol=0.0):
                 placement = (_clean(X.rotation), [float(x) for x in X.translation])
-            self.bodies.append(TreeBody(i, body.name, j.name, model.parent_index(i), placement,
-                                        jm, _clean(body.inertia.spatial()), k, jm.dof, []))
+            tb = TreeBody(i, body.name, j.name, model.parent_index(i), placement,
+                          jm, _clean(body.inertia.spatial()), k, jm.dof, [])
+            tb.stiffness = _floats(getattr(j, "stiffness", None), jm.dof)
+            tb.damping = _floats(getattr(j, "damping", None), jm.dof)
+            tb.rest = _floats(getattr(j, "rest", None), jm.dof) or [0.0] * jm.dof
+            wrench = getattr(body, "wrench", None)
+            tb.wrench = [float(x) for x in wrench] if wrench is not None and any(wrench) else None
+            self.bodies.append(tb)
             k += jm.dof
         for b in self.bodies:
             if b.parent >= 0:
@@ -52,6 +62,16 @@ class Tree:
         for b in self.bodies:
             names += [b.joint_name] if b.dof == 1 else [f"{b.joint_name}[{k}]" for k in range(b.dof)]
         return names
+
+
+def _floats(values, n):
+    """Per-coordinate floats, or None when absent or all zero (nothing to add to the code)."""
+    if values is None:
+        return None
+    out = [float(x) for x in values]
+    if len(out) != n:
+        raise ValueError(f"expected {n} values, got {len(out)}")
+    return out if any(out) else None
 
 
 def _clean(M, tol=1e-15):

@@ -240,6 +240,10 @@ class _Parser:
         if kind == "number":
             return _number(text)
         if kind == "name":
+            if text not in FUNCTIONS and text not in self.names and text not in BUILTIN_CONSTANTS:
+                known = ", ".join(sorted(self.names)) or "none"
+                raise ExpressionError(f"unknown name {text!r} at position {where} (known names: {known}; "
+                                      f"functions: {', '.join(FUNCTIONS)})", token=text)
             nxt = self.peek()
             if text in FUNCTIONS:
                 if nxt is None or nxt[1] != "(":

@@ -11,9 +11,11 @@ from functools import lru_cache
 import numpy as np
 import sympy as sp
 
-from . import charts
-from .special import GUARDED, ExpA, ExpB, ExpC
-from .symbolic import Evaluator, motion_subspace, motion_subspace_rate
+from . import charts, custom, splines, surfaces
+from .special import ExpA, ExpB, ExpC, numeric_namespace
+from .symbolic import (EXPAND_MAX_TERMS, Evaluator, expansion_terms, light_entry, motion_subspace,
+                       motion_subspace_factored, motion_subspace_rate, product_transform,
+                       simplify_entry)
 
 AXES = {"X": 0, "Y": 1, "Z": 2}
 
@@ -31,18 +33,44 @@ class JointModel:
     Sdot: sp.Matrix = None           # 6 x d, derived
     Sdot_qd: sp.Matrix = None        # 6 x 1: Sdot * qd
     notes: str = ""
+    light: bool = False              # derived on the light path (no expansion / trigsimp)
     _lambdas: dict = field(default_factory=dict, repr=False)
 
     @property
     def dof(self):
         return len(self.q)
 
-    def derive(self, S=None, Sdot=None):
-        self.S = S if S is not None else motion_subspace(self.R, self.t, self.q)
-        self.Sdot = Sdot if Sdot is not None else motion_subspace_rate(self.S, self.q, self.qd)
-        self.Sdot_qd = sp.Matrix([sp.expand(e) for e in self.Sdot * sp.Matrix(self.qd)]) \
+    def derive(self, S=None, Sdot=None, simplify=simplify_entry, factors=None, simplify_twist=None):
+        """S (S&G 9) and Sdot (S&G 12) from R, t; through the product rule when the transform
+        is given as factors (joints.symbolic.motion_subspace_factored). `simplify` is applied
+        to every entry (light_entry skips expansion and trigsimp for big joints),
+        `simplify_twist` (default: simplify) to the factors' own twists."""
+        self.light = simplify is light_entry
+        twist = simplify_twist or simplify
+        if S is None:
+            S = (motion_subspace_factored(factors, self.q, simplify, twist) if factors is not None
+                 else motion_subspace(self.R, self.t, self.q, simplify))
+        self.S = S
+        self.Sdot = Sdot if Sdot is not None else motion_subspace_rate(self.S, self.q, self.qd, simplify)
+        def expand(e):                  # expanded where small (zeros and constants come out)
+            if simplify is light_entry or expansion_terms(e) > EXPAND_MAX_TERMS:
+                return e
+            return sp.expand(e)
+        self.Sdot_qd = sp.Matrix([expand(e) for e in self.Sdot * sp.Matrix(self.qd)]) \
             if self.q else sp.zeros(6, 1)
         return self
+
+    def printable(self, what):
+        """(replacements, matrix) for showing R, t, S, Sdot or G: ([], the matrix) for joints
+        simplified entry by entry, and a common-subexpression form (sympy.cse: [(x0, e0), ...]
+        and the matrix in x0, x1, ...) for joints derived on the light path, whose entries are
+        DAGs that would print exponentially long as trees (spline joints, ellipsoid contacts)."""
+        M = {"R": self.R, "t": self.t, "S": self.S, "Sdot": self.Sdot,
+             "G": sp.Matrix(sp.BlockMatrix([[self.R, self.t], [sp.zeros(1, 3), sp.ones(1, 1)]]))}[what]
+        if not self.light:
+            return [], M
+        reps, (reduced,) = sp.cse([M], symbols=sp.numbered_symbols("x"))
+        return reps, reduced
 
     def kinematics(self, alg, q_vals, qd_vals):
         """R, t, S and Sdot*qd of this joint evaluated in an algebra (nested lists)."""
@@ -56,11 +84,25 @@ class JointModel:
         exprs = {"R": self.R, "t": self.t, "S": self.S, "Sdot": self.Sdot,
                  "G": sp.Matrix(sp.BlockMatrix([[self.R, self.t], [sp.zeros(1, 3), sp.ones(1, 1)]]))}
         key = what
-        if key not in self._lambdas:
-            mods = [{c.__name__: c.numeric for c in GUARDED.values()}, "numpy"]
-            self._lambdas[key] = sp.lambdify(self.q + self.qd, exprs[what], modules=mods)
         qd = np.zeros(self.dof) if qd is None else qd
+        if self.light:                  # big DAG-shaped entries: evaluate, do not print them
+            ev = Evaluator(_FloatAlgebra, dict(zip(self.q + self.qd, list(map(float, q)) + list(map(float, qd)))))
+            return np.array(ev.matrix(exprs[what]), dtype=float).reshape(exprs[what].shape)
+        if key not in self._lambdas:
+            mods = [numeric_namespace(), "numpy"]
+            self._lambdas[key] = sp.lambdify(self.q + self.qd, exprs[what], modules=mods)
         return np.array(self._lambdas[key](*q, *qd), dtype=float)
+
+
+class _FloatAlgebra:
+    """Floats for JointModel.numeric on the light path (the joints layer does not import the
+    dynamics layer's FloatAlgebra)."""
+    import math as _m
+    sin, cos, tan, exp, log, sqrt, atan = (_m.sin, _m.cos, _m.tan, _m.exp, _m.log, _m.sqrt, _m.atan)
+
+    @staticmethod
+    def call(name, x, numeric):
+        return numeric(x)
 
 
 def _symbols(d):
@@ -133,6 +175,10 @@ def _transform(jtype, p, q):
         return charts.rotation(p.get("chart", "XYZ"), *q[3:]), sp.Matrix(q[:3])
     if jtype == "fixed":
         return sp.eye(3), sp.zeros(3, 1)
+    if jtype == "custom":
+        return custom.custom_transform(p, q)
+    if jtype in FACTORED:
+        return product_transform(FACTORED[jtype](p, q))
     if jtype == "composite":
         R, t, k = sp.eye(3), sp.zeros(3, 1), 0
         for part in p["parts"]:
@@ -163,28 +209,96 @@ COORDINATES = {
 
 DOF = {"revolute": 1, "continuous": 1, "prismatic": 1, "helical": 1, "cylindrical": 2,
        "planar": 3, "free2d": 3, "translational": 3, "universal": 2, "spherical": 3,
-       "ball_exp": 3, "free": 6, "fixed": 0}
+       "ball_exp": 3, "free": 6, "fixed": 0,
+       # general joints: the number with default parameters; dof_of() gives the actual one
+       "custom": 0, "surface_surface": 4, "surface_point": 2, "curve_point": 1,
+       "spline_curve": 1, "spline_surface": 2}
+
+# joints given to the derivation as a product of factors (joints.symbolic.Factor)
+FACTORED = {
+    "surface_surface": lambda p, q: _surface_surface_factors(p, q),
+    "surface_point": lambda p, q: _moving_frame_factors(p, q, surfaces.surface_frame, "surface", 2),
+    "curve_point": lambda p, q: _moving_frame_factors(p, q, surfaces.curve_frame, "curve", 1),
+    "spline_curve": splines.curve_factors,
+    "spline_surface": splines.surface_factors,
+}
+GENERAL = ("custom",) + tuple(FACTORED)
+
+
+def _surface_surface_factors(p, q):
+    """Q = F1(u1, v1) [Rz(spin)] Flip F2(u2, v2)^-1 (joints.surfaces)."""
+    from .symbolic import Factor
+    F1, p1 = surfaces.surface_frame(p.get("parent_surface") or surfaces.DEFAULT_SURFACE, q[0], q[1])
+    F2, p2 = surfaces.surface_frame(p.get("child_surface") or surfaces.DEFAULT_SURFACE, q[2], q[3])
+    out = [Factor(F1, p1)]
+    if p.get("spin"):
+        out.append(Factor(charts.elementary("Z", q[4]), sp.zeros(3, 1)))
+    return out + [Factor(surfaces.FLIP, sp.zeros(3, 1)), Factor(F2, p2, inverse=True)]
+
+
+def _moving_frame_factors(p, q, frame, key, d):
+    """Q = (F(s), p(s)) [R_chart(angles)]: a point on a surface or curve (joints.surfaces)."""
+    from .symbolic import Factor
+    default = surfaces.DEFAULT_SURFACE if key == "surface" else surfaces.DEFAULT_CURVE
+    F, pt = frame(p.get(key) or default, *q[:d])
+    out = [Factor(F, pt)]
+    if p.get("chart"):
+        out.append(Factor(charts.rotation(p["chart"], *q[d:d + 3]), sp.zeros(3, 1)))
+    return out
+
+
+def dof_of(jtype, params):
+    """Number of coordinates of a joint type with (thawed) parameters."""
+    if jtype == "custom":
+        return len(params.get("coordinates") or ())
+    if jtype in ("surface_surface", "surface_point", "curve_point"):
+        return surfaces.dof(jtype, params)
+    return DOF[jtype]
+
+
+def _uses_ellipsoid(p):
+    return any(isinstance(v, dict) and v.get("shape") == "ellipsoid" for v in p.values())
+
+
+def _simplifier(jtype, p):
+    """Full local simplification (trigsimp) where it pays and finishes quickly; the light path
+    for the spline joints and ellipsoid contacts (big entries; the program still shares them)."""
+    if jtype in ("spline_curve", "spline_surface") or _uses_ellipsoid(p):
+        return light_entry
+    return simplify_entry
+
+
+class _Frozen(tuple):
+    """A frozen mapping: a tuple of sorted (key, value) pairs that thaws back to a dict (a plain
+    tuple of pairs, e.g. a custom joint's [[z, "a"], [x, "b"]], thaws back to a list)."""
 
 
 def _freeze(params):
+    """A hashable key for joint parameters (the joint-model cache key)."""
     def fz(v):
         if isinstance(v, dict):
-            return tuple(sorted((k, fz(x)) for k, x in v.items()))
+            return _Frozen(sorted((k, fz(x)) for k, x in v.items()))
         if isinstance(v, (list, tuple, np.ndarray)):
             return tuple(fz(x) for x in v)
+        if isinstance(v, np.generic):
+            return v.item()
         return v
     return fz(params)
 
 
 def _thaw(frozen):
     def th(v):
-        if isinstance(v, tuple) and v and all(isinstance(x, tuple) and len(x) == 2
-                                                and isinstance(x[0], str) for x in v):
+        if isinstance(v, _Frozen):
             return {k: th(x) for k, x in v}
         if isinstance(v, tuple):
             return [th(x) for x in v]
         return v
-    return th(frozen) if frozen else {}
+    if not frozen:
+        return {}
+    if isinstance(frozen, tuple) and not isinstance(frozen, _Frozen) and all(
+            isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str) for x in frozen):
+        return {k: th(x) for k, x in frozen}        # a key frozen elsewhere as plain pairs
+    return th(frozen)
 
 
 def joint_model(jtype, params=None):
@@ -203,6 +317,8 @@ def _joint_model_cached(jtype, frozen):
         coords = []
         for part in p["parts"]:
             coords += COORDINATES[part["type"]]
+    elif jtype in GENERAL:
+        return _general(jtype, p)
     else:
         d = DOF[jtype]
         coords = list(COORDINATES[jtype])
@@ -230,3 +346,34 @@ def _ball_exp(jtype, p, R_t, q, qd, coords, S):
     Sdot = Sdot.applyfunc(sp.expand)
     return JointModel(jtype, p, tuple(q), tuple(qd), R_t[0], R_t[1], coords,
                       notes="S is the closed-form right Jacobian of SO(3)").derive(S, Sdot)
+
+
+def _general(jtype, p):
+    """The general joints: custom (generic derivation) and the factored contact/spline joints."""
+    d = dof_of(jtype, p)
+    q, qd = _symbols(d)
+    simplify = _simplifier(jtype, p)
+    if jtype == "custom":
+        # Q = T(t) R_1 R_2 ...: through the product rule when the rotation is a product
+        from .symbolic import Factor
+        t, Rs = custom.custom_factors(p, q)
+        R, t = custom.custom_transform(p, q)
+        coords = [f"{name} (custom coordinate)" for name in p.get("coordinates") or ()]
+        jm = JointModel(jtype, p, tuple(q), tuple(qd), R, t, coords,
+                        notes="transform read from the model file (whitelist parser)")
+        if len(Rs) < 2:
+            return jm.derive(simplify=simplify)
+        factors = [Factor(sp.eye(3), t)] + [Factor(Rk, sp.zeros(3, 1)) for Rk in Rs]
+        return jm.derive(simplify=simplify, factors=factors)
+    factors = FACTORED[jtype](p, q)
+    R, t = product_transform(factors)
+    if jtype in ("spline_curve", "spline_surface"):
+        coords = splines.coordinates(jtype, p)
+        notes = "uniform cubic B-spline, evaluated branch-free over all segments"
+    else:
+        coords = surfaces.coordinates(jtype, p)
+        notes = "contact frames of parametric surfaces / curves"
+    jm = JointModel(jtype, p, tuple(q), tuple(qd), R, t, coords, notes=notes)
+    # an ellipsoid's frame twists are worth simplifying (15 % fewer operations), its S and Sdot not
+    twist = simplify_entry if _uses_ellipsoid(p) else simplify
+    return jm.derive(simplify=simplify, factors=factors, simplify_twist=twist)

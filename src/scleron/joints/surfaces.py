@@ -103,10 +103,9 @@ def surface_frame(spec, u, v):
     elif shape == "ellipsoid":
         a, b_, c = (num(x) for x in spec["semi_axes"])
         p = sp.Matrix([a * cv * cu, b_ * cv * su, c * sv])
-        w = sp.sqrt(a ** 2 * su ** 2 + b_ ** 2 * cu ** 2)
-        tu = sp.Matrix([-a * su, b_ * cu, 0]) / w
+        tu = sp.Matrix([-a * su, b_ * cu, 0]) / sp.sqrt(a ** 2 * su ** 2 + b_ ** 2 * cu ** 2)
         m = sp.Matrix([b_ * c * cv * cu, a * c * cv * su, a * b_ * sv])
-        n = m / sp.sqrt(m.dot(m))
+        n = m / sp.sqrt(sp.expand(m.dot(m)))
         F = _unit_frame(tu, n)
     else:
         raise ValueError(f"unknown surface shape {shape!r}")

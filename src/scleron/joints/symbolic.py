@@ -14,7 +14,10 @@ CHOP = 1e-12
 # trigsimp's cost grows very fast with size, and correctness does not depend on it (every joint
 # is checked against finite differences); the generated program still shares all common parts.
 SIMPLIFY_MAX_OPS = 400
-EXPAND_MAX_TERMS = 5000
+EXPAND_MAX_TERMS = 400      # (each term is at least one operation: more would exceed SIMPLIFY_MAX_OPS)
+# trigsimp only below this size (after expansion and sin^2 -> 1 - cos^2): above it, it rarely
+# shortens an entry here and costs up to a second per entry (the contact joints' Sdot)
+TRIGSIMP_MAX_OPS = 64
 
 
 def vee3(W):
@@ -59,6 +62,8 @@ def simplify_entry(expr):
     expr = _trig_reduce(expanded)
     if expr.is_number:
         return expr
+    if sp.count_ops(expr) > TRIGSIMP_MAX_OPS:
+        return sp.factor_terms(expr)
     simple = sp.trigsimp(expr)
     if sp.count_ops(simple) < sp.count_ops(expr):
         expr = chop(simple)
@@ -115,11 +120,72 @@ def motion_subspace(R, t, q, simplify=simplify_entry):
 
 
 def motion_subspace_rate(S, q, qd, simplify=simplify_entry):
-    """S&G (12): Sdot = sum_k dS/dq_k qd_k."""
+    """S&G (12): Sdot = sum_k dS/dq_k qd_k. On the light path the derivative is taken by
+    dag_diff, which visits each shared subexpression once (sympy's diff walks the tree)."""
     Sdot = sp.zeros(*S.shape)
+    if simplify is light_entry:
+        d = DagDiff()
+        for qk, qdk in zip(q, qd):
+            Sdot += S.applyfunc(lambda e: d(e, qk)) * qdk
+        return Sdot
     for qk, qdk in zip(q, qd):
         Sdot += S.diff(qk) * qdk
     return Sdot.applyfunc(simplify)
+
+
+class DagDiff:
+    """d expr / d x with memoisation over shared subexpressions.
+
+    The light-path entries of S are products of many factors written out without expansion
+    (a spline joint's seven frames): as trees they are exponentially larger than as DAGs, and
+    sympy's diff (and free_symbols) walk the tree. Here every distinct subexpression is
+    differentiated once. Handles Add, Mul, Pow and functions of one argument (through fdiff,
+    so sin, cos, the pieces of joints.special ...); anything else goes to sympy's diff."""
+
+    def __init__(self):
+        self.memo = {}
+        self.dep = {}
+
+    def depends(self, e, x):
+        key = (e, x)
+        hit = self.dep.get(key)
+        if hit is None:
+            hit = e == x if not e.args else any(self.depends(a, x) for a in e.args)
+            self.dep[key] = hit
+        return hit
+
+    def __call__(self, e, x):
+        key = (e, x)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        out = self._diff(e, x)
+        self.memo[key] = out
+        return out
+
+    def _diff(self, e, x):
+        if not self.depends(e, x):
+            return sp.Integer(0)
+        if e == x:
+            return sp.Integer(1)
+        if e.is_Add:
+            return sp.Add(*[self(a, x) for a in e.args])
+        if e.is_Mul:
+            args = e.args
+            terms = []
+            for i, a in enumerate(args):
+                da = self(a, x)
+                if da != 0:
+                    terms.append(sp.Mul(*(args[:i] + (da,) + args[i + 1:])))
+            return sp.Add(*terms)
+        if e.is_Pow:
+            b, n = e.args
+            if not self.depends(n, x):
+                return n * b ** (n - 1) * self(b, x)
+            return sp.diff(e, x)
+        if isinstance(e, sp.Function) and len(e.args) == 1:
+            return e.fdiff(1) * self(e.args[0], x)
+        return sp.diff(e, x)
 
 
 # ---- evaluation in an algebra ---------------------------------------------------------------
@@ -225,3 +291,72 @@ class Evaluator:
         for _ in range(n - 1):
             out = out * b
         return out
+
+
+# ---- joints written as products of simple transforms -------------------------------------------
+class Factor:
+    """One factor X of a joint transform Q = X_1 X_2 ... X_m: X = (R, t), or its inverse
+    (inverse=True: X = (R, t)^-1, e.g. the child's surface frame F2^-1 of a contact joint).
+    R, t are sympy matrices in some (or none) of the joint's coordinates."""
+
+    def __init__(self, R, t, inverse=False):
+        self.R, self.t, self.inverse = sp.Matrix(R), sp.Matrix(t), inverse
+        self.free = self.R.free_symbols | self.t.free_symbols
+
+    def transform(self):
+        """(R, t) of X itself."""
+        if not self.inverse:
+            return self.R, self.t
+        Rt = self.R.T
+        return Rt, -(Rt * self.t)
+
+    def twist(self, qk, simplify):
+        """(X^-1 dX/dq_k)^v as a list of 6 expressions (angular first)."""
+        w = [simplify(e) for e in vee3(self.R.T * self.R.diff(qk))]
+        v = [simplify(e) for e in self.R.T * self.t.diff(qk)]
+        if not self.inverse:
+            return w + v
+        # X = B^-1:  X^-1 dX = B d(B^-1) = -(dB) B^-1, whose vee is -Ad_B (B^-1 dB)^v
+        Rw = [simplify(e) for e in self.R * sp.Matrix(w)]
+        Rv = self.R * sp.Matrix(v) + self.t.cross(sp.Matrix(Rw))
+        return [-e for e in Rw] + [-simplify(e) for e in Rv]
+
+    def to_child(self, x):
+        """Ad_{X^-1} x: a twist in the frame before X seen in the frame after X."""
+        w, v = sp.Matrix(x[:3]), sp.Matrix(x[3:])
+        if all(e == 0 for e in x):
+            return list(x)
+        if not self.inverse:                         # (R^T w, R^T (v - t x w))
+            return list(self.R.T * w) + list(self.R.T * (v - self.t.cross(w)))
+        Rw = self.R * w                              # Ad_B x = (R w, R v + t x R w)
+        return list(Rw) + list(self.R * v + self.t.cross(Rw))
+
+
+def product_transform(factors):
+    """(R, t) of Q = X_1 X_2 ... X_m (entries left unexpanded: the program shares the parts)."""
+    R, t = sp.eye(3), sp.zeros(3, 1)
+    for f in factors:
+        Rf, tf = f.transform()
+        R, t = R * Rf, R * tf + t
+    return R, t
+
+
+def motion_subspace_factored(factors, q, simplify=simplify_entry, simplify_twist=simplify_entry):
+    """S&G (9) through the product rule on SE(3) (Sueda 2.53-2.58, Lee & Terzopoulos):
+    for Q = X_1 ... X_m,  S_k = sum_j Ad_{(X_{j+1} ... X_m)^-1} (X_j^-1 dX_j/dq_k)^v.
+
+    The same S as motion_subspace(*product_transform(factors), q), derived from the same
+    transform, but each factor's twist is small and simplifies quickly, and the sum keeps the
+    structure of the product instead of one large expanded entry per element."""
+    cols = []
+    for qk in q:
+        total = [sp.Integer(0)] * 6
+        for j, f in enumerate(factors):
+            if qk not in f.free:
+                continue
+            x = f.twist(qk, simplify_twist)
+            for g in factors[j + 1:]:
+                x = g.to_child(x)
+            total = [a + b for a, b in zip(total, x)]
+        cols.append([simplify(e) for e in total])
+    return sp.Matrix(6, len(q), lambda r, c: cols[c][r]) if q else sp.zeros(6, 0)

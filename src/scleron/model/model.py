@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ModelError
-from .joint_types import EULER_CHARTS, JOINT_TYPES, joint_dof
+from . import params as P
+from .joint_types import EULER_CHARTS, GENERAL_TYPES, JOINT_TYPES, joint_dof
 
 WORLD = "world"
 
@@ -97,23 +98,37 @@ class Inertia:
 
 @dataclass
 class Joint:
-    """Joint moving `child` relative to `parent`: G = origin * Q(q)."""
+    """Joint moving `child` relative to `parent`: G = origin * Q(q).
+
+    stiffness, damping, rest (Sueda 2.6): per-coordinate tuples or None; the joint then adds the
+    passive force tau_p = -K (q - rest) - D qd (K, D diagonal), so M qdd + h = tau with h
+    including -tau_p and tau the actuator force alone."""
     name: str
     type: str
     parent: str
     child: str
     origin: Transform = field(default_factory=Transform)
     params: dict = field(default_factory=dict)
+    stiffness: tuple = None
+    damping: tuple = None
+    rest: tuple = None
 
     @property
     def dof(self):
         return joint_dof(self.type, self.params)
 
+    @property
+    def has_spring(self):
+        return any(x is not None for x in (self.stiffness, self.damping))
+
 
 @dataclass
 class Body:
+    """A rigid body; `wrench` is a constant external wrench [n; f] in the body frame (at the
+    body origin), acting besides gravity (S&G 21: f_e), or None."""
     name: str
     inertia: Inertia
+    wrench: tuple = None
 
 
 def check_inertia(inertia, err, allow_zero=False):
@@ -163,11 +178,16 @@ class Model:
 
     def add_body(self, name, parent=WORLD, *, joint="revolute", joint_name=None, mass=1.0,
                  com=(0, 0, 0), inertia=((1, 0, 0), (0, 1, 0), (0, 0, 1)), origin=None,
-                 xyz=None, rpy=None, allow_massless=False, **params):
+                 xyz=None, rpy=None, allow_massless=False, stiffness=None, damping=None,
+                 rest=None, wrench=None, **params):
         """Add a body hanging from `parent` on a joint of type `joint` placed at `origin`.
 
         `origin` is a Transform, or give xyz and rpy (URDF convention). Joint parameters
-        (axis, chart, pitch, normal, parts) are keyword arguments. Returns the Body.
+        (axis, chart, pitch, normal, parts; coordinates, rotation, translation, constants of a
+        custom joint; parent_surface, child_surface, spin, surface, curve, frames, control of the
+        contact and spline joints: docs/joints.md) are keyword arguments. stiffness, damping
+        (>= 0) and rest are one number or one per coordinate (Sueda 2.6); wrench is a constant
+        external wrench [nx, ny, nz, fx, fy, fz] on the body, in its frame. Returns the Body.
         """
         err = self._err(f"body '{name}'")
         if not isinstance(name, str) or not name:
@@ -185,13 +205,15 @@ class Model:
             raise err(f"inertia must be 3 numbers (diagonal) or a 3x3 matrix, got {inertia!r}") from None
         body = Body(name, Inertia(mass, _finite_vector(com, 3, "com", err), inertia_mat.reshape(3, 3)))
         check_inertia(body.inertia, err, allow_zero=allow_massless or joint == "fixed")
+        if wrench is not None:
+            body.wrench = P.wrench(wrench, err)
         if origin is None:
             origin = Transform.from_xyz_rpy(_finite_vector(xyz if xyz is not None else (0, 0, 0), 3, "xyz", err),
                                             _finite_vector(rpy if rpy is not None else (0, 0, 0), 3, "rpy", err))
         jname = joint_name or f"{name}_joint"
         if jname in self._names("joints"):
             raise self._err(f"joint '{jname}'")("two joints have this name")
-        j = Joint(jname, joint, parent, name, origin, dict(params))
+        j = Joint(jname, joint, parent, name, origin, dict(params), stiffness, damping, rest)
         self.check_joint(j)
         self._names("bodies").add(name)     # sets first, then lists: the cache stays in step
         self._names("joints").add(jname)
@@ -220,6 +242,7 @@ class Model:
             if key not in allowed:
                 raise err(f"unknown parameter '{key}' for a {j.type} joint"
                           + (f" (allowed: {', '.join(sorted(allowed))})" if allowed else ""))
+        self._check_general(j, err)
         for key in ("axis", "normal"):
             if key in j.params:
                 a = _finite_vector(j.params[key], 3, key, err)
@@ -246,10 +269,38 @@ class Model:
                             dict(part.get("params", {})))
                 if sub.type in ("composite", "fixed"):
                     raise err(f"part {k}: a composite part cannot be '{sub.type}'")
+                if sub.type in GENERAL_TYPES:
+                    raise err(f"part {k}: a composite part cannot be a '{sub.type}' joint (write the "
+                              "whole transform as one custom joint instead)")
                 self.check_joint(sub)
                 part["params"] = sub.params
         if not np.all(np.isfinite(j.origin.rotation)) or not np.all(np.isfinite(j.origin.translation)):
             raise err("origin must be finite")
+        P.spring(j, err)
+
+    @staticmethod
+    def _check_general(j, err):
+        """Parameters of the custom, contact and spline joints (model.params), normalised."""
+        p = j.params
+        if j.type == "custom":
+            if "coordinates" not in p:
+                raise err("a custom joint needs 'coordinates', a list of coordinate names")
+            j.params = p = P.custom(p, err)
+        for key in ("parent_surface", "child_surface", "surface"):
+            if key in p:
+                p[key] = P.surface(p[key], key, err)
+        if "curve" in p:
+            p["curve"] = P.curve(p["curve"], "curve", err)
+        if "spin" in p:
+            p["spin"] = P.boolean(p["spin"], "spin", err)
+        if "frames" in p:
+            p["frames"] = P.frames(p["frames"], err)
+        if "control" in p:
+            p["control"] = P.control(p["control"], err)
+        if j.type == "spline_curve" and "frames" not in p:
+            raise err("a spline_curve joint needs 'frames', a list of at least 4 control frames")
+        if j.type == "spline_surface" and "control" not in p:
+            raise err("a spline_surface joint needs 'control', grids of control values")
 
     # ---- queries ---------------------------------------------------------------------------
     @property
@@ -286,10 +337,15 @@ class Model:
                 if parent_home != WORLD:
                     target = next(b for b in out.bodies if b.name == parent_home)
                     target.inertia = target.inertia + body.inertia.transformed(X)
+                    if body.wrench is not None:      # the welded body's wrench, in the parent frame
+                        moved = _wrench_to_parent(X, body.wrench)
+                        target.wrench = moved if target.wrench is None else \
+                            tuple(float(a + b) for a, b in zip(target.wrench, moved))
                 continue
             out.bodies.append(Body(body.name, Inertia(body.inertia.mass, body.inertia.com.copy(),
-                                                      body.inertia.inertia.copy())))
-            out.joints.append(Joint(j.name, j.type, parent_home, j.child, X, dict(j.params)))
+                                                      body.inertia.inertia.copy()), body.wrench))
+            out.joints.append(Joint(j.name, j.type, parent_home, j.child, X, dict(j.params),
+                                    j.stiffness, j.damping, j.rest))
             home[body.name] = (body.name, Transform())
         return out
 
@@ -308,9 +364,17 @@ class Model:
         return f"Model({self.name!r}, {len(self.bodies)} bodies, nq={self.nq})"
 
 
+def _wrench_to_parent(X, w):
+    """A wrench [n; f] given in a frame placed at X, expressed in X's parent frame."""
+    R, t = np.asarray(X.rotation), np.asarray(X.translation)
+    n, f = R @ np.asarray(w[:3], dtype=float), R @ np.asarray(w[3:], dtype=float)
+    return tuple(float(x) for x in np.concatenate([n + np.cross(t, f), f]))
+
+
 def model_to_dict(model):
     """A canonical, JSON-able description of everything in a model that affects its dynamics
-    (part of the code cache key)."""
+    (part of the code cache key). Springs, dampers and wrenches appear only where present, so
+    models without them keep the description (and generated-code hash) they had before."""
     def arr(x):
         return [float(v) for v in np.asarray(x, dtype=float).reshape(-1)]
 
@@ -320,13 +384,20 @@ def model_to_dict(model):
         if isinstance(p, (list, tuple, np.ndarray)):
             return [params(v) for v in p]
         return p
+    def body(b, j):
+        d = {"name": b.name, "mass": float(b.inertia.mass), "com": arr(b.inertia.com),
+             "inertia": arr(b.inertia.inertia),
+             "joint": {"name": j.name, "type": j.type, "parent": j.parent,
+                       "R": arr(j.origin.rotation), "t": arr(j.origin.translation),
+                       "params": params(j.params)}}
+        for key in ("stiffness", "damping", "rest"):
+            if getattr(j, key, None) is not None:
+                d["joint"][key] = arr(getattr(j, key))
+        if getattr(b, "wrench", None) is not None:
+            d["wrench"] = arr(b.wrench)
+        return d
     return {
         "name": model.name,
         "gravity": arr(model.gravity),
-        "bodies": [{"name": b.name, "mass": float(b.inertia.mass), "com": arr(b.inertia.com),
-                    "inertia": arr(b.inertia.inertia),
-                    "joint": {"name": j.name, "type": j.type, "parent": j.parent,
-                              "R": arr(j.origin.rotation), "t": arr(j.origin.translation),
-                              "params": params(j.params)}}
-                   for b, j in zip(model.bodies, model.joints)],
+        "bodies": [body(b, j) for b, j in zip(model.bodies, model.joints)],
     }

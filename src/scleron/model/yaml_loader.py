@@ -16,12 +16,13 @@ import yaml
 from yaml.nodes import ScalarNode
 
 from ..errors import ModelError
-from .joint_types import EULER_CHARTS, JOINT_TYPES
+from . import params as P
+from .joint_types import EULER_CHARTS, GENERAL_TYPES, JOINT_TYPES, SPRING_KEYS
 from .load import MAX_BODIES, MAX_DEPTH, describe, read_source, sanitize_identifier
 from .model import WORLD, Inertia, Model, Transform, check_inertia, rotation_from_rpy
 
 TOP_KEYS = ("name", "gravity", "bodies", "initial")
-BODY_KEYS = ("name", "parent", "joint", "mass", "com", "inertia")
+BODY_KEYS = ("name", "parent", "joint", "mass", "com", "inertia", "wrench")
 PLACEMENT_KEYS = ("name", "type", "xyz", "rpy", "rotation")
 INERTIA_KEYS = ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")
 INITIAL_KEYS = ("q", "qd")
@@ -365,8 +366,10 @@ class _Builder:
         if "joint" in b and jdata is None:
             raise where.error("joint must be a mapping (leave the key out for the default "
                               "revolute joint about z)", _key_line(b, "joint"))
-        jtype, jname, origin, params, jwhere = self.joint(jdata if jdata is not None else {}, name,
-                                                          where.at(line=_key_line(b, "joint")))
+        jtype, jname, origin, params, jwhere, springs = self.joint(
+            jdata if jdata is not None else {}, name, where.at(line=_key_line(b, "joint")))
+        wrench = (P.wrench(b["wrench"], where.at(line=_key_line(b, "wrench")).error)
+                  if "wrench" in b else None)
         if jname in self.joint_names:
             raise jwhere.error("two joints have this name")
         massless = mass == 0.0
@@ -374,7 +377,8 @@ class _Builder:
                       allow_zero=massless or jtype == "fixed")
         try:
             model.add_body(name, parent, joint=jtype, joint_name=jname, mass=mass, com=com,
-                           inertia=inertia, origin=origin, allow_massless=massless, **params)
+                           inertia=inertia, origin=origin, allow_massless=massless, wrench=wrench,
+                           **springs, **params)
         except ModelError as e:
             raise ModelError(e.problem, source=self.source, element=e.element,
                              line=e.line or where.line) from None
@@ -410,22 +414,33 @@ class _Builder:
         if not isinstance(jtype, str) or jtype not in JOINT_TYPES:
             raise where.error(f"unknown joint type {describe(jtype)} (known: {', '.join(JOINT_TYPES)})",
                               _key_line(j, "type"))
-        allowed = PLACEMENT_KEYS + tuple(sorted(JOINT_TYPES[jtype][1]))
+        own = tuple(sorted(JOINT_TYPES[jtype][1]))
+        # a custom joint's `rotation` is its motion (expressions); its placement takes rpy
+        placement_keys = tuple(k for k in PLACEMENT_KEYS if k not in own)
+        allowed = placement_keys + own + SPRING_KEYS
         _mapping(j, f"a {jtype} joint", where, allowed)
         jname = (_name(j["name"], "the joint name", where.at(line=_key_line(j, "name")))
                  if "name" in j else f"{body_name}_joint")
         xyz = (_numbers(j["xyz"], 3, "xyz", where.at(line=_key_line(j, "xyz")))
                if "xyz" in j else [0.0, 0.0, 0.0])
-        if "rpy" in j and "rotation" in j:
+        if "rpy" in j and "rotation" in j and "rotation" in placement_keys:
             raise where.error("give either rpy or rotation, not both", _key_line(j, "rotation"))
-        if "rotation" in j:
+        if "rotation" in j and "rotation" in placement_keys:
             R = _rotation(j["rotation"], where.at(line=_key_line(j, "rotation")))
         elif "rpy" in j:
             R = rotation_from_rpy(_numbers(j["rpy"], 3, "rpy", where.at(line=_key_line(j, "rpy"))))
         else:
             R = np.eye(3)
         params = _params(j, jtype, where)
-        return jtype, jname, Transform(R, np.array(xyz)), params, where
+        springs = {}
+        dof = _dof_for_springs(jtype, params)
+        for key in SPRING_KEYS:
+            if key in j:
+                kw = where.at(line=_key_line(j, key))
+                if dof == 0:
+                    raise kw.error(f"{key}: a {jtype} joint has no coordinates")
+                springs[key] = P.per_coordinate(j[key], dof, key, kw.error)
+        return jtype, jname, Transform(R, np.array(xyz)), params, where, springs
 
     # ---- initial state ----
     def initial(self, model, data, where):
@@ -497,6 +512,27 @@ def _params(j, jtype, where):
             params[key] = v
         elif key == "parts":
             params[key] = _parts(v, kw)
+        elif key in ("parent_surface", "child_surface", "surface"):
+            params[key] = P.surface(v, key, kw.error)
+        elif key == "curve":
+            params[key] = P.curve(v, "curve", kw.error)
+        elif key == "spin":
+            params[key] = P.boolean(v, "spin", kw.error)
+        elif key == "frames":
+            params[key] = P.frames(v, kw.error)
+        elif key == "control":
+            params[key] = P.control(v, kw.error)
+        elif key in ("coordinates", "constants", "rotation", "translation"):
+            params[key] = v                       # checked as a whole below
+    if jtype == "custom":
+        if "coordinates" not in params:
+            raise where.error("a custom joint needs 'coordinates', a list of coordinate names")
+        def custom_error(problem):        # on the line of the key the problem is about
+            key = next((k for k in ("rotation", "translation", "constant") if problem.startswith(k)),
+                       "coordinates")
+            key = "constants" if key == "constant" else key
+            return where.at(line=_key_line(j, key if key in j else "coordinates")).error(problem)
+        params = P.custom(params, custom_error)
     if jtype in AXIS_TYPES and "axis" not in params:
         params["axis"] = DEFAULT_AXIS
     if jtype == "planar" and "normal" not in params:
@@ -504,6 +540,14 @@ def _params(j, jtype, where):
     if jtype == "composite" and "parts" not in params:
         raise where.error("a composite joint needs 'parts', a non-empty list of joints")
     return params
+
+
+def _dof_for_springs(jtype, params):
+    from .joint_types import joint_dof
+    try:
+        return joint_dof(jtype, params)
+    except (KeyError, TypeError, AttributeError):
+        return 0
 
 
 def _parts(value, where):
@@ -522,6 +566,9 @@ def _parts(value, where):
                            f"(known: {', '.join(JOINT_TYPES)})", _key_line(part, "type"))
         if ptype in ("composite", "fixed"):
             raise pw.error(f"a composite part cannot be '{ptype}'", _key_line(part, "type"))
+        if ptype in GENERAL_TYPES:
+            raise pw.error(f"a composite part cannot be a '{ptype}' joint (write the whole transform "
+                           "as one custom joint instead)", _key_line(part, "type"))
         _mapping(part, f"a {ptype} part", pw, ("type",) + tuple(sorted(JOINT_TYPES[ptype][1])))
         parts.append({"type": ptype, "params": _params(part, ptype, pw)})
     return parts
@@ -533,6 +580,15 @@ def model_to_dict(model):
     def vec(a):
         return [float(x) for x in np.asarray(a, dtype=float).reshape(-1)]
 
+    def plain(v):
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple, np.ndarray)):
+            return [plain(x) for x in v]
+        if isinstance(v, np.generic):
+            return v.item()
+        return v
+
     def part_dict(jtype, params):
         d = {"type": jtype}
         for k, v in params.items():
@@ -541,17 +597,25 @@ def model_to_dict(model):
             elif k in ("axis", "normal"):
                 d[k] = vec(v)
             else:
-                d[k] = v
+                d[k] = plain(v)
         return d
 
     bodies = []
     for body, j in zip(model.bodies, model.joints):
-        jd = {"name": j.name, **part_dict(j.type, j.params),
-              "xyz": vec(j.origin.translation),
-              "rotation": [vec(r) for r in j.origin.rotation]}
+        jd = {"name": j.name, **part_dict(j.type, j.params), "xyz": vec(j.origin.translation)}
+        if j.type == "custom":              # its `rotation` is the motion: the placement as rpy
+            jd["rpy"] = _rpy_of(np.asarray(j.origin.rotation))
+        else:
+            jd["rotation"] = [vec(r) for r in j.origin.rotation]
+        for key in SPRING_KEYS:
+            if getattr(j, key, None) is not None:
+                jd[key] = vec(getattr(j, key))
         I = body.inertia
-        bodies.append({"name": body.name, "parent": j.parent, "joint": jd, "mass": float(I.mass),
-                       "com": vec(I.com), "inertia": [vec(r) for r in I.inertia]})
+        bd = {"name": body.name, "parent": j.parent, "joint": jd, "mass": float(I.mass),
+              "com": vec(I.com), "inertia": [vec(r) for r in I.inertia]}
+        if getattr(body, "wrench", None) is not None:
+            bd["wrench"] = vec(body.wrench)
+        bodies.append(bd)
     out = {"name": model.name, "gravity": vec(model.gravity), "bodies": bodies}
     init = {}
     if model.q0 is not None:
@@ -561,6 +625,16 @@ def model_to_dict(model):
     if init:
         out["initial"] = init
     return out
+
+
+def _rpy_of(R):
+    """URDF roll, pitch, yaw of a rotation (R = Rz(yaw) Ry(pitch) Rx(roll))."""
+    pitch = math.asin(max(-1.0, min(1.0, -R[2, 0])))
+    if abs(R[2, 0]) < 1 - 1e-12:
+        roll, yaw = math.atan2(R[2, 1], R[2, 2]), math.atan2(R[1, 0], R[0, 0])
+    else:                                            # gimbal lock: put everything in yaw
+        roll, yaw = 0.0, math.atan2(-R[0, 1], R[1, 1])
+    return [roll, pitch, yaw]
 
 
 def dump_yaml(model, path):

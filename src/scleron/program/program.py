@@ -314,6 +314,7 @@ class ProgramAlgebra:
     def exp(self, x): return self.prog.unary("exp", x)
     def log(self, x): return self.prog.unary("log", x)
     def sqrt(self, x): return self.prog.unary("sqrt", x)
+    def atan(self, x): return self.prog.unary("atan", x)
 
     def call(self, name, x, numeric):
         return self.prog.call(name, x, numeric)
