@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_4428177297df"
-HASH = "4428177297df732041a1d106d2dc98ffd97bd447f46a8f81407c1ec583f6c268"
+MODULE = "_branched_563e41453cd9"
+HASH = "563e41453cd9ce497f08a7c492e91ec2541588bddfae43859ba1d125faa42290"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_e6cfa16ac4bc"
-HASH = "e6cfa16ac4bc99509d74ce8184aba27c2a7c73f20ca394cf3b851c6109b88a9a"
+MODULE = "_quadruped_60a48254950a"
+HASH = "60a48254950a2e07821c7b13cb08bfe27aaab169a6bccf410e328721fb533ce3"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_0723683e490c"
-HASH = "0723683e490c0ead112c2fede906ec2ec627768823b0419eebebef6359153c4f"
+MODULE = "_rc100_b58986de2c00"
+HASH = "b58986de2c004a69131afc68312659db0109fabf99e65d26727b9b12bb2a33b3"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

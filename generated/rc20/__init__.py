@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_9e08b9eaa07c"
-HASH = "9e08b9eaa07c538f346d2ef37bab449adc496b703cb0c351baeaf6a3a7a980a1"
+MODULE = "_rc20_69acf11773c8"
+HASH = "69acf11773c87ddd935745f2dc6d3a67182c4b200fcf1cd43dff051f1ab74386"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

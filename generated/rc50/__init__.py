@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_ac07b00d8880"
-HASH = "ac07b00d8880a6c0b5b4d64c48651f6594aec65e08391187731ab9f859afc95d"
+MODULE = "_rc50_933afaafe684"
+HASH = "933afaafe6846e984f54982a6530a859f3393f54d3384b07cbfcd6375f8fccce"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -83,8 +83,6 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None):
         cf = print_program(prog, f"{name}_{fname}", arrays, chunk=chunk, first_index=nchunks,
                            sincos_of="q")
         nchunks += len(cf.chunks)
-        stride = {a: "nv" for a in inputs.split()}
-        out_stride = "nv * nv" if fname == "mass_matrix" else "nv"
         nv = tree.nv
         functions.append({
             "name": fname, "doc": DOCS[fname], "chunks": cf.chunks, "nwork": cf.nwork,
@@ -106,7 +104,6 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None):
             "output": output,
         })
         report.functions[fname] = (cf.statements, cf.counts)
-        del stride, out_stride
     t2 = time.perf_counter()
     report.times["unroll"] = t2 - t1
     ctx = {

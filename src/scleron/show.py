@@ -233,10 +233,7 @@ def joint_text(model, j, what="all", fmt="text"):
 
 def _c_comment(text):
     from .codegen.render import c_comment
-    out = c_comment(text)
-    while "*/" in out or "/*" in out:            # whatever c_comment does, never end the comment
-        out = out.replace("*/", "* /").replace("/*", "/ *")
-    return out
+    return c_comment(text)
 
 
 # ---- counting the recursion as written ----------------------------------------------------------

@@ -329,22 +329,14 @@ def _recover(out_dir):
 def _fsync_tree(folder):
     for root, _, files in os.walk(folder):
         for f in files:
-            try:
-                fd = os.open(os.path.join(root, f), os.O_RDONLY)
-            except OSError:
-                continue
-            try:
-                os.fsync(fd)
-            except OSError:
-                pass
-            finally:
-                os.close(fd)
-    _fsync_dir(folder)
+            _fsync_path(os.path.join(root, f))
+    _fsync_path(folder)
 
 
-def _fsync_dir(folder):
+def _fsync_path(path):
+    """fsync one file or folder, ignoring what cannot be opened or synced."""
     try:
-        fd = os.open(folder, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return
     try:
@@ -377,7 +369,7 @@ def install_folder(tmp, out_dir):
                     os.rename(old, out_dir)      # put the previous result back
                 raise
             _made.pop(tmp, None)                 # installed: its parents are the result's
-            _fsync_dir(parent)
+            _fsync_path(parent)
             if old is not None:
                 shutil.rmtree(old, ignore_errors=True)
     finally:
