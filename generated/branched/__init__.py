@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_563e41453cd9"
-HASH = "563e41453cd9ce497f08a7c492e91ec2541588bddfae43859ba1d125faa42290"
+MODULE = "_branched_86118efb32e0"
+HASH = "86118efb32e0ab7f5f48e9fb075471e3b35a75d2ed737ede5e96d198b14d927b"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -7,6 +7,7 @@
  * bias_forces          1592 statements, 982m + 605a + 23 fn
  */
 #include <math.h>
+#include <string.h>
 #include "branched_dynamics.h"
 
 /* The build compiles this file several times in parallel, each time with

@@ -135,10 +135,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_563e41453cd9_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_86118efb32e0_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_563e41453cd9_py(void)
+PyMODINIT_FUNC PyInit__branched_86118efb32e0_py(void)
 {
     return PyModule_Create(&module);
 }

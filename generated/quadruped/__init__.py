@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_60a48254950a"
-HASH = "60a48254950a2e07821c7b13cb08bfe27aaab169a6bccf410e328721fb533ce3"
+MODULE = "_quadruped_b8fdc58e8086"
+HASH = "b8fdc58e808607d919c24728445641bee9b6b8ecb379d4ad0599e17f37f99f2b"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -7,6 +7,7 @@
  * bias_forces          1792 statements, 1035m + 757a + 30 fn
  */
 #include <math.h>
+#include <string.h>
 #include "quadruped_dynamics.h"
 
 /* The build compiles this file several times in parallel, each time with

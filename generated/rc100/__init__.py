@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_b58986de2c00"
-HASH = "b58986de2c004a69131afc68312659db0109fabf99e65d26727b9b12bb2a33b3"
+MODULE = "_rc100_1ca9efd63363"
+HASH = "1ca9efd633638035f71485af8bf63f4f10af4c987f087b16741bad5cdad0f25a"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_69acf11773c8"
-HASH = "69acf11773c87ddd935745f2dc6d3a67182c4b200fcf1cd43dff051f1ab74386"
+MODULE = "_rc20_f48a6de6e867"
+HASH = "f48a6de6e867d87794d2d5d0606e81a399daf8672e8392d4e41c9c285f2763a3"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

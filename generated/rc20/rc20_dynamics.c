@@ -7,6 +7,7 @@
  * bias_forces          2137 statements, 1112m + 1025a + 38 fn
  */
 #include <math.h>
+#include <string.h>
 #include "rc20_dynamics.h"
 
 /* The build compiles this file several times in parallel, each time with

@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_933afaafe684"
-HASH = "933afaafe6846e984f54982a6530a859f3393f54d3384b07cbfcd6375f8fccce"
+MODULE = "_rc50_104a60c13834"
+HASH = "104a60c138340b14e8401945fe436752d2126e0c9784a310167ab90e6887751f"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

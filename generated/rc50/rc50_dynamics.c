@@ -7,6 +7,7 @@
  * bias_forces          5677 statements, 2942m + 2735a + 98 fn
  */
 #include <math.h>
+#include <string.h>
 #include "rc50_dynamics.h"
 
 /* The build compiles this file several times in parallel, each time with

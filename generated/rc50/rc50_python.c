@@ -135,10 +135,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_933afaafe684_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_104a60c13834_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc50_933afaafe684_py(void)
+PyMODINIT_FUNC PyInit__rc50_104a60c13834_py(void)
 {
     return PyModule_Create(&module);
 }

@@ -71,7 +71,8 @@ def cmd_codegen(args):
             from .pipeline import DEFAULT_CFLAGS
             cflags = [f"-O{args.opt}" if f.startswith("-O") else f for f in DEFAULT_CFLAGS]
         generate(model, out, args.name, chunk=args.chunk, force=args.force,
-                 compile=not args.no_compile, report=report, cflags=cflags)
+                 compile=not args.no_compile, report=report, cflags=cflags,
+                 method=int(args.method))
     except BaseException:
         _remove_empty(created)
         raise
@@ -134,6 +135,10 @@ def build_parser():
     c.add_argument("--opt", choices=["1", "2", "3"], default=None,
                    help="gcc optimisation level (default 2; 1 compiles about twice as fast, "
                         "runs 5-15%% slower: for very large models)")
+    c.add_argument("--method", choices=["1", "2"], default="1",
+                   help="forward dynamics: 1 = fully unrolled (fastest to run); 2 = passes 4-6 as "
+                        "loops over the bodies with one kernel per joint class (Si & Guenter "
+                        "Method II: smaller code, faster compile)")
     c.add_argument("--force", action="store_true", help="regenerate even if up to date")
     c.add_argument("--no-compile", action="store_true", help="write the sources only")
     c.set_defaults(func=cmd_codegen)

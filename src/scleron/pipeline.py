@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from . import __version__
 from .codegen.build import (compile_folder, discard_temp_folder, install_folder, load_package,
                             make_temp_folder)
-from .codegen.c_printer import print_program
+from .codegen.c_printer import c_literal, print_program
 from .codegen.render import c_comment, c_identifier, render_files, template_texts
 from .dynamics.tree import Tree
 from .joints.special import CLOSED_FORM, SERIES, SERIES_BELOW
 from .model import model_to_dict
-from .unroll import FUNCTIONS, unroll
+from .unroll import FUNCTIONS, unroll, unroll_method2
 
 # -fno-math-errno and -fno-trapping-math change no result (no errno, no FP traps are used);
 # they let gcc inline and vectorise floor/sqrt; -ffp-contract=fast allows FMA.
@@ -64,12 +64,64 @@ def _helpers(programs):
     return out
 
 
-def build_sources(model, name=None, chunk=1000, cflags=None, report=None):
-    """Derive, unroll and render: returns (files dict, report). Nothing is written."""
+KERNEL_ARRAYS = {   # Method II kernels: (inputs, outputs); the root's kernels lack Jp, zp, ep
+    "articulated_inertia": ("kin J", "U L Jp"),
+    "articulated_bias": ("kin U L tb z", "cb zp"),
+    "joint_acceleration": ("kin U L cb ep", "qdd e"),
+}
+METHODS = (1, 2)
+
+
+def _options(name, chunk, cflags, method):
+    opts = {"name": name, "chunk": chunk, "cflags": cflags}
+    if method != 1:
+        opts["method"] = method
+    return opts
+
+
+def _method2_context(tree, name, m2):
+    """Template data of forward dynamics by Method II: kernels, body tables, constants."""
+    kernels, classes = [], []
+    for cls in m2.classes:
+        names = {}
+        for step, prog in cls.kernels.items():
+            ins, outs = KERNEL_ARRAYS[step]
+            skip = {"Jp", "zp", "ep"} if cls.root else set()
+            arrays = ([(a, False) for a in ins.split() if a not in skip]
+                      + [(a, True) for a in outs.split() if a not in skip])
+            kf = print_program(prog, prog.name, arrays, chunk=10 ** 9)
+            names[step] = prog.name
+            kernels.append({"name": prog.name, "params": kf.chunk_params,
+                            "lines": kf.chunks[0].lines, "statements": kf.statements,
+                            "counts": kf.counts, "step": step, "cls": cls.index})
+        members = [c_comment(b["name"]) for b in m2.bodies if b["cls"] == cls.index]
+        classes.append({"index": cls.index, "root": cls.root, "dof": cls.dof,
+                        "stored": cls.kin_size, "members": members, **names})
+    bodies = m2.bodies
+    return {
+        "nb": len(bodies), "nkin": m2.nkin, "nl": m2.nl, "kernels": kernels, "classes": classes,
+        "parent": ", ".join(str(b["parent"]) for b in bodies),
+        "cls": ", ".join(str(b["cls"]) for b in bodies),
+        "koff": ", ".join(str(b["koff"]) for b in bodies),
+        "qs": ", ".join(str(b["qs"]) for b in bodies),
+        "loff": ", ".join(str(b["loff"]) for b in bodies),
+        "inertia": [", ".join(c_literal(x) for x in row) for row in m2.inertia],
+        "body_names": [c_comment(b["name"]) for b in bodies],
+        "statements": sum(k["statements"] for k in kernels),
+    }
+
+
+def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method=1):
+    """Derive, unroll and render: returns (files dict, report). Nothing is written.
+
+    method: 1 = everything unrolled (S&G Method I); 2 = forward dynamics' passes 4-6 as loops
+    over the bodies calling one small kernel per joint class (S&G Method II)."""
     name = c_identifier(name or model.name)
     cflags = list(cflags or DEFAULT_CFLAGS)
     report = report or Report(name, model.nv)
-    key = cache_key(model, {"name": name, "chunk": chunk, "cflags": cflags})
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, not {method!r}")
+    key = cache_key(model, _options(name, chunk, cflags, method))
     t0 = time.perf_counter()
     tree = Tree(model)
     t1 = time.perf_counter()
@@ -77,15 +129,29 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None):
     functions, programs = [], []
     nchunks = 0
     for fname, (inputs, output) in FUNCTIONS.items():
-        prog = unroll(tree, fname)
-        programs.append(prog)
         arrays = [(a, False) for a in inputs.split()] + [(output, True)]
+        method2 = None
+        if method == 2 and fname == "forward_dynamics":
+            m2 = unroll_method2(tree, name)
+            prog = m2.prologue
+            programs += [prog] + [k for c in m2.classes for k in c.kernels.values()]
+            arrays = [(a, False) for a in inputs.split()] + [("kin", True), ("tb", True)]
+        else:
+            prog = unroll(tree, fname)
+            programs.append(prog)
         cf = print_program(prog, f"{name}_{fname}", arrays, chunk=chunk, first_index=nchunks,
                            sincos_of="q")
+        if method == 2 and fname == "forward_dynamics":
+            method2 = _method2_context(tree, name, m2)
+            cf.statements += method2["statements"]
+            for k in method2["kernels"]:        # each kernel counted once, as written
+                for f in ("mul", "add", "neg", "fn"):
+                    setattr(cf.counts, f, getattr(cf.counts, f) + getattr(k["counts"], f))
         nchunks += len(cf.chunks)
         nv = tree.nv
         functions.append({
-            "name": fname, "doc": DOCS[fname], "chunks": cf.chunks, "nwork": cf.nwork,
+            "name": fname, "doc": DOCS[fname] + (" (Method II: passes 4-6 as loops)" if method2 else ""),
+            "method2": method2, "chunks": cf.chunks, "nwork": cf.nwork,
             "sincos": cf.sincos,
             "statements": cf.statements, "counts": str(cf.counts),
             "chunk_params": cf.chunk_params, "chunk_args": cf.chunk_args,
@@ -114,13 +180,14 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None):
         "coordinates": [c_comment(c) for c in _coordinate_doc(tree)],
         "joint_names": tree.joint_names, "gravity": " ".join(f"{g:g}" for g in tree.gravity),
         "gravity_list": list(tree.gravity), "functions": functions, "helpers": _helpers(programs),
-        "cflags": repr(cflags), "nchunks": nchunks,
+        "cflags": repr(cflags), "nchunks": nchunks, "method": method,
         "any_sincos": any(f["sincos"] for f in functions),
     }
     files = render_files(ctx)
     files["scleron.json"] = json.dumps({
         "name": name, "model": model.name, "hash": key, "scleron_version": __version__,
         "nq": tree.nv, "nv": tree.nv, "joint_names": tree.joint_names, "cflags": cflags,
+        "method": method,
         "functions": {f: {"statements": s, "ops": str(c)} for f, (s, c) in report.functions.items()},
     }, indent=1) + "\n"
     report.times["render"] = time.perf_counter() - t2
@@ -152,7 +219,7 @@ def write_sources(files, folder):
 
 
 def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=False,
-             compile=True, report=None):
+             compile=True, report=None, method=1):
     """Derive, unroll, render and compile the model's dynamics into out_dir; load it back.
 
     Returns the generated module: nq, nv, joint_names, forward_dynamics, inverse_dynamics,
@@ -165,12 +232,12 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     out_dir = out_dir or os.path.join("generated", name)
     cflags = list(cflags or DEFAULT_CFLAGS)
     report = report if report is not None else Report(name, model.nv)
-    key = cache_key(model, {"name": name, "chunk": chunk, "cflags": cflags})
+    key = cache_key(model, _options(name, chunk, cflags, method))
     if not force and _cached(out_dir, key):
         report.cache_hit = True
         mod = load_package(out_dir) if compile else None
         return mod
-    files, report, key = build_sources(model, name, chunk, cflags, report)
+    files, report, key = build_sources(model, name, chunk, cflags, report, method)
     tmp = make_temp_folder(out_dir)
     try:
         write_sources(files, tmp)

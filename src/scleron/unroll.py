@@ -3,7 +3,11 @@
 The recursion code of scleron.dynamics is run on program Vars instead of floats: every
 scalar operation becomes a node of a Program, with the model's constants folded in.
 """
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
 from .dynamics import recursions
+from .dynamics.spatial import matmul, matvec, vadd
 from .dynamics.tree import Tree
 from .program import Program, ProgramAlgebra
 
@@ -29,3 +33,171 @@ def unroll(tree, function):
         result = [x for row in result for x in row]        # row-major nv x nv
     prog.set_outputs(output, result)
     return prog
+
+
+# ---- Method II: passes 4-6 as numeric loops over bodies (S&G section 4) -------------------------
+# Passes 1-3 stay unrolled (the "prologue"); they also store, per body, the entries of its joint
+# transform (placement and Q(q) combined) and of S that are not structurally 0, 1 or -1. Passes
+# 4-6 become loops in C over the bodies; each iteration calls a small kernel: the per-body step
+# of scleron.dynamics.recursions, unrolled once on symbolic inputs for every joint class (bodies
+# whose transform and S have the same pattern of structural 0/1/-1 and the same root-ness).
+STRUCTURAL = (0.0, 1.0, -1.0)
+
+
+@dataclass
+class JointClass:
+    index: int
+    key: tuple
+    dof: int
+    root: bool
+    pattern: tuple            # per entry of (R, t, S): the folded constant, or None (stored)
+    kernels: dict = field(default_factory=dict)    # "articulated_inertia" ... -> Program
+
+    @property
+    def kin_size(self):
+        return sum(p is None for p in self.pattern)
+
+
+@dataclass
+class Method2:
+    prologue: Program          # inputs q, qd, tau; outputs kin (per body), tb (tau_bar)
+    classes: list
+    bodies: list               # per body: dict(parent, cls, koff, qs, dof, loff, name)
+    nkin: int
+    nl: int                    # stored LDL^T factors, all bodies
+    inertia: list              # per body: the 21 upper-triangle entries of its spatial inertia
+
+
+def sym_index(r, c):
+    """Position of entry (r, c) of a symmetric 6x6 matrix in its 21-entry row-major upper triangle."""
+    r, c = min(r, c), max(r, c)
+    return r * 6 - r * (r - 1) // 2 + (c - r)
+
+
+def ldl_size(d):
+    return d * (d - 1) // 2 + d
+
+
+def combined_kinematics(b, kin):
+    """(R, t, S) of the joint transform X_tree Q(q) of body b: placement and joint combined."""
+    R, t, S, _ = kin
+    if b.placement is None:
+        return R, t, S
+    Rp, tp = b.placement
+    return matmul(Rp, R), vadd(matvec(Rp, t), tp), S
+
+
+def _entries(R, t, S):
+    return [x for row in R for x in row] + list(t) + [x for row in S for x in row]
+
+
+def _pattern(entries):
+    return tuple(x if isinstance(x, float) and x in STRUCTURAL else None for x in entries)
+
+
+def _class_kinematics(prog, cls):
+    """(R, t, S, None) of a joint class, entries read from the kernel's kin[] where stored."""
+    vals, k = [], 0
+    for p in cls.pattern:
+        if p is None:
+            vals.append(prog.input("kin", k))
+            k += 1
+        else:
+            vals.append(p)
+    d = cls.dof
+    R = [vals[0:3], vals[3:6], vals[6:9]]
+    S = [vals[12 + r * d:12 + (r + 1) * d] for r in range(6)]
+    return R, vals[9:12], S, None
+
+
+def _symmetric_input(prog, array):
+    return [[prog.input(array, sym_index(r, c)) for c in range(6)] for r in range(6)]
+
+
+def _stored_solver(prog, d):
+    """The LDL^T factors of Omega read back from L[] (strict lower part by rows, then 1/d)."""
+    L = [[0.0] * d for _ in range(d)]
+    k = 0
+    for i in range(d):
+        for j in range(i):
+            L[i][j] = prog.input("L", k)
+            k += 1
+    return recursions.SPDSolver.from_factors(L, [prog.input("L", k + i) for i in range(d)])
+
+
+def _solver_entries(solver):
+    d = solver.n
+    return [solver.L[i][j] for i in range(d) for j in range(i)] + list(solver.inv_d)
+
+
+def _class_kernels(name, cls):
+    d = cls.dof
+    body = SimpleNamespace(parent=-1 if cls.root else 0, placement=None, dof=d)
+    out = {}
+
+    prog = Program(f"{name}_k{cls.index}_articulated_inertia")
+    kin = _class_kinematics(prog, cls)
+    prog.set_section(f"pass 4 (S&G 27-28) for joint class {cls.index}")
+    U, solver, Ja = recursions.articulated_inertia_step(body, kin, _symmetric_input(prog, "J"))
+    prog.set_outputs("U", [x for col in U for x in col])
+    prog.set_outputs("L", _solver_entries(solver))
+    if Ja is not None:
+        prog.set_outputs("Jp", [Ja[r][c] for r in range(6) for c in range(r, 6)])
+    out["articulated_inertia"] = prog
+
+    prog = Program(f"{name}_k{cls.index}_articulated_bias")
+    kin = _class_kinematics(prog, cls)
+    prog.set_section(f"pass 5 (S&G 31-33) for joint class {cls.index}")
+    U = [prog.input_vector("U", 6 * d)[6 * c:6 * c + 6] for c in range(d)]
+    cbar, zp = recursions.articulated_bias_step(body, kin, U, _stored_solver(prog, d),
+                                               prog.input_vector("tb", d), prog.input_vector("z", 6))
+    prog.set_outputs("cb", cbar)
+    if zp is not None:
+        prog.set_outputs("zp", zp)
+    out["articulated_bias"] = prog
+
+    prog = Program(f"{name}_k{cls.index}_joint_acceleration")
+    kin = _class_kinematics(prog, cls)
+    prog.set_section(f"pass 6 (S&G 34-35) for joint class {cls.index}")
+    U = [prog.input_vector("U", 6 * d)[6 * c:6 * c + 6] for c in range(d)]
+    eta_parent = None if cls.root else prog.input_vector("ep", 6)
+    qdd, eta = recursions.joint_acceleration_step(body, kin, U, _stored_solver(prog, d),
+                                                  prog.input_vector("cb", d), eta_parent)
+    prog.set_outputs("qdd", qdd)
+    prog.set_outputs("e", eta)
+    out["joint_acceleration"] = prog
+    return out
+
+
+def unroll_method2(tree, name=None):
+    """Forward dynamics by S&G Method II: the unrolled prologue, one kernel set per joint class
+    and the tables the C loops walk."""
+    if not isinstance(tree, Tree):
+        tree = Tree(tree)
+    name = name or tree.name
+    prog = Program(f"{name}_forward_dynamics")
+    alg = ProgramAlgebra(prog)
+    q, qd, tau = (prog.input_vector(a, tree.nv) for a in ("q", "qd", "tau"))
+    kins = recursions.joint_kinematics(tree, alg, q, qd)
+    tau_bar = recursions.tau_bar_pass(tree, alg, kins, q, qd, tau)
+    classes, by_key, bodies, stored = [], {}, [], []
+    nl = 0
+    for b, kin in zip(tree.bodies, kins):
+        alg.section(f"Method II: transform and S of joint {b.joint_name} for the loops")
+        entries = _entries(*combined_kinematics(b, kin))
+        pattern = _pattern(entries)
+        key = (b.parent < 0, b.dof, pattern)
+        if key not in by_key:
+            by_key[key] = JointClass(len(classes), key, b.dof, b.parent < 0, pattern)
+            classes.append(by_key[key])
+        cls = by_key[key]
+        bodies.append({"parent": b.parent, "cls": cls.index, "koff": len(stored), "qs": b.q_start,
+                       "dof": b.dof, "loff": nl, "name": b.name})
+        stored += [x for x, p in zip(entries, pattern) if p is None]
+        nl += ldl_size(b.dof)
+    prog.set_outputs("kin", stored)
+    prog.set_outputs("tb", tau_bar)
+    for cls in classes:
+        cls.kernels = _class_kernels(name, cls)
+    inertia = [[b.inertia[r][c] for r in range(6) for c in range(r, 6)] for b in tree.bodies]
+    return Method2(prog, classes, bodies, len(stored), nl, inertia)

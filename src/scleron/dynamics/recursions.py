@@ -130,6 +130,13 @@ class SPDSolver:
                 L[i][j] = s * inv_d[j]
         self.L, self.d, self.inv_d = L, d, inv_d
 
+    @classmethod
+    def from_factors(cls, L, inv_d):
+        """A solver from stored factors: L unit lower triangular (nested lists), 1/d."""
+        self = cls.__new__(cls)
+        self.n, self.L, self.inv_d, self.d = len(inv_d), L, list(inv_d), None
+        return self
+
     def solve(self, b):
         n, L = self.n, self.L
         y = list(b)
@@ -226,42 +233,79 @@ def bias_forces(tree, alg, q, qd):
 
 
 # ---- passes 4-6: articulated inertias and the factored solve ----------------------------------
+# Each pass is a loop over bodies around one per-body step. Method I (`forward_dynamics`) runs
+# the loops here, so the steps unroll into straight-line code; Method II (S&G section 4) runs the
+# same steps once per joint class on symbolic inputs (scleron.unroll.method2) and a numeric C loop
+# over the bodies calls them.
+def articulated_inertia_step(b, kin, Jbar):
+    """S&G (27-28) for one body: U = Jbar S, Omega = S^T Jbar S (factored), and for a non-root
+    body Ad^T Ja Ad, its articulated inertia's share of the parent's (None for a root)."""
+    U = [matvec(Jbar, col) for col in columns(kin[2])]                       # Jbar S, by column
+    Omega = [[dot(Sc, Uc) for Uc in U] for Sc in columns(kin[2])]            # (28)
+    solver = SPDSolver(Omega)
+    if b.parent < 0:
+        return U, solver, None
+    W = [solver.solve([Uc[r] for Uc in U]) for r in range(6)]                # Omega^-1 U^T, by row
+    Ja = [[Jbar[r][c] - dot([Uc[r] for Uc in U], W[c]) if c >= r else None
+           for c in range(6)] for r in range(6)]
+    for r in range(6):
+        for c in range(r):
+            Ja[r][c] = Ja[c][r]
+    # Ja S = Jbar S - U Omega^-1 S^T Jbar S = 0 (Featherstone 7.3: I^a S = 0), so where a
+    # column of S is a constant unit vector e_k, row and column k of Ja are exactly zero.
+    for k in unit_columns(kin[2]):
+        for r in range(6):
+            Ja[k][r] = Ja[r][k] = 0.0
+    return U, solver, inertia_into_parent(b, kin, Ja)                        # (27), one term
+
+
+def articulated_bias_step(b, kin, U, solver, tau_bar, z):
+    """S&G (31-33) for one body: cbar = Omega^-1 (tau_bar - S^T z), and for a non-root body
+    Ad^T (z + U cbar), its share of the parent's z (None for a root)."""
+    c = vsub(tau_bar, S_transpose(kin, z))                                   # (32)
+    cbar = solver.solve(c)                                                   # (33)
+    if b.parent < 0:
+        return cbar, None
+    zi = vadd(z, [dot([Uc[r] for Uc in U], cbar) for r in range(6)])         # (31)
+    return cbar, to_parent(b, kin, zi)
+
+
+def joint_acceleration_step(b, kin, U, solver, cbar, eta_parent):
+    """S&G (34-35) for one body: qdd_k = cbar_k - Omega^-1 U^T Ad eta_parent, and eta_k."""
+    if b.parent >= 0:
+        ap = to_child(b, kin, eta_parent)
+        qdd = vsub(cbar, solver.solve([dot(Uc, ap) for Uc in U]))             # (35)
+    else:
+        ap, qdd = ZERO6, cbar
+    return qdd, vadd(ap, S_times(kin, qdd))                                  # (34)
+
+
 def articulated_inertia_pass(tree, alg, kins):
     """S&G pass 4 (27-28): articulated inertias Jbar_k, Omega_k = S^T Jbar S, U_k = Jbar_k S_k."""
     Jbar = [b.inertia for b in tree.bodies]
     U, Om = [None] * len(tree.bodies), [None] * len(tree.bodies)
     for b, kin in zip(reversed(tree.bodies), reversed(kins)):
         alg.section(f"pass 4 (S&G 27-28): articulated inertia of body {b.name}")
-        i = b.index
-        Ui = [matvec(Jbar[i], col) for col in columns(kin[2])]               # Jbar S, by column
-        Omega = [[dot(Sc, Uc) for Uc in Ui] for Sc in columns(kin[2])]       # (28)
-        solver = SPDSolver(Omega)
-        U[i], Om[i] = Ui, solver
-        if b.parent >= 0:
-            W = [solver.solve([Uc[r] for Uc in Ui]) for r in range(6)]       # Omega^-1 U^T, by row
-            Ja = [[Jbar[i][r][c] - dot([Uc[r] for Uc in Ui], W[c]) if c >= r else None
-                   for c in range(6)] for r in range(6)]
-            for r in range(6):
-                for c in range(r):
-                    Ja[r][c] = Ja[c][r]
-            # Ja S = Jbar S - U Omega^-1 S^T Jbar S = 0 (Featherstone 7.3: I^a S = 0), so where a
-            # column of S is a constant unit vector e_k, row and column k of Ja are exactly zero.
-            for k in unit_columns(kin[2]):
-                for r in range(6):
-                    Ja[k][r] = Ja[r][k] = 0.0
-            Jbar[b.parent] = sym_add(Jbar[b.parent], inertia_into_parent(b, kin, Ja))   # (27)
+        U[b.index], Om[b.index], Ja = articulated_inertia_step(b, kin, Jbar[b.index])
+        if Ja is not None:
+            Jbar[b.parent] = sym_add(Jbar[b.parent], Ja)                     # (27)
     return U, Om
+
+
+def tau_bar_pass(tree, alg, kins, q, qd, tau):
+    """S&G passes 1-3 and (26): tau_bar = tau - h."""
+    _, a, bias = velocity_pass(tree, alg, kins, qd)
+    _, f = acceleration_pass(tree, alg, kins, a, bias)
+    h = passive_forces(tree, alg, q, qd, force_pass(tree, alg, kins, f))
+    alg.section("pass 3 (S&G 26): tau_bar = tau - h")
+    return [t - x for t, x in zip(tau, h)]                                   # (26)
 
 
 def forward_dynamics(tree, alg, q, qd, tau):
     """S&G Method I: passes 1-3 give tau_bar = tau - h; passes 4-6 solve M qdd = tau_bar
     with the square factorisation of M^-1 (S&G 58)."""
     kins = joint_kinematics(tree, alg, q, qd)
-    _, a, bias = velocity_pass(tree, alg, kins, qd)
-    _, f = acceleration_pass(tree, alg, kins, a, bias)
-    h = passive_forces(tree, alg, q, qd, force_pass(tree, alg, kins, f))
-    alg.section("pass 3 (S&G 26): tau_bar = tau - h")
-    tau_bar = [t - x for t, x in zip(tau, h)]                                # (26)
+    tau_bar = tau_bar_pass(tree, alg, kins, q, qd, tau)
     U, Om = articulated_inertia_pass(tree, alg, kins)
 
     n = len(tree.bodies)
@@ -270,24 +314,19 @@ def forward_dynamics(tree, alg, q, qd, tau):
     for b, kin in zip(reversed(tree.bodies), reversed(kins)):
         alg.section(f"pass 5 (S&G 31-33): articulated bias of body {b.name}")
         i = b.index
-        c = vsub(tau_bar[b.q_start:b.q_start + b.dof], S_transpose(kin, z[i]))  # (32)
-        cbar[i] = Om[i].solve(c)                                             # (33)
-        if b.parent >= 0:                                                    # (31)
-            zi = vadd(z[i], [dot([Uc[r] for Uc in U[i]], cbar[i]) for r in range(6)])
-            z[b.parent] = vadd(z[b.parent], to_parent(b, kin, zi))
+        cbar[i], zp = articulated_bias_step(b, kin, U[i], Om[i],
+                                            tau_bar[b.q_start:b.q_start + b.dof], z[i])
+        if zp is not None:
+            z[b.parent] = vadd(z[b.parent], zp)                              # (31)
 
     eta = [None] * n
     qdd = [None] * tree.nv
     for b, kin in zip(tree.bodies, kins):
         alg.section(f"pass 6 (S&G 34-35): acceleration of body {b.name}, joint {b.joint_name}")
         i = b.index
-        if b.parent >= 0:
-            ap = to_child(b, kin, eta[b.parent])
-            qi = vsub(cbar[i], Om[i].solve([dot(Uc, ap) for Uc in U[i]]))    # (35)
-        else:
-            ap, qi = ZERO6, cbar[i]
-        eta[i] = vadd(ap, S_times(kin, qi))                                  # (34)
-        qdd[b.q_start:b.q_start + b.dof] = qi
+        eta_parent = eta[b.parent] if b.parent >= 0 else None
+        qdd[b.q_start:b.q_start + b.dof], eta[i] = joint_acceleration_step(
+            b, kin, U[i], Om[i], cbar[i], eta_parent)
     return qdd
 
 
