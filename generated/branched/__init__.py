@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_86118efb32e0"
-HASH = "86118efb32e0ab7f5f48e9fb075471e3b35a75d2ed737ede5e96d198b14d927b"
+MODULE = "_branched_fa3439396e98"
+HASH = "fa3439396e98a6ee4e8c24007ab379716513fd2e52f4c369057c60e6a5ee9bda"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -135,10 +135,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_86118efb32e0_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_fa3439396e98_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_86118efb32e0_py(void)
+PyMODINIT_FUNC PyInit__branched_fa3439396e98_py(void)
 {
     return PyModule_Create(&module);
 }

@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_b8fdc58e8086"
-HASH = "b8fdc58e808607d919c24728445641bee9b6b8ecb379d4ad0599e17f37f99f2b"
+MODULE = "_quadruped_65e96072fe65"
+HASH = "65e96072fe65fd6f2a027224f7955eaff7cf4e25ab09cec942afb9ad1c2274db"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

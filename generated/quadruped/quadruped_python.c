@@ -135,10 +135,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_b8fdc58e8086_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_65e96072fe65_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_b8fdc58e8086_py(void)
+PyMODINIT_FUNC PyInit__quadruped_65e96072fe65_py(void)
 {
     return PyModule_Create(&module);
 }

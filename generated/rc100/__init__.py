@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_1ca9efd63363"
-HASH = "1ca9efd633638035f71485af8bf63f4f10af4c987f087b16741bad5cdad0f25a"
+MODULE = "_rc100_8faba225ecc1"
+HASH = "8faba225ecc191926a0d31c22d56da42278c48d3706c0e3d7ef4eeb7224e1e5c"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -200,7 +200,7 @@ def inverse_dynamics(q, qd, qdd, out=None, threads=1):
 
 
 def mass_matrix(q, out=None, threads=1):
-    """M(q), row-major nv x nv, composite rigid bodies
+    """M(q), row-major nv x nv, composite rigid bodies (loop form: world-frame columns, dense products)
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""

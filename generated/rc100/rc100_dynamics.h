@@ -127,7 +127,7 @@ void rc100_inverse_dynamics(const double *q, const double *qd, const double *qdd
 /* the same for n states stored one after another */
 void rc100_inverse_dynamics_batch(int n, const double *q, const double *qd, const double *qdd, double *tau);
 
-/* M(q), row-major nv x nv, composite rigid bodies */
+/* M(q), row-major nv x nv, composite rigid bodies (loop form: world-frame columns, dense products) */
 void rc100_mass_matrix(const double *q, double *M);
 /* the same for n states stored one after another */
 void rc100_mass_matrix_batch(int n, const double *q, double *M);

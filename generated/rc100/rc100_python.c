@@ -130,15 +130,15 @@ static PyObject *py_bias_forces(PyObject *self, PyObject *const *args, Py_ssize_
 static PyMethodDef methods[] = {
     {"forward_dynamics", (PyCFunction)(void (*)(void))py_forward_dynamics, METH_FASTCALL, "qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6"},
     {"inverse_dynamics", (PyCFunction)(void (*)(void))py_inverse_dynamics, METH_FASTCALL, "tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)"},
-    {"mass_matrix", (PyCFunction)(void (*)(void))py_mass_matrix, METH_FASTCALL, "M(q), row-major nv x nv, composite rigid bodies"},
+    {"mass_matrix", (PyCFunction)(void (*)(void))py_mass_matrix, METH_FASTCALL, "M(q), row-major nv x nv, composite rigid bodies (loop form: world-frame columns, dense products)"},
     {"bias_forces", (PyCFunction)(void (*)(void))py_bias_forces, METH_FASTCALL, "h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau"},
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_1ca9efd63363_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_8faba225ecc1_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_1ca9efd63363_py(void)
+PyMODINIT_FUNC PyInit__rc100_8faba225ecc1_py(void)
 {
     return PyModule_Create(&module);
 }

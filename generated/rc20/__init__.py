@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_f48a6de6e867"
-HASH = "f48a6de6e867d87794d2d5d0606e81a399daf8672e8392d4e41c9c285f2763a3"
+MODULE = "_rc20_4bc24c062752"
+HASH = "4bc24c062752bac26f71ac5313a377d360c7775d586c5470e0706109cf9adfc4"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

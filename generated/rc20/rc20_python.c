@@ -135,10 +135,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_f48a6de6e867_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_4bc24c062752_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc20_f48a6de6e867_py(void)
+PyMODINIT_FUNC PyInit__rc20_4bc24c062752_py(void)
 {
     return PyModule_Create(&module);
 }

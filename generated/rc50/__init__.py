@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_104a60c13834"
-HASH = "104a60c138340b14e8401945fe436752d2126e0c9784a310167ab90e6887751f"
+MODULE = "_rc50_20de4a1a3116"
+HASH = "20de4a1a31161b4e7366889c1d037041b394b551174ef1b21d2ef7f5422c0a40"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -200,7 +200,7 @@ def inverse_dynamics(q, qd, qdd, out=None, threads=1):
 
 
 def mass_matrix(q, out=None, threads=1):
-    """M(q), row-major nv x nv, composite rigid bodies
+    """M(q), row-major nv x nv, composite rigid bodies (loop form: world-frame columns, dense products)
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""

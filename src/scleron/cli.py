@@ -72,7 +72,7 @@ def cmd_codegen(args):
             cflags = [f"-O{args.opt}" if f.startswith("-O") else f for f in DEFAULT_CFLAGS]
         generate(model, out, args.name, chunk=args.chunk, force=args.force,
                  compile=not args.no_compile, report=report, cflags=cflags,
-                 method=int(args.method))
+                 method=int(args.method), mass_matrix=args.mass_matrix)
     except BaseException:
         _remove_empty(created)
         raise
@@ -139,6 +139,10 @@ def build_parser():
                    help="forward dynamics: 1 = fully unrolled (fastest to run); 2 = passes 4-6 as "
                         "loops over the bodies with one kernel per joint class (Si & Guenter "
                         "Method II: smaller code, faster compile)")
+    c.add_argument("--mass-matrix", choices=["auto", "unrolled", "loop"], default="auto",
+                   help="mass matrix code: unrolled (every entry straight-line, fastest for "
+                        "small trees, grows as n^2), loop (world-frame columns, vectorised dot "
+                        "products: O(n) code), auto (loop from 30 coordinates on; default)")
     c.add_argument("--force", action="store_true", help="regenerate even if up to date")
     c.add_argument("--no-compile", action="store_true", help="write the sources only")
     c.set_defaults(func=cmd_codegen)

@@ -18,7 +18,7 @@ from .codegen.render import c_comment, c_identifier, render_files, template_text
 from .dynamics.tree import Tree
 from .joints.special import CLOSED_FORM, SERIES, SERIES_BELOW
 from .model import model_to_dict
-from .unroll import FUNCTIONS, unroll, unroll_method2
+from .unroll import FUNCTIONS, unroll, unroll_mass_loop, unroll_method2
 
 # -fno-math-errno and -fno-trapping-math change no result (no errno, no FP traps are used);
 # they let gcc inline and vectorise floor/sqrt; -ffp-contract=fast allows FMA.
@@ -70,13 +70,44 @@ KERNEL_ARRAYS = {   # Method II kernels: (inputs, outputs); the root's kernels l
     "joint_acceleration": ("kin U L cb ep", "qdd e"),
 }
 METHODS = (1, 2)
+MASS_FORMS = ("auto", "unrolled", "loop")
+# "auto" picks the loop form from this many coordinates on (benchmarks/results/results.md,
+# "Mass matrix: unrolled against loop form")
+MASS_LOOP_FROM_NV = 30
 
 
-def _options(name, chunk, cflags, method):
+def mass_form(nv, form="auto"):
+    """'unrolled' (Featherstone's CRBA in body frames, every entry straight-line code: fastest
+    for small trees, code grows as n^2) or 'loop' (world-frame columns unrolled in O(n), the
+    n^2/2 dot products as vectorised loops)."""
+    if form not in MASS_FORMS:
+        raise ValueError(f"mass matrix form must be one of {MASS_FORMS}, not {form!r}")
+    if form == "auto":
+        return "loop" if nv >= MASS_LOOP_FROM_NV else "unrolled"
+    return form
+
+
+def _options(name, chunk, cflags, method, mass):
     opts = {"name": name, "chunk": chunk, "cflags": cflags}
     if method != 1:
         opts["method"] = method
+    if mass != "unrolled":
+        opts["mass_matrix"] = mass
     return opts
+
+
+def _mass_loop_context(tree, ml):
+    """Template data of the mass matrix in loop form: the upper and lower ranges."""
+    nv = tree.nv
+
+    def table(ranges):
+        return {"n": len(ranges), "row": ", ".join(str(r) for r, _, _ in ranges),
+                "first": ", ".join(str(f) for _, f, _ in ranges),
+                "end": ", ".join(str(e) for _, _, e in ranges)}
+    entries = sum(e - f for _, f, e in ml.upper)
+    return {"upper": table(ml.upper), "lower": table(ml.lower), "entries": entries,
+            "lower_entries": sum(e - f for _, f, e in ml.lower),
+            "full": entries == nv * (nv + 1) // 2}
 
 
 def _method2_context(tree, name, m2):
@@ -111,17 +142,20 @@ def _method2_context(tree, name, m2):
     }
 
 
-def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method=1):
+def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method=1,
+                  mass_matrix="auto"):
     """Derive, unroll and render: returns (files dict, report). Nothing is written.
 
     method: 1 = everything unrolled (S&G Method I); 2 = forward dynamics' passes 4-6 as loops
-    over the bodies calling one small kernel per joint class (S&G Method II)."""
+    over the bodies calling one small kernel per joint class (S&G Method II).
+    mass_matrix: 'unrolled', 'loop' or 'auto' (see mass_form)."""
     name = c_identifier(name or model.name)
     cflags = list(cflags or DEFAULT_CFLAGS)
     report = report or Report(name, model.nv)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, not {method!r}")
-    key = cache_key(model, _options(name, chunk, cflags, method))
+    mass = mass_form(model.nv, mass_matrix)
+    key = cache_key(model, _options(name, chunk, cflags, method, mass))
     t0 = time.perf_counter()
     tree = Tree(model)
     t1 = time.perf_counter()
@@ -130,12 +164,18 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
     nchunks = 0
     for fname, (inputs, output) in FUNCTIONS.items():
         arrays = [(a, False) for a in inputs.split()] + [(output, True)]
-        method2 = None
+        method2 = mass_loop = None
         if method == 2 and fname == "forward_dynamics":
             m2 = unroll_method2(tree, name)
             prog = m2.prologue
             programs += [prog] + [k for c in m2.classes for k in c.kernels.values()]
             arrays = [(a, False) for a in inputs.split()] + [("kin", True), ("tb", True)]
+        elif mass == "loop" and fname == "mass_matrix":
+            ml = unroll_mass_loop(tree, name)
+            prog = ml.prologue
+            programs.append(prog)
+            arrays = [("q", False), ("Sw", True), ("Fw", True)]
+            mass_loop = _mass_loop_context(tree, ml)
         else:
             prog = unroll(tree, fname)
             programs.append(prog)
@@ -144,14 +184,22 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         if method == 2 and fname == "forward_dynamics":
             method2 = _method2_context(tree, name, m2)
             cf.statements += method2["statements"]
-            for k in method2["kernels"]:        # each kernel counted once, as written
+            # operations executed per call: each body runs its class's three kernels
+            for k in method2["kernels"]:
+                times = sum(b["cls"] == k["cls"] for b in m2.bodies)
                 for f in ("mul", "add", "neg", "fn"):
-                    setattr(cf.counts, f, getattr(cf.counts, f) + getattr(k["counts"], f))
+                    setattr(cf.counts, f, getattr(cf.counts, f) + times * getattr(k["counts"], f))
+        if mass_loop:
+            # operations executed per call: one 6-term dot product per entry formed
+            n = mass_loop["entries"] + mass_loop["lower_entries"]
+            cf.counts.mul += 6 * n
+            cf.counts.add += 5 * n
         nchunks += len(cf.chunks)
         nv = tree.nv
         functions.append({
-            "name": fname, "doc": DOCS[fname] + (" (Method II: passes 4-6 as loops)" if method2 else ""),
-            "method2": method2, "chunks": cf.chunks, "nwork": cf.nwork,
+            "name": fname, "doc": DOCS[fname] + (" (Method II: passes 4-6 as loops)" if method2 else "")
+            + (" (loop form: world-frame columns, dense products)" if mass_loop else ""),
+            "method2": method2, "mass_loop": mass_loop, "chunks": cf.chunks, "nwork": cf.nwork,
             "sincos": cf.sincos,
             "statements": cf.statements, "counts": str(cf.counts),
             "chunk_params": cf.chunk_params, "chunk_args": cf.chunk_args,
@@ -180,15 +228,16 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         "coordinates": [c_comment(c) for c in _coordinate_doc(tree)],
         "joint_names": tree.joint_names, "gravity": " ".join(f"{g:g}" for g in tree.gravity),
         "gravity_list": list(tree.gravity), "functions": functions, "helpers": _helpers(programs),
-        "cflags": repr(cflags), "nchunks": nchunks, "method": method,
+        "cflags": repr(cflags), "nchunks": nchunks, "method": method, "mass_form": mass,
         "any_sincos": any(f["sincos"] for f in functions),
     }
     files = render_files(ctx)
     files["scleron.json"] = json.dumps({
         "name": name, "model": model.name, "hash": key, "scleron_version": __version__,
         "nq": tree.nv, "nv": tree.nv, "joint_names": tree.joint_names, "cflags": cflags,
-        "method": method,
+        "method": method, "mass_matrix": mass,
         "functions": {f: {"statements": s, "ops": str(c)} for f, (s, c) in report.functions.items()},
+        "ops_note": "statements as written; ops executed per call (loops counted per iteration)",
     }, indent=1) + "\n"
     report.times["render"] = time.perf_counter() - t2
     return files, report, key
@@ -219,7 +268,7 @@ def write_sources(files, folder):
 
 
 def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=False,
-             compile=True, report=None, method=1):
+             compile=True, report=None, method=1, mass_matrix="auto"):
     """Derive, unroll, render and compile the model's dynamics into out_dir; load it back.
 
     Returns the generated module: nq, nv, joint_names, forward_dynamics, inverse_dynamics,
@@ -232,12 +281,12 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     out_dir = out_dir or os.path.join("generated", name)
     cflags = list(cflags or DEFAULT_CFLAGS)
     report = report if report is not None else Report(name, model.nv)
-    key = cache_key(model, _options(name, chunk, cflags, method))
+    key = cache_key(model, _options(name, chunk, cflags, method, mass_form(model.nv, mass_matrix)))
     if not force and _cached(out_dir, key):
         report.cache_hit = True
         mod = load_package(out_dir) if compile else None
         return mod
-    files, report, key = build_sources(model, name, chunk, cflags, report, method)
+    files, report, key = build_sources(model, name, chunk, cflags, report, method, mass_matrix)
     tmp = make_temp_folder(out_dir)
     try:
         write_sources(files, tmp)

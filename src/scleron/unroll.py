@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from .dynamics import recursions
-from .dynamics.spatial import matmul, matvec, vadd
 from .dynamics.tree import Tree
 from .program import Program, ProgramAlgebra
 
@@ -76,15 +75,6 @@ def sym_index(r, c):
 
 def ldl_size(d):
     return d * (d - 1) // 2 + d
-
-
-def combined_kinematics(b, kin):
-    """(R, t, S) of the joint transform X_tree Q(q) of body b: placement and joint combined."""
-    R, t, S, _ = kin
-    if b.placement is None:
-        return R, t, S
-    Rp, tp = b.placement
-    return matmul(Rp, R), vadd(matvec(Rp, t), tp), S
 
 
 def _entries(R, t, S):
@@ -184,7 +174,7 @@ def unroll_method2(tree, name=None):
     nl = 0
     for b, kin in zip(tree.bodies, kins):
         alg.section(f"Method II: transform and S of joint {b.joint_name} for the loops")
-        entries = _entries(*combined_kinematics(b, kin))
+        entries = _entries(*recursions.joint_transform(b, kin), kin[2])
         pattern = _pattern(entries)
         key = (b.parent < 0, b.dof, pattern)
         if key not in by_key:
@@ -201,3 +191,44 @@ def unroll_method2(tree, name=None):
         cls.kernels = _class_kernels(name, cls)
     inertia = [[b.inertia[r][c] for r in range(6) for c in range(r, 6)] for b in tree.bodies]
     return Method2(prog, classes, bodies, len(stored), nl, inertia)
+
+
+# ---- the mass matrix in loop form ---------------------------------------------------------------
+@dataclass
+class MassLoop:
+    """M by world-frame columns: the unrolled prologue writes Sw and Fw component-major (6 x nv),
+    and C loops form M_rc = Sw_r . Fw_c (recursions.mass_matrix_from_world_columns): the upper
+    triangle row by row over `upper` ranges (r, first, end) of columns c >= r, the lower one as
+    M_cr = Fw_c . Sw_r over `lower` ranges (c, first, end) of columns r < c, every inner loop
+    contiguous (vectorised; a strided mirror of the upper triangle costs more)."""
+    prologue: Program
+    upper: list
+    lower: list
+
+
+def _ranges(cols):
+    out = []
+    for c in cols:
+        if out and out[-1][1] == c:
+            out[-1][1] = c + 1
+        else:
+            out.append([c, c + 1])
+    return [tuple(x) for x in out]
+
+
+def unroll_mass_loop(tree, name=None):
+    if not isinstance(tree, Tree):
+        tree = Tree(tree)
+    prog = Program(f"{name or tree.name}_mass_matrix")
+    alg = ProgramAlgebra(prog)
+    Sw, Fw = recursions.world_columns(tree, alg, prog.input_vector("q", tree.nv))
+    prog.set_outputs("Sw", [Sw[c][k] for k in range(6) for c in range(tree.nv)])
+    prog.set_outputs("Fw", [Fw[c][k] for k in range(6) for c in range(tree.nv)])
+    upper_of = recursions.ancestor_ranges(tree)
+    upper = [(r, first, end) for r, rr in enumerate(upper_of) for first, end in rr]
+    below = [[] for _ in range(tree.nv)]
+    for r, first, end in upper:
+        for c in range(max(first, r + 1), end):
+            below[c].append(r)
+    lower = [(c, first, end) for c in range(tree.nv) for first, end in _ranges(below[c])]
+    return MassLoop(prog, upper, lower)

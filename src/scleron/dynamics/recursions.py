@@ -14,9 +14,9 @@ General Joint Models"; Featherstone (RBDA) where noted. Gravity enters as a base
 alpha_0 = [0; -g] (Featherstone 5.3), which gives the same joint forces as S&G's external
 gravity wrench f_e on every body.
 """
-from .spatial import (ad, ad_star, columns, dot, inertia_to_parent, matvec, mat_t_vec,
-                      rigid_inertia_to_parent, sym_add, twist_to_child, vadd, vscale, vsub,
-                      wrench_to_parent)
+from .spatial import (ad, ad_star, columns, dot, inertia_to_parent, matmul, matvec, mat_t_vec,
+                      rigid_inertia_to_parent, sym_add, twist_to_child, twist_to_parent, vadd,
+                      vscale, vsub, wrench_to_parent)
 
 ZERO6 = [0.0] * 6
 
@@ -84,6 +84,15 @@ def composite_inertia_into_parent(b, kin, I):
     if b.placement is not None:
         I = rigid_inertia_to_parent(*b.placement, I)
     return I
+
+
+def joint_transform(b, kin):
+    """(R, t) of G = X_tree Q(q), placement and joint combined: the child frame in the parent's."""
+    R, t, _, _ = kin
+    if b.placement is None:
+        return R, t
+    Rp, tp = b.placement
+    return matmul(Rp, R), vadd(matvec(Rp, t), tp)
 
 
 def S_times(kin, x):
@@ -331,15 +340,21 @@ def forward_dynamics(tree, alg, q, qd, tau):
 
 
 # ---- mass matrix: composite rigid bodies (Featherstone Tab 6.2) -------------------------------
-def mass_matrix(tree, alg, q):
-    """CRBA: composite inertias Ic_k = J_k + sum Ad^T Ic_i Ad; M_ij = S_i^T Ic_i (Ad...) S_j.
-    Equals S&G (51), M = S^T G^T J G S, built in O(n d) per column of ancestors."""
-    kins = joint_kinematics(tree, alg, q, None)
+def composite_inertias(tree, alg, kins):
+    """Ic_k = J_k + sum over children Ad^T Ic_i Ad, leaves to root (compact rigid form)."""
     Ic = [b.inertia for b in tree.bodies]
     for b, kin in zip(reversed(tree.bodies), reversed(kins)):
         alg.section(f"mass matrix (Featherstone Table 6.2): composite inertia of body {b.name}")
         if b.parent >= 0:
             Ic[b.parent] = sym_add(Ic[b.parent], composite_inertia_into_parent(b, kin, Ic[b.index]))
+    return Ic
+
+
+def mass_matrix(tree, alg, q):
+    """CRBA: composite inertias Ic_k = J_k + sum Ad^T Ic_i Ad; M_ij = S_i^T Ic_i (Ad...) S_j.
+    Equals S&G (51), M = S^T G^T J G S, built in O(n d) per column of ancestors."""
+    kins = joint_kinematics(tree, alg, q, None)
+    Ic = composite_inertias(tree, alg, kins)
     nv = tree.nv
     M = [[0.0] * nv for _ in range(nv)]
     for b, kin in zip(reversed(tree.bodies), reversed(kins)):
@@ -358,3 +373,65 @@ def mass_matrix(tree, alg, q):
                 for c in range(b.dof):
                     M[j.q_start + r][b.q_start + c] = M[b.q_start + c][j.q_start + r] = dot(Sc, F[c])
     return M
+
+
+# ---- mass matrix in loop form: world-frame columns, then dense products ------------------------
+def world_columns(tree, alg, q):
+    """Every coordinate's motion axis Sw_c and the momentum Fw_c = Ic S_c of the composite body it
+    moves, both in world coordinates (Featherstone 6.2 in the world frame, as Pinocchio's WORLD
+    convention). Twist-wrench pairing is frame-invariant, so M_rc = Sw_r . Fw_c wherever the body
+    of r is the body of c or one of its ancestors (mass_matrix_from_world_columns). O(n) work."""
+    kins = joint_kinematics(tree, alg, q, None)
+    Ic = composite_inertias(tree, alg, kins)
+    pose = [None] * len(tree.bodies)
+    Sw, Fw = [None] * tree.nv, [None] * tree.nv
+    for b, kin in zip(tree.bodies, kins):
+        alg.section(f"mass matrix: world pose, S and Ic S of joint {b.joint_name}")
+        R, t = joint_transform(b, kin)
+        if b.parent >= 0:                                   # G_0k = G_0,parent G_k
+            R0, p0 = pose[b.parent]
+            R, t = matmul(R0, R), vadd(matvec(R0, t), p0)
+        pose[b.index] = (R, t)
+        for k, col in enumerate(columns(kin[2])):
+            Sw[b.q_start + k] = twist_to_parent(R, t, col)
+            Fw[b.q_start + k] = wrench_to_parent(R, t, matvec(Ic[b.index], col))
+    return Sw, Fw
+
+
+def ancestor_ranges(tree):
+    """For every coordinate r: the coordinates c >= r whose body is r's body or a descendant of
+    it, as (first, end) ranges -- the entries M_rc = Sw_r . Fw_c of the upper triangle."""
+    body_of = [b.index for b in tree.bodies for _ in range(b.dof)]
+    below = [{b.index} for b in tree.bodies]                # the body and its descendants
+    for b in reversed(tree.bodies):
+        if b.parent >= 0:
+            below[b.parent] |= below[b.index]
+    out = []
+    for r in range(tree.nv):
+        ranges = []
+        for c in range(r, tree.nv):
+            if body_of[c] not in below[body_of[r]]:
+                continue
+            if ranges and ranges[-1][1] == c:
+                ranges[-1][1] = c + 1
+            else:
+                ranges.append([c, c + 1])
+        out.append([tuple(x) for x in ranges])
+    return out
+
+
+def mass_matrix_from_world_columns(tree, Sw, Fw):
+    """M from world_columns: M_rc = M_cr = Sw_r . Fw_c over ancestor_ranges, zero elsewhere. The
+    generated C runs this as vectorised loops (templates/massloop.c.j2)."""
+    nv = tree.nv
+    M = [[0.0] * nv for _ in range(nv)]
+    for r, ranges in enumerate(ancestor_ranges(tree)):
+        for first, end in ranges:
+            for c in range(first, end):
+                M[r][c] = M[c][r] = dot(Sw[r], Fw[c])
+    return M
+
+
+def mass_matrix_world(tree, alg, q):
+    """The mass matrix by world_columns and mass_matrix_from_world_columns."""
+    return mass_matrix_from_world_columns(tree, *world_columns(tree, alg, q))

@@ -7,6 +7,7 @@ are always plain floats, so zeros and ones fold away as the program is built. Tw
 A placement (R, t) maps points p_parent = R p_child + t. With G = (R, t):
   Ad_{G^-1} [w; v]   = [R^T w; R^T (v - t x w)]          (parent twist -> child frame)
   Ad_{G^-1}^T [n; f] = [R n + t x (R f); R f]            (child wrench -> parent frame)
+  Ad_G [w; v]        = [R w; R v + t x (R w)]            (child twist -> parent frame)
 """
 
 
@@ -60,6 +61,12 @@ def twist_to_child(R, t, x):
     """Ad_{G^-1} x for G = (R, t): a twist in the parent frame seen in the child frame."""
     w, v = x[:3], x[3:]
     return mat_t_vec(R, w) + mat_t_vec(R, vsub(v, cross(t, w)))
+
+
+def twist_to_parent(R, t, x):
+    """Ad_G x for G = (R, t): a twist in the child frame seen in the parent frame."""
+    Rw = matvec(R, x[:3])
+    return Rw + vadd(matvec(R, x[3:]), cross(t, Rw))
 
 
 def wrench_to_parent(R, t, f):

@@ -1,6 +1,12 @@
-"""Method II (S&G section 4): forward dynamics with passes 4-6 as loops over the bodies, one
+"""The loop forms of the generated code.
+
+Method II (S&G section 4): forward dynamics with passes 4-6 as loops over the bodies, one
 kernel per joint class. It must give Method I's accelerations (and so the reference's) for
-every joint kind, and generate less code."""
+every joint kind, and generate less code.
+
+The mass matrix in loop form (world-frame columns, dense products): it must equal the
+unrolled body-frame CRBA, on chains (every upper entry) and branched trees (zeros between
+branches), and the auto choice must pick it for large trees only."""
 import json
 import os
 
@@ -11,8 +17,8 @@ import scleron
 from scleron.dynamics import recursions as rec
 from scleron.dynamics.algebra import FloatAlgebra
 from scleron.dynamics.tree import Tree
-from scleron.pipeline import build_sources
-from scleron.unroll import unroll_method2
+from scleron.pipeline import MASS_LOOP_FROM_NV, build_sources, mass_form
+from scleron.unroll import unroll_mass_loop, unroll_method2
 
 from conftest import example
 
@@ -90,3 +96,74 @@ def test_method2_code_is_smaller_and_recorded():
 def test_method_must_be_known():
     with pytest.raises(ValueError, match="method"):
         build_sources(scleron.load_model(example("rc20.yaml")), "rc20", method=3)
+
+
+# ---- the mass matrix in loop form ----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def mass_pair(build_dir, generated):
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            model, unrolled = generated(example(f"{name}.yaml"), name)
+            loop = scleron.generate(model, os.path.join(build_dir, f"{name}_ml"), f"{name}_ml",
+                                    mass_matrix="loop")
+            cache[name] = (model, unrolled, loop)
+        return cache[name]
+    return get
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_mass_loop_equals_unrolled(mass_pair, name, rng):
+    model, unrolled, loop = mass_pair(name)
+    Q = rng.uniform(-2.5, 2.5, (6, model.nv))
+    for q in Q:
+        A, B = unrolled.mass_matrix(q), loop.mass_matrix(q)
+        assert np.abs(A - B).max() <= 1e-13 * np.abs(A).max()
+        assert np.abs(B - B.T).max() <= 1e-13 * np.abs(B).max()
+    # the batch and out= paths write every entry (zeros between branches included)
+    out = np.full((6, model.nv, model.nv), np.nan)
+    loop.mass_matrix(Q, out=out)
+    np.testing.assert_array_equal(out, np.stack([loop.mass_matrix(q) for q in Q]))
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_world_columns_reference_equals_crba(name, rng):
+    tree = Tree(scleron.load_model(example(f"{name}.yaml")))
+    q = list(rng.uniform(-2.5, 2.5, tree.nv))
+    A = np.array(rec.mass_matrix(tree, FloatAlgebra(), q))
+    B = np.array(rec.mass_matrix_world(tree, FloatAlgebra(), q))
+    assert np.abs(A - B).max() <= 1e-13 * np.abs(A).max()
+
+
+def test_ancestor_ranges_cover_exactly_the_related_pairs():
+    tree = Tree(scleron.load_model(example("branched.yaml")))
+    body_of = [b.index for b in tree.bodies for _ in range(b.dof)]
+
+    def ancestors(i):
+        out = {i}
+        while tree.bodies[i].parent >= 0:
+            i = tree.bodies[i].parent
+            out.add(i)
+        return out
+    want = {(r, c) for r in range(tree.nv) for c in range(r, tree.nv)
+            if body_of[r] in ancestors(body_of[c])}
+    ml = unroll_mass_loop(tree)
+    upper = {(r, c) for r, first, end in ml.upper for c in range(first, end)}
+    lower = {(c, r) for r, first, end in ml.lower for c in range(first, end)}
+    assert upper == want
+    assert lower == {(r, c) for r, c in want if r != c}
+    assert len(want) < tree.nv * (tree.nv + 1) // 2          # some pairs are unrelated
+
+
+def test_mass_form_auto_and_recorded():
+    assert mass_form(MASS_LOOP_FROM_NV - 1) == "unrolled" and mass_form(MASS_LOOP_FROM_NV) == "loop"
+    assert mass_form(10, "loop") == "loop" and mass_form(100, "unrolled") == "unrolled"
+    with pytest.raises(ValueError, match="mass matrix form"):
+        mass_form(10, "dense")
+    files, _, _ = build_sources(scleron.load_model(example("rc50.yaml")), "rc50")
+    meta = json.loads(files["scleron.json"])
+    assert meta["mass_matrix"] == "loop"
+    assert "rc50_mass_matrix_products" in files["rc50_dynamics.c"]
+    # O(n) statements instead of O(n^2): RC50's unrolled mass matrix has 18,722
+    assert meta["functions"]["mass_matrix"]["statements"] < 8000
