@@ -66,3 +66,15 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, content, needle):
     assert needle.lower() in lines[0].lower()
     assert "bad.yaml" in lines[0]
     assert not out.exists()
+
+
+def test_codegen_method_and_mass_matrix_options(tmp_path):
+    import json
+    out = tmp_path / "rc20_m2"
+    r = run("codegen", example("rc20.yaml"), "-o", str(out), "--method", "2", "--mass-matrix", "loop",
+            "--no-compile")
+    assert r.returncode == 0, r.stderr
+    meta = json.loads((out / "scleron.json").read_text())
+    assert meta["method"] == 2 and meta["mass_matrix"] == "loop"
+    bad = run("codegen", example("rc20.yaml"), "-o", str(tmp_path / "x"), "--method", "3")
+    assert bad.returncode == 2 and "--method" in bad.stderr

@@ -72,7 +72,7 @@ KERNEL_ARRAYS = {   # Method II kernels: (inputs, outputs); the root's kernels l
 METHODS = (1, 2)
 MASS_FORMS = ("auto", "unrolled", "loop")
 # "auto" picks the loop form from this many coordinates on (benchmarks/results/results.md,
-# "Mass matrix: unrolled against loop form")
+# "Code generation variants"; README "The generated code")
 MASS_LOOP_FROM_NV = 30
 
 
@@ -110,7 +110,7 @@ def _mass_loop_context(tree, ml):
             "full": entries == nv * (nv + 1) // 2}
 
 
-def _method2_context(tree, name, m2):
+def _method2_context(m2):
     """Template data of forward dynamics by Method II: kernels, body tables, constants."""
     kernels, classes = [], []
     for cls in m2.classes:
@@ -182,7 +182,7 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         cf = print_program(prog, f"{name}_{fname}", arrays, chunk=chunk, first_index=nchunks,
                            sincos_of="q")
         if method == 2 and fname == "forward_dynamics":
-            method2 = _method2_context(tree, name, m2)
+            method2 = _method2_context(m2)
             cf.statements += method2["statements"]
             # operations executed per call: each body runs its class's three kernels
             for k in method2["kernels"]:
