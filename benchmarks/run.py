@@ -6,7 +6,9 @@
 One command builds everything it needs under benchmarks/build/ (cached by content hash), checks
 that the three tools compute the same dynamics, times them in C/C++ and from Python, counts
 instructions with callgrind, compares operation counts with Featherstone's Table 10.1, times code
-generation (scleron against sympy.physics.mechanics' KanesMethod) and writes
+generation (scleron against sympy.physics.mechanics' KanesMethod), compares scleron's code
+generation variants (forward dynamics Method I / II, mass matrix unrolled / loop; --no-variants
+skips them) and writes
 OUT/results.md, OUT/results.json and OUT/time_vs_dof.png. benchmarks/README.md says exactly what
 is timed. Needs: scleron (pip install -e .), gcc/g++, and for the peers pin, cmeel-eigen,
 mujoco, example-robot-data; valgrind for the instruction counts; matplotlib for the plot. A peer
@@ -39,6 +41,8 @@ ROOT = os.path.dirname(HERE)
 HARNESS = os.path.join(HERE, "harness")
 ALL_SYSTEMS = ["rc20", "rc50", "rc100", "panda", "ur5", "solo12"]
 QUICK_SYSTEMS = ["rc20", "panda"]
+VARIANT_SYSTEMS = ["rc20", "rc50", "rc100", "panda"]     # the code generation variants section
+QUICK_VARIANT_SYSTEMS = ["rc20"]
 FUNCS = ["fd", "id", "M", "h"]
 TITLE = {"fd": "forward dynamics", "id": "inverse dynamics", "M": "mass matrix", "h": "bias forces"}
 PIN_NAME = {"fd": "aba", "id": "rnea", "M": "crba", "h": "nonLinearEffects"}
@@ -858,7 +862,10 @@ def peak_rss():
     return _status_mb("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def gen_worker(path, floating, name):
+def gen_worker(path, floating, name, method=1, mass_matrix="auto", out_dir=None):
+    """build_sources timed in this (fresh) process; with out_dir the files are written there
+    afterwards (not timed). method / mass_matrix other than the defaults select a code
+    generation variant (see the variants section)."""
     t0 = time.perf_counter()
     import scleron
     from scleron import pipeline
@@ -866,17 +873,33 @@ def gen_worker(path, floating, name):
     t_import = time.perf_counter() - t0
     base = reset_peak_rss()
     report = pipeline.Report(name, model.nv)
+    kw = {}
+    if method != 1:
+        kw["method"] = method
+    if mass_matrix != "auto":
+        kw["mass_matrix"] = mass_matrix
     t1 = time.perf_counter()
     try:
-        files, report, _ = pipeline.build_sources(model, name, report=report)
+        files, report, _ = pipeline.build_sources(model, name, report=report, **kw)
     except TypeError:
+        if kw:          # an older scleron without the variant options: fail, do not time the default
+            raise
         files, report, _ = pipeline.build_sources(model, name)
     total = time.perf_counter() - t1
     peak = peak_rss()
     out = {"nv": model.nv, "import_and_load_s": t_import, "total_s": total,
            "times": {k: v for k, v in report.times.items()}, "rss_base_mb": base, "rss_peak_mb": peak,
            "c_bytes": sum(len(v) for k, v in files.items() if k.endswith(".c")),
+           "dynamics_c_bytes": len(files.get(f"{name}_dynamics.c", "")),
            "statements": {f: s for f, (s, c) in report.functions.items()}}
+    try:
+        meta = json.loads(files["scleron.json"])
+        out["meta"] = {k: meta.get(k) for k in ("method", "mass_matrix", "functions", "cflags")}
+    except (KeyError, ValueError):
+        pass
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+        pipeline.write_sources(files, out_dir)
     print("RESULT " + json.dumps(out))
 
 
@@ -944,6 +967,207 @@ def run_worker(args, timeout):
             r["wall_s"] = time.perf_counter() - t0
             return r
     return {"error": (proc.stderr or proc.stdout)[-1500:], "wall_s": time.perf_counter() - t0}
+
+
+# ----------------------------------------------------------------------------------------------
+# code generation variants: forward dynamics Method I / II, mass matrix unrolled / loop
+
+
+def variant_configs(nv):
+    """{name: (method, mass_matrix)}: the default configuration, Method II, and the mass-matrix
+    form the default does not use (pipeline.mass_form: loop from MASS_LOOP_FROM_NV on)."""
+    from scleron.pipeline import mass_form
+    other = "unrolled" if mass_form(nv) == "loop" else "loop"
+    return {"default": (1, "auto"), "method2": (2, "auto"), f"mass_{other}": (1, other)}
+
+
+# harness function -> (scleron.json function, title, [(label, the config name of that row)])
+VARIANT_COMPARISONS = {
+    "fd": ("forward_dynamics", "forward dynamics: Method I (fully unrolled) vs Method II (passes 4-6 "
+           "as loops over the bodies, one kernel per joint class)",
+           [("Method I", lambda V: "default"), ("Method II", lambda V: "method2")]),
+    "M": ("mass_matrix", "mass matrix: unrolled (every entry straight-line code) vs loop (world-frame "
+          "columns unrolled, dense dot-product loops)",
+          [("unrolled", lambda V: "default" if V["default_mass"] == "unrolled" else "mass_unrolled"),
+           ("loop", lambda V: "default" if V["default_mass"] == "loop" else "mass_loop")]),
+}
+
+
+def dynamics_compile_command(b):
+    """The gcc -c NAME_dynamics.c command of a scleron harness build."""
+    return next((c for c in b.get("commands", []) if c.startswith("gcc ") and " -c " in c
+                 and "_dynamics.c" in c), None)
+
+
+def time_compile(steps, build_dir):
+    """Seconds of the scleron build's gcc -c of NAME_dynamics.c, run once more in one process
+    (for builds that were cached)."""
+    argv = next(a for label, a in steps if label == "compile")
+    tmp = tempfile.mkdtemp(prefix="cc-", dir=build_dir)
+    try:
+        argv = [a.replace("{OUT}", tmp) for a in argv]
+        t0 = time.perf_counter()
+        proc = subprocess.run(argv, capture_output=True, text=True, cwd=tmp)
+        dt = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise RuntimeError("gcc failed: " + (proc.stderr or proc.stdout)[-1000:])
+        return dt
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_variants(S, builder, build_dir, rounds, per_round, target_ms):
+    """Generates (fresh process, build_sources timed), compiles (gcc timed) and times (the
+    scleron C harness, the variants interleaved round by round) each code generation variant
+    of one system. Returns the system's results["variants"] entry."""
+    from scleron.pipeline import mass_form
+    V = {"default_mass": mass_form(S.nv), "configs": {}, "errors": []}
+    cmds, funcs = {}, {}
+    for vname, (method, mass) in variant_configs(S.nv).items():
+        folder = os.path.join(S.dir, "variants", vname, "generated")
+        g = run_worker(["--_gen-worker", S.source, "1" if S.floating else "0", S.key, str(method), mass,
+                        folder], timeout=1800)
+        if "total_s" not in g:
+            V["errors"].append(f"{vname}: generation failed: " + (g.get("error") or "timeout")[-500:])
+            log(f"{S.key} variant {vname}: generation failed")
+            continue
+        meta = g.pop("meta", {}) or {}
+        fm = meta.get("functions", {})
+        cfg = {"method": meta.get("method", method), "mass_matrix": meta.get("mass_matrix", mass),
+               "generation": g, "generate_s": g["total_s"], "c_file_bytes": g.get("dynamics_c_bytes"),
+               "statements": {f: m.get("statements") for f, m in fm.items()},
+               "ops": {f: m.get("ops") for f, m in fm.items()}}
+        V["configs"][vname] = cfg
+        key, steps = scleron_build_steps(folder, S.key)
+        b = builder.build(f"{S.key}/variants/{vname}/bench", key, steps, ["scleron_bench"])
+        if not b.get("ok"):
+            V["errors"].append(f"{vname}: build failed: {b.get('error', '')[-600:]}")
+            log(f"{S.key} variant {vname}: build failed")
+            continue
+        try:
+            cfg["compile_s"] = b["seconds"]["compile"] if not b.get("cached") else time_compile(steps, build_dir)
+        except Exception as exc:
+            V["errors"].append(f"{vname}: timed compile failed: {exc}")
+        cfg["compile_command"] = dynamics_compile_command(b)
+        cmds[vname] = [os.path.join(b["dir"], "scleron_bench"), S.states_path]
+        funcs[vname] = [f for f, (fname, _, rows) in VARIANT_COMPARISONS.items()
+                        if any(pick(V) == vname for _, pick in rows)]
+        log(f"{S.key} variant {vname} (method {cfg['method']}, mass {cfg['mass_matrix']}): generate "
+            f"{cfg['generate_s']:.2f} s, compile {cfg.get('compile_s', float('nan')):.1f} s, "
+            f"{(cfg['c_file_bytes'] or 0) / 1e6:.2f} MB")
+    # each variant's C harness against the default's, all four functions, state 0
+    ref = None
+    if "default" in cmds:
+        try:
+            ref = parse_out(run_harness(cmds["default"], ["check"]))
+        except Exception as exc:
+            V["errors"].append(f"default harness check failed: {exc}")
+    for vname, cmd in list(cmds.items()):
+        if vname == "default" or ref is None:
+            continue
+        try:
+            out = parse_out(run_harness(cmd, ["check"]))
+            errs = {f: rel_err(out[f], ref[f]) for f in FUNCS}
+            S.verification[f"variant {vname} C harness vs default C harness"] = errs
+            if max(errs.values()) > 1e-9:
+                V["errors"].append(f"{vname} disagrees with the default ({max(errs.values()):.1e}): not timed")
+                del cmds[vname]
+        except Exception as exc:
+            V["errors"].append(f"{vname}: harness check failed: {exc}")
+            del cmds[vname]
+    samples = {v: {} for v in cmds}
+    for rnd in range(rounds):
+        for vname, cmd in cmds.items():
+            if cmd is None:
+                continue
+            try:
+                got = parse_samples(run_harness(cmd, ["time", str(per_round), str(target_ms)] + funcs[vname]))
+            except Exception as exc:
+                V["errors"].append(f"{vname}: timing failed: {exc}")
+                cmds[vname] = None
+                continue
+            for f, xs in got.items():
+                samples[vname].setdefault(f, []).extend(xs)
+    for vname, fs in samples.items():
+        V["configs"][vname]["c"] = {f: stats(xs) for f, xs in fs.items()}
+        V["configs"][vname]["c_samples"] = fs
+    return V
+
+
+def variant_rows(V, comp):
+    """[(label, config name, config, is default)] of one comparison, in VARIANT_COMPARISONS order."""
+    _, _, rows = VARIANT_COMPARISONS[comp]
+    out = []
+    for label, pick in rows:
+        vname = pick(V)
+        cfg = V["configs"].get(vname)
+        if cfg:
+            out.append((label, vname, cfg, vname == "default"))
+    return out
+
+
+def variant_metrics(cfg, comp):
+    fname = VARIANT_COMPARISONS[comp][0]
+    t = (cfg.get("c") or {}).get(comp) or {}
+    return {"statements": cfg["statements"].get(fname), "C size": cfg.get("c_file_bytes"),
+            "generate": cfg.get("generate_s"), "compile": cfg.get("compile_s"),
+            "time": t.get("median"), "time_min": t.get("min")}
+
+
+def variant_sentence(R, comp, tol=0.02):
+    """One sentence, from the numbers: which of the two forms wins code size (statements of the
+    function), gcc compile time and run time (median ns per call) on which systems. Ratios are
+    second form / first form; within ±tol (times only) counts as no clear winner."""
+    _, _, rows = VARIANT_COMPARISONS[comp]
+    A, B = rows[0][0], rows[1][0]
+    metrics = [("smaller code (statements)", "statements", 0.0), ("faster gcc compile", "compile", tol),
+               ("faster run (median ns per call)", "time", tol)]
+    per = {what: [] for what, _, _ in metrics}
+    for S in R["systems"].values():
+        V = S.get("variants")
+        if not V:
+            continue
+        vr = {label: variant_metrics(cfg, comp) for label, _, cfg, _ in variant_rows(V, comp)}
+        if A not in vr or B not in vr:
+            continue
+        for what, m, _ in metrics:
+            a, b = vr[A][m], vr[B][m]
+            if a and b:
+                per[what].append((S["label"], b / a))
+    clauses = []
+    for what, _, t in metrics:
+        rs = per[what]
+        if not rs:
+            continue
+        won_b = [(l, r) for l, r in rs if r < 1 - t]
+        won_a = [(l, r) for l, r in rs if r > 1 + t]
+        tie = [(l, r) for l, r in rs if 1 - t <= r <= 1 + t]
+        segs = []
+        for who, grp in [(B, won_b), (A, won_a)]:
+            if grp:
+                lo, hi = min(r for _, r in grp), max(r for _, r in grp)
+                rng = f"{lo:.2f}" if abs(hi - lo) < 0.005 else f"{lo:.2f}–{hi:.2f}"
+                segs.append(f"{who} on {', '.join(l for l, _ in grp)} ({rng})")
+        if tie:
+            segs.append(f"equal on {', '.join(l for l, _ in tie)}" if t == 0 else
+                        f"no clear winner on {', '.join(l for l, _ in tie)} (within ±{t * 100:.0f} %)")
+        clauses.append(f"{what}: " + (", ".join(segs[:-1]) + " and " + segs[-1] if len(segs) > 1 else segs[0]))
+    if not clauses:
+        return None
+    return (f"**{TITLE[comp].capitalize()}, {B} vs {A}** (in parentheses {B} / {A}): "
+            + "; ".join(clauses) + ".")
+
+
+def default_gen_compile(S):
+    """(generate s, gcc compile s, source) of the default configuration: the variants section's
+    fresh measurements when it ran, else the main generation table's (its compile may be cached)."""
+    cfg = ((S.get("variants") or {}).get("configs") or {}).get("default")
+    if cfg and cfg.get("generate_s") and cfg.get("compile_s"):
+        return cfg["generate_s"], cfg["compile_s"], "variants section"
+    g, c = S.get("generation") or {}, S.get("compile") or {}
+    if g.get("total_s") and c.get("seconds"):
+        return g["total_s"], c["seconds"], "generation table" + (", compile cached" if c.get("cached") else "")
+    return None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1236,6 +1460,77 @@ def write_report(R, out_dir, argv):
                                                              "mass_matrix", "bias_forces"]) + " |")
     md.append("")
 
+    # default generate + compile totals (targets of the loop mass matrix / Method II work)
+    tot = {k: default_gen_compile(S) for k, S in R["systems"].items() if k in ("rc50", "rc100")}
+    tot = {k: v for k, v in tot.items() if v}
+    if tot:
+        md.append("### Default configuration: generate + gcc compile\n")
+        parts = [f"{R['systems'][k]['label']} {g:.2f} s + {c:.1f} s = **{g + c:.1f} s** ({src})"
+                 for k, (g, c, src) in tot.items()]
+        line = "- " + "; ".join(parts)
+        if "rc100" in tot:
+            t100 = sum(tot["rc100"][:2])
+            line += f". Target RC100 ≤ 20 s: {'met' if t100 <= 20 else 'not met'}"
+            if "rc50" in tot:
+                r = t100 / sum(tot["rc50"][:2])
+                line += f"; RC100/RC50 = **{r:.2f}**, target ≤ 2.3: {'met' if r <= 2.3 else 'not met'}"
+        md.append(line + ".\n")
+
+    # code generation variants
+    md.append("## Code generation variants\n")
+    vs = [(k, S) for k, S in R["systems"].items() if S.get("variants")]
+    if not vs:
+        md.append(f"Not run ({R['settings'].get('variants_skipped') or 'no system of ' + ', '.join(VARIANT_SYSTEMS)}).\n")
+    else:
+        md.append("Each variant is `scleron.pipeline.build_sources(model, name, method=..., mass_matrix=...)` "
+                  "in a fresh subprocess (generate = its time, all four functions), written to "
+                  "`build/SYSTEM/variants/VARIANT/generated/`; gcc compile = `NAME_dynamics.c` alone with the "
+                  "folder's cflags in one process (measured in this run); C size = `NAME_dynamics.c`; "
+                  "statements and ops (executed per call, loops counted per iteration) of the compared function "
+                  "from `scleron.json`; ns per call from the scleron C harness, the variants of a system "
+                  "interleaved round by round, pinned with `taskset`, same settings as the main table. "
+                  f"The default is `method=1, mass_matrix=\"auto\"` (loop from nv ≥ "
+                  f"{R['settings'].get('mass_loop_from_nv', '?')}). Ratios = variant / default "
+                  "(time: median / median, min / min in parentheses). Each variant's C harness output at state 0 is "
+                  "checked against the default's (Verification; a variant off by more than 1e-9 is not timed).\n")
+        for comp, (fname, title, _) in VARIANT_COMPARISONS.items():
+            md.append(f"### {title[0].upper() + title[1:]}\n")
+            md.append(f"| system | DOF | variant | statements | ops per call | C size | generate | gcc compile | "
+                      f"ns per call median (min–max) | ratio: statements | C size | generate | compile | "
+                      f"**time** (min) |")
+            md.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+            for k, S in vs:
+                V = S["variants"]
+                dflt = V["configs"].get("default")
+                dm = variant_metrics(dflt, comp) if dflt else {}
+                for label, vname, cfg, is_default in variant_rows(V, comp):
+                    m = variant_metrics(cfg, comp)
+                    st = (cfg.get("c") or {}).get(comp)
+
+                    def rr(x, fmt="{:.2f}", m=m):
+                        a, b = m.get(x), dm.get(x)
+                        return fmt.format(a / b) if a and b else "—"
+                    if is_default:
+                        ratios = "default | | | | "
+                    else:
+                        tm = (f"**{m['time'] / dm['time']:.2f}** ({m['time_min'] / dm['time_min']:.2f})"
+                              if m.get("time") and dm.get("time") else "—")
+                        ratios = f"{rr('statements')} | {rr('C size')} | {rr('generate')} | {rr('compile')} | {tm}"
+                    comp_s = f"{m['compile']:.1f} s" if m.get("compile") else "—"
+                    stmts = f"{m['statements']:,}" if m.get("statements") is not None else "—"
+                    md.append(f"| {S['label']} | {S['nv']} | {label}{' (default)' if is_default else ''} | "
+                              f"{stmts} | {cfg['ops'].get(fname) or '—'} | "
+                              f"{(m['C size'] or 0) / 1e6:.2f} MB | {m['generate']:.2f} s | {comp_s} | "
+                              f"{fmt_st(st)} | {ratios} |")
+            md.append("")
+            sent = variant_sentence(R, comp)
+            if sent:
+                md.append(sent + "\n")
+        for k, S in vs:
+            for e in S["variants"].get("errors", []):
+                md.append(f"- {S['label']}: {e}")
+        md.append("")
+
     # verification
     md.append("## Verification (max |difference| / max(1, max |reference|))\n")
     md.append("| system | check | fd | id | M | h |")
@@ -1361,6 +1656,9 @@ def main(argv=None):
     ap.add_argument("--pydy-max-n", type=int, default=None)
     ap.add_argument("--no-callgrind", action="store_true")
     ap.add_argument("--no-pydy", action="store_true")
+    ap.add_argument("--no-variants", action="store_true",
+                    help="skip the code generation variants section (Method I/II, mass matrix unrolled/loop; "
+                         "run for " + ",".join(VARIANT_SYSTEMS) + " among --systems, rc20 only with --quick)")
     args = ap.parse_args(argv)
     argv_used = ["python", "benchmarks/run.py"] + (argv if argv is not None else sys.argv[1:])
     quick = args.quick
@@ -1370,13 +1668,21 @@ def main(argv=None):
     target_ms = 3.0 if quick else 5.0
     py_R = 5 if quick else 11
     pydy_max = args.pydy_max_n or (5 if quick else 10)
+    variant_keys = [] if args.no_variants else \
+        [k for k in (QUICK_VARIANT_SYSTEMS if quick else VARIANT_SYSTEMS) if k in systems]
+    try:
+        from scleron.pipeline import MASS_LOOP_FROM_NV
+    except ImportError:
+        MASS_LOOP_FROM_NV = None
     out_dir, build_dir = os.path.abspath(args.out), os.path.abspath(args.build)
     os.makedirs(out_dir, exist_ok=True)
     os.makedirs(build_dir, exist_ok=True)
     R = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "machine": machine_info(),
          "settings": {"quick": quick, "systems": systems, "nstates": NSTATES, "nbatch": NBATCH,
                       "rounds": rounds, "repeats_per_round": per_round, "target_ms": target_ms,
-                      "python_repeats": py_R, "pydy_cap_s": args.pydy_cap, "pydy_max_n": pydy_max},
+                      "python_repeats": py_R, "pydy_cap_s": args.pydy_cap, "pydy_max_n": pydy_max,
+                      "variants": variant_keys, "mass_loop_from_nv": MASS_LOOP_FROM_NV,
+                      "variants_skipped": "--no-variants" if args.no_variants else None},
          "systems": {}, "notes": [], "scaling": {"scleron": [], "pydy": []}, "profiles": {}}
     notes = R["notes"]
     builder = Builder(build_dir)
@@ -1563,7 +1869,7 @@ def main(argv=None):
         b = tb.get(("scleron", False))
         if b and b.get("ok"):
             entry["compile"] = {"seconds": b["seconds"].get("compile"), "cached": b.get("cached"),
-                                "command": next((c for c in b.get("commands", []) if " -c " in c and "_dynamics.c" in c), None)}
+                                "command": dynamics_compile_command(b)}
         try:
             cmd = harness_cmd("scleron", S, tb)
             if cmd and getattr(S, "ours0", None) is not None:
@@ -1677,7 +1983,28 @@ def main(argv=None):
                                                          for f, v in r.items() if t == "scleron"))
         shutil.rmtree(tmpdir, ignore_errors=True)
 
-    # 9. output
+    # 9. code generation variants: Method I / II, mass matrix unrolled / loop
+    for key in variant_keys:
+        S = sysobjs.get(key)
+        if S is None:
+            continue
+        try:
+            V = run_variants(S, builder, build_dir, rounds, per_round, target_ms)
+        except Exception as exc:
+            S.notes.append(f"code generation variants failed: {type(exc).__name__}: {exc}")
+            traceback.print_exc()
+            continue
+        R["systems"][key]["variants"] = V
+        summ = []
+        for comp in VARIANT_COMPARISONS:
+            rows = variant_rows(V, comp)
+            summ.append(" / ".join(f"{label} {fmt_ns(((cfg.get('c') or {}).get(comp) or {}).get('median'))}"
+                                   for label, _, cfg, _ in rows))
+        log(f"{key}: variants done: " + "; ".join(summ))
+    if quick and not args.no_variants:
+        notes.append("--quick: code generation variants for rc20 only")
+
+    # 10. output
     R["wall_s"] = time.perf_counter() - T_START
     R["notes"] += [
         "pinocchio::urdf::buildModel is not used in the C++ harness: a test harness built with it at "
@@ -1729,7 +2056,8 @@ def profile_from(fn, base_fn, name):
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--_gen-worker":
-        gen_worker(sys.argv[2], sys.argv[3] == "1", sys.argv[4])
+        gen_worker(sys.argv[2], sys.argv[3] == "1", sys.argv[4], *(
+            [int(sys.argv[5])] + sys.argv[6:8] if len(sys.argv) > 5 else []))
     elif len(sys.argv) > 1 and sys.argv[1] == "--_pydy-worker":
         pydy_worker(int(sys.argv[2]))
     else:
