@@ -999,21 +999,24 @@ def dynamics_compile_command(b):
                  and "_dynamics.c" in c), None)
 
 
-def time_compile(steps, build_dir):
-    """Seconds of the scleron build's gcc -c of NAME_dynamics.c, run once more in one process
-    (for builds that were cached)."""
+def time_compile(steps, build_dir, repeats=2):
+    """Seconds of the scleron build's gcc -c of NAME_dynamics.c in one process, the least of
+    `repeats` runs (single compiles on this shared box vary by +-25 %)."""
     argv = next(a for label, a in steps if label == "compile")
-    tmp = tempfile.mkdtemp(prefix="cc-", dir=build_dir)
-    try:
-        argv = [a.replace("{OUT}", tmp) for a in argv]
-        t0 = time.perf_counter()
-        proc = subprocess.run(argv, capture_output=True, text=True, cwd=tmp)
-        dt = time.perf_counter() - t0
-        if proc.returncode != 0:
-            raise RuntimeError("gcc failed: " + (proc.stderr or proc.stdout)[-1000:])
-        return dt
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    best = None
+    for _ in range(repeats):
+        tmp = tempfile.mkdtemp(prefix="cc-", dir=build_dir)
+        try:
+            cmd = [a.replace("{OUT}", tmp) for a in argv]
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
+            dt = time.perf_counter() - t0
+            if proc.returncode != 0:
+                raise RuntimeError("gcc failed: " + (proc.stderr or proc.stdout)[-1000:])
+            best = dt if best is None else min(best, dt)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return best
 
 
 def run_variants(S, builder, build_dir, rounds, per_round, target_ms):
@@ -1045,7 +1048,10 @@ def run_variants(S, builder, build_dir, rounds, per_round, target_ms):
             log(f"{S.key} variant {vname}: build failed")
             continue
         try:
-            cfg["compile_s"] = b["seconds"]["compile"] if not b.get("cached") else time_compile(steps, build_dir)
+            if b.get("cached"):
+                cfg["compile_s"] = time_compile(steps, build_dir)
+            else:                               # least of the build's compile and one more
+                cfg["compile_s"] = min(b["seconds"]["compile"], time_compile(steps, build_dir, 1))
         except Exception as exc:
             V["errors"].append(f"{vname}: timed compile failed: {exc}")
         cfg["compile_command"] = dynamics_compile_command(b)
