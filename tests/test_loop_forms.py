@@ -167,3 +167,19 @@ def test_mass_form_auto_and_recorded():
     assert "rc50_mass_matrix_products" in files["rc50_dynamics.c"]
     # O(n) statements instead of O(n^2): RC50's unrolled mass matrix has 18,722
     assert meta["functions"]["mass_matrix"]["statements"] < 8000
+
+
+# ---- every joint kind of the showcase (torus contacts, splines, springs): slow to compile ------
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["tc10", "spline_chain", "spline_surface"])
+def test_loop_forms_on_general_joints(build_dir, name, rng):
+    model = scleron.load_model(example(f"{name}.yaml"))
+    dyn = scleron.generate(model, os.path.join(build_dir, f"{name}_loops"), f"{name}_loops",
+                           method=2, mass_matrix="loop")
+    tree = Tree(model)
+    for _ in range(3):
+        q, qd, tau = (rng.uniform(-0.8, 0.8, model.nv) for _ in range(3))
+        ref_a = np.array(rec.forward_dynamics(tree, FloatAlgebra(), list(q), list(qd), list(tau)))
+        ref_M = np.array(rec.mass_matrix(tree, FloatAlgebra(), list(q)))
+        assert np.abs(dyn.forward_dynamics(q, qd, tau) - ref_a).max() <= 1e-10 * max(1.0, np.abs(ref_a).max())
+        assert np.abs(dyn.mass_matrix(q) - ref_M).max() <= 1e-12 * np.abs(ref_M).max()
