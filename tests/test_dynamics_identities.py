@@ -5,6 +5,7 @@ generated C equals the numpy reference; batched calls equal looped single calls;
 conventions (out=, shapes, dtypes, lists); energy balance dE/dt = qd^T tau along the motion;
 and Featherstone's 6-link planar oracle (RBDA Fig. 10.3).
 """
+import inspect
 import math
 
 import numpy as np
@@ -195,6 +196,30 @@ def test_out_argument_and_input_checks(system, rng):
     q_copy = q.copy()
     dyn.forward_dynamics(q, qd, tau)
     np.testing.assert_array_equal(q, q_copy)
+
+
+def test_fast_extension_is_the_public_function_and_equals_cffi(system, rng):
+    """The METH_FASTCALL extension's functions are the public ones; they equal the cffi call of
+    the same C function and hand everything else to the checked Python functions."""
+    name, model, dyn, qrange = system
+    nv = model.nv
+    assert dyn._fast is not None, "the fast extension was not built"
+    assert dyn.forward_dynamics is dyn._fast.forward_dynamics
+    q, qd, qdd, tau = next(states(rng, nv, qrange, 1))
+    ffi, lib = dyn.ffi, dyn.lib
+    c_name = next(n for n in dir(lib) if n.endswith("_inverse_dynamics"))
+    via_cffi = np.empty(nv)
+    getattr(lib, c_name)(*(ffi.from_buffer("double[]", a) for a in (q, qd, qdd)),
+                         ffi.from_buffer("double[]", via_cffi, True))
+    np.testing.assert_array_equal(dyn.inverse_dynamics(q, qd, qdd), via_cffi)
+    out = np.empty(nv)
+    assert dyn.inverse_dynamics(q, qd, qdd, out=out) is out
+    np.testing.assert_array_equal(dyn.inverse_dynamics(q, qd, qdd, out=None, threads=1), via_cffi)
+    with pytest.raises(TypeError):
+        dyn.inverse_dynamics(q, qd, qdd, outt=out)
+    with pytest.raises(TypeError):
+        dyn.inverse_dynamics(q, qd)
+    assert list(inspect.signature(dyn.mass_matrix).parameters) == ["q", "out", "threads"]
 
 
 # ---- energy balance ------------------------------------------------------------------------------------

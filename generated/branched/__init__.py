@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_fa3439396e98"
-HASH = "fa3439396e98a6ee4e8c24007ab379716513fd2e52f4c369057c60e6a5ee9bda"
+MODULE = "_branched_6917e74b54a5"
+HASH = "6917e74b54a5bc89785f4f962dbc4ca11eca93082d70c35505429f822e827fde"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -148,14 +148,7 @@ def forward_dynamics(q, qd, tau, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
-        try:
-            result = _empty(_V) if out is None else out
-            _fast.forward_dynamics(q, qd, tau, result)
-            return result
-        except (TypeError, ValueError, BufferError):
-            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
-    else:
+    if not _checked_only:
         try:
             if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and tau.shape == _V and tau.dtype is _F64 and True:
                 if out is None:
@@ -176,14 +169,7 @@ def inverse_dynamics(q, qd, qdd, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
-        try:
-            result = _empty(_V) if out is None else out
-            _fast.inverse_dynamics(q, qd, qdd, result)
-            return result
-        except (TypeError, ValueError, BufferError):
-            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
-    else:
+    if not _checked_only:
         try:
             if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and qdd.shape == _V and qdd.dtype is _F64 and True:
                 if out is None:
@@ -204,14 +190,7 @@ def mass_matrix(q, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
-        try:
-            result = _empty(_M) if out is None else out
-            _fast.mass_matrix(q, result)
-            return result
-        except (TypeError, ValueError, BufferError):
-            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
-    else:
+    if not _checked_only:
         try:
             if q.shape == _V and q.dtype is _F64 and True:
                 if out is None:
@@ -232,14 +211,7 @@ def bias_forces(q, qd, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
-        try:
-            result = _empty(_V) if out is None else out
-            _fast.bias_forces(q, qd, result)
-            return result
-        except (TypeError, ValueError, BufferError):
-            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
-    else:
+    if not _checked_only:
         try:
             if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and True:
                 if out is None:
@@ -254,6 +226,17 @@ def bias_forces(q, qd, out=None, threads=1):
     return _call(lib.branched_bias_forces, lib.branched_bias_forces_batch,
                  [(q, 'q'), (qd, 'qd')], out, (20,), "h", threads)
 
+
+_checked_only = False
+if _fast is not None:
+    # the fast extension's functions become the public ones; they hand every call that is not
+    # a plain single state (C-contiguous float64 arrays) to the checked functions above
+    _checked_only = True
+    _fast._set_fallbacks((forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, ))
+    forward_dynamics = _fast.forward_dynamics
+    inverse_dynamics = _fast.inverse_dynamics
+    mass_matrix = _fast.mass_matrix
+    bias_forces = _fast.bias_forces
 
 _SIGNATURES = { "forward_dynamics": (['q', 'qd', 'tau'], (20,)),
                 "inverse_dynamics": (['q', 'qd', 'qdd'], (20,)),

@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_4bc24c062752"
-HASH = "4bc24c062752bac26f71ac5313a377d360c7775d586c5470e0706109cf9adfc4"
+MODULE = "_rc20_93f8f9c177f5"
+HASH = "93f8f9c177f597aa216f7f11b05f8ad225d0427d6acc4739e449e28f084a38e5"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -148,14 +148,7 @@ def forward_dynamics(q, qd, tau, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
-        try:
-            result = _empty(_V) if out is None else out
-            _fast.forward_dynamics(q, qd, tau, result)
-            return result
-        except (TypeError, ValueError, BufferError):
-            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
-    else:
+    if not _checked_only:
         try:
             if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and tau.shape == _V and tau.dtype is _F64 and True:
                 if out is None:
@@ -176,14 +169,7 @@ def inverse_dynamics(q, qd, qdd, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
-        try:
-            result = _empty(_V) if out is None else out
-            _fast.inverse_dynamics(q, qd, qdd, result)
-            return result
-        except (TypeError, ValueError, BufferError):
-            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
-    else:
+    if not _checked_only:
         try:
             if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and qdd.shape == _V and qdd.dtype is _F64 and True:
                 if out is None:
@@ -204,14 +190,7 @@ def mass_matrix(q, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
-        try:
-            result = _empty(_M) if out is None else out
-            _fast.mass_matrix(q, result)
-            return result
-        except (TypeError, ValueError, BufferError):
-            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
-    else:
+    if not _checked_only:
         try:
             if q.shape == _V and q.dtype is _F64 and True:
                 if out is None:
@@ -232,14 +211,7 @@ def bias_forces(q, qd, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
-        try:
-            result = _empty(_V) if out is None else out
-            _fast.bias_forces(q, qd, result)
-            return result
-        except (TypeError, ValueError, BufferError):
-            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
-    else:
+    if not _checked_only:
         try:
             if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and True:
                 if out is None:
@@ -254,6 +226,17 @@ def bias_forces(q, qd, out=None, threads=1):
     return _call(lib.rc20_bias_forces, lib.rc20_bias_forces_batch,
                  [(q, 'q'), (qd, 'qd')], out, (20,), "h", threads)
 
+
+_checked_only = False
+if _fast is not None:
+    # the fast extension's functions become the public ones; they hand every call that is not
+    # a plain single state (C-contiguous float64 arrays) to the checked functions above
+    _checked_only = True
+    _fast._set_fallbacks((forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, ))
+    forward_dynamics = _fast.forward_dynamics
+    inverse_dynamics = _fast.inverse_dynamics
+    mass_matrix = _fast.mass_matrix
+    bias_forces = _fast.bias_forces
 
 _SIGNATURES = { "forward_dynamics": (['q', 'qd', 'tau'], (20,)),
                 "inverse_dynamics": (['q', 'qd', 'qdd'], (20,)),

@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_20de4a1a3116"
-HASH = "20de4a1a31161b4e7366889c1d037041b394b551174ef1b21d2ef7f5422c0a40"
+MODULE = "_rc50_4286d73aafbf"
+HASH = "4286d73aafbf969717fb0b896ead64ec48430e506723dec7092f8b20ce0f7528"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -148,14 +148,7 @@ def forward_dynamics(q, qd, tau, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
-        try:
-            result = _empty(_V) if out is None else out
-            _fast.forward_dynamics(q, qd, tau, result)
-            return result
-        except (TypeError, ValueError, BufferError):
-            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
-    else:
+    if not _checked_only:
         try:
             if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and tau.shape == _V and tau.dtype is _F64 and True:
                 if out is None:
@@ -176,14 +169,7 @@ def inverse_dynamics(q, qd, qdd, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
-        try:
-            result = _empty(_V) if out is None else out
-            _fast.inverse_dynamics(q, qd, qdd, result)
-            return result
-        except (TypeError, ValueError, BufferError):
-            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
-    else:
+    if not _checked_only:
         try:
             if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and qdd.shape == _V and qdd.dtype is _F64 and True:
                 if out is None:
@@ -204,14 +190,7 @@ def mass_matrix(q, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
-        try:
-            result = _empty(_M) if out is None else out
-            _fast.mass_matrix(q, result)
-            return result
-        except (TypeError, ValueError, BufferError):
-            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
-    else:
+    if not _checked_only:
         try:
             if q.shape == _V and q.dtype is _F64 and True:
                 if out is None:
@@ -232,14 +211,7 @@ def bias_forces(q, qd, out=None, threads=1):
 
     Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
     threads > 1 splits a batch over that many threads (off by default)."""
-    if _fast is not None:   # fast path: single states, C-contiguous float64 arrays
-        try:
-            result = _empty(_V) if out is None else out
-            _fast.bias_forces(q, qd, result)
-            return result
-        except (TypeError, ValueError, BufferError):
-            pass    # lists, batches, other dtypes, non-contiguous or read-only: checked below
-    else:
+    if not _checked_only:
         try:
             if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and True:
                 if out is None:
@@ -254,6 +226,17 @@ def bias_forces(q, qd, out=None, threads=1):
     return _call(lib.rc50_bias_forces, lib.rc50_bias_forces_batch,
                  [(q, 'q'), (qd, 'qd')], out, (50,), "h", threads)
 
+
+_checked_only = False
+if _fast is not None:
+    # the fast extension's functions become the public ones; they hand every call that is not
+    # a plain single state (C-contiguous float64 arrays) to the checked functions above
+    _checked_only = True
+    _fast._set_fallbacks((forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, ))
+    forward_dynamics = _fast.forward_dynamics
+    inverse_dynamics = _fast.inverse_dynamics
+    mass_matrix = _fast.mass_matrix
+    bias_forces = _fast.bias_forces
 
 _SIGNATURES = { "forward_dynamics": (['q', 'qd', 'tau'], (50,)),
                 "inverse_dynamics": (['q', 'qd', 'qdd'], (50,)),
