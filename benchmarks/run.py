@@ -724,16 +724,34 @@ def py_samples(fn, R, per):
     return out
 
 
+def c_batch_samples(dyn, f, sysobj, shape, R):
+    """The generated NAME_<function>_batch called directly through cffi on the same N states
+    and a preallocated output: the C cost of a batch (each state writes its own output, so large
+    mass matrices are bound by memory bandwidth here, unlike the one-buffer C harness)."""
+    full = {"fd": "forward_dynamics", "id": "inverse_dynamics", "M": "mass_matrix", "h": "bias_forces"}[f]
+    ffi, lib = getattr(dyn, "ffi", None), getattr(dyn, "lib", None)
+    names = [n for n in dir(lib) if n.endswith(f"_{full}_batch")] if lib is not None else []
+    if not names:
+        return None
+    fn = getattr(lib, names[0])
+    ins = {"fd": (sysobj.qb, sysobj.vb, sysobj.ub), "id": (sysobj.qb, sysobj.vb, sysobj.ub),
+           "M": (sysobj.qb,), "h": (sysobj.qb, sysobj.vb)}[f]
+    arrays = [np.ascontiguousarray(a, dtype=np.float64) for a in ins] + [np.empty((NBATCH,) + shape)]
+    ptrs = [ffi.cast("double *", ffi.from_buffer(a)) for a in arrays]
+    return stats(py_samples(lambda: fn(NBATCH, *ptrs), R, NBATCH))
+
+
 def python_timings(sysobj, dyn, R):
     res = {}
     Q, V, U = sysobj.q, sysobj.v, sysobj.u
     nv = sysobj.nv
-    calls = {
-        "fd": (lambda s, **k: dyn.forward_dynamics(Q[s], V[s], U[s], **k), (nv,)),
-        "id": (lambda s, **k: dyn.inverse_dynamics(Q[s], V[s], U[s], **k), (nv,)),
-        "M": (lambda s, **k: dyn.mass_matrix(Q[s], **k), (nv, nv)),
-        "h": (lambda s, **k: dyn.bias_forces(Q[s], V[s], **k), (nv,)),
-    }
+    # the states as separate contiguous arrays, made once: the timed loops then measure the
+    # call, not numpy's row indexing (about 80 ns per Q[s])
+    QL, VL, UL = ([np.ascontiguousarray(X[s]) for s in range(NSTATES)] for X in (Q, V, U))
+    args = {"fd": list(zip(QL, VL, UL)), "id": list(zip(QL, VL, UL)), "M": [(q,) for q in QL],
+            "h": list(zip(QL, VL))}
+    calls = {"fd": (dyn.forward_dynamics, (nv,)), "id": (dyn.inverse_dynamics, (nv,)),
+             "M": (dyn.mass_matrix, (nv, nv)), "h": (dyn.bias_forces, (nv,))}
     batch = {
         "fd": lambda **k: dyn.forward_dynamics(sysobj.qb, sysobj.vb, sysobj.ub, **k),
         "id": lambda **k: dyn.inverse_dynamics(sysobj.qb, sysobj.vb, sysobj.ub, **k),
@@ -745,15 +763,15 @@ def python_timings(sysobj, dyn, R):
         call, shape = calls[f]
         row = {}
 
-        def single(call=call):
-            for s in range(NSTATES):
-                call(s)
+        def single(call=call, states=args[f]):
+            for a in states:
+                call(*a)
         row["single"] = stats(py_samples(single, R, NSTATES))
         out = np.empty(shape)
         try:
-            def single_out(call=call, out=out):
-                for s in range(NSTATES):
-                    call(s, out=out)
+            def single_out(call=call, out=out, states=args[f]):
+                for a in states:
+                    call(*a, out=out)
             row["single_out"] = stats(py_samples(single_out, R, NSTATES))
         except TypeError:
             row["single_out"] = None
@@ -774,17 +792,21 @@ def python_timings(sysobj, dyn, R):
         try:
             bout = np.empty((NBATCH,) + shape)
             row["batch_out"] = stats(py_samples(lambda f=f, bout=bout: batch[f](out=bout), max(3, R // 2), NBATCH))
+            row["batch_threads2"] = stats(py_samples(lambda f=f, bout=bout: batch[f](out=bout, threads=2),
+                                                     max(3, R // 2), NBATCH))
         except (TypeError, ValueError):
-            row["batch_out"] = None
+            row["batch_out"] = row["batch_threads2"] = None
+        row["c_batch"] = c_batch_samples(dyn, f, sysobj, shape, max(3, R // 2))
         ours[f] = row
     res["scleron"] = ours
     if sysobj.pin_model is not None:
         import pinocchio as pin
         pm, pd, PQ = sysobj.pin_model, sysobj.pin_data, sysobj.pq
-        pc = {"fd": lambda s: pin.aba(pm, pd, PQ[s], V[s], U[s]),
-              "id": lambda s: pin.rnea(pm, pd, PQ[s], V[s], U[s]),
-              "M": lambda s: pin.crba(pm, pd, PQ[s]),
-              "h": lambda s: pin.nonLinearEffects(pm, pd, PQ[s], V[s])}
+        PL = [np.ascontiguousarray(PQ[s]) for s in range(NSTATES)]      # rows made once, as for scleron
+        pc = {"fd": lambda s: pin.aba(pm, pd, PL[s], VL[s], UL[s]),
+              "id": lambda s: pin.rnea(pm, pd, PL[s], VL[s], UL[s]),
+              "M": lambda s: pin.crba(pm, pd, PL[s]),
+              "h": lambda s: pin.nonLinearEffects(pm, pd, PL[s], VL[s])}
         pres = {}
         for f in FUNCS:
             def single(c=pc[f]):
@@ -1361,16 +1383,21 @@ def write_report(R, out_dir, argv):
 
     # python
     md.append("## From Python (ns per state)\n")
-    md.append("scleron: `dyn.f(q, ...)` one state per call, the same with a preallocated `out=`, a call bound "
+    md.append("scleron: `dyn.f(q, ...)` one state per call (100 states, each a contiguous float64 array made "
+              "before timing), the same with a preallocated `out=`, a call bound "
               "once with `dyn.bind(name, *arrays, out)` and then called with no arguments (the same fixed state each "
               f"time; where the generated module has `bind`), and one call on a batch of N = {NBATCH} states "
-              "(with and without `out=`). Pinocchio: `pin.aba(model, data, q, v, tau)` "
+              "(with and without `out=`, and with `out=` and `threads=2`); \"C batch\" is the generated "
+              "`NAME_f_batch` called directly through cffi on the same states (the C cost of a batch: every "
+              "state writes its own output, so big mass matrices are memory-bound there, unlike the "
+              "one-buffer C harness). Pinocchio: `pin.aba(model, data, q, v, tau)` "
               f"etc. one state per call (\"batch\" = a Python loop over {NBATCH} states; pin has no batch call). "
               "MuJoCo: assign `d.qpos`/`d.qvel`/… then `mj_forward` / `mj_inverse` / "
               "`mj_kinematics+mj_comPos+mj_makeM` / `…+mj_comVel+mj_rne`.\n")
-    md.append("| system | function | scleron single | single `out=` | `bind()` | batch | batch `out=` | Pinocchio single | "
+    md.append("| system | function | scleron single | single `out=` | `bind()` | batch | batch `out=` | C batch | "
+              "batch `out=` / C batch | `threads=2` | speed-up | single `out=` − C harness | Pinocchio single | "
               "Pinocchio loop | MuJoCo single | ratio single (scleron/pin) |")
-    md.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    md.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for key, S in R["systems"].items():
         p = S.get("python", {})
         for f in FUNCS:
@@ -1382,8 +1409,15 @@ def write_report(R, out_dir, argv):
                 return fmt_ns(x["median"]) if x else "—"
             r = (f"{o['single']['median'] / pp['single']['median']:.2f}"
                  if o.get("single") and pp.get("single") else "—")
+            def ratio(a, b):
+                return f"{o[a]['median'] / o[b]['median']:.2f}" if o.get(a) and o.get(b) else "—"
+            charness = S.get("c", {}).get("scleron", {}).get(f)
+            extra = (f"{o['single_out']['median'] - charness['median']:+.0f} ns"
+                     if o.get("single_out") and charness else "—")
             md.append(f"| {S['label']} | {TITLE[f]} | {med(o.get('single'))} | {med(o.get('single_out'))} | "
-                      f"{med(o.get('bound'))} | {med(o.get('batch'))} | {med(o.get('batch_out'))} | {med(pp.get('single'))} | "
+                      f"{med(o.get('bound'))} | {med(o.get('batch'))} | {med(o.get('batch_out'))} | "
+                      f"{med(o.get('c_batch'))} | {ratio('batch_out', 'c_batch')} | {med(o.get('batch_threads2'))} | "
+                      f"{ratio('batch_out', 'batch_threads2')} | {extra} | {med(pp.get('single'))} | "
                       f"{med(pp.get('batch'))} | {med(mm.get('single'))} | {r} |")
     md.append("")
 
