@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_940765c1db6d"
-HASH = "940765c1db6df965041c73874f84cb06c637a4444592df9cbe7ee3abf21a4ad1"
+MODULE = "_rc100_836b01b6bce9"
+HASH = "836b01b6bce9baf84a4936293e244eb761af63db9a5491551e93702dfad7a447"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -103,18 +103,23 @@ _pool = None
 
 
 def _threaded(batch, count, arrays, out, threads):
-    """Splits a batch over `threads` threads; cffi releases the GIL during each C call."""
+    """Splits a batch over `threads` threads, this one included; cffi releases the GIL during
+    each C call, so the shares run in parallel."""
     global _pool
     import concurrent.futures
-    if _pool is None or _pool._max_workers < threads:
-        _pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads)
+    if _pool is None or _pool._max_workers < threads - 1:
+        _pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads - 1)
     bounds = [count * k // threads for k in range(threads + 1)]
+    shares = [(lo, hi, [ffi.from_buffer("double[]", a[lo:hi]) for a in arrays],
+               ffi.from_buffer("double[]", out[lo:hi], True)) for lo, hi in zip(bounds, bounds[1:])]
 
-    def run(lo, hi):
-        if hi > lo:
-            batch(hi - lo, *[ffi.from_buffer("double[]", a[lo:hi]) for a in arrays],
-                  ffi.from_buffer("double[]", out[lo:hi], True))
-    list(_pool.map(run, bounds[:-1], bounds[1:]))
+    def run(share):
+        lo, hi, ins, res = share
+        batch(hi - lo, *ins, res)
+    others = [_pool.submit(run, share) for share in shares[1:]]
+    run(shares[0])
+    for f in others:
+        f.result()
 
 
 def _call(single, batch, inputs, out, shape, out_name, threads=1):

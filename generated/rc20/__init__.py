@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_93f8f9c177f5"
-HASH = "93f8f9c177f597aa216f7f11b05f8ad225d0427d6acc4739e449e28f084a38e5"
+MODULE = "_rc20_476a91170fdf"
+HASH = "476a91170fdf75334314c46b6180a795530ddaa7de39a5d622927135ca8d751c"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -103,18 +103,23 @@ _pool = None
 
 
 def _threaded(batch, count, arrays, out, threads):
-    """Splits a batch over `threads` threads; cffi releases the GIL during each C call."""
+    """Splits a batch over `threads` threads, this one included; cffi releases the GIL during
+    each C call, so the shares run in parallel."""
     global _pool
     import concurrent.futures
-    if _pool is None or _pool._max_workers < threads:
-        _pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads)
+    if _pool is None or _pool._max_workers < threads - 1:
+        _pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads - 1)
     bounds = [count * k // threads for k in range(threads + 1)]
+    shares = [(lo, hi, [ffi.from_buffer("double[]", a[lo:hi]) for a in arrays],
+               ffi.from_buffer("double[]", out[lo:hi], True)) for lo, hi in zip(bounds, bounds[1:])]
 
-    def run(lo, hi):
-        if hi > lo:
-            batch(hi - lo, *[ffi.from_buffer("double[]", a[lo:hi]) for a in arrays],
-                  ffi.from_buffer("double[]", out[lo:hi], True))
-    list(_pool.map(run, bounds[:-1], bounds[1:]))
+    def run(share):
+        lo, hi, ins, res = share
+        batch(hi - lo, *ins, res)
+    others = [_pool.submit(run, share) for share in shares[1:]]
+    run(shares[0])
+    for f in others:
+        f.result()
 
 
 def _call(single, batch, inputs, out, shape, out_name, threads=1):

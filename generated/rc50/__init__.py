@@ -24,8 +24,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_4286d73aafbf"
-HASH = "4286d73aafbf969717fb0b896ead64ec48430e506723dec7092f8b20ce0f7528"
+MODULE = "_rc50_097d8bd2c7fa"
+HASH = "097d8bd2c7faa3548b79651bf49720a94aeb0e658fea286fd20c1bf614549423"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -103,18 +103,23 @@ _pool = None
 
 
 def _threaded(batch, count, arrays, out, threads):
-    """Splits a batch over `threads` threads; cffi releases the GIL during each C call."""
+    """Splits a batch over `threads` threads, this one included; cffi releases the GIL during
+    each C call, so the shares run in parallel."""
     global _pool
     import concurrent.futures
-    if _pool is None or _pool._max_workers < threads:
-        _pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads)
+    if _pool is None or _pool._max_workers < threads - 1:
+        _pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads - 1)
     bounds = [count * k // threads for k in range(threads + 1)]
+    shares = [(lo, hi, [ffi.from_buffer("double[]", a[lo:hi]) for a in arrays],
+               ffi.from_buffer("double[]", out[lo:hi], True)) for lo, hi in zip(bounds, bounds[1:])]
 
-    def run(lo, hi):
-        if hi > lo:
-            batch(hi - lo, *[ffi.from_buffer("double[]", a[lo:hi]) for a in arrays],
-                  ffi.from_buffer("double[]", out[lo:hi], True))
-    list(_pool.map(run, bounds[:-1], bounds[1:]))
+    def run(share):
+        lo, hi, ins, res = share
+        batch(hi - lo, *ins, res)
+    others = [_pool.submit(run, share) for share in shares[1:]]
+    run(shares[0])
+    for f in others:
+        f.result()
 
 
 def _call(single, batch, inputs, out, shape, out_name, threads=1):
