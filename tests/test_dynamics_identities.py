@@ -345,3 +345,20 @@ def test_threaded_batch_equals_single_threaded(system, rng):
     for fn, args in (("forward_dynamics", (Q, Q, Q)), ("mass_matrix", (Q,)), ("bias_forces", (Q, Q))):
         f = getattr(dyn, fn)
         np.testing.assert_array_equal(f(*args, threads=3), f(*args))
+
+
+def test_threads_with_and_without_openmp(tmp_path, monkeypatch, rng):
+    """threads= runs OpenMP threads in C where the compiler has OpenMP (gcc here), and Python
+    threads over the sequential batch function otherwise: the same numbers either way."""
+    m = scleron.Model("omp")
+    m.add_body("a", joint="revolute", axis=(0, 1, 0), mass=1.0, com=(0.3, 0, 0))
+    m.add_body("b", "a", joint="universal", xyz=(0.5, 0, 0), mass=0.5, com=(0.2, 0, 0))
+    with_omp = scleron.generate(m, str(tmp_path / "with"), "omp_with")
+    monkeypatch.setenv("SCLERON_NO_OPENMP", "1")
+    without = scleron.generate(m, str(tmp_path / "without"), "omp_without")
+    assert with_omp._openmp and not without._openmp
+    Q = rng.uniform(-1, 1, (57, m.nv))
+    want = with_omp.forward_dynamics(Q, Q, Q)
+    for dyn in (with_omp, without):
+        np.testing.assert_array_equal(dyn.forward_dynamics(Q, Q, Q, threads=2), want)
+        np.testing.assert_array_equal(dyn.mass_matrix(Q, threads=4), with_omp.mass_matrix(Q))

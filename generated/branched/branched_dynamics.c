@@ -124,6 +124,18 @@ SCLERON_LOCAL void branched_mass_matrix_part1(const double *restrict q, double *
 SCLERON_LOCAL void branched_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
 SCLERON_LOCAL void branched_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
 
+/* 1 when this file was compiled with OpenMP (then the _batch_threads functions run in parallel) */
+#if SCLERON_IN_PART(0)
+int branched_openmp(void)
+{
+#ifdef _OPENMP
+    return 1;
+#else
+    return 0;
+#endif
+}
+#endif
+
 /* ======================================================================================
  * forward_dynamics: qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
  * ====================================================================================== */
@@ -5436,6 +5448,17 @@ void branched_forward_dynamics_batch(int n, const double *q, const double *qd, c
         branched_forward_dynamics(q + (long)k * 20, qd + (long)k * 20, tau + (long)k * 20, qdd + (long)k * 20);
     }
 }
+
+void branched_forward_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *tau, double *qdd)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        branched_forward_dynamics(q + (long)k * 20, qd + (long)k * 20, tau + (long)k * 20, qdd + (long)k * 20);
+    }
+    (void)threads;
+}
 #endif
 
 /* ======================================================================================
@@ -7458,6 +7481,17 @@ void branched_inverse_dynamics_batch(int n, const double *q, const double *qd, c
         branched_inverse_dynamics(q + (long)k * 20, qd + (long)k * 20, qdd + (long)k * 20, tau + (long)k * 20);
     }
 }
+
+void branched_inverse_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *qdd, double *tau)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        branched_inverse_dynamics(q + (long)k * 20, qd + (long)k * 20, qdd + (long)k * 20, tau + (long)k * 20);
+    }
+    (void)threads;
+}
 #endif
 
 /* ======================================================================================
@@ -9302,6 +9336,17 @@ void branched_mass_matrix_batch(int n, const double *q, double *M)
     for (int k = 0; k < n; ++k) {
         branched_mass_matrix(q + (long)k * 20, M + (long)k * 400);
     }
+}
+
+void branched_mass_matrix_batch_threads(int n, int threads, const double *q, double *M)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        branched_mass_matrix(q + (long)k * 20, M + (long)k * 400);
+    }
+    (void)threads;
 }
 #endif
 
@@ -11190,6 +11235,17 @@ void branched_bias_forces_batch(int n, const double *q, const double *qd, double
     for (int k = 0; k < n; ++k) {
         branched_bias_forces(q + (long)k * 20, qd + (long)k * 20, h + (long)k * 20);
     }
+}
+
+void branched_bias_forces_batch_threads(int n, int threads, const double *q, const double *qd, double *h)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        branched_bias_forces(q + (long)k * 20, qd + (long)k * 20, h + (long)k * 20);
+    }
+    (void)threads;
 }
 #endif
 

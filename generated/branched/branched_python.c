@@ -165,10 +165,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_c15a8db4ce8c_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_8cfb24f18b3e_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_c15a8db4ce8c_py(void)
+PyMODINIT_FUNC PyInit__branched_8cfb24f18b3e_py(void)
 {
     import_array();
     return PyModule_Create(&module);

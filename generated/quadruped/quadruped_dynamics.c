@@ -73,6 +73,18 @@ SCLERON_LOCAL void quadruped_mass_matrix_part1(const double *restrict q, double 
 SCLERON_LOCAL void quadruped_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
 SCLERON_LOCAL void quadruped_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
 
+/* 1 when this file was compiled with OpenMP (then the _batch_threads functions run in parallel) */
+#if SCLERON_IN_PART(0)
+int quadruped_openmp(void)
+{
+#ifdef _OPENMP
+    return 1;
+#else
+    return 0;
+#endif
+}
+#endif
+
 /* ======================================================================================
  * forward_dynamics: qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
  * ====================================================================================== */
@@ -4424,6 +4436,17 @@ void quadruped_forward_dynamics_batch(int n, const double *q, const double *qd, 
         quadruped_forward_dynamics(q + (long)k * 18, qd + (long)k * 18, tau + (long)k * 18, qdd + (long)k * 18);
     }
 }
+
+void quadruped_forward_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *tau, double *qdd)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        quadruped_forward_dynamics(q + (long)k * 18, qd + (long)k * 18, tau + (long)k * 18, qdd + (long)k * 18);
+    }
+    (void)threads;
+}
 #endif
 
 /* ======================================================================================
@@ -6644,6 +6667,17 @@ void quadruped_inverse_dynamics_batch(int n, const double *q, const double *qd, 
         quadruped_inverse_dynamics(q + (long)k * 18, qd + (long)k * 18, qdd + (long)k * 18, tau + (long)k * 18);
     }
 }
+
+void quadruped_inverse_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *qdd, double *tau)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        quadruped_inverse_dynamics(q + (long)k * 18, qd + (long)k * 18, qdd + (long)k * 18, tau + (long)k * 18);
+    }
+    (void)threads;
+}
 #endif
 
 /* ======================================================================================
@@ -8216,6 +8250,17 @@ void quadruped_mass_matrix_batch(int n, const double *q, double *M)
     for (int k = 0; k < n; ++k) {
         quadruped_mass_matrix(q + (long)k * 18, M + (long)k * 324);
     }
+}
+
+void quadruped_mass_matrix_batch_threads(int n, int threads, const double *q, double *M)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        quadruped_mass_matrix(q + (long)k * 18, M + (long)k * 324);
+    }
+    (void)threads;
 }
 #endif
 
@@ -10387,6 +10432,17 @@ void quadruped_bias_forces_batch(int n, const double *q, const double *qd, doubl
     for (int k = 0; k < n; ++k) {
         quadruped_bias_forces(q + (long)k * 18, qd + (long)k * 18, h + (long)k * 18);
     }
+}
+
+void quadruped_bias_forces_batch_threads(int n, int threads, const double *q, const double *qd, double *h)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        quadruped_bias_forces(q + (long)k * 18, qd + (long)k * 18, h + (long)k * 18);
+    }
+    (void)threads;
 }
 #endif
 

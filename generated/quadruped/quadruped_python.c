@@ -165,10 +165,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_28413127780d_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_82ed4c5d4604_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_28413127780d_py(void)
+PyMODINIT_FUNC PyInit__quadruped_82ed4c5d4604_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -165,10 +165,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_836b01b6bce9_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_4f5182df7ba8_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_836b01b6bce9_py(void)
+PyMODINIT_FUNC PyInit__rc100_4f5182df7ba8_py(void)
 {
     import_array();
     return PyModule_Create(&module);

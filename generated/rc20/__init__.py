@@ -14,6 +14,9 @@ calls with no arguments (update the arrays in place between calls):
 
     fd = rc20.bind("forward_dynamics", q, qd, tau, qdd)
     fd()                                               # qdd now holds the result
+
+A batch can be split over threads: forward_dynamics(Q, Qd, Tau, threads=2) runs OpenMP threads
+in C when the compiler had OpenMP at build time (gcc does; `_openmp` says), else Python threads.
 """
 import functools
 import glob
@@ -24,8 +27,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_476a91170fdf"
-HASH = "476a91170fdf75334314c46b6180a795530ddaa7de39a5d622927135ca8d751c"
+MODULE = "_rc20_ae84ea49d028"
+HASH = "ae84ea49d0287b7ceb6ae9f42859999166ea7d163867c5b8d839f1208c7a5bd2"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -79,6 +82,7 @@ def _load():
 
 ffi, lib = _load()
 _fast = _load_fast()
+_openmp = bool(lib.rc20_openmp())     # threads= runs OpenMP threads in C, else Python threads
 _F64 = np.dtype(np.float64)
 _D = "double[]"
 _fb = ffi.from_buffer
@@ -122,7 +126,7 @@ def _threaded(batch, count, arrays, out, threads):
         f.result()
 
 
-def _call(single, batch, inputs, out, shape, out_name, threads=1):
+def _call(single, batch, parallel, inputs, out, shape, out_name, threads=1):
     arrays, count = [], None
     for i, (x, name) in enumerate(inputs):
         a, n = _as_input(x, name, nv)
@@ -142,7 +146,10 @@ def _call(single, batch, inputs, out, shape, out_name, threads=1):
     if count is None:
         single(*ptrs, optr)
     elif threads > 1 and count >= 2 * threads:
-        _threaded(batch, count, arrays, out, threads)
+        if _openmp:
+            parallel(count, threads, *ptrs, optr)
+        else:
+            _threaded(batch, count, arrays, out, threads)
     elif count:
         batch(count, *ptrs, optr)
     return out
@@ -165,7 +172,7 @@ def forward_dynamics(q, qd, tau, out=None, threads=1):
                     return out
         except (AttributeError, TypeError, ValueError):
             pass
-    return _call(lib.rc20_forward_dynamics, lib.rc20_forward_dynamics_batch,
+    return _call(lib.rc20_forward_dynamics, lib.rc20_forward_dynamics_batch, lib.rc20_forward_dynamics_batch_threads,
                  [(q, 'q'), (qd, 'qd'), (tau, 'tau')], out, (20,), "qdd", threads)
 
 
@@ -186,7 +193,7 @@ def inverse_dynamics(q, qd, qdd, out=None, threads=1):
                     return out
         except (AttributeError, TypeError, ValueError):
             pass
-    return _call(lib.rc20_inverse_dynamics, lib.rc20_inverse_dynamics_batch,
+    return _call(lib.rc20_inverse_dynamics, lib.rc20_inverse_dynamics_batch, lib.rc20_inverse_dynamics_batch_threads,
                  [(q, 'q'), (qd, 'qd'), (qdd, 'qdd')], out, (20,), "tau", threads)
 
 
@@ -207,7 +214,7 @@ def mass_matrix(q, out=None, threads=1):
                     return out
         except (AttributeError, TypeError, ValueError):
             pass
-    return _call(lib.rc20_mass_matrix, lib.rc20_mass_matrix_batch,
+    return _call(lib.rc20_mass_matrix, lib.rc20_mass_matrix_batch, lib.rc20_mass_matrix_batch_threads,
                  [(q, 'q')], out, (20, 20), "M", threads)
 
 
@@ -228,7 +235,7 @@ def bias_forces(q, qd, out=None, threads=1):
                     return out
         except (AttributeError, TypeError, ValueError):
             pass
-    return _call(lib.rc20_bias_forces, lib.rc20_bias_forces_batch,
+    return _call(lib.rc20_bias_forces, lib.rc20_bias_forces_batch, lib.rc20_bias_forces_batch_threads,
                  [(q, 'q'), (qd, 'qd')], out, (20,), "h", threads)
 
 

@@ -79,6 +79,18 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict q, const double
 SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
 SCLERON_LOCAL void rc20_bias_forces_part2(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
 
+/* 1 when this file was compiled with OpenMP (then the _batch_threads functions run in parallel) */
+#if SCLERON_IN_PART(0)
+int rc20_openmp(void)
+{
+#ifdef _OPENMP
+    return 1;
+#else
+    return 0;
+#endif
+}
+#endif
+
 /* ======================================================================================
  * forward_dynamics: qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
  * ====================================================================================== */
@@ -6447,6 +6459,17 @@ void rc20_forward_dynamics_batch(int n, const double *q, const double *qd, const
         rc20_forward_dynamics(q + (long)k * 20, qd + (long)k * 20, tau + (long)k * 20, qdd + (long)k * 20);
     }
 }
+
+void rc20_forward_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *tau, double *qdd)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        rc20_forward_dynamics(q + (long)k * 20, qd + (long)k * 20, tau + (long)k * 20, qdd + (long)k * 20);
+    }
+    (void)threads;
+}
 #endif
 
 /* ======================================================================================
@@ -9215,6 +9238,17 @@ void rc20_inverse_dynamics_batch(int n, const double *q, const double *qd, const
     for (int k = 0; k < n; ++k) {
         rc20_inverse_dynamics(q + (long)k * 20, qd + (long)k * 20, qdd + (long)k * 20, tau + (long)k * 20);
     }
+}
+
+void rc20_inverse_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *qdd, double *tau)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        rc20_inverse_dynamics(q + (long)k * 20, qd + (long)k * 20, qdd + (long)k * 20, tau + (long)k * 20);
+    }
+    (void)threads;
 }
 #endif
 
@@ -13032,6 +13066,17 @@ void rc20_mass_matrix_batch(int n, const double *q, double *M)
         rc20_mass_matrix(q + (long)k * 20, M + (long)k * 400);
     }
 }
+
+void rc20_mass_matrix_batch_threads(int n, int threads, const double *q, double *M)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        rc20_mass_matrix(q + (long)k * 20, M + (long)k * 400);
+    }
+    (void)threads;
+}
 #endif
 
 /* ======================================================================================
@@ -15735,6 +15780,17 @@ void rc20_bias_forces_batch(int n, const double *q, const double *qd, double *h)
     for (int k = 0; k < n; ++k) {
         rc20_bias_forces(q + (long)k * 20, qd + (long)k * 20, h + (long)k * 20);
     }
+}
+
+void rc20_bias_forces_batch_threads(int n, int threads, const double *q, const double *qd, double *h)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        rc20_bias_forces(q + (long)k * 20, qd + (long)k * 20, h + (long)k * 20);
+    }
+    (void)threads;
 }
 #endif
 

@@ -37,25 +37,36 @@ extern "C" {
 #define RC20_NQ 20
 #define RC20_NV 20
 
+/* 1 when compiled with OpenMP */
+int rc20_openmp(void);
+
 /* qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6 */
 void rc20_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd);
 /* the same for n states stored one after another */
 void rc20_forward_dynamics_batch(int n, const double *q, const double *qd, const double *tau, double *qdd);
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+void rc20_forward_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *tau, double *qdd);
 
 /* tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3) */
 void rc20_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *tau);
 /* the same for n states stored one after another */
 void rc20_inverse_dynamics_batch(int n, const double *q, const double *qd, const double *qdd, double *tau);
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+void rc20_inverse_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *qdd, double *tau);
 
 /* M(q), row-major nv x nv, composite rigid bodies */
 void rc20_mass_matrix(const double *q, double *M);
 /* the same for n states stored one after another */
 void rc20_mass_matrix_batch(int n, const double *q, double *M);
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+void rc20_mass_matrix_batch_threads(int n, int threads, const double *q, double *M);
 
 /* h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau */
 void rc20_bias_forces(const double *q, const double *qd, double *h);
 /* the same for n states stored one after another */
 void rc20_bias_forces_batch(int n, const double *q, const double *qd, double *h);
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+void rc20_bias_forces_batch_threads(int n, int threads, const double *q, const double *qd, double *h);
 
 #ifdef __cplusplus
 }

@@ -165,10 +165,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_476a91170fdf_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_ae84ea49d028_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc20_476a91170fdf_py(void)
+PyMODINIT_FUNC PyInit__rc20_ae84ea49d028_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -14,6 +14,9 @@ calls with no arguments (update the arrays in place between calls):
 
     fd = rc50.bind("forward_dynamics", q, qd, tau, qdd)
     fd()                                               # qdd now holds the result
+
+A batch can be split over threads: forward_dynamics(Q, Qd, Tau, threads=2) runs OpenMP threads
+in C when the compiler had OpenMP at build time (gcc does; `_openmp` says), else Python threads.
 """
 import functools
 import glob
@@ -24,8 +27,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_097d8bd2c7fa"
-HASH = "097d8bd2c7faa3548b79651bf49720a94aeb0e658fea286fd20c1bf614549423"
+MODULE = "_rc50_ae702523abcd"
+HASH = "ae702523abcd761967001166a148486a06d390bc6a5f367f59877a7204078260"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -79,6 +82,7 @@ def _load():
 
 ffi, lib = _load()
 _fast = _load_fast()
+_openmp = bool(lib.rc50_openmp())     # threads= runs OpenMP threads in C, else Python threads
 _F64 = np.dtype(np.float64)
 _D = "double[]"
 _fb = ffi.from_buffer
@@ -122,7 +126,7 @@ def _threaded(batch, count, arrays, out, threads):
         f.result()
 
 
-def _call(single, batch, inputs, out, shape, out_name, threads=1):
+def _call(single, batch, parallel, inputs, out, shape, out_name, threads=1):
     arrays, count = [], None
     for i, (x, name) in enumerate(inputs):
         a, n = _as_input(x, name, nv)
@@ -142,7 +146,10 @@ def _call(single, batch, inputs, out, shape, out_name, threads=1):
     if count is None:
         single(*ptrs, optr)
     elif threads > 1 and count >= 2 * threads:
-        _threaded(batch, count, arrays, out, threads)
+        if _openmp:
+            parallel(count, threads, *ptrs, optr)
+        else:
+            _threaded(batch, count, arrays, out, threads)
     elif count:
         batch(count, *ptrs, optr)
     return out
@@ -165,7 +172,7 @@ def forward_dynamics(q, qd, tau, out=None, threads=1):
                     return out
         except (AttributeError, TypeError, ValueError):
             pass
-    return _call(lib.rc50_forward_dynamics, lib.rc50_forward_dynamics_batch,
+    return _call(lib.rc50_forward_dynamics, lib.rc50_forward_dynamics_batch, lib.rc50_forward_dynamics_batch_threads,
                  [(q, 'q'), (qd, 'qd'), (tau, 'tau')], out, (50,), "qdd", threads)
 
 
@@ -186,7 +193,7 @@ def inverse_dynamics(q, qd, qdd, out=None, threads=1):
                     return out
         except (AttributeError, TypeError, ValueError):
             pass
-    return _call(lib.rc50_inverse_dynamics, lib.rc50_inverse_dynamics_batch,
+    return _call(lib.rc50_inverse_dynamics, lib.rc50_inverse_dynamics_batch, lib.rc50_inverse_dynamics_batch_threads,
                  [(q, 'q'), (qd, 'qd'), (qdd, 'qdd')], out, (50,), "tau", threads)
 
 
@@ -207,7 +214,7 @@ def mass_matrix(q, out=None, threads=1):
                     return out
         except (AttributeError, TypeError, ValueError):
             pass
-    return _call(lib.rc50_mass_matrix, lib.rc50_mass_matrix_batch,
+    return _call(lib.rc50_mass_matrix, lib.rc50_mass_matrix_batch, lib.rc50_mass_matrix_batch_threads,
                  [(q, 'q')], out, (50, 50), "M", threads)
 
 
@@ -228,7 +235,7 @@ def bias_forces(q, qd, out=None, threads=1):
                     return out
         except (AttributeError, TypeError, ValueError):
             pass
-    return _call(lib.rc50_bias_forces, lib.rc50_bias_forces_batch,
+    return _call(lib.rc50_bias_forces, lib.rc50_bias_forces_batch, lib.rc50_bias_forces_batch_threads,
                  [(q, 'q'), (qd, 'qd')], out, (50,), "h", threads)
 
 

@@ -96,6 +96,18 @@ SCLERON_LOCAL void rc50_bias_forces_part3(const double *restrict q, const double
 SCLERON_LOCAL void rc50_bias_forces_part4(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
 SCLERON_LOCAL void rc50_bias_forces_part5(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
 
+/* 1 when this file was compiled with OpenMP (then the _batch_threads functions run in parallel) */
+#if SCLERON_IN_PART(0)
+int rc50_openmp(void)
+{
+#ifdef _OPENMP
+    return 1;
+#else
+    return 0;
+#endif
+}
+#endif
+
 /* ======================================================================================
  * forward_dynamics: qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
  * ====================================================================================== */
@@ -17825,6 +17837,17 @@ void rc50_forward_dynamics_batch(int n, const double *q, const double *qd, const
         rc50_forward_dynamics(q + (long)k * 50, qd + (long)k * 50, tau + (long)k * 50, qdd + (long)k * 50);
     }
 }
+
+void rc50_forward_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *tau, double *qdd)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        rc50_forward_dynamics(q + (long)k * 50, qd + (long)k * 50, tau + (long)k * 50, qdd + (long)k * 50);
+    }
+    (void)threads;
+}
 #endif
 
 /* ======================================================================================
@@ -25351,6 +25374,17 @@ void rc50_inverse_dynamics_batch(int n, const double *q, const double *qd, const
         rc50_inverse_dynamics(q + (long)k * 50, qd + (long)k * 50, qdd + (long)k * 50, tau + (long)k * 50);
     }
 }
+
+void rc50_inverse_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *qdd, double *tau)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        rc50_inverse_dynamics(q + (long)k * 50, qd + (long)k * 50, qdd + (long)k * 50, tau + (long)k * 50);
+    }
+    (void)threads;
+}
 #endif
 
 /* ======================================================================================
@@ -32374,6 +32408,17 @@ void rc50_mass_matrix_batch(int n, const double *q, double *M)
     for (int k = 0; k < n; ++k) {
         rc50_mass_matrix(q + (long)k * 50, M + (long)k * 2500);
     }
+}
+
+void rc50_mass_matrix_batch_threads(int n, int threads, const double *q, double *M)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        rc50_mass_matrix(q + (long)k * 50, M + (long)k * 2500);
+    }
+    (void)threads;
 }
 #endif
 
@@ -39770,6 +39815,17 @@ void rc50_bias_forces_batch(int n, const double *q, const double *qd, double *h)
     for (int k = 0; k < n; ++k) {
         rc50_bias_forces(q + (long)k * 50, qd + (long)k * 50, h + (long)k * 50);
     }
+}
+
+void rc50_bias_forces_batch_threads(int n, int threads, const double *q, const double *qd, double *h)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        rc50_bias_forces(q + (long)k * 50, qd + (long)k * 50, h + (long)k * 50);
+    }
+    (void)threads;
 }
 #endif
 

@@ -165,10 +165,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_097d8bd2c7fa_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_ae702523abcd_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc50_097d8bd2c7fa_py(void)
+PyMODINIT_FUNC PyInit__rc50_ae702523abcd_py(void)
 {
     import_array();
     return PyModule_Create(&module);
