@@ -724,7 +724,21 @@ def py_samples(fn, R, per):
     return out
 
 
-def c_batch_samples(dyn, f, sysobj, shape, R):
+def interleaved_samples(fns, R, per):
+    """Samples of several calls taken round-robin (a, b, c, a, b, c, ...), so that the noise of
+    this shared machine falls on all of them alike and their ratios mean something."""
+    for fn in fns.values():
+        fn()
+    out = {k: [] for k in fns}
+    for _ in range(R):
+        for k, fn in fns.items():
+            t0 = time.perf_counter_ns()
+            fn()
+            out[k].append((time.perf_counter_ns() - t0) / per)
+    return {k: stats(v) for k, v in out.items()}
+
+
+def c_batch_call(dyn, f, sysobj, shape):
     """The generated NAME_<function>_batch called directly through cffi on the same N states
     and a preallocated output: the C cost of a batch (each state writes its own output, so large
     mass matrices are bound by memory bandwidth here, unlike the one-buffer C harness)."""
@@ -738,7 +752,7 @@ def c_batch_samples(dyn, f, sysobj, shape, R):
            "M": (sysobj.qb,), "h": (sysobj.qb, sysobj.vb)}[f]
     arrays = [np.ascontiguousarray(a, dtype=np.float64) for a in ins] + [np.empty((NBATCH,) + shape)]
     ptrs = [ffi.cast("double *", ffi.from_buffer(a)) for a in arrays]
-    return stats(py_samples(lambda: fn(NBATCH, *ptrs), R, NBATCH))
+    return lambda arrays=arrays: fn(NBATCH, *ptrs)      # the default keeps the arrays alive
 
 
 def python_timings(sysobj, dyn, R):
@@ -789,14 +803,17 @@ def python_timings(sysobj, dyn, R):
             except Exception as exc:
                 row["bound_error"] = f"{type(exc).__name__}: {exc}"
         row["batch"] = stats(py_samples(lambda f=f: batch[f](), max(3, R // 2), NBATCH))
+        # batch with out=, the C batch function and threads=2, sampled round-robin
+        bout = np.empty((NBATCH,) + shape)
+        trio = {"batch_out": lambda f=f, bout=bout: batch[f](out=bout),
+                "batch_threads2": lambda f=f, bout=bout: batch[f](out=bout, threads=2)}
+        cb = c_batch_call(dyn, f, sysobj, shape)
+        if cb is not None:
+            trio["c_batch"] = cb
         try:
-            bout = np.empty((NBATCH,) + shape)
-            row["batch_out"] = stats(py_samples(lambda f=f, bout=bout: batch[f](out=bout), max(3, R // 2), NBATCH))
-            row["batch_threads2"] = stats(py_samples(lambda f=f, bout=bout: batch[f](out=bout, threads=2),
-                                                     max(3, R // 2), NBATCH))
+            row.update(interleaved_samples(trio, max(3, R // 2), NBATCH))
         except (TypeError, ValueError):
-            row["batch_out"] = row["batch_threads2"] = None
-        row["c_batch"] = c_batch_samples(dyn, f, sysobj, shape, max(3, R // 2))
+            row["batch_out"] = row["batch_threads2"] = row["c_batch"] = None
         ours[f] = row
     res["scleron"] = ours
     if sysobj.pin_model is not None:
@@ -1390,7 +1407,9 @@ def write_report(R, out_dir, argv):
               "(with and without `out=`, and with `out=` and `threads=2`); \"C batch\" is the generated "
               "`NAME_f_batch` called directly through cffi on the same states (the C cost of a batch: every "
               "state writes its own output, so big mass matrices are memory-bound there, unlike the "
-              "one-buffer C harness). Pinocchio: `pin.aba(model, data, q, v, tau)` "
+              "one-buffer C harness); batch `out=`, C batch and `threads=2` are sampled round-robin, so their "
+              "ratios see the same machine noise. `threads=2` uses OpenMP threads in C (libgomp's default "
+              "wait policy). Pinocchio: `pin.aba(model, data, q, v, tau)` "
               f"etc. one state per call (\"batch\" = a Python loop over {NBATCH} states; pin has no batch call). "
               "MuJoCo: assign `d.qpos`/`d.qvel`/… then `mj_forward` / `mj_inverse` / "
               "`mj_kinematics+mj_comPos+mj_makeM` / `…+mj_comVel+mj_rne`.\n")
