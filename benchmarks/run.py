@@ -1414,7 +1414,7 @@ def write_report(R, out_dir, argv):
               "MuJoCo: assign `d.qpos`/`d.qvel`/… then `mj_forward` / `mj_inverse` / "
               "`mj_kinematics+mj_comPos+mj_makeM` / `…+mj_comVel+mj_rne`.\n")
     md.append("| system | function | scleron single | single `out=` | `bind()` | batch | batch `out=` | C batch | "
-              "batch `out=` / C batch | `threads=2` | speed-up | single `out=` − C harness | Pinocchio single | "
+              "batch `out=` / C batch | `threads=2` | speed-up | single `out=` − C harness, median (min) | Pinocchio single | "
               "Pinocchio loop | MuJoCo single | ratio single (scleron/pin) |")
     md.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for key, S in R["systems"].items():
@@ -1431,7 +1431,8 @@ def write_report(R, out_dir, argv):
             def ratio(a, b):
                 return f"{o[a]['median'] / o[b]['median']:.2f}" if o.get(a) and o.get(b) else "—"
             charness = S.get("c", {}).get("scleron", {}).get(f)
-            extra = (f"{o['single_out']['median'] - charness['median']:+.0f} ns"
+            extra = (f"{o['single_out']['median'] - charness['median']:+.0f} "
+                     f"({o['single_out']['min'] - charness['min']:+.0f}) ns"
                      if o.get("single_out") and charness else "—")
             md.append(f"| {S['label']} | {TITLE[f]} | {med(o.get('single'))} | {med(o.get('single_out'))} | "
                       f"{med(o.get('bound'))} | {med(o.get('batch'))} | {med(o.get('batch_out'))} | "
