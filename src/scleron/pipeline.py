@@ -142,6 +142,44 @@ def _method2_context(m2):
     }
 
 
+def _add_counts(counts, other, times=1):
+    for f in ("mul", "add", "neg", "fn"):
+        setattr(counts, f, getattr(counts, f) + times * getattr(other, f))
+
+
+def _function_code(tree, name, fname, method, mass, chunk, first_index):
+    """One public function: its printed unrolled part (CFunction), the programs behind it, and
+    the template data of the loops around it (Method II; the mass matrix's loop form), None
+    where it is fully unrolled. The op counts are those executed per call."""
+    inputs, output = FUNCTIONS[fname]
+    arrays = [(a, False) for a in inputs.split()]
+    method2 = mass_loop = None
+    if method == 2 and fname == "forward_dynamics":
+        m2 = unroll_method2(tree, name)
+        programs = [m2.prologue] + [k for c in m2.classes for k in c.kernels.values()]
+        cf = print_program(m2.prologue, f"{name}_{fname}", arrays + [("kin", True), ("tb", True)],
+                           chunk=chunk, first_index=first_index, sincos_of="q")
+        method2 = _method2_context(m2)
+        cf.statements += method2["statements"]
+        for k in method2["kernels"]:           # each body runs its class's three kernels
+            _add_counts(cf.counts, k["counts"], sum(b["cls"] == k["cls"] for b in m2.bodies))
+    elif mass == "loop" and fname == "mass_matrix":
+        ml = unroll_mass_loop(tree, name)
+        programs = [ml.prologue]
+        cf = print_program(ml.prologue, f"{name}_{fname}", arrays + [("Sw", True), ("Fw", True)],
+                           chunk=chunk, first_index=first_index, sincos_of="q")
+        mass_loop = _mass_loop_context(tree, ml)
+        n = mass_loop["entries"] + mass_loop["lower_entries"]     # one 6-term dot product each
+        cf.counts.mul += 6 * n
+        cf.counts.add += 5 * n
+    else:
+        prog = unroll(tree, fname)
+        programs = [prog]
+        cf = print_program(prog, f"{name}_{fname}", arrays + [(output, True)], chunk=chunk,
+                           first_index=first_index, sincos_of="q")
+    return cf, programs, method2, mass_loop
+
+
 def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method=1,
                   mass_matrix="auto"):
     """Derive, unroll and render: returns (files dict, report). Nothing is written.
@@ -163,37 +201,8 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
     functions, programs = [], []
     nchunks = 0
     for fname, (inputs, output) in FUNCTIONS.items():
-        arrays = [(a, False) for a in inputs.split()] + [(output, True)]
-        method2 = mass_loop = None
-        if method == 2 and fname == "forward_dynamics":
-            m2 = unroll_method2(tree, name)
-            prog = m2.prologue
-            programs += [prog] + [k for c in m2.classes for k in c.kernels.values()]
-            arrays = [(a, False) for a in inputs.split()] + [("kin", True), ("tb", True)]
-        elif mass == "loop" and fname == "mass_matrix":
-            ml = unroll_mass_loop(tree, name)
-            prog = ml.prologue
-            programs.append(prog)
-            arrays = [("q", False), ("Sw", True), ("Fw", True)]
-            mass_loop = _mass_loop_context(tree, ml)
-        else:
-            prog = unroll(tree, fname)
-            programs.append(prog)
-        cf = print_program(prog, f"{name}_{fname}", arrays, chunk=chunk, first_index=nchunks,
-                           sincos_of="q")
-        if method == 2 and fname == "forward_dynamics":
-            method2 = _method2_context(m2)
-            cf.statements += method2["statements"]
-            # operations executed per call: each body runs its class's three kernels
-            for k in method2["kernels"]:
-                times = sum(b["cls"] == k["cls"] for b in m2.bodies)
-                for f in ("mul", "add", "neg", "fn"):
-                    setattr(cf.counts, f, getattr(cf.counts, f) + times * getattr(k["counts"], f))
-        if mass_loop:
-            # operations executed per call: one 6-term dot product per entry formed
-            n = mass_loop["entries"] + mass_loop["lower_entries"]
-            cf.counts.mul += 6 * n
-            cf.counts.add += 5 * n
+        cf, progs, method2, mass_loop = _function_code(tree, name, fname, method, mass, chunk, nchunks)
+        programs += progs
         nchunks += len(cf.chunks)
         nv = tree.nv
         functions.append({
