@@ -76,5 +76,8 @@ def test_codegen_method_and_mass_matrix_options(tmp_path):
     assert r.returncode == 0, r.stderr
     meta = json.loads((out / "scleron.json").read_text())
     assert meta["method"] == 2 and meta["mass_matrix"] == "loop"
+    lines = {line.split()[0]: line for line in r.stdout.splitlines() if line.strip()}
+    assert "Method II" in lines["forward_dynamics"] and "loop form" in lines["mass_matrix"]
+    assert lines["inverse_dynamics"].rstrip().endswith("unrolled")
     bad = run("codegen", example("rc20.yaml"), "-o", str(tmp_path / "x"), "--method", "3")
     assert bad.returncode == 2 and "--method" in bad.stderr

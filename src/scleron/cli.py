@@ -80,9 +80,9 @@ def cmd_codegen(args):
     if report.cache_hit:
         print("up to date (cache hit: same model, options and scleron version)")
         return 0
-    print(f"{'function':<18} {'statements':>10}  operations")
+    print(f"{'function':<18} {'statements':>10}  {'operations per call':<30} code")
     for fname, (stmts, counts) in report.functions.items():
-        print(f"{fname:<18} {stmts:>10}  {counts}")
+        print(f"{fname:<18} {stmts:>10}  {str(counts):<30} {report.forms.get(fname, '')}")
     times = {"load": t_load, **report.times}
     print("time: " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items())
           + f", total {sum(times.values()):.2f} s")

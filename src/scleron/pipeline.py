@@ -40,6 +40,7 @@ class Report:
     nv: int
     cache_hit: bool = False
     functions: dict = field(default_factory=dict)     # name -> (statements, OpCounts)
+    forms: dict = field(default_factory=dict)         # name -> how its code is shaped
     times: dict = field(default_factory=dict)         # derive, unroll, render, compile
 
 
@@ -227,6 +228,8 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
             "output": output,
         })
         report.functions[fname] = (cf.statements, cf.counts)
+        report.forms[fname] = ("Method II: passes 4-6 as loops" if method2 else
+                               "loop form: world-frame columns" if mass_loop else "unrolled")
     t2 = time.perf_counter()
     report.times["unroll"] = t2 - t1
     ctx = {
