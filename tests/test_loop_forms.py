@@ -28,16 +28,23 @@ MODELS = ["rc20", "branched", "quadruped"]
 
 
 @pytest.fixture(scope="module")
-def pair(request, build_dir, generated):
+def variant(build_dir, generated):
+    """variant(name, suffix, **options) -> (model, default module, module built with options)."""
     cache = {}
 
-    def get(name):
-        if name not in cache:
-            model, m1 = generated(example(f"{name}.yaml"), name)
-            m2 = scleron.generate(model, os.path.join(build_dir, f"{name}_m2"), f"{name}_m2", method=2)
-            cache[name] = (model, m1, m2)
-        return cache[name]
+    def get(name, suffix, **options):
+        if (name, suffix) not in cache:
+            model, default = generated(example(f"{name}.yaml"), name)
+            other = scleron.generate(model, os.path.join(build_dir, f"{name}_{suffix}"),
+                                     f"{name}_{suffix}", **options)
+            cache[name, suffix] = (model, default, other)
+        return cache[name, suffix]
     return get
+
+
+@pytest.fixture(scope="module")
+def pair(variant):
+    return lambda name: variant(name, "m2", method=2)
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -100,17 +107,8 @@ def test_method_must_be_known():
 
 # ---- the mass matrix in loop form ----------------------------------------------------------------
 @pytest.fixture(scope="module")
-def mass_pair(build_dir, generated):
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            model, unrolled = generated(example(f"{name}.yaml"), name)
-            loop = scleron.generate(model, os.path.join(build_dir, f"{name}_ml"), f"{name}_ml",
-                                    mass_matrix="loop")
-            cache[name] = (model, unrolled, loop)
-        return cache[name]
-    return get
+def mass_pair(variant):
+    return lambda name: variant(name, "ml", mass_matrix="loop")
 
 
 @pytest.mark.parametrize("name", MODELS)
