@@ -213,6 +213,35 @@ def test_generated_equals_reference_equals_pinocchio(pin, generated, rng, system
     print(f"\n{system}: max relative error vs Pinocchio " + ", ".join(f"{k} {v:.2e}" for k, v in errs.items()))
 
 
+@pytest.mark.parametrize("system", list(SYSTEMS))
+def test_energies_equal_pinocchio(pin, generated, rng, system):
+    """kinetic_energy / potential_energy (generated and reference) = Pinocchio's
+    computeKineticEnergy / computePotentialEnergy; batched calls give the same values."""
+    path, build, qrange = SYSTEMS[system]
+    model, dyn = generated(path(), system)
+    pm = build(pin)
+    pdata = pm.createData()
+    tree, alg = Tree(model), FloatAlgebra()
+    scale = sum(b.inertia.mass for b in model.bodies) * 9.81     # V of the total mass 1 m up
+    Q, QD = [], []
+    for _ in range(NSTATES):
+        q, qd, _, _ = random_state(rng, model.nv, qrange)
+        q_pin, J, _ = pin_state(pin, pm, model, q, qd)
+        T = pin.computeKineticEnergy(pm, pdata, q_pin, J @ qd)
+        V = pin.computePotentialEnergy(pm, pdata, q_pin)
+        for ours in (dyn.kinetic_energy(q, qd), rec.kinetic_energy(tree, alg, list(q), list(qd))):
+            assert abs(ours - T) <= TOL * abs(T), f"{system} T: {ours} vs Pinocchio {T}"
+        for ours in (dyn.potential_energy(q), rec.potential_energy(tree, alg, list(q))):
+            assert abs(ours - V) <= TOL * max(abs(V), scale), f"{system} V: {ours} vs Pinocchio {V}"
+        assert isinstance(dyn.kinetic_energy(q, qd), float)
+        Q.append(q)
+        QD.append(qd)
+    Q, QD = np.array(Q), np.array(QD)
+    np.testing.assert_allclose(dyn.kinetic_energy(Q, QD), [dyn.kinetic_energy(q, v) for q, v in zip(Q, QD)],
+                               rtol=1e-14)
+    np.testing.assert_allclose(dyn.potential_energy(Q), [dyn.potential_energy(q) for q in Q], rtol=1e-14)
+
+
 def test_free_flyer_mapping_is_consistent(pin):
     """The quadruped mapping itself: J is invertible, and the root block of J is [[0, R^T], [S_R, 0]]."""
     model = scleron.load_model(example("quadruped.yaml"))

@@ -8,30 +8,45 @@ from types import SimpleNamespace
 
 from .dynamics import recursions
 from .dynamics.tree import Tree
+from .functions import FUNCTIONS, function_spec
 from .program import Program, ProgramAlgebra
 
-# name -> (recursion, input arrays, output array, output size)
-FUNCTIONS = {
-    "forward_dynamics": ("q qd tau", "qdd"),
-    "inverse_dynamics": ("q qd qdd", "tau"),
-    "mass_matrix": ("q", "M"),
-    "bias_forces": ("q qd", "h"),
-}
+
+@dataclass
+class FunctionCode:
+    """How one function's code is shaped for a backend: form "unrolled" (program computes the
+    outputs), "method2" (program = the prologue of S&G Method II, loops = its Method2 tables and
+    kernels) or "mass_loop" (program = the world-frame columns, loops = the MassLoop ranges)."""
+    spec: object
+    form: str
+    program: Program
+    sizes: dict
+    loops: object = None
+
+    @property
+    def programs(self):
+        """Every program whose nodes end up in the generated code."""
+        extra = [k for c in self.loops.classes for k in c.kernels.values()] if self.form == "method2" else []
+        return [self.program] + extra
+
+
+def function_code(tree, spec, prefix, form="unrolled"):
+    """The FunctionCode of a spec in a form (unrolled, method2, mass_loop)."""
+    sizes = {"nq": tree.nq, "nv": tree.nv}
+    if form == "method2":
+        m2 = unroll_method2(tree, prefix)
+        return FunctionCode(spec, form, m2.prologue, sizes, m2)
+    if form == "mass_loop":
+        ml = unroll_mass_loop(tree, prefix)
+        return FunctionCode(spec, form, ml.prologue, sizes, ml)
+    return FunctionCode(spec, form, spec.program(tree, prefix), sizes)
 
 
 def unroll(tree, function):
-    """The Program of one function for one tree."""
+    """The Program of one function (a name or alias of scleron.functions.FUNCTIONS) for one tree."""
     if not isinstance(tree, Tree):
         tree = Tree(tree)
-    inputs, output = FUNCTIONS[function]
-    prog = Program(f"{tree.name}_{function}")
-    alg = ProgramAlgebra(prog)
-    args = [prog.input_vector(name, tree.nv) for name in inputs.split()]
-    result = getattr(recursions, function)(tree, alg, *args)
-    if function == "mass_matrix":
-        result = [x for row in result for x in row]        # row-major nv x nv
-    prog.set_outputs(output, result)
-    return prog
+    return function_spec(function).program(tree)
 
 
 # ---- Method II: passes 4-6 as numeric loops over bodies (S&G section 4) -------------------------
@@ -173,7 +188,8 @@ def unroll_method2(tree, name=None):
     classes, by_key, bodies, stored = [], {}, [], []
     nl = 0
     for b, kin in zip(tree.bodies, kins):
-        alg.section(f"Method II: transform and S of joint {b.joint_name} for the loops")
+        alg.section(f"Method II: transform and S of joint {b.joint_name} for the loops",
+                    "Method II: transform and S for the loops", b.index)
         entries = _entries(*recursions.joint_transform(b, kin), kin[2])
         pattern = _pattern(entries)
         key = (b.parent < 0, b.dof, pattern)
@@ -204,6 +220,12 @@ class MassLoop:
     prologue: Program
     upper: list
     lower: list
+
+    def loop_counts(self):
+        """Operations of the loops per call: one 6-term dot product per entry."""
+        from .program import OpCounts
+        n = sum(e - f for _, f, e in self.upper) + sum(e - f for _, f, e in self.lower)
+        return OpCounts(mul=6 * n, add=5 * n)
 
 
 def _ranges(cols):

@@ -1,19 +1,3 @@
-"""The numeric algebra: the recursions evaluated on Python floats (the reference)."""
-import math
-
-
-class FloatAlgebra:
-    sin = staticmethod(math.sin)
-    cos = staticmethod(math.cos)
-    tan = staticmethod(math.tan)
-    exp = staticmethod(math.exp)
-    log = staticmethod(math.log)
-    sqrt = staticmethod(math.sqrt)
-    atan = staticmethod(math.atan)
-
-    @staticmethod
-    def call(name, x, numeric):
-        return numeric(x)
-
-    def section(self, text):
-        pass
+"""The numeric algebra: the recursions evaluated on Python floats (the reference). Defined
+with the algebra protocol in scleron.program.algebra."""
+from ..program.algebra import FloatAlgebra  # noqa: F401

@@ -35,7 +35,8 @@ class joint_kinematics:
     def __getitem__(self, i):
         if i not in self.cache:
             b = self.tree.bodies[i]
-            self.alg.section(f"joint {b.joint_name} ({b.joint.type}): Q(q), S, Sdot qd  (S&G 9, 12)")
+            self.alg.section(f"joint {b.joint_name} ({b.joint.type}): Q(q), S, Sdot qd  (S&G 9, 12)",
+                             "joint kinematics: Q(q), S, Sdot qd (S&G 9, 12)", b.index)
             qs = self.q[b.q_start:b.q_start + b.dof]
             qds = self.qd[b.q_start:b.q_start + b.dof] if self.qd is not None else [0.0] * b.dof
             self.cache[i] = b.joint.kinematics(self.alg, qs, qds)
@@ -164,7 +165,8 @@ def velocity_pass(tree, alg, kins, qd):
     """S&G pass 1 (18-21): body twists v_k, velocity-product accelerations a_k, bias wrenches b_k."""
     v, a, bias = [], [], []
     for b, kin in zip(tree.bodies, kins):
-        alg.section(f"pass 1 (S&G 18-21): velocity of body {b.name}, joint {b.joint_name}")
+        alg.section(f"pass 1 (S&G 18-21): velocity of body {b.name}, joint {b.joint_name}",
+                    "pass 1 (S&G 18-21): velocity", b.index)
         qds = qd[b.q_start:b.q_start + b.dof]
         vp = to_child(b, kin, v[b.parent]) if b.parent >= 0 else ZERO6      # (18)
         vJ = S_times(kin, qds)
@@ -185,7 +187,8 @@ def acceleration_pass(tree, alg, kins, a, bias, qdd=None):
     base = [0.0, 0.0, 0.0] + [-g for g in tree.gravity]
     alpha, f = [], []
     for b, kin, ak, bk in zip(tree.bodies, kins, a, bias):
-        alg.section(f"pass 2 (S&G 22-23): acceleration of body {b.name}")
+        alg.section(f"pass 2 (S&G 22-23): acceleration of body {b.name}",
+                    "pass 2 (S&G 22-23): acceleration", b.index)
         parent = alpha[b.parent] if b.parent >= 0 else base
         al = vadd(to_child(b, kin, parent), ak)                              # (22)
         if qdd is not None:
@@ -200,7 +203,8 @@ def force_pass(tree, alg, kins, f):
     p = list(f)
     tau = [None] * tree.nv
     for b, kin in zip(reversed(tree.bodies), reversed(kins)):
-        alg.section(f"pass 3 (S&G 24-25): force on body {b.name}, joint {b.joint_name}")
+        alg.section(f"pass 3 (S&G 24-25): force on body {b.name}, joint {b.joint_name}",
+                    "pass 3 (S&G 24-25): force", b.index)
         for k, x in enumerate(S_transpose(kin, p[b.index])):                 # (25)
             tau[b.q_start + k] = x
         if b.parent >= 0:
@@ -215,7 +219,8 @@ def passive_forces(tree, alg, q, qd, tau):
     for b in tree.bodies:
         if b.stiffness is None and b.damping is None:
             continue
-        alg.section(f"joint {b.joint_name}: spring and damper (Sueda 2.6)")
+        alg.section(f"joint {b.joint_name}: spring and damper (Sueda 2.6)",
+                    "spring and damper (Sueda 2.6)", b.index)
         for k in range(b.dof):
             i = b.q_start + k
             if b.stiffness is not None and b.stiffness[k] != 0.0:
@@ -294,7 +299,8 @@ def articulated_inertia_pass(tree, alg, kins):
     Jbar = [b.inertia for b in tree.bodies]
     U, Om = [None] * len(tree.bodies), [None] * len(tree.bodies)
     for b, kin in zip(reversed(tree.bodies), reversed(kins)):
-        alg.section(f"pass 4 (S&G 27-28): articulated inertia of body {b.name}")
+        alg.section(f"pass 4 (S&G 27-28): articulated inertia of body {b.name}",
+                    "pass 4 (S&G 27-28): articulated inertia", b.index)
         U[b.index], Om[b.index], Ja = articulated_inertia_step(b, kin, Jbar[b.index])
         if Ja is not None:
             Jbar[b.parent] = sym_add(Jbar[b.parent], Ja)                     # (27)
@@ -321,7 +327,8 @@ def forward_dynamics(tree, alg, q, qd, tau):
     z = [ZERO6] * n
     cbar = [None] * n
     for b, kin in zip(reversed(tree.bodies), reversed(kins)):
-        alg.section(f"pass 5 (S&G 31-33): articulated bias of body {b.name}")
+        alg.section(f"pass 5 (S&G 31-33): articulated bias of body {b.name}",
+                    "pass 5 (S&G 31-33): articulated bias", b.index)
         i = b.index
         cbar[i], zp = articulated_bias_step(b, kin, U[i], Om[i],
                                             tau_bar[b.q_start:b.q_start + b.dof], z[i])
@@ -331,7 +338,8 @@ def forward_dynamics(tree, alg, q, qd, tau):
     eta = [None] * n
     qdd = [None] * tree.nv
     for b, kin in zip(tree.bodies, kins):
-        alg.section(f"pass 6 (S&G 34-35): acceleration of body {b.name}, joint {b.joint_name}")
+        alg.section(f"pass 6 (S&G 34-35): acceleration of body {b.name}, joint {b.joint_name}",
+                    "pass 6 (S&G 34-35): acceleration", b.index)
         i = b.index
         eta_parent = eta[b.parent] if b.parent >= 0 else None
         qdd[b.q_start:b.q_start + b.dof], eta[i] = joint_acceleration_step(
@@ -344,7 +352,8 @@ def composite_inertias(tree, alg, kins):
     """Ic_k = J_k + sum over children Ad^T Ic_i Ad, leaves to root (compact rigid form)."""
     Ic = [b.inertia for b in tree.bodies]
     for b, kin in zip(reversed(tree.bodies), reversed(kins)):
-        alg.section(f"mass matrix (Featherstone Table 6.2): composite inertia of body {b.name}")
+        alg.section(f"mass matrix (Featherstone Table 6.2): composite inertia of body {b.name}",
+                    "mass matrix (Featherstone Table 6.2): composite inertia", b.index)
         if b.parent >= 0:
             Ic[b.parent] = sym_add(Ic[b.parent], composite_inertia_into_parent(b, kin, Ic[b.index]))
     return Ic
@@ -358,7 +367,8 @@ def mass_matrix(tree, alg, q):
     nv = tree.nv
     M = [[0.0] * nv for _ in range(nv)]
     for b, kin in zip(reversed(tree.bodies), reversed(kins)):
-        alg.section(f"mass matrix (Featherstone Table 6.2): column of joint {b.joint_name}")
+        alg.section(f"mass matrix (Featherstone Table 6.2): column of joint {b.joint_name}",
+                    "mass matrix (Featherstone Table 6.2): column", b.index)
         F = [matvec(Ic[b.index], col) for col in columns(kin[2])]           # Ic_i S_i
         for r, Sc in enumerate(columns(kin[2])):
             for c in range(r, b.dof):
@@ -376,6 +386,16 @@ def mass_matrix(tree, alg, q):
 
 
 # ---- mass matrix in loop form: world-frame columns, then dense products ------------------------
+def world_pose_step(b, kin, pose):
+    """(R, t) of body b in the world: G_0b = G_0,parent X_tree Q(q), pose[] holding the
+    parents' (Featherstone 4.1, frames composed root to leaf)."""
+    R, t = joint_transform(b, kin)
+    if b.parent >= 0:
+        R0, p0 = pose[b.parent]
+        R, t = matmul(R0, R), vadd(matvec(R0, t), p0)
+    return R, t
+
+
 def world_columns(tree, alg, q):
     """Every coordinate's motion axis Sw_c and the momentum Fw_c = Ic S_c of the composite body it
     moves, both in world coordinates (Featherstone 6.2 in the world frame, as Pinocchio's WORLD
@@ -386,12 +406,9 @@ def world_columns(tree, alg, q):
     pose = [None] * len(tree.bodies)
     Sw, Fw = [None] * tree.nv, [None] * tree.nv
     for b, kin in zip(tree.bodies, kins):
-        alg.section(f"mass matrix: world pose, S and Ic S of joint {b.joint_name}")
-        R, t = joint_transform(b, kin)
-        if b.parent >= 0:                                   # G_0k = G_0,parent G_k
-            R0, p0 = pose[b.parent]
-            R, t = matmul(R0, R), vadd(matvec(R0, t), p0)
-        pose[b.index] = (R, t)
+        alg.section(f"mass matrix: world pose, S and Ic S of joint {b.joint_name}",
+                    "mass matrix: world pose, S and Ic S", b.index)
+        pose[b.index] = R, t = world_pose_step(b, kin, pose)
         for k, col in enumerate(columns(kin[2])):
             Sw[b.q_start + k] = twist_to_parent(R, t, col)
             Fw[b.q_start + k] = wrench_to_parent(R, t, matvec(Ic[b.index], col))
@@ -435,3 +452,48 @@ def mass_matrix_from_world_columns(tree, Sw, Fw):
 def mass_matrix_world(tree, alg, q):
     """The mass matrix by world_columns and mass_matrix_from_world_columns."""
     return mass_matrix_from_world_columns(tree, *world_columns(tree, alg, q))
+
+
+# ---- energies -----------------------------------------------------------------------------------
+def kinetic_energy(tree, alg, q, qd):
+    """T = 1/2 sum_k v_k^T J_k v_k with the body twists v_k of S&G pass 1 (18, 20)."""
+    kins = joint_kinematics(tree, alg, q, qd)
+    v, _, _ = velocity_pass(tree, alg, kins, qd)
+    alg.section("kinetic energy: 1/2 sum v^T J v (S&G 5, 20)", "kinetic energy")
+    T = 0.0
+    for b, vk in zip(tree.bodies, v):
+        T = T + dot(vk, matvec(b.inertia, vk))
+    return 0.5 * T
+
+
+def first_moment(b):
+    """m c, the body's mass times its centre of mass, read from its spatial inertia: the upper
+    right block of J is m [c]x (ARCHITECTURE: J = [[I_c - m[c]^2, m[c]], [-m[c], m 1]])."""
+    J = b.inertia
+    return [-J[1][5], J[0][5], -J[0][4]]
+
+
+def potential_energy(tree, alg, q):
+    """V = -sum_k m_k g . c_k (world centres of mass, as Pinocchio's computePotentialEnergy),
+    plus the joint springs' 1/2 K (q - q_rest)^2 (Sueda 2.6), whose force passive_forces adds."""
+    kins = joint_kinematics(tree, alg, q, None)
+    pose = [None] * len(tree.bodies)
+    V = 0.0
+    for b, kin in zip(tree.bodies, kins):
+        alg.section(f"potential energy: world pose and centre of mass of body {b.name}",
+                    "potential energy: gravity", b.index)
+        pose[b.index] = R, t = world_pose_step(b, kin, pose)
+        mass = b.inertia[3][3]
+        if mass == 0.0:
+            continue
+        mc = vadd(matvec(R, first_moment(b)), vscale(mass, t))      # m (R c + t)
+        V = V - dot(tree.gravity, mc)
+    for b in tree.bodies:
+        if b.stiffness is None:
+            continue
+        alg.section(f"joint {b.joint_name}: spring energy (Sueda 2.6)", "spring energy", b.index)
+        for k in range(b.dof):
+            if b.stiffness[k] != 0.0:
+                d = q[b.q_start + k] - b.rest[k]
+                V = V + 0.5 * b.stiffness[k] * d * d
+    return V

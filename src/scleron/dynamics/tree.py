@@ -52,6 +52,7 @@ class Tree:
             if b.parent >= 0:
                 self.bodies[b.parent].children.append(b.index)
         self.nv = k
+        self.nq = k              # every joint's q has as many entries as its velocity
 
     @property
     def joint_names(self):

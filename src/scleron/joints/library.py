@@ -12,6 +12,7 @@ import numpy as np
 import sympy as sp
 
 from . import charts, custom, splines, surfaces
+from ..program.algebra import FloatAlgebra
 from .special import ExpA, ExpB, ExpC, numeric_namespace
 from .symbolic import (EXPAND_MAX_TERMS, Evaluator, expansion_terms, light_entry, motion_subspace,
                        motion_subspace_factored, motion_subspace_rate, product_transform,
@@ -94,15 +95,7 @@ class JointModel:
         return np.array(self._lambdas[key](*q, *qd), dtype=float)
 
 
-class _FloatAlgebra:
-    """Floats for JointModel.numeric on the light path (the joints layer does not import the
-    dynamics layer's FloatAlgebra)."""
-    import math as _m
-    sin, cos, tan, exp, log, sqrt, atan = (_m.sin, _m.cos, _m.tan, _m.exp, _m.log, _m.sqrt, _m.atan)
-
-    @staticmethod
-    def call(name, x, numeric):
-        return numeric(x)
+_FloatAlgebra = FloatAlgebra()          # floats, for JointModel.numeric on the light path
 
 
 def _symbols(d):

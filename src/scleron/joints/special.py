@@ -5,14 +5,17 @@ With x = theta^2 = q.q (so everything is smooth at q = 0):
   A' = (C - B)/2,  B' = (A - 2B)/(2x) = DB(x),  C' = (B - 3C)/(2x) = DC(x).
 Each evaluates its Taylor series below SERIES_BELOW, where the closed form loses digits
 (relative error ~ eps/x), and the closed form above. They are sympy Functions whose fdiff
-returns the next function, so sympy can differentiate R and S of the joint; the generated C
-calls a small helper of the same name (codegen renders them from SERIES and CLOSED_FORM).
+returns the next function, so sympy can differentiate R and S of the joint. Each also carries
+a program Helper (numeric value, C body, derivative) under the same name: the unrolled program
+calls it and the backend prints its body (helper_c_body: the series in Horner form below the
+threshold, the closed form above).
 """
 import math
 
 import numpy as np
-
 import sympy as sp
+
+from ..program.algebra import Helper
 
 SERIES_BELOW = 0.1
 SERIES_TERMS = 9
@@ -76,8 +79,28 @@ class _Guarded(sp.Function):
         return None
 
 
+def helper_c_body(name):
+    """The C body of a guarded helper in x: Taylor series (Horner form) below SERIES_BELOW,
+    the closed form in x and th = sqrt(x) above."""
+    series = "0.0"
+    for c in reversed(SERIES[name]):
+        series = f"({c!r} + x * {series})" if series != "0.0" else f"{c!r}"
+    return (f"if (x < {SERIES_BELOW!r}) {{", f"    return {series};", "}",
+            "const double th = sqrt(x);", f"return {CLOSED_FORM[name]};")
+
+
 def _make(cname, numeric):
-    return type(cname.upper(), (_Guarded,), {"c_name": cname, "numeric": staticmethod(numeric)})
+    helper = Helper(cname, numeric, helper_c_body(cname),
+                    f"{cname}: exp-coordinate ball joint helper, series below x = {SERIES_BELOW}")
+    return type(cname.upper(), (_Guarded,), {"c_name": cname, "numeric": staticmethod(numeric),
+                                             "helper": helper})
+
+
+def _with_derivative(cls, rule):
+    """Attach d/dx to the sympy class (fdiff) and to its Helper (alg, x) -> value."""
+    cls.derivative = staticmethod(lambda x: rule(x, lambda h, y: h(y)))
+    cls.helper = Helper(cls.helper.name, cls.helper.numeric, cls.helper.c_body, cls.helper.doc,
+                        lambda alg, y: rule(y, lambda h, z: alg.call(h.helper, z)))
 
 
 ExpDB = _make("scl_exp_db", _numeric("scl_exp_db"))
@@ -85,9 +108,10 @@ ExpDC = _make("scl_exp_dc", _numeric("scl_exp_dc"))
 ExpB = _make("scl_exp_b", _numeric("scl_exp_b"))
 ExpC = _make("scl_exp_c", _numeric("scl_exp_c"))
 ExpA = _make("scl_exp_a", _numeric("scl_exp_a"))
-ExpB.derivative = staticmethod(lambda x: ExpDB(x))
-ExpC.derivative = staticmethod(lambda x: ExpDC(x))
-ExpA.derivative = staticmethod(lambda x: (ExpC(x) - ExpB(x)) / 2)
+_with_derivative(ExpB, lambda x, f: f(ExpDB, x))
+_with_derivative(ExpC, lambda x, f: f(ExpDC, x))
+_with_derivative(ExpA, lambda x, f: (f(ExpC, x) - f(ExpB, x)) / 2)
+
 
 GUARDED = {cls.c_name: cls for cls in (ExpA, ExpB, ExpC, ExpDB, ExpDC)}
 

@@ -192,7 +192,7 @@ class DagDiff:
 class Evaluator:
     """Evaluates sympy expressions in an algebra, given values for the free symbols.
 
-    `alg` provides sin, cos, tan, exp, log, sqrt and call(name, x, numeric); values are either
+    `alg` is an algebra (scleron.program.algebra: sin, cos, ..., atan, call(helper, x)); values are either
     floats or whatever the algebra's scalars are. Sub-expressions are memoised, so shared
     pieces (sin q, cos q) are evaluated once.
 
@@ -270,21 +270,11 @@ class Evaluator:
             return piece(self, e)
         numeric = getattr(type(e), "numeric", None)
         if numeric is not None:        # a series-guarded helper (see joints.special)
-            return self.alg.call(type(e).c_name, self(e.args[0]), numeric)
+            return self.alg.call(type(e).helper, self(e.args[0]))
         raise ValueError(f"cannot evaluate {fn} in generated code")
 
     def _atan(self, x):
-        """atan in the algebra: alg.atan where it has one; the program algebra's atan node
-        (the C printer knows atan) or math.atan on plain floats otherwise."""
-        f = getattr(self.alg, "atan", None)
-        if f is not None:
-            return f(x)
-        if isinstance(x, (int, float)):
-            return math.atan(x)
-        prog = getattr(x, "prog", None)
-        if prog is not None and hasattr(prog, "unary"):
-            return prog.unary("atan", x)
-        raise ValueError("this algebra has no atan")
+        return self.alg.atan(x)
 
     def _ipow(self, b, n):
         out = b

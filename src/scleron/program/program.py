@@ -11,12 +11,12 @@ program is built:
   sin/cos of each coordinate are computed once.
 Dead code is removed when the program is finalised against its outputs.
 """
-import math
 from dataclasses import dataclass
 
+from .algebra import MATH_FUNCTIONS, Section
+
 COMMUTATIVE = {"add", "mul"}
-UNARY_MATH = {"sin": math.sin, "cos": math.cos, "tan": math.tan, "exp": math.exp,
-              "log": math.log, "sqrt": math.sqrt, "atan": math.atan}
+UNARY_MATH = MATH_FUNCTIONS
 
 
 class Var:
@@ -90,15 +90,17 @@ class Program:
         self.name = name
         self.ops = []
         self.args = []
-        self.notes = []          # the section (pass, joint, body) active when node i was made
+        self.notes = []          # the Section (pass, joint, body) active when node i was made
         self.table = {}
-        self.section = ""
+        self.section = Section("")
+        self.helpers = {}        # name -> Helper of the call: nodes (numeric value, C body)
         self.inputs = {}         # array name -> size
         self.outputs = []        # (array, index, value)
 
     # ---- building ----------------------------------------------------------------------------
-    def set_section(self, text):
-        self.section = text
+    def set_section(self, section):
+        """Label the nodes made from now on: a Section, or a plain text."""
+        self.section = section if isinstance(section, Section) else Section(str(section), str(section))
 
     def node(self, op, args):
         key = (op,) + tuple(_key(a) for a in args)
@@ -232,12 +234,20 @@ class Program:
             return UNARY_MATH[fn](float(x))
         return self.node(fn, (x,))
 
-    def call(self, fn, x, numeric):
-        """A named C helper function of one argument (e.g. a series-guarded sinc); numeric
-        is its Python implementation, used to fold constants."""
+    def call(self, helper, x):
+        """A Helper function of one argument (e.g. a series-guarded sinc); its numeric value
+        folds constants and evaluates the program, its C body is printed by the backend."""
         if _is_const(x):
-            return numeric(float(x))
-        return self.node("call:" + fn, (x,))
+            return helper.numeric(float(x))
+        known = self.helpers.setdefault(helper.name, helper)
+        if known is not helper and known.c_body != helper.c_body:
+            raise ValueError(f"two different helpers named {helper.name}")
+        return self.node("call:" + helper.name, (x,))
+
+    def used_helpers(self):
+        """The Helpers the live nodes call, by name."""
+        names = sorted({self.ops[i][5:] for i in self.live() if self.ops[i].startswith("call:")})
+        return [self.helpers[n] for n in names]
 
     # ---- finishing ---------------------------------------------------------------------------
     def set_outputs(self, array, values):
@@ -293,31 +303,11 @@ class Program:
                 val[i] = a[0] ** a[1]
             elif op in UNARY_MATH:
                 val[i] = UNARY_MATH[op](a[0])
+            elif op.startswith("call:"):
+                val[i] = self.helpers[op[5:]].numeric(a[0])
             else:
                 raise ValueError(f"cannot evaluate {op} in Python")
         out = {}
         for array, idx, v in self.outputs:
             out.setdefault(array, {})[idx] = val[v.id] if isinstance(v, Var) else v
         return {k: [d[i] for i in range(len(d))] for k, d in out.items()}
-
-
-class ProgramAlgebra:
-    """The algebra the recursions use to build a Program: math functions become nodes and
-    sections label the nodes (pass, joint, body) for the comments of the generated code."""
-
-    def __init__(self, prog):
-        self.prog = prog
-
-    def sin(self, x): return self.prog.unary("sin", x)
-    def cos(self, x): return self.prog.unary("cos", x)
-    def tan(self, x): return self.prog.unary("tan", x)
-    def exp(self, x): return self.prog.unary("exp", x)
-    def log(self, x): return self.prog.unary("log", x)
-    def sqrt(self, x): return self.prog.unary("sqrt", x)
-    def atan(self, x): return self.prog.unary("atan", x)
-
-    def call(self, name, x, numeric):
-        return self.prog.call(name, x, numeric)
-
-    def section(self, text):
-        self.prog.set_section(text)

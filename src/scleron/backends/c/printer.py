@@ -7,7 +7,7 @@ chunk boundary travel through a local work array w[] of the public function.
 import math
 from dataclasses import dataclass, field
 
-from ..program.program import Var
+from ...program.program import Var
 from .render import c_comment
 
 C_FUNCS = {"sin": "sin", "cos": "cos", "tan": "tan", "exp": "exp", "log": "log",

@@ -1,7 +1,6 @@
-"""Renders the generated folder's files from the jinja2 templates in templates/."""
+"""Renders the generated folder's files from this backend's jinja2 templates (templates/)."""
 import re
 from pathlib import Path
-from importlib import resources
 
 import jinja2
 
@@ -33,11 +32,8 @@ def c_comment(text):
 
 
 def template_dir():
-    """templates/ of the installed package, or of the source tree when run uninstalled."""
-    try:
-        return resources.files("scleron.templates")
-    except ModuleNotFoundError:
-        return Path(__file__).resolve().parents[3] / "templates"
+    """This backend's templates/ folder (installed as package data beside this module)."""
+    return Path(__file__).resolve().parent / "templates"
 
 
 def environment():
@@ -55,14 +51,18 @@ def template_texts():
             if p.name.endswith(".j2")}
 
 
+# generated file name (a format of the model's C name) -> template
+FILES = {
+    "{name}_dynamics.h": "dynamics.h.j2",
+    "{name}_dynamics.c": "dynamics.c.j2",
+    "build_{name}.py": "build.py.j2",
+    "__init__.py": "__init__.py.j2",
+    "{name}_python.c": "python_ext.c.j2",
+}
+
+
 def render_files(ctx):
     """filename -> text for the generated folder, from a context dict."""
     env = environment()
-    name = ctx["name"]
-    return {
-        f"{name}_dynamics.h": env.get_template("dynamics.h.j2").render(ctx),
-        f"{name}_dynamics.c": env.get_template("dynamics.c.j2").render(ctx),
-        f"build_{name}.py": env.get_template("build.py.j2").render(ctx),
-        "__init__.py": env.get_template("__init__.py.j2").render(ctx),
-        f"{name}_python.c": env.get_template("python_ext.c.j2").render(ctx),
-    }
+    return {fname.format(name=ctx["name"]): env.get_template(template).render(ctx)
+            for fname, template in FILES.items()}

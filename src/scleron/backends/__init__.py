@@ -1,0 +1,39 @@
+"""Backends: each output language is one folder behind the Backend interface.
+
+A backend turns the generation's programs (scleron.unroll.FunctionCode, one per function spec)
+into the files of a generated folder, builds that folder and loads it back:
+
+    render(generation) -> {file name: text}     print the programs, fill the templates
+    template_texts()   -> {name: text}          part of the cache key
+    compile(folder, name)                        build the binaries in the folder
+    load(folder)                                 the loaded module
+
+`backends/c/` (C99 + cffi + a CPython fast extension) is the first; its printer, templates,
+build and loader live there. Output folders are written atomically by backends/folders.py,
+which every backend shares.
+"""
+
+
+class Backend:
+    """The interface every backend implements (see the module docstring)."""
+    name = ""
+
+    def render(self, generation):
+        raise NotImplementedError
+
+    def template_texts(self):
+        raise NotImplementedError
+
+    def compile(self, folder, name):
+        raise NotImplementedError
+
+    def load(self, folder):
+        raise NotImplementedError
+
+
+def backend(name="c"):
+    """The backend of an output language."""
+    if name == "c":
+        from .c import CBackend
+        return CBackend()
+    raise ValueError(f"unknown backend {name!r} (one of: c)")

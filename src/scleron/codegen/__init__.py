@@ -1,1 +1,0 @@
-"""C generation from straight-line programs, cffi build, cache and loader."""

@@ -1,1 +1,0 @@
-"""Jinja2 templates for the generated C source, header, cffi build and Python wrapper."""
