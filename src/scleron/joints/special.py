@@ -32,6 +32,9 @@ SERIES = {
     "scl_exp_c": [(-1) ** k / _fact(2 * k + 3) for k in range(SERIES_TERMS)],
     "scl_exp_db": [(k + 1) * (-1) ** (k + 1) / _fact(2 * k + 4) for k in range(SERIES_TERMS)],
     "scl_exp_dc": [(k + 1) * (-1) ** (k + 1) / _fact(2 * k + 5) for k in range(SERIES_TERMS)],
+    # their derivatives (for forward-mode differentiation of S and Sdot): DB' and DC'
+    "scl_exp_ddb": [(k + 1) * (k + 2) * (-1) ** k / _fact(2 * k + 6) for k in range(SERIES_TERMS)],
+    "scl_exp_ddc": [(k + 1) * (k + 2) * (-1) ** k / _fact(2 * k + 7) for k in range(SERIES_TERMS)],
 }
 
 # closed forms in C, in terms of x and th = sqrt(x)
@@ -42,6 +45,11 @@ CLOSED_FORM = {
     "scl_exp_db": "(sin(th) / th - 2.0 * (1.0 - cos(th)) / x) / (2.0 * x)",
     "scl_exp_dc": "((1.0 - cos(th)) / x - 3.0 * (th - sin(th)) / (x * th)) / (2.0 * x)",
 }
+# DB' = (C - B - 8 DB) / (4x) and DC' = (DB - 5 DC) / (2x), from DB = (A - 2B)/(2x), DC = (B - 3C)/(2x)
+CLOSED_FORM["scl_exp_ddb"] = (f"(({CLOSED_FORM['scl_exp_c']}) - ({CLOSED_FORM['scl_exp_b']}) - 8.0 * "
+                              f"({CLOSED_FORM['scl_exp_db']})) / (4.0 * x)")
+CLOSED_FORM["scl_exp_ddc"] = (f"(({CLOSED_FORM['scl_exp_db']}) - 5.0 * ({CLOSED_FORM['scl_exp_dc']}))"
+                              " / (2.0 * x)")
 
 
 def _numeric(name):
@@ -53,8 +61,9 @@ def _numeric(name):
         th = math.sqrt(x)
         s, c = math.sin(th), math.cos(th)
         a, b, cc = s / th, (1 - c) / x, (th - s) / (x * th)
-        return {"scl_exp_a": a, "scl_exp_b": b, "scl_exp_c": cc,
-                "scl_exp_db": (a - 2 * b) / (2 * x), "scl_exp_dc": (b - 3 * cc) / (2 * x)}[name]
+        db, dc = (a - 2 * b) / (2 * x), (b - 3 * cc) / (2 * x)
+        return {"scl_exp_a": a, "scl_exp_b": b, "scl_exp_c": cc, "scl_exp_db": db, "scl_exp_dc": dc,
+                "scl_exp_ddb": (cc - b - 8 * db) / (4 * x), "scl_exp_ddc": (db - 5 * dc) / (2 * x)}[name]
     return f
 
 
@@ -103,17 +112,21 @@ def _with_derivative(cls, rule):
                         lambda alg, y: rule(y, lambda h, z: alg.call(h.helper, z)))
 
 
+ExpDDB = _make("scl_exp_ddb", _numeric("scl_exp_ddb"))
+ExpDDC = _make("scl_exp_ddc", _numeric("scl_exp_ddc"))
 ExpDB = _make("scl_exp_db", _numeric("scl_exp_db"))
 ExpDC = _make("scl_exp_dc", _numeric("scl_exp_dc"))
 ExpB = _make("scl_exp_b", _numeric("scl_exp_b"))
 ExpC = _make("scl_exp_c", _numeric("scl_exp_c"))
 ExpA = _make("scl_exp_a", _numeric("scl_exp_a"))
+_with_derivative(ExpDB, lambda x, f: f(ExpDDB, x))
+_with_derivative(ExpDC, lambda x, f: f(ExpDDC, x))
 _with_derivative(ExpB, lambda x, f: f(ExpDB, x))
 _with_derivative(ExpC, lambda x, f: f(ExpDC, x))
 _with_derivative(ExpA, lambda x, f: (f(ExpC, x) - f(ExpB, x)) / 2)
 
 
-GUARDED = {cls.c_name: cls for cls in (ExpA, ExpB, ExpC, ExpDB, ExpDC)}
+GUARDED = {cls.c_name: cls for cls in (ExpA, ExpB, ExpC, ExpDB, ExpDC, ExpDDB, ExpDDC)}
 
 
 # ---- piecewise pieces without branches (spline joints, custom joints) ------------------------

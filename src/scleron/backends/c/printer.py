@@ -54,36 +54,39 @@ def _trig_of_input(prog, i, array):
     return None
 
 
-def print_program(prog, fname, arrays, chunk=1000, first_index=0, sincos_of=None):
-    """arrays: ordered list of (name, is_output) naming the C pointer parameters.
+class CStatements:
+    """C text of a program's live nodes: temporaries named t0, t1, ... in evaluation order,
+    inputs as array[index], and (sincos_of="q") sin(q[k]), cos(q[k]) read from sq[k], cq[k],
+    which the generated function computes for all k at once before its statements."""
 
-    sincos_of: name of the input array (e.g. "q") whose sines and cosines are computed for all
-    entries at once, vectorised, before the chunks run (scl_sincos): sin(q[k]) and cos(q[k])
-    then read sq[k] and cq[k] instead of calling libm one at a time."""
-    trig = {}
-    if sincos_of:
-        for i in prog.live():
-            hit = _trig_of_input(prog, i, sincos_of)
-            if hit:
-                trig[i] = hit
-    live = [i for i in prog.live() if prog.ops[i] != "in" and i not in trig]
-    name_of = {}
-    for k, i in enumerate(live):
-        name_of[i] = f"t{k}"
+    def __init__(self, prog, sincos_of=None):
+        self.prog = prog
+        self.trig = {}
+        if sincos_of:
+            for i in prog.live():
+                hit = _trig_of_input(prog, i, sincos_of)
+                if hit:
+                    self.trig[i] = hit
+        self.live = [i for i in prog.live() if prog.ops[i] != "in" and i not in self.trig]
+        self.name_of = {i: f"t{k}" for k, i in enumerate(self.live)}
 
-    def ref(x):
+    def ref(self, x):
+        """An operand: a literal, an input, a sin/cos of q, or a temporary."""
+        prog = self.prog
         if not isinstance(x, Var):
             return c_literal(x)
         if prog.ops[x.id] == "in":
             arr, idx = prog.args[x.id]
             return f"{arr}[{idx}]"
-        if x.id in trig:
-            arr, idx = trig[x.id]
+        if x.id in self.trig:
+            arr, idx = self.trig[x.id]
             return f"{arr}[{idx}]"
-        return name_of[x.id]
+        return self.name_of[x.id]
 
-    def expr(i):
-        op, args = prog.ops[i], prog.args[i]
+    def expr(self, i):
+        """The right-hand side of node i."""
+        op, args = self.prog.ops[i], self.prog.args[i]
+        ref = self.ref
         if op in BINARY:
             a, b = args
             return f"{ref(a)} {BINARY[op]} {ref(b)}"
@@ -97,6 +100,32 @@ def print_program(prog, fname, arrays, chunk=1000, first_index=0, sincos_of=None
             return f"pow({ref(args[0])}, {ref(args[1])})"
         raise ValueError(op)
 
+    def statement(self, i):
+        return f"const double {self.name_of[i]} = {self.expr(i)};"
+
+    def stores(self):
+        """node id -> the output entries ('array[index]') that take its value."""
+        out = {}
+        for array, idx, v in self.prog.outputs:
+            if isinstance(v, Var) and v.id in self.name_of:
+                out.setdefault(v.id, []).append(f"{array}[{idx}]")
+        return out
+
+    def other_outputs(self):
+        """(target, value) of outputs that are constants or inputs (stored at the end)."""
+        return [(f"{array}[{idx}]", self.ref(v)) for array, idx, v in self.prog.outputs
+                if not (isinstance(v, Var) and v.id in self.name_of)]
+
+
+def print_program(prog, fname, arrays, chunk=1000, first_index=0, sincos_of=None):
+    """arrays: ordered list of (name, is_output) naming the C pointer parameters.
+
+    sincos_of: name of the input array (e.g. "q") whose sines and cosines are computed for all
+    entries at once, vectorised, before the chunks run (scl_sincos): sin(q[k]) and cos(q[k])
+    then read sq[k] and cq[k] instead of calling libm one at a time."""
+    cs = CStatements(prog, sincos_of)
+    trig, live, name_of = cs.trig, cs.live, cs.name_of
+
     # assign nodes to chunks
     chunk_of = {i: k // chunk for k, i in enumerate(live)}
     nchunks = max(1, (len(live) + chunk - 1) // chunk)
@@ -109,10 +138,7 @@ def print_program(prog, fname, arrays, chunk=1000, first_index=0, sincos_of=None
                 crossing.setdefault(a.id, len(crossing))
     # an output is stored right where its value is computed (outputs must not alias inputs:
     # the parameters are restrict); constants and plain inputs are stored at the end
-    stores = {}
-    for array, idx, v in prog.outputs:
-        if isinstance(v, Var) and v.id in chunk_of:
-            stores.setdefault(v.id, []).append(f"{array}[{idx}]")
+    stores = cs.stores()
 
     chunks = [Chunk(f"{fname}_part{k}", first_index + k) for k in range(nchunks)]
     loaded = [set() for _ in range(nchunks)]
@@ -128,18 +154,17 @@ def print_program(prog, fname, arrays, chunk=1000, first_index=0, sincos_of=None
             if isinstance(a, Var) and a.id in chunk_of and chunk_of[a.id] != c and a.id not in loaded[c]:
                 ch.lines.append(f"const double {name_of[a.id]} = w[{crossing[a.id]}];")
                 loaded[c].add(a.id)
-        ch.lines.append(f"const double {name_of[i]} = {expr(i)};")
+        ch.lines.append(cs.statement(i))
         if i in crossing:
             ch.lines.append(f"w[{crossing[i]}] = {name_of[i]};")
         for target in stores.get(i, ()):
             ch.lines.append(f"{target} = {name_of[i]};")
-    rest = [(array, idx, v) for array, idx, v in prog.outputs
-            if not (isinstance(v, Var) and v.id in chunk_of)]
+    rest = cs.other_outputs()
     if rest:
         tail = chunks[last]
         tail.lines.append("/* outputs that are constants or inputs */")
-        for array, idx, v in rest:
-            tail.lines.append(f"{array}[{idx}] = {ref(v)};")
+        for target, value in rest:
+            tail.lines.append(f"{target} = {value};")
 
     def param(name, is_out):
         return f"double *restrict {name}" if is_out else f"const double *restrict {name}"
