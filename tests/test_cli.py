@@ -27,6 +27,16 @@ def test_codegen_prints_summary_and_the_result_imports(tmp_path):
     assert r2.stdout.split() == ["20", "True"], r2.stderr
     again = run("codegen", example("branched.yaml"), "-o", str(out))
     assert again.returncode == 0 and "up to date" in again.stdout
+    assert "forward_dynamics" in again.stdout and "compiled" not in again.stdout
+    # an up-to-date folder without its compiled module (a clone's generated/, --no-compile) is
+    # compiled by codegen, which says so, rather than later and silently on import
+    for name in os.listdir(out):
+        if name.endswith((".so", ".pyd")):
+            os.remove(out / name)
+    third = run("codegen", example("branched.yaml"), "-o", str(out))
+    assert third.returncode == 0 and "up to date" in third.stdout, third.stderr
+    assert "compiled" in third.stdout
+    assert any(name.endswith((".so", ".pyd")) for name in os.listdir(out))
 
 
 def test_show_joint_tree_and_latex():
@@ -81,3 +91,100 @@ def test_codegen_method_and_mass_matrix_options(tmp_path):
     assert lines["inverse_dynamics"].rstrip().endswith("unrolled")
     bad = run("codegen", example("rc20.yaml"), "-o", str(tmp_path / "x"), "--method", "3")
     assert bad.returncode == 2 and "--method" in bad.stderr
+
+
+BRANCHED_TREE = """\
+branched: 9 bodies, nq = nv = 20
+world
+└─ hub  [hub_turn: revolute, 1 DOF]
+   ├─ a_upper  [a_shoulder: spherical, 3 DOF]
+   │  └─ a_lower  [a_elbow: universal, 2 DOF]
+   │     └─ a_hand  [a_wrist: helical, 1 DOF]
+   ├─ b_upper  [b_shoulder: cylindrical, 2 DOF]
+   │  └─ b_lower  [b_elbow: composite, 2 DOF]
+   │     └─ b_hand  [b_wrist: ball_exp, 3 DOF]
+   └─ c_slider  [c_plane: planar, 3 DOF]
+      └─ c_tip  [c_shift: translational, 3 DOF]
+"""
+
+
+def test_show_tree_draws_siblings_apart():
+    """Siblings hang off ├─ and the last off └─; │ continues under a sibling with more below."""
+    r = run("show", example("branched.yaml"), "--tree")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == BRANCHED_TREE
+
+
+def test_tree_text_several_roots_and_a_long_chain():
+    import scleron
+    from scleron.show import tree_text
+    m = scleron.Model("forest")
+    for name, parent in [("a", "world"), ("a1", "a"), ("a2", "a"), ("b", "world")]:
+        m.add_body(name, parent, joint="revolute", axis=(0, 0, 1), mass=1.0,
+                   inertia=(0.1, 0.1, 0.1))
+    assert tree_text(m) == "\n".join([
+        "forest: 4 bodies, nq = nv = 4",
+        "world",
+        "├─ a  [a_joint: revolute, 1 DOF]",
+        "│  ├─ a1  [a1_joint: revolute, 1 DOF]",
+        "│  └─ a2  [a2_joint: revolute, 1 DOF]",
+        "└─ b  [b_joint: revolute, 1 DOF]"])
+    chain = scleron.Model("chain")                  # deeper than Python's recursion limit
+    parent = "world"
+    for k in range(1200):
+        chain.add_body(f"l{k}", parent, joint="revolute", axis=(0, 0, 1), mass=1.0,
+                       inertia=(0.1, 0.1, 0.1))
+        parent = f"l{k}"
+    lines = tree_text(chain).splitlines()
+    assert len(lines) == 1202
+    assert lines[-1] == " " * 3 * 1199 + "└─ l1199  [l1199_joint: revolute, 1 DOF]"
+
+
+# ---- the README's synopsis is the parser's ------------------------------------------------------
+def test_readme_synopsis_is_the_parsers():
+    """README.md's command-line synopsis is written from scleron.cli.build_parser; a new or
+    changed option makes this fail until the README is refreshed."""
+    from scleron.cli import readme_synopsis, synopsis_block
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    block = readme_synopsis(readme)
+    assert block is not None, "README.md has lost its synopsis markers"
+    assert block == synopsis_block(), (
+        "README.md's command-line synopsis differs from the parser's; refresh it with "
+        "`python -m scleron.cli --synopsis README.md`")
+
+
+def test_synopsis_names_every_command_and_option(monkeypatch):
+    import argparse
+
+    from scleron.cli import build_parser, synopsis
+    monkeypatch.setenv("COLUMNS", "40")            # argparse's width must not matter
+    text = synopsis()
+    assert text == synopsis(build_parser())
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(sub.choices) >= {"codegen", "show", "draw", "simulate", "charts"}
+    for name, subparser in sub.choices.items():
+        block = text.split(f"\nscleron {name} ", 1)[1].split("\n\nscleron ", 1)[0]
+        for action in subparser._actions:
+            for flag in action.option_strings:
+                if flag not in ("-h", "--help"):
+                    assert flag in block, (name, flag)
+    assert all(len(line) <= 100 for line in text.splitlines())
+    for needle in ("--floating", "--elev", "--azim", "--no-labels", "--tau", "--rtol", "--atol",
+                   "--every", "--build-dir", "--switch-threshold", "~/.cache/scleron/<name>",
+                   "charts/", "generated/<name>"):
+        assert needle in text, needle
+
+
+def test_synopsis_refresh_rewrites_only_the_block(tmp_path):
+    from scleron.cli import SYNOPSIS_BEGIN, SYNOPSIS_END, synopsis_block
+    readme = tmp_path / "README.md"
+    stale = f"{SYNOPSIS_BEGIN}\n```\nscleron old\n```\n{SYNOPSIS_END}"
+    readme.write_text(f"# title\n\n{stale}\n\nrest\n", encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "scleron.cli", "--synopsis", str(readme)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0 and "updated" in r.stdout, r.stderr
+    assert readme.read_text(encoding="utf-8") == f"# title\n\n{synopsis_block()}\n\nrest\n"
+    r = subprocess.run([sys.executable, "-m", "scleron.cli", "--synopsis", str(readme)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0 and "up to date" in r.stdout

@@ -6,6 +6,8 @@ its output folder only when everything succeeded (and removes the parent folders
 for it), draw writes its picture whole or not at all.
 """
 import argparse
+import glob
+import json
 import os
 import sys
 import time
@@ -55,6 +57,36 @@ def _remove_empty(folders):
             pass
 
 
+def _binaries(folder):
+    """The compiled modules in a folder, with their modification times."""
+    out = {}
+    for pattern in ("*.so", "*.pyd"):
+        for path in glob.glob(os.path.join(folder, pattern)):
+            try:
+                out[path] = os.path.getmtime(path)
+            except OSError:
+                pass
+    return out
+
+
+def _stored_functions(folder):
+    """{function: (statements, operations)} as scleron.json of a generated folder records them
+    ({} where it does not)."""
+    try:
+        with open(os.path.join(folder, "scleron.json")) as fh:
+            functions = json.load(fh).get("functions") or {}
+        return {str(f): (v.get("statements", "?"), v.get("ops", "?"))
+                for f, v in functions.items() if isinstance(v, dict)}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def _table(rows, forms=None):
+    print(f"{'function':<18} {'statements':>10}  {'operations per call':<30} code")
+    for fname, (stmts, counts) in rows.items():
+        print(f"{fname:<18} {stmts:>10}  {str(counts):<30} {(forms or {}).get(fname, '')}".rstrip())
+
+
 def cmd_codegen(args):
     from .pipeline import Report, generate
     if args.chunk < 1:
@@ -65,24 +97,32 @@ def cmd_codegen(args):
     report = Report(model.name, model.nv)
     out = args.output or os.path.join("generated", args.name or model.name)
     created = _missing_ancestors(out)
+    before = _binaries(out)
     try:
         cflags = None
         if args.opt is not None:
             from .pipeline import DEFAULT_CFLAGS
             cflags = [f"-O{args.opt}" if f.startswith("-O") else f for f in DEFAULT_CFLAGS]
+        t0 = time.perf_counter()
         generate(model, out, args.name, chunk=args.chunk, force=args.force,
                  compile=not args.no_compile, report=report, cflags=cflags,
                  method=int(args.method), mass_matrix=args.mass_matrix)
+        t_generate = time.perf_counter() - t0
     except BaseException:
         _remove_empty(created)
         raise
     print(f"{model.name}: {len(model.bodies)} bodies, nq = nv = {model.nv} -> {out}")
     if report.cache_hit:
-        print("up to date (cache hit: same model, options and scleron version)")
+        print("up to date (cache hit: same model, options and scleron version; --force "
+              "regenerates)")
+        _table(_stored_functions(out))
+        if not args.no_compile and _binaries(out) != before:
+            # a folder of sources only (a clone of the repository, --no-compile): loading it
+            # compiled it just now
+            print(f"compiled (the folder had no compiled module for these sources): "
+                  f"{t_generate:.2f} s")
         return 0
-    print(f"{'function':<18} {'statements':>10}  {'operations per call':<30} code")
-    for fname, (stmts, counts) in report.functions.items():
-        print(f"{fname:<18} {stmts:>10}  {str(counts):<30} {report.forms.get(fname, '')}")
+    _table(report.functions, report.forms)
     times = {"load": t_load, **report.times}
     print("time: " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items())
           + f", total {sum(times.values()):.2f} s")
@@ -124,14 +164,17 @@ def build_parser():
     p = _Parser(prog="scleron", description="Linear-time dynamics code generation "
                 "for multibody systems with general scleronomic joints.")
     p.add_argument("--version", action="version", version=f"scleron {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND",
+                           help="what to do (each command has its own --help)")
 
-    c = sub.add_parser("codegen", help="generate, compile and load C dynamics for a model")
+    c = sub.add_parser("codegen", help="generate, compile and load C dynamics for a model "
+                       "(into generated/<name> unless -o DIR)")
     c.add_argument("model", help="model file (.yaml, .yml, .urdf)")
-    c.add_argument("-o", "--output", help="output folder (default generated/<name>)")
+    c.add_argument("-o", "--output", metavar="DIR", help="output folder (default generated/<name>)")
     c.add_argument("--name", help="C prefix and package name (default: the model's name)")
     c.add_argument("--floating", action="store_true", help="URDF: add a free joint at the root")
-    c.add_argument("--chunk", type=int, default=1000, help="statements per C function chunk")
+    c.add_argument("--chunk", type=int, default=1000, metavar="N",
+                   help="statements per C function chunk (default 1000)")
     c.add_argument("--opt", choices=["1", "2", "3"], default=None,
                    help="gcc optimisation level (default 2; 1 compiles about twice as fast, "
                         "runs 5-15%% slower: for very large models)")
@@ -149,37 +192,186 @@ def build_parser():
 
     s = sub.add_parser("show", help="print the emitted equations of a function, a joint's "
                        "derived quantities or the body tree")
-    s.add_argument("model")
+    s.add_argument("model", help="model file (.yaml, .yml, .urdf)")
     s.add_argument("--function", choices=["fd", "id", "mass", "bias", "forward_dynamics",
                                           "inverse_dynamics", "mass_matrix", "bias_forces"],
-                   help="print the unrolled program of this function, grouped by recursion pass "
+                   metavar="fd|id|mass|bias",
+                   help="print the unrolled program of this function (or forward_dynamics, "
+                        "inverse_dynamics, mass_matrix, bias_forces), grouped by recursion pass "
                         "and body, with operation counts before and after simplification")
-    s.add_argument("--body", help="with --function: only the groups of this body (or joint)")
-    s.add_argument("--joint", help="joint name (default: all joints)")
+    s.add_argument("--body", metavar="NAME",
+                   help="with --function: only the groups of this body (or joint)")
+    s.add_argument("--joint", metavar="NAME", help="print this joint's coordinates, G, S and Sdot "
+                   "(default, without --function or --tree: every joint's)")
     s.add_argument("--what", default="all", choices=["all", "G", "S", "Sdot"],
                    help="with --joint: which quantity")
     s.add_argument("--format", default="text", choices=["text", "latex", "c"],
                    help="text, a standalone LaTeX document, or C")
-    s.add_argument("--tree", action="store_true", help="print the body tree")
+    s.add_argument("--tree", action="store_true",
+                   help="print the body tree: each body under its parent, with its joint's type "
+                        "and DOF")
     s.add_argument("--floating", action="store_true", help="URDF: add a free joint at the root")
     s.set_defaults(func=cmd_show)
 
     d = sub.add_parser("draw", help="draw a 3-D stick figure of the model (needs matplotlib)")
-    d.add_argument("model")
-    d.add_argument("-o", "--output", required=True, help="picture file (.png, .pdf, .svg)")
+    d.add_argument("model", help="model file (.yaml, .yml, .urdf)")
+    d.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="picture file (.png, .pdf, .svg)")
     d.add_argument("--q", nargs="+", type=float, metavar="X",
                    help="the nq coordinates in order (default: the model's initial q, else 0)")
-    d.add_argument("--elev", type=float, default=20.0, help="view elevation in degrees")
-    d.add_argument("--azim", type=float, default=-60.0, help="view azimuth in degrees")
+    d.add_argument("--elev", type=float, default=20.0, metavar="DEG",
+                   help="view elevation in degrees (default 20)")
+    d.add_argument("--azim", type=float, default=-60.0, metavar="DEG",
+                   help="view azimuth in degrees (default -60)")
     d.add_argument("--no-labels", action="store_true", help="do not write body names")
     d.add_argument("--floating", action="store_true", help="URDF: add a free joint at the root")
     d.set_defaults(func=cmd_draw)
-
-    h = sub.add_parser("charts", help="write the 12 Euler charts (Sueda App. A) as C and Python")
-    h.add_argument("-o", "--output", default="charts", help="output folder (default charts/)")
-    h.set_defaults(func=cmd_charts)
     add_simulate_parser(sub)
+
+    h = sub.add_parser("charts", help="write the 12 Euler charts (Sueda App. A) as C and Python "
+                       "(euler_charts.c, .h, .py) into charts/ unless -o DIR")
+    h.add_argument("-o", "--output", default="charts", metavar="DIR",
+                   help="output folder (default charts/ in the current folder)")
+    h.set_defaults(func=cmd_charts)
     return p
+
+
+# ---- the synopsis: README.md's command-line reference, written from the parser ------------------
+SYNOPSIS_BEGIN = ("<!-- synopsis: written from scleron.cli.build_parser by "
+                  "`python -m scleron.cli --synopsis README.md`; do not edit by hand -->")
+SYNOPSIS_END = "<!-- end of synopsis -->"
+SYNOPSIS_WIDTH = 100
+
+
+def _metavar(action):
+    if action.metavar is not None:
+        return action.metavar
+    if action.choices is not None:
+        return "|".join(str(c) for c in action.choices)
+    return action.dest.upper()
+
+
+def _argument(action):
+    """How one argument is written in a usage line: `MODEL`, `--chunk N`, `--q X ...`."""
+    if isinstance(action, argparse._SubParsersAction):
+        return f"{_metavar(action)} ..."
+    if not action.option_strings:
+        return _metavar(action)
+    flag = action.option_strings[0]
+    if action.nargs == 0:
+        return flag
+    meta = _metavar(action)
+    if action.nargs in ("+", "*"):
+        meta = f"{meta} ..."
+    elif action.nargs == "?":
+        meta = f"[{meta}]"
+    return f"{flag} {meta}"
+
+
+def _label(action):
+    """How one argument is named in the option list: `-o, --output DIR`, `MODEL`."""
+    if not action.option_strings:
+        return _metavar(action)
+    text = ", ".join(action.option_strings)
+    return text if action.nargs == 0 else f"{text} {_argument(action).split(' ', 1)[1]}"
+
+
+def _help(action, prog):
+    text = action.help or ""
+    try:                                           # argparse's %(default)s, %(prog)s, %%
+        text = text % dict(vars(action), prog=prog)
+    except (KeyError, TypeError, ValueError):
+        pass
+    return " ".join(text.split())
+
+
+def _wrap(words, first, indent, width):
+    """words joined by spaces into lines of at most width (a longer word gets a line of its
+    own): the first line starts with first, the others with indent."""
+    lines, line = [], first
+    for word in words:
+        if line.strip() and len(line) + 1 + len(word) > width and line != first:
+            lines.append(line)
+            line = indent + word
+        else:
+            line = f"{line}{'' if line.endswith(' ') or not line.strip() else ' '}{word}"
+    lines.append(line)
+    return [ln.rstrip() for ln in lines]
+
+
+def _visible(parser):
+    return [a for a in parser._actions
+            if a.help != argparse.SUPPRESS and not isinstance(a, argparse._HelpAction)]
+
+
+def _command_text(parser, prog, summary, width, column):
+    actions = _visible(parser)
+    positionals = [a for a in actions if not a.option_strings]
+    optionals = [a for a in actions if a.option_strings]
+    commands = [a for a in positionals if isinstance(a, argparse._SubParsersAction)]
+    positionals = [a for a in positionals if a not in commands]
+    usage = ([_argument(a) for a in positionals]
+             + [_argument(a) if a.required else f"[{_argument(a)}]" for a in optionals]
+             + [_argument(a) for a in commands])
+    lines = _wrap(usage, prog + " ", " " * (len(prog) + 1), width)
+    if summary:
+        lines += _wrap(summary.split(), "    ", "    ", width)
+    for action in positionals + optionals + commands:
+        head = f"    {_label(action)}"
+        if len(head) + 2 > column:                 # a long name: its help on the next line
+            lines.append(head)
+            head = ""
+        lines += _wrap(_help(action, prog).split(), head.ljust(column), " " * column, width)
+    return lines
+
+
+def synopsis(parser=None, width=SYNOPSIS_WIDTH, column=26):
+    """Every command and every option of `scleron`, with its help text, as plain text.
+
+    Written from the argparse parser (build_parser), so it cannot leave an option out;
+    README.md carries it between SYNOPSIS_BEGIN and SYNOPSIS_END (tests/test_cli.py checks).
+    """
+    parser = parser or build_parser()
+    prog = parser.prog
+    commands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    blocks = [_command_text(parser, prog, parser.description, width, column)]
+    blocks[0].append("    -h, --help".ljust(column) + f"the full help of {prog} or of a command "
+                     f"({prog} COMMAND --help)")
+    for sub in commands:
+        summaries = {c.dest: c.help for c in sub._choices_actions}
+        for name, subparser in sub.choices.items():
+            blocks.append(_command_text(subparser, f"{prog} {name}", summaries.get(name),
+                                        width, column))
+    return "\n\n".join("\n".join(b) for b in blocks) + "\n"
+
+
+def synopsis_block(parser=None):
+    """The synopsis as README.md holds it: markers, and a fenced block between them."""
+    return f"{SYNOPSIS_BEGIN}\n```\n{synopsis(parser)}```\n{SYNOPSIS_END}"
+
+
+def readme_synopsis(text):
+    """The text between the synopsis markers of a README, markers included, or None."""
+    start = text.find(SYNOPSIS_BEGIN)
+    end = text.find(SYNOPSIS_END, start)
+    if start < 0 or end < 0:
+        return None
+    return text[start:end + len(SYNOPSIS_END)]
+
+
+def update_readme(path):
+    """Rewrites the synopsis between the markers of the README at path; True if it changed."""
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    old = readme_synopsis(text)
+    if old is None:
+        raise CommandError(f"{path}: no synopsis markers ({SYNOPSIS_BEGIN} ... {SYNOPSIS_END})")
+    new = synopsis_block()
+    if old == new:
+        return False
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text.replace(old, new, 1))
+    return True
 
 
 def _one_line(exc):
@@ -217,5 +409,22 @@ def main(argv=None):
         return 2
 
 
+def _synopsis_main(argv):
+    """python -m scleron.cli --synopsis             prints the synopsis;
+    python -m scleron.cli --synopsis README.md   rewrites it between the README's markers."""
+    if not argv:
+        sys.stdout.write(synopsis())
+        return 0
+    try:
+        changed = update_readme(argv[0])
+    except (OSError, CommandError) as exc:
+        print(f"scleron: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    print(f"{argv[0]}: synopsis {'updated' if changed else 'already up to date'}")
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--synopsis"]:
+        sys.exit(_synopsis_main(sys.argv[2:]))
     sys.exit(main())

@@ -37,16 +37,29 @@ FORMATS = ("text", "latex", "c")
 
 # ---- the body tree ------------------------------------------------------------------------------
 def tree_text(model):
+    """The body tree, one body a line under its parent, with the joint that moves it (name,
+    type, DOF). Siblings hang off `├─` and the last of them off `└─`; `│` continues the line
+    of a parent that has further children below."""
     children = {}
     for j in model.joints:
         children.setdefault(j.parent, []).append(j)
-    lines = [f"{model.name}: {len(model.bodies)} bodies, nq = nv = {model.nv}", WORLD]
+    nq, nv = getattr(model, "nq", model.nv), model.nv
+    sizes = f"nq = nv = {nv}" if nq == nv else f"nq = {nq}, nv = {nv}"
+    lines = [f"{model.name}: {len(model.bodies)} bodies, {sizes}", WORLD]
+    # depth first, iteratively (a long chain must not hit the recursion limit); the stack holds
+    # (joint, indent of its line, whether it is its parent's last child), next to draw on top
+    stack = []
 
-    def walk(parent, indent):
-        for j in children.get(parent, []):
-            lines.append(f"{indent}└─ {j.child}  [{j.name}: {j.type}, {j.dof} DOF]")
-            walk(j.child, indent + "   ")
-    walk(WORLD, "")
+    def push(parent, indent):
+        below = children.get(parent, [])
+        stack.extend((j, indent, k == len(below) - 1) for k, j in reversed(list(enumerate(below))))
+
+    push(WORLD, "")
+    while stack:
+        j, indent, last = stack.pop()
+        branch = "└─" if last else "├─"
+        lines.append(f"{indent}{branch} {j.child}  [{j.name}: {j.type}, {j.dof} DOF]")
+        push(j.child, indent + ("   " if last else "│  "))
     return "\n".join(lines)
 
 
