@@ -242,6 +242,21 @@ def test_energies_equal_pinocchio(pin, generated, rng, system):
     np.testing.assert_allclose(dyn.potential_energy(Q), [dyn.potential_energy(q) for q in Q], rtol=1e-14)
 
 
+@pytest.mark.parametrize("system", list(SYSTEMS))
+def test_center_of_mass_equals_pinocchio(pin, generated, rng, system):
+    path, build, qrange = SYSTEMS[system]
+    model, dyn = generated(path(), system)
+    pm = build(pin)
+    pdata = pm.createData()
+    for _ in range(NSTATES):
+        q, qd, _, _ = random_state(rng, model.nv, qrange)
+        q_pin, _, _ = pin_state(pin, pm, model, q, qd)
+        want = pin.centerOfMass(pm, pdata, q_pin)
+        got = dyn.center_of_mass(q)
+        assert got.shape == (3,)
+        assert np.linalg.norm(got - want) <= TOL * max(np.linalg.norm(want), 1.0), f"{system}: {got} vs {want}"
+
+
 def test_free_flyer_mapping_is_consistent(pin):
     """The quadruped mapping itself: J is invertible, and the root block of J is [[0, R^T], [S_R, 0]]."""
     model = scleron.load_model(example("quadruped.yaml"))

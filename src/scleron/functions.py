@@ -100,6 +100,9 @@ FUNCTIONS = {f.name: f for f in [
                  recursions.potential_energy,
                  "V(q): gravity (-sum m g . c, world centres of mass) plus joint springs",
                  ("pe",)),
+    FunctionSpec("center_of_mass", (Q,), (Argument("com", (3,), "centre of mass (world)"),),
+                 recursions.center_of_mass, "the whole tree's centre of mass in world coordinates",
+                 ("com",)),
 ]}
 
 

@@ -497,3 +497,19 @@ def potential_energy(tree, alg, q):
                 d = q[b.q_start + k] - b.rest[k]
                 V = V + 0.5 * b.stiffness[k] * d * d
     return V
+
+
+# ---- centre of mass -----------------------------------------------------------------------------
+def center_of_mass(tree, alg, q):
+    """The centre of mass of the whole tree in world coordinates, sum_k m_k c_k / sum_k m_k
+    (as Pinocchio's centerOfMass), c_k = R_k c_k,body + t_k from the world poses."""
+    kins = joint_kinematics(tree, alg, q, None)
+    pose = [None] * len(tree.bodies)
+    total = sum(b.inertia[3][3] for b in tree.bodies)
+    mc = ZERO6[:3]
+    for b, kin in zip(tree.bodies, kins):
+        alg.section(f"centre of mass: world pose and first moment of body {b.name}",
+                    "centre of mass", b.index)
+        pose[b.index] = R, t = world_pose_step(b, kin, pose)
+        mc = vadd(mc, vadd(matvec(R, first_moment(b)), vscale(b.inertia[3][3], t)))
+    return vscale(1.0 / total, mc)
