@@ -155,7 +155,7 @@ def test_counting_scalar_counts_every_operation():
     assert (c.mul, c.add, c.neg, c.fn) == (5, 5, 1, 1)
     # identical bodies of a chain cost the same before folding, whatever their constants
     tree = Tree(scleron.load_model(example("rc20.yaml")))
-    before = S.count_before(tree, "inverse_dynamics")
+    before = {sec.text: c for sec, c in S.count_before(tree, "inverse_dynamics").items()}
     per_body = [before[f"pass 1 (S&G 18-21): velocity of body link{k}, joint joint{k}"].total for k in (3, 7, 12)]
     assert len(set(per_body)) == 1 and per_body[0] > 0
 

@@ -24,14 +24,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 import sympy as sp
 
+from .backends.c.printer import CStatements
+from .backends.c.render import c_comment, c_identifier
 from .errors import ModelError
+from .functions import function_spec, model_sizes
 from .joints import joint_model
 from .model import WORLD
+from .program.algebra import Algebra, Section
 
-FUNCTION_ALIASES = {"fd": "forward_dynamics", "id": "inverse_dynamics", "mass": "mass_matrix",
-                    "bias": "bias_forces", "forward_dynamics": "forward_dynamics",
-                    "inverse_dynamics": "inverse_dynamics", "mass_matrix": "mass_matrix",
-                    "bias_forces": "bias_forces"}
 FORMATS = ("text", "latex", "c")
 
 
@@ -229,9 +229,9 @@ def joint_text(model, j, what="all", fmt="text"):
             parts.append(f"{latex_text(label)}:\n\\[ {sp.latex(_round_floats(M))} \\]")
         return "\n".join(parts)
     if fmt == "c":
-        parts = [f"/* {_c_comment(head)} */"]
-        parts += [f"/* {_c_comment(n)} */" for n in notes]
-        parts += [f"const double {sym} = q[{k}];      /* {_c_comment(meaning)} */"
+        parts = [f"/* {c_comment(head)} */"]
+        parts += [f"/* {c_comment(n)} */" for n in notes]
+        parts += [f"const double {sym} = q[{k}];      /* {c_comment(meaning)} */"
                   for k, (sym, meaning) in enumerate(coords)]
         if what in ("all", "Sdot"):
             parts += [f"const double {qd} = qd[{k}];" for k, qd in enumerate(jm.qd)]
@@ -239,14 +239,9 @@ def joint_text(model, j, what="all", fmt="text"):
         for (label, M), reps in zip(items, shared):
             parts += [f"const double {x} = {sp.ccode(e)};" for x, e in reps]
             var = next(v for k, v in names.items() if label.startswith(k))
-            parts.append(f"/* {_c_comment(label)} */\n{_c_matrix(var, M)}")
+            parts.append(f"/* {c_comment(label)} */\n{_c_matrix(var, M)}")
         return "\n".join(parts)
     raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
-
-
-def _c_comment(text):
-    from .codegen.render import c_comment
-    return c_comment(text)
 
 
 # ---- counting the recursion as written ----------------------------------------------------------
@@ -276,7 +271,7 @@ class Counts:
 
 class _Tally:
     def __init__(self):
-        self.section = ""
+        self.section = Section("")
         self.by_section = {}
 
     def bump(self, kind):
@@ -307,33 +302,32 @@ class Counted:
     def __pos__(self): return self
 
 
-class CountingAlgebra:
+class CountingAlgebra(Algebra):
+    """Counts every function and helper call; sections say where the counts go."""
+
     def __init__(self, tally):
         self.tally = tally
 
-    def _fn(self, x):
+    def function(self, name, x):
         self.tally.bump("fn")
         return x if isinstance(x, Counted) else Counted(self.tally)
 
-    sin = cos = tan = exp = log = sqrt = _fn
+    def call(self, helper, x):
+        return self.function(helper.name, x)
 
-    def call(self, name, x, numeric):
-        return self._fn(x)
-
-    def section(self, text):
-        self.tally.section = text
+    def section(self, text, pass_=None, body=None):
+        self.tally.section = Section(text, pass_ or text, body)
 
 
-def count_before(tree, function):
-    """{section label: Counts} of the recursion run generically (see the module docstring)."""
-    from .dynamics import recursions
-    from .unroll import FUNCTIONS
+def count_before(tree, spec):
+    """{Section: Counts} of the recursion run generically (see the module docstring)."""
+    spec = function_spec(spec) if isinstance(spec, str) else spec
     tally = _Tally()
     tok = Counted(tally)
     generic = replace_tree(tree, tok)
-    inputs, _ = FUNCTIONS[function]
-    args = [[tok] * tree.nv for _ in inputs.split()]
-    getattr(recursions, function)(generic, CountingAlgebra(tally), *args)
+    sizes = model_sizes(tree)
+    args = [[tok] * a.size(sizes) for a in spec.inputs]
+    spec.recursion(generic, CountingAlgebra(tally), *args)
     return tally.by_section
 
 
@@ -367,9 +361,9 @@ class _Printer:
     PREC = {"add": 1, "sub": 1, "mul": 2, "div": 2, "neg": 3}
     SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
-    def __init__(self, prog, name_of, group_of, uses, fmt, nv):
+    def __init__(self, prog, name_of, group_of, uses, fmt, shapes):
         self.prog, self.name_of, self.group_of, self.uses = prog, name_of, group_of, uses
-        self.fmt, self.nv = fmt, nv
+        self.fmt, self.shapes = fmt, shapes
         self.trig = {}
         self.inline = set()
 
@@ -454,63 +448,44 @@ class _Printer:
         return f"{op}({a})", 9
 
     def output_name(self, array, idx):
-        if array == "M":
-            r, c = divmod(idx, self.nv)
-            return f"M_{{{r},{c}}}" if self.fmt == "latex" else f"M[{r}][{c}]"
-        if self.fmt == "latex":
-            return f"{INPUT_TEX.get(array, array)}_{{{idx}}}"
-        return f"{array}[{idx}]"
-
-
-def _body_of_notes(notes, tree):
-    """{note: body index or None}: which body a section label is about."""
-    out = {}
-    for note in notes:
-        best, best_len = None, 0
-        for b in tree.bodies:
-            keys = []
-            bn, jn = f"body {b.name}", f"joint {b.joint_name}"
-            if note.endswith(bn) or f"{bn}, joint " in note:
-                keys.append(bn)
-            if note.endswith(jn) or note.startswith(jn + " ("):
-                keys.append(jn)
-            for k in keys:
-                if len(k) > best_len:
-                    best, best_len = b.index, len(k)
-        out[note] = best
-    return out
-
-
-def pass_label(note):
-    """The recursion pass of a section label, without its body or joint."""
-    if note.startswith("joint ") and note.rstrip().endswith("(S&G 9, 12)"):
-        return "joint kinematics: Q(q), S, Sdot qd (S&G 9, 12)"
-    m = re.match(r"(.*?) (?:of|on) (?:body|joint) ", note)
-    return m.group(1) if m else note
+        shape = self.shapes.get(array, ())
+        tex = INPUT_TEX.get(array, array)
+        if len(shape) == 2:
+            r, c = divmod(idx, shape[1])
+            return f"{tex}_{{{r},{c}}}" if self.fmt == "latex" else f"{array}[{r}][{c}]"
+        if not shape:
+            return tex if self.fmt == "latex" else array
+        return f"{tex}_{{{idx}}}" if self.fmt == "latex" else f"{array}[{idx}]"
 
 
 @dataclass
 class Group:
-    note: str
-    body: object           # body index or None
+    section: Section       # what the group computes: comment text, pass, body index
     ids: list              # live node ids, in order
     after: Counts
     before: Counts
 
+    @property
+    def note(self):
+        return self.section.text
 
-def analyse(tree, function):
+    @property
+    def body(self):
+        return self.section.body
+
+
+def analyse(tree, spec):
     """(Program, [Group], before-by-section): the unrolled program of one function grouped
-    by section label, with each group's counts after and before simplification."""
-    from .unroll import unroll
-    prog = unroll(tree, function)
-    before = count_before(tree, function)
+    by section (pass and body), with each group's counts after and before simplification."""
+    spec = function_spec(spec) if isinstance(spec, str) else spec
+    prog = spec.program(tree)
+    before = count_before(tree, spec)
     live = [i for i in prog.live() if prog.ops[i] != "in"]
-    groups = OrderedDict((note, []) for note in before)     # in the recursion's order
+    groups = OrderedDict((sec, []) for sec in before)      # in the recursion's order
     for i in live:
         groups.setdefault(prog.notes[i], []).append(i)
-    body_of = _body_of_notes(list(groups), tree)
-    out = [Group(note, body_of[note], ids, Counts.of(prog.op_counts(ids)),
-                 before.get(note, Counts())) for note, ids in groups.items()]
+    out = [Group(sec, ids, Counts.of(prog.op_counts(ids)), before.get(sec, Counts()))
+           for sec, ids in groups.items()]
     return prog, out, before
 
 
@@ -526,46 +501,46 @@ def _find_body(tree, body):
 
 
 def function_text(model, function, body=None, fmt="text", tree=None):
-    """The unrolled program of one function (fd, id, mass, bias) as text, LaTeX or C."""
+    """The unrolled program of one generated function (a name or alias of
+    scleron.functions.FUNCTIONS: fd, id, mass, bias, ke, pe, ...) as text, LaTeX or C."""
     from .dynamics.tree import Tree
-    from .pipeline import DOCS
-    from .unroll import FUNCTIONS
-    if function not in FUNCTION_ALIASES:
-        raise ModelError(f"unknown function {function!r} (one of fd, id, mass, bias)")
+    try:
+        spec = function_spec(function)
+    except ValueError as exc:
+        raise ModelError(str(exc)) from None
     if fmt not in FORMATS:
         raise ModelError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
-    function = FUNCTION_ALIASES[function]
     tree = tree or Tree(model)
-    prog, groups, before = analyse(tree, function)
+    prog, groups, before = analyse(tree, spec)
     target = _find_body(tree, body) if body is not None else None
-    inputs, output = FUNCTIONS[function]
+    sizes = model_sizes(tree)
+    shapes = {a.name: a.dims(sizes) for a in spec.inputs + spec.outputs}
     after_total = Counts.of(prog.op_counts())
     before_total = sum(before.values(), Counts())
-    live = [i for i in prog.live() if prog.ops[i] != "in"]
-    trig = _trig_of_q(prog) if _sincos_supported() else {}
-    named = [i for i in live if i not in trig]
-    name_of = {i: f"t{k}" for k, i in enumerate(named)}        # as the generated C names them
+    cs = CStatements(prog, sincos_of="q")            # the generated C's names and sin/cos of q
+    live, trig = [i for i in prog.live() if prog.ops[i] != "in"], cs.trig
+    named = cs.live
+    name_of = dict(cs.name_of)
     name_of.update({i: f"{arr}[{k}]" for i, (arr, k) in trig.items()})
     shown = [g for g in groups if target is None or g.body == target.index]
     outputs = [(a, k, v) for a, k, v in prog.outputs
-               if target is None or _output_body(tree, a, k) == target.index]
+               if target is None or _output_body(tree, shapes[a], k) in (None, target.index)]
 
     ratio = before_total.total / after_total.total if after_total.total else float("inf")
-    title = f"{tree.name} {function}: {DOCS[function]}"
-    io = (", ".join(f"{a}[{tree.nv}]" for a in inputs.split())
-          + f" -> {output}[{tree.nv * tree.nv if output == 'M' else tree.nv}]")
+    title = f"{tree.name} {spec.name}: {spec.doc}"
+    io = (", ".join(f"{a.name}[{a.size(sizes)}]" for a in spec.inputs) + " -> "
+          + ", ".join(f"{a.name}[{a.size(sizes)}]" if a.shape else a.name for a in spec.outputs))
     summary = [f"statements: {len(named)}"
                + (f" (and {len(trig)} sin/cos of q, computed at once into sq[], cq[])" if trig else ""),
                f"before simplification: {before_total}",
                f"after simplification:  {after_total}  ({ratio:.1f}x fewer)"]
     per_pass = OrderedDict()
     for g in groups:
-        a, b = per_pass.get(pass_label(g.note), (Counts(), Counts()))
-        per_pass[pass_label(g.note)] = (a + g.after, b + g.before)
+        a, b = per_pass.get(g.section.pass_, (Counts(), Counts()))
+        per_pass[g.section.pass_] = (a + g.after, b + g.before)
 
     if fmt == "c":
-        return _function_c(prog, function, tree, inputs, output, groups, target, title, io,
-                           summary, per_pass, trig)
+        return _function_c(cs, spec, tree, groups, target, title, io, summary, per_pass, shapes)
 
     group_of = {i: g.note for g in groups for i in g.ids}
     uses = {}
@@ -576,7 +551,7 @@ def function_text(model, function, body=None, fmt="text", tree=None):
     for _, _, v in prog.outputs:
         if hasattr(v, "id"):
             uses[v.id] = uses.get(v.id, 0) + 2       # outputs read named temporaries
-    pr = _Printer(prog, name_of, group_of, uses, fmt, tree.nv)
+    pr = _Printer(prog, name_of, group_of, uses, fmt, shapes)
     pr.trig = trig
     pr.user = {x.id: i for i in live for x in prog.args[i] if hasattr(x, "id")}
     pr.plan(live)
@@ -633,99 +608,69 @@ def function_text(model, function, body=None, fmt="text", tree=None):
     return "\n".join(parts)
 
 
-def _sincos_supported():
-    """Whether the C printer computes sin/cos of all q at once (sincos_of), as codegen does."""
-    import inspect
-    from .codegen.c_printer import print_program
-    return "sincos_of" in inspect.signature(print_program).parameters
-
-
-def _trig_of_q(prog):
-    """{node: ('sq' | 'cq', k)} for the live sin(q[k]) and cos(q[k]): the generated code
-    computes them for all k at once into the arrays sq[] and cq[]."""
-    from .program.program import Var
-    out = {}
-    for i in prog.live():
-        if prog.ops[i] in ("sin", "cos"):
-            (a,) = prog.args[i]
-            if isinstance(a, Var) and prog.ops[a.id] == "in" and prog.args[a.id][0] == "q":
-                out[i] = ("sq" if prog.ops[i] == "sin" else "cq", prog.args[a.id][1])
-    return out
-
-
-def _output_body(tree, array, k):
-    """The body whose coordinate an output entry belongs to (mass matrix: by row)."""
-    idx = divmod(k, tree.nv)[0] if array == "M" else k
+def _output_body(tree, shape, k):
+    """The body whose coordinate an output entry belongs to (a matrix: by row; None for a
+    scalar or an output not indexed by coordinates)."""
+    if not shape:
+        return None
+    idx = divmod(k, shape[1])[0] if len(shape) == 2 else k
     for b in tree.bodies:
         if b.q_start <= idx < b.q_start + b.dof:
             return b.index
     return None
 
 
-def _function_c(prog, function, tree, inputs, output, groups, target, title, io, summary, per_pass,
-                trig):
-    from .codegen.c_printer import print_program
-    from .codegen.render import c_identifier
-    arrays = [(a, False) for a in inputs.split()] + [(output, True)]
-    fname = f"{c_identifier(tree.name)}_{function}"
-    kw = {"sincos_of": "q"} if trig else {}
-    cf = print_program(prog, fname, arrays, chunk=10 ** 9, **kw)
-    # section comment line -> group (print_program writes "/* <note> */", escaped or not)
-    by_comment = {}
-    for g in groups:
-        for text in {g.note, _c_comment(g.note)}:
-            by_comment[f"/* {text} */"] = g
-    head = [f"/* {_c_comment(title)}", f" * inputs {_c_comment(io)}"]
-    head += [f" * {_c_comment(s)}" for s in summary]
+def _function_c(cs, spec, tree, groups, target, title, io, summary, per_pass, shapes):
+    """The function as C statements, printed from the program group by group (the statements
+    of the generated C, in one piece, each group under a comment with its counts)."""
+    prog = cs.prog
+    fname = f"{c_identifier(tree.name)}_{spec.name}"
+    params = ", ".join([f"const double *restrict {a.name}" for a in spec.inputs]
+                       + [f"double *restrict {a.name}" for a in spec.outputs])
+    head = [f"/* {c_comment(title)}", f" * inputs {c_comment(io)}"]
+    head += [f" * {c_comment(s)}" for s in summary]
     head += [" * operations by pass (after / before simplification):"]
-    head += [f" *   {_c_comment(k)}: {a.total} / {b.total}" for k, (a, b) in per_pass.items()]
+    head += [f" *   {c_comment(k)}: {a.total} / {b.total}" for k, (a, b) in per_pass.items()]
     if target is not None:
-        head.append(f" * showing body {_c_comment(target.name)} (joint "
-                    f"{_c_comment(target.joint_name)}) only: a fragment, not a whole function")
+        head.append(f" * showing body {c_comment(target.name)} (joint "
+                    f"{c_comment(target.joint_name)}) only: a fragment, not a whole function")
     head.append(" */")
     lines = list(head)
-    current, keep = None, target is None
-    body_lines = [ln for ch in cf.chunks for ln in ch.lines]
     if target is None:
-        lines.append(f"void {fname}({cf.params})")
-        lines.append("{")
-        if cf.nwork:
-            lines.append(f"    double w[{cf.nwork}];")
-    if trig:
-        lines.append(f"    /* sin and cos of the coordinates, all at once (scl_sincos in the "
-                     f"generated code) */")
+        lines += [f"void {fname}({params})", "{"]
+    if cs.trig:
+        lines.append("    /* sin and cos of the coordinates, all at once (scl_sincos in the "
+                     "generated code) */")
         if target is None:
-            lines.append(f"    double sq[{tree.nv}], cq[{tree.nv}];")
-        for i, (arr, k) in sorted(trig.items(), key=lambda x: (x[1][1], x[1][0])):
-            b = _output_body(tree, "q", k)
-            if target is None or b == target.index:
+            lines.append(f"    double sq[{tree.nq}], cq[{tree.nq}];")
+        for i, (arr, k) in sorted(cs.trig.items(), key=lambda x: (x[1][1], x[1][0])):
+            if target is None or _output_body(tree, (tree.nq,), k) == target.index:
                 lines.append(f"    {arr}[{k}] = {prog.ops[i]}(q[{k}]);")
-    for ln in body_lines:
-        g = by_comment.get(ln)
-        if g is not None:
-            current = g
-            keep = target is None or g.body == target.index
-            if keep:
-                lines.append(f"    /* {_c_comment(g.note)}: after {g.after.total}, before "
-                             f"{g.before.total} */")
+    stores = cs.stores()
+    for g in groups:
+        if target is not None and g.body != target.index or not g.ids:
             continue
-        if ln.startswith("/* outputs"):
-            current = None
-            keep = True
-            lines.append("    /* outputs */")
-            continue
-        if ln.startswith(f"{output}["):       # outputs are stored where they are computed
-            idx = int(ln[len(output) + 1:ln.index("]")])
-            if target is not None and _output_body(tree, output, idx) != target.index:
-                continue
-            if current is None or keep:
-                lines.append("    " + ln)
-            continue
-        if keep:
-            lines.append("    " + ln)
+        lines.append(f"    /* {c_comment(g.note)}: after {g.after.total}, before {g.before.total} */")
+        for i in g.ids:
+            if i in cs.name_of:
+                lines.append("    " + cs.statement(i))
+                lines += [f"    {t} = {cs.name_of[i]};" for t in stores.get(i, ())
+                          if _stored_here(tree, shapes, t, target)]
+    rest = [(t, v) for t, v in cs.other_outputs() if _stored_here(tree, shapes, t, target)]
+    if rest:
+        lines.append("    /* outputs that are constants or inputs */")
+        lines += [f"    {t} = {v};" for t, v in rest]
     if target is None:
         lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _stored_here(tree, shapes, target_text, target):
+    """Whether the output entry 'array[k]' belongs to the shown body (all when none is)."""
+    if target is None:
+        return True
+    array, k = target_text[:-1].split("[")
+    return _output_body(tree, shapes[array], int(k)) in (None, target.index)
 
 
 # ---- entry point --------------------------------------------------------------------------------
