@@ -14,6 +14,7 @@ import time
 
 from . import __version__
 from .errors import BuildError, ModelError
+from .functions import FUNCTIONS
 from .simulate import add_parser as add_simulate_parser
 
 
@@ -132,7 +133,8 @@ def cmd_codegen(args):
 def cmd_show(args):
     from .show import show
     if args.body is not None and args.function is None:
-        raise CommandError("--body NAME needs --function (fd, id, mass or bias)")
+        raise CommandError("--body NAME needs --function (" + ", ".join(
+            f.aliases[0] for f in FUNCTIONS.values() if f.aliases) + ")")
     if args.tree and (args.function or args.joint):
         raise CommandError("--tree cannot be combined with --function or --joint")
     if args.function and args.joint:
@@ -193,12 +195,11 @@ def build_parser():
     s = sub.add_parser("show", help="print the emitted equations of a function, a joint's "
                        "derived quantities or the body tree")
     s.add_argument("model", help="model file (.yaml, .yml, .urdf)")
-    s.add_argument("--function", choices=["fd", "id", "mass", "bias", "forward_dynamics",
-                                          "inverse_dynamics", "mass_matrix", "bias_forces"],
-                   metavar="fd|id|mass|bias",
-                   help="print the unrolled program of this function (or forward_dynamics, "
-                        "inverse_dynamics, mass_matrix, bias_forces), grouped by recursion pass "
-                        "and body, with operation counts before and after simplification")
+    short = [a for f in FUNCTIONS.values() for a in f.aliases[:1]]
+    s.add_argument("--function", choices=short + list(FUNCTIONS), metavar="|".join(short),
+                   help="print the unrolled program of this function (or its full name: "
+                        + ", ".join(FUNCTIONS) + "), grouped by recursion pass and body, with "
+                        "operation counts before and after simplification")
     s.add_argument("--body", metavar="NAME",
                    help="with --function: only the groups of this body (or joint)")
     s.add_argument("--joint", metavar="NAME", help="print this joint's coordinates, G, S and Sdot "
