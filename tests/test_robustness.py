@@ -21,7 +21,7 @@ from hypothesis import given, settings, strategies as st
 
 import scleron
 from scleron import pipeline
-from scleron.codegen import build
+from scleron.backends import folders as build
 from scleron.dynamics import recursions
 from scleron.dynamics.algebra import FloatAlgebra
 from scleron.dynamics.tree import Tree

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from .dynamics import recursions
 from .dynamics.tree import Tree
 from .functions import FUNCTIONS, function_spec
-from .program import Program, ProgramAlgebra
+from .program import OpCounts, Program, ProgramAlgebra
 
 
 @dataclass
@@ -26,7 +26,8 @@ class FunctionCode:
     @property
     def programs(self):
         """Every program whose nodes end up in the generated code."""
-        extra = [k for c in self.loops.classes for k in c.kernels.values()] if self.form == "method2" else []
+        extra = ([k.program for c in self.loops.classes for k in c.kernels.values()]
+                 if self.form == "method2" else [])
         return [self.program] + extra
 
 
@@ -52,10 +53,47 @@ def unroll(tree, function):
 # ---- Method II: passes 4-6 as numeric loops over bodies (S&G section 4) -------------------------
 # Passes 1-3 stay unrolled (the "prologue"); they also store, per body, the entries of its joint
 # transform (placement and Q(q) combined) and of S that are not structurally 0, 1 or -1. Passes
-# 4-6 become loops in C over the bodies; each iteration calls a small kernel: the per-body step
-# of scleron.dynamics.recursions, unrolled once on symbolic inputs for every joint class (bodies
-# whose transform and S have the same pattern of structural 0/1/-1 and the same root-ness).
+# 4-6 are recursions.ARTICULATED_PASSES, the same descriptions Method I runs as plain loops: here
+# each pass's per-body step is unrolled once on symbolic inputs for every joint class (bodies
+# whose transform and S have the same pattern of structural 0/1/-1 and the same root-ness) into
+# a kernel, and the backend prints each pass as a loop over the bodies calling the kernel of the
+# body's class. How each array of the passes is stored between kernels is STORAGE below.
 STRUCTURAL = (0.0, 1.0, -1.0)
+
+
+@dataclass(frozen=True)
+class Storage:
+    """How a per-body value of the passes is laid out in its C array: `per` "body" (size
+    entries per body), "coords" (size entries per coordinate of the body) or "ldl" (the
+    body's LDL^T factors); pack gives the entries of a value, unpack reads a value back from a
+    kernel's input array (prog, array name, dof)."""
+    per: str
+    size: int
+    pack: object
+    unpack: object
+
+    def entries(self, dof):
+        return ldl_size(dof) if self.per == "ldl" else self.size * (dof if self.per == "coords" else 1)
+
+
+def _vector_input(n=None):
+    return lambda prog, array, d: prog.input_vector(array, n or d)
+
+
+STORAGE = {
+    "J": Storage("body", 21, lambda J: [J[r][c] for r in range(6) for c in range(r, 6)],
+                 lambda prog, array, d: _symmetric_input(prog, array)),
+    "U": Storage("coords", 6, lambda U: [x for col in U for x in col],
+                 lambda prog, array, d: [prog.input_vector(array, 6 * d)[6 * c:6 * c + 6]
+                                         for c in range(d)]),
+    "L": Storage("ldl", 0, lambda solver: _solver_entries(solver),
+                 lambda prog, array, d: _stored_solver(prog, d, array)),
+    "z": Storage("body", 6, list, _vector_input(6)),
+    "e": Storage("body", 6, list, _vector_input(6)),
+    "tb": Storage("coords", 1, list, _vector_input()),
+    "cb": Storage("coords", 1, list, _vector_input()),
+    "qdd": Storage("coords", 1, list, _vector_input()),
+}
 
 
 @dataclass
@@ -65,11 +103,21 @@ class JointClass:
     dof: int
     root: bool
     pattern: tuple            # per entry of (R, t, S): the folded constant, or None (stored)
-    kernels: dict = field(default_factory=dict)    # "articulated_inertia" ... -> Program
+    kernels: dict = field(default_factory=dict)    # pass label -> Kernel
 
     @property
     def kin_size(self):
         return sum(p is None for p in self.pattern)
+
+
+@dataclass
+class Kernel:
+    """A pass's per-body step unrolled for one joint class. params: (array, where, is_output) in
+    C order:
+    kin, the reads (a parent read is named array + "p"), the writes, and for a non-root class the
+    share for the parent (array + "p")."""
+    program: Program
+    params: list
 
 
 @dataclass
@@ -79,7 +127,25 @@ class Method2:
     bodies: list               # per body: dict(parent, cls, koff, qs, dof, loff, name)
     nkin: int
     nl: int                    # stored LDL^T factors, all bodies
-    inertia: list              # per body: the 21 upper-triangle entries of its spatial inertia
+    initial: dict              # array -> per body, the packed entries it starts from (J, z)
+    passes: tuple = recursions.ARTICULATED_PASSES
+    storage: dict = field(default_factory=lambda: STORAGE)
+
+    def kernel(self, cls, bp):
+        return self.classes[cls].kernels[bp.label]
+
+    def loop_counts(self):
+        """Operations of the loops per call: every body runs its class's kernel of each pass,
+        and adds its share into its parent's entry."""
+        c = OpCounts()
+        for bp in self.passes:
+            for b in self.bodies:
+                k = self.kernel(b["cls"], bp).program.op_counts()
+                for f in ("mul", "add", "neg", "fn"):
+                    setattr(c, f, getattr(c, f) + getattr(k, f))
+                if bp.to_parent is not None and b["parent"] >= 0:
+                    c.add += STORAGE[bp.to_parent].entries(b["dof"])
+        return c
 
 
 def sym_index(r, c):
@@ -119,15 +185,15 @@ def _symmetric_input(prog, array):
     return [[prog.input(array, sym_index(r, c)) for c in range(6)] for r in range(6)]
 
 
-def _stored_solver(prog, d):
+def _stored_solver(prog, d, array="L"):
     """The LDL^T factors of Omega read back from L[] (strict lower part by rows, then 1/d)."""
     L = [[0.0] * d for _ in range(d)]
     k = 0
     for i in range(d):
         for j in range(i):
-            L[i][j] = prog.input("L", k)
+            L[i][j] = prog.input(array, k)
             k += 1
-    return recursions.SPDSolver.from_factors(L, [prog.input("L", k + i) for i in range(d)])
+    return recursions.SPDSolver.from_factors(L, [prog.input(array, k + i) for i in range(d)])
 
 
 def _solver_entries(solver):
@@ -135,48 +201,37 @@ def _solver_entries(solver):
     return [solver.L[i][j] for i in range(d) for j in range(i)] + list(solver.inv_d)
 
 
-def _class_kernels(name, cls):
+def _class_kernel(name, cls, bp, number):
+    """The kernel of one pass for one joint class: the pass's step on symbolic inputs."""
     d = cls.dof
     body = SimpleNamespace(parent=-1 if cls.root else 0, placement=None, dof=d)
-    out = {}
-
-    prog = Program(f"{name}_k{cls.index}_articulated_inertia")
+    prog = Program(f"{name}_k{cls.index}_{number}")
     kin = _class_kinematics(prog, cls)
-    prog.set_section(f"pass 4 (S&G 27-28) for joint class {cls.index}")
-    U, solver, Ja = recursions.articulated_inertia_step(body, kin, _symmetric_input(prog, "J"))
-    prog.set_outputs("U", [x for col in U for x in col])
-    prog.set_outputs("L", _solver_entries(solver))
-    if Ja is not None:
-        prog.set_outputs("Jp", [Ja[r][c] for r in range(6) for c in range(r, 6)])
-    out["articulated_inertia"] = prog
+    prog.set_section(f"{bp.label} for joint class {cls.index}")
+    params, args = [("kin", "kin", False)], []
+    for array, where in bp.reads:
+        if where == "parent" and cls.root:
+            args.append(None)
+            continue
+        pname = array + "p" if where == "parent" else array
+        args.append(STORAGE[array].unpack(prog, pname, d))
+        params.append((pname, where, False))
+    results = bp.step(body, kin, *args)
+    for (array, where), value in zip(bp.writes, results):
+        prog.set_outputs(array, STORAGE[array].pack(value))
+        params.append((array, where, True))
+    if bp.to_parent is not None and not cls.root:
+        prog.set_outputs(bp.to_parent + "p", STORAGE[bp.to_parent].pack(results[-1]))
+        params.append((bp.to_parent + "p", "share", True))
+    return Kernel(prog, params)
 
-    prog = Program(f"{name}_k{cls.index}_articulated_bias")
-    kin = _class_kinematics(prog, cls)
-    prog.set_section(f"pass 5 (S&G 31-33) for joint class {cls.index}")
-    U = [prog.input_vector("U", 6 * d)[6 * c:6 * c + 6] for c in range(d)]
-    cbar, zp = recursions.articulated_bias_step(body, kin, U, _stored_solver(prog, d),
-                                               prog.input_vector("tb", d), prog.input_vector("z", 6))
-    prog.set_outputs("cb", cbar)
-    if zp is not None:
-        prog.set_outputs("zp", zp)
-    out["articulated_bias"] = prog
 
-    prog = Program(f"{name}_k{cls.index}_joint_acceleration")
-    kin = _class_kinematics(prog, cls)
-    prog.set_section(f"pass 6 (S&G 34-35) for joint class {cls.index}")
-    U = [prog.input_vector("U", 6 * d)[6 * c:6 * c + 6] for c in range(d)]
-    eta_parent = None if cls.root else prog.input_vector("ep", 6)
-    qdd, eta = recursions.joint_acceleration_step(body, kin, U, _stored_solver(prog, d),
-                                                  prog.input_vector("cb", d), eta_parent)
-    prog.set_outputs("qdd", qdd)
-    prog.set_outputs("e", eta)
-    out["joint_acceleration"] = prog
-    return out
+KERNEL_NAMES = ("articulated_inertia", "articulated_bias", "joint_acceleration")
 
 
 def unroll_method2(tree, name=None):
-    """Forward dynamics by S&G Method II: the unrolled prologue, one kernel set per joint class
-    and the tables the C loops walk."""
+    """Forward dynamics by S&G Method II: the unrolled prologue, one kernel per pass and joint
+    class, and the tables the loops walk."""
     if not isinstance(tree, Tree):
         tree = Tree(tree)
     name = name or tree.name
@@ -204,9 +259,12 @@ def unroll_method2(tree, name=None):
     prog.set_outputs("kin", stored)
     prog.set_outputs("tb", tau_bar)
     for cls in classes:
-        cls.kernels = _class_kernels(name, cls)
-    inertia = [[b.inertia[r][c] for r in range(6) for c in range(r, 6)] for b in tree.bodies]
-    return Method2(prog, classes, bodies, len(stored), nl, inertia)
+        cls.kernels = {bp.label: _class_kernel(name, cls, bp, kname)
+                       for bp, kname in zip(recursions.ARTICULATED_PASSES, KERNEL_NAMES)}
+    start = recursions.articulated_state(tree, tau_bar)
+    initial = {a: [STORAGE[a].pack(start[a][b.index]) for b in tree.bodies]
+               for bp in recursions.ARTICULATED_PASSES if bp.to_parent for a in [bp.to_parent]}
+    return Method2(prog, classes, bodies, len(stored), nl, initial)
 
 
 # ---- the mass matrix in loop form ---------------------------------------------------------------
@@ -223,7 +281,6 @@ class MassLoop:
 
     def loop_counts(self):
         """Operations of the loops per call: one 6-term dot product per entry."""
-        from .program import OpCounts
         n = sum(e - f for _, f, e in self.upper) + sum(e - f for _, f, e in self.lower)
         return OpCounts(mul=6 * n, add=5 * n)
 

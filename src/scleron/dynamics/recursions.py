@@ -14,6 +14,9 @@ General Joint Models"; Featherstone (RBDA) where noted. Gravity enters as a base
 alpha_0 = [0; -g] (Featherstone 5.3), which gives the same joint forces as S&G's external
 gravity wrench f_e on every body.
 """
+from dataclasses import dataclass
+from typing import Callable
+
 from .spatial import (ad, ad_star, columns, dot, inertia_to_parent, matmul, matvec, mat_t_vec,
                       rigid_inertia_to_parent, sym_add, twist_to_child, twist_to_parent, vadd,
                       vscale, vsub, wrench_to_parent)
@@ -294,17 +297,54 @@ def joint_acceleration_step(b, kin, U, solver, cbar, eta_parent):
     return qdd, vadd(ap, S_times(kin, qdd))                                  # (34)
 
 
-def articulated_inertia_pass(tree, alg, kins):
-    """S&G pass 4 (27-28): articulated inertias Jbar_k, Omega_k = S^T Jbar S, U_k = Jbar_k S_k."""
-    Jbar = [b.inertia for b in tree.bodies]
-    U, Om = [None] * len(tree.bodies), [None] * len(tree.bodies)
-    for b, kin in zip(reversed(tree.bodies), reversed(kins)):
-        alg.section(f"pass 4 (S&G 27-28): articulated inertia of body {b.name}",
-                    "pass 4 (S&G 27-28): articulated inertia", b.index)
-        U[b.index], Om[b.index], Ja = articulated_inertia_step(b, kin, Jbar[b.index])
-        if Ja is not None:
-            Jbar[b.parent] = sym_add(Jbar[b.parent], Ja)                     # (27)
-    return U, Om
+# The three passes as data: which per-body arrays each step reads (at the body, at its parent,
+# or the body's coordinates' slice), which it writes, and which of its results it adds into
+# the parent's entry of an array. forward_dynamics runs them with run_body_pass; Method II
+# (scleron.unroll) unrolls each step once per joint class and the backend prints the loops.
+@dataclass(frozen=True)
+class BodyPass:
+    label: str                # the pass and its equations, e.g. "pass 4 (S&G 27-28): ..."
+    what: str                 # section text after the label: "of body {body}" ...
+    leaves_first: bool
+    step: Callable            # step(body, kin, *reads) -> writes + (share for the parent,)
+    reads: tuple              # (array, "body" | "parent" | "coords")
+    writes: tuple             # (array, "body" | "coords")
+    to_parent: str = None     # array the step's last result is added into at the parent
+    accumulate: Callable = None
+
+
+ARTICULATED_PASSES = (
+    BodyPass("pass 4 (S&G 27-28): articulated inertia", "of body {body}", True,
+             articulated_inertia_step, (("J", "body"),), (("U", "body"), ("L", "body")),
+             "J", sym_add),
+    BodyPass("pass 5 (S&G 31-33): articulated bias", "of body {body}", True,
+             articulated_bias_step, (("U", "body"), ("L", "body"), ("tb", "coords"), ("z", "body")),
+             (("cb", "body"),), "z", vadd),
+    BodyPass("pass 6 (S&G 34-35): acceleration", "of body {body}, joint {joint}", False,
+             joint_acceleration_step, (("U", "body"), ("L", "body"), ("cb", "body"), ("e", "parent")),
+             (("qdd", "coords"), ("e", "body"))),
+)
+
+
+def run_body_pass(tree, alg, kins, bp, state):
+    """One BodyPass over the tree (S&G Method I: a plain loop, unrolled in the program).
+    state: array name -> a list per body, or per coordinate for "coords" arrays."""
+    for b in (reversed(tree.bodies) if bp.leaves_first else tree.bodies):
+        alg.section(f"{bp.label} {bp.what.format(body=b.name, joint=b.joint_name)}", bp.label,
+                    b.index)
+        coords = slice(b.q_start, b.q_start + b.dof)
+        args = [state[a][coords] if where == "coords" else
+                state[a][b.parent] if where == "parent" and b.parent >= 0 else
+                None if where == "parent" else state[a][b.index] for a, where in bp.reads]
+        results = bp.step(b, kins[b.index], *args)
+        for (a, where), value in zip(bp.writes, results):
+            if where == "coords":
+                state[a][coords] = value
+            else:
+                state[a][b.index] = value
+        if bp.to_parent is not None and b.parent >= 0:
+            state[bp.to_parent][b.parent] = bp.accumulate(state[bp.to_parent][b.parent], results[-1])
+    return state
 
 
 def tau_bar_pass(tree, alg, kins, q, qd, tau):
@@ -316,35 +356,22 @@ def tau_bar_pass(tree, alg, kins, q, qd, tau):
     return [t - x for t, x in zip(tau, h)]                                   # (26)
 
 
+def articulated_state(tree, tau_bar):
+    """The arrays of passes 4-6 before they run: J starts as the bodies' own inertias, z at 0."""
+    n = len(tree.bodies)
+    return {"J": [b.inertia for b in tree.bodies], "z": [ZERO6] * n, "tb": list(tau_bar),
+            "U": [None] * n, "L": [None] * n, "cb": [None] * n, "e": [None] * n,
+            "qdd": [None] * tree.nv}
+
+
 def forward_dynamics(tree, alg, q, qd, tau):
     """S&G Method I: passes 1-3 give tau_bar = tau - h; passes 4-6 solve M qdd = tau_bar
     with the square factorisation of M^-1 (S&G 58)."""
     kins = joint_kinematics(tree, alg, q, qd)
-    tau_bar = tau_bar_pass(tree, alg, kins, q, qd, tau)
-    U, Om = articulated_inertia_pass(tree, alg, kins)
-
-    n = len(tree.bodies)
-    z = [ZERO6] * n
-    cbar = [None] * n
-    for b, kin in zip(reversed(tree.bodies), reversed(kins)):
-        alg.section(f"pass 5 (S&G 31-33): articulated bias of body {b.name}",
-                    "pass 5 (S&G 31-33): articulated bias", b.index)
-        i = b.index
-        cbar[i], zp = articulated_bias_step(b, kin, U[i], Om[i],
-                                            tau_bar[b.q_start:b.q_start + b.dof], z[i])
-        if zp is not None:
-            z[b.parent] = vadd(z[b.parent], zp)                              # (31)
-
-    eta = [None] * n
-    qdd = [None] * tree.nv
-    for b, kin in zip(tree.bodies, kins):
-        alg.section(f"pass 6 (S&G 34-35): acceleration of body {b.name}, joint {b.joint_name}",
-                    "pass 6 (S&G 34-35): acceleration", b.index)
-        i = b.index
-        eta_parent = eta[b.parent] if b.parent >= 0 else None
-        qdd[b.q_start:b.q_start + b.dof], eta[i] = joint_acceleration_step(
-            b, kin, U[i], Om[i], cbar[i], eta_parent)
-    return qdd
+    state = articulated_state(tree, tau_bar_pass(tree, alg, kins, q, qd, tau))
+    for bp in ARTICULATED_PASSES:
+        run_body_pass(tree, alg, kins, bp, state)
+    return state["qdd"]
 
 
 # ---- mass matrix: composite rigid bodies (Featherstone Tab 6.2) -------------------------------

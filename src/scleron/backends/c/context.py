@@ -8,12 +8,6 @@ from ...program.program import OpCounts
 from .printer import c_literal, print_program
 from .render import c_comment
 
-# Method II kernels: (inputs, outputs); the root's kernels lack Jp, zp, ep
-KERNEL_ARRAYS = {
-    "articulated_inertia": ("kin J", "U L Jp"),
-    "articulated_bias": ("kin U L tb z", "cb zp"),
-    "joint_acceleration": ("kin U L cb ep", "qdd e"),
-}
 FORM_DOCS = {"unrolled": "", "method2": " (Method II: passes 4-6 as loops)",
              "mass_loop": " (loop form: world-frame columns, dense products)"}
 
@@ -33,33 +27,61 @@ def add_counts(counts, other, times=1):
         setattr(counts, f, getattr(counts, f) + times * getattr(other, f))
 
 
-def _method2_context(m2):
-    """Template data of forward dynamics by Method II: kernels, body tables, constants."""
-    kernels, classes = [], []
-    for cls in m2.classes:
-        names = {}
-        for step, prog in cls.kernels.items():
-            ins, outs = KERNEL_ARRAYS[step]
-            skip = {"Jp", "zp", "ep"} if cls.root else set()
-            arrays = ([(a, False) for a in ins.split() if a not in skip]
-                      + [(a, True) for a in outs.split() if a not in skip])
-            kf = print_program(prog, prog.name, arrays, chunk=10 ** 9)
-            names[step] = prog.name
-            kernels.append({"name": prog.name, "params": kf.chunk_params,
-                            "lines": kf.chunks[0].lines, "statements": kf.statements,
-                            "counts": kf.counts, "step": step, "cls": cls.index})
-        members = [c_comment(b["name"]) for b in m2.bodies if b["cls"] == cls.index]
-        classes.append({"index": cls.index, "root": cls.root, "dof": cls.dof,
-                        "stored": cls.kin_size, "members": members, **names})
+def _loop_argument(m2, name, param):
+    """The C argument of a kernel parameter inside the loop over bodies k (parent p)."""
+    array, where, _ = param
+    if where == "kin":
+        return f"kin + {name}_m2_koff[k]"
+    if where == "share":
+        return array
+    base = array[:-1] if where == "parent" else array
+    st = m2.storage[base]
+    if st.per == "ldl":
+        return f"{array} + {name}_m2_loff[k]"
+    if st.per == "coords":
+        return f"{array} + {name}_m2_qs[k]" if st.size == 1 else f"{array} + {st.size} * {name}_m2_qs[k]"
+    return f"{base} + {st.size} * {'p' if where == 'parent' else 'k'}"
+
+
+def _method2_context(m2, name, nv, public):
+    """Template data of forward dynamics by Method II: kernels, the loop of each pass, tables,
+    the arrays between passes and their initial values."""
+    kernels, passes = [], []
+    for bp in m2.passes:
+        calls = []
+        for cls in m2.classes:
+            kernel = cls.kernels[bp.label]
+            prog = kernel.program
+            kf = print_program(prog, prog.name, [(a, out) for a, _, out in kernel.params], chunk=10 ** 9)
+            kernels.append({"name": prog.name, "params": kf.chunk_params, "lines": kf.chunks[0].lines,
+                            "statements": kf.statements, "label": bp.label, "cls": cls.index})
+            calls.append({"cls": cls.index, "kernel": prog.name,
+                          "args": ", ".join(_loop_argument(m2, name, p) for p in kernel.params)})
+        share = bp.to_parent and {"array": bp.to_parent, "size": m2.storage[bp.to_parent].size}
+        passes.append({"label": bp.label, "leaves_first": bp.leaves_first, "calls": calls,
+                       "share": share})
+    sizes = {"body": len(m2.bodies), "coords": nv}
+    arrays = sorted({a for bp in m2.passes for a, _ in bp.reads + bp.writes} - set(public) - {"kin", "tb"})
+    st = m2.storage
+    local = [{"name": a, "size": m2.nl if st[a].per == "ldl" else st[a].size * sizes[st[a].per]}
+             for a in arrays]
+    local += [{"name": bp.to_parent + "p", "size": st[bp.to_parent].size}
+              for bp in m2.passes if bp.to_parent]
+    initial = [{"name": a, "zero": all(x == 0.0 for v in values for x in v),
+                "values": [", ".join(c_literal(x) for x in v) for v in values]}
+               for a, values in m2.initial.items()]
     bodies = m2.bodies
     return {
-        "nb": len(bodies), "nkin": m2.nkin, "nl": m2.nl, "kernels": kernels, "classes": classes,
+        "nb": len(bodies), "nkin": m2.nkin, "nl": m2.nl, "kernels": kernels, "passes": passes,
+        "local": local, "initial": initial,
+        "classes": [{"index": c.index, "root": c.root, "dof": c.dof, "stored": c.kin_size,
+                     "members": [c_comment(b["name"]) for b in bodies if b["cls"] == c.index]}
+                    for c in m2.classes],
         "parent": ", ".join(str(b["parent"]) for b in bodies),
         "cls": ", ".join(str(b["cls"]) for b in bodies),
         "koff": ", ".join(str(b["koff"]) for b in bodies),
         "qs": ", ".join(str(b["qs"]) for b in bodies),
         "loff": ", ".join(str(b["loff"]) for b in bodies),
-        "inertia": [", ".join(c_literal(x) for x in row) for row in m2.inertia],
         "body_names": [c_comment(b["name"]) for b in bodies],
         "statements": sum(k["statements"] for k in kernels),
     }
@@ -92,10 +114,10 @@ def _printed(code, prefix, chunk, first_index):
     cf = print_program(code.program, fname, arrays, chunk=chunk, first_index=first_index,
                        sincos_of="q")
     if code.form == "method2":
-        method2 = _method2_context(code.loops)
+        method2 = _method2_context(code.loops, prefix, code.sizes["nv"],
+                                   [a.name for a in spec.outputs])
         cf.statements += method2["statements"]
-        for k in method2["kernels"]:           # each body runs its class's three kernels
-            add_counts(cf.counts, k["counts"], sum(b["cls"] == k["cls"] for b in code.loops.bodies))
+        add_counts(cf.counts, code.loops.loop_counts())
     elif code.form == "mass_loop":
         mass_loop = _mass_loop_context(code.sizes["nv"], code.loops)
         add_counts(cf.counts, code.loops.loop_counts())
