@@ -222,3 +222,18 @@ def test_show_body_filter_on_a_scalar_function(atan_model):
     assert "showing body arm" in text
     assert "body slider" not in text.split("operations by pass")[1].split("== outputs")[0]
     assert re.search(r"^T = ", text, re.M)           # the scalar output is shown
+
+
+def test_dual_numbers_over_program_nodes_unroll_a_derivative(rng):
+    """Duals whose parts are program nodes: the unrolled program of dV/dq, evaluated, equals
+    the gravity forces h(q, 0) of the float recursion (the derivatives issue builds on this)."""
+    tree = Tree(scleron.load_model(example("quadruped.yaml")))
+    prog = Program("dV")
+    alg = DualAlgebra(ProgramAlgebra(prog))
+    q = prog.input_vector("q", tree.nq)
+    V = rec.potential_energy(tree, alg, seeded(q))
+    prog.set_outputs("dV", list(V.b))
+    x = rng.uniform(-1, 1, tree.nq)
+    got = prog.evaluate({"q": x})["dV"]
+    want = rec.bias_forces(tree, FloatAlgebra(), list(x), [0.0] * tree.nv)
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
