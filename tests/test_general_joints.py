@@ -24,6 +24,7 @@ from scleron.dynamics.tree import Tree
 from scleron.errors import ModelError
 from scleron.joints import joint_model
 from scleron.joints.expressions import ExpressionError, parse_expression
+from scleron.kinematics import world_poses
 from scleron.model import JOINT_TYPES, joint_dof
 from scleron.model.yaml_loader import load_yaml_string, model_from_dict, model_to_dict
 from scleron.unroll import unroll
@@ -657,16 +658,9 @@ def test_springs_and_dampers_are_the_passive_force():
 
 
 def forward_kinematics(model, q):
-    """World 4x4 pose of every body (numeric joint transforms, independent of the recursions)."""
-    tree = Tree(model)
-    G = []
-    for b in tree.bodies:
-        X = np.eye(4)
-        if b.placement is not None:
-            X[:3, :3], X[:3, 3] = b.placement
-        P = G[b.parent] if b.parent >= 0 else np.eye(4)
-        G.append(P @ X @ b.joint.numeric("G", q[b.q_start:b.q_start + b.dof]))
-    return G
+    """World 4x4 pose of every body: scleron.kinematics (joint library transforms composed with
+    the placements, independent of the recursions)."""
+    return list(world_poses(model, q))
 
 
 def potential_energy(model, q):

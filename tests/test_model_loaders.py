@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scleron.errors import ModelError
+from scleron.kinematics import world_poses
 from scleron.model import (WORLD, Transform, load_model, load_urdf, load_yaml, model_from_dict,
                            rotation_from_rpy)
 from scleron.model.urdf import load_urdf_string
@@ -30,28 +31,6 @@ def error_of(path, **kw):
     with pytest.raises(ModelError) as info:
         load_model(path, **kw)
     return str(info.value)
-
-
-def rot_axis(axis, angle):
-    a = np.asarray(axis, float) / np.linalg.norm(axis)
-    K = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
-    return np.eye(3) + math.sin(angle) * K + (1 - math.cos(angle)) * K @ K
-
-
-def forward_kinematics(model, q):
-    """World placement of every body for 1-coordinate joints (revolute, continuous, prismatic)."""
-    out, k = {}, 0
-    for j in model.joints:
-        parent = Transform() if j.parent == WORLD else out[j.parent]
-        if j.type in ("revolute", "continuous"):
-            Q = Transform(rot_axis(j.params["axis"], q[k]), np.zeros(3))
-        elif j.type == "prismatic":
-            Q = Transform(np.eye(3), q[k] * np.array(j.params["axis"]))
-        else:
-            raise AssertionError(j.type)
-        out[j.child] = parent.compose(j.origin).compose(Q)
-        k += j.dof
-    return out
 
 
 def robots_dir():
@@ -348,10 +327,9 @@ def pin_compare(path, m, floating=False):
             pq[jm.idx_q] = q[jm.idx_v]
     d = p.createData()
     pin.forwardKinematics(p, d, pq)
-    ours = forward_kinematics(m, q)
+    ours = world_poses(m, q)                        # scleron.kinematics against Pinocchio
     for i, j in enumerate(m.joints, start=1):
-        assert np.allclose(ours[j.child].rotation, d.oMi[i].rotation, atol=1e-10)
-        assert np.allclose(ours[j.child].translation, d.oMi[i].translation, atol=1e-10)
+        assert np.allclose(ours[i - 1], d.oMi[i].homogeneous, atol=1e-10), j.name
     return p
 
 

@@ -1,9 +1,9 @@
 """A 3-D stick figure of a model at a configuration (matplotlib, an optional extra).
 
-Forward kinematics uses the joint models themselves: the body frame of body i in the world is
+Forward kinematics is scleron.kinematics: the body frame of body i in the world is
     T_i = T_parent(i) · X_tree,i · Q_i(q_i)
-with X_tree the joint's fixed placement (model.joints[i].origin) and Q_i(q_i) the joint's
-motion, joint_model(type, params).numeric("G", q_i) (a 4x4 homogeneous matrix).
+with X_tree the joint's fixed placement (model.joints[i].origin) and Q_i(q_i) the joint
+library's own transform (joint_model(type, params).R, .t).
 
 The picture: each joint is a dot at its body's frame origin, with a short red segment along
 its axis where it has one (revolute, prismatic, helical, cylindrical); each link is a blue
@@ -18,7 +18,7 @@ import uuid
 
 import numpy as np
 
-from .joints import joint_model
+from .kinematics import Kinematics, configuration
 
 
 class MissingDependency(RuntimeError):
@@ -36,49 +36,12 @@ def _matplotlib():
     return plt
 
 
-def _homogeneous(transform):
-    T = np.eye(4)
-    T[:3, :3] = transform.rotation
-    T[:3, 3] = transform.translation
-    return T
-
-
-def configuration(model, q=None):
-    """q as a float array of length nq: the given values, else the model's initial q, else 0."""
-    if q is None:
-        q = model.q0 if getattr(model, "q0", None) is not None else np.zeros(model.nq)
-    try:
-        q = np.asarray(q, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
-        raise ValueError(f"q must be {model.nq} numbers") from None
-    if q.size != model.nq:
-        names = []
-        for j in model.joints:
-            names += [j.name] if j.dof == 1 else [f"{j.name}[{k}]" for k in range(j.dof)]
-        shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
-        raise ValueError(f"q must have nq = {model.nq} numbers (in order: {shown}), got {q.size}")
-    if not np.all(np.isfinite(q)):
-        raise ValueError("q must be finite")
-    return q
-
-
 def forward_kinematics(model, q=None):
     """(joint frames, body frames): for every body i, the 4x4 world pose of its joint's
-    placement frame T_parent X_tree,i and of its body frame T_parent X_tree,i Q_i(q_i)."""
-    q = configuration(model, q)
-    joint_frames, body_frames = [], []
-    k = 0
-    for i, j in enumerate(model.joints):
-        jm = joint_model(j.type, j.params)
-        qi = q[k:k + jm.dof]
-        k += jm.dof
-        p = model.parent_index(i)
-        parent = np.eye(4) if p < 0 else body_frames[p]
-        J = parent @ _homogeneous(j.origin)
-        Q = jm.numeric("G", qi) if jm.dof else np.eye(4)
-        joint_frames.append(J)
-        body_frames.append(J @ Q)
-    return joint_frames, body_frames
+    placement frame T_parent X_tree,i and of its body frame T_parent X_tree,i Q_i(q_i)
+    (scleron.kinematics, the one numeric forward kinematics)."""
+    joint_frames, body_frames = Kinematics(model).frames(configuration(model, q))
+    return list(joint_frames), list(body_frames)
 
 
 def draw(model, path, q=None, elev=20.0, azim=-60.0, labels=None, title=None):
