@@ -4,6 +4,7 @@ import argparse
 import io
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -11,10 +12,14 @@ import numpy as np
 import pytest
 
 import scleron
-from scleron.simulate import (EnergyModel, SimulationError, Trajectory, _lambdified_batch, _Progress,
-                              add_parser, best_chart, chart_det, cmd_simulate, euler_R, euler_S,
-                              exp_R, exp_R_batch, joint_transform, reparameterise_exp, simulate,
-                              switch_euler)
+from scleron.kinematics import joint_transform
+from scleron.simulate import (SimulationError, Switch, Trajectory, add_parser, best_chart, chart_det,
+                              cmd_simulate, reparameterise_exp, simulate, switch_euler)
+from scleron.simulate.charts import chart_R as euler_R
+from scleron.simulate.charts import chart_S as euler_S
+from scleron.simulate.charts import switchables
+from scleron.simulate.plot import coordinate_panels, trajectory_figure
+from scleron.simulate.progress import Progress
 
 from conftest import ROOT
 
@@ -79,6 +84,23 @@ initial:
 """
 
 
+def exp_R(q):
+    """R of exp coordinates (one q (3,) -> (3, 3), or N rows -> (N, 3, 3)) from the joint library."""
+    R, _ = joint_transform("ball_exp")(np.atleast_2d(q))
+    return R[0] if np.ndim(q) == 1 else R
+
+
+def euler_R_rows(charts, Q):
+    """R (N, 3, 3) of Euler angles Q (N, 3), row k in chart charts[k] (scleron.kinematics, batched
+    per chart)."""
+    charts = np.asarray(charts)
+    R = np.empty((len(Q), 3, 3))
+    for c in set(charts):
+        rows = charts == c
+        R[rows] = joint_transform("spherical", {"chart": str(c)})(np.asarray(Q)[rows])[0]
+    return R
+
+
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("sim_models")
@@ -95,12 +117,13 @@ def build(tmp_path_factory):
     return str(tmp_path_factory.mktemp("sim_build"))
 
 
-def tumbler_quantities(model, traj):
+def tumbler_quantities(model, traj, every=8):
     """World angular momentum about the centre of mass (R I_c ω_body), centre of mass, total energy,
-    computed here from the trajectory without the simulator's energy code."""
+    computed here from every `every`-th sample of the trajectory without the simulator's energy code
+    (R and S of each sample's chart are the joint library's)."""
     body = model.bodies[0].inertia
     L, com, E = [], [], []
-    for q, qd, (chart,) in zip(traj.q, traj.qd, traj.charts):
+    for q, qd, (chart,) in zip(traj.q[::every], traj.qd[::every], traj.charts[::every]):
         R, w = euler_R(chart, q[3:]), euler_S(chart, q[3:]) @ qd[3:]
         v = qd[:3] + R @ np.cross(w, body.com)
         c = q[:3] + R @ body.com
@@ -148,40 +171,6 @@ def test_switch_euler_matches_switch_chart_and_best_chart_is_far_from_singular(r
         assert np.allclose(euler_R(chart, qc), R, atol=1e-12)
 
 
-def test_fast_joint_transforms_equal_joint_model_G(rng):
-    from scleron.joints import joint_model
-    m = scleron.Model("kin")
-    m.add_body("a", joint="spherical", chart="ZXZ", xyz=(0, 0, 1))
-    m.add_body("b", "a", joint="ball_exp", xyz=(1, 0, 0))
-    m.add_body("c", "b", joint="revolute", axis=(0, 1, 1), xyz=(0, 1, 0), rpy=(0.1, 0.2, 0.3))
-    m.add_body("d", "c", joint="free", chart="YZX")
-    m.add_body("e", "d", joint="composite", parts=[{"type": "translational"},
-                                                   {"type": "revolute", "axis": (1, 0, 0)}])
-    for j in m.joints:
-        Q = np.vstack([rng.uniform(-2, 2, (3, j.dof)), 1e-5 * rng.normal(size=(1, j.dof))])
-        R, t = joint_transform(j)(Q)
-        assert R.shape == (4, 3, 3) and t.shape == (4, 3)
-        for k, q in enumerate(Q):
-            G = joint_model(j.type, j.params).numeric("G", q)
-            assert np.allclose(G[:3, :3], R[k], atol=1e-13) and np.allclose(G[:3, 3], t[k], atol=1e-13), j.name
-    by_sample = _lambdified_batch(joint_model("ball_exp"))        # the series-guarded fallback
-    Q = rng.normal(size=(3, 3))
-    assert np.allclose(by_sample(Q)[0], exp_R_batch(Q), atol=1e-13)
-    em = EnergyModel(m)
-    Q = rng.normal(size=(3, m.nq))
-    batch = em.world_poses(Q)
-    R_world, t_world = np.eye(3), np.zeros(3)
-    k = 0
-    for i, (j, (R, t)) in enumerate(zip(m.joints, em.world_poses(Q[1]))):   # a chain: compose G
-        G = joint_model(j.type, j.params).numeric("G", Q[1, k:k + j.dof])
-        R_world, t_world = (R_world @ j.origin.rotation @ G[:3, :3],
-                            R_world @ (j.origin.rotation @ G[:3, 3] + j.origin.translation) + t_world)
-        k += j.dof
-        assert np.allclose(R, R_world, atol=1e-12) and np.allclose(t, t_world, atol=1e-12)
-        assert np.allclose(batch[i][0][1], R, atol=1e-15) and np.allclose(batch[i][1][1], t, atol=1e-15)
-    assert em.potential(Q)[2] == pytest.approx(em.potential(Q[2]), abs=1e-12)
-
-
 def test_exp_reparameterisation_keeps_rotation_and_angular_velocity(rng):
     from scleron.joints import joint_model
     jm = joint_model("ball_exp")
@@ -191,7 +180,6 @@ def test_exp_reparameterisation_keeps_rotation_and_angular_velocity(rng):
     q_new, qd_new = reparameterise_exp(q, qd)
     assert np.linalg.norm(q_new) == pytest.approx(math.pi - 0.01, abs=1e-12)
     assert np.allclose(jm.numeric("R", q_new), jm.numeric("R", q), atol=1e-12)
-    assert np.allclose(exp_R(q), jm.numeric("R", q), atol=1e-13)
     assert np.allclose(jm.numeric("S", q_new)[:3] @ qd_new, jm.numeric("S", q)[:3] @ qd, atol=1e-12)
 
 
@@ -200,7 +188,7 @@ def test_exp_reparameterisation_keeps_rotation_and_angular_velocity(rng):
 
 
 @pytest.mark.parametrize("integrator,dt,kw,tol", [
-    ("rk4", 1e-3, {}, 1e-8),
+    pytest.param("rk4", 1e-3, {}, 1e-8, marks=pytest.mark.slow),     # 4000 steps; rk45 covers it fast
     ("rk45", 0.05, {"rtol": 1e-12, "atol": 1e-12}, 1e-10),
 ])
 def test_tumbling_free_body_switches_charts_and_conserves_momentum(files, build, integrator, dt, kw, tol):
@@ -216,14 +204,15 @@ def test_tumbling_free_body_switches_charts_and_conserves_momentum(files, build,
     # every recorded state is well inside its chart
     assert min(abs(chart_det(c, q[4])) for (c,), q in zip(traj.charts, traj.q)) > 0.15
     # ... although the orientation itself came within a few degrees of XYZ's gimbal lock
-    R13 = np.array([euler_R(c, q[3:])[0, 2] for (c,), q in zip(traj.charts, traj.q)])
+    R13 = euler_R_rows(traj.charts[:, 0], traj.q[:, 3:])[:, 0, 2]
     assert np.sqrt(1 - R13 ** 2).min() < 0.06                  # |cos q2| of the XYZ chart
     L, com, E = tumbler_quantities(model, traj)
     assert np.abs(L - L[0]).max() / np.linalg.norm(L[0]) <= tol
     v0 = np.array([0.5, 0.2, 3]) + np.cross(np.array([3.0, 1, 2]), model.bodies[0].inertia.com)
-    parabola = com[0] + np.outer(traj.t, v0) + 0.5 * np.outer(traj.t ** 2, model.gravity)
+    t = traj.t[::8]
+    parabola = com[0] + np.outer(t, v0) + 0.5 * np.outer(t ** 2, model.gravity)
     assert np.abs(com - parabola).max() <= 1e-8
-    assert np.allclose(traj.energy, E, rtol=0, atol=1e-10 * abs(E[0]))   # simulator energy = hand
+    assert np.allclose(traj.energy[::8], E, rtol=0, atol=1e-10 * abs(E[0]))   # generated energy = hand
     assert traj.energy_drift <= 1e-9
     assert traj.t[0] == 0 and traj.t[-1] == pytest.approx(4.0, abs=1e-14)
 
@@ -239,8 +228,8 @@ def test_rk4_refuses_to_jump_over_a_singularity_and_rk45_steps_around_it(files, 
     t_s = traj.switches[0].time
     assert abs(math.cos(4.0 * t_s)) < 0.2 < abs(math.cos(4.0 * (t_s - 0.08)))  # switched in time
     # in the free fall the orientation is exactly R_y(4 t)
-    for t, q, (c,) in zip(traj.t, traj.q, traj.charts):
-        assert np.allclose(euler_R(c, q[3:]), euler_R("XYZ", (0, 4.0 * t, 0)), atol=1e-8)
+    expected = euler_R_rows(["XYZ"] * len(traj.t), np.outer(traj.t, [0, 4.0, 0]))
+    assert np.allclose(euler_R_rows(traj.charts[:, 0], traj.q[:, 3:]), expected, atol=1e-8)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -302,7 +291,7 @@ def test_ball_exp_reparameterises_through_pi_and_rotation_is_continuous(files, b
     assert len(traj.switches) >= 2 and all(s.joint == "ball" and s.old == "exp" for s in traj.switches)
     norms = np.linalg.norm(traj.q, axis=1)
     assert norms.max() <= math.pi and norms.max() > math.pi - 0.01
-    R = np.array([exp_R(q) for q in traj.q])
+    R = exp_R(traj.q)
     dR = np.linalg.norm(R[1:] @ np.transpose(R[:-1], (0, 2, 1)) - np.eye(3), axis=(1, 2))
     dq = np.linalg.norm(np.diff(traj.q, axis=0), axis=1)
     assert dR.max() < 0.01                          # the rotation never jumps ...
@@ -311,13 +300,14 @@ def test_ball_exp_reparameterises_through_pi_and_rotation_is_continuous(files, b
     jm = joint_model("ball_exp")
     Ic = model.bodies[0].inertia.inertia
     L = np.array([exp_R(q) @ Ic @ (jm.numeric("S", q)[:3] @ qd) for q, qd in zip(traj.q[::25], traj.qd[::25])])
+    assert "exponential coordinates re-parameterised (|θ| = 3.14" in str(traj.switches[0])
     assert np.abs(L - L[0]).max() / np.linalg.norm(L[0]) < 1e-9
     assert traj.energy_drift < 1e-9
     # a steady spin about a principal axis: R(t) = R_z(3 t) exactly, through several switches
     spin = simulate(model, 3.0, 1e-3, q0=np.zeros(3), qd0=[0, 0, 5.0], out_dir=build, progress=False)
     assert [round(s.time, 3) for s in spin.switches] == [0.629, 1.885]   # 5 t = π, 3π
-    for t, q in zip(spin.t[::50], spin.q[::50]):
-        assert np.allclose(exp_R(q), euler_R("XYZ", (0, 0, 5.0 * t)), atol=1e-9)
+    for t, R in zip(spin.t[::50], exp_R(spin.q[::50])):
+        assert np.allclose(R, euler_R("XYZ", (0, 0, 5.0 * t)), atol=1e-9)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -337,14 +327,22 @@ def test_cli_writes_npz_and_png(files, build, tmp_path, capsys):
     assert args.func is cmd_simulate
     assert cmd_simulate(args) == 0
     out = capsys.readouterr()
-    assert "chart switches: " in out.out and "XYZ -> " in out.out and out.err == ""
+    assert "chart switches: " in out.out and out.err == ""
+    # where it builds, said once, first; the switches in words
+    assert out.out.splitlines()[0].startswith(f"generated dynamics: {build} ")
+    assert out.out.count("generated dynamics:") == 1
+    assert re.search(r"t = [\d.]+ s: joint root: Euler chart XYZ -> [XYZ]{3} "
+                     r"\(near gimbal lock: \|cos\(q2\)\| = 0\.1\d{3} < 0\.2\)", out.out), out.out
     with np.load(npz, allow_pickle=False) as z:
         assert z["q"].shape == (1501, 6) and z["t"][-1] == pytest.approx(3.0)
         assert z["energy"].shape == (1501,) and z["charts"].shape == (1501, 1)
         assert len(z["switch_time"]) >= 1 and z["switch_old"][0] == "XYZ"
+        assert "near gimbal lock" in z["switch_detail"][0]
+        assert list(z["coordinate_units"]) == ["m", "m", "m", "rad", "rad", "rad"]
         assert list(z["coordinate_names"])[:1] == ["root[0]"]
     traj = Trajectory.load(npz)
     assert traj.switches[0].old == "XYZ" and traj.integrator == "rk4" and traj.steps == 1500
+    assert "near gimbal lock" in str(traj.switches[0])
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
 
@@ -399,12 +397,12 @@ def test_progress_bar_only_on_a_terminal():
             return True
     tty, pipe = Tty(), io.StringIO()
     for stream in (tty, pipe):
-        p = _Progress(2.0, True, stream)
+        p = Progress(2.0, True, stream)
         p.update(1.0, force=True)
         p.close()
     assert "50.0%" in tty.getvalue() and "\r" in tty.getvalue() and pipe.getvalue() == ""
     quiet = Tty()
-    p = _Progress(2.0, False, quiet)
+    p = Progress(2.0, False, quiet)
     p.update(1.0, force=True)
     assert quiet.getvalue() == ""
 
@@ -422,19 +420,66 @@ def test_the_generated_variants_are_cached(files, build):
     assert before == after
 
 
-def test_spring_energy_and_sprung_joints_keep_their_chart():
-    """Joint springs (a `stiffness` / `rest` attribute or parameter, added elsewhere) enter the
-    potential as ½ k (q - rest)²; a sprung Euler joint is not switched (its spring lives in its chart)."""
-    from scleron.simulate import _switchables
+def test_sprung_joints_keep_their_chart():
+    """A sprung Euler joint (a `stiffness` attribute or parameter) is not switched: its spring
+    ½ k (q - rest)² lives in its chart."""
     m = scleron.Model("springs", gravity=(0, 0, 0))
     m.add_body("a", joint="revolute", axis=(0, 0, 1), com=(0.3, 0, 0))
     m.add_body("b", "a", joint="spherical", chart="ZYX", xyz=(1, 0, 0))
     m.add_body("c", "b", joint="free")
-    assert [s.name for s in _switchables(m)] == ["b_joint", "c_joint"]
-    assert EnergyModel(m).potential(np.full(10, 0.4)) == 0.0
-    m.joints[0].stiffness, m.joints[0].rest = 2.0, 0.1
+    assert [s.name for s in switchables(m)] == ["b_joint", "c_joint"]
     m.joints[1].stiffness = [1.0, 2.0, 3.0]
-    q = np.full(10, 0.4)
-    expected = 0.5 * 2.0 * 0.3 ** 2 + 0.5 * (1.0 + 2.0 + 3.0) * 0.4 ** 2
-    assert EnergyModel(m).potential(q) == pytest.approx(expected, abs=1e-15)
-    assert [s.name for s in _switchables(m)] == ["c_joint"]
+    assert [s.name for s in switchables(m)] == ["c_joint"]
+
+
+SPRING = """\
+name: spring1
+gravity: [0, 0, 0]
+bodies:
+  - name: arm
+    parent: world
+    joint: {name: hinge, type: revolute, axis: [0, 0, 1], stiffness: 2.0, rest: 0.1}
+    mass: 1.0
+    com: [0.3, 0, 0]
+    inertia: [0.01, 0.01, 0.02]
+initial:
+  q: [0.4]
+"""
+
+
+def test_spring_energy_comes_from_the_generated_potential(tmp_path, build):
+    """The energies are the generated kinetic_energy / potential_energy: the spring's ½ k (q - rest)²
+    is in V, T = ½ I_zz,O q̇² (I about the axis: 0.02 + m 0.3²), and their sum is conserved."""
+    path = tmp_path / "spring1.yaml"
+    path.write_text(SPRING)
+    traj = simulate(str(path), 1.0, 1e-3, out_dir=build, progress=False)
+    assert traj.potential == pytest.approx(0.5 * 2.0 * (traj.q[:, 0] - 0.1) ** 2, abs=1e-14)
+    assert traj.kinetic == pytest.approx(0.5 * (0.02 + 0.09) * traj.qd[:, 0] ** 2, abs=1e-14)
+    assert traj.potential[0] == pytest.approx(0.09) and np.ptp(traj.kinetic) > 0.05
+    assert traj.energy_drift < 1e-9
+
+
+# -------------------------------------------------------------------------------------------------
+# the plot: every coordinate readable, with a legend
+
+
+def test_plot_panels_keep_a_large_coordinate_from_flattening_the_others():
+    t = np.linspace(0, 1, 50)
+    q = np.column_stack([np.sin(t), 0.5 * np.cos(t), 326 * t, 0.02 * t, 0.05 * np.sin(t)])
+    panels = coordinate_panels(q, ["rad", "rad", "rad", "m", "m"])
+    assert panels == [("rad", [0, 1]), ("rad", [2]), ("m", [3, 4])]
+    assert coordinate_panels(q[:, :2], ["rad", "rad"]) == [("rad", [0, 1])]
+    q[:, 3] *= 1e-16                                     # a length that stays at zero: no panel of its own
+    assert coordinate_panels(q, ["rad", "rad", "rad", "m", "m"])[2] == ("m", [3, 4])
+    many = np.outer(t, 10.0 ** np.arange(8))          # 8 sizes a decade apart: merged to 4 panels
+    assert len(coordinate_panels(many, ["rad"] * 8)) == 4
+    assert sorted(k for _, ks in coordinate_panels(many, ["rad"] * 8) for k in ks) == list(range(8))
+    traj = Trajectory(t, q, q, np.zeros(50), np.zeros(50), np.zeros(50), [Switch(0.5, "b", "exp", "exp")],
+                      np.zeros((50, 0)), [], coordinate_names=["a", "b", "helix", "slide", "z"],
+                      coordinate_units=["rad", "rad", "rad", "m", "m"], model_name="m")
+    axes = trajectory_figure(traj).axes
+    legends = [[x.get_text() for x in ax.get_legend().get_texts()] for ax in axes]
+    assert legends[:3] == [["a", "b"], ["helix"], ["slide", "z"]]
+    assert [ax.get_ylabel() for ax in axes[:3]] == ["angles (rad), small", "angles (rad), large",
+                                                     "lengths (m)"]
+    assert axes[1].get_ylim()[1] > 300 > 2 > axes[0].get_ylim()[1]

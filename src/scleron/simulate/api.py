@@ -1,0 +1,110 @@
+"""scleron.simulate(...): check the arguments, load the model, run the simulator."""
+import math
+import os
+
+import numpy as np
+
+from .integrators import INTEGRATORS
+from .plot import plot_trajectory, require_matplotlib
+from .simulator import Simulator, coordinate_labels
+from .variants import default_build_dir
+
+DEFAULT_SWITCH_THRESHOLD = 0.2      # |det S| below which an Euler chart is switched
+EXP_LIMIT = math.pi                 # ‖q‖ above which an exp-coordinate ball joint is reparameterised
+MAX_STEPS = 100_000_000
+
+
+def _vector(value, n, what, names=None):
+    try:
+        a = np.array(value, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be numbers, got {value!r}") from None
+    if a.size == 1 and n != 1 and what == "tau":
+        a = np.full(n, float(a[0]))
+    if a.size != n:
+        order = f" (in order: {', '.join(names[:12])}{', ...' if len(names) > 12 else ''})" if names else ""
+        raise ValueError(f"{what} must have nv = {n} entries{order}, got {a.size}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{what} must be finite")
+    return a
+
+
+def _positive(value, what):
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a number, got {value!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError(f"{what} must be a positive finite number, got {value!r}")
+    return v
+
+
+def _load(model_or_path, floating):
+    if isinstance(model_or_path, (str, os.PathLike)):
+        from ..model import load_model
+        return load_model(model_or_path, **({"floating": True} if floating else {}))
+    model = model_or_path
+    if any(j.type == "fixed" for j in model.joints):
+        model = model.merged_fixed()
+    model.validate()
+    return model
+
+
+def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, tau=None, plot=None,
+             output=None, progress=True, out_dir=None, *, rtol=1e-8, atol=1e-10,
+             switch_threshold=DEFAULT_SWITCH_THRESHOLD, exp_limit=EXP_LIMIT, record_every=1,
+             floating=False, log=None):
+    """Integrate a model from its initial state and return a Trajectory.
+
+    model_or_path: a Model or a model file (.yaml/.yml/.urdf; floating=True adds a free root to a
+    URDF). duration, dt: seconds; dt is the step of rk4 and semi-implicit, and the first and
+    largest step of rk45 (whose step is chosen by the error control: rtol, atol). q0, qd0: the
+    initial state (default: the model's `initial`, else zeros). tau: constant joint forces (nv
+    numbers or one for all; default 0) or a function tau(t, q, qd). plot: write a PNG of the joint
+    coordinates and the total energy (needs matplotlib). output: write the trajectory as .npz.
+    progress: a progress bar on stderr when it is a terminal. out_dir: where the generated
+    dynamics live (one subfolder per chart combination; default ~/.cache/scleron/<name>, or
+    $XDG_CACHE_HOME/scleron/<name>; the trajectory's build_dir says which). log: a function
+    called with one line of text saying where the dynamics are generated (the CLI prints it).
+    switch_threshold: |det S| below which an Euler chart is switched; exp_limit: ‖q‖ above which
+    a ball_exp joint is reparameterised. record_every: keep every n-th step (and the last).
+    """
+    if integrator not in INTEGRATORS:
+        raise ValueError(f"unknown integrator {integrator!r} (one of {', '.join(INTEGRATORS)})")
+    duration, dt = _positive(duration, "duration"), _positive(dt, "dt")
+    if integrator != "rk45" and duration / dt > MAX_STEPS:
+        raise ValueError(f"duration / dt = {duration / dt:.3g} steps is more than {MAX_STEPS}")
+    rtol, atol = _positive(rtol, "rtol"), _positive(atol, "atol")
+    switch_threshold = _positive(switch_threshold, "switch_threshold")
+    if switch_threshold >= 0.8:
+        raise ValueError("switch_threshold must be below 0.8 (a fresh chart has |det S| >= 0.816)")
+    exp_limit = _positive(exp_limit, "exp_limit")
+    if not (math.pi <= exp_limit < 2 * math.pi):
+        raise ValueError("exp_limit must lie in [pi, 2 pi)")
+    if not isinstance(record_every, int) or isinstance(record_every, bool) or record_every < 1:
+        raise ValueError(f"record_every must be a positive integer, got {record_every!r}")
+    if plot is not None:
+        require_matplotlib()
+    model = _load(model_or_path, floating)
+    nv, names = model.nv, coordinate_labels(model)
+
+    def initial(given, default, what):
+        value = given if given is not None else (default if default is not None else np.zeros(nv))
+        return _vector(value, nv, what, names)
+    q0, qd0 = initial(q0, model.q0, "q0"), initial(qd0, model.qd0, "qd0")
+    if tau is None:
+        tau = np.zeros(nv)
+    elif not callable(tau):
+        tau = _vector(tau, nv, "tau", names)
+    from ..pipeline import c_identifier
+    build_dir = out_dir or default_build_dir(c_identifier(model.name) + ("_floating" if floating else ""))
+    sim = Simulator(model, build_dir=os.fspath(build_dir), integrator=integrator, dt=dt,
+                    duration=duration, q0=q0, qd0=qd0, tau=tau, rtol=rtol, atol=atol,
+                    switch_threshold=switch_threshold, exp_limit=exp_limit,
+                    record_every=record_every, progress=progress, log=log)
+    traj = sim.run()
+    if output is not None:
+        traj.save(output)
+    if plot is not None:
+        plot_trajectory(traj, plot)
+    return traj

@@ -1,0 +1,111 @@
+"""Coordinate charts during a simulation (Sueda §2.5.5, §2.5.8).
+
+* A spherical or free joint written in one of the 12 Euler charts switches chart after a step in
+  which |det S| of its chart fell below the switch threshold. The new chart is the one with the
+  largest |det S| at the current rotation (always >= sqrt(2/3), so there is no chattering); q comes
+  from Sueda's Table 3 (joints.charts.q_from_R) and q̇ from eq. 2.40, S_new q̇_new = S_old q̇_old,
+  which keeps R and the body (hence world) angular velocity.
+* An exp-coordinate ball joint is re-parameterised when ‖q‖ > exp_limit (π): q <- (1 - 2π/‖q‖) q,
+  the same rotation, and q̇ <- S(q_new)^-1 S(q) q̇, the same angular velocity (Grassia 1998, §4).
+
+R(q) and S(q) are the joint library's own (joint_model("spherical", chart) / ("ball_exp")).
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..joints import charts, joint_model
+
+# chart "ABC": det S = ±cos q2 (Tait-Bryan, A != C) or -sin q2 (proper Euler, A == C), Sueda Table 3
+_TRIG = {True: math.sin, False: math.cos}
+
+
+def chart_det(chart, q2):
+    """sin q2 (proper Euler chart ABA) or cos q2 (Tait-Bryan): ±det S of the chart (Sueda Table 3).
+    |det S| < threshold triggers a switch; a change of sign within one step is a jump over the
+    singularity."""
+    return _TRIG[chart[0] == chart[2]](q2)
+
+
+def det_name(chart):
+    """The formula of ±det S in words: "sin(q2)" or "cos(q2)"."""
+    return "sin(q2)" if chart[0] == chart[2] else "cos(q2)"
+
+
+def chart_R(chart, q3):
+    """Rotation of Euler chart `chart` at angles q3 (3x3), from the joint library."""
+    return joint_model("spherical", {"chart": chart}).numeric("R", q3)
+
+
+def chart_S(chart, q3):
+    """Body-frame S (3x3, ω = S q̇) of Euler chart `chart` at q3, from the joint library."""
+    return joint_model("spherical", {"chart": chart}).numeric("S", q3)[:3]
+
+
+def best_chart(R):
+    """The Euler chart with the largest |det S| at rotation R, and its coordinates (Table 3)."""
+    best = None
+    for c in charts.CHARTS:
+        qc = charts.q_from_R(c, R)
+        d = abs(chart_det(c, qc[1]))
+        if best is None or d > best[0] + 1e-12:
+            best = (d, c, qc)
+    return best[1], best[2]
+
+
+def switch_euler(old, q3, qd3):
+    """(new chart, q, q̇) of a spherical state (chart `old`, angles q3, rates qd3) in the best chart.
+
+    q from Table 3 (charts.q_from_R), q̇ from eq. 2.40: S_new q̇_new = S_old q̇_old, the same
+    body angular velocity (charts.switch_chart computes the same; tests compare them)."""
+    q3, qd3 = np.asarray(q3, dtype=float), np.asarray(qd3, dtype=float)
+    new, q_new = best_chart(chart_R(old, q3))
+    qd_new = np.linalg.solve(chart_S(new, q_new), chart_S(old, q3) @ qd3)
+    return new, np.asarray(q_new, dtype=float), qd_new
+
+
+def reparameterise_exp(q3, qd3):
+    """Grassia's re-parameterisation of exponential coordinates: the same rotation with
+    ‖q‖ replaced by 2π - ‖q‖ (q <- (1 - 2π/‖q‖) q), and the same angular velocity S(q) q̇."""
+    jm = joint_model("ball_exp")
+    q3 = np.asarray(q3, dtype=float)
+    theta = float(np.linalg.norm(q3))
+    q_new = (1.0 - 2.0 * math.pi / theta) * q3
+    qd_new = np.linalg.solve(jm.numeric("S", q_new)[:3], jm.numeric("S", q3)[:3] @ np.asarray(qd3, dtype=float))
+    return q_new, qd_new
+
+
+# ---------------------------------------------------------------------------------------------------
+# which joints switch
+
+@dataclass
+class Switchable:
+    joint: int          # index in model.joints
+    name: str
+    kind: str           # "euler" or "exp"
+    start: int          # index of the first rotational coordinate in q
+    chart: str          # current chart ("exp" for ball_exp)
+
+
+def _sprung(joint):
+    """Whether a joint carries a spring (a `stiffness` attribute or parameter, not all zero)."""
+    k = getattr(joint, "stiffness", None)
+    if k is None and isinstance(getattr(joint, "params", None), dict):
+        k = joint.params.get("stiffness")
+    return k is not None and bool(np.any(np.asarray(k, dtype=float) != 0))
+
+
+def switchables(model):
+    """The joints whose coordinates may switch, in model order. A sprung joint keeps its chart:
+    its spring ½ k (q - rest)² is written in that chart, switching would change the physics."""
+    out, k = [], 0
+    for i, j in enumerate(model.joints):
+        if not _sprung(j):
+            if j.type in ("spherical", "free"):
+                out.append(Switchable(i, j.name, "euler", k + (3 if j.type == "free" else 0),
+                                      j.params.get("chart", "XYZ")))
+            elif j.type == "ball_exp":
+                out.append(Switchable(i, j.name, "exp", k, "exp"))
+        k += j.dof
+    return out

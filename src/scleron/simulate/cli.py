@@ -1,0 +1,97 @@
+"""`scleron simulate MODEL ...` (add_parser and cmd_simulate, used by scleron.cli) and
+`python -m scleron.simulate ...` (main)."""
+import argparse
+import sys
+
+from ..errors import BuildError, ModelError
+from .api import DEFAULT_SWITCH_THRESHOLD, simulate
+from .integrators import INTEGRATORS
+from .plot import require_matplotlib
+from .trajectory import SimulationError
+
+SHOWN_SWITCHES = 10
+
+
+def add_parser(subparsers):
+    """Adds `scleron simulate` to an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "simulate", help="integrate the model's dynamics from its initial state",
+        description="Integrate the model's generated dynamics from its initial state (zero or "
+                    "constant joint torque), switching Euler charts and reparameterising "
+                    "exponential coordinates as needed; write the trajectory and a plot. The "
+                    "generated dynamics are cached in ~/.cache/scleron/<name> (--build-dir).")
+    p.add_argument("model", help="model file (.yaml, .yml, .urdf)")
+    p.add_argument("--duration", type=float, required=True, metavar="T", help="simulated time (s)")
+    p.add_argument("--dt", type=float, required=True, metavar="H",
+                   help="time step (s); for rk45 the first and largest step")
+    p.add_argument("--integrator", choices=INTEGRATORS, default="rk4", help="default rk4")
+    p.add_argument("--rtol", type=float, default=1e-8, help="rk45 relative tolerance (1e-8)")
+    p.add_argument("--atol", type=float, default=1e-10, help="rk45 absolute tolerance (1e-10)")
+    p.add_argument("--tau", type=float, nargs="+", metavar="X",
+                   help="constant joint forces: nv numbers, or one for all (default 0)")
+    p.add_argument("--plot", metavar="FILE.png", help="plot coordinates and energy (needs matplotlib)")
+    p.add_argument("-o", "--output", metavar="FILE.npz", help="write the trajectory (.npz)")
+    p.add_argument("--floating", action="store_true", help="URDF: add a free joint at the root")
+    p.add_argument("--build-dir", metavar="DIR",
+                   help="folder for the generated dynamics (default ~/.cache/scleron/<name>)")
+    p.add_argument("--switch-threshold", type=float, default=DEFAULT_SWITCH_THRESHOLD, metavar="D",
+                   help=f"switch an Euler chart when |det S| < D (default {DEFAULT_SWITCH_THRESHOLD})")
+    p.add_argument("--every", type=int, default=1, metavar="N", help="record every N-th step")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_simulate)
+    return p
+
+
+def _one_line(exc):
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def _say(text):
+    print(text, flush=True)
+
+
+def summary(traj, driven):
+    """The lines `scleron simulate` prints after a run."""
+    e0 = float(traj.energy[0])
+    lines = [f"{traj.model_name}: nq = nv = {traj.q.shape[1]}, {traj.integrator}, dt = {traj.dt:g} s, "
+             f"t = {traj.t[-1]:g} s in {traj.steps} steps"
+             + (f" ({traj.rejected} rejected)" if traj.rejected else "") + f", {traj.wall_time:.2f} s",
+             f"energy: E(0) = {e0:.10g} J, E(end) = {float(traj.energy[-1]):.10g} J, max relative "
+             f"drift {traj.energy_drift:.3e}" + (" (tau is not zero: work is done)" if driven else ""),
+             f"chart switches: {len(traj.switches)}"]
+    lines += [f"  {s}" for s in traj.switches[:SHOWN_SWITCHES]]
+    if len(traj.switches) > SHOWN_SWITCHES:
+        lines.append(f"  ... and {len(traj.switches) - SHOWN_SWITCHES} more")
+    return lines
+
+
+def cmd_simulate(args):
+    """Runs `scleron simulate`; errors are one line on stderr and exit status 2."""
+    try:
+        if args.plot:
+            require_matplotlib()
+        traj = simulate(args.model, args.duration, args.dt, integrator=args.integrator,
+                        tau=args.tau, plot=args.plot, output=args.output,
+                        progress=not args.quiet, out_dir=args.build_dir, rtol=args.rtol,
+                        atol=args.atol, switch_threshold=args.switch_threshold,
+                        record_every=args.every, floating=args.floating, log=_say)
+    except (ModelError, BuildError, SimulationError, ValueError, OSError) as exc:
+        print(f"scleron: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    driven = args.tau is not None and any(x != 0 for x in args.tau)
+    for line in summary(traj, driven):
+        print(line)
+    for path in (args.output, args.plot):
+        if path:
+            print(f"wrote {path}")
+    return 0
+
+
+def main(argv=None):
+    """`python -m scleron.simulate ...` (the same as `scleron simulate ...`)."""
+    parser = argparse.ArgumentParser(prog="scleron")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_parser(sub)
+    args = parser.parse_args(["simulate", *(sys.argv[1:] if argv is None else argv)])
+    return args.func(args)

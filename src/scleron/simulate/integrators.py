@@ -1,0 +1,80 @@
+"""One step of each integrator for q̇ = v, v̇ = a(t, q, v), the acceleration a from the
+generated forward dynamics. Pure functions: the driver (simulator.py) handles charts and records.
+
+rk4: classic Runge-Kutta, 4th order (Hairer, Nørsett & Wanner I, Table 1.2).
+semi-implicit: symplectic Euler, v+ = v + h a(t, q, v), q+ = q + h v+ (1st order, Hairer,
+    Lubich & Wanner, Geometric Numerical Integration, eq. I.1.10).
+rk45: Dormand-Prince 5(4) with FSAL, error control on the 5th-order solution (HNW I, Table 5.2,
+    step-size rule eq. II.4.13).
+"""
+import numpy as np
+
+INTEGRATORS = ("rk4", "semi-implicit", "rk45")
+
+
+def rk4_step(accel, t, q, v, h):
+    """(q, v) after one classic RK4 step of size h."""
+    a1 = accel(t, q, v)
+    q2, v2 = q + 0.5 * h * v, v + 0.5 * h * a1
+    a2 = accel(t + 0.5 * h, q2, v2)
+    q3, v3 = q + 0.5 * h * v2, v + 0.5 * h * a2
+    a3 = accel(t + 0.5 * h, q3, v3)
+    q4, v4 = q + h * v3, v + h * a3
+    a4 = accel(t + h, q4, v4)
+    return (q + (h / 6.0) * (v + 2.0 * v2 + 2.0 * v3 + v4),
+            v + (h / 6.0) * (a1 + 2.0 * a2 + 2.0 * a3 + a4))
+
+
+def semi_implicit_euler_step(accel, t, q, v, h):
+    """(q, v) after one symplectic Euler step: the new velocity moves q."""
+    v_new = v + h * accel(t, q, v)
+    return q + h * v_new, v_new
+
+
+FIXED_STEPS = {"rk4": rk4_step, "semi-implicit": semi_implicit_euler_step}
+
+# Dormand-Prince 5(4) (HNW I, Table 5.2)
+DP_C = (0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0)
+DP_A = ((),
+        (1 / 5,),
+        (3 / 40, 9 / 40),
+        (44 / 45, -56 / 15, 32 / 9),
+        (19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729),
+        (9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656),
+        (35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84))
+DP_B5 = np.array([35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0.0])
+DP_B4 = np.array([5179 / 57600, 0.0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 / 2100, 1 / 40])
+DP_E = DP_B5 - DP_B4
+
+
+def derivative(accel, t, y, n):
+    """ẏ = (v, a(t, q, v)) of the first-order state y = (q, v), n = nv."""
+    return np.concatenate([y[n:], accel(t, y[:n], y[n:])])
+
+
+def dopri_step(accel, t, y, f0, h):
+    """One Dormand-Prince attempt from y (with ẏ = f0 there): (y_new, error estimate, ẏ at y_new).
+    The 7th stage is evaluated at y_new, so an accepted step's last stage is the next f0 (FSAL)."""
+    n = y.size // 2
+    K = np.empty((7, y.size))
+    K[0] = f0
+    for i in range(1, 7):
+        K[i] = derivative(accel, t + DP_C[i] * h, y + h * (np.asarray(DP_A[i]) @ K[:i]), n)
+    return y + h * (DP_B5 @ K), h * (DP_E @ K), K[6].copy()
+
+
+def error_norm(err_vec, y, y_new, rtol, atol):
+    """RMS of the error relative to atol + rtol max(|y|, |y_new|) (HNW I, eq. II.4.11); 1e10 for a
+    non-finite error, so that the step is rejected."""
+    if err_vec.size == 0:
+        return 0.0
+    scale = atol + rtol * np.maximum(np.abs(y), np.abs(y_new))
+    err = float(np.sqrt(np.mean((err_vec / scale) ** 2)))
+    return err if np.isfinite(err) else 1e10
+
+
+def step_factor(err, fac_max=5.0):
+    """h_new / h = min(fac_max, max(0.2, 0.9 err^(-1/5))) (HNW I, eq. II.4.13, order 4 + 1)."""
+    if err <= 0:
+        return fac_max
+    return min(fac_max, max(0.2, 0.9 * err ** -0.2))

@@ -1,0 +1,217 @@
+"""The driver: steps an integrator, switches charts after each accepted step, records states."""
+import math
+import re
+import time
+
+import numpy as np
+
+from .charts import chart_det, det_name, reparameterise_exp, switch_euler, switchables
+from .energy import energies
+from .integrators import FIXED_STEPS, derivative, dopri_step, error_norm, step_factor
+from .progress import Progress
+from .trajectory import SimulationError, Switch, Trajectory
+from .variants import Variants
+
+
+def coordinate_labels(model):
+    """Short coordinate names: the joint's name, with [k] for multi-coordinate joints."""
+    names = []
+    for j in model.joints:
+        names += [j.name] if j.dof == 1 else [f"{j.name}[{k}]" for k in range(j.dof)]
+    return names
+
+
+def coordinate_units(dyn, nq):
+    """"rad", "m" or "" per coordinate: the last "(rad)" or "(m)" of the generated module's
+    coordinate descriptions (the joint library's COORDINATES)."""
+    units = []
+    for text in list(getattr(dyn, "coordinate_descriptions", []))[:nq]:
+        found = re.findall(r"\((rad|m)\)", text)
+        units.append(found[-1] if found else "")
+    return units + [""] * (nq - len(units))
+
+
+class Simulator:
+    def __init__(self, model, *, build_dir, integrator, dt, duration, q0, qd0, tau, rtol, atol,
+                 switch_threshold, exp_limit, record_every, progress, log=None):
+        self.model = model
+        self.nv = model.nv
+        self.integrator = integrator
+        self.dt, self.duration = dt, duration
+        self.rtol, self.atol = rtol, atol
+        self.threshold, self.exp_limit = switch_threshold, exp_limit
+        self.record_every = record_every
+        self.progress = Progress(duration, progress)
+        sw = switchables(model)
+        self.euler = [s for s in sw if s.kind == "euler"]
+        self.exp = [s for s in sw if s.kind == "exp"]
+        self.variants = Variants(model, build_dir, self.euler, self.progress, log)
+        self.tau = tau
+        self.q, self.qd = q0.copy(), qd0.copy()
+        self.switches = []
+        self.fd_calls = 0
+        self.rec = {"t": [], "q": [], "qd": [], "charts": []}
+        self.key = tuple(s.chart for s in self.euler)
+        self.dyn = self.variants.get(self.key)
+
+    # -- dynamics --------------------------------------------------------------------------------
+    def tau_at(self, t, q, qd):
+        if callable(self.tau):
+            return np.asarray(self.tau(t, q, qd), dtype=float)
+        return self.tau
+
+    def qdd(self, t, q, qd):
+        """q̈ = M⁻¹ (τ - h) from the generated forward dynamics of the current charts."""
+        self.fd_calls += 1
+        return self.dyn.forward_dynamics(q, qd, self.tau_at(t, q, qd))
+
+    # -- charts ----------------------------------------------------------------------------------
+    def dets(self, q):
+        return [chart_det(s.chart, q[s.start + 1]) for s in self.euler]
+
+    def crossed(self, q_old, q_new):
+        """The first Euler joint whose det S changed sign during a step (a jump over its
+        singularity), or None."""
+        for s, a, b in zip(self.euler, self.dets(q_old), self.dets(q_new)):
+            if a * b < 0:
+                return s
+        return None
+
+    def switch(self, t, step):
+        """Switch every joint that needs it; True if anything changed."""
+        changed = False
+        for s, d in zip(self.euler, self.dets(self.q)):
+            if abs(d) < self.threshold:
+                sl = slice(s.start, s.start + 3)
+                new, qn, qdn = switch_euler(s.chart, self.q[sl], self.qd[sl])
+                why = f"near gimbal lock: |{det_name(s.chart)}| = {abs(d):.4f} < {self.threshold:g}"
+                self.switches.append(Switch(t, s.name, s.chart, new, step, why))
+                self.q[sl], self.qd[sl] = qn, qdn
+                s.chart = new
+                changed = True
+        for s in self.exp:
+            sl = slice(s.start, s.start + 3)
+            theta = float(np.linalg.norm(self.q[sl]))
+            if theta > self.exp_limit:
+                qn, qdn = reparameterise_exp(self.q[sl], self.qd[sl])
+                limit = "π" if self.exp_limit == math.pi else f"{self.exp_limit:.4g}"
+                why = (f"|θ| = {theta:.4f} rad > {limit}, now {float(np.linalg.norm(qn)):.4f} rad: "
+                       f"the same rotation")
+                self.switches.append(Switch(t, s.name, "exp", "exp", step, why))
+                self.q[sl], self.qd[sl] = qn, qdn
+                changed = True
+        if changed:
+            self.key = tuple(s.chart for s in self.euler)
+            self.dyn = self.variants.get(self.key)
+        return changed
+
+    # -- recording -------------------------------------------------------------------------------
+    def record(self, t):
+        r = self.rec
+        r["t"].append(t)
+        r["q"].append(self.q.copy())
+        r["qd"].append(self.qd.copy())
+        r["charts"].append(self.key)
+
+    def energies(self, Q, QD):
+        """Kinetic and potential energy of the recorded states, batched per chart combination
+        (each state's energies come from the module of its charts)."""
+        keys = self.rec["charts"]
+        ke, pe = np.empty(len(keys)), np.empty(len(keys))
+        for key in dict.fromkeys(keys):
+            idx = np.array([i for i, k in enumerate(keys) if k == key], dtype=np.intp)
+            ke[idx], pe[idx] = energies(self.variants.get(key), Q[idx], QD[idx])
+        return ke, pe
+
+    def check_finite(self, t):
+        if not np.isfinite(self.q.sum() + self.qd.sum()):
+            raise SimulationError(f"the state became non-finite at t = {t:.6g} s "
+                                  f"(a smaller --dt or rk45 may help)")
+
+    # -- the loops -------------------------------------------------------------------------------
+    def run_fixed(self):
+        """rk4 or semi-implicit Euler with the fixed step dt (the last step ends at duration)."""
+        step = FIXED_STEPS[self.integrator]
+        n = max(1, int(math.ceil(self.duration / self.dt - 1e-9)))
+        t = 0.0
+        for k in range(1, n + 1):
+            t_next = self.duration if k == n else k * self.dt
+            q_new, qd_new = step(self.qdd, t, self.q, self.qd, t_next - t)
+            s = self.crossed(self.q, q_new)
+            if s is not None:
+                raise SimulationError(
+                    f"joint '{s.name}' jumped over the singularity of chart {s.chart} in one step at "
+                    f"t = {t:.6g} s: use a smaller --dt (|angular velocity| * dt must stay below the "
+                    f"switch threshold {self.threshold:g}) or rk45")
+            self.q, self.qd = q_new, qd_new
+            t = t_next
+            self.check_finite(t)
+            self.switch(t, k)
+            if k % self.record_every == 0 or k == n:
+                self.record(t)
+            self.progress.update(t, f"switches {len(self.switches)}")
+        return n, 0
+
+    def run_rk45(self):
+        """Dormand-Prince with error control; a step over a chart singularity is rejected too."""
+        n, T = self.nv, self.duration
+        t, h = 0.0, min(self.dt, T)
+        y = np.concatenate([self.q, self.qd])
+        f0 = derivative(self.qdd, t, y, n)
+        accepted = rejected = 0
+        fac_max = 5.0
+        while t < T * (1 - 1e-15) and T - t > 1e-15 * max(1.0, T):
+            h = min(h, self.dt, T - t)
+            if h < 1e-14 * max(1.0, abs(t)):
+                raise SimulationError(f"step size underflow at t = {t:.6g} s (the tolerances "
+                                      f"cannot be met; try a larger --rtol/--atol)")
+            y_new, err_vec, f_new = dopri_step(self.qdd, t, y, f0, h)
+            err = error_norm(err_vec, y, y_new, self.rtol, self.atol)
+            if err > 1.0 or self.crossed(y[:n], y_new[:n]) is not None:
+                rejected += 1
+                h *= 0.5 if err <= 1.0 else step_factor(err)
+                fac_max = 1.0                   # no growth right after a rejection (HNW I, II.4)
+                continue
+            t = t + h if T - (t + h) > 1e-15 * max(1.0, T) else T
+            accepted += 1
+            self.q, self.qd = y_new[:n].copy(), y_new[n:].copy()
+            self.check_finite(t)
+            if self.switch(t, accepted):        # new coordinates: restart the FSAL chain
+                y = np.concatenate([self.q, self.qd])
+                f0 = derivative(self.qdd, t, y, n)
+            else:
+                y, f0 = y_new, f_new
+            if accepted % self.record_every == 0 or t >= T:
+                self.record(t)
+            self.progress.update(t, f"h = {h:.2e}  switches {len(self.switches)}")
+            h *= step_factor(err, fac_max)
+            fac_max = 5.0
+        return accepted, rejected
+
+    def run(self):
+        t_start = time.perf_counter()
+        try:
+            self.switch(0.0, 0)
+            self.record(0.0)
+            self.progress.start()
+            if self.integrator == "rk45":
+                steps, rejected = self.run_rk45()
+            else:
+                steps, rejected = self.run_fixed()
+            self.progress.update(self.duration, f"switches {len(self.switches)}", force=True)
+        finally:
+            self.progress.close()
+        return self.trajectory(steps, rejected, time.perf_counter() - t_start)
+
+    def trajectory(self, steps, rejected, wall_time):
+        r = self.rec
+        Q, QD = np.array(r["q"]).reshape(-1, self.nv), np.array(r["qd"]).reshape(-1, self.nv)
+        ke, pe = self.energies(Q, QD)
+        charts = (np.array(r["charts"], dtype="<U3") if self.euler
+                  else np.zeros((len(r["t"]), 0), dtype="<U3"))
+        return Trajectory(np.array(r["t"]), Q, QD, ke + pe, ke, pe,
+                          self.switches, charts, [s.name for s in self.euler],
+                          [j.name for j in self.model.joints], coordinate_labels(self.model),
+                          self.model.name, self.integrator, self.dt, steps, rejected, wall_time,
+                          coordinate_units=coordinate_units(self.dyn, self.model.nq),
+                          build_dir=self.variants.build_dir)

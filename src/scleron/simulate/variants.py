@@ -1,0 +1,66 @@
+"""The generated dynamics of a simulation: one module per combination of Euler charts visited
+(the generated code is specialised per chart), generated when first visited into
+build_dir/<name>_<charts> and cached there by content hash (pipeline.generate)."""
+import copy
+import hashlib
+import os
+
+from ..pipeline import c_identifier
+
+
+def default_build_dir(name):
+    """$XDG_CACHE_HOME/scleron/<name>, else ~/.cache/scleron/<name>."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "scleron", name)
+
+
+class Variants:
+    """Generated modules by chart combination (a tuple with one chart per Euler joint)."""
+
+    def __init__(self, model, build_dir, euler, progress, log=None):
+        self.model = model
+        self.base = c_identifier(model.name)
+        self.build_dir = build_dir
+        self.euler = euler
+        self.progress = progress
+        self.log = log
+        self.modules = {}
+        self.reports = {}
+
+    def name(self, key):
+        """base_XYZ_ZYX...: the C name and folder of a chart combination (hashed when long, so
+        that two combinations never share a folder)."""
+        if not key:
+            return self.base
+        full = "_".join([self.base, *key])
+        if len(full) <= 64:
+            return full
+        return f"{self.base[:48]}_{hashlib.sha256(full.encode()).hexdigest()[:12]}"
+
+    def model_for(self, key):
+        """A copy of the model with each Euler joint's chart set from key."""
+        if not key:
+            return self.model
+        m = copy.deepcopy(self.model)
+        for sw, chart in zip(self.euler, key):
+            m.joints[sw.joint].params = dict(m.joints[sw.joint].params, chart=chart)
+        return m
+
+    def get(self, key):
+        mod = self.modules.get(key)
+        if mod is None:
+            from ..pipeline import Report, generate
+            if not self.modules and self.log is not None:
+                self.log(f"generated dynamics: {self.build_dir} (cached there, one folder per "
+                         f"chart combination; --build-dir / out_dir= to change)")
+            name = self.name(key)
+            self.progress.note(f"generating dynamics {name} ...")
+            m = self.model_for(key)
+            report = Report(name, m.nv)
+            folder = os.path.join(self.build_dir, name)
+            mod = generate(m, folder, name, report=report)
+            if not hasattr(mod, "potential_energy"):        # cached before the energies existed
+                mod = generate(m, folder, name, report=report, force=True)
+            self.modules[key] = mod
+            self.reports[key] = report
+        return mod
