@@ -342,7 +342,7 @@ ALLOWED_CALLS = {
     # and tests); model files only supply numbers and whitelisted names, never expressions text
     ("joints/charts.py", "lambdify"): "chart expressions derived by sympy",
     ("joints/library.py", "lambdify"): "JointModel.numeric: the joint's derived R, t, S, Sdot, G",
-    ("simulate.py", "lambdify"): "joint_transform_function: the joint's derived R and t",
+    ("kinematics.py", "lambdify"): "joint_transform: the joint library's derived R and t",
 }
 DANGEROUS = {"eval", "exec", "sympify", "parse_expr", "lambdify", "S", "__import__", "compile"}
 
