@@ -252,6 +252,10 @@ def test_cache_hit_only_when_nothing_changed(tmp_path, monkeypatch):
     monkeypatch.setattr(pipeline, "template_texts", lambda: {**texts, "x.j2": "changed"})
     assert not gen(compile=False)[0]
     monkeypatch.undo()
+    # a change to the generating code (a recursion, a spec, a printer), not to the templates
+    monkeypatch.setattr(pipeline, "source_fingerprint", lambda: "other code")
+    assert not gen(compile=False)[0]
+    monkeypatch.undo()
     # back to the first state: loads compile what --no-compile left
     hit, dyn = gen(tiny(tmp_path, mass=2.0))
     assert not hit and np.allclose(dyn.mass_matrix(Q), M2, rtol=1e-13, atol=1e-15)
