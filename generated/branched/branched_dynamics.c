@@ -5,6 +5,9 @@
  * inverse_dynamics     1728 statements, 1053m + 670a + 23 fn
  * mass_matrix          1269 statements, 762m + 504a + 21 fn
  * bias_forces          1592 statements, 982m + 605a + 23 fn
+ * kinetic_energy        522 statements, 313m + 206a + 21 fn
+ * potential_energy      131 statements, 78m + 51a + 16 fn
+ * center_of_mass        347 statements, 204m + 141a + 20 fn
  */
 #include <math.h>
 #include <string.h>
@@ -123,6 +126,9 @@ SCLERON_LOCAL void branched_mass_matrix_part0(const double *restrict q, double *
 SCLERON_LOCAL void branched_mass_matrix_part1(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w);
 SCLERON_LOCAL void branched_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
 SCLERON_LOCAL void branched_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void branched_kinetic_energy_part0(const double *restrict q, const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq);
+SCLERON_LOCAL void branched_potential_energy_part0(const double *restrict q, double *restrict V, const double *restrict sq, const double *restrict cq);
+SCLERON_LOCAL void branched_center_of_mass_part0(const double *restrict q, double *restrict com, const double *restrict sq, const double *restrict cq);
 
 /* 1 when this file was compiled with OpenMP (then the _batch_threads functions run in parallel) */
 #if SCLERON_IN_PART(0)
@@ -11244,6 +11250,1161 @@ void branched_bias_forces_batch_threads(int n, int threads, const double *q, con
 #endif
     for (int k = 0; k < n; ++k) {
         branched_bias_forces(q + (long)k * 20, qd + (long)k * 20, h + (long)k * 20);
+    }
+    (void)threads;
+}
+#endif
+
+/* ======================================================================================
+ * kinetic_energy: T(q, qd) = 1/2 qd^T M(q) qd, from the body twists
+ * ====================================================================================== */
+
+#if SCLERON_IN_PART(11)
+SCLERON_LOCAL void branched_kinetic_energy_part0(const double *restrict q, const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq)
+{
+    /* joint a_shoulder (spherical): Q(q), S, Sdot qd  (S&G 9, 12) */
+    const double t0 = cq[1] * cq[2];
+    const double t1 = cq[3] * sq[1];
+    const double t2 = cq[1] * sq[2];
+    const double t3 = sq[3] * t2;
+    const double t4 = t3 - t1;
+    const double t5 = sq[1] * sq[3];
+    const double t6 = cq[1] * cq[3];
+    const double t7 = sq[2] * t6;
+    const double t8 = t5 + t7;
+    const double t9 = cq[2] * sq[1];
+    const double t10 = sq[1] * sq[2];
+    const double t11 = sq[3] * t10;
+    const double t12 = t6 + t11;
+    const double t13 = cq[1] * sq[3];
+    const double t14 = t1 * sq[2];
+    const double t15 = t14 - t13;
+    const double t16 = cq[2] * sq[3];
+    const double t17 = cq[2] * cq[3];
+    /* pass 1 (S&G 18-21): velocity of body a_upper, joint a_shoulder */
+    const double t18 = -0.3 * qd[0];
+    const double t19 = qd[0] * t0;
+    const double t20 = -0.29552020666133955 * t19;
+    const double t21 = qd[0] * sq[2];
+    const double t22 = -0.955336489125606 * t21;
+    const double t23 = t20 + t22;
+    const double t24 = qd[0] * t4;
+    const double t25 = -0.29552020666133955 * t24;
+    const double t26 = qd[0] * t16;
+    const double t27 = 0.955336489125606 * t26;
+    const double t28 = t25 + t27;
+    const double t29 = qd[0] * t8;
+    const double t30 = -0.29552020666133955 * t29;
+    const double t31 = qd[0] * t17;
+    const double t32 = 0.955336489125606 * t31;
+    const double t33 = t30 + t32;
+    const double t34 = qd[0] * t9;
+    const double t35 = qd[0] * t12;
+    const double t36 = 0.3 * t35;
+    const double t37 = qd[0] * t15;
+    const double t38 = 0.3 * t37;
+    const double t39 = qd[1] * sq[2];
+    const double t40 = qd[3] - t39;
+    const double t41 = qd[1] * t16;
+    const double t42 = qd[2] * cq[3];
+    const double t43 = t41 + t42;
+    const double t44 = qd[1] * t17;
+    const double t45 = qd[2] * sq[3];
+    const double t46 = t44 - t45;
+    const double t47 = t23 + t40;
+    const double t48 = t28 + t43;
+    const double t49 = t33 + t46;
+    const double t50 = 0.12375 * t48;
+    const double t51 = -0.11249999999999999 * t37;
+    const double t52 = t50 + t51;
+    const double t53 = 0.12375 * t49;
+    const double t54 = 0.11249999999999999 * t35;
+    const double t55 = t53 + t54;
+    const double t56 = 0.375 * t49;
+    const double t57 = 0.44999999999999996 * t35;
+    const double t58 = t56 + t57;
+    const double t59 = -0.375 * t48;
+    const double t60 = 0.44999999999999996 * t37;
+    const double t61 = t59 + t60;
+    /* joint a_elbow (universal): Q(q), S, Sdot qd  (S&G 9, 12) */
+    const double t62 = sq[5] * sq[4];
+    const double t63 = cq[5] * sq[4];
+    const double t64 = sq[5] * cq[4];
+    const double t65 = cq[5] * cq[4];
+    /* pass 1 (S&G 18-21): velocity of body a_lower, joint a_elbow */
+    const double t66 = -0.5 * t49;
+    const double t67 = 0.5 * t48;
+    const double t68 = t36 - t66;
+    const double t69 = t38 - t67;
+    const double t70 = t47 * cq[5];
+    const double t71 = t48 * t62;
+    const double t72 = t70 + t71;
+    const double t73 = t49 * t64;
+    const double t74 = t72 - t73;
+    const double t75 = t48 * cq[4];
+    const double t76 = t49 * sq[4];
+    const double t77 = t75 + t76;
+    const double t78 = t47 * sq[5];
+    const double t79 = t48 * t63;
+    const double t80 = t78 - t79;
+    const double t81 = t49 * t65;
+    const double t82 = t80 + t81;
+    const double t83 = t34 * cq[5];
+    const double t84 = 0.3 * t83;
+    const double t85 = t62 * t68;
+    const double t86 = t84 + t85;
+    const double t87 = t64 * t69;
+    const double t88 = t86 - t87;
+    const double t89 = cq[4] * t68;
+    const double t90 = sq[4] * t69;
+    const double t91 = t89 + t90;
+    const double t92 = t34 * sq[5];
+    const double t93 = 0.3 * t92;
+    const double t94 = t63 * t68;
+    const double t95 = t93 - t94;
+    const double t96 = t65 * t69;
+    const double t97 = t95 + t96;
+    const double t98 = qd[4] * cq[5];
+    const double t99 = qd[4] * sq[5];
+    const double t100 = t74 + t98;
+    const double t101 = qd[5] + t77;
+    const double t102 = t82 + t99;
+    const double t103 = 0.0021 * t100;
+    const double t104 = -0.0015 * t101;
+    const double t105 = t103 + t104;
+    const double t106 = 0.01 * t97;
+    const double t107 = t105 + t106;
+    const double t108 = -0.0015 * t100;
+    const double t109 = 0.05500000000000001 * t101;
+    const double t110 = t108 + t109;
+    const double t111 = -0.2 * t97;
+    const double t112 = t110 + t111;
+    const double t113 = 0.056100000000000004 * t102;
+    const double t114 = -0.01 * t88;
+    const double t115 = t113 + t114;
+    const double t116 = 0.2 * t91;
+    const double t117 = t115 + t116;
+    const double t118 = -0.01 * t102;
+    const double t119 = t88 + t118;
+    const double t120 = 0.2 * t102;
+    const double t121 = t91 + t120;
+    const double t122 = 0.01 * t100;
+    const double t123 = -0.2 * t101;
+    const double t124 = t122 + t123;
+    const double t125 = t97 + t124;
+    /* pass 1 (S&G 18-21): velocity of body a_hand, joint a_wrist */
+    const double t126 = -0.4 * t102;
+    const double t127 = 0.4 * t101;
+    const double t128 = t91 - t126;
+    const double t129 = t97 - t127;
+    const double t130 = t101 * cq[6];
+    const double t131 = t102 * sq[6];
+    const double t132 = t130 + t131;
+    const double t133 = t101 * sq[6];
+    const double t134 = t102 * cq[6];
+    const double t135 = t134 - t133;
+    const double t136 = q[6] * t102;
+    const double t137 = -0.02 * t136;
+    const double t138 = q[6] * t101;
+    const double t139 = 0.02 * t138;
+    const double t140 = t128 - t137;
+    const double t141 = t129 - t139;
+    const double t142 = cq[6] * t140;
+    const double t143 = sq[6] * t141;
+    const double t144 = t142 + t143;
+    const double t145 = sq[6] * t140;
+    const double t146 = cq[6] * t141;
+    const double t147 = t146 - t145;
+    const double t148 = 0.02 * qd[6];
+    const double t149 = qd[6] + t100;
+    const double t150 = t88 + t148;
+    const double t151 = 0.00125 * t132;
+    const double t152 = -0.015 * t147;
+    const double t153 = t151 + t152;
+    const double t154 = 0.00125 * t135;
+    const double t155 = 0.015 * t144;
+    const double t156 = t154 + t155;
+    const double t157 = 0.015 * t135;
+    const double t158 = 0.3 * t144;
+    const double t159 = t157 + t158;
+    const double t160 = -0.015 * t132;
+    const double t161 = 0.3 * t147;
+    const double t162 = t160 + t161;
+    /* joint b_shoulder (cylindrical): Q(q), S, Sdot qd  (S&G 9, 12) */
+    const double t163 = 0.6400000000000001 * cq[7];
+    const double t164 = 0.3599999999999999 + t163;
+    const double t165 = -0.48 * cq[7];
+    const double t166 = 0.48 + t165;
+    const double t167 = 0.36 * cq[7];
+    const double t168 = 0.64 + t167;
+    /* pass 1 (S&G 18-21): velocity of body b_upper, joint b_shoulder */
+    const double t169 = qd[0] * sq[7];
+    const double t170 = qd[0] * t166;
+    const double t171 = qd[0] * t168;
+    const double t172 = q[8] * qd[0];
+    const double t173 = cq[7] * t172;
+    const double t174 = -0.6 * t173;
+    const double t175 = -0.24 * t169;
+    const double t176 = t174 + t175;
+    const double t177 = sq[7] * t172;
+    const double t178 = 0.48 * t177;
+    const double t179 = qd[0] * t164;
+    const double t180 = -0.3 * t179;
+    const double t181 = t178 + t180;
+    const double t182 = -0.36 * t177;
+    const double t183 = -0.3 * t170;
+    const double t184 = t182 + t183;
+    const double t185 = 0.6 * qd[7];
+    const double t186 = 0.8 * qd[7];
+    const double t187 = 0.5999999999999999 * qd[8];
+    const double t188 = 0.8 * qd[8];
+    const double t189 = t170 + t185;
+    const double t190 = t171 + t186;
+    const double t191 = t181 + t187;
+    const double t192 = t184 + t188;
+    const double t193 = -0.0036 * t169;
+    const double t194 = 0.012 * t190;
+    const double t195 = t193 + t194;
+    const double t196 = -0.06 * t191;
+    const double t197 = t195 + t196;
+    const double t198 = 0.07100000000000001 * t189;
+    const double t199 = 0.06 * t176;
+    const double t200 = t198 + t199;
+    const double t201 = 0.24 * t192;
+    const double t202 = t200 + t201;
+    const double t203 = -0.0072 * t169;
+    const double t204 = 0.069 * t190;
+    const double t205 = t203 + t204;
+    const double t206 = -0.24 * t191;
+    const double t207 = t205 + t206;
+    const double t208 = 0.06 * t189;
+    const double t209 = 1.2 * t176;
+    const double t210 = t208 + t209;
+    const double t211 = 0.036 * t169;
+    const double t212 = -0.24 * t190;
+    const double t213 = t211 + t212;
+    const double t214 = 1.2 * t191;
+    const double t215 = t213 + t214;
+    const double t216 = 0.24 * t189;
+    const double t217 = 1.2 * t192;
+    const double t218 = t216 + t217;
+    /* pass 1 (S&G 18-21): velocity of body b_lower, joint b_elbow */
+    const double t219 = 0.4 * t190;
+    const double t220 = -0.4 * t189;
+    const double t221 = t191 - t219;
+    const double t222 = t192 - t220;
+    const double t223 = t169 * cq[10];
+    const double t224 = -0.6 * t223;
+    const double t225 = t190 * sq[10];
+    const double t226 = t224 - t225;
+    const double t227 = t169 * sq[10];
+    const double t228 = -0.6 * t227;
+    const double t229 = t190 * cq[10];
+    const double t230 = t228 + t229;
+    const double t231 = q[9] * t190;
+    const double t232 = q[9] * t189;
+    const double t233 = t221 + t231;
+    const double t234 = t222 - t232;
+    const double t235 = t176 * cq[10];
+    const double t236 = sq[10] * t234;
+    const double t237 = t235 - t236;
+    const double t238 = t176 * sq[10];
+    const double t239 = cq[10] * t234;
+    const double t240 = t238 + t239;
+    const double t241 = qd[9] * cq[10];
+    const double t242 = qd[9] * sq[10];
+    const double t243 = qd[10] + t189;
+    const double t244 = t237 + t241;
+    const double t245 = t240 + t242;
+    const double t246 = 0.026 * t243;
+    const double t247 = 0.12 * t245;
+    const double t248 = t246 + t247;
+    const double t249 = 0.026 * t230;
+    const double t250 = -0.12 * t233;
+    const double t251 = t249 + t250;
+    const double t252 = -0.12 * t230;
+    const double t253 = 0.8 * t233;
+    const double t254 = t252 + t253;
+    const double t255 = 0.12 * t243;
+    const double t256 = 0.8 * t245;
+    const double t257 = t255 + t256;
+    /* joint b_wrist (ball_exp): Q(q), S, Sdot qd  (S&G 9, 12) */
+    const double t258 = q[12] * q[12];
+    const double t259 = q[11] * q[11];
+    const double t260 = q[13] * q[13];
+    const double t261 = t258 + t259;
+    const double t262 = t260 + t261;
+    const double t263 = scl_exp_b(t262);
+    const double t264 = t258 * t263;
+    const double t265 = t260 * t263;
+    const double t266 = 1.0 - t264;
+    const double t267 = t266 - t265;
+    const double t268 = scl_exp_a(t262);
+    const double t269 = q[13] * t268;
+    const double t270 = q[11] * q[12];
+    const double t271 = t263 * t270;
+    const double t272 = t271 - t269;
+    const double t273 = q[12] * t268;
+    const double t274 = q[11] * q[13];
+    const double t275 = t263 * t274;
+    const double t276 = t273 + t275;
+    const double t277 = t269 + t271;
+    const double t278 = t259 * t263;
+    const double t279 = 1.0 - t278;
+    const double t280 = t279 - t265;
+    const double t281 = q[11] * t268;
+    const double t282 = q[12] * q[13];
+    const double t283 = t263 * t282;
+    const double t284 = t283 - t281;
+    const double t285 = t275 - t273;
+    const double t286 = t281 + t283;
+    const double t287 = t279 - t264;
+    const double t288 = scl_exp_c(t262);
+    const double t289 = t258 * t288;
+    const double t290 = t260 * t288;
+    const double t291 = 1.0 - t289;
+    const double t292 = t291 - t290;
+    const double t293 = q[13] * t263;
+    const double t294 = t270 * t288;
+    const double t295 = t293 + t294;
+    const double t296 = q[12] * t263;
+    const double t297 = t274 * t288;
+    const double t298 = t297 - t296;
+    const double t299 = t294 - t293;
+    const double t300 = t259 * t288;
+    const double t301 = 1.0 - t300;
+    const double t302 = t301 - t290;
+    const double t303 = q[11] * t263;
+    const double t304 = t282 * t288;
+    const double t305 = t303 + t304;
+    const double t306 = t296 + t297;
+    const double t307 = t304 - t303;
+    const double t308 = t301 - t289;
+    /* pass 1 (S&G 18-21): velocity of body b_hand, joint b_wrist */
+    const double t309 = 0.3 * t230;
+    const double t310 = -0.3 * t243;
+    const double t311 = t233 - t309;
+    const double t312 = t245 - t310;
+    const double t313 = t226 * t267;
+    const double t314 = t243 * t277;
+    const double t315 = t313 + t314;
+    const double t316 = t230 * t285;
+    const double t317 = t315 + t316;
+    const double t318 = t226 * t272;
+    const double t319 = t243 * t280;
+    const double t320 = t318 + t319;
+    const double t321 = t230 * t286;
+    const double t322 = t320 + t321;
+    const double t323 = t226 * t276;
+    const double t324 = t243 * t284;
+    const double t325 = t323 + t324;
+    const double t326 = t230 * t287;
+    const double t327 = t325 + t326;
+    const double t328 = t244 * t267;
+    const double t329 = t277 * t311;
+    const double t330 = t328 + t329;
+    const double t331 = t285 * t312;
+    const double t332 = t330 + t331;
+    const double t333 = t244 * t272;
+    const double t334 = t280 * t311;
+    const double t335 = t333 + t334;
+    const double t336 = t286 * t312;
+    const double t337 = t335 + t336;
+    const double t338 = t244 * t276;
+    const double t339 = t284 * t311;
+    const double t340 = t338 + t339;
+    const double t341 = t287 * t312;
+    const double t342 = t340 + t341;
+    const double t343 = qd[11] * t292;
+    const double t344 = qd[12] * t295;
+    const double t345 = t343 + t344;
+    const double t346 = qd[13] * t298;
+    const double t347 = t345 + t346;
+    const double t348 = qd[11] * t299;
+    const double t349 = qd[12] * t302;
+    const double t350 = t348 + t349;
+    const double t351 = qd[13] * t305;
+    const double t352 = t350 + t351;
+    const double t353 = qd[11] * t306;
+    const double t354 = qd[12] * t307;
+    const double t355 = t353 + t354;
+    const double t356 = qd[13] * t308;
+    const double t357 = t355 + t356;
+    const double t358 = t317 + t347;
+    const double t359 = t322 + t352;
+    const double t360 = t327 + t357;
+    const double t361 = 0.000325 * t358;
+    const double t362 = 0.0001 * t359;
+    const double t363 = t361 + t362;
+    const double t364 = 0.0025 * t342;
+    const double t365 = t363 + t364;
+    const double t366 = 0.0001 * t358;
+    const double t367 = 0.0008 * t359;
+    const double t368 = t366 + t367;
+    const double t369 = 0.01 * t342;
+    const double t370 = t368 + t369;
+    const double t371 = 0.000825 * t360;
+    const double t372 = -0.0025 * t332;
+    const double t373 = t371 + t372;
+    const double t374 = -0.01 * t337;
+    const double t375 = t373 + t374;
+    const double t376 = -0.0025 * t360;
+    const double t377 = 0.25 * t332;
+    const double t378 = t376 + t377;
+    const double t379 = -0.01 * t360;
+    const double t380 = 0.25 * t337;
+    const double t381 = t379 + t380;
+    const double t382 = 0.0025 * t358;
+    const double t383 = 0.01 * t359;
+    const double t384 = t382 + t383;
+    const double t385 = 0.25 * t342;
+    const double t386 = t384 + t385;
+    /* pass 1 (S&G 18-21): velocity of body c_slider, joint c_plane */
+    const double t387 = q[15] * qd[0];
+    const double t388 = q[14] * qd[0];
+    const double t389 = t18 - t387;
+    const double t390 = cq[16] * t389;
+    const double t391 = sq[16] * t388;
+    const double t392 = t390 + t391;
+    const double t393 = sq[16] * t389;
+    const double t394 = cq[16] * t388;
+    const double t395 = t394 - t393;
+    const double t396 = qd[14] * cq[16];
+    const double t397 = qd[15] * sq[16];
+    const double t398 = t396 + t397;
+    const double t399 = qd[14] * sq[16];
+    const double t400 = qd[15] * cq[16];
+    const double t401 = t400 - t399;
+    const double t402 = qd[0] + qd[16];
+    const double t403 = t392 + t398;
+    const double t404 = t395 + t401;
+    const double t405 = 0.007 * t402;
+    const double t406 = -0.06 * t403;
+    const double t407 = t405 + t406;
+    const double t408 = -0.06 * t402;
+    const double t409 = 0.6 * t403;
+    const double t410 = t408 + t409;
+    /* pass 1 (S&G 18-21): velocity of body c_tip, joint c_shift */
+    const double t411 = 0.2 * t402;
+    const double t412 = t403 - t411;
+    const double t413 = q[18] * t402;
+    const double t414 = q[17] * t402;
+    const double t415 = t412 - t413;
+    const double t416 = t404 + t414;
+    const double t417 = qd[17] + t415;
+    const double t418 = qd[18] + t416;
+    /* kinetic energy: 1/2 sum v^T J v (S&G 5, 20) */
+    const double t419 = qd[0] * qd[0];
+    const double t420 = 0.12 * t419;
+    const double t421 = t47 * t47;
+    const double t422 = 0.004 * t421;
+    const double t423 = t48 * t52;
+    const double t424 = t422 + t423;
+    const double t425 = t49 * t55;
+    const double t426 = t424 + t425;
+    const double t427 = t34 * t34;
+    const double t428 = 0.13499999999999998 * t427;
+    const double t429 = t426 + t428;
+    const double t430 = t35 * t58;
+    const double t431 = 0.3 * t430;
+    const double t432 = t429 + t431;
+    const double t433 = t37 * t61;
+    const double t434 = 0.3 * t433;
+    const double t435 = t432 + t434;
+    const double t436 = t420 + t435;
+    const double t437 = t100 * t107;
+    const double t438 = t101 * t112;
+    const double t439 = t437 + t438;
+    const double t440 = t102 * t117;
+    const double t441 = t439 + t440;
+    const double t442 = t88 * t119;
+    const double t443 = t441 + t442;
+    const double t444 = t91 * t121;
+    const double t445 = t443 + t444;
+    const double t446 = t97 * t125;
+    const double t447 = t445 + t446;
+    const double t448 = t436 + t447;
+    const double t449 = t149 * t149;
+    const double t450 = 0.0004 * t449;
+    const double t451 = t132 * t153;
+    const double t452 = t450 + t451;
+    const double t453 = t135 * t156;
+    const double t454 = t452 + t453;
+    const double t455 = t150 * t150;
+    const double t456 = 0.3 * t455;
+    const double t457 = t454 + t456;
+    const double t458 = t144 * t159;
+    const double t459 = t457 + t458;
+    const double t460 = t147 * t162;
+    const double t461 = t459 + t460;
+    const double t462 = t448 + t461;
+    const double t463 = t169 * t197;
+    const double t464 = -0.6 * t463;
+    const double t465 = t189 * t202;
+    const double t466 = t464 + t465;
+    const double t467 = t190 * t207;
+    const double t468 = t466 + t467;
+    const double t469 = t176 * t210;
+    const double t470 = t468 + t469;
+    const double t471 = t191 * t215;
+    const double t472 = t470 + t471;
+    const double t473 = t192 * t218;
+    const double t474 = t472 + t473;
+    const double t475 = t462 + t474;
+    const double t476 = t226 * t226;
+    const double t477 = 0.001 * t476;
+    const double t478 = t243 * t248;
+    const double t479 = t477 + t478;
+    const double t480 = t230 * t251;
+    const double t481 = t479 + t480;
+    const double t482 = t244 * t244;
+    const double t483 = 0.8 * t482;
+    const double t484 = t481 + t483;
+    const double t485 = t233 * t254;
+    const double t486 = t484 + t485;
+    const double t487 = t245 * t257;
+    const double t488 = t486 + t487;
+    const double t489 = t475 + t488;
+    const double t490 = t358 * t365;
+    const double t491 = t359 * t370;
+    const double t492 = t490 + t491;
+    const double t493 = t360 * t375;
+    const double t494 = t492 + t493;
+    const double t495 = t332 * t378;
+    const double t496 = t494 + t495;
+    const double t497 = t337 * t381;
+    const double t498 = t496 + t497;
+    const double t499 = t342 * t386;
+    const double t500 = t498 + t499;
+    const double t501 = t489 + t500;
+    const double t502 = t402 * t407;
+    const double t503 = t403 * t410;
+    const double t504 = t502 + t503;
+    const double t505 = t404 * t404;
+    const double t506 = 0.6 * t505;
+    const double t507 = t504 + t506;
+    const double t508 = t501 + t507;
+    const double t509 = t402 * t402;
+    const double t510 = 0.01 * t509;
+    const double t511 = t417 * t417;
+    const double t512 = 2.0 * t511;
+    const double t513 = t510 + t512;
+    const double t514 = t418 * t418;
+    const double t515 = 2.0 * t514;
+    const double t516 = t513 + t515;
+    const double t517 = qd[19] * qd[19];
+    const double t518 = 2.0 * t517;
+    const double t519 = t516 + t518;
+    const double t520 = t508 + t519;
+    const double t521 = 0.5 * t520;
+    T[0] = t521;
+}
+#endif
+
+#if SCLERON_IN_PART(0)
+void branched_kinetic_energy(const double *q, const double *qd, double *T)
+{
+    double sq[20], cq[20];
+    scl_sincos(q, sq, cq, 20);
+    branched_kinetic_energy_part0(q, qd, T, sq, cq);
+}
+
+void branched_kinetic_energy_batch(int n, const double *q, const double *qd, double *T)
+{
+    for (int k = 0; k < n; ++k) {
+        branched_kinetic_energy(q + (long)k * 20, qd + (long)k * 20, T + (long)k * 1);
+    }
+}
+
+void branched_kinetic_energy_batch_threads(int n, int threads, const double *q, const double *qd, double *T)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        branched_kinetic_energy(q + (long)k * 20, qd + (long)k * 20, T + (long)k * 1);
+    }
+    (void)threads;
+}
+#endif
+
+/* ======================================================================================
+ * potential_energy: V(q): gravity (-sum m g . c, world centres of mass) plus joint springs
+ * ====================================================================================== */
+
+#if SCLERON_IN_PART(12)
+SCLERON_LOCAL void branched_potential_energy_part0(const double *restrict q, double *restrict V, const double *restrict sq, const double *restrict cq)
+{
+    /* joint a_shoulder (spherical): Q(q), S, Sdot qd  (S&G 9, 12) */
+    const double t0 = cq[1] * cq[2];
+    const double t1 = cq[3] * sq[1];
+    const double t2 = cq[1] * sq[2];
+    const double t3 = sq[3] * t2;
+    const double t4 = t3 - t1;
+    const double t5 = sq[1] * sq[3];
+    const double t6 = cq[1] * cq[3];
+    const double t7 = sq[2] * t6;
+    const double t8 = t5 + t7;
+    const double t9 = cq[2] * sq[3];
+    const double t10 = cq[2] * cq[3];
+    /* potential energy: world pose and centre of mass of body a_upper */
+    const double t11 = -0.29552020666133955 * t0;
+    const double t12 = -0.955336489125606 * sq[2];
+    const double t13 = t11 + t12;
+    const double t14 = -0.29552020666133955 * t4;
+    const double t15 = 0.955336489125606 * t9;
+    const double t16 = t14 + t15;
+    const double t17 = -0.29552020666133955 * t8;
+    const double t18 = 0.955336489125606 * t10;
+    const double t19 = t17 + t18;
+    const double t20 = 0.375 * t13;
+    const double t21 = 0.30000000000000004 + t20;
+    const double t22 = -9.81 * t21;
+    const double t23 = 3.9240000000000004 - t22;
+    /* joint a_elbow (universal): Q(q), S, Sdot qd  (S&G 9, 12) */
+    const double t24 = sq[5] * sq[4];
+    const double t25 = sq[5] * cq[4];
+    /* potential energy: world pose and centre of mass of body a_lower */
+    const double t26 = t13 * cq[5];
+    const double t27 = t16 * t24;
+    const double t28 = t26 + t27;
+    const double t29 = t19 * t25;
+    const double t30 = t28 - t29;
+    const double t31 = t16 * cq[4];
+    const double t32 = t19 * sq[4];
+    const double t33 = t31 + t32;
+    const double t34 = 0.5 * t13;
+    const double t35 = 0.2 + t34;
+    const double t36 = 0.2 * t30;
+    const double t37 = 0.01 * t33;
+    const double t38 = t36 + t37;
+    const double t39 = t35 + t38;
+    const double t40 = -9.81 * t39;
+    const double t41 = t23 - t40;
+    /* joint a_wrist (helical): Q(q), S, Sdot qd  (S&G 9, 12) */
+    const double t42 = 0.02 * q[6];
+    /* potential energy: world pose and centre of mass of body a_hand */
+    const double t43 = 0.4 + t42;
+    const double t44 = t30 * t43;
+    const double t45 = t35 + t44;
+    const double t46 = 0.015 * t30;
+    const double t47 = 0.3 * t45;
+    const double t48 = t46 + t47;
+    const double t49 = -9.81 * t48;
+    const double t50 = t41 - t49;
+    /* joint b_shoulder (cylindrical): Q(q), S, Sdot qd  (S&G 9, 12) */
+    const double t51 = -0.48 * cq[7];
+    const double t52 = 0.48 + t51;
+    const double t53 = 0.36 * cq[7];
+    const double t54 = 0.64 + t53;
+    const double t55 = 0.8 * q[8];
+    /* potential energy: world pose and centre of mass of body b_upper */
+    const double t56 = 0.2 + t55;
+    const double t57 = 0.144 * sq[7];
+    const double t58 = 0.06 * t54;
+    const double t59 = t57 + t58;
+    const double t60 = 1.2 * t56;
+    const double t61 = t59 + t60;
+    const double t62 = -9.81 * t61;
+    const double t63 = t50 - t62;
+    /* potential energy: world pose and centre of mass of body b_lower */
+    const double t64 = -0.4 + q[9];
+    const double t65 = sq[7] * cq[10];
+    const double t66 = -0.6 * t65;
+    const double t67 = t54 * sq[10];
+    const double t68 = t66 - t67;
+    const double t69 = sq[7] * sq[10];
+    const double t70 = -0.6 * t69;
+    const double t71 = t54 * cq[10];
+    const double t72 = t70 + t71;
+    const double t73 = sq[7] * t64;
+    const double t74 = -0.6 * t73;
+    const double t75 = t56 + t74;
+    const double t76 = -0.12 * t68;
+    const double t77 = 0.8 * t75;
+    const double t78 = t76 + t77;
+    const double t79 = -9.81 * t78;
+    const double t80 = t63 - t79;
+    /* joint b_wrist (ball_exp): Q(q), S, Sdot qd  (S&G 9, 12) */
+    const double t81 = q[12] * q[12];
+    const double t82 = q[11] * q[11];
+    const double t83 = q[13] * q[13];
+    const double t84 = t81 + t82;
+    const double t85 = t83 + t84;
+    const double t86 = scl_exp_b(t85);
+    const double t87 = t81 * t86;
+    const double t88 = t83 * t86;
+    const double t89 = 1.0 - t87;
+    const double t90 = t89 - t88;
+    const double t91 = scl_exp_a(t85);
+    const double t92 = q[13] * t91;
+    const double t93 = q[11] * q[12];
+    const double t94 = t86 * t93;
+    const double t95 = t94 - t92;
+    const double t96 = q[12] * t91;
+    const double t97 = q[11] * q[13];
+    const double t98 = t86 * t97;
+    const double t99 = t92 + t94;
+    const double t100 = t82 * t86;
+    const double t101 = 1.0 - t100;
+    const double t102 = t101 - t88;
+    const double t103 = q[11] * t91;
+    const double t104 = q[12] * q[13];
+    const double t105 = t86 * t104;
+    const double t106 = t98 - t96;
+    const double t107 = t103 + t105;
+    /* potential energy: world pose and centre of mass of body b_hand */
+    const double t108 = t68 * t90;
+    const double t109 = t52 * t99;
+    const double t110 = t108 + t109;
+    const double t111 = t72 * t106;
+    const double t112 = t110 + t111;
+    const double t113 = t68 * t95;
+    const double t114 = t52 * t102;
+    const double t115 = t113 + t114;
+    const double t116 = t72 * t107;
+    const double t117 = t115 + t116;
+    const double t118 = -0.3 * t68;
+    const double t119 = t75 + t118;
+    const double t120 = -0.01 * t112;
+    const double t121 = 0.0025 * t117;
+    const double t122 = t120 + t121;
+    const double t123 = 0.25 * t119;
+    const double t124 = t122 + t123;
+    const double t125 = -9.81 * t124;
+    const double t126 = t80 - t125;
+    /* potential energy: world pose and centre of mass of body c_slider */
+    const double t127 = t126 - -1.1772;
+    /* potential energy: world pose and centre of mass of body c_tip */
+    const double t128 = 0.2 + q[19];
+    const double t129 = -19.62 * t128;
+    const double t130 = t127 - t129;
+    V[0] = t130;
+}
+#endif
+
+#if SCLERON_IN_PART(0)
+void branched_potential_energy(const double *q, double *V)
+{
+    double sq[20], cq[20];
+    scl_sincos(q, sq, cq, 20);
+    branched_potential_energy_part0(q, V, sq, cq);
+}
+
+void branched_potential_energy_batch(int n, const double *q, double *V)
+{
+    for (int k = 0; k < n; ++k) {
+        branched_potential_energy(q + (long)k * 20, V + (long)k * 1);
+    }
+}
+
+void branched_potential_energy_batch_threads(int n, int threads, const double *q, double *V)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        branched_potential_energy(q + (long)k * 20, V + (long)k * 1);
+    }
+    (void)threads;
+}
+#endif
+
+/* ======================================================================================
+ * center_of_mass: the whole tree's centre of mass in world coordinates
+ * ====================================================================================== */
+
+#if SCLERON_IN_PART(13)
+SCLERON_LOCAL void branched_center_of_mass_part0(const double *restrict q, double *restrict com, const double *restrict sq, const double *restrict cq)
+{
+    /* joint a_shoulder (spherical): Q(q), S, Sdot qd  (S&G 9, 12) */
+    const double t0 = cq[1] * cq[2];
+    const double t1 = cq[3] * sq[1];
+    const double t2 = cq[1] * sq[2];
+    const double t3 = sq[3] * t2;
+    const double t4 = t3 - t1;
+    const double t5 = sq[1] * sq[3];
+    const double t6 = cq[1] * cq[3];
+    const double t7 = sq[2] * t6;
+    const double t8 = t5 + t7;
+    const double t9 = cq[2] * sq[1];
+    const double t10 = sq[1] * sq[2];
+    const double t11 = sq[3] * t10;
+    const double t12 = t6 + t11;
+    const double t13 = cq[1] * sq[3];
+    const double t14 = t1 * sq[2];
+    const double t15 = t14 - t13;
+    const double t16 = cq[2] * sq[3];
+    const double t17 = cq[2] * cq[3];
+    /* centre of mass: world pose and first moment of body a_upper */
+    const double t18 = 0.955336489125606 * t0;
+    const double t19 = -0.29552020666133955 * sq[2];
+    const double t20 = t18 + t19;
+    const double t21 = 0.955336489125606 * t4;
+    const double t22 = 0.29552020666133955 * t16;
+    const double t23 = t21 + t22;
+    const double t24 = 0.955336489125606 * t8;
+    const double t25 = 0.29552020666133955 * t17;
+    const double t26 = t24 + t25;
+    const double t27 = -0.29552020666133955 * t0;
+    const double t28 = -0.955336489125606 * sq[2];
+    const double t29 = t27 + t28;
+    const double t30 = -0.29552020666133955 * t4;
+    const double t31 = 0.955336489125606 * t16;
+    const double t32 = t30 + t31;
+    const double t33 = -0.29552020666133955 * t8;
+    const double t34 = 0.955336489125606 * t17;
+    const double t35 = t33 + t34;
+    const double t36 = cq[0] * t20;
+    const double t37 = sq[0] * t9;
+    const double t38 = t36 - t37;
+    const double t39 = cq[0] * t23;
+    const double t40 = sq[0] * t12;
+    const double t41 = t39 - t40;
+    const double t42 = cq[0] * t26;
+    const double t43 = sq[0] * t15;
+    const double t44 = t42 - t43;
+    const double t45 = sq[0] * t20;
+    const double t46 = cq[0] * t9;
+    const double t47 = t45 + t46;
+    const double t48 = sq[0] * t23;
+    const double t49 = cq[0] * t12;
+    const double t50 = t48 + t49;
+    const double t51 = sq[0] * t26;
+    const double t52 = cq[0] * t15;
+    const double t53 = t51 + t52;
+    const double t54 = 0.3 * cq[0];
+    const double t55 = 0.3 * sq[0];
+    const double t56 = 0.375 * t38;
+    const double t57 = 0.375 * t47;
+    const double t58 = 0.375 * t29;
+    const double t59 = 0.44999999999999996 * cq[0];
+    const double t60 = 0.44999999999999996 * sq[0];
+    const double t61 = t56 + t59;
+    const double t62 = t57 + t60;
+    const double t63 = 0.30000000000000004 + t58;
+    const double t64 = 0.4 + t63;
+    /* joint a_elbow (universal): Q(q), S, Sdot qd  (S&G 9, 12) */
+    const double t65 = sq[5] * sq[4];
+    const double t66 = sq[5] * cq[4];
+    /* centre of mass: world pose and first moment of body a_lower */
+    const double t67 = t38 * cq[5];
+    const double t68 = t41 * t65;
+    const double t69 = t67 + t68;
+    const double t70 = t44 * t66;
+    const double t71 = t69 - t70;
+    const double t72 = t41 * cq[4];
+    const double t73 = t44 * sq[4];
+    const double t74 = t72 + t73;
+    const double t75 = t47 * cq[5];
+    const double t76 = t50 * t65;
+    const double t77 = t75 + t76;
+    const double t78 = t53 * t66;
+    const double t79 = t77 - t78;
+    const double t80 = t50 * cq[4];
+    const double t81 = t53 * sq[4];
+    const double t82 = t80 + t81;
+    const double t83 = t29 * cq[5];
+    const double t84 = t32 * t65;
+    const double t85 = t83 + t84;
+    const double t86 = t35 * t66;
+    const double t87 = t85 - t86;
+    const double t88 = t32 * cq[4];
+    const double t89 = t35 * sq[4];
+    const double t90 = t88 + t89;
+    const double t91 = 0.5 * t38;
+    const double t92 = 0.5 * t47;
+    const double t93 = 0.5 * t29;
+    const double t94 = t54 + t91;
+    const double t95 = t55 + t92;
+    const double t96 = 0.2 + t93;
+    const double t97 = 0.2 * t71;
+    const double t98 = 0.01 * t74;
+    const double t99 = t97 + t98;
+    const double t100 = 0.2 * t79;
+    const double t101 = 0.01 * t82;
+    const double t102 = t100 + t101;
+    const double t103 = 0.2 * t87;
+    const double t104 = 0.01 * t90;
+    const double t105 = t103 + t104;
+    const double t106 = t94 + t99;
+    const double t107 = t95 + t102;
+    const double t108 = t96 + t105;
+    const double t109 = t61 + t106;
+    const double t110 = t62 + t107;
+    const double t111 = t64 + t108;
+    /* joint a_wrist (helical): Q(q), S, Sdot qd  (S&G 9, 12) */
+    const double t112 = 0.02 * q[6];
+    /* centre of mass: world pose and first moment of body a_hand */
+    const double t113 = 0.4 + t112;
+    const double t114 = t71 * t113;
+    const double t115 = t79 * t113;
+    const double t116 = t87 * t113;
+    const double t117 = t94 + t114;
+    const double t118 = t95 + t115;
+    const double t119 = t96 + t116;
+    const double t120 = 0.015 * t71;
+    const double t121 = 0.015 * t79;
+    const double t122 = 0.015 * t87;
+    const double t123 = 0.3 * t117;
+    const double t124 = 0.3 * t118;
+    const double t125 = 0.3 * t119;
+    const double t126 = t120 + t123;
+    const double t127 = t121 + t124;
+    const double t128 = t122 + t125;
+    const double t129 = t109 + t126;
+    const double t130 = t110 + t127;
+    const double t131 = t111 + t128;
+    /* joint b_shoulder (cylindrical): Q(q), S, Sdot qd  (S&G 9, 12) */
+    const double t132 = 0.6400000000000001 * cq[7];
+    const double t133 = 0.3599999999999999 + t132;
+    const double t134 = -0.48 * cq[7];
+    const double t135 = 0.48 + t134;
+    const double t136 = 0.36 * cq[7];
+    const double t137 = 0.64 + t136;
+    const double t138 = 0.8 * q[8];
+    /* centre of mass: world pose and first moment of body b_upper */
+    const double t139 = 0.2 + t138;
+    const double t140 = cq[0] * cq[7];
+    const double t141 = sq[0] * sq[7];
+    const double t142 = -0.8 * t141;
+    const double t143 = t140 + t142;
+    const double t144 = cq[0] * sq[7];
+    const double t145 = -0.8 * t144;
+    const double t146 = sq[0] * t133;
+    const double t147 = t145 - t146;
+    const double t148 = 0.6 * t144;
+    const double t149 = sq[0] * t135;
+    const double t150 = t148 - t149;
+    const double t151 = sq[0] * cq[7];
+    const double t152 = 0.8 * t144;
+    const double t153 = t151 + t152;
+    const double t154 = cq[0] * t133;
+    const double t155 = t142 + t154;
+    const double t156 = 0.6 * t141;
+    const double t157 = cq[0] * t135;
+    const double t158 = t156 + t157;
+    const double t159 = -0.3 * cq[0];
+    const double t160 = q[8] * sq[0];
+    const double t161 = -0.6 * t160;
+    const double t162 = t159 + t161;
+    const double t163 = -0.3 * sq[0];
+    const double t164 = q[8] * cq[0];
+    const double t165 = 0.6 * t164;
+    const double t166 = t163 + t165;
+    const double t167 = -0.24 * t143;
+    const double t168 = 0.06 * t150;
+    const double t169 = t167 + t168;
+    const double t170 = -0.24 * t153;
+    const double t171 = 0.06 * t158;
+    const double t172 = t170 + t171;
+    const double t173 = 0.144 * sq[7];
+    const double t174 = 0.06 * t137;
+    const double t175 = t173 + t174;
+    const double t176 = 1.2 * t162;
+    const double t177 = 1.2 * t166;
+    const double t178 = 1.2 * t139;
+    const double t179 = t169 + t176;
+    const double t180 = t172 + t177;
+    const double t181 = t175 + t178;
+    const double t182 = t129 + t179;
+    const double t183 = t130 + t180;
+    const double t184 = t131 + t181;
+    /* centre of mass: world pose and first moment of body b_lower */
+    const double t185 = -0.4 + q[9];
+    const double t186 = t143 * cq[10];
+    const double t187 = t150 * sq[10];
+    const double t188 = t186 - t187;
+    const double t189 = t143 * sq[10];
+    const double t190 = t150 * cq[10];
+    const double t191 = t189 + t190;
+    const double t192 = t153 * cq[10];
+    const double t193 = t158 * sq[10];
+    const double t194 = t192 - t193;
+    const double t195 = t153 * sq[10];
+    const double t196 = t158 * cq[10];
+    const double t197 = t195 + t196;
+    const double t198 = sq[7] * cq[10];
+    const double t199 = -0.6 * t198;
+    const double t200 = t137 * sq[10];
+    const double t201 = t199 - t200;
+    const double t202 = sq[7] * sq[10];
+    const double t203 = -0.6 * t202;
+    const double t204 = t137 * cq[10];
+    const double t205 = t203 + t204;
+    const double t206 = t143 * t185;
+    const double t207 = t153 * t185;
+    const double t208 = sq[7] * t185;
+    const double t209 = -0.6 * t208;
+    const double t210 = t162 + t206;
+    const double t211 = t166 + t207;
+    const double t212 = t139 + t209;
+    const double t213 = -0.12 * t188;
+    const double t214 = -0.12 * t194;
+    const double t215 = -0.12 * t201;
+    const double t216 = 0.8 * t210;
+    const double t217 = 0.8 * t211;
+    const double t218 = 0.8 * t212;
+    const double t219 = t213 + t216;
+    const double t220 = t214 + t217;
+    const double t221 = t215 + t218;
+    const double t222 = t182 + t219;
+    const double t223 = t183 + t220;
+    const double t224 = t184 + t221;
+    /* joint b_wrist (ball_exp): Q(q), S, Sdot qd  (S&G 9, 12) */
+    const double t225 = q[12] * q[12];
+    const double t226 = q[11] * q[11];
+    const double t227 = q[13] * q[13];
+    const double t228 = t225 + t226;
+    const double t229 = t227 + t228;
+    const double t230 = scl_exp_b(t229);
+    const double t231 = t225 * t230;
+    const double t232 = t227 * t230;
+    const double t233 = 1.0 - t231;
+    const double t234 = t233 - t232;
+    const double t235 = scl_exp_a(t229);
+    const double t236 = q[13] * t235;
+    const double t237 = q[11] * q[12];
+    const double t238 = t230 * t237;
+    const double t239 = t238 - t236;
+    const double t240 = q[12] * t235;
+    const double t241 = q[11] * q[13];
+    const double t242 = t230 * t241;
+    const double t243 = t236 + t238;
+    const double t244 = t226 * t230;
+    const double t245 = 1.0 - t244;
+    const double t246 = t245 - t232;
+    const double t247 = q[11] * t235;
+    const double t248 = q[12] * q[13];
+    const double t249 = t230 * t248;
+    const double t250 = t242 - t240;
+    const double t251 = t247 + t249;
+    /* centre of mass: world pose and first moment of body b_hand */
+    const double t252 = t188 * t234;
+    const double t253 = t147 * t243;
+    const double t254 = t252 + t253;
+    const double t255 = t191 * t250;
+    const double t256 = t254 + t255;
+    const double t257 = t188 * t239;
+    const double t258 = t147 * t246;
+    const double t259 = t257 + t258;
+    const double t260 = t191 * t251;
+    const double t261 = t259 + t260;
+    const double t262 = t194 * t234;
+    const double t263 = t155 * t243;
+    const double t264 = t262 + t263;
+    const double t265 = t197 * t250;
+    const double t266 = t264 + t265;
+    const double t267 = t194 * t239;
+    const double t268 = t155 * t246;
+    const double t269 = t267 + t268;
+    const double t270 = t197 * t251;
+    const double t271 = t269 + t270;
+    const double t272 = t201 * t234;
+    const double t273 = t135 * t243;
+    const double t274 = t272 + t273;
+    const double t275 = t205 * t250;
+    const double t276 = t274 + t275;
+    const double t277 = t201 * t239;
+    const double t278 = t135 * t246;
+    const double t279 = t277 + t278;
+    const double t280 = t205 * t251;
+    const double t281 = t279 + t280;
+    const double t282 = -0.3 * t188;
+    const double t283 = -0.3 * t194;
+    const double t284 = -0.3 * t201;
+    const double t285 = t210 + t282;
+    const double t286 = t211 + t283;
+    const double t287 = t212 + t284;
+    const double t288 = -0.01 * t256;
+    const double t289 = 0.0025 * t261;
+    const double t290 = t288 + t289;
+    const double t291 = -0.01 * t266;
+    const double t292 = 0.0025 * t271;
+    const double t293 = t291 + t292;
+    const double t294 = -0.01 * t276;
+    const double t295 = 0.0025 * t281;
+    const double t296 = t294 + t295;
+    const double t297 = 0.25 * t285;
+    const double t298 = 0.25 * t286;
+    const double t299 = 0.25 * t287;
+    const double t300 = t290 + t297;
+    const double t301 = t293 + t298;
+    const double t302 = t296 + t299;
+    const double t303 = t222 + t300;
+    const double t304 = t223 + t301;
+    const double t305 = t224 + t302;
+    /* centre of mass: world pose and first moment of body c_slider */
+    const double t306 = 0.3 + q[15];
+    const double t307 = cq[0] * cq[16];
+    const double t308 = sq[0] * sq[16];
+    const double t309 = t307 - t308;
+    const double t310 = cq[0] * sq[16];
+    const double t311 = sq[0] * cq[16];
+    const double t312 = t310 + t311;
+    const double t313 = q[14] * cq[0];
+    const double t314 = sq[0] * t306;
+    const double t315 = t313 - t314;
+    const double t316 = q[14] * sq[0];
+    const double t317 = cq[0] * t306;
+    const double t318 = t316 + t317;
+    const double t319 = -0.06 * t312;
+    const double t320 = 0.06 * t309;
+    const double t321 = 0.6 * t315;
+    const double t322 = 0.6 * t318;
+    const double t323 = t319 + t321;
+    const double t324 = t320 + t322;
+    const double t325 = t303 + t323;
+    const double t326 = t304 + t324;
+    const double t327 = 0.12 + t305;
+    /* centre of mass: world pose and first moment of body c_tip */
+    const double t328 = 0.2 + q[18];
+    const double t329 = q[17] * t309;
+    const double t330 = t312 * t328;
+    const double t331 = t329 - t330;
+    const double t332 = q[17] * t312;
+    const double t333 = t309 * t328;
+    const double t334 = t332 + t333;
+    const double t335 = t315 + t331;
+    const double t336 = t318 + t334;
+    const double t337 = 0.2 + q[19];
+    const double t338 = 2.0 * t335;
+    const double t339 = 2.0 * t336;
+    const double t340 = 2.0 * t337;
+    const double t341 = t325 + t338;
+    const double t342 = t326 + t339;
+    const double t343 = t327 + t340;
+    const double t344 = 0.08583690987124463 * t341;
+    com[0] = t344;
+    const double t345 = 0.08583690987124463 * t342;
+    com[1] = t345;
+    const double t346 = 0.08583690987124463 * t343;
+    com[2] = t346;
+}
+#endif
+
+#if SCLERON_IN_PART(0)
+void branched_center_of_mass(const double *q, double *com)
+{
+    double sq[20], cq[20];
+    scl_sincos(q, sq, cq, 20);
+    branched_center_of_mass_part0(q, com, sq, cq);
+}
+
+void branched_center_of_mass_batch(int n, const double *q, double *com)
+{
+    for (int k = 0; k < n; ++k) {
+        branched_center_of_mass(q + (long)k * 20, com + (long)k * 3);
+    }
+}
+
+void branched_center_of_mass_batch_threads(int n, int threads, const double *q, double *com)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        branched_center_of_mass(q + (long)k * 20, com + (long)k * 3);
     }
     (void)threads;
 }

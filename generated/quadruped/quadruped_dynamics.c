@@ -5,6 +5,9 @@
  * inverse_dynamics     1841 statements, 1057m + 784a + 30 fn
  * mass_matrix          1143 statements, 634m + 508a + 30 fn
  * bias_forces          1792 statements, 1035m + 757a + 30 fn
+ * kinetic_energy        571 statements, 341m + 230a + 30 fn
+ * potential_energy      157 statements, 94m + 63a + 30 fn
+ * center_of_mass        426 statements, 239m + 187a + 30 fn
  */
 #include <math.h>
 #include <string.h>
@@ -72,6 +75,9 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
 SCLERON_LOCAL void quadruped_mass_matrix_part1(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w);
 SCLERON_LOCAL void quadruped_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
 SCLERON_LOCAL void quadruped_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void quadruped_kinetic_energy_part0(const double *restrict q, const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq);
+SCLERON_LOCAL void quadruped_potential_energy_part0(const double *restrict q, double *restrict V, const double *restrict sq, const double *restrict cq);
+SCLERON_LOCAL void quadruped_center_of_mass_part0(const double *restrict q, double *restrict com, const double *restrict sq, const double *restrict cq);
 
 /* 1 when this file was compiled with OpenMP (then the _batch_threads functions run in parallel) */
 #if SCLERON_IN_PART(0)
@@ -10441,6 +10447,1319 @@ void quadruped_bias_forces_batch_threads(int n, int threads, const double *q, co
 #endif
     for (int k = 0; k < n; ++k) {
         quadruped_bias_forces(q + (long)k * 18, qd + (long)k * 18, h + (long)k * 18);
+    }
+    (void)threads;
+}
+#endif
+
+/* ======================================================================================
+ * kinetic_energy: T(q, qd) = 1/2 qd^T M(q) qd, from the body twists
+ * ====================================================================================== */
+
+#if SCLERON_IN_PART(10)
+SCLERON_LOCAL void quadruped_kinetic_energy_part0(const double *restrict q, const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq)
+{
+    /* joint root (free): Q(q), S, Sdot qd  (S&G 9, 12) */
+    const double t0 = cq[4] * cq[5];
+    const double t1 = cq[4] * sq[5];
+    const double t2 = sq[5] * cq[3];
+    const double t3 = cq[5] * sq[3];
+    const double t4 = sq[4] * t3;
+    const double t5 = t2 + t4;
+    const double t6 = cq[5] * cq[3];
+    const double t7 = sq[4] * sq[3];
+    const double t8 = sq[5] * t7;
+    const double t9 = t6 - t8;
+    const double t10 = cq[4] * sq[3];
+    const double t11 = sq[5] * sq[3];
+    const double t12 = sq[4] * t6;
+    const double t13 = t11 - t12;
+    const double t14 = sq[4] * cq[3];
+    const double t15 = sq[5] * t14;
+    const double t16 = t3 + t15;
+    const double t17 = cq[4] * cq[3];
+    /* pass 1 (S&G 18-21): velocity of body trunk, joint root */
+    const double t18 = qd[3] * t0;
+    const double t19 = qd[4] * sq[5];
+    const double t20 = t18 + t19;
+    const double t21 = qd[3] * t1;
+    const double t22 = qd[4] * cq[5];
+    const double t23 = t22 - t21;
+    const double t24 = qd[3] * sq[4];
+    const double t25 = qd[5] + t24;
+    const double t26 = qd[0] * t0;
+    const double t27 = qd[1] * t5;
+    const double t28 = t26 + t27;
+    const double t29 = qd[2] * t13;
+    const double t30 = t28 + t29;
+    const double t31 = qd[0] * t1;
+    const double t32 = qd[1] * t9;
+    const double t33 = t32 - t31;
+    const double t34 = qd[2] * t16;
+    const double t35 = t33 + t34;
+    const double t36 = qd[0] * sq[4];
+    const double t37 = qd[1] * t10;
+    const double t38 = t36 - t37;
+    const double t39 = qd[2] * t17;
+    const double t40 = t38 + t39;
+    const double t41 = 0.30119999999999997 * t23;
+    const double t42 = -0.12 * t40;
+    const double t43 = t41 + t42;
+    const double t44 = 0.3312 * t25;
+    const double t45 = 0.12 * t35;
+    const double t46 = t44 + t45;
+    const double t47 = 0.12 * t25;
+    const double t48 = 12.0 * t35;
+    const double t49 = t47 + t48;
+    const double t50 = -0.12 * t23;
+    const double t51 = 12.0 * t40;
+    const double t52 = t50 + t51;
+    /* pass 1 (S&G 18-21): velocity of body fl_hip, joint fl_hip_joint */
+    const double t53 = 0.15 * t25;
+    const double t54 = 0.3 * t25;
+    const double t55 = -0.3 * t25;
+    const double t56 = 0.3 * t23;
+    const double t57 = 0.15 * t20;
+    const double t58 = t56 - t57;
+    const double t59 = t30 - t53;
+    const double t60 = t35 - t55;
+    const double t61 = t40 - t58;
+    const double t62 = t23 * cq[6];
+    const double t63 = t25 * sq[6];
+    const double t64 = t62 + t63;
+    const double t65 = t23 * sq[6];
+    const double t66 = t25 * cq[6];
+    const double t67 = t66 - t65;
+    const double t68 = cq[6] * t60;
+    const double t69 = sq[6] * t61;
+    const double t70 = t68 + t69;
+    const double t71 = sq[6] * t60;
+    const double t72 = cq[6] * t61;
+    const double t73 = t72 - t71;
+    const double t74 = qd[6] + t20;
+    const double t75 = 0.0012299999999999998 * t74;
+    const double t76 = 0.020999999999999998 * t73;
+    const double t77 = t75 + t76;
+    const double t78 = 0.0012299999999999998 * t67;
+    const double t79 = -0.020999999999999998 * t59;
+    const double t80 = t78 + t79;
+    const double t81 = -0.020999999999999998 * t67;
+    const double t82 = 0.7 * t59;
+    const double t83 = t81 + t82;
+    const double t84 = 0.020999999999999998 * t74;
+    const double t85 = 0.7 * t73;
+    const double t86 = t84 + t85;
+    /* pass 1 (S&G 18-21): velocity of body fl_thigh, joint fl_thigh_joint */
+    const double t87 = 0.08 * t67;
+    const double t88 = -0.08 * t74;
+    const double t89 = t59 - t87;
+    const double t90 = t73 - t88;
+    const double t91 = t74 * cq[7];
+    const double t92 = t67 * sq[7];
+    const double t93 = t91 - t92;
+    const double t94 = t74 * sq[7];
+    const double t95 = t67 * cq[7];
+    const double t96 = t94 + t95;
+    const double t97 = cq[7] * t89;
+    const double t98 = sq[7] * t90;
+    const double t99 = t97 - t98;
+    const double t100 = sq[7] * t89;
+    const double t101 = cq[7] * t90;
+    const double t102 = t100 + t101;
+    const double t103 = qd[7] + t64;
+    const double t104 = 0.015000000000000003 * t93;
+    const double t105 = 0.1 * t70;
+    const double t106 = t104 + t105;
+    const double t107 = 0.015000000000000003 * t103;
+    const double t108 = -0.1 * t99;
+    const double t109 = t107 + t108;
+    const double t110 = -0.1 * t103;
+    const double t111 = t99 + t110;
+    const double t112 = 0.1 * t93;
+    const double t113 = t70 + t112;
+    /* pass 1 (S&G 18-21): velocity of body fl_calf, joint fl_knee_joint */
+    const double t114 = 0.2 * t103;
+    const double t115 = -0.2 * t93;
+    const double t116 = t99 - t114;
+    const double t117 = t70 - t115;
+    const double t118 = t93 * cq[8];
+    const double t119 = t96 * sq[8];
+    const double t120 = t118 - t119;
+    const double t121 = t93 * sq[8];
+    const double t122 = t96 * cq[8];
+    const double t123 = t121 + t122;
+    const double t124 = cq[8] * t116;
+    const double t125 = t102 * sq[8];
+    const double t126 = t124 - t125;
+    const double t127 = sq[8] * t116;
+    const double t128 = t102 * cq[8];
+    const double t129 = t127 + t128;
+    const double t130 = qd[8] + t103;
+    const double t131 = 0.004 * t120;
+    const double t132 = 0.020000000000000004 * t117;
+    const double t133 = t131 + t132;
+    const double t134 = 0.004 * t130;
+    const double t135 = -0.020000000000000004 * t126;
+    const double t136 = t134 + t135;
+    const double t137 = -0.020000000000000004 * t130;
+    const double t138 = 0.2 * t126;
+    const double t139 = t137 + t138;
+    const double t140 = 0.020000000000000004 * t120;
+    const double t141 = 0.2 * t117;
+    const double t142 = t140 + t141;
+    /* pass 1 (S&G 18-21): velocity of body fr_hip, joint fr_hip_joint */
+    const double t143 = -0.15 * t25;
+    const double t144 = -0.15 * t20;
+    const double t145 = t56 - t144;
+    const double t146 = t30 - t143;
+    const double t147 = t40 - t145;
+    const double t148 = t23 * cq[9];
+    const double t149 = t25 * sq[9];
+    const double t150 = t148 + t149;
+    const double t151 = t23 * sq[9];
+    const double t152 = t25 * cq[9];
+    const double t153 = t152 - t151;
+    const double t154 = t60 * cq[9];
+    const double t155 = sq[9] * t147;
+    const double t156 = t154 + t155;
+    const double t157 = t60 * sq[9];
+    const double t158 = cq[9] * t147;
+    const double t159 = t158 - t157;
+    const double t160 = qd[9] + t20;
+    const double t161 = 0.0012299999999999998 * t160;
+    const double t162 = -0.020999999999999998 * t159;
+    const double t163 = t161 + t162;
+    const double t164 = 0.0012299999999999998 * t153;
+    const double t165 = 0.020999999999999998 * t146;
+    const double t166 = t164 + t165;
+    const double t167 = 0.020999999999999998 * t153;
+    const double t168 = 0.7 * t146;
+    const double t169 = t167 + t168;
+    const double t170 = -0.020999999999999998 * t160;
+    const double t171 = 0.7 * t159;
+    const double t172 = t170 + t171;
+    /* pass 1 (S&G 18-21): velocity of body fr_thigh, joint fr_thigh_joint */
+    const double t173 = -0.08 * t153;
+    const double t174 = 0.08 * t160;
+    const double t175 = t146 - t173;
+    const double t176 = t159 - t174;
+    const double t177 = t160 * cq[10];
+    const double t178 = t153 * sq[10];
+    const double t179 = t177 - t178;
+    const double t180 = t160 * sq[10];
+    const double t181 = t153 * cq[10];
+    const double t182 = t180 + t181;
+    const double t183 = cq[10] * t175;
+    const double t184 = sq[10] * t176;
+    const double t185 = t183 - t184;
+    const double t186 = sq[10] * t175;
+    const double t187 = cq[10] * t176;
+    const double t188 = t186 + t187;
+    const double t189 = qd[10] + t150;
+    const double t190 = 0.015000000000000003 * t179;
+    const double t191 = 0.1 * t156;
+    const double t192 = t190 + t191;
+    const double t193 = 0.015000000000000003 * t189;
+    const double t194 = -0.1 * t185;
+    const double t195 = t193 + t194;
+    const double t196 = -0.1 * t189;
+    const double t197 = t185 + t196;
+    const double t198 = 0.1 * t179;
+    const double t199 = t156 + t198;
+    /* pass 1 (S&G 18-21): velocity of body fr_calf, joint fr_knee_joint */
+    const double t200 = 0.2 * t189;
+    const double t201 = -0.2 * t179;
+    const double t202 = t185 - t200;
+    const double t203 = t156 - t201;
+    const double t204 = t179 * cq[11];
+    const double t205 = t182 * sq[11];
+    const double t206 = t204 - t205;
+    const double t207 = t179 * sq[11];
+    const double t208 = t182 * cq[11];
+    const double t209 = t207 + t208;
+    const double t210 = cq[11] * t202;
+    const double t211 = t188 * sq[11];
+    const double t212 = t210 - t211;
+    const double t213 = sq[11] * t202;
+    const double t214 = t188 * cq[11];
+    const double t215 = t213 + t214;
+    const double t216 = qd[11] + t189;
+    const double t217 = 0.004 * t206;
+    const double t218 = 0.020000000000000004 * t203;
+    const double t219 = t217 + t218;
+    const double t220 = 0.004 * t216;
+    const double t221 = -0.020000000000000004 * t212;
+    const double t222 = t220 + t221;
+    const double t223 = -0.020000000000000004 * t216;
+    const double t224 = 0.2 * t212;
+    const double t225 = t223 + t224;
+    const double t226 = 0.020000000000000004 * t206;
+    const double t227 = 0.2 * t203;
+    const double t228 = t226 + t227;
+    /* pass 1 (S&G 18-21): velocity of body hl_hip, joint hl_hip_joint */
+    const double t229 = -0.3 * t23;
+    const double t230 = t229 - t57;
+    const double t231 = t35 - t54;
+    const double t232 = t40 - t230;
+    const double t233 = t23 * cq[12];
+    const double t234 = t25 * sq[12];
+    const double t235 = t233 + t234;
+    const double t236 = t23 * sq[12];
+    const double t237 = t25 * cq[12];
+    const double t238 = t237 - t236;
+    const double t239 = cq[12] * t231;
+    const double t240 = sq[12] * t232;
+    const double t241 = t239 + t240;
+    const double t242 = sq[12] * t231;
+    const double t243 = cq[12] * t232;
+    const double t244 = t243 - t242;
+    const double t245 = qd[12] + t20;
+    const double t246 = 0.0012299999999999998 * t245;
+    const double t247 = 0.020999999999999998 * t244;
+    const double t248 = t246 + t247;
+    const double t249 = 0.0012299999999999998 * t238;
+    const double t250 = t79 + t249;
+    const double t251 = -0.020999999999999998 * t238;
+    const double t252 = t82 + t251;
+    const double t253 = 0.020999999999999998 * t245;
+    const double t254 = 0.7 * t244;
+    const double t255 = t253 + t254;
+    /* pass 1 (S&G 18-21): velocity of body hl_thigh, joint hl_thigh_joint */
+    const double t256 = 0.08 * t238;
+    const double t257 = -0.08 * t245;
+    const double t258 = t59 - t256;
+    const double t259 = t244 - t257;
+    const double t260 = t245 * cq[13];
+    const double t261 = t238 * sq[13];
+    const double t262 = t260 - t261;
+    const double t263 = t245 * sq[13];
+    const double t264 = t238 * cq[13];
+    const double t265 = t263 + t264;
+    const double t266 = cq[13] * t258;
+    const double t267 = sq[13] * t259;
+    const double t268 = t266 - t267;
+    const double t269 = sq[13] * t258;
+    const double t270 = cq[13] * t259;
+    const double t271 = t269 + t270;
+    const double t272 = qd[13] + t235;
+    const double t273 = 0.015000000000000003 * t262;
+    const double t274 = 0.1 * t241;
+    const double t275 = t273 + t274;
+    const double t276 = 0.015000000000000003 * t272;
+    const double t277 = -0.1 * t268;
+    const double t278 = t276 + t277;
+    const double t279 = -0.1 * t272;
+    const double t280 = t268 + t279;
+    const double t281 = 0.1 * t262;
+    const double t282 = t241 + t281;
+    /* pass 1 (S&G 18-21): velocity of body hl_calf, joint hl_knee_joint */
+    const double t283 = 0.2 * t272;
+    const double t284 = -0.2 * t262;
+    const double t285 = t268 - t283;
+    const double t286 = t241 - t284;
+    const double t287 = t262 * cq[14];
+    const double t288 = t265 * sq[14];
+    const double t289 = t287 - t288;
+    const double t290 = t262 * sq[14];
+    const double t291 = t265 * cq[14];
+    const double t292 = t290 + t291;
+    const double t293 = cq[14] * t285;
+    const double t294 = t271 * sq[14];
+    const double t295 = t293 - t294;
+    const double t296 = sq[14] * t285;
+    const double t297 = t271 * cq[14];
+    const double t298 = t296 + t297;
+    const double t299 = qd[14] + t272;
+    const double t300 = 0.004 * t289;
+    const double t301 = 0.020000000000000004 * t286;
+    const double t302 = t300 + t301;
+    const double t303 = 0.004 * t299;
+    const double t304 = -0.020000000000000004 * t295;
+    const double t305 = t303 + t304;
+    const double t306 = -0.020000000000000004 * t299;
+    const double t307 = 0.2 * t295;
+    const double t308 = t306 + t307;
+    const double t309 = 0.020000000000000004 * t289;
+    const double t310 = 0.2 * t286;
+    const double t311 = t309 + t310;
+    /* pass 1 (S&G 18-21): velocity of body hr_hip, joint hr_hip_joint */
+    const double t312 = t229 - t144;
+    const double t313 = t40 - t312;
+    const double t314 = t23 * cq[15];
+    const double t315 = t25 * sq[15];
+    const double t316 = t314 + t315;
+    const double t317 = t23 * sq[15];
+    const double t318 = t25 * cq[15];
+    const double t319 = t318 - t317;
+    const double t320 = t231 * cq[15];
+    const double t321 = sq[15] * t313;
+    const double t322 = t320 + t321;
+    const double t323 = t231 * sq[15];
+    const double t324 = cq[15] * t313;
+    const double t325 = t324 - t323;
+    const double t326 = qd[15] + t20;
+    const double t327 = 0.0012299999999999998 * t326;
+    const double t328 = -0.020999999999999998 * t325;
+    const double t329 = t327 + t328;
+    const double t330 = 0.0012299999999999998 * t319;
+    const double t331 = t165 + t330;
+    const double t332 = 0.020999999999999998 * t319;
+    const double t333 = t168 + t332;
+    const double t334 = -0.020999999999999998 * t326;
+    const double t335 = 0.7 * t325;
+    const double t336 = t334 + t335;
+    /* pass 1 (S&G 18-21): velocity of body hr_thigh, joint hr_thigh_joint */
+    const double t337 = -0.08 * t319;
+    const double t338 = 0.08 * t326;
+    const double t339 = t146 - t337;
+    const double t340 = t325 - t338;
+    const double t341 = t326 * cq[16];
+    const double t342 = t319 * sq[16];
+    const double t343 = t341 - t342;
+    const double t344 = t326 * sq[16];
+    const double t345 = t319 * cq[16];
+    const double t346 = t344 + t345;
+    const double t347 = cq[16] * t339;
+    const double t348 = sq[16] * t340;
+    const double t349 = t347 - t348;
+    const double t350 = sq[16] * t339;
+    const double t351 = cq[16] * t340;
+    const double t352 = t350 + t351;
+    const double t353 = qd[16] + t316;
+    const double t354 = 0.015000000000000003 * t343;
+    const double t355 = 0.1 * t322;
+    const double t356 = t354 + t355;
+    const double t357 = 0.015000000000000003 * t353;
+    const double t358 = -0.1 * t349;
+    const double t359 = t357 + t358;
+    const double t360 = -0.1 * t353;
+    const double t361 = t349 + t360;
+    const double t362 = 0.1 * t343;
+    const double t363 = t322 + t362;
+    /* pass 1 (S&G 18-21): velocity of body hr_calf, joint hr_knee_joint */
+    const double t364 = 0.2 * t353;
+    const double t365 = -0.2 * t343;
+    const double t366 = t349 - t364;
+    const double t367 = t322 - t365;
+    const double t368 = t343 * cq[17];
+    const double t369 = t346 * sq[17];
+    const double t370 = t368 - t369;
+    const double t371 = t343 * sq[17];
+    const double t372 = t346 * cq[17];
+    const double t373 = t371 + t372;
+    const double t374 = cq[17] * t366;
+    const double t375 = t352 * sq[17];
+    const double t376 = t374 - t375;
+    const double t377 = sq[17] * t366;
+    const double t378 = t352 * cq[17];
+    const double t379 = t377 + t378;
+    const double t380 = qd[17] + t353;
+    const double t381 = 0.004 * t370;
+    const double t382 = 0.020000000000000004 * t367;
+    const double t383 = t381 + t382;
+    const double t384 = 0.004 * t380;
+    const double t385 = -0.020000000000000004 * t376;
+    const double t386 = t384 + t385;
+    const double t387 = -0.020000000000000004 * t380;
+    const double t388 = 0.2 * t376;
+    const double t389 = t387 + t388;
+    const double t390 = 0.020000000000000004 * t370;
+    const double t391 = 0.2 * t367;
+    const double t392 = t390 + t391;
+    /* kinetic energy: 1/2 sum v^T J v (S&G 5, 20) */
+    const double t393 = t20 * t20;
+    const double t394 = 0.08 * t393;
+    const double t395 = t23 * t43;
+    const double t396 = t394 + t395;
+    const double t397 = t25 * t46;
+    const double t398 = t396 + t397;
+    const double t399 = t30 * t30;
+    const double t400 = 12.0 * t399;
+    const double t401 = t398 + t400;
+    const double t402 = t35 * t49;
+    const double t403 = t401 + t402;
+    const double t404 = t40 * t52;
+    const double t405 = t403 + t404;
+    const double t406 = t74 * t77;
+    const double t407 = t64 * t64;
+    const double t408 = 0.0008 * t407;
+    const double t409 = t406 + t408;
+    const double t410 = t67 * t80;
+    const double t411 = t409 + t410;
+    const double t412 = t59 * t83;
+    const double t413 = t411 + t412;
+    const double t414 = t70 * t70;
+    const double t415 = 0.7 * t414;
+    const double t416 = t413 + t415;
+    const double t417 = t73 * t86;
+    const double t418 = t416 + t417;
+    const double t419 = t405 + t418;
+    const double t420 = t93 * t106;
+    const double t421 = t103 * t109;
+    const double t422 = t420 + t421;
+    const double t423 = t96 * t96;
+    const double t424 = 0.0008 * t423;
+    const double t425 = t422 + t424;
+    const double t426 = t99 * t111;
+    const double t427 = t425 + t426;
+    const double t428 = t70 * t113;
+    const double t429 = t427 + t428;
+    const double t430 = t102 * t102;
+    const double t431 = t429 + t430;
+    const double t432 = t419 + t431;
+    const double t433 = t120 * t133;
+    const double t434 = t130 * t136;
+    const double t435 = t433 + t434;
+    const double t436 = t123 * t123;
+    const double t437 = 0.0001 * t436;
+    const double t438 = t435 + t437;
+    const double t439 = t126 * t139;
+    const double t440 = t438 + t439;
+    const double t441 = t117 * t142;
+    const double t442 = t440 + t441;
+    const double t443 = t129 * t129;
+    const double t444 = 0.2 * t443;
+    const double t445 = t442 + t444;
+    const double t446 = t432 + t445;
+    const double t447 = t160 * t163;
+    const double t448 = t150 * t150;
+    const double t449 = 0.0008 * t448;
+    const double t450 = t447 + t449;
+    const double t451 = t153 * t166;
+    const double t452 = t450 + t451;
+    const double t453 = t146 * t169;
+    const double t454 = t452 + t453;
+    const double t455 = t156 * t156;
+    const double t456 = 0.7 * t455;
+    const double t457 = t454 + t456;
+    const double t458 = t159 * t172;
+    const double t459 = t457 + t458;
+    const double t460 = t446 + t459;
+    const double t461 = t179 * t192;
+    const double t462 = t189 * t195;
+    const double t463 = t461 + t462;
+    const double t464 = t182 * t182;
+    const double t465 = 0.0008 * t464;
+    const double t466 = t463 + t465;
+    const double t467 = t185 * t197;
+    const double t468 = t466 + t467;
+    const double t469 = t156 * t199;
+    const double t470 = t468 + t469;
+    const double t471 = t188 * t188;
+    const double t472 = t470 + t471;
+    const double t473 = t460 + t472;
+    const double t474 = t206 * t219;
+    const double t475 = t216 * t222;
+    const double t476 = t474 + t475;
+    const double t477 = t209 * t209;
+    const double t478 = 0.0001 * t477;
+    const double t479 = t476 + t478;
+    const double t480 = t212 * t225;
+    const double t481 = t479 + t480;
+    const double t482 = t203 * t228;
+    const double t483 = t481 + t482;
+    const double t484 = t215 * t215;
+    const double t485 = 0.2 * t484;
+    const double t486 = t483 + t485;
+    const double t487 = t473 + t486;
+    const double t488 = t245 * t248;
+    const double t489 = t235 * t235;
+    const double t490 = 0.0008 * t489;
+    const double t491 = t488 + t490;
+    const double t492 = t238 * t250;
+    const double t493 = t491 + t492;
+    const double t494 = t59 * t252;
+    const double t495 = t493 + t494;
+    const double t496 = t241 * t241;
+    const double t497 = 0.7 * t496;
+    const double t498 = t495 + t497;
+    const double t499 = t244 * t255;
+    const double t500 = t498 + t499;
+    const double t501 = t487 + t500;
+    const double t502 = t262 * t275;
+    const double t503 = t272 * t278;
+    const double t504 = t502 + t503;
+    const double t505 = t265 * t265;
+    const double t506 = 0.0008 * t505;
+    const double t507 = t504 + t506;
+    const double t508 = t268 * t280;
+    const double t509 = t507 + t508;
+    const double t510 = t241 * t282;
+    const double t511 = t509 + t510;
+    const double t512 = t271 * t271;
+    const double t513 = t511 + t512;
+    const double t514 = t501 + t513;
+    const double t515 = t289 * t302;
+    const double t516 = t299 * t305;
+    const double t517 = t515 + t516;
+    const double t518 = t292 * t292;
+    const double t519 = 0.0001 * t518;
+    const double t520 = t517 + t519;
+    const double t521 = t295 * t308;
+    const double t522 = t520 + t521;
+    const double t523 = t286 * t311;
+    const double t524 = t522 + t523;
+    const double t525 = t298 * t298;
+    const double t526 = 0.2 * t525;
+    const double t527 = t524 + t526;
+    const double t528 = t514 + t527;
+    const double t529 = t326 * t329;
+    const double t530 = t316 * t316;
+    const double t531 = 0.0008 * t530;
+    const double t532 = t529 + t531;
+    const double t533 = t319 * t331;
+    const double t534 = t532 + t533;
+    const double t535 = t146 * t333;
+    const double t536 = t534 + t535;
+    const double t537 = t322 * t322;
+    const double t538 = 0.7 * t537;
+    const double t539 = t536 + t538;
+    const double t540 = t325 * t336;
+    const double t541 = t539 + t540;
+    const double t542 = t528 + t541;
+    const double t543 = t343 * t356;
+    const double t544 = t353 * t359;
+    const double t545 = t543 + t544;
+    const double t546 = t346 * t346;
+    const double t547 = 0.0008 * t546;
+    const double t548 = t545 + t547;
+    const double t549 = t349 * t361;
+    const double t550 = t548 + t549;
+    const double t551 = t322 * t363;
+    const double t552 = t550 + t551;
+    const double t553 = t352 * t352;
+    const double t554 = t552 + t553;
+    const double t555 = t542 + t554;
+    const double t556 = t370 * t383;
+    const double t557 = t380 * t386;
+    const double t558 = t556 + t557;
+    const double t559 = t373 * t373;
+    const double t560 = 0.0001 * t559;
+    const double t561 = t558 + t560;
+    const double t562 = t376 * t389;
+    const double t563 = t561 + t562;
+    const double t564 = t367 * t392;
+    const double t565 = t563 + t564;
+    const double t566 = t379 * t379;
+    const double t567 = 0.2 * t566;
+    const double t568 = t565 + t567;
+    const double t569 = t555 + t568;
+    const double t570 = 0.5 * t569;
+    T[0] = t570;
+}
+#endif
+
+#if SCLERON_IN_PART(0)
+void quadruped_kinetic_energy(const double *q, const double *qd, double *T)
+{
+    double sq[18], cq[18];
+    scl_sincos(q, sq, cq, 18);
+    quadruped_kinetic_energy_part0(q, qd, T, sq, cq);
+}
+
+void quadruped_kinetic_energy_batch(int n, const double *q, const double *qd, double *T)
+{
+    for (int k = 0; k < n; ++k) {
+        quadruped_kinetic_energy(q + (long)k * 18, qd + (long)k * 18, T + (long)k * 1);
+    }
+}
+
+void quadruped_kinetic_energy_batch_threads(int n, int threads, const double *q, const double *qd, double *T)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        quadruped_kinetic_energy(q + (long)k * 18, qd + (long)k * 18, T + (long)k * 1);
+    }
+    (void)threads;
+}
+#endif
+
+/* ======================================================================================
+ * potential_energy: V(q): gravity (-sum m g . c, world centres of mass) plus joint springs
+ * ====================================================================================== */
+
+#if SCLERON_IN_PART(11)
+SCLERON_LOCAL void quadruped_potential_energy_part0(const double *restrict q, double *restrict V, const double *restrict sq, const double *restrict cq)
+{
+    /* joint root (free): Q(q), S, Sdot qd  (S&G 9, 12) */
+    const double t0 = cq[5] * sq[3];
+    const double t1 = cq[5] * cq[3];
+    const double t2 = sq[5] * sq[3];
+    const double t3 = sq[4] * t1;
+    const double t4 = t2 - t3;
+    const double t5 = sq[4] * cq[3];
+    const double t6 = sq[5] * t5;
+    const double t7 = t0 + t6;
+    const double t8 = cq[4] * cq[3];
+    /* potential energy: world pose and centre of mass of body trunk */
+    const double t9 = 0.12 * t4;
+    const double t10 = 12.0 * q[2];
+    const double t11 = t9 + t10;
+    const double t12 = 9.81 * t11;
+    /* potential energy: world pose and centre of mass of body fl_hip */
+    const double t13 = t7 * cq[6];
+    const double t14 = t8 * sq[6];
+    const double t15 = t13 + t14;
+    const double t16 = t7 * sq[6];
+    const double t17 = t8 * cq[6];
+    const double t18 = t17 - t16;
+    const double t19 = 0.3 * t4;
+    const double t20 = 0.15 * t7;
+    const double t21 = t19 + t20;
+    const double t22 = q[2] + t21;
+    const double t23 = 0.020999999999999998 * t15;
+    const double t24 = 0.7 * t22;
+    const double t25 = t23 + t24;
+    const double t26 = -9.81 * t25;
+    const double t27 = t12 - t26;
+    /* potential energy: world pose and centre of mass of body fl_thigh */
+    const double t28 = t4 * cq[7];
+    const double t29 = t18 * sq[7];
+    const double t30 = t28 - t29;
+    const double t31 = t4 * sq[7];
+    const double t32 = t18 * cq[7];
+    const double t33 = t31 + t32;
+    const double t34 = 0.08 * t15;
+    const double t35 = t22 + t34;
+    const double t36 = -0.1 * t33;
+    const double t37 = t35 + t36;
+    const double t38 = -9.81 * t37;
+    const double t39 = t27 - t38;
+    /* potential energy: world pose and centre of mass of body fl_calf */
+    const double t40 = t30 * sq[8];
+    const double t41 = t33 * cq[8];
+    const double t42 = t40 + t41;
+    const double t43 = -0.2 * t33;
+    const double t44 = t35 + t43;
+    const double t45 = -0.020000000000000004 * t42;
+    const double t46 = 0.2 * t44;
+    const double t47 = t45 + t46;
+    const double t48 = -9.81 * t47;
+    const double t49 = t39 - t48;
+    /* potential energy: world pose and centre of mass of body fr_hip */
+    const double t50 = t7 * cq[9];
+    const double t51 = t8 * sq[9];
+    const double t52 = t50 + t51;
+    const double t53 = t7 * sq[9];
+    const double t54 = t8 * cq[9];
+    const double t55 = t54 - t53;
+    const double t56 = -0.15 * t7;
+    const double t57 = t19 + t56;
+    const double t58 = q[2] + t57;
+    const double t59 = -0.020999999999999998 * t52;
+    const double t60 = 0.7 * t58;
+    const double t61 = t59 + t60;
+    const double t62 = -9.81 * t61;
+    const double t63 = t49 - t62;
+    /* potential energy: world pose and centre of mass of body fr_thigh */
+    const double t64 = t4 * cq[10];
+    const double t65 = t55 * sq[10];
+    const double t66 = t64 - t65;
+    const double t67 = t4 * sq[10];
+    const double t68 = t55 * cq[10];
+    const double t69 = t67 + t68;
+    const double t70 = -0.08 * t52;
+    const double t71 = t58 + t70;
+    const double t72 = -0.1 * t69;
+    const double t73 = t71 + t72;
+    const double t74 = -9.81 * t73;
+    const double t75 = t63 - t74;
+    /* potential energy: world pose and centre of mass of body fr_calf */
+    const double t76 = t66 * sq[11];
+    const double t77 = t69 * cq[11];
+    const double t78 = t76 + t77;
+    const double t79 = -0.2 * t69;
+    const double t80 = t71 + t79;
+    const double t81 = -0.020000000000000004 * t78;
+    const double t82 = 0.2 * t80;
+    const double t83 = t81 + t82;
+    const double t84 = -9.81 * t83;
+    const double t85 = t75 - t84;
+    /* potential energy: world pose and centre of mass of body hl_hip */
+    const double t86 = t7 * cq[12];
+    const double t87 = t8 * sq[12];
+    const double t88 = t86 + t87;
+    const double t89 = t7 * sq[12];
+    const double t90 = t8 * cq[12];
+    const double t91 = t90 - t89;
+    const double t92 = -0.3 * t4;
+    const double t93 = t20 + t92;
+    const double t94 = q[2] + t93;
+    const double t95 = 0.020999999999999998 * t88;
+    const double t96 = 0.7 * t94;
+    const double t97 = t95 + t96;
+    const double t98 = -9.81 * t97;
+    const double t99 = t85 - t98;
+    /* potential energy: world pose and centre of mass of body hl_thigh */
+    const double t100 = t4 * cq[13];
+    const double t101 = t91 * sq[13];
+    const double t102 = t100 - t101;
+    const double t103 = t4 * sq[13];
+    const double t104 = t91 * cq[13];
+    const double t105 = t103 + t104;
+    const double t106 = 0.08 * t88;
+    const double t107 = t94 + t106;
+    const double t108 = -0.1 * t105;
+    const double t109 = t107 + t108;
+    const double t110 = -9.81 * t109;
+    const double t111 = t99 - t110;
+    /* potential energy: world pose and centre of mass of body hl_calf */
+    const double t112 = t102 * sq[14];
+    const double t113 = t105 * cq[14];
+    const double t114 = t112 + t113;
+    const double t115 = -0.2 * t105;
+    const double t116 = t107 + t115;
+    const double t117 = -0.020000000000000004 * t114;
+    const double t118 = 0.2 * t116;
+    const double t119 = t117 + t118;
+    const double t120 = -9.81 * t119;
+    const double t121 = t111 - t120;
+    /* potential energy: world pose and centre of mass of body hr_hip */
+    const double t122 = t7 * cq[15];
+    const double t123 = t8 * sq[15];
+    const double t124 = t122 + t123;
+    const double t125 = t7 * sq[15];
+    const double t126 = t8 * cq[15];
+    const double t127 = t126 - t125;
+    const double t128 = t56 + t92;
+    const double t129 = q[2] + t128;
+    const double t130 = -0.020999999999999998 * t124;
+    const double t131 = 0.7 * t129;
+    const double t132 = t130 + t131;
+    const double t133 = -9.81 * t132;
+    const double t134 = t121 - t133;
+    /* potential energy: world pose and centre of mass of body hr_thigh */
+    const double t135 = t4 * cq[16];
+    const double t136 = t127 * sq[16];
+    const double t137 = t135 - t136;
+    const double t138 = t4 * sq[16];
+    const double t139 = t127 * cq[16];
+    const double t140 = t138 + t139;
+    const double t141 = -0.08 * t124;
+    const double t142 = t129 + t141;
+    const double t143 = -0.1 * t140;
+    const double t144 = t142 + t143;
+    const double t145 = -9.81 * t144;
+    const double t146 = t134 - t145;
+    /* potential energy: world pose and centre of mass of body hr_calf */
+    const double t147 = t137 * sq[17];
+    const double t148 = t140 * cq[17];
+    const double t149 = t147 + t148;
+    const double t150 = -0.2 * t140;
+    const double t151 = t142 + t150;
+    const double t152 = -0.020000000000000004 * t149;
+    const double t153 = 0.2 * t151;
+    const double t154 = t152 + t153;
+    const double t155 = -9.81 * t154;
+    const double t156 = t146 - t155;
+    V[0] = t156;
+}
+#endif
+
+#if SCLERON_IN_PART(0)
+void quadruped_potential_energy(const double *q, double *V)
+{
+    double sq[18], cq[18];
+    scl_sincos(q, sq, cq, 18);
+    quadruped_potential_energy_part0(q, V, sq, cq);
+}
+
+void quadruped_potential_energy_batch(int n, const double *q, double *V)
+{
+    for (int k = 0; k < n; ++k) {
+        quadruped_potential_energy(q + (long)k * 18, V + (long)k * 1);
+    }
+}
+
+void quadruped_potential_energy_batch_threads(int n, int threads, const double *q, double *V)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        quadruped_potential_energy(q + (long)k * 18, V + (long)k * 1);
+    }
+    (void)threads;
+}
+#endif
+
+/* ======================================================================================
+ * center_of_mass: the whole tree's centre of mass in world coordinates
+ * ====================================================================================== */
+
+#if SCLERON_IN_PART(12)
+SCLERON_LOCAL void quadruped_center_of_mass_part0(const double *restrict q, double *restrict com, const double *restrict sq, const double *restrict cq)
+{
+    /* joint root (free): Q(q), S, Sdot qd  (S&G 9, 12) */
+    const double t0 = cq[4] * cq[5];
+    const double t1 = cq[4] * sq[5];
+    const double t2 = sq[5] * cq[3];
+    const double t3 = cq[5] * sq[3];
+    const double t4 = sq[4] * t3;
+    const double t5 = t2 + t4;
+    const double t6 = cq[5] * cq[3];
+    const double t7 = sq[4] * sq[3];
+    const double t8 = sq[5] * t7;
+    const double t9 = t6 - t8;
+    const double t10 = cq[4] * sq[3];
+    const double t11 = sq[5] * sq[3];
+    const double t12 = sq[4] * t6;
+    const double t13 = t11 - t12;
+    const double t14 = sq[4] * cq[3];
+    const double t15 = sq[5] * t14;
+    const double t16 = t3 + t15;
+    const double t17 = cq[4] * cq[3];
+    /* centre of mass: world pose and first moment of body trunk */
+    const double t18 = 0.12 * t0;
+    const double t19 = 0.12 * t5;
+    const double t20 = 0.12 * t13;
+    const double t21 = 12.0 * q[0];
+    const double t22 = 12.0 * q[1];
+    const double t23 = 12.0 * q[2];
+    const double t24 = t18 + t21;
+    const double t25 = t19 + t22;
+    const double t26 = t20 + t23;
+    /* centre of mass: world pose and first moment of body fl_hip */
+    const double t27 = t1 * cq[6];
+    const double t28 = sq[4] * sq[6];
+    const double t29 = t28 - t27;
+    const double t30 = t1 * sq[6];
+    const double t31 = sq[4] * cq[6];
+    const double t32 = t30 + t31;
+    const double t33 = t9 * cq[6];
+    const double t34 = t10 * sq[6];
+    const double t35 = t33 - t34;
+    const double t36 = t9 * sq[6];
+    const double t37 = t10 * cq[6];
+    const double t38 = t36 + t37;
+    const double t39 = t16 * cq[6];
+    const double t40 = t17 * sq[6];
+    const double t41 = t39 + t40;
+    const double t42 = t16 * sq[6];
+    const double t43 = t17 * cq[6];
+    const double t44 = t43 - t42;
+    const double t45 = 0.3 * t0;
+    const double t46 = -0.15 * t1;
+    const double t47 = t45 + t46;
+    const double t48 = 0.3 * t5;
+    const double t49 = 0.15 * t9;
+    const double t50 = t48 + t49;
+    const double t51 = 0.3 * t13;
+    const double t52 = 0.15 * t16;
+    const double t53 = t51 + t52;
+    const double t54 = q[0] + t47;
+    const double t55 = q[1] + t50;
+    const double t56 = q[2] + t53;
+    const double t57 = 0.020999999999999998 * t29;
+    const double t58 = 0.020999999999999998 * t35;
+    const double t59 = 0.020999999999999998 * t41;
+    const double t60 = 0.7 * t54;
+    const double t61 = 0.7 * t55;
+    const double t62 = 0.7 * t56;
+    const double t63 = t57 + t60;
+    const double t64 = t58 + t61;
+    const double t65 = t59 + t62;
+    const double t66 = t24 + t63;
+    const double t67 = t25 + t64;
+    const double t68 = t26 + t65;
+    /* centre of mass: world pose and first moment of body fl_thigh */
+    const double t69 = t0 * cq[7];
+    const double t70 = t32 * sq[7];
+    const double t71 = t69 - t70;
+    const double t72 = t0 * sq[7];
+    const double t73 = t32 * cq[7];
+    const double t74 = t72 + t73;
+    const double t75 = t5 * cq[7];
+    const double t76 = t38 * sq[7];
+    const double t77 = t75 + t76;
+    const double t78 = t5 * sq[7];
+    const double t79 = t38 * cq[7];
+    const double t80 = t78 - t79;
+    const double t81 = t13 * cq[7];
+    const double t82 = t44 * sq[7];
+    const double t83 = t81 - t82;
+    const double t84 = t13 * sq[7];
+    const double t85 = t44 * cq[7];
+    const double t86 = t84 + t85;
+    const double t87 = 0.08 * t29;
+    const double t88 = 0.08 * t35;
+    const double t89 = 0.08 * t41;
+    const double t90 = t54 + t87;
+    const double t91 = t55 + t88;
+    const double t92 = t56 + t89;
+    const double t93 = -0.1 * t74;
+    const double t94 = -0.1 * t80;
+    const double t95 = -0.1 * t86;
+    const double t96 = t90 + t93;
+    const double t97 = t91 + t94;
+    const double t98 = t92 + t95;
+    const double t99 = t66 + t96;
+    const double t100 = t67 + t97;
+    const double t101 = t68 + t98;
+    /* centre of mass: world pose and first moment of body fl_calf */
+    const double t102 = t71 * sq[8];
+    const double t103 = t74 * cq[8];
+    const double t104 = t102 + t103;
+    const double t105 = t77 * sq[8];
+    const double t106 = t80 * cq[8];
+    const double t107 = t105 + t106;
+    const double t108 = t83 * sq[8];
+    const double t109 = t86 * cq[8];
+    const double t110 = t108 + t109;
+    const double t111 = -0.2 * t74;
+    const double t112 = -0.2 * t80;
+    const double t113 = -0.2 * t86;
+    const double t114 = t90 + t111;
+    const double t115 = t91 + t112;
+    const double t116 = t92 + t113;
+    const double t117 = -0.020000000000000004 * t104;
+    const double t118 = -0.020000000000000004 * t107;
+    const double t119 = -0.020000000000000004 * t110;
+    const double t120 = 0.2 * t114;
+    const double t121 = 0.2 * t115;
+    const double t122 = 0.2 * t116;
+    const double t123 = t117 + t120;
+    const double t124 = t118 + t121;
+    const double t125 = t119 + t122;
+    const double t126 = t99 + t123;
+    const double t127 = t100 + t124;
+    const double t128 = t101 + t125;
+    /* centre of mass: world pose and first moment of body fr_hip */
+    const double t129 = t1 * cq[9];
+    const double t130 = sq[4] * sq[9];
+    const double t131 = t130 - t129;
+    const double t132 = t1 * sq[9];
+    const double t133 = sq[4] * cq[9];
+    const double t134 = t132 + t133;
+    const double t135 = t9 * cq[9];
+    const double t136 = t10 * sq[9];
+    const double t137 = t135 - t136;
+    const double t138 = t9 * sq[9];
+    const double t139 = t10 * cq[9];
+    const double t140 = t138 + t139;
+    const double t141 = t16 * cq[9];
+    const double t142 = t17 * sq[9];
+    const double t143 = t141 + t142;
+    const double t144 = t16 * sq[9];
+    const double t145 = t17 * cq[9];
+    const double t146 = t145 - t144;
+    const double t147 = 0.15 * t1;
+    const double t148 = t45 + t147;
+    const double t149 = -0.15 * t9;
+    const double t150 = t48 + t149;
+    const double t151 = -0.15 * t16;
+    const double t152 = t51 + t151;
+    const double t153 = q[0] + t148;
+    const double t154 = q[1] + t150;
+    const double t155 = q[2] + t152;
+    const double t156 = -0.020999999999999998 * t131;
+    const double t157 = -0.020999999999999998 * t137;
+    const double t158 = -0.020999999999999998 * t143;
+    const double t159 = 0.7 * t153;
+    const double t160 = 0.7 * t154;
+    const double t161 = 0.7 * t155;
+    const double t162 = t156 + t159;
+    const double t163 = t157 + t160;
+    const double t164 = t158 + t161;
+    const double t165 = t126 + t162;
+    const double t166 = t127 + t163;
+    const double t167 = t128 + t164;
+    /* centre of mass: world pose and first moment of body fr_thigh */
+    const double t168 = t0 * cq[10];
+    const double t169 = t134 * sq[10];
+    const double t170 = t168 - t169;
+    const double t171 = t0 * sq[10];
+    const double t172 = t134 * cq[10];
+    const double t173 = t171 + t172;
+    const double t174 = t5 * cq[10];
+    const double t175 = t140 * sq[10];
+    const double t176 = t174 + t175;
+    const double t177 = t5 * sq[10];
+    const double t178 = t140 * cq[10];
+    const double t179 = t177 - t178;
+    const double t180 = t13 * cq[10];
+    const double t181 = t146 * sq[10];
+    const double t182 = t180 - t181;
+    const double t183 = t13 * sq[10];
+    const double t184 = t146 * cq[10];
+    const double t185 = t183 + t184;
+    const double t186 = -0.08 * t131;
+    const double t187 = -0.08 * t137;
+    const double t188 = -0.08 * t143;
+    const double t189 = t153 + t186;
+    const double t190 = t154 + t187;
+    const double t191 = t155 + t188;
+    const double t192 = -0.1 * t173;
+    const double t193 = -0.1 * t179;
+    const double t194 = -0.1 * t185;
+    const double t195 = t189 + t192;
+    const double t196 = t190 + t193;
+    const double t197 = t191 + t194;
+    const double t198 = t165 + t195;
+    const double t199 = t166 + t196;
+    const double t200 = t167 + t197;
+    /* centre of mass: world pose and first moment of body fr_calf */
+    const double t201 = t170 * sq[11];
+    const double t202 = t173 * cq[11];
+    const double t203 = t201 + t202;
+    const double t204 = t176 * sq[11];
+    const double t205 = t179 * cq[11];
+    const double t206 = t204 + t205;
+    const double t207 = t182 * sq[11];
+    const double t208 = t185 * cq[11];
+    const double t209 = t207 + t208;
+    const double t210 = -0.2 * t173;
+    const double t211 = -0.2 * t179;
+    const double t212 = -0.2 * t185;
+    const double t213 = t189 + t210;
+    const double t214 = t190 + t211;
+    const double t215 = t191 + t212;
+    const double t216 = -0.020000000000000004 * t203;
+    const double t217 = -0.020000000000000004 * t206;
+    const double t218 = -0.020000000000000004 * t209;
+    const double t219 = 0.2 * t213;
+    const double t220 = 0.2 * t214;
+    const double t221 = 0.2 * t215;
+    const double t222 = t216 + t219;
+    const double t223 = t217 + t220;
+    const double t224 = t218 + t221;
+    const double t225 = t198 + t222;
+    const double t226 = t199 + t223;
+    const double t227 = t200 + t224;
+    /* centre of mass: world pose and first moment of body hl_hip */
+    const double t228 = t1 * cq[12];
+    const double t229 = sq[4] * sq[12];
+    const double t230 = t229 - t228;
+    const double t231 = t1 * sq[12];
+    const double t232 = sq[4] * cq[12];
+    const double t233 = t231 + t232;
+    const double t234 = t9 * cq[12];
+    const double t235 = t10 * sq[12];
+    const double t236 = t234 - t235;
+    const double t237 = t9 * sq[12];
+    const double t238 = t10 * cq[12];
+    const double t239 = t237 + t238;
+    const double t240 = t16 * cq[12];
+    const double t241 = t17 * sq[12];
+    const double t242 = t240 + t241;
+    const double t243 = t16 * sq[12];
+    const double t244 = t17 * cq[12];
+    const double t245 = t244 - t243;
+    const double t246 = -0.3 * t0;
+    const double t247 = t46 + t246;
+    const double t248 = -0.3 * t5;
+    const double t249 = t49 + t248;
+    const double t250 = -0.3 * t13;
+    const double t251 = t52 + t250;
+    const double t252 = q[0] + t247;
+    const double t253 = q[1] + t249;
+    const double t254 = q[2] + t251;
+    const double t255 = 0.020999999999999998 * t230;
+    const double t256 = 0.020999999999999998 * t236;
+    const double t257 = 0.020999999999999998 * t242;
+    const double t258 = 0.7 * t252;
+    const double t259 = 0.7 * t253;
+    const double t260 = 0.7 * t254;
+    const double t261 = t255 + t258;
+    const double t262 = t256 + t259;
+    const double t263 = t257 + t260;
+    const double t264 = t225 + t261;
+    const double t265 = t226 + t262;
+    const double t266 = t227 + t263;
+    /* centre of mass: world pose and first moment of body hl_thigh */
+    const double t267 = t0 * cq[13];
+    const double t268 = t233 * sq[13];
+    const double t269 = t267 - t268;
+    const double t270 = t0 * sq[13];
+    const double t271 = t233 * cq[13];
+    const double t272 = t270 + t271;
+    const double t273 = t5 * cq[13];
+    const double t274 = t239 * sq[13];
+    const double t275 = t273 + t274;
+    const double t276 = t5 * sq[13];
+    const double t277 = t239 * cq[13];
+    const double t278 = t276 - t277;
+    const double t279 = t13 * cq[13];
+    const double t280 = t245 * sq[13];
+    const double t281 = t279 - t280;
+    const double t282 = t13 * sq[13];
+    const double t283 = t245 * cq[13];
+    const double t284 = t282 + t283;
+    const double t285 = 0.08 * t230;
+    const double t286 = 0.08 * t236;
+    const double t287 = 0.08 * t242;
+    const double t288 = t252 + t285;
+    const double t289 = t253 + t286;
+    const double t290 = t254 + t287;
+    const double t291 = -0.1 * t272;
+    const double t292 = -0.1 * t278;
+    const double t293 = -0.1 * t284;
+    const double t294 = t288 + t291;
+    const double t295 = t289 + t292;
+    const double t296 = t290 + t293;
+    const double t297 = t264 + t294;
+    const double t298 = t265 + t295;
+    const double t299 = t266 + t296;
+    /* centre of mass: world pose and first moment of body hl_calf */
+    const double t300 = t269 * sq[14];
+    const double t301 = t272 * cq[14];
+    const double t302 = t300 + t301;
+    const double t303 = t275 * sq[14];
+    const double t304 = t278 * cq[14];
+    const double t305 = t303 + t304;
+    const double t306 = t281 * sq[14];
+    const double t307 = t284 * cq[14];
+    const double t308 = t306 + t307;
+    const double t309 = -0.2 * t272;
+    const double t310 = -0.2 * t278;
+    const double t311 = -0.2 * t284;
+    const double t312 = t288 + t309;
+    const double t313 = t289 + t310;
+    const double t314 = t290 + t311;
+    const double t315 = -0.020000000000000004 * t302;
+    const double t316 = -0.020000000000000004 * t305;
+    const double t317 = -0.020000000000000004 * t308;
+    const double t318 = 0.2 * t312;
+    const double t319 = 0.2 * t313;
+    const double t320 = 0.2 * t314;
+    const double t321 = t315 + t318;
+    const double t322 = t316 + t319;
+    const double t323 = t317 + t320;
+    const double t324 = t297 + t321;
+    const double t325 = t298 + t322;
+    const double t326 = t299 + t323;
+    /* centre of mass: world pose and first moment of body hr_hip */
+    const double t327 = t1 * cq[15];
+    const double t328 = sq[4] * sq[15];
+    const double t329 = t328 - t327;
+    const double t330 = t1 * sq[15];
+    const double t331 = sq[4] * cq[15];
+    const double t332 = t330 + t331;
+    const double t333 = t9 * cq[15];
+    const double t334 = t10 * sq[15];
+    const double t335 = t333 - t334;
+    const double t336 = t9 * sq[15];
+    const double t337 = t10 * cq[15];
+    const double t338 = t336 + t337;
+    const double t339 = t16 * cq[15];
+    const double t340 = t17 * sq[15];
+    const double t341 = t339 + t340;
+    const double t342 = t16 * sq[15];
+    const double t343 = t17 * cq[15];
+    const double t344 = t343 - t342;
+    const double t345 = t147 + t246;
+    const double t346 = t149 + t248;
+    const double t347 = t151 + t250;
+    const double t348 = q[0] + t345;
+    const double t349 = q[1] + t346;
+    const double t350 = q[2] + t347;
+    const double t351 = -0.020999999999999998 * t329;
+    const double t352 = -0.020999999999999998 * t335;
+    const double t353 = -0.020999999999999998 * t341;
+    const double t354 = 0.7 * t348;
+    const double t355 = 0.7 * t349;
+    const double t356 = 0.7 * t350;
+    const double t357 = t351 + t354;
+    const double t358 = t352 + t355;
+    const double t359 = t353 + t356;
+    const double t360 = t324 + t357;
+    const double t361 = t325 + t358;
+    const double t362 = t326 + t359;
+    /* centre of mass: world pose and first moment of body hr_thigh */
+    const double t363 = t0 * cq[16];
+    const double t364 = t332 * sq[16];
+    const double t365 = t363 - t364;
+    const double t366 = t0 * sq[16];
+    const double t367 = t332 * cq[16];
+    const double t368 = t366 + t367;
+    const double t369 = t5 * cq[16];
+    const double t370 = t338 * sq[16];
+    const double t371 = t369 + t370;
+    const double t372 = t5 * sq[16];
+    const double t373 = t338 * cq[16];
+    const double t374 = t372 - t373;
+    const double t375 = t13 * cq[16];
+    const double t376 = t344 * sq[16];
+    const double t377 = t375 - t376;
+    const double t378 = t13 * sq[16];
+    const double t379 = t344 * cq[16];
+    const double t380 = t378 + t379;
+    const double t381 = -0.08 * t329;
+    const double t382 = -0.08 * t335;
+    const double t383 = -0.08 * t341;
+    const double t384 = t348 + t381;
+    const double t385 = t349 + t382;
+    const double t386 = t350 + t383;
+    const double t387 = -0.1 * t368;
+    const double t388 = -0.1 * t374;
+    const double t389 = -0.1 * t380;
+    const double t390 = t384 + t387;
+    const double t391 = t385 + t388;
+    const double t392 = t386 + t389;
+    const double t393 = t360 + t390;
+    const double t394 = t361 + t391;
+    const double t395 = t362 + t392;
+    /* centre of mass: world pose and first moment of body hr_calf */
+    const double t396 = t365 * sq[17];
+    const double t397 = t368 * cq[17];
+    const double t398 = t396 + t397;
+    const double t399 = t371 * sq[17];
+    const double t400 = t374 * cq[17];
+    const double t401 = t399 + t400;
+    const double t402 = t377 * sq[17];
+    const double t403 = t380 * cq[17];
+    const double t404 = t402 + t403;
+    const double t405 = -0.2 * t368;
+    const double t406 = -0.2 * t374;
+    const double t407 = -0.2 * t380;
+    const double t408 = t384 + t405;
+    const double t409 = t385 + t406;
+    const double t410 = t386 + t407;
+    const double t411 = -0.020000000000000004 * t398;
+    const double t412 = -0.020000000000000004 * t401;
+    const double t413 = -0.020000000000000004 * t404;
+    const double t414 = 0.2 * t408;
+    const double t415 = 0.2 * t409;
+    const double t416 = 0.2 * t410;
+    const double t417 = t411 + t414;
+    const double t418 = t412 + t415;
+    const double t419 = t413 + t416;
+    const double t420 = t393 + t417;
+    const double t421 = t394 + t418;
+    const double t422 = t395 + t419;
+    const double t423 = 0.05102040816326532 * t420;
+    com[0] = t423;
+    const double t424 = 0.05102040816326532 * t421;
+    com[1] = t424;
+    const double t425 = 0.05102040816326532 * t422;
+    com[2] = t425;
+}
+#endif
+
+#if SCLERON_IN_PART(0)
+void quadruped_center_of_mass(const double *q, double *com)
+{
+    double sq[18], cq[18];
+    scl_sincos(q, sq, cq, 18);
+    quadruped_center_of_mass_part0(q, com, sq, cq);
+}
+
+void quadruped_center_of_mass_batch(int n, const double *q, double *com)
+{
+    for (int k = 0; k < n; ++k) {
+        quadruped_center_of_mass(q + (long)k * 18, com + (long)k * 3);
+    }
+}
+
+void quadruped_center_of_mass_batch_threads(int n, int threads, const double *q, double *com)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        quadruped_center_of_mass(q + (long)k * 18, com + (long)k * 3);
     }
     (void)threads;
 }

@@ -66,6 +66,27 @@ void quadruped_bias_forces_batch(int n, const double *q, const double *qd, doubl
 /* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
 void quadruped_bias_forces_batch_threads(int n, int threads, const double *q, const double *qd, double *h);
 
+/* T(q, qd) = 1/2 qd^T M(q) qd, from the body twists */
+void quadruped_kinetic_energy(const double *q, const double *qd, double *T);
+/* the same for n states stored one after another */
+void quadruped_kinetic_energy_batch(int n, const double *q, const double *qd, double *T);
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+void quadruped_kinetic_energy_batch_threads(int n, int threads, const double *q, const double *qd, double *T);
+
+/* V(q): gravity (-sum m g . c, world centres of mass) plus joint springs */
+void quadruped_potential_energy(const double *q, double *V);
+/* the same for n states stored one after another */
+void quadruped_potential_energy_batch(int n, const double *q, double *V);
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+void quadruped_potential_energy_batch_threads(int n, int threads, const double *q, double *V);
+
+/* the whole tree's centre of mass in world coordinates */
+void quadruped_center_of_mass(const double *q, double *com);
+/* the same for n states stored one after another */
+void quadruped_center_of_mass_batch(int n, const double *q, double *com);
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+void quadruped_center_of_mass_batch_threads(int n, int threads, const double *q, double *com);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,13 +3,32 @@
 Needs only numpy and cffi at run time. With this folder's parent on sys.path:
 
     import rc20
-    qdd = rc20.forward_dynamics(q, qd, tau)     # (nv,) each, or (N, nv) batches
+    qdd = rc20.forward_dynamics(q, qd, tau)
     tau = rc20.inverse_dynamics(q, qd, qdd)
-    M   = rc20.mass_matrix(q)                    # (nv, nv) or (N, nv, nv)
-    h   = rc20.bias_forces(q, qd)                # M qdd + h = tau
+    M = rc20.mass_matrix(q)
+    h = rc20.bias_forces(q, qd)
+    T = rc20.kinetic_energy(q, qd)
+    V = rc20.potential_energy(q)
+    com = rc20.center_of_mass(q)
 
-Every function takes an optional `out=` array (float64, C-contiguous, the result's shape) to
-avoid allocating. The fastest calling pattern for a control loop binds arrays once and then
+Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N axis):
+    forward_dynamics(q[20], qd[20], tau[20]) -> qdd[20]
+        qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
+    inverse_dynamics(q[20], qd[20], qdd[20]) -> tau[20]
+        tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
+    mass_matrix(q[20]) -> M[20, 20]
+        M(q), row-major nv x nv, composite rigid bodies
+    bias_forces(q[20], qd[20]) -> h[20]
+        h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
+    kinetic_energy(q[20], qd[20]) -> T (float)
+        T(q, qd) = 1/2 qd^T M(q) qd, from the body twists
+    potential_energy(q[20]) -> V (float)
+        V(q): gravity (-sum m g . c, world centres of mass) plus joint springs
+    center_of_mass(q[20]) -> com[3]
+        the whole tree's centre of mass in world coordinates
+
+Every function takes an optional `out=` array (float64, C-contiguous, the result's shape; a
+tuple of them for several results) to avoid allocating. The fastest calling pattern for a control loop binds arrays once and then
 calls with no arguments (update the arrays in place between calls):
 
     fd = rc20.bind("forward_dynamics", q, qd, tau, qdd)
@@ -27,15 +46,16 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_ae84ea49d028"
-HASH = "ae84ea49d0287b7ceb6ae9f42859999166ea7d163867c5b8d839f1208c7a5bd2"
+MODULE = "_rc20_86bc6f5cd68a"
+HASH = "86bc6f5cd68a2c2a814386ae7b30c332e3e899878a6c60d29568fa4b16feb82c"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
 nq = 20
 nv = 20
 joint_names = ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'joint7', 'joint8', 'joint9', 'joint10', 'joint11', 'joint12', 'joint13', 'joint14', 'joint15', 'joint16', 'joint17', 'joint18', 'joint19', 'joint20']
-coordinate_names = ['joint1: revolute joint of body link1, angle about the axis (rad)', 'joint2: revolute joint of body link2, angle about the axis (rad)', 'joint3: revolute joint of body link3, angle about the axis (rad)', 'joint4: revolute joint of body link4, angle about the axis (rad)', 'joint5: revolute joint of body link5, angle about the axis (rad)', 'joint6: revolute joint of body link6, angle about the axis (rad)', 'joint7: revolute joint of body link7, angle about the axis (rad)', 'joint8: revolute joint of body link8, angle about the axis (rad)', 'joint9: revolute joint of body link9, angle about the axis (rad)', 'joint10: revolute joint of body link10, angle about the axis (rad)', 'joint11: revolute joint of body link11, angle about the axis (rad)', 'joint12: revolute joint of body link12, angle about the axis (rad)', 'joint13: revolute joint of body link13, angle about the axis (rad)', 'joint14: revolute joint of body link14, angle about the axis (rad)', 'joint15: revolute joint of body link15, angle about the axis (rad)', 'joint16: revolute joint of body link16, angle about the axis (rad)', 'joint17: revolute joint of body link17, angle about the axis (rad)', 'joint18: revolute joint of body link18, angle about the axis (rad)', 'joint19: revolute joint of body link19, angle about the axis (rad)', 'joint20: revolute joint of body link20, angle about the axis (rad)']
+coordinate_names = ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'joint7', 'joint8', 'joint9', 'joint10', 'joint11', 'joint12', 'joint13', 'joint14', 'joint15', 'joint16', 'joint17', 'joint18', 'joint19', 'joint20']
+coordinate_descriptions = ['joint1: revolute joint of body link1, angle about the axis (rad)', 'joint2: revolute joint of body link2, angle about the axis (rad)', 'joint3: revolute joint of body link3, angle about the axis (rad)', 'joint4: revolute joint of body link4, angle about the axis (rad)', 'joint5: revolute joint of body link5, angle about the axis (rad)', 'joint6: revolute joint of body link6, angle about the axis (rad)', 'joint7: revolute joint of body link7, angle about the axis (rad)', 'joint8: revolute joint of body link8, angle about the axis (rad)', 'joint9: revolute joint of body link9, angle about the axis (rad)', 'joint10: revolute joint of body link10, angle about the axis (rad)', 'joint11: revolute joint of body link11, angle about the axis (rad)', 'joint12: revolute joint of body link12, angle about the axis (rad)', 'joint13: revolute joint of body link13, angle about the axis (rad)', 'joint14: revolute joint of body link14, angle about the axis (rad)', 'joint15: revolute joint of body link15, angle about the axis (rad)', 'joint16: revolute joint of body link16, angle about the axis (rad)', 'joint17: revolute joint of body link17, angle about the axis (rad)', 'joint18: revolute joint of body link18, angle about the axis (rad)', 'joint19: revolute joint of body link19, angle about the axis (rad)', 'joint20: revolute joint of body link20, angle about the axis (rad)']
 gravity = [0.0, 0.0, -9.81]
 
 
@@ -87,8 +107,6 @@ _F64 = np.dtype(np.float64)
 _D = "double[]"
 _fb = ffi.from_buffer
 _empty = np.empty
-_V = (nv,)
-_M = (nv, nv)
 
 
 def _as_input(x, name, width):
@@ -103,10 +121,17 @@ def _as_input(x, name, width):
     raise ValueError(f"{name} must have shape ({width},) or (N, {width}), got {a.shape}")
 
 
+def _as_output(out, want, label):
+    if (not isinstance(out, np.ndarray) or out.shape != want or out.dtype != np.float64
+            or not out.flags.c_contiguous or not out.flags.writeable):
+        raise ValueError(f"out ({label}) must be a writeable C-contiguous float64 array of shape {want}")
+    return out
+
+
 _pool = None
 
 
-def _threaded(batch, count, arrays, out, threads):
+def _threaded(batch, count, arrays, outs, threads):
     """Splits a batch over `threads` threads, this one included; cffi releases the GIL during
     each C call, so the shares run in parallel."""
     global _pool
@@ -114,129 +139,255 @@ def _threaded(batch, count, arrays, out, threads):
     if _pool is None or _pool._max_workers < threads - 1:
         _pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads - 1)
     bounds = [count * k // threads for k in range(threads + 1)]
-    shares = [(lo, hi, [ffi.from_buffer("double[]", a[lo:hi]) for a in arrays],
-               ffi.from_buffer("double[]", out[lo:hi], True)) for lo, hi in zip(bounds, bounds[1:])]
+    shares = [(lo, hi, [ffi.from_buffer("double[]", a[lo:hi]) for a in arrays]
+               + [ffi.from_buffer("double[]", o[lo:hi], True) for o in outs])
+              for lo, hi in zip(bounds, bounds[1:])]
 
     def run(share):
-        lo, hi, ins, res = share
-        batch(hi - lo, *ins, res)
+        lo, hi, ptrs = share
+        batch(hi - lo, *ptrs)
     others = [_pool.submit(run, share) for share in shares[1:]]
     run(shares[0])
     for f in others:
         f.result()
 
 
-def _call(single, batch, parallel, inputs, out, shape, out_name, threads=1):
+def _call(function, values, out, threads=1):
+    """The checked call of a generated function: converts and checks the inputs (one state or
+    N states), allocates or checks the outputs, runs C (split over threads if asked)."""
+    inputs, outputs = _SIGNATURES[function]
     arrays, count = [], None
-    for i, (x, name) in enumerate(inputs):
-        a, n = _as_input(x, name, nv)
+    for i, ((name, width), x) in enumerate(zip(inputs, values)):
+        a, n = _as_input(x, name, width)
         if i and (n is None) != (count is None) or (n is not None and count is not None and n != count):
-            raise ValueError(f"{name} has shape {a.shape}, but {inputs[0][1]} has "
+            raise ValueError(f"{name} has shape {a.shape}, but {inputs[0][0]} has "
                              f"{arrays[0].shape}: give all single states or all N states")
         count = n
         arrays.append(a)
-    want = shape if count is None else (count,) + shape
+    wants = [shape if count is None else (count,) + shape for _, shape in outputs]
     if out is None:
-        out = np.empty(want)
-    elif (not isinstance(out, np.ndarray) or out.shape != want or out.dtype != np.float64
-          or not out.flags.c_contiguous or not out.flags.writeable):
-        raise ValueError(f"out ({out_name}) must be a writeable C-contiguous float64 array of shape {want}")
+        outs = [np.empty(w if w else (1,)) for w in wants]
+    else:
+        given = out if len(outputs) > 1 else (out,)
+        if not isinstance(given, (tuple, list)) or len(given) != len(outputs):
+            raise ValueError(f"out must be a tuple of {len(outputs)} arrays "
+                             f"({', '.join(n for n, _ in outputs)})")
+        outs = [_as_output(o, w, n) for o, w, (n, _) in zip(given, wants, outputs)]
     ptrs = [ffi.from_buffer("double[]", a) for a in arrays]
-    optr = ffi.from_buffer("double[]", out)
+    ptrs += [ffi.from_buffer("double[]", o, True) for o in outs]
+    single = getattr(lib, f"rc20_{function}")
     if count is None:
-        single(*ptrs, optr)
+        single(*ptrs)
     elif threads > 1 and count >= 2 * threads:
         if _openmp:
-            parallel(count, threads, *ptrs, optr)
+            getattr(lib, f"rc20_{function}_batch_threads")(count, threads, *ptrs)
         else:
-            _threaded(batch, count, arrays, out, threads)
+            _threaded(getattr(lib, f"rc20_{function}_batch"), count, arrays, outs, threads)
     elif count:
-        batch(count, *ptrs, optr)
-    return out
+        getattr(lib, f"rc20_{function}_batch")(count, *ptrs)
+    if out is None and count is None:          # scalars of a single state come back as floats
+        outs = [float(o[0]) if not w else o for o, w in zip(outs, wants)]
+    if out is not None:
+        return out
+    return tuple(outs) if len(outs) > 1 else outs[0]
+
+
+def _check_threads(threads):
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a positive int, got {threads!r}")
+    return threads
+
+
+# a single state's shape of every input and output, by function
+_SIGNATURES = {
+    "forward_dynamics": ((("q", 20), ("qd", 20), ("tau", 20), ),
+                         (("qdd", (20,)), )),
+    "inverse_dynamics": ((("q", 20), ("qd", 20), ("qdd", 20), ),
+                         (("tau", (20,)), )),
+    "mass_matrix": ((("q", 20), ),
+                    (("M", (20, 20)), )),
+    "bias_forces": ((("q", 20), ("qd", 20), ),
+                    (("h", (20,)), )),
+    "kinetic_energy": ((("q", 20), ("qd", 20), ),
+                       (("T", ()), )),
+    "potential_energy": ((("q", 20), ),
+                         (("V", ()), )),
+    "center_of_mass": ((("q", 20), ),
+                       (("com", (3,)), )),
+}
+_SHAPES = {
+    ("forward_dynamics", "q"): (20,),
+    ("forward_dynamics", "qd"): (20,),
+    ("forward_dynamics", "tau"): (20,),
+    ("forward_dynamics", "qdd"): (20,),
+    ("inverse_dynamics", "q"): (20,),
+    ("inverse_dynamics", "qd"): (20,),
+    ("inverse_dynamics", "qdd"): (20,),
+    ("inverse_dynamics", "tau"): (20,),
+    ("mass_matrix", "q"): (20,),
+    ("mass_matrix", "M"): (20, 20),
+    ("bias_forces", "q"): (20,),
+    ("bias_forces", "qd"): (20,),
+    ("bias_forces", "h"): (20,),
+    ("kinetic_energy", "q"): (20,),
+    ("kinetic_energy", "qd"): (20,),
+    ("kinetic_energy", "T"): (),
+    ("potential_energy", "q"): (20,),
+    ("potential_energy", "V"): (),
+    ("center_of_mass", "q"): (20,),
+    ("center_of_mass", "com"): (3,),
+}
+
+_IN_forward_dynamics = (_SHAPES["forward_dynamics", "q"], _SHAPES["forward_dynamics", "qd"], _SHAPES["forward_dynamics", "tau"], )
+_OUT_forward_dynamics = _SHAPES["forward_dynamics", "qdd"]
 
 
 def forward_dynamics(q, qd, tau, out=None, threads=1):
     """qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
 
-    Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
-    threads > 1 splits a batch over that many threads (off by default)."""
-    if not _checked_only:
+    Inputs q (20,), qd (20,), tau (20,); returns qdd (20,).
+    A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
+    splits a batch over that many threads (off by default). out: preallocated result
+    array."""
+    if not _checked_only and threads == 1:
         try:
-            if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and tau.shape == _V and tau.dtype is _F64 and True:
+            if q.shape == _IN_forward_dynamics[0] and q.dtype is _F64 and qd.shape == _IN_forward_dynamics[1] and qd.dtype is _F64 and tau.shape == _IN_forward_dynamics[2] and tau.dtype is _F64 and True:
                 if out is None:
-                    out = _empty(_V)
+                    out = _empty(_OUT_forward_dynamics)
                     lib.rc20_forward_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, tau), _fb(_D, out))
                     return out
-                if out.shape == _V and out.dtype is _F64:
+                if out.shape == _OUT_forward_dynamics and out.dtype is _F64:
                     lib.rc20_forward_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, tau), _fb(_D, out, True))
                     return out
         except (AttributeError, TypeError, ValueError):
             pass
-    return _call(lib.rc20_forward_dynamics, lib.rc20_forward_dynamics_batch, lib.rc20_forward_dynamics_batch_threads,
-                 [(q, 'q'), (qd, 'qd'), (tau, 'tau')], out, (20,), "qdd", threads)
+    return _call("forward_dynamics", (q, qd, tau,), out, _check_threads(threads))
+
+_IN_inverse_dynamics = (_SHAPES["inverse_dynamics", "q"], _SHAPES["inverse_dynamics", "qd"], _SHAPES["inverse_dynamics", "qdd"], )
+_OUT_inverse_dynamics = _SHAPES["inverse_dynamics", "tau"]
 
 
 def inverse_dynamics(q, qd, qdd, out=None, threads=1):
     """tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
 
-    Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
-    threads > 1 splits a batch over that many threads (off by default)."""
-    if not _checked_only:
+    Inputs q (20,), qd (20,), qdd (20,); returns tau (20,).
+    A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
+    splits a batch over that many threads (off by default). out: preallocated result
+    array."""
+    if not _checked_only and threads == 1:
         try:
-            if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and qdd.shape == _V and qdd.dtype is _F64 and True:
+            if q.shape == _IN_inverse_dynamics[0] and q.dtype is _F64 and qd.shape == _IN_inverse_dynamics[1] and qd.dtype is _F64 and qdd.shape == _IN_inverse_dynamics[2] and qdd.dtype is _F64 and True:
                 if out is None:
-                    out = _empty(_V)
+                    out = _empty(_OUT_inverse_dynamics)
                     lib.rc20_inverse_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, qdd), _fb(_D, out))
                     return out
-                if out.shape == _V and out.dtype is _F64:
+                if out.shape == _OUT_inverse_dynamics and out.dtype is _F64:
                     lib.rc20_inverse_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, qdd), _fb(_D, out, True))
                     return out
         except (AttributeError, TypeError, ValueError):
             pass
-    return _call(lib.rc20_inverse_dynamics, lib.rc20_inverse_dynamics_batch, lib.rc20_inverse_dynamics_batch_threads,
-                 [(q, 'q'), (qd, 'qd'), (qdd, 'qdd')], out, (20,), "tau", threads)
+    return _call("inverse_dynamics", (q, qd, qdd,), out, _check_threads(threads))
+
+_IN_mass_matrix = (_SHAPES["mass_matrix", "q"], )
+_OUT_mass_matrix = _SHAPES["mass_matrix", "M"]
 
 
 def mass_matrix(q, out=None, threads=1):
     """M(q), row-major nv x nv, composite rigid bodies
 
-    Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
-    threads > 1 splits a batch over that many threads (off by default)."""
-    if not _checked_only:
+    Inputs q (20,); returns M (20, 20).
+    A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
+    splits a batch over that many threads (off by default). out: preallocated result
+    array."""
+    if not _checked_only and threads == 1:
         try:
-            if q.shape == _V and q.dtype is _F64 and True:
+            if q.shape == _IN_mass_matrix[0] and q.dtype is _F64 and True:
                 if out is None:
-                    out = _empty(_M)
+                    out = _empty(_OUT_mass_matrix)
                     lib.rc20_mass_matrix(_fb(_D, q), _fb(_D, out))
                     return out
-                if out.shape == _M and out.dtype is _F64:
+                if out.shape == _OUT_mass_matrix and out.dtype is _F64:
                     lib.rc20_mass_matrix(_fb(_D, q), _fb(_D, out, True))
                     return out
         except (AttributeError, TypeError, ValueError):
             pass
-    return _call(lib.rc20_mass_matrix, lib.rc20_mass_matrix_batch, lib.rc20_mass_matrix_batch_threads,
-                 [(q, 'q')], out, (20, 20), "M", threads)
+    return _call("mass_matrix", (q,), out, _check_threads(threads))
+
+_IN_bias_forces = (_SHAPES["bias_forces", "q"], _SHAPES["bias_forces", "qd"], )
+_OUT_bias_forces = _SHAPES["bias_forces", "h"]
 
 
 def bias_forces(q, qd, out=None, threads=1):
     """h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
 
-    Single state: 1-D arrays of length nv. A batch: (N, nv) arrays, the loop runs in C;
-    threads > 1 splits a batch over that many threads (off by default)."""
-    if not _checked_only:
+    Inputs q (20,), qd (20,); returns h (20,).
+    A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
+    splits a batch over that many threads (off by default). out: preallocated result
+    array."""
+    if not _checked_only and threads == 1:
         try:
-            if q.shape == _V and q.dtype is _F64 and qd.shape == _V and qd.dtype is _F64 and True:
+            if q.shape == _IN_bias_forces[0] and q.dtype is _F64 and qd.shape == _IN_bias_forces[1] and qd.dtype is _F64 and True:
                 if out is None:
-                    out = _empty(_V)
+                    out = _empty(_OUT_bias_forces)
                     lib.rc20_bias_forces(_fb(_D, q), _fb(_D, qd), _fb(_D, out))
                     return out
-                if out.shape == _V and out.dtype is _F64:
+                if out.shape == _OUT_bias_forces and out.dtype is _F64:
                     lib.rc20_bias_forces(_fb(_D, q), _fb(_D, qd), _fb(_D, out, True))
                     return out
         except (AttributeError, TypeError, ValueError):
             pass
-    return _call(lib.rc20_bias_forces, lib.rc20_bias_forces_batch, lib.rc20_bias_forces_batch_threads,
-                 [(q, 'q'), (qd, 'qd')], out, (20,), "h", threads)
+    return _call("bias_forces", (q, qd,), out, _check_threads(threads))
+
+_IN_kinetic_energy = (_SHAPES["kinetic_energy", "q"], _SHAPES["kinetic_energy", "qd"], )
+_OUT_kinetic_energy = _SHAPES["kinetic_energy", "T"]
+
+
+def kinetic_energy(q, qd, out=None, threads=1):
+    """T(q, qd) = 1/2 qd^T M(q) qd, from the body twists
+
+    Inputs q (20,), qd (20,); returns T (a float).
+    A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
+    splits a batch over that many threads (off by default). out: preallocated result
+    array."""
+    return _call("kinetic_energy", (q, qd,), out, _check_threads(threads))
+
+_IN_potential_energy = (_SHAPES["potential_energy", "q"], )
+_OUT_potential_energy = _SHAPES["potential_energy", "V"]
+
+
+def potential_energy(q, out=None, threads=1):
+    """V(q): gravity (-sum m g . c, world centres of mass) plus joint springs
+
+    Inputs q (20,); returns V (a float).
+    A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
+    splits a batch over that many threads (off by default). out: preallocated result
+    array."""
+    return _call("potential_energy", (q,), out, _check_threads(threads))
+
+_IN_center_of_mass = (_SHAPES["center_of_mass", "q"], )
+_OUT_center_of_mass = _SHAPES["center_of_mass", "com"]
+
+
+def center_of_mass(q, out=None, threads=1):
+    """the whole tree's centre of mass in world coordinates
+
+    Inputs q (20,); returns com (3,).
+    A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
+    splits a batch over that many threads (off by default). out: preallocated result
+    array."""
+    if not _checked_only and threads == 1:
+        try:
+            if q.shape == _IN_center_of_mass[0] and q.dtype is _F64 and True:
+                if out is None:
+                    out = _empty(_OUT_center_of_mass)
+                    lib.rc20_center_of_mass(_fb(_D, q), _fb(_D, out))
+                    return out
+                if out.shape == _OUT_center_of_mass and out.dtype is _F64:
+                    lib.rc20_center_of_mass(_fb(_D, q), _fb(_D, out, True))
+                    return out
+        except (AttributeError, TypeError, ValueError):
+            pass
+    return _call("center_of_mass", (q,), out, _check_threads(threads))
 
 
 _checked_only = False
@@ -244,37 +395,37 @@ if _fast is not None:
     # the fast extension's functions become the public ones; they hand every call that is not
     # a plain single state (C-contiguous float64 arrays) to the checked functions above
     _checked_only = True
-    _fast._set_fallbacks((forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, ))
+    _fast._set_fallbacks((forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, kinetic_energy, potential_energy, center_of_mass, ))
     forward_dynamics = _fast.forward_dynamics
     inverse_dynamics = _fast.inverse_dynamics
     mass_matrix = _fast.mass_matrix
     bias_forces = _fast.bias_forces
+    kinetic_energy = _fast.kinetic_energy
+    potential_energy = _fast.potential_energy
+    center_of_mass = _fast.center_of_mass
 
-_SIGNATURES = { "forward_dynamics": (['q', 'qd', 'tau'], (20,)),
-                "inverse_dynamics": (['q', 'qd', 'qdd'], (20,)),
-                "mass_matrix": (['q'], (20, 20)),
-                "bias_forces": (['q', 'qd'], (20,)),
-                }
+FUNCTIONS = tuple(_SIGNATURES)
 
 
 def bind(function, *arrays):
     """Binds arrays to a function once; returns a callable with no arguments.
 
-    arrays: the inputs in order, then the output, each a float64 C-contiguous numpy array of a
-    single state's shape. The callable runs the C function on them (about the cost of the C
-    call itself); change the inputs in place between calls, read the output after.
+    arrays: the inputs in order, then the outputs, each a float64 C-contiguous numpy array of a
+    single state's shape (a scalar result: shape (1,)). The callable runs the C function on them
+    (about the cost of the C call itself); change the inputs in place between calls, read the
+    outputs after.
     """
     if function not in _SIGNATURES:
         raise ValueError(f"unknown function {function!r} (one of {', '.join(_SIGNATURES)})")
-    names, out_shape = _SIGNATURES[function]
-    if len(arrays) != len(names) + 1:
-        raise ValueError(f"{function} takes {len(names)} inputs ({', '.join(names)}) and an output array")
+    inputs, outputs = _SIGNATURES[function]
+    if len(arrays) != len(inputs) + len(outputs):
+        raise ValueError(f"{function} takes {len(inputs)} inputs ({', '.join(n for n, _ in inputs)}) "
+                         f"and {len(outputs)} output array(s) ({', '.join(n for n, _ in outputs)})")
+    wants = [(n, (w,), False) for n, w in inputs] + [(f"out ({n})", s or (1,), True) for n, s in outputs]
     ptrs = []
-    for k, a in enumerate(arrays):
-        label = names[k] if k < len(names) else "out"
-        want = _V if k < len(names) else out_shape
+    for a, (label, want, is_out) in zip(arrays, wants):
         if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape != want
-                or not a.flags.c_contiguous or (k == len(names) and not a.flags.writeable)):
+                or not a.flags.c_contiguous or (is_out and not a.flags.writeable)):
             raise ValueError(f"{label} must be a C-contiguous float64 array of shape {want}")
-        ptrs.append(_fb(_D, a, k == len(names)))
+        ptrs.append(_fb(_D, a, is_out))
     return functools.partial(getattr(lib, "rc20_" + function), *ptrs)

@@ -5,6 +5,9 @@
  * inverse_dynamics     2179 statements, 1124m + 1055a + 38 fn
  * mass_matrix          3099 statements, 1608m + 1491a + 38 fn
  * bias_forces          2137 statements, 1112m + 1025a + 38 fn
+ * kinetic_energy        717 statements, 390m + 327a + 38 fn
+ * potential_energy      188 statements, 103m + 85a + 38 fn
+ * center_of_mass        533 statements, 268m + 265a + 40 fn
  */
 #include <math.h>
 #include <string.h>
@@ -78,6 +81,9 @@ SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *rest
 SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
 SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
 SCLERON_LOCAL void rc20_bias_forces_part2(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc20_kinetic_energy_part0(const double *restrict q, const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq);
+SCLERON_LOCAL void rc20_potential_energy_part0(const double *restrict q, double *restrict V, const double *restrict sq, const double *restrict cq);
+SCLERON_LOCAL void rc20_center_of_mass_part0(const double *restrict q, double *restrict com, const double *restrict sq, const double *restrict cq);
 
 /* 1 when this file was compiled with OpenMP (then the _batch_threads functions run in parallel) */
 #if SCLERON_IN_PART(0)
@@ -15789,6 +15795,1620 @@ void rc20_bias_forces_batch_threads(int n, int threads, const double *q, const d
 #endif
     for (int k = 0; k < n; ++k) {
         rc20_bias_forces(q + (long)k * 20, qd + (long)k * 20, h + (long)k * 20);
+    }
+    (void)threads;
+}
+#endif
+
+/* ======================================================================================
+ * kinetic_energy: T(q, qd) = 1/2 qd^T M(q) qd, from the body twists
+ * ====================================================================================== */
+
+#if SCLERON_IN_PART(16)
+SCLERON_LOCAL void rc20_kinetic_energy_part0(const double *restrict q, const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq)
+{
+    /* pass 1 (S&G 18-21): velocity of body link1, joint joint1 */
+    const double t0 = 0.5 * qd[0];
+    const double t1 = qd[0] * qd[0];
+    /* pass 1 (S&G 18-21): velocity of body link2, joint joint2 */
+    const double t2 = qd[0] * sq[1];
+    const double t3 = qd[0] * cq[1];
+    const double t4 = 0.33416666666666667 * t3;
+    const double t5 = t0 + t4;
+    const double t6 = 0.5 * qd[1];
+    const double t7 = -0.5 * t3;
+    const double t8 = t7 - qd[0];
+    const double t9 = qd[1] * qd[1];
+    /* pass 1 (S&G 18-21): velocity of body link3, joint joint3 */
+    const double t10 = qd[0] + t3;
+    const double t11 = t2 * cq[2];
+    const double t12 = qd[1] * sq[2];
+    const double t13 = t11 + t12;
+    const double t14 = t2 * sq[2];
+    const double t15 = qd[1] * cq[2];
+    const double t16 = t15 - t14;
+    const double t17 = sq[2] * t10;
+    const double t18 = cq[2] * t10;
+    const double t19 = qd[2] - t3;
+    const double t20 = 0.33416666666666667 * t16;
+    const double t21 = t6 + t20;
+    const double t22 = 0.33416666666666667 * t19;
+    const double t23 = -0.5 * t18;
+    const double t24 = t22 + t23;
+    const double t25 = 0.5 * t19;
+    const double t26 = t25 - t18;
+    const double t27 = -0.5 * t16;
+    const double t28 = t27 - qd[1];
+    /* pass 1 (S&G 18-21): velocity of body link4, joint joint4 */
+    const double t29 = t14 - t15;
+    const double t30 = t3 - qd[2];
+    const double t31 = t18 + t30;
+    const double t32 = qd[1] + t16;
+    const double t33 = t13 * cq[3];
+    const double t34 = t19 * sq[3];
+    const double t35 = t33 + t34;
+    const double t36 = t13 * sq[3];
+    const double t37 = t19 * cq[3];
+    const double t38 = t37 - t36;
+    const double t39 = t17 * cq[3];
+    const double t40 = sq[3] * t32;
+    const double t41 = t39 + t40;
+    const double t42 = t17 * sq[3];
+    const double t43 = cq[3] * t32;
+    const double t44 = t42 - t43;
+    const double t45 = qd[3] + t29;
+    const double t46 = 0.33416666666666667 * t38;
+    const double t47 = -0.5 * t31;
+    const double t48 = t46 + t47;
+    const double t49 = 0.33416666666666667 * t45;
+    const double t50 = 0.5 * t44;
+    const double t51 = t49 + t50;
+    const double t52 = 0.5 * t45;
+    const double t53 = t44 + t52;
+    const double t54 = -0.5 * t38;
+    const double t55 = t31 + t54;
+    /* pass 1 (S&G 18-21): velocity of body link5, joint joint5 */
+    const double t56 = t36 - t37;
+    const double t57 = t44 + t45;
+    const double t58 = t31 - t38;
+    const double t59 = t35 * cq[4];
+    const double t60 = t45 * sq[4];
+    const double t61 = t59 + t60;
+    const double t62 = t35 * sq[4];
+    const double t63 = t45 * cq[4];
+    const double t64 = t63 - t62;
+    const double t65 = t41 * cq[4];
+    const double t66 = sq[4] * t58;
+    const double t67 = t66 - t65;
+    const double t68 = t41 * sq[4];
+    const double t69 = cq[4] * t58;
+    const double t70 = t68 + t69;
+    const double t71 = qd[4] + t56;
+    const double t72 = 0.33416666666666667 * t64;
+    const double t73 = 0.5 * t57;
+    const double t74 = t72 + t73;
+    const double t75 = 0.33416666666666667 * t71;
+    const double t76 = 0.5 * t70;
+    const double t77 = t75 + t76;
+    const double t78 = 0.5 * t71;
+    const double t79 = t70 + t78;
+    const double t80 = -0.5 * t64;
+    const double t81 = t80 - t57;
+    /* pass 1 (S&G 18-21): velocity of body link6, joint joint6 */
+    const double t82 = t62 - t63;
+    const double t83 = t70 + t71;
+    const double t84 = t57 + t64;
+    const double t85 = t61 * cq[5];
+    const double t86 = t71 * sq[5];
+    const double t87 = t85 + t86;
+    const double t88 = t61 * sq[5];
+    const double t89 = t71 * cq[5];
+    const double t90 = t89 - t88;
+    const double t91 = t67 * cq[5];
+    const double t92 = sq[5] * t84;
+    const double t93 = t91 - t92;
+    const double t94 = t67 * sq[5];
+    const double t95 = cq[5] * t84;
+    const double t96 = t94 + t95;
+    const double t97 = qd[5] + t82;
+    const double t98 = 0.33416666666666667 * t90;
+    const double t99 = 0.5 * t83;
+    const double t100 = t98 + t99;
+    const double t101 = 0.33416666666666667 * t97;
+    const double t102 = -0.5 * t96;
+    const double t103 = t101 + t102;
+    const double t104 = 0.5 * t97;
+    const double t105 = t104 - t96;
+    const double t106 = -0.5 * t90;
+    const double t107 = t106 - t83;
+    /* pass 1 (S&G 18-21): velocity of body link7, joint joint7 */
+    const double t108 = t88 - t89;
+    const double t109 = t83 + t90;
+    const double t110 = t96 - t97;
+    const double t111 = t87 * cq[6];
+    const double t112 = t97 * sq[6];
+    const double t113 = t111 + t112;
+    const double t114 = t87 * sq[6];
+    const double t115 = t97 * cq[6];
+    const double t116 = t115 - t114;
+    const double t117 = t93 * cq[6];
+    const double t118 = sq[6] * t109;
+    const double t119 = t117 - t118;
+    const double t120 = t93 * sq[6];
+    const double t121 = cq[6] * t109;
+    const double t122 = t120 + t121;
+    const double t123 = qd[6] + t108;
+    const double t124 = 0.33416666666666667 * t116;
+    const double t125 = -0.5 * t110;
+    const double t126 = t124 + t125;
+    const double t127 = 0.33416666666666667 * t123;
+    const double t128 = -0.5 * t122;
+    const double t129 = t127 + t128;
+    const double t130 = 0.5 * t123;
+    const double t131 = t130 - t122;
+    const double t132 = -0.5 * t116;
+    const double t133 = t110 + t132;
+    /* pass 1 (S&G 18-21): velocity of body link8, joint joint8 */
+    const double t134 = t114 - t115;
+    const double t135 = t110 - t116;
+    const double t136 = t122 - t123;
+    const double t137 = t113 * cq[7];
+    const double t138 = t123 * sq[7];
+    const double t139 = t137 + t138;
+    const double t140 = t113 * sq[7];
+    const double t141 = t123 * cq[7];
+    const double t142 = t141 - t140;
+    const double t143 = t119 * cq[7];
+    const double t144 = sq[7] * t135;
+    const double t145 = t143 + t144;
+    const double t146 = t119 * sq[7];
+    const double t147 = cq[7] * t135;
+    const double t148 = t147 - t146;
+    const double t149 = qd[7] + t134;
+    const double t150 = 0.33416666666666667 * t142;
+    const double t151 = -0.5 * t136;
+    const double t152 = t150 + t151;
+    const double t153 = 0.33416666666666667 * t149;
+    const double t154 = 0.5 * t148;
+    const double t155 = t153 + t154;
+    const double t156 = 0.5 * t149;
+    const double t157 = t148 + t156;
+    const double t158 = -0.5 * t142;
+    const double t159 = t136 + t158;
+    /* pass 1 (S&G 18-21): velocity of body link9, joint joint9 */
+    const double t160 = t140 - t141;
+    const double t161 = t148 + t149;
+    const double t162 = t136 - t142;
+    const double t163 = t139 * cq[8];
+    const double t164 = t149 * sq[8];
+    const double t165 = t163 + t164;
+    const double t166 = t139 * sq[8];
+    const double t167 = t149 * cq[8];
+    const double t168 = t167 - t166;
+    const double t169 = t145 * cq[8];
+    const double t170 = sq[8] * t162;
+    const double t171 = t169 + t170;
+    const double t172 = t145 * sq[8];
+    const double t173 = cq[8] * t162;
+    const double t174 = t173 - t172;
+    const double t175 = qd[8] + t160;
+    const double t176 = 0.33416666666666667 * t168;
+    const double t177 = 0.5 * t161;
+    const double t178 = t176 + t177;
+    const double t179 = 0.33416666666666667 * t175;
+    const double t180 = 0.5 * t174;
+    const double t181 = t179 + t180;
+    const double t182 = 0.5 * t175;
+    const double t183 = t174 + t182;
+    const double t184 = -0.5 * t168;
+    const double t185 = t184 - t161;
+    /* pass 1 (S&G 18-21): velocity of body link10, joint joint10 */
+    const double t186 = t166 - t167;
+    const double t187 = t174 + t175;
+    const double t188 = t161 + t168;
+    const double t189 = t165 * cq[9];
+    const double t190 = t175 * sq[9];
+    const double t191 = t189 + t190;
+    const double t192 = t165 * sq[9];
+    const double t193 = t175 * cq[9];
+    const double t194 = t193 - t192;
+    const double t195 = t171 * cq[9];
+    const double t196 = sq[9] * t188;
+    const double t197 = t195 - t196;
+    const double t198 = t171 * sq[9];
+    const double t199 = cq[9] * t188;
+    const double t200 = t198 + t199;
+    const double t201 = qd[9] + t186;
+    const double t202 = 0.33416666666666667 * t194;
+    const double t203 = 0.5 * t187;
+    const double t204 = t202 + t203;
+    const double t205 = 0.33416666666666667 * t201;
+    const double t206 = -0.5 * t200;
+    const double t207 = t205 + t206;
+    const double t208 = 0.5 * t201;
+    const double t209 = t208 - t200;
+    const double t210 = -0.5 * t194;
+    const double t211 = t210 - t187;
+    /* pass 1 (S&G 18-21): velocity of body link11, joint joint11 */
+    const double t212 = t192 - t193;
+    const double t213 = t187 + t194;
+    const double t214 = t200 - t201;
+    const double t215 = t191 * cq[10];
+    const double t216 = t201 * sq[10];
+    const double t217 = t215 + t216;
+    const double t218 = t191 * sq[10];
+    const double t219 = t201 * cq[10];
+    const double t220 = t219 - t218;
+    const double t221 = t197 * cq[10];
+    const double t222 = sq[10] * t213;
+    const double t223 = t221 - t222;
+    const double t224 = t197 * sq[10];
+    const double t225 = cq[10] * t213;
+    const double t226 = t224 + t225;
+    const double t227 = qd[10] + t212;
+    const double t228 = 0.33416666666666667 * t220;
+    const double t229 = -0.5 * t214;
+    const double t230 = t228 + t229;
+    const double t231 = 0.33416666666666667 * t227;
+    const double t232 = -0.5 * t226;
+    const double t233 = t231 + t232;
+    const double t234 = 0.5 * t227;
+    const double t235 = t234 - t226;
+    const double t236 = -0.5 * t220;
+    const double t237 = t214 + t236;
+    /* pass 1 (S&G 18-21): velocity of body link12, joint joint12 */
+    const double t238 = t218 - t219;
+    const double t239 = t214 - t220;
+    const double t240 = t226 - t227;
+    const double t241 = t217 * cq[11];
+    const double t242 = t227 * sq[11];
+    const double t243 = t241 + t242;
+    const double t244 = t217 * sq[11];
+    const double t245 = t227 * cq[11];
+    const double t246 = t245 - t244;
+    const double t247 = t223 * cq[11];
+    const double t248 = sq[11] * t239;
+    const double t249 = t247 + t248;
+    const double t250 = t223 * sq[11];
+    const double t251 = cq[11] * t239;
+    const double t252 = t251 - t250;
+    const double t253 = qd[11] + t238;
+    const double t254 = 0.33416666666666667 * t246;
+    const double t255 = -0.5 * t240;
+    const double t256 = t254 + t255;
+    const double t257 = 0.33416666666666667 * t253;
+    const double t258 = 0.5 * t252;
+    const double t259 = t257 + t258;
+    const double t260 = 0.5 * t253;
+    const double t261 = t252 + t260;
+    const double t262 = -0.5 * t246;
+    const double t263 = t240 + t262;
+    /* pass 1 (S&G 18-21): velocity of body link13, joint joint13 */
+    const double t264 = t244 - t245;
+    const double t265 = t252 + t253;
+    const double t266 = t240 - t246;
+    const double t267 = t243 * cq[12];
+    const double t268 = t253 * sq[12];
+    const double t269 = t267 + t268;
+    const double t270 = t243 * sq[12];
+    const double t271 = t253 * cq[12];
+    const double t272 = t271 - t270;
+    const double t273 = t249 * cq[12];
+    const double t274 = sq[12] * t266;
+    const double t275 = t273 + t274;
+    const double t276 = t249 * sq[12];
+    const double t277 = cq[12] * t266;
+    const double t278 = t277 - t276;
+    const double t279 = qd[12] + t264;
+    const double t280 = 0.33416666666666667 * t272;
+    const double t281 = 0.5 * t265;
+    const double t282 = t280 + t281;
+    const double t283 = 0.33416666666666667 * t279;
+    const double t284 = 0.5 * t278;
+    const double t285 = t283 + t284;
+    const double t286 = 0.5 * t279;
+    const double t287 = t278 + t286;
+    const double t288 = -0.5 * t272;
+    const double t289 = t288 - t265;
+    /* pass 1 (S&G 18-21): velocity of body link14, joint joint14 */
+    const double t290 = t270 - t271;
+    const double t291 = t278 + t279;
+    const double t292 = t265 + t272;
+    const double t293 = t269 * cq[13];
+    const double t294 = t279 * sq[13];
+    const double t295 = t293 + t294;
+    const double t296 = t269 * sq[13];
+    const double t297 = t279 * cq[13];
+    const double t298 = t297 - t296;
+    const double t299 = t275 * cq[13];
+    const double t300 = sq[13] * t292;
+    const double t301 = t299 - t300;
+    const double t302 = t275 * sq[13];
+    const double t303 = cq[13] * t292;
+    const double t304 = t302 + t303;
+    const double t305 = qd[13] + t290;
+    const double t306 = 0.33416666666666667 * t298;
+    const double t307 = 0.5 * t291;
+    const double t308 = t306 + t307;
+    const double t309 = 0.33416666666666667 * t305;
+    const double t310 = -0.5 * t304;
+    const double t311 = t309 + t310;
+    const double t312 = 0.5 * t305;
+    const double t313 = t312 - t304;
+    const double t314 = -0.5 * t298;
+    const double t315 = t314 - t291;
+    /* pass 1 (S&G 18-21): velocity of body link15, joint joint15 */
+    const double t316 = t296 - t297;
+    const double t317 = t291 + t298;
+    const double t318 = t304 - t305;
+    const double t319 = t295 * cq[14];
+    const double t320 = t305 * sq[14];
+    const double t321 = t319 + t320;
+    const double t322 = t295 * sq[14];
+    const double t323 = t305 * cq[14];
+    const double t324 = t323 - t322;
+    const double t325 = t301 * cq[14];
+    const double t326 = sq[14] * t317;
+    const double t327 = t325 - t326;
+    const double t328 = t301 * sq[14];
+    const double t329 = cq[14] * t317;
+    const double t330 = t328 + t329;
+    const double t331 = qd[14] + t316;
+    const double t332 = 0.33416666666666667 * t324;
+    const double t333 = -0.5 * t318;
+    const double t334 = t332 + t333;
+    const double t335 = 0.33416666666666667 * t331;
+    const double t336 = -0.5 * t330;
+    const double t337 = t335 + t336;
+    const double t338 = 0.5 * t331;
+    const double t339 = t338 - t330;
+    const double t340 = -0.5 * t324;
+    const double t341 = t318 + t340;
+    /* pass 1 (S&G 18-21): velocity of body link16, joint joint16 */
+    const double t342 = t322 - t323;
+    const double t343 = t318 - t324;
+    const double t344 = t330 - t331;
+    const double t345 = t321 * cq[15];
+    const double t346 = t331 * sq[15];
+    const double t347 = t345 + t346;
+    const double t348 = t321 * sq[15];
+    const double t349 = t331 * cq[15];
+    const double t350 = t349 - t348;
+    const double t351 = t327 * cq[15];
+    const double t352 = sq[15] * t343;
+    const double t353 = t351 + t352;
+    const double t354 = t327 * sq[15];
+    const double t355 = cq[15] * t343;
+    const double t356 = t355 - t354;
+    const double t357 = qd[15] + t342;
+    const double t358 = 0.33416666666666667 * t350;
+    const double t359 = -0.5 * t344;
+    const double t360 = t358 + t359;
+    const double t361 = 0.33416666666666667 * t357;
+    const double t362 = 0.5 * t356;
+    const double t363 = t361 + t362;
+    const double t364 = 0.5 * t357;
+    const double t365 = t356 + t364;
+    const double t366 = -0.5 * t350;
+    const double t367 = t344 + t366;
+    /* pass 1 (S&G 18-21): velocity of body link17, joint joint17 */
+    const double t368 = t348 - t349;
+    const double t369 = t356 + t357;
+    const double t370 = t344 - t350;
+    const double t371 = t347 * cq[16];
+    const double t372 = t357 * sq[16];
+    const double t373 = t371 + t372;
+    const double t374 = t347 * sq[16];
+    const double t375 = t357 * cq[16];
+    const double t376 = t375 - t374;
+    const double t377 = t353 * cq[16];
+    const double t378 = sq[16] * t370;
+    const double t379 = t377 + t378;
+    const double t380 = t353 * sq[16];
+    const double t381 = cq[16] * t370;
+    const double t382 = t381 - t380;
+    const double t383 = qd[16] + t368;
+    const double t384 = 0.33416666666666667 * t376;
+    const double t385 = 0.5 * t369;
+    const double t386 = t384 + t385;
+    const double t387 = 0.33416666666666667 * t383;
+    const double t388 = 0.5 * t382;
+    const double t389 = t387 + t388;
+    const double t390 = 0.5 * t383;
+    const double t391 = t382 + t390;
+    const double t392 = -0.5 * t376;
+    const double t393 = t392 - t369;
+    /* pass 1 (S&G 18-21): velocity of body link18, joint joint18 */
+    const double t394 = t374 - t375;
+    const double t395 = t382 + t383;
+    const double t396 = t369 + t376;
+    const double t397 = t373 * cq[17];
+    const double t398 = t383 * sq[17];
+    const double t399 = t397 + t398;
+    const double t400 = t373 * sq[17];
+    const double t401 = t383 * cq[17];
+    const double t402 = t401 - t400;
+    const double t403 = t379 * cq[17];
+    const double t404 = sq[17] * t396;
+    const double t405 = t403 - t404;
+    const double t406 = t379 * sq[17];
+    const double t407 = cq[17] * t396;
+    const double t408 = t406 + t407;
+    const double t409 = qd[17] + t394;
+    const double t410 = 0.33416666666666667 * t402;
+    const double t411 = 0.5 * t395;
+    const double t412 = t410 + t411;
+    const double t413 = 0.33416666666666667 * t409;
+    const double t414 = -0.5 * t408;
+    const double t415 = t413 + t414;
+    const double t416 = 0.5 * t409;
+    const double t417 = t416 - t408;
+    const double t418 = -0.5 * t402;
+    const double t419 = t418 - t395;
+    /* pass 1 (S&G 18-21): velocity of body link19, joint joint19 */
+    const double t420 = t400 - t401;
+    const double t421 = t395 + t402;
+    const double t422 = t408 - t409;
+    const double t423 = t399 * cq[18];
+    const double t424 = t409 * sq[18];
+    const double t425 = t423 + t424;
+    const double t426 = t399 * sq[18];
+    const double t427 = t409 * cq[18];
+    const double t428 = t427 - t426;
+    const double t429 = t405 * cq[18];
+    const double t430 = sq[18] * t421;
+    const double t431 = t429 - t430;
+    const double t432 = t405 * sq[18];
+    const double t433 = cq[18] * t421;
+    const double t434 = t432 + t433;
+    const double t435 = qd[18] + t420;
+    const double t436 = 0.33416666666666667 * t428;
+    const double t437 = -0.5 * t422;
+    const double t438 = t436 + t437;
+    const double t439 = 0.33416666666666667 * t435;
+    const double t440 = -0.5 * t434;
+    const double t441 = t439 + t440;
+    const double t442 = 0.5 * t435;
+    const double t443 = t442 - t434;
+    const double t444 = -0.5 * t428;
+    const double t445 = t422 + t444;
+    /* pass 1 (S&G 18-21): velocity of body link20, joint joint20 */
+    const double t446 = t426 - t427;
+    const double t447 = t422 - t428;
+    const double t448 = t434 - t435;
+    const double t449 = t425 * cq[19];
+    const double t450 = t435 * sq[19];
+    const double t451 = t449 + t450;
+    const double t452 = t425 * sq[19];
+    const double t453 = t435 * cq[19];
+    const double t454 = t453 - t452;
+    const double t455 = t431 * cq[19];
+    const double t456 = sq[19] * t447;
+    const double t457 = t455 + t456;
+    const double t458 = t431 * sq[19];
+    const double t459 = cq[19] * t447;
+    const double t460 = t459 - t458;
+    const double t461 = qd[19] + t446;
+    const double t462 = 0.33416666666666667 * t454;
+    const double t463 = -0.5 * t448;
+    const double t464 = t462 + t463;
+    const double t465 = 0.33416666666666667 * t461;
+    const double t466 = 0.5 * t460;
+    const double t467 = t465 + t466;
+    const double t468 = 0.5 * t461;
+    const double t469 = t460 + t468;
+    const double t470 = -0.5 * t454;
+    const double t471 = t448 + t470;
+    /* kinetic energy: 1/2 sum v^T J v (S&G 5, 20) */
+    const double t472 = 0.33416666666666667 * t1;
+    const double t473 = t2 * t2;
+    const double t474 = 0.0016666666666666668 * t473;
+    const double t475 = t3 * t5;
+    const double t476 = t474 + t475;
+    const double t477 = 0.33416666666666667 * t9;
+    const double t478 = t476 + t477;
+    const double t479 = qd[0] * t8;
+    const double t480 = t478 - t479;
+    const double t481 = t472 + t480;
+    const double t482 = t13 * t13;
+    const double t483 = 0.0016666666666666668 * t482;
+    const double t484 = t16 * t21;
+    const double t485 = t483 + t484;
+    const double t486 = t19 * t24;
+    const double t487 = t485 + t486;
+    const double t488 = t17 * t17;
+    const double t489 = t487 + t488;
+    const double t490 = t18 * t26;
+    const double t491 = t489 - t490;
+    const double t492 = qd[1] * t28;
+    const double t493 = t491 - t492;
+    const double t494 = t481 + t493;
+    const double t495 = t35 * t35;
+    const double t496 = 0.0016666666666666668 * t495;
+    const double t497 = t38 * t48;
+    const double t498 = t496 + t497;
+    const double t499 = t45 * t51;
+    const double t500 = t498 + t499;
+    const double t501 = t41 * t41;
+    const double t502 = t500 + t501;
+    const double t503 = t44 * t53;
+    const double t504 = t502 + t503;
+    const double t505 = t31 * t55;
+    const double t506 = t504 + t505;
+    const double t507 = t494 + t506;
+    const double t508 = t61 * t61;
+    const double t509 = 0.0016666666666666668 * t508;
+    const double t510 = t64 * t74;
+    const double t511 = t509 + t510;
+    const double t512 = t71 * t77;
+    const double t513 = t511 + t512;
+    const double t514 = t67 * t67;
+    const double t515 = t513 + t514;
+    const double t516 = t70 * t79;
+    const double t517 = t515 + t516;
+    const double t518 = t57 * t81;
+    const double t519 = t517 - t518;
+    const double t520 = t507 + t519;
+    const double t521 = t87 * t87;
+    const double t522 = 0.0016666666666666668 * t521;
+    const double t523 = t90 * t100;
+    const double t524 = t522 + t523;
+    const double t525 = t97 * t103;
+    const double t526 = t524 + t525;
+    const double t527 = t93 * t93;
+    const double t528 = t526 + t527;
+    const double t529 = t96 * t105;
+    const double t530 = t528 - t529;
+    const double t531 = t83 * t107;
+    const double t532 = t530 - t531;
+    const double t533 = t520 + t532;
+    const double t534 = t113 * t113;
+    const double t535 = 0.0016666666666666668 * t534;
+    const double t536 = t116 * t126;
+    const double t537 = t535 + t536;
+    const double t538 = t123 * t129;
+    const double t539 = t537 + t538;
+    const double t540 = t119 * t119;
+    const double t541 = t539 + t540;
+    const double t542 = t122 * t131;
+    const double t543 = t541 - t542;
+    const double t544 = t110 * t133;
+    const double t545 = t543 + t544;
+    const double t546 = t533 + t545;
+    const double t547 = t139 * t139;
+    const double t548 = 0.0016666666666666668 * t547;
+    const double t549 = t142 * t152;
+    const double t550 = t548 + t549;
+    const double t551 = t149 * t155;
+    const double t552 = t550 + t551;
+    const double t553 = t145 * t145;
+    const double t554 = t552 + t553;
+    const double t555 = t148 * t157;
+    const double t556 = t554 + t555;
+    const double t557 = t136 * t159;
+    const double t558 = t556 + t557;
+    const double t559 = t546 + t558;
+    const double t560 = t165 * t165;
+    const double t561 = 0.0016666666666666668 * t560;
+    const double t562 = t168 * t178;
+    const double t563 = t561 + t562;
+    const double t564 = t175 * t181;
+    const double t565 = t563 + t564;
+    const double t566 = t171 * t171;
+    const double t567 = t565 + t566;
+    const double t568 = t174 * t183;
+    const double t569 = t567 + t568;
+    const double t570 = t161 * t185;
+    const double t571 = t569 - t570;
+    const double t572 = t559 + t571;
+    const double t573 = t191 * t191;
+    const double t574 = 0.0016666666666666668 * t573;
+    const double t575 = t194 * t204;
+    const double t576 = t574 + t575;
+    const double t577 = t201 * t207;
+    const double t578 = t576 + t577;
+    const double t579 = t197 * t197;
+    const double t580 = t578 + t579;
+    const double t581 = t200 * t209;
+    const double t582 = t580 - t581;
+    const double t583 = t187 * t211;
+    const double t584 = t582 - t583;
+    const double t585 = t572 + t584;
+    const double t586 = t217 * t217;
+    const double t587 = 0.0016666666666666668 * t586;
+    const double t588 = t220 * t230;
+    const double t589 = t587 + t588;
+    const double t590 = t227 * t233;
+    const double t591 = t589 + t590;
+    const double t592 = t223 * t223;
+    const double t593 = t591 + t592;
+    const double t594 = t226 * t235;
+    const double t595 = t593 - t594;
+    const double t596 = t214 * t237;
+    const double t597 = t595 + t596;
+    const double t598 = t585 + t597;
+    const double t599 = t243 * t243;
+    const double t600 = 0.0016666666666666668 * t599;
+    const double t601 = t246 * t256;
+    const double t602 = t600 + t601;
+    const double t603 = t253 * t259;
+    const double t604 = t602 + t603;
+    const double t605 = t249 * t249;
+    const double t606 = t604 + t605;
+    const double t607 = t252 * t261;
+    const double t608 = t606 + t607;
+    const double t609 = t240 * t263;
+    const double t610 = t608 + t609;
+    const double t611 = t598 + t610;
+    const double t612 = t269 * t269;
+    const double t613 = 0.0016666666666666668 * t612;
+    const double t614 = t272 * t282;
+    const double t615 = t613 + t614;
+    const double t616 = t279 * t285;
+    const double t617 = t615 + t616;
+    const double t618 = t275 * t275;
+    const double t619 = t617 + t618;
+    const double t620 = t278 * t287;
+    const double t621 = t619 + t620;
+    const double t622 = t265 * t289;
+    const double t623 = t621 - t622;
+    const double t624 = t611 + t623;
+    const double t625 = t295 * t295;
+    const double t626 = 0.0016666666666666668 * t625;
+    const double t627 = t298 * t308;
+    const double t628 = t626 + t627;
+    const double t629 = t305 * t311;
+    const double t630 = t628 + t629;
+    const double t631 = t301 * t301;
+    const double t632 = t630 + t631;
+    const double t633 = t304 * t313;
+    const double t634 = t632 - t633;
+    const double t635 = t291 * t315;
+    const double t636 = t634 - t635;
+    const double t637 = t624 + t636;
+    const double t638 = t321 * t321;
+    const double t639 = 0.0016666666666666668 * t638;
+    const double t640 = t324 * t334;
+    const double t641 = t639 + t640;
+    const double t642 = t331 * t337;
+    const double t643 = t641 + t642;
+    const double t644 = t327 * t327;
+    const double t645 = t643 + t644;
+    const double t646 = t330 * t339;
+    const double t647 = t645 - t646;
+    const double t648 = t318 * t341;
+    const double t649 = t647 + t648;
+    const double t650 = t637 + t649;
+    const double t651 = t347 * t347;
+    const double t652 = 0.0016666666666666668 * t651;
+    const double t653 = t350 * t360;
+    const double t654 = t652 + t653;
+    const double t655 = t357 * t363;
+    const double t656 = t654 + t655;
+    const double t657 = t353 * t353;
+    const double t658 = t656 + t657;
+    const double t659 = t356 * t365;
+    const double t660 = t658 + t659;
+    const double t661 = t344 * t367;
+    const double t662 = t660 + t661;
+    const double t663 = t650 + t662;
+    const double t664 = t373 * t373;
+    const double t665 = 0.0016666666666666668 * t664;
+    const double t666 = t376 * t386;
+    const double t667 = t665 + t666;
+    const double t668 = t383 * t389;
+    const double t669 = t667 + t668;
+    const double t670 = t379 * t379;
+    const double t671 = t669 + t670;
+    const double t672 = t382 * t391;
+    const double t673 = t671 + t672;
+    const double t674 = t369 * t393;
+    const double t675 = t673 - t674;
+    const double t676 = t663 + t675;
+    const double t677 = t399 * t399;
+    const double t678 = 0.0016666666666666668 * t677;
+    const double t679 = t402 * t412;
+    const double t680 = t678 + t679;
+    const double t681 = t409 * t415;
+    const double t682 = t680 + t681;
+    const double t683 = t405 * t405;
+    const double t684 = t682 + t683;
+    const double t685 = t408 * t417;
+    const double t686 = t684 - t685;
+    const double t687 = t395 * t419;
+    const double t688 = t686 - t687;
+    const double t689 = t676 + t688;
+    const double t690 = t425 * t425;
+    const double t691 = 0.0016666666666666668 * t690;
+    const double t692 = t428 * t438;
+    const double t693 = t691 + t692;
+    const double t694 = t435 * t441;
+    const double t695 = t693 + t694;
+    const double t696 = t431 * t431;
+    const double t697 = t695 + t696;
+    const double t698 = t434 * t443;
+    const double t699 = t697 - t698;
+    const double t700 = t422 * t445;
+    const double t701 = t699 + t700;
+    const double t702 = t689 + t701;
+    const double t703 = t451 * t451;
+    const double t704 = 0.0016666666666666668 * t703;
+    const double t705 = t454 * t464;
+    const double t706 = t704 + t705;
+    const double t707 = t461 * t467;
+    const double t708 = t706 + t707;
+    const double t709 = t457 * t457;
+    const double t710 = t708 + t709;
+    const double t711 = t460 * t469;
+    const double t712 = t710 + t711;
+    const double t713 = t448 * t471;
+    const double t714 = t712 + t713;
+    const double t715 = t702 + t714;
+    const double t716 = 0.5 * t715;
+    T[0] = t716;
+}
+#endif
+
+#if SCLERON_IN_PART(0)
+void rc20_kinetic_energy(const double *q, const double *qd, double *T)
+{
+    double sq[20], cq[20];
+    scl_sincos(q, sq, cq, 20);
+    rc20_kinetic_energy_part0(q, qd, T, sq, cq);
+}
+
+void rc20_kinetic_energy_batch(int n, const double *q, const double *qd, double *T)
+{
+    for (int k = 0; k < n; ++k) {
+        rc20_kinetic_energy(q + (long)k * 20, qd + (long)k * 20, T + (long)k * 1);
+    }
+}
+
+void rc20_kinetic_energy_batch_threads(int n, int threads, const double *q, const double *qd, double *T)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        rc20_kinetic_energy(q + (long)k * 20, qd + (long)k * 20, T + (long)k * 1);
+    }
+    (void)threads;
+}
+#endif
+
+/* ======================================================================================
+ * potential_energy: V(q): gravity (-sum m g . c, world centres of mass) plus joint springs
+ * ====================================================================================== */
+
+#if SCLERON_IN_PART(17)
+SCLERON_LOCAL void rc20_potential_energy_part0(const double *restrict q, double *restrict V, const double *restrict sq, const double *restrict cq)
+{
+    /* potential energy: world pose and centre of mass of body link2 */
+    const double t0 = 4.905 * sq[1];
+    /* potential energy: world pose and centre of mass of body link3 */
+    const double t1 = sq[1] * cq[2];
+    const double t2 = sq[1] * sq[2];
+    const double t3 = 0.5 * t1;
+    const double t4 = sq[1] + t3;
+    const double t5 = -9.81 * t4;
+    const double t6 = t0 - t5;
+    /* potential energy: world pose and centre of mass of body link4 */
+    const double t7 = t1 * cq[3];
+    const double t8 = cq[1] * sq[3];
+    const double t9 = t7 - t8;
+    const double t10 = t1 * sq[3];
+    const double t11 = cq[1] * cq[3];
+    const double t12 = t10 + t11;
+    const double t13 = sq[1] + t1;
+    const double t14 = 0.5 * t9;
+    const double t15 = t13 + t14;
+    const double t16 = -9.81 * t15;
+    const double t17 = t6 - t16;
+    /* potential energy: world pose and centre of mass of body link5 */
+    const double t18 = t9 * cq[4];
+    const double t19 = t2 * sq[4];
+    const double t20 = t18 + t19;
+    const double t21 = t9 * sq[4];
+    const double t22 = t2 * cq[4];
+    const double t23 = t9 + t13;
+    const double t24 = 0.5 * t20;
+    const double t25 = t23 + t24;
+    const double t26 = -9.81 * t25;
+    const double t27 = t17 - t26;
+    /* potential energy: world pose and centre of mass of body link6 */
+    const double t28 = t20 * cq[5];
+    const double t29 = t12 * sq[5];
+    const double t30 = t28 + t29;
+    const double t31 = t20 * sq[5];
+    const double t32 = t12 * cq[5];
+    const double t33 = t21 - t22;
+    const double t34 = t20 + t23;
+    const double t35 = 0.5 * t30;
+    const double t36 = t34 + t35;
+    const double t37 = -9.81 * t36;
+    const double t38 = t27 - t37;
+    /* potential energy: world pose and centre of mass of body link7 */
+    const double t39 = t30 * cq[6];
+    const double t40 = t33 * sq[6];
+    const double t41 = t39 + t40;
+    const double t42 = t30 * sq[6];
+    const double t43 = t33 * cq[6];
+    const double t44 = t31 - t32;
+    const double t45 = t30 + t34;
+    const double t46 = 0.5 * t41;
+    const double t47 = t45 + t46;
+    const double t48 = -9.81 * t47;
+    const double t49 = t38 - t48;
+    /* potential energy: world pose and centre of mass of body link8 */
+    const double t50 = t41 * cq[7];
+    const double t51 = t44 * sq[7];
+    const double t52 = t50 + t51;
+    const double t53 = t41 * sq[7];
+    const double t54 = t44 * cq[7];
+    const double t55 = t42 - t43;
+    const double t56 = t41 + t45;
+    const double t57 = 0.5 * t52;
+    const double t58 = t56 + t57;
+    const double t59 = -9.81 * t58;
+    const double t60 = t49 - t59;
+    /* potential energy: world pose and centre of mass of body link9 */
+    const double t61 = t52 * cq[8];
+    const double t62 = t55 * sq[8];
+    const double t63 = t61 + t62;
+    const double t64 = t52 * sq[8];
+    const double t65 = t55 * cq[8];
+    const double t66 = t53 - t54;
+    const double t67 = t52 + t56;
+    const double t68 = 0.5 * t63;
+    const double t69 = t67 + t68;
+    const double t70 = -9.81 * t69;
+    const double t71 = t60 - t70;
+    /* potential energy: world pose and centre of mass of body link10 */
+    const double t72 = t63 * cq[9];
+    const double t73 = t66 * sq[9];
+    const double t74 = t72 + t73;
+    const double t75 = t63 * sq[9];
+    const double t76 = t66 * cq[9];
+    const double t77 = t64 - t65;
+    const double t78 = t63 + t67;
+    const double t79 = 0.5 * t74;
+    const double t80 = t78 + t79;
+    const double t81 = -9.81 * t80;
+    const double t82 = t71 - t81;
+    /* potential energy: world pose and centre of mass of body link11 */
+    const double t83 = t74 * cq[10];
+    const double t84 = t77 * sq[10];
+    const double t85 = t83 + t84;
+    const double t86 = t74 * sq[10];
+    const double t87 = t77 * cq[10];
+    const double t88 = t75 - t76;
+    const double t89 = t74 + t78;
+    const double t90 = 0.5 * t85;
+    const double t91 = t89 + t90;
+    const double t92 = -9.81 * t91;
+    const double t93 = t82 - t92;
+    /* potential energy: world pose and centre of mass of body link12 */
+    const double t94 = t85 * cq[11];
+    const double t95 = t88 * sq[11];
+    const double t96 = t94 + t95;
+    const double t97 = t85 * sq[11];
+    const double t98 = t88 * cq[11];
+    const double t99 = t86 - t87;
+    const double t100 = t85 + t89;
+    const double t101 = 0.5 * t96;
+    const double t102 = t100 + t101;
+    const double t103 = -9.81 * t102;
+    const double t104 = t93 - t103;
+    /* potential energy: world pose and centre of mass of body link13 */
+    const double t105 = t96 * cq[12];
+    const double t106 = t99 * sq[12];
+    const double t107 = t105 + t106;
+    const double t108 = t96 * sq[12];
+    const double t109 = t99 * cq[12];
+    const double t110 = t97 - t98;
+    const double t111 = t96 + t100;
+    const double t112 = 0.5 * t107;
+    const double t113 = t111 + t112;
+    const double t114 = -9.81 * t113;
+    const double t115 = t104 - t114;
+    /* potential energy: world pose and centre of mass of body link14 */
+    const double t116 = t107 * cq[13];
+    const double t117 = t110 * sq[13];
+    const double t118 = t116 + t117;
+    const double t119 = t107 * sq[13];
+    const double t120 = t110 * cq[13];
+    const double t121 = t108 - t109;
+    const double t122 = t107 + t111;
+    const double t123 = 0.5 * t118;
+    const double t124 = t122 + t123;
+    const double t125 = -9.81 * t124;
+    const double t126 = t115 - t125;
+    /* potential energy: world pose and centre of mass of body link15 */
+    const double t127 = t118 * cq[14];
+    const double t128 = t121 * sq[14];
+    const double t129 = t127 + t128;
+    const double t130 = t118 * sq[14];
+    const double t131 = t121 * cq[14];
+    const double t132 = t119 - t120;
+    const double t133 = t118 + t122;
+    const double t134 = 0.5 * t129;
+    const double t135 = t133 + t134;
+    const double t136 = -9.81 * t135;
+    const double t137 = t126 - t136;
+    /* potential energy: world pose and centre of mass of body link16 */
+    const double t138 = t129 * cq[15];
+    const double t139 = t132 * sq[15];
+    const double t140 = t138 + t139;
+    const double t141 = t129 * sq[15];
+    const double t142 = t132 * cq[15];
+    const double t143 = t130 - t131;
+    const double t144 = t129 + t133;
+    const double t145 = 0.5 * t140;
+    const double t146 = t144 + t145;
+    const double t147 = -9.81 * t146;
+    const double t148 = t137 - t147;
+    /* potential energy: world pose and centre of mass of body link17 */
+    const double t149 = t140 * cq[16];
+    const double t150 = t143 * sq[16];
+    const double t151 = t149 + t150;
+    const double t152 = t140 * sq[16];
+    const double t153 = t143 * cq[16];
+    const double t154 = t141 - t142;
+    const double t155 = t140 + t144;
+    const double t156 = 0.5 * t151;
+    const double t157 = t155 + t156;
+    const double t158 = -9.81 * t157;
+    const double t159 = t148 - t158;
+    /* potential energy: world pose and centre of mass of body link18 */
+    const double t160 = t151 * cq[17];
+    const double t161 = t154 * sq[17];
+    const double t162 = t160 + t161;
+    const double t163 = t151 * sq[17];
+    const double t164 = t154 * cq[17];
+    const double t165 = t152 - t153;
+    const double t166 = t151 + t155;
+    const double t167 = 0.5 * t162;
+    const double t168 = t166 + t167;
+    const double t169 = -9.81 * t168;
+    const double t170 = t159 - t169;
+    /* potential energy: world pose and centre of mass of body link19 */
+    const double t171 = t162 * cq[18];
+    const double t172 = t165 * sq[18];
+    const double t173 = t171 + t172;
+    const double t174 = t163 - t164;
+    const double t175 = t162 + t166;
+    const double t176 = 0.5 * t173;
+    const double t177 = t175 + t176;
+    const double t178 = -9.81 * t177;
+    const double t179 = t170 - t178;
+    /* potential energy: world pose and centre of mass of body link20 */
+    const double t180 = t173 * cq[19];
+    const double t181 = t174 * sq[19];
+    const double t182 = t180 + t181;
+    const double t183 = t173 + t175;
+    const double t184 = 0.5 * t182;
+    const double t185 = t183 + t184;
+    const double t186 = -9.81 * t185;
+    const double t187 = t179 - t186;
+    V[0] = t187;
+}
+#endif
+
+#if SCLERON_IN_PART(0)
+void rc20_potential_energy(const double *q, double *V)
+{
+    double sq[20], cq[20];
+    scl_sincos(q, sq, cq, 20);
+    rc20_potential_energy_part0(q, V, sq, cq);
+}
+
+void rc20_potential_energy_batch(int n, const double *q, double *V)
+{
+    for (int k = 0; k < n; ++k) {
+        rc20_potential_energy(q + (long)k * 20, V + (long)k * 1);
+    }
+}
+
+void rc20_potential_energy_batch_threads(int n, int threads, const double *q, double *V)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        rc20_potential_energy(q + (long)k * 20, V + (long)k * 1);
+    }
+    (void)threads;
+}
+#endif
+
+/* ======================================================================================
+ * center_of_mass: the whole tree's centre of mass in world coordinates
+ * ====================================================================================== */
+
+#if SCLERON_IN_PART(18)
+SCLERON_LOCAL void rc20_center_of_mass_part0(const double *restrict q, double *restrict com, const double *restrict sq, const double *restrict cq)
+{
+    /* centre of mass: world pose and first moment of body link1 */
+    const double t0 = 0.5 * cq[0];
+    const double t1 = 0.5 * sq[0];
+    /* centre of mass: world pose and first moment of body link2 */
+    const double t2 = cq[0] * cq[1];
+    const double t3 = cq[0] * sq[1];
+    const double t4 = sq[0] * cq[1];
+    const double t5 = sq[0] * sq[1];
+    const double t6 = 0.5 * t2;
+    const double t7 = 0.5 * t4;
+    const double t8 = 0.5 * sq[1];
+    const double t9 = cq[0] + t6;
+    const double t10 = sq[0] + t7;
+    const double t11 = t0 + t9;
+    const double t12 = t1 + t10;
+    /* centre of mass: world pose and first moment of body link3 */
+    const double t13 = t2 * cq[2];
+    const double t14 = sq[0] * sq[2];
+    const double t15 = t13 + t14;
+    const double t16 = t2 * sq[2];
+    const double t17 = sq[0] * cq[2];
+    const double t18 = t4 * cq[2];
+    const double t19 = cq[0] * sq[2];
+    const double t20 = t18 - t19;
+    const double t21 = t4 * sq[2];
+    const double t22 = cq[0] * cq[2];
+    const double t23 = t21 + t22;
+    const double t24 = sq[1] * cq[2];
+    const double t25 = sq[1] * sq[2];
+    const double t26 = cq[0] + t2;
+    const double t27 = sq[0] + t4;
+    const double t28 = 0.5 * t15;
+    const double t29 = 0.5 * t20;
+    const double t30 = 0.5 * t24;
+    const double t31 = t26 + t28;
+    const double t32 = t27 + t29;
+    const double t33 = sq[1] + t30;
+    const double t34 = t11 + t31;
+    const double t35 = t12 + t32;
+    const double t36 = t8 + t33;
+    /* centre of mass: world pose and first moment of body link4 */
+    const double t37 = t15 * cq[3];
+    const double t38 = t3 * sq[3];
+    const double t39 = t37 + t38;
+    const double t40 = t15 * sq[3];
+    const double t41 = t3 * cq[3];
+    const double t42 = t16 - t17;
+    const double t43 = t20 * cq[3];
+    const double t44 = t5 * sq[3];
+    const double t45 = t43 + t44;
+    const double t46 = t20 * sq[3];
+    const double t47 = t5 * cq[3];
+    const double t48 = t24 * cq[3];
+    const double t49 = cq[1] * sq[3];
+    const double t50 = t48 - t49;
+    const double t51 = t24 * sq[3];
+    const double t52 = cq[1] * cq[3];
+    const double t53 = t51 + t52;
+    const double t54 = t15 + t26;
+    const double t55 = t20 + t27;
+    const double t56 = sq[1] + t24;
+    const double t57 = 0.5 * t39;
+    const double t58 = 0.5 * t45;
+    const double t59 = 0.5 * t50;
+    const double t60 = t54 + t57;
+    const double t61 = t55 + t58;
+    const double t62 = t56 + t59;
+    const double t63 = t34 + t60;
+    const double t64 = t35 + t61;
+    const double t65 = t36 + t62;
+    /* centre of mass: world pose and first moment of body link5 */
+    const double t66 = t39 * cq[4];
+    const double t67 = t42 * sq[4];
+    const double t68 = t66 + t67;
+    const double t69 = t39 * sq[4];
+    const double t70 = t42 * cq[4];
+    const double t71 = t40 - t41;
+    const double t72 = t45 * cq[4];
+    const double t73 = t23 * sq[4];
+    const double t74 = t72 + t73;
+    const double t75 = t45 * sq[4];
+    const double t76 = t23 * cq[4];
+    const double t77 = t46 - t47;
+    const double t78 = t50 * cq[4];
+    const double t79 = t25 * sq[4];
+    const double t80 = t78 + t79;
+    const double t81 = t50 * sq[4];
+    const double t82 = t25 * cq[4];
+    const double t83 = t39 + t54;
+    const double t84 = t45 + t55;
+    const double t85 = t50 + t56;
+    const double t86 = 0.5 * t68;
+    const double t87 = 0.5 * t74;
+    const double t88 = 0.5 * t80;
+    const double t89 = t83 + t86;
+    const double t90 = t84 + t87;
+    const double t91 = t85 + t88;
+    const double t92 = t63 + t89;
+    const double t93 = t64 + t90;
+    const double t94 = t65 + t91;
+    /* centre of mass: world pose and first moment of body link6 */
+    const double t95 = t68 * cq[5];
+    const double t96 = t71 * sq[5];
+    const double t97 = t95 + t96;
+    const double t98 = t68 * sq[5];
+    const double t99 = t71 * cq[5];
+    const double t100 = t69 - t70;
+    const double t101 = t74 * cq[5];
+    const double t102 = t77 * sq[5];
+    const double t103 = t101 + t102;
+    const double t104 = t74 * sq[5];
+    const double t105 = t77 * cq[5];
+    const double t106 = t75 - t76;
+    const double t107 = t80 * cq[5];
+    const double t108 = t53 * sq[5];
+    const double t109 = t107 + t108;
+    const double t110 = t80 * sq[5];
+    const double t111 = t53 * cq[5];
+    const double t112 = t81 - t82;
+    const double t113 = t68 + t83;
+    const double t114 = t74 + t84;
+    const double t115 = t80 + t85;
+    const double t116 = 0.5 * t97;
+    const double t117 = 0.5 * t103;
+    const double t118 = 0.5 * t109;
+    const double t119 = t113 + t116;
+    const double t120 = t114 + t117;
+    const double t121 = t115 + t118;
+    const double t122 = t92 + t119;
+    const double t123 = t93 + t120;
+    const double t124 = t94 + t121;
+    /* centre of mass: world pose and first moment of body link7 */
+    const double t125 = t97 * cq[6];
+    const double t126 = t100 * sq[6];
+    const double t127 = t125 + t126;
+    const double t128 = t97 * sq[6];
+    const double t129 = t100 * cq[6];
+    const double t130 = t98 - t99;
+    const double t131 = t103 * cq[6];
+    const double t132 = t106 * sq[6];
+    const double t133 = t131 + t132;
+    const double t134 = t103 * sq[6];
+    const double t135 = t106 * cq[6];
+    const double t136 = t104 - t105;
+    const double t137 = t109 * cq[6];
+    const double t138 = t112 * sq[6];
+    const double t139 = t137 + t138;
+    const double t140 = t109 * sq[6];
+    const double t141 = t112 * cq[6];
+    const double t142 = t110 - t111;
+    const double t143 = t97 + t113;
+    const double t144 = t103 + t114;
+    const double t145 = t109 + t115;
+    const double t146 = 0.5 * t127;
+    const double t147 = 0.5 * t133;
+    const double t148 = 0.5 * t139;
+    const double t149 = t143 + t146;
+    const double t150 = t144 + t147;
+    const double t151 = t145 + t148;
+    const double t152 = t122 + t149;
+    const double t153 = t123 + t150;
+    const double t154 = t124 + t151;
+    /* centre of mass: world pose and first moment of body link8 */
+    const double t155 = t127 * cq[7];
+    const double t156 = t130 * sq[7];
+    const double t157 = t155 + t156;
+    const double t158 = t127 * sq[7];
+    const double t159 = t130 * cq[7];
+    const double t160 = t128 - t129;
+    const double t161 = t133 * cq[7];
+    const double t162 = t136 * sq[7];
+    const double t163 = t161 + t162;
+    const double t164 = t133 * sq[7];
+    const double t165 = t136 * cq[7];
+    const double t166 = t134 - t135;
+    const double t167 = t139 * cq[7];
+    const double t168 = t142 * sq[7];
+    const double t169 = t167 + t168;
+    const double t170 = t139 * sq[7];
+    const double t171 = t142 * cq[7];
+    const double t172 = t140 - t141;
+    const double t173 = t127 + t143;
+    const double t174 = t133 + t144;
+    const double t175 = t139 + t145;
+    const double t176 = 0.5 * t157;
+    const double t177 = 0.5 * t163;
+    const double t178 = 0.5 * t169;
+    const double t179 = t173 + t176;
+    const double t180 = t174 + t177;
+    const double t181 = t175 + t178;
+    const double t182 = t152 + t179;
+    const double t183 = t153 + t180;
+    const double t184 = t154 + t181;
+    /* centre of mass: world pose and first moment of body link9 */
+    const double t185 = t157 * cq[8];
+    const double t186 = t160 * sq[8];
+    const double t187 = t185 + t186;
+    const double t188 = t157 * sq[8];
+    const double t189 = t160 * cq[8];
+    const double t190 = t158 - t159;
+    const double t191 = t163 * cq[8];
+    const double t192 = t166 * sq[8];
+    const double t193 = t191 + t192;
+    const double t194 = t163 * sq[8];
+    const double t195 = t166 * cq[8];
+    const double t196 = t164 - t165;
+    const double t197 = t169 * cq[8];
+    const double t198 = t172 * sq[8];
+    const double t199 = t197 + t198;
+    const double t200 = t169 * sq[8];
+    const double t201 = t172 * cq[8];
+    const double t202 = t170 - t171;
+    const double t203 = t157 + t173;
+    const double t204 = t163 + t174;
+    const double t205 = t169 + t175;
+    const double t206 = 0.5 * t187;
+    const double t207 = 0.5 * t193;
+    const double t208 = 0.5 * t199;
+    const double t209 = t203 + t206;
+    const double t210 = t204 + t207;
+    const double t211 = t205 + t208;
+    const double t212 = t182 + t209;
+    const double t213 = t183 + t210;
+    const double t214 = t184 + t211;
+    /* centre of mass: world pose and first moment of body link10 */
+    const double t215 = t187 * cq[9];
+    const double t216 = t190 * sq[9];
+    const double t217 = t215 + t216;
+    const double t218 = t187 * sq[9];
+    const double t219 = t190 * cq[9];
+    const double t220 = t188 - t189;
+    const double t221 = t193 * cq[9];
+    const double t222 = t196 * sq[9];
+    const double t223 = t221 + t222;
+    const double t224 = t193 * sq[9];
+    const double t225 = t196 * cq[9];
+    const double t226 = t194 - t195;
+    const double t227 = t199 * cq[9];
+    const double t228 = t202 * sq[9];
+    const double t229 = t227 + t228;
+    const double t230 = t199 * sq[9];
+    const double t231 = t202 * cq[9];
+    const double t232 = t200 - t201;
+    const double t233 = t187 + t203;
+    const double t234 = t193 + t204;
+    const double t235 = t199 + t205;
+    const double t236 = 0.5 * t217;
+    const double t237 = 0.5 * t223;
+    const double t238 = 0.5 * t229;
+    const double t239 = t233 + t236;
+    const double t240 = t234 + t237;
+    const double t241 = t235 + t238;
+    const double t242 = t212 + t239;
+    const double t243 = t213 + t240;
+    const double t244 = t214 + t241;
+    /* centre of mass: world pose and first moment of body link11 */
+    const double t245 = t217 * cq[10];
+    const double t246 = t220 * sq[10];
+    const double t247 = t245 + t246;
+    const double t248 = t217 * sq[10];
+    const double t249 = t220 * cq[10];
+    const double t250 = t218 - t219;
+    const double t251 = t223 * cq[10];
+    const double t252 = t226 * sq[10];
+    const double t253 = t251 + t252;
+    const double t254 = t223 * sq[10];
+    const double t255 = t226 * cq[10];
+    const double t256 = t224 - t225;
+    const double t257 = t229 * cq[10];
+    const double t258 = t232 * sq[10];
+    const double t259 = t257 + t258;
+    const double t260 = t229 * sq[10];
+    const double t261 = t232 * cq[10];
+    const double t262 = t230 - t231;
+    const double t263 = t217 + t233;
+    const double t264 = t223 + t234;
+    const double t265 = t229 + t235;
+    const double t266 = 0.5 * t247;
+    const double t267 = 0.5 * t253;
+    const double t268 = 0.5 * t259;
+    const double t269 = t263 + t266;
+    const double t270 = t264 + t267;
+    const double t271 = t265 + t268;
+    const double t272 = t242 + t269;
+    const double t273 = t243 + t270;
+    const double t274 = t244 + t271;
+    /* centre of mass: world pose and first moment of body link12 */
+    const double t275 = t247 * cq[11];
+    const double t276 = t250 * sq[11];
+    const double t277 = t275 + t276;
+    const double t278 = t247 * sq[11];
+    const double t279 = t250 * cq[11];
+    const double t280 = t248 - t249;
+    const double t281 = t253 * cq[11];
+    const double t282 = t256 * sq[11];
+    const double t283 = t281 + t282;
+    const double t284 = t253 * sq[11];
+    const double t285 = t256 * cq[11];
+    const double t286 = t254 - t255;
+    const double t287 = t259 * cq[11];
+    const double t288 = t262 * sq[11];
+    const double t289 = t287 + t288;
+    const double t290 = t259 * sq[11];
+    const double t291 = t262 * cq[11];
+    const double t292 = t260 - t261;
+    const double t293 = t247 + t263;
+    const double t294 = t253 + t264;
+    const double t295 = t259 + t265;
+    const double t296 = 0.5 * t277;
+    const double t297 = 0.5 * t283;
+    const double t298 = 0.5 * t289;
+    const double t299 = t293 + t296;
+    const double t300 = t294 + t297;
+    const double t301 = t295 + t298;
+    const double t302 = t272 + t299;
+    const double t303 = t273 + t300;
+    const double t304 = t274 + t301;
+    /* centre of mass: world pose and first moment of body link13 */
+    const double t305 = t277 * cq[12];
+    const double t306 = t280 * sq[12];
+    const double t307 = t305 + t306;
+    const double t308 = t277 * sq[12];
+    const double t309 = t280 * cq[12];
+    const double t310 = t278 - t279;
+    const double t311 = t283 * cq[12];
+    const double t312 = t286 * sq[12];
+    const double t313 = t311 + t312;
+    const double t314 = t283 * sq[12];
+    const double t315 = t286 * cq[12];
+    const double t316 = t284 - t285;
+    const double t317 = t289 * cq[12];
+    const double t318 = t292 * sq[12];
+    const double t319 = t317 + t318;
+    const double t320 = t289 * sq[12];
+    const double t321 = t292 * cq[12];
+    const double t322 = t290 - t291;
+    const double t323 = t277 + t293;
+    const double t324 = t283 + t294;
+    const double t325 = t289 + t295;
+    const double t326 = 0.5 * t307;
+    const double t327 = 0.5 * t313;
+    const double t328 = 0.5 * t319;
+    const double t329 = t323 + t326;
+    const double t330 = t324 + t327;
+    const double t331 = t325 + t328;
+    const double t332 = t302 + t329;
+    const double t333 = t303 + t330;
+    const double t334 = t304 + t331;
+    /* centre of mass: world pose and first moment of body link14 */
+    const double t335 = t307 * cq[13];
+    const double t336 = t310 * sq[13];
+    const double t337 = t335 + t336;
+    const double t338 = t307 * sq[13];
+    const double t339 = t310 * cq[13];
+    const double t340 = t308 - t309;
+    const double t341 = t313 * cq[13];
+    const double t342 = t316 * sq[13];
+    const double t343 = t341 + t342;
+    const double t344 = t313 * sq[13];
+    const double t345 = t316 * cq[13];
+    const double t346 = t314 - t315;
+    const double t347 = t319 * cq[13];
+    const double t348 = t322 * sq[13];
+    const double t349 = t347 + t348;
+    const double t350 = t319 * sq[13];
+    const double t351 = t322 * cq[13];
+    const double t352 = t320 - t321;
+    const double t353 = t307 + t323;
+    const double t354 = t313 + t324;
+    const double t355 = t319 + t325;
+    const double t356 = 0.5 * t337;
+    const double t357 = 0.5 * t343;
+    const double t358 = 0.5 * t349;
+    const double t359 = t353 + t356;
+    const double t360 = t354 + t357;
+    const double t361 = t355 + t358;
+    const double t362 = t332 + t359;
+    const double t363 = t333 + t360;
+    const double t364 = t334 + t361;
+    /* centre of mass: world pose and first moment of body link15 */
+    const double t365 = t337 * cq[14];
+    const double t366 = t340 * sq[14];
+    const double t367 = t365 + t366;
+    const double t368 = t337 * sq[14];
+    const double t369 = t340 * cq[14];
+    const double t370 = t338 - t339;
+    const double t371 = t343 * cq[14];
+    const double t372 = t346 * sq[14];
+    const double t373 = t371 + t372;
+    const double t374 = t343 * sq[14];
+    const double t375 = t346 * cq[14];
+    const double t376 = t344 - t345;
+    const double t377 = t349 * cq[14];
+    const double t378 = t352 * sq[14];
+    const double t379 = t377 + t378;
+    const double t380 = t349 * sq[14];
+    const double t381 = t352 * cq[14];
+    const double t382 = t350 - t351;
+    const double t383 = t337 + t353;
+    const double t384 = t343 + t354;
+    const double t385 = t349 + t355;
+    const double t386 = 0.5 * t367;
+    const double t387 = 0.5 * t373;
+    const double t388 = 0.5 * t379;
+    const double t389 = t383 + t386;
+    const double t390 = t384 + t387;
+    const double t391 = t385 + t388;
+    const double t392 = t362 + t389;
+    const double t393 = t363 + t390;
+    const double t394 = t364 + t391;
+    /* centre of mass: world pose and first moment of body link16 */
+    const double t395 = t367 * cq[15];
+    const double t396 = t370 * sq[15];
+    const double t397 = t395 + t396;
+    const double t398 = t367 * sq[15];
+    const double t399 = t370 * cq[15];
+    const double t400 = t368 - t369;
+    const double t401 = t373 * cq[15];
+    const double t402 = t376 * sq[15];
+    const double t403 = t401 + t402;
+    const double t404 = t373 * sq[15];
+    const double t405 = t376 * cq[15];
+    const double t406 = t374 - t375;
+    const double t407 = t379 * cq[15];
+    const double t408 = t382 * sq[15];
+    const double t409 = t407 + t408;
+    const double t410 = t379 * sq[15];
+    const double t411 = t382 * cq[15];
+    const double t412 = t380 - t381;
+    const double t413 = t367 + t383;
+    const double t414 = t373 + t384;
+    const double t415 = t379 + t385;
+    const double t416 = 0.5 * t397;
+    const double t417 = 0.5 * t403;
+    const double t418 = 0.5 * t409;
+    const double t419 = t413 + t416;
+    const double t420 = t414 + t417;
+    const double t421 = t415 + t418;
+    const double t422 = t392 + t419;
+    const double t423 = t393 + t420;
+    const double t424 = t394 + t421;
+    /* centre of mass: world pose and first moment of body link17 */
+    const double t425 = t397 * cq[16];
+    const double t426 = t400 * sq[16];
+    const double t427 = t425 + t426;
+    const double t428 = t397 * sq[16];
+    const double t429 = t400 * cq[16];
+    const double t430 = t398 - t399;
+    const double t431 = t403 * cq[16];
+    const double t432 = t406 * sq[16];
+    const double t433 = t431 + t432;
+    const double t434 = t403 * sq[16];
+    const double t435 = t406 * cq[16];
+    const double t436 = t404 - t405;
+    const double t437 = t409 * cq[16];
+    const double t438 = t412 * sq[16];
+    const double t439 = t437 + t438;
+    const double t440 = t409 * sq[16];
+    const double t441 = t412 * cq[16];
+    const double t442 = t410 - t411;
+    const double t443 = t397 + t413;
+    const double t444 = t403 + t414;
+    const double t445 = t409 + t415;
+    const double t446 = 0.5 * t427;
+    const double t447 = 0.5 * t433;
+    const double t448 = 0.5 * t439;
+    const double t449 = t443 + t446;
+    const double t450 = t444 + t447;
+    const double t451 = t445 + t448;
+    const double t452 = t422 + t449;
+    const double t453 = t423 + t450;
+    const double t454 = t424 + t451;
+    /* centre of mass: world pose and first moment of body link18 */
+    const double t455 = t427 * cq[17];
+    const double t456 = t430 * sq[17];
+    const double t457 = t455 + t456;
+    const double t458 = t427 * sq[17];
+    const double t459 = t430 * cq[17];
+    const double t460 = t428 - t429;
+    const double t461 = t433 * cq[17];
+    const double t462 = t436 * sq[17];
+    const double t463 = t461 + t462;
+    const double t464 = t433 * sq[17];
+    const double t465 = t436 * cq[17];
+    const double t466 = t434 - t435;
+    const double t467 = t439 * cq[17];
+    const double t468 = t442 * sq[17];
+    const double t469 = t467 + t468;
+    const double t470 = t439 * sq[17];
+    const double t471 = t442 * cq[17];
+    const double t472 = t440 - t441;
+    const double t473 = t427 + t443;
+    const double t474 = t433 + t444;
+    const double t475 = t439 + t445;
+    const double t476 = 0.5 * t457;
+    const double t477 = 0.5 * t463;
+    const double t478 = 0.5 * t469;
+    const double t479 = t473 + t476;
+    const double t480 = t474 + t477;
+    const double t481 = t475 + t478;
+    const double t482 = t452 + t479;
+    const double t483 = t453 + t480;
+    const double t484 = t454 + t481;
+    /* centre of mass: world pose and first moment of body link19 */
+    const double t485 = t457 * cq[18];
+    const double t486 = t460 * sq[18];
+    const double t487 = t485 + t486;
+    const double t488 = t458 - t459;
+    const double t489 = t463 * cq[18];
+    const double t490 = t466 * sq[18];
+    const double t491 = t489 + t490;
+    const double t492 = t464 - t465;
+    const double t493 = t469 * cq[18];
+    const double t494 = t472 * sq[18];
+    const double t495 = t493 + t494;
+    const double t496 = t470 - t471;
+    const double t497 = t457 + t473;
+    const double t498 = t463 + t474;
+    const double t499 = t469 + t475;
+    const double t500 = 0.5 * t487;
+    const double t501 = 0.5 * t491;
+    const double t502 = 0.5 * t495;
+    const double t503 = t497 + t500;
+    const double t504 = t498 + t501;
+    const double t505 = t499 + t502;
+    const double t506 = t482 + t503;
+    const double t507 = t483 + t504;
+    const double t508 = t484 + t505;
+    /* centre of mass: world pose and first moment of body link20 */
+    const double t509 = t487 * cq[19];
+    const double t510 = t488 * sq[19];
+    const double t511 = t509 + t510;
+    const double t512 = t491 * cq[19];
+    const double t513 = t492 * sq[19];
+    const double t514 = t512 + t513;
+    const double t515 = t495 * cq[19];
+    const double t516 = t496 * sq[19];
+    const double t517 = t515 + t516;
+    const double t518 = t487 + t497;
+    const double t519 = t491 + t498;
+    const double t520 = t495 + t499;
+    const double t521 = 0.5 * t511;
+    const double t522 = 0.5 * t514;
+    const double t523 = 0.5 * t517;
+    const double t524 = t518 + t521;
+    const double t525 = t519 + t522;
+    const double t526 = t520 + t523;
+    const double t527 = t506 + t524;
+    const double t528 = t507 + t525;
+    const double t529 = t508 + t526;
+    const double t530 = 0.05 * t527;
+    com[0] = t530;
+    const double t531 = 0.05 * t528;
+    com[1] = t531;
+    const double t532 = 0.05 * t529;
+    com[2] = t532;
+}
+#endif
+
+#if SCLERON_IN_PART(0)
+void rc20_center_of_mass(const double *q, double *com)
+{
+    double sq[20], cq[20];
+    scl_sincos(q, sq, cq, 20);
+    rc20_center_of_mass_part0(q, com, sq, cq);
+}
+
+void rc20_center_of_mass_batch(int n, const double *q, double *com)
+{
+    for (int k = 0; k < n; ++k) {
+        rc20_center_of_mass(q + (long)k * 20, com + (long)k * 3);
+    }
+}
+
+void rc20_center_of_mass_batch_threads(int n, int threads, const double *q, double *com)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        rc20_center_of_mass(q + (long)k * 20, com + (long)k * 3);
     }
     (void)threads;
 }
