@@ -35,7 +35,34 @@ def load(name):
 
 
 # ---- the files ----------------------------------------------------------------------------------
+FITTED = {"spline_chain.yaml", "spline_surface.yaml"}     # numbers out of a least-squares fit
+
+
+def assert_same_numbers(a, b, where="", atol=1e-9):
+    """a and b alike in structure, strings and integers; floats equal to atol (absolute)."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and list(a) == list(b), where
+        for k in a:
+            assert_same_numbers(a[k], b[k], f"{where}.{k}", atol)
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same_numbers(x, y, f"{where}[{i}]", atol)
+    elif isinstance(a, float) or isinstance(b, float):
+        assert abs(a - b) <= atol, (where, a, b)
+    else:
+        assert a == b, where
+
+
+def header(text):
+    return [line for line in text.splitlines() if line.startswith("#")]
+
+
 def test_files_are_the_generator_output():
+    """The committed files are make_showcase.py's output: to the byte where the numbers are
+    closed-form, to 1e-9 where they come out of a fit (the spline chain's frames: a converged,
+    well-conditioned Levenberg-Marquardt fit; the spline surface's rotation controls: lstsq),
+    whose last digits depend on the BLAS."""
     spec = importlib.util.spec_from_file_location("make_showcase", f"{EXAMPLES}/make_showcase.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -44,15 +71,23 @@ def test_files_are_the_generator_output():
     for fname, text in texts.items():
         with open(f"{EXAMPLES}/{fname}") as fh:
             committed = fh.read()
-        if fname != "spline_chain.yaml":
-            assert committed == text, f"examples/{fname} is stale: run python examples/make_showcase.py"
-        else:       # its frames come out of a small least-squares fit: compare the numbers
-            a, b = yaml.safe_load(committed), yaml.safe_load(text)
-            fa, fb = a["bodies"][0]["joint"].pop("frames"), b["bodies"][0]["joint"].pop("frames")
-            assert a == b
-            for x, y in zip(fa, fb):
-                np.testing.assert_allclose(x["xyz"], y["xyz"], atol=1e-12)
-                np.testing.assert_allclose(x["rotation"], y["rotation"], atol=1e-5)
+        stale = f"examples/{fname} is stale: run python examples/make_showcase.py"
+        if fname not in FITTED:
+            assert committed == text, stale
+        else:
+            assert header(committed) == header(text), stale
+            assert_same_numbers(yaml.safe_load(committed), yaml.safe_load(text), fname)
+
+
+def test_same_numbers_sees_a_small_change():
+    a = {"frames": [{"xyz": [1.0, 2.0], "rotation": [[1.0, 0.0], [0.0, 1.0]]}], "n": 3}
+    b = yaml.safe_load(yaml.safe_dump(a, sort_keys=False))
+    assert_same_numbers(a, b)
+    b["frames"][0]["rotation"][1][0] = 1e-6
+    with pytest.raises(AssertionError):
+        assert_same_numbers(a, b)
+    with pytest.raises(AssertionError):
+        assert_same_numbers(a, {**a, "n": 4})
 
 
 @pytest.mark.parametrize("name", sorted(DOF))
@@ -204,14 +239,15 @@ def test_spline_chain_slides_and_conserves_energy(generated):
 
 def test_spline_chain_torus_axis_follows_the_tangent():
     """The curve passes through torus 1's centre (its body origin) and its main axis (body x)
-    stays along the tangent of the curve (to 1.5 degrees: the spline interpolates frames)."""
+    stays along the tangent of the curve (to 2.5 degrees: the spline interpolates frames, and
+    make_showcase.py fits only the directions of the control frames' x axes: 2.3 degrees)."""
     model = load("spline_chain")
     jm = Tree(model).bodies[0].joint
     for s in np.linspace(0.0, 4.0, 41):
         G = jm.numeric("G", [s])
         tangent = jm.numeric("G", [s + 1e-6])[:3, 3] - jm.numeric("G", [s - 1e-6])[:3, 3]
         cos = G[:3, 0] @ tangent / np.linalg.norm(tangent)
-        assert math.degrees(math.acos(min(1.0, cos))) < 1.5, s
+        assert math.degrees(math.acos(min(1.0, cos))) < 2.5, s
     # the torus surface of torus 1 has its symmetry axis along body x
     R = np.asarray(model.joints[1].origin.rotation)
     np.testing.assert_allclose(R @ [0, 0, 1], [1, 0, 0], atol=1e-12)
