@@ -1,10 +1,13 @@
-"""Shared fixtures: generated models are compiled once per test session and cached by name."""
+"""Shared fixtures: generated models are compiled once per test session, cached by name and content."""
+import hashlib
+import json
 import os
 
 import numpy as np
 import pytest
 
 import scleron
+import scleron.model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -42,18 +45,49 @@ def build_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("generated")
 
 
+class GeneratedModels:
+    """Compiled models shared by the tests of one session, keyed by what they are.
+
+    get(model_or_path, name, load_options=None, **generate_options) -> (model, module).
+    The key is the name plus a hash of the model's content (scleron.model.model_to_dict) and
+    the options, so a second request for the same model and options under the same name
+    returns the first module, while a different model (or options) under a name already used
+    is built in a folder of its own (name-<hash>): never silently the first one's module."""
+
+    def __init__(self, build_dir, generate=None):
+        self.build_dir = str(build_dir)
+        self.generate = generate
+        self.cache = {}          # (name, digest) -> (model, module)
+        self.folders = {}        # name -> digest of the model built in folder `name`
+
+    @staticmethod
+    def digest(model, options):
+        blob = json.dumps({"model": scleron.model.model_to_dict(model), "options": options},
+                          sort_keys=True, default=repr)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def folder(self, name, digest):
+        owner = self.folders.setdefault(name, digest)
+        return os.path.join(self.build_dir, name if owner == digest else f"{name}-{digest}")
+
+    def __call__(self, model, name, load_options=None, **generate_options):
+        if isinstance(model, (str, os.PathLike)):
+            model = scleron.load_model(model, **(load_options or {}))
+        elif load_options:
+            raise TypeError("load_options apply to a model file, not to a Model")
+        key = (name, self.digest(model, generate_options))
+        if key not in self.cache:
+            generate = self.generate or scleron.generate
+            module = generate(model, self.folder(*key), name, **generate_options)
+            self.cache[key] = (model, module)
+        return self.cache[key]
+
+
 @pytest.fixture(scope="session")
 def generated(build_dir):
-    """generated(model_or_path, name) -> the loaded module, compiled once per session."""
-    cache = {}
-
-    def get(model, name, **kw):
-        if name not in cache:
-            if isinstance(model, (str, os.PathLike)):
-                model = scleron.load_model(model, **kw)
-            cache[name] = (model, scleron.generate(model, os.path.join(build_dir, name), name))
-        return cache[name]
-    return get
+    """generated(model_or_path, name, load_options=None, **generate_options) -> (model, module),
+    compiled once per session per distinct model and options (GeneratedModels)."""
+    return GeneratedModels(build_dir)
 
 
 @pytest.fixture
