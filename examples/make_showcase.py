@@ -203,12 +203,13 @@ def _beta(x):
             (p[0] ** 2 - 3 * p[1] ** 2 + 3 * p[2] ** 2 - p[3] ** 2) / 2)
 
 
-def _curve(frames, s):
+def _curve(frames, s, differences=None):
     """Q(s) of the spline curve joint (the branch-free product of docs/joints.md) and dQ/ds,
-    numerically: d/ds exp(xi beta) = exp(xi beta) hat(xi) beta', by the product rule."""
+    numerically: d/ds exp(xi beta) = exp(xi beta) hat(xi) beta', by the product rule.
+    differences: frame_differences(frames), when already known."""
     from scleron.joints.splines import frame_differences, frame_matrix, hat3, se3_exp
     Q, dQ = frame_matrix(frames[0]), np.zeros((4, 4))
-    for i, xi in enumerate(frame_differences(frames), start=1):
+    for i, xi in enumerate(differences or frame_differences(frames), start=1):
         b, db = _beta(s - i + 3)
         E = se3_exp(np.asarray(xi) * b)
         twist = np.zeros((4, 4))
@@ -235,6 +236,7 @@ def aligned_frames(points, samples=17, tol=1e-13, max_iterations=100):
     free, and a fit with it turned the first frame by almost pi, where the spline's logarithm of
     frame differences is not unique, and stopped at a point that depended on round-off.) The
     x axis then follows the path to about 2.3 degrees."""
+    from scleron.joints.splines import frame_differences
     P = np.array(points, dtype=float)
     n = len(P)
     chords = [P[min(i + 1, n - 1)] - P[max(i - 1, 0)] for i in range(n)]
@@ -248,8 +250,9 @@ def aligned_frames(points, samples=17, tol=1e-13, max_iterations=100):
 
     def residual(a):
         fr, out = frames_of(a), []
+        differences = frame_differences(fr)
         for s in params:
-            Q, dQ = _curve(fr, s)
+            Q, dQ = _curve(fr, s, differences)
             out.extend(np.cross(Q[:3, 0], dQ[:3, 3] / np.linalg.norm(dQ[:3, 3])))
         return np.array(out)
 
