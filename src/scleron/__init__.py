@@ -25,3 +25,4 @@ def load_generated(folder):
 
 
 from .simulate import Trajectory, simulate                       # noqa: E402
+from . import charts                                             # noqa: E402,F401  (scleron.charts.derive)
