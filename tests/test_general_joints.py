@@ -25,7 +25,7 @@ from scleron.errors import ModelError
 from scleron.joints import joint_model
 from scleron.joints.expressions import ExpressionError, parse_expression
 from scleron.kinematics import world_poses
-from scleron.model import JOINT_TYPES, joint_dof
+from scleron.model import joint_dof
 from scleron.model.yaml_loader import load_yaml_string, model_from_dict, model_to_dict
 from scleron.unroll import unroll
 
@@ -161,17 +161,6 @@ def test_S_and_Sdot_match_finite_differences(case):
 @pytest.mark.parametrize("case", SLOW_CASES, ids=[_id(c) for c in SLOW_CASES])
 def test_every_surface_pair_with_spin(case):
     check_S_Sdot(case, n=2)
-
-
-def test_joint_table_and_library_agree():
-    """JOINT_TYPES (model) and the joint library agree on the coordinates of every new type,
-    with the parameters that change their number."""
-    for jtype, params, _ in CASES + [("curve_point", {}, 0), ("surface_point", {}, 0),
-                                     ("spline_curve", {}, 0), ("spline_surface", {}, 0)]:
-        assert jtype in JOINT_TYPES
-        assert joint_model(jtype, params).dof == joint_dof(jtype, params)
-    assert joint_dof("surface_surface", {"spin": True}) == 5
-    assert joint_dof("surface_point", {"chart": "ZYX"}) == 5 and joint_dof("curve_point", {"chart": "XYZ"}) == 4
 
 
 def test_torus_torus_S_is_compact_and_exact():

@@ -47,8 +47,10 @@ import sympy as sp
 from sympy.printing.c import C99CodePrinter
 from sympy.printing.pycode import PythonCodePrinter
 
-from scleron.model.joint_types import EULER_CHARTS
-
+# The chart names, in Sueda's table order; the joint registry and the model layer read them from
+# here (scleron.model.EULER_CHARTS is this tuple).
+EULER_CHARTS = ("XYX", "XZX", "YXY", "YZY", "ZXZ", "ZYZ",      # proper Euler angles (Sueda Table 1)
+                "XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")      # Tait-Bryan angles (Sueda Table 2)
 CHARTS = EULER_CHARTS
 PROPER_EULER = CHARTS[:6]
 TAIT_BRYAN = CHARTS[6:]

@@ -162,17 +162,6 @@ def curve_point(params, q):
     return _expand(F), _expand(p)
 
 
-def dof(jtype, params):
-    chart = 3 if params.get("chart") else 0
-    if jtype == "surface_surface":
-        return 5 if params.get("spin") else 4
-    if jtype == "surface_point":
-        return 2 + chart
-    if jtype == "curve_point":
-        return 1 + chart
-    raise ValueError(jtype)
-
-
 def coordinates(jtype, params):
     chart = params.get("chart")
     euler = [f"{chart} angle {k} of the child in the moving frame (rad)" for k in (1, 2, 3)] if chart else []
