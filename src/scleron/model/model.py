@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import ModelError
 from . import params as P
-from .joint_types import EULER_CHARTS, GENERAL_TYPES, JOINT_TYPES, joint_dof
+from .joint_types import EULER_CHARTS, JOINT_TYPES, composite_part_problem, joint_dof
 
 WORLD = "world"
 
@@ -131,33 +131,80 @@ class Body:
     wrench: tuple = None
 
 
-def check_inertia(inertia, err, allow_zero=False):
-    """Mass positive and finite; rotational inertia symmetric positive definite, triangle inequality.
+# Rounding tolerance of the inertia checks: INERTIA_RTOL of the body's scale (its largest
+# principal moment, or m |c|^2 where that is larger), but at least INERTIA_ATOL kg m^2. URDF and
+# CAD exports print moments to a few digits and leave noise where a moment is zero (icub's
+# r_hip_2 has ixx = iyy = -5.42101e-20).
+INERTIA_RTOL = 1e-9
+INERTIA_ATOL = 1e-15
 
-    allow_zero accepts a body with no inertia at all (mass 0, inertia 0): a URDF link without
-    <inertial>, which is fine when it is merged into its parent or carried by its children.
+
+def check_inertia(inertia, err):
+    """A body's inertia is physically possible: finite mass >= 0, finite centre of mass, rotational
+    inertia (about the centre of mass) finite, symmetric, positive semi-definite and its principal
+    moments obeying the triangle inequality, each up to rounding (INERTIA_RTOL of the largest).
+
+    Semi-definite, not definite: a point mass (mass > 0, no rotational inertia, e.g. icub's
+    r_hip_1) or a thin rod is a valid body (Pinocchio accepts them), and so is a massless body
+    without inertia (a URDF link without <inertial>). Rotational inertia without mass is not.
+    Whether the whole model has a regular mass matrix is Model.validate's question (a joint
+    must move something with mass) and, at generation, dynamics.checks.check_nonsingular's.
     """
     m = inertia.mass
-    if not (isinstance(m, (int, float, np.floating)) and not isinstance(m, bool) and math.isfinite(m)):
+    if not (isinstance(m, (int, float, np.integer, np.floating)) and not isinstance(m, bool)
+            and math.isfinite(m)):
         raise err(f"mass must be a finite number, got {m!r}")
+    if m < 0:
+        raise err(f"mass must be positive (or 0 for a massless body without inertia), got {m!r}")
     I = np.asarray(inertia.inertia, dtype=float)
-    if allow_zero and m == 0 and I.shape == (3, 3) and not np.any(I):
-        return
-    if m <= 0:
-        raise err(f"mass must be positive, got {m!r}")
     if I.shape != (3, 3) or not np.all(np.isfinite(I)):
         raise err("inertia must be a finite 3x3 matrix")
+    if not np.all(np.isfinite(np.asarray(inertia.com, dtype=float))):
+        raise err("centre of mass must be finite")
     if np.abs(I - I.T).max() > 1e-9 * max(1.0, np.abs(I).max()):
         raise err("inertia matrix is not symmetric")
-    ev = np.linalg.eigvalsh(I)
-    scale = max(1e-300, ev.max())
-    if ev.min() <= 1e-12 * scale:
-        raise err(f"inertia matrix is not positive definite (eigenvalues {ev.tolist()})")
-    a, b, c = ev
-    if c > a + b + 1e-9 * scale:
-        raise err(f"principal moments {ev.tolist()} violate the triangle inequality")
-    if not np.all(np.isfinite(inertia.com)):
-        raise err("centre of mass must be finite")
+    ev = np.linalg.eigvalsh(0.5 * (I + I.T))
+    c = np.asarray(inertia.com, dtype=float)
+    tol = max(INERTIA_RTOL * max(np.abs(ev).max(), m * float(c @ c)), INERTIA_ATOL)
+    shown = "[" + ", ".join(f"{x:.6g}" for x in ev) + "]"
+    if ev.min() < -tol:
+        raise err(f"inertia matrix is not positive definite, not even semi-definite: principal "
+                  f"moment {ev.min():.6g} is negative (eigenvalues {shown})")
+    if ev[2] > ev[0] + ev[1] + tol:
+        raise err(f"principal moments {shown} violate the triangle inequality "
+                  f"(the largest, {ev[2]:.6g}, exceeds the sum of the other two)")
+    if m == 0 and ev.max() > tol:
+        raise err(f"mass must be positive for a body with rotational inertia (principal moments "
+                  f"{shown}), got 0")
+
+
+def massless_subtrees(model):
+    """(joint index, body names) for every moving joint whose subtree (its body and all the
+    bodies beyond it) has neither mass nor rotational inertia: such a joint moves nothing, its
+    row and column of the mass matrix are zero. Parents first; a massless subtree's inner
+    joints are not listed again."""
+    n = len(model.bodies)
+    index = {b.name: i for i, b in enumerate(model.bodies)}
+    children = [[] for _ in range(n)]
+    for i, j in enumerate(model.joints):
+        if j.parent in index:
+            children[index[j.parent]].append(i)
+    empty = [False] * n
+    for i in reversed(range(n)):                 # children come after their parents
+        I = model.bodies[i].inertia
+        empty[i] = (I.mass == 0 and np.abs(np.asarray(I.inertia, dtype=float)).max() <= INERTIA_ATOL
+                    and all(empty[c] for c in children[i]))
+    out = []
+    for i, j in enumerate(model.joints):
+        p = index.get(j.parent)
+        if empty[i] and j.dof > 0 and not (p is not None and empty[p] and model.joints[p].dof > 0):
+            names, stack = [], [i]
+            while stack:
+                k = stack.pop()
+                names.append(model.bodies[k].name)
+                stack.extend(reversed(children[k]))
+            out.append((i, names))
+    return out
 
 
 class Model:
@@ -188,6 +235,9 @@ class Model:
         contact and spline joints: docs/joints.md) are keyword arguments. stiffness, damping
         (>= 0) and rest are one number or one per coordinate (Sueda 2.6); wrench is a constant
         external wrench [nx, ny, nz, fx, fy, fz] on the body, in its frame. Returns the Body.
+        A body may be a point mass (no rotational inertia) or massless without inertia (children
+        may still be added to it); validate() rejects a joint that moves nothing with mass.
+        allow_massless is accepted for compatibility and no longer needed.
         """
         err = self._err(f"body '{name}'")
         if not isinstance(name, str) or not name:
@@ -201,10 +251,12 @@ class Model:
         try:
             inertia_mat = (np.array(inertia, dtype=float) if np.size(inertia) == 9
                            else np.diag(_finite_vector(inertia, 3, "inertia", err)))
+        except ModelError:
+            raise
         except (TypeError, ValueError):
             raise err(f"inertia must be 3 numbers (diagonal) or a 3x3 matrix, got {inertia!r}") from None
         body = Body(name, Inertia(mass, _finite_vector(com, 3, "com", err), inertia_mat.reshape(3, 3)))
-        check_inertia(body.inertia, err, allow_zero=allow_massless or joint == "fixed")
+        check_inertia(body.inertia, err)
         if wrench is not None:
             body.wrench = P.wrench(wrench, err)
         if origin is None:
@@ -267,11 +319,9 @@ class Model:
                     raise err(f"part {k} must be a mapping with a 'type'")
                 sub = Joint(f"{j.name}.part{k}", part["type"], j.parent, j.child, Transform(),
                             dict(part.get("params", {})))
-                if sub.type in ("composite", "fixed"):
-                    raise err(f"part {k}: a composite part cannot be '{sub.type}'")
-                if sub.type in GENERAL_TYPES:
-                    raise err(f"part {k}: a composite part cannot be a '{sub.type}' joint (write the "
-                              "whole transform as one custom joint instead)")
+                problem = composite_part_problem(sub.type)
+                if problem:
+                    raise err(f"part {k}: {problem}")
                 self.check_joint(sub)
                 part["params"] = sub.params
         if not np.all(np.isfinite(j.origin.rotation)) or not np.all(np.isfinite(j.origin.translation)):
@@ -350,12 +400,21 @@ class Model:
         return out
 
     def validate(self):
-        """Checks a finished model: at least one moving body, every leaf body has mass."""
+        """Checks a finished model: at least one moving body, every inertia physically possible
+        (check_inertia), every moving joint moves something with mass or inertia (else the mass
+        matrix is singular; the error names the joint and the top body of what it moves)."""
         if not self.bodies:
             raise ModelError("the model has no moving bodies", source=self.source)
-        parents = {j.parent for j in self.joints}
         for b in self.bodies:
-            check_inertia(b.inertia, self._err(f"body '{b.name}'"), allow_zero=b.name in parents)
+            check_inertia(b.inertia, self._err(f"body '{b.name}'"))
+        for i, names in massless_subtrees(self):
+            j, body = self.joints[i], self.bodies[i].name
+            beyond = f"body '{body}'" if len(names) == 1 else \
+                f"body '{body}' and the {len(names) - 1} bod{'y' if len(names) == 2 else 'ies'} beyond it"
+            raise self._err(f"body '{body}'")(
+                f"joint '{j.name}' moves nothing with mass: {beyond} "
+                f"{'has' if len(names) == 1 else 'have'} no mass and no inertia, so the mass matrix "
+                "is singular (a body's mass must be positive unless other bodies with mass hang from it)")
         if not np.all(np.isfinite(self.gravity)):
             raise ModelError("gravity must be finite", source=self.source)
         return self

@@ -166,8 +166,9 @@ def _link_inertia(link, ctx, check=True):
 
     A link is massless without <inertial> or with mass 0 and inertia 0. Otherwise the mass must
     be finite and not negative and the inertia finite and positive semi-definite; whether it
-    is physically valid on its own (positive definite, triangle inequality) is checked on the
-    merged bodies by Model.validate(): a link welded on by a fixed joint may be a point mass.
+    is physically valid (triangle inequality, no inertia without mass) is checked on the merged
+    bodies by Model.validate(), and so is that every moving joint moves some mass. A point mass
+    (mass > 0, inertia 0) is a valid link.
     """
     inertial = link.find("inertial")
     if inertial is None:
@@ -324,7 +325,7 @@ def _add(model, body, parent, jtype, jname, inertia, origin, params, ctx):
     """add_body for one link; its inertia is checked later, on the merged model (validate())."""
     try:
         b = model.add_body(body, parent, joint=jtype, joint_name=jname, mass=0.0, com=(0, 0, 0),
-                           inertia=np.zeros((3, 3)), origin=origin, allow_massless=True, **params)
+                           inertia=np.zeros((3, 3)), origin=origin, **params)
     except ModelError as e:
         raise ModelError(e.problem, source=ctx.source, element=e.element, line=e.line or ctx.line) from None
     if inertia is not None:
@@ -347,8 +348,6 @@ def _validate(model, unmerged, links, source):
         if merged:
             problem += f" (after merging the fixed link{'s' if len(merged) > 1 else ''} " \
                        + ", ".join(f"'{n}'" for n in merged[:5]) + (", ..." if len(merged) > 5 else "") + ")"
-        elif "mass must be positive" in problem:
-            problem += " (a link on a moving joint needs an <inertial> unless other links hang from it)"
         raise ModelError(problem, source=source, element=f"link '{bad}'",
                          line=links[bad].line if bad in links else None) from None
 

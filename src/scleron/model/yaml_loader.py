@@ -17,7 +17,7 @@ from yaml.nodes import ScalarNode
 
 from ..errors import ModelError
 from . import params as P
-from .joint_types import EULER_CHARTS, GENERAL_TYPES, JOINT_TYPES, SPRING_KEYS
+from .joint_types import EULER_CHARTS, JOINT_TYPES, SPRING_KEYS, composite_part_problem, joint_dof
 from .load import MAX_BODIES, MAX_DEPTH, describe, read_source, sanitize_identifier
 from .model import WORLD, Inertia, Model, Transform, check_inertia, rotation_from_rpy
 
@@ -319,10 +319,7 @@ class _Builder:
                 model.validate()
             except ModelError as e:
                 bad = next((n for n in self.body_lines if e.element == f"body '{n}'"), None)
-                problem = e.problem
-                if "mass must be positive" in problem:
-                    problem += " (a body that no other body hangs from needs a positive mass)"
-                raise ModelError(problem, source=self.source, element=e.element,
+                raise ModelError(e.problem, source=self.source, element=e.element,
                                  line=e.line or self.body_lines.get(bad)) from None
         return model
 
@@ -372,12 +369,10 @@ class _Builder:
                   if "wrench" in b else None)
         if jname in self.joint_names:
             raise jwhere.error("two joints have this name")
-        massless = mass == 0.0
-        check_inertia(Inertia(mass, np.array(com), inertia), iwhere.error,
-                      allow_zero=massless or jtype == "fixed")
+        check_inertia(Inertia(mass, np.array(com), inertia), iwhere.error)
         try:
             model.add_body(name, parent, joint=jtype, joint_name=jname, mass=mass, com=com,
-                           inertia=inertia, origin=origin, allow_massless=massless, wrench=wrench,
+                           inertia=inertia, origin=origin, wrench=wrench,
                            **springs, **params)
         except ModelError as e:
             raise ModelError(e.problem, source=self.source, element=e.element,
@@ -543,7 +538,6 @@ def _params(j, jtype, where):
 
 
 def _dof_for_springs(jtype, params):
-    from .joint_types import joint_dof
     try:
         return joint_dof(jtype, params)
     except (KeyError, TypeError, AttributeError):
@@ -564,11 +558,9 @@ def _parts(value, where):
         if not isinstance(ptype, str) or ptype not in JOINT_TYPES:
             raise pw.error(f"unknown or missing part type {describe(ptype)} "
                            f"(known: {', '.join(JOINT_TYPES)})", _key_line(part, "type"))
-        if ptype in ("composite", "fixed"):
-            raise pw.error(f"a composite part cannot be '{ptype}'", _key_line(part, "type"))
-        if ptype in GENERAL_TYPES:
-            raise pw.error(f"a composite part cannot be a '{ptype}' joint (write the whole transform "
-                           "as one custom joint instead)", _key_line(part, "type"))
+        problem = composite_part_problem(ptype)
+        if problem:
+            raise pw.error(problem, _key_line(part, "type"))
         _mapping(part, f"a {ptype} part", pw, ("type",) + tuple(sorted(JOINT_TYPES[ptype][1])))
         parts.append({"type": ptype, "params": _params(part, ptype, pw)})
     return parts

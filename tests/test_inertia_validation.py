@@ -1,0 +1,272 @@
+"""Inertias: point masses and massless links are valid bodies, impossible inertias are not, and a
+model whose mass matrix is singular is refused with the joint named (issue 9's defects).
+
+Oracles: Pinocchio's crba on example-robot-data's icub_reduced.urdf (it accepts the point
+masses), and M = m r^2 by hand for a point mass on an arm.
+"""
+import math
+import os
+
+import numpy as np
+import pytest
+
+import scleron
+from scleron.dynamics.algebra import FloatAlgebra
+from scleron.dynamics.checks import check_nonsingular, ldl_pivots
+from scleron.dynamics.recursions import mass_matrix
+from scleron.dynamics.tree import Tree
+from scleron.errors import ModelError
+from scleron.model import Model
+
+from conftest import robots_dir
+
+ICUB = "icub_description/robots/icub_reduced.urdf"
+
+
+def icub_path():
+    base = robots_dir()
+    if base is None:
+        pytest.fail("example-robot-data is not installed: pip install -e .[test]")
+    return os.path.join(base, ICUB)
+
+
+def M_of(model, q):
+    return np.array(mass_matrix(Tree(model), FloatAlgebra(), [float(x) for x in q]))
+
+
+# ---- point masses ------------------------------------------------------------------------------
+def test_icub_reduced_loads_and_matches_pinocchio_crba():
+    pin = pytest.importorskip("pinocchio")
+    path = icub_path()
+    model = scleron.load_model(path)
+    r_hip_1 = model.bodies[model.body_names.index("r_hip_1")].inertia
+    assert r_hip_1.mass == pytest.approx(0.754) and not np.any(r_hip_1.inertia)     # a point mass
+    pm = pin.buildModelFromUrdf(path)
+    assert [pm.names[i] for i in range(1, pm.njoints)] == [j.name for j in model.joints]
+    assert pm.nq == pm.nv == model.nv                      # revolute joints only: q maps 1:1
+    check_nonsingular(Tree(model), source=path)
+    data = pm.createData()
+    rng = np.random.default_rng(9)
+    for q in [np.zeros(model.nv)] + [rng.uniform(-1.5, 1.5, model.nv) for _ in range(3)]:
+        Mp = pin.crba(pm, data, q)
+        Mp = np.triu(Mp) + np.triu(Mp, 1).T                # crba fills the upper triangle
+        M = M_of(model, q)
+        assert np.abs(M - Mp).max() <= 1e-9 * np.abs(Mp).max()
+
+
+POINT_ARM = """\
+name: point_arm
+bodies:
+  - name: link
+    parent: world
+    joint: {name: shoulder, type: revolute, axis: [0, 0, 1]}
+    mass: 0
+    inertia: [0, 0, 0]
+  - name: ball
+    parent: link
+    joint: {name: weld, type: fixed, xyz: [0.4, 0, 0]}
+    mass: 2.5
+    com: [0, 0.3, 0]
+    inertia: [0, 0, 0]
+  - name: bob
+    parent: link
+    joint: {name: slide, type: prismatic, axis: [1, 0, 0]}
+    mass: 0.5
+    inertia: {ixx: 0, iyy: 0, izz: 0}
+"""
+
+
+def test_point_masses_in_yaml_are_accepted(tmp_path):
+    """Point masses (inertia 0) welded and on a slider, on a massless, inertia-free link: M by hand."""
+    path = tmp_path / "point_arm.yaml"
+    path.write_text(POINT_ARM)
+    model = scleron.load_model(str(path))
+    assert [b.name for b in model.bodies] == ["link", "bob"]
+    check_nonsingular(Tree(model))
+    for q in ([0.0, 0.0], [0.7, 0.2], [-1.1, -0.3]):
+        # the ball at (0.4, 0.3) in the link frame (r^2 = 0.25), the bob at (x, 0) sliding along x
+        x = q[1]
+        expected = np.array([[2.5 * 0.25 + 0.5 * x * x, 0.0], [0.0, 0.5]])
+        np.testing.assert_allclose(M_of(model, q), expected, atol=1e-14)
+
+
+def test_rounding_noise_below_zero_is_accepted():
+    """A zero moment exported as -5.42101e-20 (icub's r_hip_2) is rounding, not a negative moment."""
+    m = Model("noise")
+    m.add_body("a", mass=0.526, com=(0, 0, 0.03), inertia=(-5.42101e-20, -5.42101e-20, 0.0))
+    m.validate()
+
+
+# ---- impossible inertias: ModelError naming file, element and problem ---------------------------
+BASE = """\
+name: m
+bodies:
+  - name: a
+    parent: world
+    joint: {name: ja, type: revolute}
+    mass: 1.0
+    com: [0.3, 0, 0]
+    inertia: [0.1, 0.1, 0.1]
+  - name: b
+    parent: a
+    joint: {name: jb, type: revolute, axis: [0, 1, 0], xyz: [0.5, 0, 0]}
+    mass: 1.0
+    com: [0.2, 0, 0]
+    inertia: [0.01, 0.02, 0.02]
+"""
+BAD_YAML = {
+    "negative_eigenvalue": ("inertia: [0.01, 0.02, 0.02]",
+                            "inertia: [[0.02, 0.03, 0], [0.03, 0.02, 0], [0, 0, 0.02]]",
+                            ["body 'b'", "negative", "-0.01"]),
+    "negative_moment": ("inertia: [0.01, 0.02, 0.02]", "inertia: [0.01, 0.02, -0.001]",
+                        ["body 'b'", "not even semi-definite"]),
+    "triangle": ("inertia: [0.01, 0.02, 0.02]", "inertia: [0.01, 0.01, 0.05]",
+                 ["body 'b'", "triangle inequality"]),
+    "triangle_of_a_rod": ("inertia: [0.01, 0.02, 0.02]", "inertia: [0, 0, 0.02]",
+                          ["body 'b'", "triangle inequality"]),
+    "nan_moment": ("inertia: [0.01, 0.02, 0.02]", "inertia: [0.01, .nan, 0.02]", ["body 'b'", "finite"]),
+    "nan_product": ("inertia: [0.01, 0.02, 0.02]", "inertia: {ixx: 1, iyy: 1, izz: 1, ixy: .nan}",
+                    ["body 'b'", "finite"]),
+    "inf_mass": ("    mass: 1.0\n    com: [0.2", "    mass: .inf\n    com: [0.2", ["body 'b'", "finite"]),
+    "nan_com": ("com: [0.2, 0, 0]", "com: [0.2, .nan, 0]", ["body 'b'", "finite"]),
+    "negative_mass": ("    mass: 1.0\n    com: [0.2", "    mass: -0.5\n    com: [0.2", ["body 'b'", "mass must be positive"]),
+    "inertia_without_mass": ("    mass: 1.0\n    com: [0.2", "    mass: 0\n    com: [0.2",
+                             ["body 'b'", "mass must be positive", "rotational inertia"]),
+}
+
+
+@pytest.mark.parametrize("key", sorted(BAD_YAML))
+def test_impossible_inertias_are_rejected_naming_the_body(tmp_path, key):
+    old, new, fragments = BAD_YAML[key]
+    assert old in BASE
+    path = tmp_path / "bad.yaml"
+    path.write_text(BASE.replace(old, new, 1))
+    with pytest.raises(ModelError) as e:
+        scleron.load_model(str(path))
+    msg = str(e.value)
+    assert msg.startswith(f"{path}:"), msg                 # file and line
+    for frag in fragments:
+        assert frag in msg, (frag, msg)
+
+
+def urdf(inertia, mass="1.0"):
+    return f"""<robot name="r">
+  <link name="base"/>
+  <link name="arm"><inertial><origin xyz="0.2 0 0" rpy="0 0 0"/><mass value="{mass}"/>
+    <inertia {inertia}/></inertial></link>
+  <joint name="j" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 0 1"/></joint>
+</robot>
+"""
+
+
+@pytest.mark.parametrize("inertia, fragment", [
+    ('ixx="1" iyy="1" izz="-1" ixy="0" ixz="0" iyz="0"', "not positive semi-definite"),
+    ('ixx="1" iyy="1" izz="3" ixy="0" ixz="0" iyz="0"', "triangle inequality"),
+    ('ixx="1" iyy="nan" izz="1" ixy="0" ixz="0" iyz="0"', "inertia iyy"),
+])
+def test_impossible_urdf_inertias_are_rejected_naming_the_link(tmp_path, inertia, fragment):
+    path = tmp_path / "bad.urdf"
+    path.write_text(urdf(inertia))
+    with pytest.raises(ModelError) as e:
+        scleron.load_model(str(path))
+    msg = str(e.value)
+    assert msg.startswith(f"{path}:") and "link 'arm'" in msg and fragment in msg, msg
+
+
+def test_urdf_point_mass_is_accepted(tmp_path):
+    path = tmp_path / "point.urdf"
+    path.write_text(urdf('ixx="0" iyy="0" izz="0" ixy="0" ixz="0" iyz="0"', mass="2.0"))
+    model = scleron.load_model(str(path))
+    np.testing.assert_allclose(M_of(model, [0.3]), [[2.0 * 0.04]], atol=1e-15)
+
+
+def test_python_api_rejects_nan_and_negative_inertia():
+    m = Model("api")
+    with pytest.raises(ModelError, match="body 'a': .*finite"):
+        m.add_body("a", mass=1.0, inertia=(1.0, float("nan"), 1.0))
+    with pytest.raises(ModelError, match="body 'a': .*not even semi-definite"):
+        m.add_body("a", mass=1.0, inertia=(1.0, 1.0, -1.0))
+    m.add_body("a", mass=1.0, inertia=(0.0, 0.0, 0.0))    # a point mass
+    m.add_body("b", "a", mass=0.0, inertia=(0.0, 0.0, 0.0), xyz=(1, 0, 0))    # massless, for now
+
+
+# ---- singular mass matrices ---------------------------------------------------------------------
+def test_massless_leaf_is_rejected_by_validate_naming_the_joint(tmp_path):
+    text = BASE.replace("    mass: 1.0\n    com: [0.2, 0, 0]\n    inertia: [0.01, 0.02, 0.02]",
+                        "    mass: 0\n    inertia: [0, 0, 0]")
+    path = tmp_path / "leaf.yaml"
+    path.write_text(text)
+    with pytest.raises(ModelError) as e:
+        scleron.load_model(str(path))
+    msg = str(e.value)
+    assert "joint 'jb'" in msg and "body 'b'" in msg and "singular" in msg and msg.startswith(f"{path}:"), msg
+
+
+def test_massless_subtree_names_its_top_joint():
+    m = Model("sub")
+    m.add_body("a", mass=1.0, com=(0.3, 0, 0), inertia=(0.1, 0.1, 0.1))
+    m.add_body("b", "a", joint="spherical", mass=0.0, inertia=(0, 0, 0), xyz=(0.5, 0, 0))
+    m.add_body("c", "b", mass=0.0, inertia=(0, 0, 0), xyz=(0.5, 0, 0))
+    with pytest.raises(ModelError, match=r"body 'b': joint 'b_joint' moves nothing with mass: "
+                                         r"body 'b' and the 1 body beyond it have no mass"):
+        m.validate()
+
+
+def test_check_nonsingular_names_the_joint_of_a_massless_leaf():
+    """A massless leaf on a revolute joint (built through the Python API, never validated)."""
+    m = Model("leaf")
+    m.add_body("upper", mass=1.0, com=(0.3, 0, 0), inertia=(0.01, 0.02, 0.02))
+    m.add_body("lower", "upper", joint_name="elbow", mass=0.0, inertia=(0, 0, 0), xyz=(0.5, 0, 0),
+               axis=(0, 1, 0))
+    with pytest.raises(ModelError) as e:
+        check_nonsingular(Tree(m), source="leaf.py")
+    msg = str(e.value)
+    assert msg.startswith("leaf.py: joint 'elbow': the mass matrix is singular: coordinate elbow "
+                          "(angle about the axis (rad)) of this revolute joint"), msg
+
+
+@pytest.mark.parametrize("case", ["point_mass_on_axis", "point_mass_at_ball_centre", "coaxial_joints"])
+def test_check_nonsingular_finds_what_validate_cannot(case):
+    """Mass is there but the coordinate cannot move it: M is singular at every q."""
+    m = Model(case)
+    m.add_body("base", mass=1.0, com=(0.3, 0, 0), inertia=(0.01, 0.02, 0.02))
+    if case == "point_mass_on_axis":            # a point mass on the hinge's axis
+        m.add_body("bead", "base", joint_name="spin", mass=0.2, com=(0, 0, 0.1), inertia=(0, 0, 0),
+                   xyz=(0.5, 0, 0))
+        bad = "coordinate spin "
+    elif case == "point_mass_at_ball_centre":   # three angles turning a point at the centre
+        m.add_body("bead", "base", joint="spherical", joint_name="ball", mass=0.2, inertia=(0, 0, 0),
+                   xyz=(0.5, 0, 0))
+        bad = "coordinate ball[0] (XYZ angle 1 (rad))"
+    else:                                       # two hinges on one axis, nothing between them
+        m.add_body("spacer", "base", joint_name="first", mass=0.0, inertia=(0, 0, 0), xyz=(0.5, 0, 0))
+        m.add_body("tip", "spacer", joint_name="second", mass=1.0, com=(0.2, 0, 0),
+                   inertia=(0.01, 0.02, 0.02))
+        bad = "coordinate second "
+    m.validate()                                # every joint moves some mass
+    with pytest.raises(ModelError) as e:
+        check_nonsingular(Tree(m))
+    assert bad in str(e.value), str(e.value)
+
+
+def test_chart_singularity_at_zero_is_not_a_singular_model():
+    """A ZYZ ball is in gimbal lock at q = 0 (M singular there), not everywhere: accepted."""
+    m = Model("gimbal")
+    m.add_body("ball", joint="spherical", chart="ZYZ", mass=1.0, com=(0.1, 0.2, 0.3),
+               inertia=(0.01, 0.02, 0.02))
+    tree = Tree(m)
+    d, scale = ldl_pivots(mass_matrix(tree, FloatAlgebra(), [0.0, 0.0, 0.0]))
+    assert min(d) <= 1e-12 * scale                  # singular at q = 0 ...
+    check_nonsingular(tree)                         # ... but not a singular model
+
+
+def test_ldl_pivots_match_cholesky():
+    rng = np.random.default_rng(4)
+    A = rng.normal(size=(6, 6))
+    M = A @ A.T
+    d, scale = ldl_pivots(M)
+    np.testing.assert_allclose(d, np.diag(np.linalg.cholesky(M)) ** 2, rtol=1e-12)
+    assert scale == pytest.approx(np.diag(M).max())
+    M[3, :] = M[:, 3] = 0.0
+    d, _ = ldl_pivots(M)
+    assert d[3] == 0.0 and min(d[:3] + d[4:]) > 0 and math.isfinite(sum(d))
