@@ -270,3 +270,16 @@ def test_ldl_pivots_match_cholesky():
     M[3, :] = M[:, 3] = 0.0
     d, _ = ldl_pivots(M)
     assert d[3] == 0.0 and min(d[:3] + d[4:]) > 0 and math.isfinite(sum(d))
+
+
+def test_model_errors_name_their_element_as_data(tmp_path):
+    """Loaders add context from the error's body/joint attributes, not from its wording: a
+    massless leaf in YAML gets the body's line, and the error carries the joint's name."""
+    path = tmp_path / "leaf.yaml"
+    path.write_text("name: leaf\nbodies:\n- name: a\n  parent: world\n  joint: {name: j1, type: revolute}\n"
+                    "  mass: 1.0\n  inertia: [0.1, 0.1, 0.1]\n"
+                    "- name: b\n  parent: a\n  joint: {name: j2, type: revolute}\n  mass: 0.0\n"
+                    "  inertia: [0, 0, 0]\n")
+    with pytest.raises(scleron.ModelError) as e:
+        scleron.load_model(str(path))
+    assert (e.value.body, e.value.joint, e.value.line) == ("b", "j2", 8)

@@ -220,8 +220,9 @@ class Model:
         self.qd0 = None
 
     # ---- builder ---------------------------------------------------------------------------
-    def _err(self, element):
-        return lambda problem: ModelError(problem, source=self.source, element=element)
+    def _err(self, element, body=None, joint=None):
+        return lambda problem: ModelError(problem, source=self.source, element=element, body=body,
+                                          joint=joint)
 
     def add_body(self, name, parent=WORLD, *, joint="revolute", joint_name=None, mass=1.0,
                  com=(0, 0, 0), inertia=((1, 0, 0), (0, 1, 0), (0, 0, 1)), origin=None,
@@ -239,7 +240,7 @@ class Model:
         may still be added to it); validate() rejects a joint that moves nothing with mass.
         allow_massless is accepted for compatibility and no longer needed.
         """
-        err = self._err(f"body '{name}'")
+        err = self._err(f"body '{name}'", body=name)
         if not isinstance(name, str) or not name:
             raise err("body name must be a non-empty string")
         if name == WORLD:
@@ -264,7 +265,7 @@ class Model:
                                             _finite_vector(rpy if rpy is not None else (0, 0, 0), 3, "rpy", err))
         jname = joint_name or f"{name}_joint"
         if jname in self._names("joints"):
-            raise self._err(f"joint '{jname}'")("two joints have this name")
+            raise self._err(f"joint '{jname}'", joint=jname)("two joints have this name")
         j = Joint(jname, joint, parent, name, origin, dict(params), stiffness, damping, rest)
         self.check_joint(j)
         self._names("bodies").add(name)     # sets first, then lists: the cache stays in step
@@ -286,7 +287,7 @@ class Model:
         return entry[1]
 
     def check_joint(self, j):
-        err = self._err(f"joint '{j.name}'")
+        err = self._err(f"joint '{j.name}'", joint=j.name)
         if j.type not in JOINT_TYPES:
             raise err(f"unknown joint type '{j.type}' (known: {', '.join(sorted(JOINT_TYPES))})")
         allowed = JOINT_TYPES[j.type][1]
@@ -406,12 +407,12 @@ class Model:
         if not self.bodies:
             raise ModelError("the model has no moving bodies", source=self.source)
         for b in self.bodies:
-            check_inertia(b.inertia, self._err(f"body '{b.name}'"))
+            check_inertia(b.inertia, self._err(f"body '{b.name}'", body=b.name))
         for i, names in massless_subtrees(self):
             j, body = self.joints[i], self.bodies[i].name
             beyond = f"body '{body}'" if len(names) == 1 else \
                 f"body '{body}' and the {len(names) - 1} bod{'y' if len(names) == 2 else 'ies'} beyond it"
-            raise self._err(f"body '{body}'")(
+            raise self._err(f"body '{body}'", body=body, joint=j.name)(
                 f"joint '{j.name}' moves nothing with mass: {beyond} "
                 f"{'has' if len(names) == 1 else 'have'} no mass and no inertia, so the mass matrix "
                 "is singular (a body's mass must be positive unless other bodies with mass hang from it)")

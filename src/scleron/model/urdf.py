@@ -327,7 +327,8 @@ def _add(model, body, parent, jtype, jname, inertia, origin, params, ctx):
         b = model.add_body(body, parent, joint=jtype, joint_name=jname, mass=0.0, com=(0, 0, 0),
                            inertia=np.zeros((3, 3)), origin=origin, **params)
     except ModelError as e:
-        raise ModelError(e.problem, source=ctx.source, element=e.element, line=e.line or ctx.line) from None
+        raise ModelError(e.problem, source=ctx.source, element=e.element, line=e.line or ctx.line,
+                         body=e.body, joint=e.joint) from None
     if inertia is not None:
         b.inertia = inertia
 
@@ -340,7 +341,7 @@ def _validate(model, unmerged, links, source):
         home = {}
         for b, j in zip(unmerged.bodies, unmerged.joints):
             home[b.name] = home.get(j.parent, j.parent) if j.type == "fixed" else b.name
-        bad = next((b.name for b in model.bodies if e.element == f"body '{b.name}'"), None)
+        bad = e.body
         if bad is None:
             raise
         merged = [n for n, h in home.items() if h == bad and n != bad]
@@ -349,7 +350,7 @@ def _validate(model, unmerged, links, source):
             problem += f" (after merging the fixed link{'s' if len(merged) > 1 else ''} " \
                        + ", ".join(f"'{n}'" for n in merged[:5]) + (", ..." if len(merged) > 5 else "") + ")"
         raise ModelError(problem, source=source, element=f"link '{bad}'",
-                         line=links[bad].line if bad in links else None) from None
+                         line=links[bad].line if bad in links else None, body=bad) from None
 
 
 __all__ = ["load_urdf", "load_urdf_string", "model_from_urdf", "parse_xml", "JOINT_MAP"]

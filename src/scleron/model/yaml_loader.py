@@ -318,9 +318,9 @@ class _Builder:
             try:
                 model.validate()
             except ModelError as e:
-                bad = next((n for n in self.body_lines if e.element == f"body '{n}'"), None)
                 raise ModelError(e.problem, source=self.source, element=e.element,
-                                 line=e.line or self.body_lines.get(bad)) from None
+                                 line=e.line or self.body_lines.get(e.body), body=e.body,
+                                 joint=e.joint) from None
         return model
 
     # ---- one body ----
@@ -376,7 +376,7 @@ class _Builder:
                            **springs, **params)
         except ModelError as e:
             raise ModelError(e.problem, source=self.source, element=e.element,
-                             line=e.line or where.line) from None
+                             line=e.line or where.line, body=e.body, joint=e.joint) from None
         self.body_names.add(name)
         self.joint_names.add(jname)
         self.body_lines[name] = where.line
