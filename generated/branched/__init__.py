@@ -39,6 +39,7 @@ in C when the compiler had OpenMP at build time (gcc does; `_openmp` says), else
 """
 import functools
 import glob
+import numbers
 import importlib.util
 import os
 import tempfile
@@ -46,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_3f5951205d04"
-HASH = "3f5951205d04bd2c1161694f410bf1a542920587ad63faa9a1308076c05f8879"
+MODULE = "_branched_1ca1416c4bfe"
+HASH = "1ca1416c4bfec8a6d047171abc9f1a62a6924f38d0309c956c95e006b2d96281"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -156,6 +157,7 @@ def _call(function, values, out, threads=1):
     """The checked call of a generated function: converts and checks the inputs (one state or
     N states), allocates or checks the outputs, runs C (split over threads if asked)."""
     inputs, outputs = _SIGNATURES[function]
+    single, batch, parallel = _CFUNCS[function]
     arrays, count = [], None
     for i, ((name, width), x) in enumerate(zip(inputs, values)):
         a, n = _as_input(x, name, width)
@@ -166,36 +168,37 @@ def _call(function, values, out, threads=1):
         arrays.append(a)
     wants = [shape if count is None else (count,) + shape for _, shape in outputs]
     if out is None:
-        outs = [np.empty(w if w else (1,)) for w in wants]
+        outs = [_empty(w or (1,)) for w in wants]
+    elif len(outputs) == 1:
+        outs = [_as_output(out, wants[0], outputs[0][0])]
     else:
-        given = out if len(outputs) > 1 else (out,)
-        if not isinstance(given, (tuple, list)) or len(given) != len(outputs):
+        if not isinstance(out, (tuple, list)) or len(out) != len(outputs):
             raise ValueError(f"out must be a tuple of {len(outputs)} arrays "
                              f"({', '.join(n for n, _ in outputs)})")
-        outs = [_as_output(o, w, n) for o, w, (n, _) in zip(given, wants, outputs)]
-    ptrs = [ffi.from_buffer("double[]", a) for a in arrays]
-    ptrs += [ffi.from_buffer("double[]", o, True) for o in outs]
-    single = getattr(lib, f"branched_{function}")
+        outs = [_as_output(o, w, n) for o, w, (n, _) in zip(out, wants, outputs)]
+    ptrs = [_fb(_D, a) for a in arrays] + [_fb(_D, o, True) for o in outs]
     if count is None:
         single(*ptrs)
     elif threads > 1 and count >= 2 * threads:
         if _openmp:
-            getattr(lib, f"branched_{function}_batch_threads")(count, threads, *ptrs)
+            parallel(count, threads, *ptrs)
         else:
-            _threaded(getattr(lib, f"branched_{function}_batch"), count, arrays, outs, threads)
+            _threaded(batch, count, arrays, outs, threads)
     elif count:
-        getattr(lib, f"branched_{function}_batch")(count, *ptrs)
-    if out is None and count is None:          # scalars of a single state come back as floats
-        outs = [float(o[0]) if not w else o for o, w in zip(outs, wants)]
+        batch(count, *ptrs)
     if out is not None:
         return out
-    return tuple(outs) if len(outs) > 1 else outs[0]
+    if count is None:                    # scalars of a single state come back as floats
+        outs = [o if w else float(o[0]) for o, w in zip(outs, wants)]
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def _check_threads(threads):
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+    if type(threads) is int and threads >= 1:
+        return threads
+    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1:
         raise ValueError(f"threads must be a positive int, got {threads!r}")
-    return threads
+    return int(threads)
 
 
 # a single state's shape of every input and output, by function
@@ -215,6 +218,9 @@ _SIGNATURES = {
     "center_of_mass": ((("q", 20), ),
                        (("com", (3,)), )),
 }
+# the C function of each: one state, n states, n states over threads
+_CFUNCS = {f: (getattr(lib, "branched_" + f), getattr(lib, "branched_" + f + "_batch"),
+               getattr(lib, "branched_" + f + "_batch_threads")) for f in _SIGNATURES}
 _SHAPES = {
     ("forward_dynamics", "q"): (20,),
     ("forward_dynamics", "qd"): (20,),
