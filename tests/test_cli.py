@@ -49,6 +49,7 @@ def test_show_joint_tree_and_latex():
     assert r.returncode == 0 and r.stdout.startswith("\\documentclass")
 
 
+@pytest.mark.slow      # ~8 s of sympy in a child process; write_charts itself is tested in test_charts
 def test_charts_writes_c_and_python(tmp_path):
     r = run("charts", "-o", str(tmp_path))
     assert r.returncode == 0, r.stderr

@@ -161,7 +161,8 @@ def test_tc10_generated_dynamics(generated, rng):
     check_generated(model, dyn, rng)
 
 
-@pytest.mark.parametrize("name", ["tc20", "windmill"])
+# the windmill's surface-pair joints take ~9 s of sympy to derive: slow; tc20 (torus pairs) stays
+@pytest.mark.parametrize("name", ["tc20", pytest.param("windmill", marks=pytest.mark.slow)])
 def test_numeric_reference_of_tc20_and_windmill(name, rng):
     """Without compiling: the numeric reference's forward dynamics = M^-1 (tau - h) of its own
     mass matrix and bias forces (the generated code runs the same recursions)."""
@@ -228,6 +229,20 @@ def test_tc20_and_windmill_conserve_energy(name, generated):
     assert worst <= 1e-6 * scale, (worst, scale)
 
 
+def test_spline_chain_first_link_generated_dynamics(generated, rng):
+    """The spline chain's joint (a torus sliding along a spline curve) in generated code, on the
+    chain's first link alone: the default run's check of spline_curve code (the whole chain and
+    its simulation is the slow test below)."""
+    data = yaml.safe_load(open(example("spline_chain.yaml")))
+    data["bodies"] = data["bodies"][:1]
+    data["initial"] = {"q": {"slide": data["initial"]["q"]["slide"]}}
+    model = scleron.model.model_from_dict(data, "spline_chain_first.yaml")
+    assert model.joints[0].type == "spline_curve"
+    model, dyn = generated(model, "spline_chain_first")
+    check_generated(model, dyn, rng)
+
+
+@pytest.mark.slow      # ~7 s compile + simulation; spline joints' S, Sdot and code are checked in test_general_joints
 def test_spline_chain_slides_and_conserves_energy(generated):
     model, dyn = generated(example("spline_chain.yaml"), "spline_chain")
     worst, scale, seen = simulate(model, dyn)
