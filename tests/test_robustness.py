@@ -4,6 +4,7 @@ nothing from a model file is run as code, in Python or in the generated C.
 All on a 2-body model written here (a compile takes about a second).
 """
 import ast
+import glob
 import io
 import json
 import os
@@ -568,3 +569,36 @@ def test_more_bad_input_is_a_model_error_naming_file_element_line(tmp_path, kind
     assert re.match(re.escape(str(path)) + r":\d+: ", msg), msg
     for frag in fragments:
         assert frag in msg, (frag, msg)
+
+
+# ---- hand-edited generated sources ----------------------------------------------------------------
+def test_edited_sources_are_not_served_from_the_cache(tmp_path):
+    """scleron.json stores each generated file's sha256: an edited .c is no cache hit (codegen
+    regenerates and says so), and a load that would compile edited sources refuses."""
+    path = tiny(tmp_path)
+    out = tmp_path / "gen" / "tiny"
+    model = scleron.load_model(path)
+    pipeline.generate(model, str(out), compile=False)
+    c_file = out / "tiny_dynamics.c"
+    original = c_file.read_text()
+    # a load that would compile the edited C: a clear error, nothing compiled
+    c_file.write_text(original.replace("/* ", "/* edited: ", 1))
+    with pytest.raises(scleron.BuildError, match=r"tiny_dynamics\.c differ from what scleron generated"):
+        scleron.load_generated(str(out))
+    assert not glob.glob(str(out / "*.so"))
+    # the package on its own (no scleron at run time) refuses the same way on import
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import tiny",
+                        str(out.parent)], capture_output=True, text=True)
+    assert r.returncode != 0 and "tiny_dynamics.c differ from what scleron generated" in r.stderr
+    assert not glob.glob(str(out / "*.so"))
+    # the CLI regenerates and names the file
+    r = subprocess.run([sys.executable, "-m", "scleron.cli", "codegen", path, "-o", str(out),
+                        "--no-compile"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "regenerated: tiny_dynamics.c differed" in r.stdout
+    assert "cache hit" not in r.stdout
+    assert c_file.read_text() == original
+    # now untouched: a cache hit again
+    report = pipeline.Report("tiny", model.nv)
+    pipeline.generate(model, str(out), compile=False, report=report)
+    assert report.cache_hit and report.edited == []

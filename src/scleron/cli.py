@@ -113,6 +113,9 @@ def cmd_codegen(args):
         _remove_empty(created)
         raise
     print(f"{model.name}: {len(model.bodies)} bodies, nq = nv = {model.nv} -> {out}")
+    if report.edited:
+        print(f"regenerated: {', '.join(report.edited)} differed from what scleron wrote "
+              "(edited by hand?); the folder now holds the generated sources again")
     if report.cache_hit:
         print("up to date (cache hit: same model, options and scleron version; --force "
               "regenerates)")

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from . import __version__
 from .backends import backend as get_backend
 from .backends.c.render import c_comment, c_identifier  # noqa: F401  (names for C and Python)
-from .backends.folders import discard_temp_folder, install_folder, make_temp_folder
+from .backends.folders import (discard_temp_folder, edited_sources, install_folder,
+                               make_temp_folder)
 from .dynamics.checks import check_nonsingular
 from .dynamics.tree import Tree
 from .functions import FUNCTIONS
@@ -35,6 +36,7 @@ class Report:
     name: str
     nv: int
     cache_hit: bool = False
+    edited: list = field(default_factory=list)        # sources changed since scleron wrote them
     functions: dict = field(default_factory=dict)     # name -> (statements, OpCounts)
     forms: dict = field(default_factory=dict)         # name -> how its code is shaped
     times: dict = field(default_factory=dict)         # derive, unroll, render, compile
@@ -166,12 +168,14 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
     for code in codes:
         report.functions[code.spec.name] = stats[code.spec.name]
         report.forms[code.spec.name] = FORM_NAMES[code.form]
+    sources = {f: hashlib.sha256(text.encode()).hexdigest() for f, text in sorted(files.items())}
     files["scleron.json"] = json.dumps({
         "name": name, "model": model.name, "hash": key, "scleron_version": __version__,
         "nq": tree.nq, "nv": tree.nv, "joint_names": tree.joint_names, "cflags": cflags,
         "method": method, "mass_matrix": mass,
         "functions": {f: {"statements": s, "ops": str(c)} for f, (s, c) in report.functions.items()},
         "ops_note": "statements as written; ops executed per call (loops counted per iteration)",
+        "sources": sources,
     }, indent=1) + "\n"
     report.times["render"] = time.perf_counter() - t2
     return files, report, key
@@ -187,12 +191,18 @@ def _coordinate_doc(tree):
 
 
 def _cached(out_dir, key):
+    """(hit, edited): hit when out_dir holds the generation of this key with every source as
+    scleron wrote it; edited lists the sources that differ (edited by hand, or missing)."""
     meta = os.path.join(out_dir, "scleron.json")
     try:
         with open(meta) as fh:
-            return json.load(fh).get("hash") == key
+            stored = json.load(fh)
     except (OSError, ValueError):
-        return False
+        return False, []
+    if not isinstance(stored, dict) or stored.get("hash") != key:
+        return False, []
+    edited = edited_sources(out_dir, stored)
+    return not edited, edited
 
 
 def write_sources(files, folder):
@@ -216,7 +226,8 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     cflags = list(cflags or DEFAULT_CFLAGS)
     report = report if report is not None else Report(name, model.nv)
     key = cache_key(model, _options(name, chunk, cflags, method, mass_form(model.nv, mass_matrix)))
-    if not force and _cached(out_dir, key):
+    hit, report.edited = _cached(out_dir, key) if not force else (False, [])
+    if hit:
         report.cache_hit = True
         return get_backend("c").load(out_dir) if compile else None
     files, report, key = build_sources(model, name, chunk, cflags, report, method, mass_matrix)

@@ -16,6 +16,7 @@
   (it has a scleron.json): `-o ~/Documents` is refused, not deleted.
 """
 import glob
+import hashlib
 import os
 import shutil
 import tempfile
@@ -230,3 +231,18 @@ def install_folder(tmp, out_dir):
                 shutil.rmtree(old, ignore_errors=True)
     finally:
         _release(tmp)
+
+
+def edited_sources(folder, meta):
+    """The generated files of a folder whose text is not what scleron wrote (their sha256 in
+    scleron.json's "sources", meta), or that are missing: hand edits the cache must not serve."""
+    out = []
+    for fname, digest in sorted((meta.get("sources") or {}).items()):
+        try:
+            with open(os.path.join(folder, fname), "rb") as fh:
+                if hashlib.sha256(fh.read()).hexdigest() == digest:
+                    continue
+        except OSError:
+            pass
+        out.append(fname)
+    return out

@@ -18,9 +18,10 @@ import sys
 import sysconfig
 import tempfile
 import uuid
+import warnings
 
 from ...errors import BuildError
-from ..folders import _dir_lock, _held, _made, _recover, discard_temp_folder
+from ..folders import _dir_lock, _held, _made, _recover, discard_temp_folder, edited_sources
 INSTALL_HINT = ("install one, e.g. `apt-get install gcc` (Debian/Ubuntu), `dnf install gcc` "
                 "(Fedora), `xcode-select --install` (macOS), or set CC to a C compiler")
 
@@ -178,6 +179,16 @@ def load_package(folder):
             name, _ = meta["name"], meta["hash"]
         except (OSError, ValueError, KeyError, TypeError):
             meta = None
+        edited = edited_sources(folder, meta) if meta is not None else []
+        if edited and not _compiled(folder, meta):
+            raise BuildError(f"{folder}: {', '.join(edited)} differ from what scleron generated "
+                             "(edited by hand?) and there is no compiled module for them: "
+                             "regenerate with `scleron codegen --force`, or remove \"sources\" "
+                             "from scleron.json to compile the edited files on purpose")
+        if edited:
+            warnings.warn(f"{folder}: {', '.join(edited)} differ from what scleron generated; "
+                          "the module compiled from the generated sources is loaded, the edits "
+                          "are not in it (regenerate with `scleron codegen --force`)", stacklevel=2)
         if meta is not None and not _compiled(folder, meta):
             compile_folder(folder, name)
         modname = f"scleron_generated_{os.path.basename(folder)}_{uuid.uuid4().hex[:8]}"
