@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_1ca1416c4bfe"
-HASH = "1ca1416c4bfec8a6d047171abc9f1a62a6924f38d0309c956c95e006b2d96281"
+MODULE = "_branched_3404bb4fb670"
+HASH = "3404bb4fb670fe89e1ff82717bf865de5076c5c55785734f0904a78365587e3f"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -91,8 +91,35 @@ def _build():
         os.replace(built, os.path.join(HERE, os.path.basename(built)))
 
 
+def _edited():
+    """Files of this folder whose text is not what scleron wrote (sha256 in scleron.json)."""
+    import hashlib
+    import json
+    try:
+        with open(os.path.join(HERE, "scleron.json")) as fh:
+            sources = json.load(fh).get("sources") or {}
+    except (OSError, ValueError, AttributeError):
+        return []
+    out = []
+    for fname, digest in sorted(sources.items()):
+        try:
+            with open(os.path.join(HERE, fname), "rb") as fh:
+                if hashlib.sha256(fh.read()).hexdigest() == digest:
+                    continue
+        except OSError:
+            pass
+        out.append(fname)
+    return out
+
+
 def _load():
     if not _compiled_paths():
+        edited = _edited()
+        if edited:
+            raise ImportError(f"{HERE}: {', '.join(edited)} differ from what scleron generated "
+                              "(edited by hand?) and there is no compiled module: regenerate with "
+                              "`scleron codegen --force`, or remove \"sources\" from scleron.json "
+                              "to compile the edited files on purpose")
         _build()
     path = _compiled_paths()[0]
     spec = importlib.util.spec_from_file_location(MODULE, path)

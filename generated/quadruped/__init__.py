@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_e20e197ee7d5"
-HASH = "e20e197ee7d5f5b7f6b664bf400b9324785bbc246ece1729acc57b197e80d4d4"
+MODULE = "_quadruped_a6f57524ce73"
+HASH = "a6f57524ce7303734c3a92d17e6fe632ac2ea4cfa28ddcf01221912a067efe9d"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -91,8 +91,35 @@ def _build():
         os.replace(built, os.path.join(HERE, os.path.basename(built)))
 
 
+def _edited():
+    """Files of this folder whose text is not what scleron wrote (sha256 in scleron.json)."""
+    import hashlib
+    import json
+    try:
+        with open(os.path.join(HERE, "scleron.json")) as fh:
+            sources = json.load(fh).get("sources") or {}
+    except (OSError, ValueError, AttributeError):
+        return []
+    out = []
+    for fname, digest in sorted(sources.items()):
+        try:
+            with open(os.path.join(HERE, fname), "rb") as fh:
+                if hashlib.sha256(fh.read()).hexdigest() == digest:
+                    continue
+        except OSError:
+            pass
+        out.append(fname)
+    return out
+
+
 def _load():
     if not _compiled_paths():
+        edited = _edited()
+        if edited:
+            raise ImportError(f"{HERE}: {', '.join(edited)} differ from what scleron generated "
+                              "(edited by hand?) and there is no compiled module: regenerate with "
+                              "`scleron codegen --force`, or remove \"sources\" from scleron.json "
+                              "to compile the edited files on purpose")
         _build()
     path = _compiled_paths()[0]
     spec = importlib.util.spec_from_file_location(MODULE, path)

@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_04d9da065e1c"
-HASH = "04d9da065e1c5a45c3a9a889f36af287e7698eb59b1b0d9c6e237a0a0a31e65b"
+MODULE = "_rc100_eb21ba5a63cb"
+HASH = "eb21ba5a63cb40442b3c9ac2be46aa8eeecb72d9532a03f14cd4246608585458"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -91,8 +91,35 @@ def _build():
         os.replace(built, os.path.join(HERE, os.path.basename(built)))
 
 
+def _edited():
+    """Files of this folder whose text is not what scleron wrote (sha256 in scleron.json)."""
+    import hashlib
+    import json
+    try:
+        with open(os.path.join(HERE, "scleron.json")) as fh:
+            sources = json.load(fh).get("sources") or {}
+    except (OSError, ValueError, AttributeError):
+        return []
+    out = []
+    for fname, digest in sorted(sources.items()):
+        try:
+            with open(os.path.join(HERE, fname), "rb") as fh:
+                if hashlib.sha256(fh.read()).hexdigest() == digest:
+                    continue
+        except OSError:
+            pass
+        out.append(fname)
+    return out
+
+
 def _load():
     if not _compiled_paths():
+        edited = _edited()
+        if edited:
+            raise ImportError(f"{HERE}: {', '.join(edited)} differ from what scleron generated "
+                              "(edited by hand?) and there is no compiled module: regenerate with "
+                              "`scleron codegen --force`, or remove \"sources\" from scleron.json "
+                              "to compile the edited files on purpose")
         _build()
     path = _compiled_paths()[0]
     spec = importlib.util.spec_from_file_location(MODULE, path)

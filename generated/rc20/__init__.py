@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_6853939c25fc"
-HASH = "6853939c25fc2c135ca7c2171d01b33aab33e84251f2741f6bd6e792033caf69"
+MODULE = "_rc20_98b3073239aa"
+HASH = "98b3073239aa61fd0edddd04e596c84e75fa43879cd2342246ed82b2158e1c72"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -91,8 +91,35 @@ def _build():
         os.replace(built, os.path.join(HERE, os.path.basename(built)))
 
 
+def _edited():
+    """Files of this folder whose text is not what scleron wrote (sha256 in scleron.json)."""
+    import hashlib
+    import json
+    try:
+        with open(os.path.join(HERE, "scleron.json")) as fh:
+            sources = json.load(fh).get("sources") or {}
+    except (OSError, ValueError, AttributeError):
+        return []
+    out = []
+    for fname, digest in sorted(sources.items()):
+        try:
+            with open(os.path.join(HERE, fname), "rb") as fh:
+                if hashlib.sha256(fh.read()).hexdigest() == digest:
+                    continue
+        except OSError:
+            pass
+        out.append(fname)
+    return out
+
+
 def _load():
     if not _compiled_paths():
+        edited = _edited()
+        if edited:
+            raise ImportError(f"{HERE}: {', '.join(edited)} differ from what scleron generated "
+                              "(edited by hand?) and there is no compiled module: regenerate with "
+                              "`scleron codegen --force`, or remove \"sources\" from scleron.json "
+                              "to compile the edited files on purpose")
         _build()
     path = _compiled_paths()[0]
     spec = importlib.util.spec_from_file_location(MODULE, path)

@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_a1db5eae71c6"
-HASH = "a1db5eae71c609571e6d6183b0da1cf9c340ec6c97a3503d5dbdb5a91a639b33"
+MODULE = "_rc50_9ed19545d071"
+HASH = "9ed19545d0714948b2e53aff661b858053174feecd21ed5294bd4d0b3c6e0a5a"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -91,8 +91,35 @@ def _build():
         os.replace(built, os.path.join(HERE, os.path.basename(built)))
 
 
+def _edited():
+    """Files of this folder whose text is not what scleron wrote (sha256 in scleron.json)."""
+    import hashlib
+    import json
+    try:
+        with open(os.path.join(HERE, "scleron.json")) as fh:
+            sources = json.load(fh).get("sources") or {}
+    except (OSError, ValueError, AttributeError):
+        return []
+    out = []
+    for fname, digest in sorted(sources.items()):
+        try:
+            with open(os.path.join(HERE, fname), "rb") as fh:
+                if hashlib.sha256(fh.read()).hexdigest() == digest:
+                    continue
+        except OSError:
+            pass
+        out.append(fname)
+    return out
+
+
 def _load():
     if not _compiled_paths():
+        edited = _edited()
+        if edited:
+            raise ImportError(f"{HERE}: {', '.join(edited)} differ from what scleron generated "
+                              "(edited by hand?) and there is no compiled module: regenerate with "
+                              "`scleron codegen --force`, or remove \"sources\" from scleron.json "
+                              "to compile the edited files on purpose")
         _build()
     path = _compiled_paths()[0]
     spec = importlib.util.spec_from_file_location(MODULE, path)

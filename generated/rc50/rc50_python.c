@@ -301,10 +301,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_a1db5eae71c6_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_9ed19545d071_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc50_a1db5eae71c6_py(void)
+PyMODINIT_FUNC PyInit__rc50_9ed19545d071_py(void)
 {
     import_array();
     return PyModule_Create(&module);
