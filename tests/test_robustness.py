@@ -602,3 +602,44 @@ def test_edited_sources_are_not_served_from_the_cache(tmp_path):
     report = pipeline.Report("tiny", model.nv)
     pipeline.generate(model, str(out), compile=False, report=report)
     assert report.cache_hit and report.edited == []
+
+
+# ---- the Python API checks what the CLI checks ------------------------------------------------------
+def test_python_api_checks_its_arguments(tmp_path):
+    with pytest.raises(scleron.ModelError, match="no moving bodies"):
+        scleron.generate(scleron.Model("empty"), str(tmp_path / "empty"), compile=False)
+    model = scleron.load_model(tiny(tmp_path))
+    model.bodies[0].inertia.mass = -5.0                 # changed after loading
+    with pytest.raises(scleron.ModelError, match="mass"):
+        scleron.generate(model, str(tmp_path / "neg"), compile=False)
+    with pytest.raises(ValueError, match="chunk must be a positive number"):
+        scleron.generate(scleron.load_model(tiny(tmp_path)), str(tmp_path / "c0"), chunk=0,
+                         compile=False)
+    with pytest.raises(scleron.ModelError, match="gravity must be finite"):
+        scleron.Model("g", gravity=(float("nan"), 0, 0))
+    with pytest.raises(scleron.ModelError, match="gravity must be 3 numbers"):
+        scleron.Model("g", gravity=(0, 0))
+    assert not any((tmp_path / n).exists() for n in ("empty", "neg", "c0"))
+
+
+@pytest.mark.parametrize("name,package", [("numpy", "numpy_model"), ("class", "class_model"),
+                                          ("None", "None_model"), ("os", "os_model")])
+def test_model_names_that_would_shadow_modules_are_renamed(tmp_path, name, package):
+    model = scleron.load_model(tiny(tmp_path))
+    model.name = name
+    files, _, _ = pipeline.build_sources(model)
+    assert f"{package}_dynamics.c" in files and f"build_{package}.py" in files
+
+
+def test_read_only_folder_without_binary_is_a_clear_error(tmp_path, monkeypatch):
+    """A folder of sources whose binary is missing, where nothing can be written (checked by
+    making the build folder's creation fail as a read-only folder does, since root may write)."""
+    from scleron.backends.c import build as cbuild
+    out = tmp_path / "ro" / "tiny"
+    pipeline.generate(scleron.load_model(tiny(tmp_path)), str(out), compile=False)
+
+    def refuse(*args, **kw):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(cbuild.tempfile, "mkdtemp", refuse)
+    with pytest.raises(scleron.BuildError, match=r"cannot be compiled there \(Permission denied\)"):
+        scleron.load_generated(str(out))

@@ -146,6 +146,7 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         raise ValueError(f"method must be one of {METHODS}, not {method!r}")
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise ValueError(f"chunk must be a positive number of statements, not {chunk!r}")
+    model.validate()          # a model built or changed in Python gets the loaders' checks
     mass = mass_form(model.nv, mass_matrix)
     key = cache_key(model, _options(name, chunk, cflags, method, mass))
     t0 = time.perf_counter()

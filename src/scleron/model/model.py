@@ -213,7 +213,12 @@ class Model:
     def __init__(self, name="model", gravity=(0.0, 0.0, -9.81), source=None):
         self.name = name
         self.source = source
-        self.gravity = np.array(gravity, dtype=float)
+        try:
+            self.gravity = np.array(gravity, dtype=float).reshape(3)
+        except (TypeError, ValueError):
+            raise ModelError(f"gravity must be 3 numbers, got {gravity!r}", source=source) from None
+        if not np.all(np.isfinite(self.gravity)):
+            raise ModelError(f"gravity must be finite, got {self.gravity.tolist()}", source=source)
         self.bodies = []          # Body, in regular order (parents first)
         self.joints = []          # joints[i] moves bodies[i]
         self.q0 = None            # optional initial state

@@ -119,7 +119,12 @@ def _compile(folder, name):
         raise BuildError(f"{folder} has no build script build_{name}.py")
     _, overrides = find_c_compiler()
     env = dict(os.environ, **overrides)
-    build_dir = tempfile.mkdtemp(prefix="_build-", dir=folder)
+    try:
+        build_dir = tempfile.mkdtemp(prefix="_build-", dir=folder)
+    except OSError as e:
+        raise BuildError(f"{folder} has no compiled module for {name} and it cannot be compiled "
+                         f"there ({e.strerror or e}): generate it into a folder you can write "
+                         "(scleron codegen MODEL -o DIR), or compile it where it is writable") from None
     log_path = os.path.join(folder, "build.log")
     try:
         with open(log_path, "w") as log:

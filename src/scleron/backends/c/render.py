@@ -1,5 +1,7 @@
 """Renders the generated folder's files from this backend's jinja2 templates (templates/)."""
+import keyword
 import re
+import sys
 from pathlib import Path
 
 import jinja2
@@ -10,12 +12,19 @@ C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "
               "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "main"}
 
 
+# names a generated package must not take: Python keywords and the modules it would shadow on
+# sys.path (the standard library, and what a generated package or scleron imports)
+PY_RESERVED = (set(keyword.kwlist) | set(getattr(sys, "stdlib_module_names", ()))
+               | {"numpy", "cffi", "scleron", "sympy", "jinja2", "yaml", "setuptools", "pip"})
+
+
 def c_identifier(name):
-    """A valid, harmless C (and Python) identifier made from any text."""
+    """A valid, harmless C and Python identifier made from any text: C and Python keywords
+    and the names of modules it would shadow get "_model" appended (`numpy` -> `numpy_model`)."""
     ident = re.sub(r"[^A-Za-z0-9_]", "_", str(name)).strip("_") or "model"
     if ident[0].isdigit():
         ident = "m_" + ident
-    if ident in C_KEYWORDS:
+    if ident in C_KEYWORDS or ident in PY_RESERVED:
         ident += "_model"
     return ident[:64]
 
