@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_3404bb4fb670"
-HASH = "3404bb4fb670fe89e1ff82717bf865de5076c5c55785734f0904a78365587e3f"
+MODULE = "_branched_33912b63dbec"
+HASH = "33912b63dbece21d3da130e51b591792eac7f3316349dcd30f9e83d7e791c9d4"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

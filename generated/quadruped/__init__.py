@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_a6f57524ce73"
-HASH = "a6f57524ce7303734c3a92d17e6fe632ac2ea4cfa28ddcf01221912a067efe9d"
+MODULE = "_quadruped_f8d6c91acf5a"
+HASH = "f8d6c91acf5a606c2a3858bef61828f0dcc8fe912f698d94140ea76f193db8dd"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_eb21ba5a63cb"
-HASH = "eb21ba5a63cb40442b3c9ac2be46aa8eeecb72d9532a03f14cd4246608585458"
+MODULE = "_rc100_4c76b9edee5f"
+HASH = "4c76b9edee5f8f16cbf15c60364cefc52e91e2d2266fc63b57a9390cdc9f5b7c"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_98b3073239aa"
-HASH = "98b3073239aa61fd0edddd04e596c84e75fa43879cd2342246ed82b2158e1c72"
+MODULE = "_rc20_ed659e416918"
+HASH = "ed659e416918386291b4b945c07e0c175656dee639c6fb6b4aa60dbd03dcef1e"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_9ed19545d071"
-HASH = "9ed19545d0714948b2e53aff661b858053174feecd21ed5294bd4d0b3c6e0a5a"
+MODULE = "_rc50_9ef3dc71a3ec"
+HASH = "9ef3dc71a3ec52bce782a4b2a92d24c87691dff3c166ac0010ef37e14f07cf09"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
