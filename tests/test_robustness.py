@@ -643,3 +643,44 @@ def test_read_only_folder_without_binary_is_a_clear_error(tmp_path, monkeypatch)
     monkeypatch.setattr(cbuild.tempfile, "mkdtemp", refuse)
     with pytest.raises(scleron.BuildError, match=r"cannot be compiled there \(Permission denied\)"):
         scleron.load_generated(str(out))
+
+
+SINGULAR_CUSTOM = """name: sing
+bodies:
+- name: a
+  parent: world
+  joint: {name: ja, type: custom, coordinates: [a], translation: ["1/a", "log(a)", "sqrt(a)"]}
+  mass: 1.0
+  inertia: [0.1, 0.1, 0.1]
+"""
+HUGE = """name: huge
+gravity: [0, 0, -1.0e300]
+bodies:
+- name: a
+  parent: world
+  joint: {name: ja, type: revolute, axis: [1, 0, 0]}
+  mass: 1.0e300
+  com: [0, 0.1, 0]
+  inertia: [1, 1, 1]
+"""
+
+
+@pytest.mark.parametrize("text,needle", [
+    (SINGULAR_CUSTOM, "joint 'ja': the custom joint is singular at q = 0"),
+    (HUGE, "the dynamics overflow double precision at q = 0"),
+    (TINY.format(mass=2.0).replace("name: tiny", "name: tiny\ninitial: {q: {jb: 0.0}}", 1), None),
+])
+def test_singular_or_overflowing_models_are_named_before_any_code(tmp_path, text, needle):
+    """A transform that cannot be evaluated at the initial configuration, numbers that overflow:
+    one line naming the joint or the numbers (CLI exit 2), nothing written."""
+    path = tmp_path / "m.yaml"
+    path.write_text(text)
+    out = tmp_path / "out"
+    r = cli("codegen", str(path), "-o", str(out), "--no-compile")
+    if needle is None:                    # the control: a regular model generates
+        assert r.returncode == 0, r.stderr
+        return
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "Warning" not in r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and needle in lines[0] and "m.yaml" in lines[0], r.stderr
+    assert not out.exists()

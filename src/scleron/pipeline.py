@@ -15,7 +15,7 @@ from .backends import backend as get_backend
 from .backends.c.render import c_comment, c_identifier  # noqa: F401  (names for C and Python)
 from .backends.folders import (discard_temp_folder, edited_sources, install_folder,
                                make_temp_folder)
-from .dynamics.checks import check_nonsingular
+from .dynamics.checks import check_model_dynamics
 from .dynamics.tree import Tree
 from .functions import FUNCTIONS
 from .model import model_to_dict
@@ -151,7 +151,7 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
     key = cache_key(model, _options(name, chunk, cflags, method, mass))
     t0 = time.perf_counter()
     tree = Tree(model)
-    check_nonsingular(tree, source=model.source)        # a singular M: a clear error, not NaNs
+    check_model_dynamics(tree, source=model.source, q0=model.q0)   # clear errors, not NaNs
     t1 = time.perf_counter()
     report.times["derive"] = t1 - t0
     codes = [function_code(tree, spec, name, code_form(spec, method, mass))

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..program.algebra import FloatAlgebra
-from .recursions import mass_matrix
+from .recursions import bias_forces, mass_matrix
 
 # a pivot below this fraction of the mass matrix's largest diagonal entry counts as zero
 # (rounding leaves ~1e-16 of it; real robots' smallest pivots are above ~1e-10 of it)
@@ -88,3 +88,60 @@ def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED):
         f"{PIVOT_RTOL:g} of the matrix's scale at q = 0 and at {samples} random configurations). "
         "Give the body mass off the joint's axis or rotational inertia about it, or fix the joint",
         source=source, element=f"joint '{b.joint_name}'")
+
+
+# ---- configurations where a joint or the dynamics are not finite --------------------------------
+def _where(q):
+    return "q = 0" if not any(q) else "q = [" + ", ".join(f"{x:.3g}" for x in q) + "]"
+
+
+def check_joints_finite(tree, q, *, source=None):
+    """Raise ModelError naming the first joint whose transform, S or Sdot is not finite (or
+    cannot be evaluated: 1/a, log(a), sqrt(a) at a = 0) at the configuration q."""
+    alg = FloatAlgebra()
+    for b in tree.bodies:
+        qs = q[b.q_start:b.q_start + b.dof]
+        try:
+            R, t, S, sdot = b.joint.kinematics(alg, qs, [1.0] * b.dof)
+            values = [x for row in R for x in row] + list(t) + [x for row in S for x in row] + list(sdot)
+            bad = not all(math.isfinite(float(x)) for x in values)
+            why = "is not finite"
+        except (ZeroDivisionError, ValueError, OverflowError) as e:
+            bad, why = True, f"cannot be evaluated ({e})"
+        if bad:
+            raise ModelError(
+                f"the {b.joint.type} joint is singular at {_where(qs)} (its coordinates): its "
+                f"transform, S or Sdot {why} there; generated code would return NaN. Choose "
+                "coordinates whose transform is smooth where the model is used, or an initial "
+                "configuration away from the singularity",
+                source=source, element=f"joint '{b.joint_name}'", joint=b.joint_name)
+
+
+def check_finite(tree, q, *, source=None):
+    """Raise ModelError when the model's numbers overflow: the mass matrix or the gravity and
+    velocity forces are not finite at q (masses, inertias, lengths or gravity near 1e300)."""
+    alg = FloatAlgebra()
+    M = mass_matrix(tree, alg, q)
+    h = bias_forces(tree, alg, q, [1.0] * tree.nv)
+    if all(math.isfinite(x) for row in M for x in row) and all(math.isfinite(x) for x in h):
+        return
+    big = max(tree.bodies, key=lambda b: max(abs(x) for row in b.inertia for x in row))
+    raise ModelError(
+        f"the dynamics overflow double precision at {_where(q)}: the mass matrix or the forces "
+        f"are not finite (largest numbers: body '{big.name}' inertia up to "
+        f"{max(abs(x) for row in big.inertia for x in row):.3g}, gravity "
+        f"{max(abs(g) for g in tree.gravity):.3g}); rescale the model's units",
+        source=source, body=big.name)
+
+
+def check_model_dynamics(tree, *, source=None, q0=None, samples=SAMPLES, seed=SEED):
+    """Every check generation makes before it unrolls: joints finite at the initial
+    configuration and the samples, the dynamics finite, the mass matrix regular."""
+    configurations = _samples(tree, samples, seed)
+    if q0 is not None:
+        configurations.insert(0, [float(x) for x in q0])
+    for q in configurations:
+        check_joints_finite(tree, q, source=source)
+    check_finite(tree, configurations[0], source=source)
+    check_nonsingular(tree, source=source, samples=samples, seed=seed)
+
