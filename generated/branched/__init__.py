@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_33912b63dbec"
-HASH = "33912b63dbece21d3da130e51b591792eac7f3316349dcd30f9e83d7e791c9d4"
+MODULE = "_branched_3f0167cfbc99"
+HASH = "3f0167cfbc99edb93f011c7283a7bf031f56954421beac0768947187fcbbea29"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_f8d6c91acf5a"
-HASH = "f8d6c91acf5a606c2a3858bef61828f0dcc8fe912f698d94140ea76f193db8dd"
+MODULE = "_quadruped_44146b26331c"
+HASH = "44146b26331cbc965c9ba00b32cd71a156e0ef6682dc0bdecff296b1eb25ff2f"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_4c76b9edee5f"
-HASH = "4c76b9edee5f8f16cbf15c60364cefc52e91e2d2266fc63b57a9390cdc9f5b7c"
+MODULE = "_rc100_ebf5edf4e5e4"
+HASH = "ebf5edf4e5e47c8ec3be356cb13b20c20e0a4833f4330450ee9dae7c5c6638e2"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_ed659e416918"
-HASH = "ed659e416918386291b4b945c07e0c175656dee639c6fb6b4aa60dbd03dcef1e"
+MODULE = "_rc20_252eda73dfa2"
+HASH = "252eda73dfa2c512ae70af7c1adf72f86479de3a347d161ca2fd3bb3bd7e06e1"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

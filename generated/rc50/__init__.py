@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_9ef3dc71a3ec"
-HASH = "9ef3dc71a3ec52bce782a4b2a92d24c87691dff3c166ac0010ef37e14f07cf09"
+MODULE = "_rc50_3b5e6fbbcb84"
+HASH = "3b5e6fbbcb84d4e86012b6ca071901495a87ca4d301b371d1bab5a33e882c5c7"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
