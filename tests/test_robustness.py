@@ -669,6 +669,9 @@ bodies:
     (SINGULAR_CUSTOM, "joint 'ja': the custom joint is singular at q = 0"),
     (HUGE, "the dynamics overflow double precision at q = 0"),
     (TINY.format(mass=2.0).replace("name: tiny", "name: tiny\ninitial: {q: {jb: 0.0}}", 1), None),
+    # log(a) is fine where the model starts (a = 1): q = 0 is not required to be regular
+    (SINGULAR_CUSTOM.replace('"1/a", "log(a)", "sqrt(a)"', '"log(a)", "0", "0"') + "initial: {q: {ja: 1.0}}\n",
+     None),
 ])
 def test_singular_or_overflowing_models_are_named_before_any_code(tmp_path, text, needle):
     """A transform that cannot be evaluated at the initial configuration, numbers that overflow:

@@ -58,7 +58,7 @@ def _owner(tree, k):
     raise IndexError(k)                         # pragma: no cover
 
 
-def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED):
+def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED, configurations=None):
     """Raise ModelError naming the joint (and its coordinate) whose pivot in the LDL^T of the mass
     matrix vanishes, relative to the matrix's scale, at q = 0 and at `samples` random
     configurations (fixed seed). `tree` is a dynamics.tree.Tree; `source` (the model file) goes
@@ -68,7 +68,7 @@ def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED):
         return
     alg = FloatAlgebra()
     vanishing = None                            # coordinates singular at every sample so far
-    for q in _samples(tree, samples, seed):
+    for q in configurations or _samples(tree, samples, seed):
         d, scale = ldl_pivots(mass_matrix(tree, alg, q))
         if scale <= 0.0 or not math.isfinite(scale):
             here = set(range(tree.nv))
@@ -135,13 +135,14 @@ def check_finite(tree, q, *, source=None):
 
 
 def check_model_dynamics(tree, *, source=None, q0=None, samples=SAMPLES, seed=SEED):
-    """Every check generation makes before it unrolls: joints finite at the initial
-    configuration and the samples, the dynamics finite, the mass matrix regular."""
+    """Every check generation makes before it unrolls, at the initial configuration q0 (q = 0
+    when the model has none) and `samples` random ones: every joint finite, the dynamics
+    finite, the mass matrix regular."""
     configurations = _samples(tree, samples, seed)
-    if q0 is not None:
-        configurations.insert(0, [float(x) for x in q0])
+    if q0 is not None:                      # the initial configuration replaces q = 0
+        configurations[0] = [float(x) for x in q0]
     for q in configurations:
         check_joints_finite(tree, q, source=source)
     check_finite(tree, configurations[0], source=source)
-    check_nonsingular(tree, source=source, samples=samples, seed=seed)
+    check_nonsingular(tree, source=source, configurations=configurations)
 
