@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_3f0167cfbc99"
-HASH = "3f0167cfbc99edb93f011c7283a7bf031f56954421beac0768947187fcbbea29"
+MODULE = "_branched_8af4e838d806"
+HASH = "8af4e838d806cdb2563ccb1394f06bf9d007ed924260a73a8e41fbbeef19fc0b"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

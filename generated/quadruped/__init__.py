@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_44146b26331c"
-HASH = "44146b26331cbc965c9ba00b32cd71a156e0ef6682dc0bdecff296b1eb25ff2f"
+MODULE = "_quadruped_0183bbf897f1"
+HASH = "0183bbf897f1dd0097f567c7b6a0d08a6aa6a975057314d73ce45f4bc454010d"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

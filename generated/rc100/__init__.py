@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_ebf5edf4e5e4"
-HASH = "ebf5edf4e5e47c8ec3be356cb13b20c20e0a4833f4330450ee9dae7c5c6638e2"
+MODULE = "_rc100_3a67865f87e0"
+HASH = "3a67865f87e0e6dfff6c694c94cf3ae3db018eacb3de366883542b104b3b481d"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

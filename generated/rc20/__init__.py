@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_252eda73dfa2"
-HASH = "252eda73dfa2c512ae70af7c1adf72f86479de3a347d161ca2fd3bb3bd7e06e1"
+MODULE = "_rc20_033260f70cd3"
+HASH = "033260f70cd32cea463133f03fa7a7ff160964cbe429cd7968a0292028e66ac1"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_3b5e6fbbcb84"
-HASH = "3b5e6fbbcb84d4e86012b6ca071901495a87ca4d301b371d1bab5a33e882c5c7"
+MODULE = "_rc50_d45998fa6ea5"
+HASH = "d45998fa6ea5f3e253e67bf4a35e16df506888ab68d4a501baa999dc7a385b07"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
