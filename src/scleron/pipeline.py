@@ -25,9 +25,6 @@ from .unroll import function_code
 # they let gcc inline and vectorise floor/sqrt; -ffp-contract=fast allows FMA.
 DEFAULT_CFLAGS = ["-O2", "-g0", "-march=native", "-fno-math-errno", "-fno-trapping-math",
                   "-ffp-contract=fast", "-std=c99"]
-DOCS = {name: spec.doc for name, spec in FUNCTIONS.items()}
-FORM_NAMES = {"unrolled": "unrolled", "method2": "Method II: passes 4-6 as loops",
-              "mass_loop": "loop form: world-frame columns"}
 
 
 @dataclass
@@ -168,7 +165,7 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
     files, stats = get_backend(backend).render(gen)
     for code in codes:
         report.functions[code.spec.name] = stats[code.spec.name]
-        report.forms[code.spec.name] = FORM_NAMES[code.form]
+        report.forms[code.spec.name] = code.description
     sources = {f: hashlib.sha256(text.encode()).hexdigest() for f, text in sorted(files.items())}
     files["scleron.json"] = json.dumps({
         "name": name, "model": model.name, "hash": key, "scleron_version": __version__,

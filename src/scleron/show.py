@@ -17,7 +17,6 @@ removed) -- exactly what the generated C computes.
 Every format is plain text built here; LaTeX output escapes all names from the model file, so
 a name cannot inject TeX commands.
 """
-import re
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 

@@ -8,8 +8,13 @@ from types import SimpleNamespace
 
 from .dynamics import recursions
 from .dynamics.tree import Tree
-from .functions import FUNCTIONS, function_spec
+from .functions import function_spec
 from .program import OpCounts, Program, ProgramAlgebra
+
+
+# how each form shapes a function's code, in words (codegen's summary, the generated docs)
+FORMS = {"unrolled": "unrolled", "method2": "Method II: passes 4-6 as loops",
+         "mass_loop": "loop form: world-frame columns, dense products"}
 
 
 @dataclass
@@ -22,6 +27,10 @@ class FunctionCode:
     program: Program
     sizes: dict
     loops: object = None
+
+    @property
+    def description(self):
+        return FORMS[self.form]
 
     @property
     def programs(self):

@@ -8,8 +8,6 @@ from ...program.program import OpCounts
 from .printer import c_literal, print_program
 from .render import c_comment
 
-FORM_DOCS = {"unrolled": "", "method2": " (Method II: passes 4-6 as loops)",
-             "mass_loop": " (loop form: world-frame columns, dense products)"}
 
 
 def helpers_context(programs):
@@ -135,7 +133,8 @@ def function_context(code, prefix, chunk, first_index):
     ins, outs = spec.inputs, spec.outputs
     args = [(a, False) for a in ins] + [(a, True) for a in outs]
     return {
-        "name": spec.name, "doc": spec.doc + FORM_DOCS[code.form],
+        "name": spec.name,
+        "doc": spec.doc + ("" if code.form == "unrolled" else f" ({code.description})"),
         "method2": method2, "mass_loop": mass_loop, "chunks": cf.chunks, "nwork": cf.nwork,
         "sincos": cf.sincos, "statements": cf.statements, "counts": cf.counts,
         "chunk_params": cf.chunk_params, "chunk_args": cf.chunk_args,
