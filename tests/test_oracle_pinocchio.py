@@ -307,3 +307,30 @@ def test_rc_reference_values(generated, case):
         for key, value in got.items():
             want = np.array(case[key])
             assert rel_err(value, want) <= TOL, f"RC{n} {key}: {rel_err(value, want):.3g}"
+
+
+# robots of example-robot-data that no other test uses (fixed base), point masses included
+OTHER_ROBOTS = ["z1_description/urdf/z1.urdf", "kinova_description/robots/kinova.urdf",
+                "xarm_description/urdf/xarm7.urdf", "hyq_description/robots/hyq_no_sensors.urdf",
+                "baxter_description/urdf/baxter.urdf", "icub_description/robots/icub_reduced.urdf"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rel", OTHER_ROBOTS)
+def test_energies_com_and_mass_matrix_on_other_robots(pin, generated, rng, rel):
+    from conftest import robots_dir
+    path = os.path.join(robots_dir(), rel)
+    model, dyn = generated(path, "other_" + os.path.basename(rel).split(".")[0])
+    pm = pin.buildModelFromUrdf(path)
+    pdata = pm.createData()
+    for _ in range(3):
+        q, qd = rng.uniform(-1, 1, model.nv), rng.uniform(-1, 1, model.nv)
+        q_pin, J, _ = pin_state(pin, pm, model, q, qd)
+        T = pin.computeKineticEnergy(pm, pdata, q_pin, J @ qd)
+        V = pin.computePotentialEnergy(pm, pdata, q_pin)
+        Mp = np.array(pin.crba(pm, pdata, q_pin))
+        Mp = np.triu(Mp) + np.triu(Mp, 1).T
+        assert abs(dyn.kinetic_energy(q, qd) - T) <= TOL * abs(T)
+        assert abs(dyn.potential_energy(q) - V) <= TOL * max(abs(V), 1.0)
+        assert rel_err(dyn.center_of_mass(q), pin.centerOfMass(pm, pdata, q_pin)) <= TOL
+        assert rel_err(dyn.mass_matrix(q), J.T @ Mp @ J) <= TOL
