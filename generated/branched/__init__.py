@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_8af4e838d806"
-HASH = "8af4e838d806cdb2563ccb1394f06bf9d007ed924260a73a8e41fbbeef19fc0b"
+MODULE = "_branched_75481a21f96e"
+HASH = "75481a21f96efd718fa70eed45c24513910b7fb679feb6100f5e34a22ac6cd03"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -301,10 +301,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_8af4e838d806_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_75481a21f96e_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_8af4e838d806_py(void)
+PyMODINIT_FUNC PyInit__branched_75481a21f96e_py(void)
 {
     import_array();
     return PyModule_Create(&module);

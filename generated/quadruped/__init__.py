@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_0183bbf897f1"
-HASH = "0183bbf897f1dd0097f567c7b6a0d08a6aa6a975057314d73ce45f4bc454010d"
+MODULE = "_quadruped_373a7b90f5fe"
+HASH = "373a7b90f5fe45f3cf35be482ad52c29464ec057daeb3c0e11c4787ac6c516c3"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

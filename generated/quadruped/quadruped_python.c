@@ -301,10 +301,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_0183bbf897f1_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_373a7b90f5fe_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_0183bbf897f1_py(void)
+PyMODINIT_FUNC PyInit__quadruped_373a7b90f5fe_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_3a67865f87e0"
-HASH = "3a67865f87e0e6dfff6c694c94cf3ae3db018eacb3de366883542b104b3b481d"
+MODULE = "_rc100_fe2a70320b58"
+HASH = "fe2a70320b58bb7eb88a8182d72542048c175cb0730614de5bb07bb66a777a1f"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -301,10 +301,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_3a67865f87e0_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_fe2a70320b58_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_3a67865f87e0_py(void)
+PyMODINIT_FUNC PyInit__rc100_fe2a70320b58_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_033260f70cd3"
-HASH = "033260f70cd32cea463133f03fa7a7ff160964cbe429cd7968a0292028e66ac1"
+MODULE = "_rc20_41639c1bc8c1"
+HASH = "41639c1bc8c178f5c73bd534bc8a40f859a08cf0b4ec93aa9a572faaccd859fa"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -301,10 +301,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_033260f70cd3_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_41639c1bc8c1_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc20_033260f70cd3_py(void)
+PyMODINIT_FUNC PyInit__rc20_41639c1bc8c1_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -47,8 +47,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_d45998fa6ea5"
-HASH = "d45998fa6ea5f3e253e67bf4a35e16df506888ab68d4a501baa999dc7a385b07"
+MODULE = "_rc50_af9d79af01c9"
+HASH = "af9d79af01c9e3f62211d70c316f85bad8f84df9929136e1591013c1abdbfb3c"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

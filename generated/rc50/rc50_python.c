@@ -301,10 +301,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_d45998fa6ea5_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_af9d79af01c9_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc50_d45998fa6ea5_py(void)
+PyMODINIT_FUNC PyInit__rc50_af9d79af01c9_py(void)
 {
     import_array();
     return PyModule_Create(&module);
