@@ -45,6 +45,12 @@ def build_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("generated")
 
 
+# what most tests call; a test of other functions names them (functions=[...], or None for all),
+# which keeps the suite's compile time where it was before the frame functions
+DYNAMICS = ("forward_dynamics", "inverse_dynamics", "mass_matrix", "bias_forces", "kinetic_energy",
+            "potential_energy", "center_of_mass")
+
+
 class GeneratedModels:
     """Compiled models shared by the tests of one session, keyed by what they are.
 
@@ -71,6 +77,7 @@ class GeneratedModels:
         return os.path.join(self.build_dir, name if owner == digest else f"{name}-{digest}")
 
     def __call__(self, model, name, load_options=None, **generate_options):
+        generate_options.setdefault("functions", DYNAMICS)    # functions=None: all of them
         if isinstance(model, (str, os.PathLike)):
             model = scleron.load_model(model, **(load_options or {}))
         elif load_options:

@@ -57,7 +57,7 @@ def test_different_models_under_one_name_are_not_shared(cache):
 def test_options_are_part_of_the_key(cache):
     _, default = cache(chain(2), "chain")
     _, method2 = cache(chain(2), "chain", method=2)
-    assert method2 is not default and method2.options == {"method": 2}
+    assert method2 is not default and method2.options["method"] == 2
     assert method2.folder != default.folder
     assert cache(chain(2), "chain", method=2)[1] is method2
 

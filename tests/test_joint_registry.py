@@ -39,13 +39,16 @@ def test_model_tables_are_a_view_of_the_registry():
 @pytest.mark.parametrize("name", [n for n in REGISTRY if n != "composite"])
 def test_every_type_derives_with_its_default_parameters(name):
     jm = joint_model(name, {})
-    d = REGISTRY[name].default_dof
-    assert jm.dof == d == len(jm.q) == len(jm.qd) == joint_dof(name, {})
+    d, nq = REGISTRY[name].default_dof, REGISTRY[name].nq_of({})
+    assert jm.dof == d == len(jm.qd) == joint_dof(name, {}) and jm.nq == len(jm.q) == nq
+    assert nq == d or REGISTRY[name].configuration in ("quaternion", "se3")
     assert len(jm.coordinates) == d and jm.coordinates == coordinates_of(name, {})
     assert jm.S.shape == (6, d) and jm.Sdot.shape == (6, d) and jm.Sdot_qd.shape == (6, 1)
     assert jm.notes == REGISTRY[name].notes
     if d:
-        q = np.linspace(0.2, 0.6, d)                 # inside every spline's parameter range
+        q = np.linspace(0.2, 0.6, nq)                # inside every spline's parameter range
+        if nq != d:
+            q[-4:] /= np.linalg.norm(q[-4:])          # a unit quaternion
         G = jm.numeric("G", q)
         np.testing.assert_allclose(G[:3, :3].T @ G[:3, :3], np.eye(3), atol=1e-12)
         assert np.linalg.matrix_rank(jm.numeric("S", q), tol=1e-9) == d
@@ -61,6 +64,10 @@ def test_every_coordinate_says_what_it_means():
     """The lower pairs and chart joints give each coordinate a meaning with its unit."""
     for name, jt in REGISTRY.items():
         if jt.general or name == "composite":
+            continue
+        if jt.nq is not None:                       # quaternion joints: velocities, q entries
+            assert all("(rad/s)" in m or "(m/s)" in m for m in jt.meanings({})), name
+            assert len(jt.configuration_entries) == jt.nq, name
             continue
         for meaning in jt.meanings({}):
             assert "(rad)" in meaning or "(m)" in meaning, (name, meaning)

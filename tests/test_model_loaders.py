@@ -284,9 +284,14 @@ def test_urdf_fixed_link_inertia_merged_by_hand(tmp_path):
 
 def test_urdf_floating_planar_and_free_joints(tmp_path):
     m = load_urdf(write(tmp_path, "bot.urdf", HANDMADE), floating=True)
-    assert m.joints[0].name == "root_joint" and m.joints[0].type == "free"
-    assert m.joints[0].params == {"chart": "XYZ"} and m.bodies[0].name == "base"
-    assert m.bodies[0].inertia.mass == 5.0 and m.nq == 11
+    assert m.joints[0].name == "root_joint" and m.joints[0].type == "free_flyer"
+    assert m.bodies[0].name == "base" and m.bodies[0].inertia.mass == 5.0
+    assert (m.nq, m.nv) == (12, 11) and list(m.neutral()[:7]) == [0, 0, 0, 0, 0, 0, 1]
+    m = load_urdf(write(tmp_path, "bot.urdf", HANDMADE), floating="free")    # Euler angles
+    assert m.joints[0].type == "free" and m.joints[0].params == {"chart": "XYZ"}
+    assert m.nq == m.nv == 11
+    with pytest.raises(ValueError, match="floating must be"):
+        load_urdf(write(tmp_path, "bot.urdf", HANDMADE), floating="quaternion")
     text = f"""<robot name="p">
       <link name="ground"/>
       <link name="puck">{inertial(1)}</link>
@@ -295,10 +300,9 @@ def test_urdf_floating_planar_and_free_joints(tmp_path):
       <joint name="fly" type="floating"><parent link="ground"/><child link="drone"/><origin xyz="0 0 1"/></joint>
     </robot>"""
     m = load_urdf(write(tmp_path, "p.urdf", text))
-    assert [(j.name, j.type) for j in m.joints] == [("fly", "free"), ("slide2d", "planar")]
-    assert m.joints[0].params == {"chart": "XYZ"}
+    assert [(j.name, j.type) for j in m.joints] == [("fly", "free_flyer"), ("slide2d", "planar")]
     assert np.allclose(m.joints[1].params["normal"], [0, 0, 1])
-    assert m.nq == 9
+    assert (m.nq, m.nv) == (10, 9)
 
 
 def pin_compare(path, m, floating=False):

@@ -483,3 +483,42 @@ def test_plot_panels_keep_a_large_coordinate_from_flattening_the_others():
     assert [ax.get_ylabel() for ax in axes[:3]] == ["angles (rad), small", "angles (rad), large",
                                                      "lengths (m)"]
     assert axes[1].get_ylim()[1] > 300 > 2 > axes[0].get_ylim()[1]
+
+
+# -------------------------------------------------------------------------------------------------
+# quaternion joints: the steps move q on the manifold (RKMK), no chart switching
+
+
+QUATERNION_TUMBLER = """
+name: qtumbler
+gravity: [0, 0, 0]
+bodies:
+  - {name: box, parent: world, mass: 2, inertia: [0.1, 0.2, 0.3], joint: {type: free_flyer}}
+  - {name: arm, parent: box, mass: 0.5, com: [0.2, 0, 0], inertia: [0.01, 0.02, 0.02],
+     joint: {type: spherical_quat, xyz: [0.3, 0, 0]}}
+initial:
+  qd: {box_joint: [0.1, 0, -0.2, 1, 2, 0.5], arm_joint: [0.3, -1, 2]}
+"""
+
+
+def test_quaternion_joints_integrate_on_the_manifold_at_full_order(tmp_path, build):
+    """A free body with a quaternion ball, no gravity: the quaternions stay unit, energy and the
+    centre of mass's straight line are kept, and rk4 converges with order 4 (RKMK; 2 without the
+    dexp correction), rk45 to its tolerance, semi-implicit Euler with order 1."""
+    path = tmp_path / "qtumbler.yaml"
+    path.write_text(QUATERNION_TUMBLER)
+    model = scleron.load_model(str(path))
+    ref = simulate(model, 1.0, 0.005, out_dir=build, progress=False)
+    assert ref.q.shape[1] == model.nq == 11 and ref.qd.shape[1] == model.nv == 9
+    assert np.allclose(np.linalg.norm(ref.q[:, 3:7], axis=1), 1, atol=1e-13)
+    assert np.allclose(np.linalg.norm(ref.q[:, 7:11], axis=1), 1, atol=1e-13)
+    assert ref.energy_drift < 1e-9 and not ref.switches
+
+    def error(integrator, dt, **kw):
+        tr = simulate(model, 1.0, dt, integrator=integrator, out_dir=build, progress=False, **kw)
+        return np.abs(tr.q[-1] - ref.q[-1]).max()
+    e1, e2 = error("rk4", 0.04), error("rk4", 0.02)
+    assert 2 ** 3.6 < e1 / e2 < 2 ** 4.4
+    s1, s2 = error("semi-implicit", 0.02), error("semi-implicit", 0.01)
+    assert 1.7 < s1 / s2 < 2.3
+    assert error("rk45", 0.05, rtol=1e-11, atol=1e-11) < 1e-8

@@ -10,6 +10,7 @@ import glob
 import json
 import os
 import sys
+import threading
 import time
 
 from . import __version__
@@ -83,9 +84,72 @@ def _stored_functions(folder):
 
 
 def _table(rows, forms=None):
-    print(f"{'function':<18} {'statements':>10}  {'operations per call':<30} code")
+    width = max([18] + [len(f) for f in rows])
+    print(f"{'function':<{width}} {'statements':>10}  {'operations per call':<30} code")
     for fname, (stmts, counts) in rows.items():
-        print(f"{fname:<18} {stmts:>10}  {str(counts):<30} {(forms or {}).get(fname, '')}".rstrip())
+        print(f"{fname:<{width}} {stmts:>10}  {str(counts):<30} {(forms or {}).get(fname, '')}".rstrip())
+
+
+class CodegenProgress:
+    """codegen's progress lines on stderr: `scleron: 12.3 s: unroll: mass_matrix (3 of 7, ...)`.
+
+    A model of LOUD_FROM bodies or more gets every line at once. A smaller one stays silent
+    (its output is the summary alone) unless the run passes QUIET_FOR seconds: then the stage
+    it is in is printed, and the lines after it. While a stage runs, a line repeats it every
+    HEARTBEAT seconds with the time spent in it."""
+    LOUD_FROM = 300
+    QUIET_FOR = 10.0
+    HEARTBEAT = 15.0
+
+    def __init__(self, bodies, stream=None):
+        self.stream = stream or sys.stderr
+        self.loud = bodies >= self.LOUD_FROM
+        self.t0 = time.perf_counter()
+        self.message, self.since, self.printed = None, self.t0, None
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True)
+        self.thread.start()
+
+    def __call__(self, message):
+        with self.lock:
+            self.message, self.since = message, time.perf_counter()
+            if self.loud or self.since - self.t0 >= self.QUIET_FOR:
+                self._print(message)
+
+    def _print(self, text):
+        now = time.perf_counter()
+        self.printed = now
+        try:
+            self.stream.write(f"scleron: {now - self.t0:.1f} s: {text}\n")
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def _beat(self):
+        while not self.done.wait(1.0):
+            with self.lock:
+                now = time.perf_counter()
+                if self.message is None or (not self.loud and now - self.t0 < self.QUIET_FOR):
+                    continue
+                if self.printed is None:
+                    self._print(self.message)
+                elif now - self.printed >= self.HEARTBEAT:
+                    self._print(f"{self.message} (still running, {now - self.since:.0f} s)")
+
+    def close(self):
+        self.done.set()
+        self.thread.join()
+
+
+def _comma_list(text, option):
+    """A comma-separated option as a list of names (None when not given)."""
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise CommandError(f"{option} needs at least one name")
+    return names
 
 
 def cmd_codegen(args):
@@ -105,14 +169,21 @@ def cmd_codegen(args):
             from .pipeline import DEFAULT_CFLAGS
             cflags = [f"-O{args.opt}" if f.startswith("-O") else f for f in DEFAULT_CFLAGS]
         t0 = time.perf_counter()
-        generate(model, out, args.name, chunk=args.chunk, force=args.force,
-                 compile=not args.no_compile, report=report, cflags=cflags,
-                 method=int(args.method), mass_matrix=args.mass_matrix)
+        progress = CodegenProgress(len(model.bodies))
+        try:
+            generate(model, out, args.name, chunk=args.chunk, force=args.force,
+                     compile=not args.no_compile, report=report, cflags=cflags,
+                     method=int(args.method), mass_matrix=args.mass_matrix,
+                 functions=_comma_list(args.functions, "--functions"),
+                 frames=_comma_list(args.frames, "--frames"), progress=progress)
+        finally:
+            progress.close()
         t_generate = time.perf_counter() - t0
     except BaseException:
         _remove_empty(created)
         raise
-    print(f"{model.name}: {len(model.bodies)} bodies, nq = nv = {model.nv} -> {out}")
+    sizes = f"nq = nv = {model.nv}" if model.nq == model.nv else f"nq = {model.nq}, nv = {model.nv}"
+    print(f"{model.name}: {len(model.bodies)} bodies, {sizes} -> {out}")
     if report.edited:
         print(f"regenerated: {', '.join(report.edited)} differed from what scleron wrote "
               "(edited by hand?); the folder now holds the generated sources again")
@@ -191,6 +262,12 @@ def build_parser():
                    help="mass matrix code: unrolled (every entry straight-line, fastest for "
                         "small trees, grows as n^2), loop (world-frame columns, vectorised dot "
                         "products: O(n) code), auto (loop from 30 coordinates on; default)")
+    c.add_argument("--functions", metavar="F,G,...",
+                   help="generate only these functions (names or aliases, comma-separated; "
+                        "default all)")
+    c.add_argument("--frames", metavar="A,B,...",
+                   help="the frames the frame functions cover, in this order (default: every "
+                        "body, URDF link and declared frame)")
     c.add_argument("--force", action="store_true", help="regenerate even if up to date")
     c.add_argument("--no-compile", action="store_true", help="write the sources only")
     c.set_defaults(func=cmd_codegen)
@@ -199,10 +276,13 @@ def build_parser():
                        "derived quantities or the body tree")
     s.add_argument("model", help="model file (.yaml, .yml, .urdf)")
     short = [a for f in FUNCTIONS.values() for a in f.aliases[:1]]
-    s.add_argument("--function", choices=short + list(FUNCTIONS), metavar="|".join(short),
-                   help="print the unrolled program of this function (or its full name: "
-                        + ", ".join(FUNCTIONS) + "), grouped by recursion pass and body, with "
-                        "operation counts before and after simplification")
+    s.add_argument("--function", choices=short + list(FUNCTIONS), metavar="NAME",
+                   help="print the unrolled program of this function (a name or alias: "
+                        + ", ".join(f"{f.name} ({f.aliases[0]})" for f in FUNCTIONS.values()
+                                    if f.variant is None or f.variant[0] == f.name)
+                        + "; frame functions take _local or _world for the other references), "
+                        "grouped by recursion pass and body, with operation counts before and "
+                        "after simplification")
     s.add_argument("--body", metavar="NAME",
                    help="with --function: only the groups of this body (or joint)")
     s.add_argument("--joint", metavar="NAME", help="print this joint's coordinates, G, S and Sdot "

@@ -9,9 +9,11 @@ algebra) and its documentation. Everything else reads the spec: the unrolled pro
 Adding a generated function is one recursion plus one entry in FUNCTIONS.
 """
 from dataclasses import dataclass
+from typing import Callable
+from functools import partial
 from math import prod
 
-from .dynamics import recursions
+from .dynamics import configuration, derivatives, frames, recursions
 from .program import Program, ProgramAlgebra
 
 
@@ -39,6 +41,10 @@ class FunctionSpec:
     doc: str
     aliases: tuple = ()         # short names for `scleron show --function`
     forms: tuple = ("unrolled",)   # code shapes it can take (scleron.unroll.function_code)
+    variant: tuple = None       # (python name, ((option, value, default), ...)): the generated
+                                # Python function `python name` takes the options (keywords with
+                                # their default; None: required) and calls this one
+    by_default: Callable = None     # tree -> whether it is generated without being named
 
     def program(self, tree, prefix=None):
         """The straight-line Program of this function for one tree: inputs are program input
@@ -70,7 +76,7 @@ def flatten(value):
 
 
 def model_sizes(tree):
-    return {"nq": tree.nq, "nv": tree.nv}
+    return {"nq": tree.nq, "nv": tree.nv, "nframes": len(getattr(tree, "frames", ()))}
 
 
 def _in(name, dim="nv", doc=""):
@@ -79,6 +85,46 @@ def _in(name, dim="nv", doc=""):
 
 Q = _in("q", "nq", "configuration")
 QD = _in("qd", "nv", "velocity")
+QDD = _in("qdd", "nv", "acceleration")
+
+
+# The frame Jacobians' code grows with the sum over frames of the coordinates that move each
+# (n^2/2 for a chain of n bodies), and so do the one-frame functions: they are generated without
+# being named (--functions) while that sum is at most this; beyond it, name them for the frames
+# you need (--frames). Panda: 60, RC20: 210, RC50: 1275, RC100: 5050.
+FRAME_COLUMNS_BY_DEFAULT = 1000
+
+
+def few_frame_columns(tree):
+    return frames.frame_columns(tree) <= FRAME_COLUMNS_BY_DEFAULT
+
+
+# The derivative functions' outputs are nv x nv, their code O(nv^2) (the forward-dynamics
+# derivatives' products M^-1 dtau/dx: nv^3, below 24 coordinates): they are generated without
+# being named (--functions) only for trees of at most this many velocity coordinates, the
+# robots of the speed targets (panda 9, UR5 6, a quadruped's 12 joints), where the three add
+# about 5 s to a generation (panda 2 s -> 7 s). Measured on 2 busy cores, all three with fd, id:
+# solo12 with its free flyer (nv 18) 16 s (35k operations for the forward-dynamics
+# derivatives), RC20 38 s (68k), RC50 102 s (412k): name them (--functions fd_derivatives,...).
+DERIVATIVES_BY_DEFAULT_NV = 12
+
+
+def few_coordinates(tree):
+    return tree.nv <= DERIVATIVES_BY_DEFAULT_NV
+
+
+def referenced(name, inputs, output, recursion, doc, aliases=(), by_default=None):
+    """One spec per reference of frames.REFERENCES, the default (local_world_aligned) under
+    `name` and the others as `name_local`, `name_world`: the generated Python `name` takes
+    reference= and calls the one asked for."""
+    out = []
+    for ref in frames.REFERENCES:
+        suffix = "" if ref == frames.REFERENCES[0] else f"_{ref}"
+        out.append(FunctionSpec(name + suffix, inputs, (output,), partial(recursion, reference=ref),
+                                f"{doc}, reference {ref}", tuple(a + suffix for a in aliases),
+                                variant=(name, (("reference", ref, frames.REFERENCES[0]),)),
+                                by_default=by_default))
+    return out
 
 FUNCTIONS = {f.name: f for f in [
     FunctionSpec("forward_dynamics", (Q, QD, _in("tau", doc="joint forces")),
@@ -103,6 +149,94 @@ FUNCTIONS = {f.name: f for f in [
     FunctionSpec("center_of_mass", (Q,), (Argument("com", (3,), "centre of mass (world)"),),
                  recursions.center_of_mass, "the whole tree's centre of mass in world coordinates",
                  ("com",)),
+    FunctionSpec("com_jacobian", (Q,), (Argument("Jcom", (3, "nv"), "centre of mass Jacobian"),),
+                 frames.com_jacobian, "d com / d q (world), row-major 3 x nv", ("jcom",)),
+    FunctionSpec("frame_placements", (Q,), (Argument("oMf", ("nframes", 4, 4), "frame placements"),),
+                 frames.frame_placements,
+                 "the world placement [[R, p], [0, 1]] of every frame (frame_names)", ("placements",)),
+    FunctionSpec("integrate", (Q, _in("v", doc="velocity"), Argument("dt", (), "time step")),
+                 (_in("q_next", "nq", "configuration reached"),), configuration.integrate,
+                 "q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))",
+                 ("int",)),
+    FunctionSpec("difference", (_in("q0", "nq", "configuration"), _in("q1", "nq", "configuration")),
+                 (_in("v", doc="velocity"),), configuration.difference,
+                 "q1 (-) q0: the v with integrate(q0, v, 1) = q1", ("diff",)),
+    *referenced("frame_jacobians", (Q,), Argument("J", ("nframes", 6, "nv"), "frame Jacobians"),
+                frames.frame_jacobians, "J_f with twist [w; v] = J_f qd, every frame", ("jacobians",),
+                few_frame_columns),
+    *referenced("frame_velocities", (Q, QD), Argument("vf", ("nframes", 6), "frame twists [w; v]"),
+                frames.frame_velocities, "the twist [w; v] of every frame", ("velocities",)),
+    *referenced("frame_accelerations", (Q, QD, QDD),
+                Argument("af", ("nframes", 6), "classical accelerations [dw/dt; a]"),
+                frames.frame_accelerations,
+                "the classical acceleration [dw/dt; a of the origin] of every frame",
+                ("accelerations",)),
+    FunctionSpec("mass_matrix_inverse", (Q,),
+                 (Argument("Minv", ("nv", "nv"), "inverse mass matrix"),),
+                 derivatives.mass_matrix_inverse,
+                 "M(q)^-1, row-major nv x nv, from the articulated-body factorisation "
+                 "(Carpentier 2018)", ("minv",), by_default=few_coordinates),
+    FunctionSpec("inverse_dynamics_derivatives", (Q, QD, QDD),
+                 (Argument("dtau_dq", ("nv", "nv"), "d tau / d q (tangent space: nv columns)"),
+                  Argument("dtau_dqd", ("nv", "nv"), "d tau / d qd"),
+                  Argument("M", ("nv", "nv"), "d tau / d qdd, the mass matrix")),
+                 derivatives.inverse_dynamics_derivatives,
+                 "d tau/dq, d tau/dqd and M at (q, qd, qdd), row-major nv x nv each (Carpentier & "
+                 "Mansard 2018; q columns along integrate(q, v), as Pinocchio's)",
+                 ("id_derivatives", "idd"), by_default=few_coordinates),
+    FunctionSpec("forward_dynamics_derivatives", (Q, QD, _in("tau", doc="joint forces")),
+                 (Argument("dqdd_dq", ("nv", "nv"), "d qdd / d q (tangent space: nv columns)"),
+                  Argument("dqdd_dqd", ("nv", "nv"), "d qdd / d qd"),
+                  Argument("Minv", ("nv", "nv"), "d qdd / d tau, the inverse mass matrix")),
+                 derivatives.forward_dynamics_derivatives,
+                 "d qdd/dq, d qdd/dqd and M^-1 at (q, qd, tau), row-major nv x nv each: "
+                 "-M^-1 d tau/dx at qdd = FD(q, qd, tau) (Carpentier & Mansard 2018)",
+                 ("fd_derivatives", "fdd"), by_default=few_coordinates),
+]}
+
+
+# ---- functions of one frame: one C function per frame (and reference) of the model ---------------
+# frame_jacobian(q, "tool") costs that frame's work only (its body's ancestors), where
+# frame_jacobians(q)[k] computes every frame. Generated by default with the frame Jacobians.
+OPTION_DEFAULTS = {"reference": frames.REFERENCES[0]}     # options without one are required
+
+
+@dataclass(frozen=True)
+class FrameFunction:
+    """A family of per-frame functions: for frame k of the tree (and each reference when
+    referenced), the spec `name_k[_reference]` computing `all_frames` for that frame alone."""
+    name: str
+    all_frames: str             # the FUNCTIONS entry it computes one frame of
+    recursion: object           # that entry's recursion, taking reference= when referenced
+    referenced: bool
+    doc: str
+    by_default: Callable = None
+
+    def specs(self, tree):
+        """The concrete specs for the frames of this tree (Tree.frames, in order)."""
+        out = FUNCTIONS[self.all_frames].outputs[0]
+        one = Argument(out.name, out.shape[1:], out.doc)          # without the nframes axis
+        refs = frames.REFERENCES if self.referenced else (None,)
+        specs = []
+        for k, f in enumerate(tree.frames):
+            for ref in refs:
+                suffix = "" if ref in (None, frames.REFERENCES[0]) else f"_{ref}"
+                kw = {"reference": ref} if ref else {}
+                options = (("frame", f.name, None),) + tuple((o, v, OPTION_DEFAULTS[o])
+                                                             for o, v in kw.items())
+                specs.append(FunctionSpec(
+                    f"{self.name}_{k}{suffix}", FUNCTIONS[self.all_frames].inputs, (one,),
+                    partial(frames.one_frame, function=self.recursion, index=k, **kw),
+                    f"{self.doc} of frame {f.name}" + (f", reference {ref}" if ref else ""),
+                    variant=(self.name, options)))
+        return specs
+
+
+FRAME_FUNCTIONS = {f.name: f for f in [
+    FrameFunction("frame_placement", "frame_placements", frames.frame_placements, False,
+                  "the world placement [[R, p], [0, 1]]", few_frame_columns),
+    FrameFunction("frame_jacobian", "frame_jacobians", frames.frame_jacobians, True,
+                  "J with twist [w; v] = J qd", few_frame_columns),
 ]}
 
 

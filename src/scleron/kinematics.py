@@ -28,7 +28,7 @@ from .joints.library import _freeze
 def configuration(model, q=None):
     """q as a float array of length nq: the given values, else the model's initial q, else 0."""
     if q is None:
-        q = model.q0 if getattr(model, "q0", None) is not None else np.zeros(model.nq)
+        q = model.q0 if getattr(model, "q0", None) is not None else model.neutral()
     try:
         q = np.asarray(q, dtype=float).reshape(-1)
     except (TypeError, ValueError):
@@ -66,7 +66,7 @@ def joint_transform(jtype, params=None):
 @lru_cache(maxsize=None)
 def _joint_transform_cached(jtype, frozen):
     jm = joint_model(jtype, frozen)
-    if jm.dof == 0:
+    if jm.nq == 0:
         return lambda Q: (np.broadcast_to(np.eye(3), (len(Q), 3, 3)).copy(), np.zeros((len(Q), 3)))
     if jm.light:                    # DAG-shaped entries (splines, ellipsoids): the library's own
         return _by_sample(jm)       # evaluator, which does not print them as trees
@@ -90,8 +90,8 @@ def _lambdified(jm):
         fns.append(f)
 
     def batch(Q):
-        Q = np.asarray(Q, dtype=float).reshape(len(Q), jm.dof)
-        cols = [Q[:, k] for k in range(jm.dof)]
+        Q = np.asarray(Q, dtype=float).reshape(len(Q), jm.nq)
+        cols = [Q[:, k] for k in range(jm.nq)]
         vals = np.empty((12, len(Q)))
         for i, fn in enumerate(fns):
             vals[i] = fn(*cols)             # constants broadcast
@@ -119,8 +119,8 @@ class Kinematics:
         self.placements = [homogeneous(j.origin.rotation, j.origin.translation) for j in model.joints]
         self.slices, k = [], 0
         for j in model.joints:
-            self.slices.append(slice(k, k + j.dof))
-            k += j.dof
+            self.slices.append(slice(k, k + j.nq))
+            k += j.nq
         self.transforms = [joint_transform(j.type, j.params) for j in model.joints]
 
     def frames(self, Q):

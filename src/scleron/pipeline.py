@@ -2,7 +2,8 @@
 
 The one place that wires the layers together. Each stage is timed; the result is cached by a
 content hash of (model, options, scleron version, templates), so regenerating an unchanged
-model costs only the hash.
+model costs only the hash. `progress=` (a callable taking one line of text) hears each stage
+start, each function's unrolling and the compiler's parts: a large model takes minutes.
 """
 import hashlib
 import json
@@ -12,14 +13,15 @@ from dataclasses import dataclass, field
 
 from . import __version__
 from .backends import backend as get_backend
+from .backends.c.build import compile_folder
 from .backends.c.render import c_comment, c_identifier  # noqa: F401  (names for C and Python)
-from .backends.folders import (discard_temp_folder, edited_sources, install_folder,
+from .backends.folders import (clean_stale, discard_temp_folder, edited_sources, install_folder,
                                make_temp_folder)
 from .dynamics.checks import check_model_dynamics
-from .dynamics.tree import Tree
-from .functions import FUNCTIONS
+from .dynamics.tree import Tree, configuration_meanings
+from .functions import FRAME_FUNCTIONS, FUNCTIONS, function_spec
 from .model import model_to_dict
-from .unroll import function_code
+from .unroll import FORMS, function_code
 
 # -fno-math-errno and -fno-trapping-math change no result (no errno, no FP traps are used);
 # they let gcc inline and vectorise floor/sqrt; -ffp-contract=fast allows FMA.
@@ -68,8 +70,7 @@ def source_fingerprint():
 
 def cache_key(model, options):
     blob = json.dumps({"model": model_to_dict(model), "options": options, "version": __version__,
-                       "templates": template_texts(), "functions": list(FUNCTIONS),
-                       "code": source_fingerprint()}, sort_keys=True)
+                       "templates": template_texts(), "code": source_fingerprint()}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -91,13 +92,44 @@ def mass_form(nv, form="auto"):
     return form
 
 
-def _options(name, chunk, cflags, method, mass):
+def _options(name, chunk, cflags, method, mass, functions=None, frames=None):
     opts = {"name": name, "chunk": chunk, "cflags": cflags}
+    if functions is not None:                       # else the defaults, a function of the model
+        opts["functions"] = selected_functions(functions)
+    if frames is not None:
+        opts["frames"] = list(frames)
     if method != 1:
         opts["method"] = method
     if mass != "unrolled":
         opts["mass_matrix"] = mass
     return opts
+
+
+def selected_functions(functions=None, tree=None):
+    """The names of the functions to generate, in FUNCTIONS then FRAME_FUNCTIONS order: those
+    named (names or aliases; naming a function with variants, e.g. frame_jacobians, takes them
+    all), or by default every function whose spec's by_default(tree) allows it (the frame
+    Jacobians: their code grows with the frames' columns)."""
+    every = {**FUNCTIONS, **FRAME_FUNCTIONS}
+    if functions is None:
+        return [f for f, s in every.items()
+                if s.by_default is None or tree is None or s.by_default(tree)]
+    if isinstance(functions, str):
+        functions = [functions]
+    wanted = {f if f in FRAME_FUNCTIONS else function_spec(f).name for f in functions}
+    wanted |= {s.name for s in FUNCTIONS.values() if s.variant and s.variant[0] in wanted}
+    if not wanted:
+        raise ValueError("functions: name at least one function")
+    return [f for f in every if f in wanted]
+
+
+def function_specs(names, tree):
+    """The specs of the selected functions for this tree: FUNCTIONS entries as they are, the
+    per-frame families (FRAME_FUNCTIONS) one spec per frame and reference."""
+    out = []
+    for f in names:
+        out += FRAME_FUNCTIONS[f].specs(tree) if f in FRAME_FUNCTIONS else [FUNCTIONS[f]]
+    return out
 
 
 def code_form(spec, method, mass):
@@ -119,6 +151,8 @@ class Generation:
     nq: int
     nv: int
     joint_names: list
+    frame_names: list
+    neutral: list
     coordinate_names: list
     coordinate_descriptions: list
     gravity: list
@@ -129,13 +163,32 @@ class Generation:
     mass_form: str
 
 
+def _silent(message):
+    pass
+
+
+def _unroll(tree, names, prefix, method, mass, progress):
+    """The FunctionCode of each named function, telling progress which one is unrolled."""
+    codes = []
+    specs = function_specs(names, tree)
+    for i, spec in enumerate(specs, 1):
+        form = code_form(spec, method, mass)
+        progress(f"unroll: {spec.name} ({i} of {len(specs)}, {FORMS[form]})")
+        codes.append(function_code(tree, spec, prefix, form))
+    return codes
+
+
 def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method=1,
-                  mass_matrix="auto", backend="c"):
+                  mass_matrix="auto", backend="c", functions=None, frames=None, progress=None):
     """Derive, unroll and render: returns (files dict, report, cache key). Nothing is written.
 
     method: 1 = everything unrolled (S&G Method I); 2 = forward dynamics' passes 4-6 as loops
     over the bodies calling one small kernel per joint class (S&G Method II).
-    mass_matrix: 'unrolled', 'loop' or 'auto' (see mass_form)."""
+    mass_matrix: 'unrolled', 'loop' or 'auto' (see mass_form).
+    functions: the functions to generate (default all; selected_functions); frames: the frames
+    the frame functions cover, by name (default every frame of the model).
+    progress: None, or a callable taking one line of text per stage and function."""
+    progress = progress or _silent
     name = c_identifier(name or model.name)
     cflags = list(cflags or DEFAULT_CFLAGS)
     report = report or Report(name, model.nv)
@@ -145,23 +198,25 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         raise ValueError(f"chunk must be a positive number of statements, not {chunk!r}")
     model.validate()          # a model built or changed in Python gets the loaders' checks
     mass = mass_form(model.nv, mass_matrix)
-    key = cache_key(model, _options(name, chunk, cflags, method, mass))
+    key = cache_key(model, _options(name, chunk, cflags, method, mass, functions, frames))
     t0 = time.perf_counter()
-    tree = Tree(model)
+    progress(f"derive: {len(model.bodies)} bodies, nv = {model.nv}: the joints, then the checks "
+             "of the dynamics before unrolling")
+    tree = Tree(model, frames)
     check_model_dynamics(tree, source=model.source, q0=model.q0)   # clear errors, not NaNs
     t1 = time.perf_counter()
     report.times["derive"] = t1 - t0
-    codes = [function_code(tree, spec, name, code_form(spec, method, mass))
-             for spec in FUNCTIONS.values()]
+    codes = _unroll(tree, selected_functions(functions, tree), name, method, mass, progress)
     t2 = time.perf_counter()
     report.times["unroll"] = t2 - t1
     gen = Generation(
         name=name, model_name=model.name,
         source=os.path.basename(str(model.source)) if model.source else "Python model",
         version=__version__, key=key, nq=tree.nq, nv=tree.nv, joint_names=tree.joint_names,
-        coordinate_names=tree.coordinate_names(), coordinate_descriptions=_coordinate_doc(tree),
+        frame_names=[f.name for f in tree.frames], neutral=tree.neutral, coordinate_names=tree.coordinate_names(), coordinate_descriptions=_coordinate_doc(tree),
         gravity=tree.gravity, functions=codes, chunk=chunk, cflags=cflags, method=method,
         mass_form=mass)
+    progress(f"render: {backend.upper()} code of {len(codes)} functions")
     files, stats = get_backend(backend).render(gen)
     for code in codes:
         report.functions[code.spec.name] = stats[code.spec.name]
@@ -182,8 +237,8 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
 def _coordinate_doc(tree):
     out = []
     for b in tree.bodies:
-        for k, meaning in enumerate(b.joint.coordinates):
-            label = b.joint_name if b.dof == 1 else f"{b.joint_name}[{k}]"
+        for k, meaning in enumerate(configuration_meanings(b)):
+            label = b.joint_name if b.nq == 1 else f"{b.joint_name}[{k}]"
             out.append(f"{label}: {b.joint.type} joint of body {b.name}, {meaning}")
     return out
 
@@ -210,11 +265,15 @@ def write_sources(files, folder):
 
 
 def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=False,
-             compile=True, report=None, method=1, mass_matrix="auto"):
+             compile=True, report=None, method=1, mass_matrix="auto", functions=None,
+             frames=None, progress=None):
     """Derive, unroll, render and compile the model's dynamics into out_dir; load it back.
 
     Returns the generated module: nq, nv, joint_names, forward_dynamics, inverse_dynamics,
-    mass_matrix, bias_forces. Cached: an unchanged model with the same options is not rebuilt.
+    mass_matrix, bias_forces, ... (functions=: a selection, default all; frames=: the frames
+    of the frame functions, default all). Cached: an unchanged model with the same options is
+    not rebuilt. progress: None, or a callable taking one line of text per stage, function and
+    compiled part of the C code (a model of thousands of bodies takes minutes).
     """
     if isinstance(model, (str, os.PathLike)):
         from .model import load_model
@@ -223,18 +282,23 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     out_dir = out_dir or os.path.join("generated", name)
     cflags = list(cflags or DEFAULT_CFLAGS)
     report = report if report is not None else Report(name, model.nv)
-    key = cache_key(model, _options(name, chunk, cflags, method, mass_form(model.nv, mass_matrix)))
+    progress = progress or _silent
+    key = cache_key(model, _options(name, chunk, cflags, method, mass_form(model.nv, mass_matrix),
+                                    functions, frames))
     hit, report.edited = _cached(out_dir, key) if not force else (False, [])
     if hit:
         report.cache_hit = True
+        clean_stale(out_dir)             # what killed runs left next to the folder
         return get_backend("c").load(out_dir) if compile else None
-    files, report, key = build_sources(model, name, chunk, cflags, report, method, mass_matrix)
+    files, report, key = build_sources(model, name, chunk, cflags, report, method, mass_matrix,
+                                       functions=functions, frames=frames, progress=progress)
     tmp = make_temp_folder(out_dir)
     try:
+        progress(f"write: {sum(len(t) for t in files.values()) / 1e6:.1f} MB of sources into {tmp}")
         write_sources(files, tmp)
         if compile:
             t0 = time.perf_counter()
-            get_backend("c").compile(tmp, name)
+            compile_folder(tmp, name, progress=progress)
             report.times["compile"] = time.perf_counter() - t0
         install_folder(tmp, out_dir)
     finally:

@@ -28,6 +28,7 @@ from .backends.c.render import c_comment, c_identifier
 from .errors import ModelError
 from .functions import function_spec, model_sizes
 from .joints import joint_model
+from .joints.registry import joint_type
 from .model import WORLD
 from .program.algebra import Algebra, Section
 
@@ -179,6 +180,9 @@ def joint_text(model, j, what="all", fmt="text"):
     G = Q if identity else (X * Q if jm.light else (X * Q).applyfunc(sp.expand))
     head = f"joint {j.name}: {j.type}, parent {j.parent} -> body {j.child}, {jm.dof} DOF"
     coords = [(sym, meaning) for sym, meaning in zip(jm.q, jm.coordinates)]
+    if jm.nq != jm.dof:                 # a quaternion joint: q's entries, then v's
+        entries = joint_type(j.type).configuration_entries
+        coords = list(zip(jm.q, entries)) + list(zip(jm.qd, jm.coordinates))
     items = []
     if what in ("all", "G"):
         if not identity:
@@ -614,7 +618,7 @@ def _output_body(tree, shape, k):
         return None
     idx = divmod(k, shape[1])[0] if len(shape) == 2 else k
     for b in tree.bodies:
-        if b.q_start <= idx < b.q_start + b.dof:
+        if b.v_start <= idx < b.v_start + b.dof:
             return b.index
     return None
 
@@ -643,7 +647,7 @@ def _function_c(cs, spec, tree, groups, target, title, io, summary, per_pass, sh
         if target is None:
             lines.append(f"    double sq[{tree.nq}], cq[{tree.nq}];")
         for i, (arr, k) in sorted(cs.trig.items(), key=lambda x: (x[1][1], x[1][0])):
-            if target is None or _output_body(tree, (tree.nq,), k) == target.index:
+            if target is None or target.q_start <= k < target.q_start + target.nq:
                 lines.append(f"    {arr}[{k}] = {prog.ops[i]}(q[{k}]);")
     stores = cs.stores()
     for g in groups:

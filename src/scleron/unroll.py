@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from .dynamics import recursions
 from .dynamics.tree import Tree
-from .functions import function_spec
+from .functions import function_spec, model_sizes
 from .program import OpCounts, Program, ProgramAlgebra
 
 
@@ -42,7 +42,7 @@ class FunctionCode:
 
 def function_code(tree, spec, prefix, form="unrolled"):
     """The FunctionCode of a spec in a form (unrolled, method2, mass_loop)."""
-    sizes = {"nq": tree.nq, "nv": tree.nv}
+    sizes = model_sizes(tree)
     if form == "method2":
         m2 = unroll_method2(tree, prefix)
         return FunctionCode(spec, form, m2.prologue, sizes, m2)
@@ -246,7 +246,8 @@ def unroll_method2(tree, name=None):
     name = name or tree.name
     prog = Program(f"{name}_forward_dynamics")
     alg = ProgramAlgebra(prog)
-    q, qd, tau = (prog.input_vector(a, tree.nv) for a in ("q", "qd", "tau"))
+    q = prog.input_vector("q", tree.nq)
+    qd, tau = (prog.input_vector(a, tree.nv) for a in ("qd", "tau"))
     kins = recursions.joint_kinematics(tree, alg, q, qd)
     tau_bar = recursions.tau_bar_pass(tree, alg, kins, q, qd, tau)
     classes, by_key, bodies, stored = [], {}, [], []
@@ -261,7 +262,7 @@ def unroll_method2(tree, name=None):
             by_key[key] = JointClass(len(classes), key, b.dof, b.parent < 0, pattern)
             classes.append(by_key[key])
         cls = by_key[key]
-        bodies.append({"parent": b.parent, "cls": cls.index, "koff": len(stored), "qs": b.q_start,
+        bodies.append({"parent": b.parent, "cls": cls.index, "koff": len(stored), "qs": b.v_start,
                        "dof": b.dof, "loff": nl, "name": b.name})
         stored += [x for x, p in zip(entries, pattern) if p is None]
         nl += ldl_size(b.dof)
@@ -309,7 +310,7 @@ def unroll_mass_loop(tree, name=None):
         tree = Tree(tree)
     prog = Program(f"{name or tree.name}_mass_matrix")
     alg = ProgramAlgebra(prog)
-    Sw, Fw = recursions.world_columns(tree, alg, prog.input_vector("q", tree.nv))
+    Sw, Fw = recursions.world_columns(tree, alg, prog.input_vector("q", tree.nq))
     prog.set_outputs("Sw", [Sw[c][k] for k in range(6) for c in range(tree.nv)])
     prog.set_outputs("Fw", [Fw[c][k] for k in range(6) for c in range(tree.nv)])
     upper_of = recursions.ancestor_ranges(tree)

@@ -8,10 +8,12 @@
   processes installing into one folder take turns; the last one wins and both results are
   valid. Loading under the same lock never sees a folder in the middle of a swap.
 - An interrupted run loses nothing. A process killed mid-build leaves only its temporary
-  folder; the next run removes such folders once they are STALE_AFTER seconds old and no
-  living process holds them (each builder holds a shared flock on its temporary folder). A
-  process killed between the two renames of an install leaves the previous folder under
-  `.NAME.old-*`; the next install or load renames it back.
+  folder. Each builder holds a shared flock on its temporary folder and writes its pid and
+  host into it (OWNER_FILE, removed before the install); the next run removes a folder no
+  living process holds at once when its owner is a dead process of this host, and otherwise
+  (no owner file, another host) once it is STALE_AFTER seconds old. A process killed between
+  the two renames of an install leaves the previous folder under `.NAME.old-*`; the next
+  install or load renames it back.
 - An existing output folder is only ever replaced when it is empty or a scleron output folder
   (it has a scleron.json): `-o ~/Documents` is refused, not deleted.
 """
@@ -19,6 +21,7 @@ import glob
 import hashlib
 import os
 import shutil
+import socket
 import tempfile
 import time
 import uuid
@@ -31,6 +34,7 @@ except ImportError:              # Windows: no flock; installs are still atomic 
     fcntl = None
 
 STALE_AFTER = 3600.0             # seconds after which an unheld temporary folder is debris
+OWNER_FILE = ".scleron-owner"    # in a temporary folder: "PID HOST" of the process building there
 _held = {}                       # temporary folder -> fd holding a shared flock on it
 _made = {}                       # temporary folder -> parent folders created for it
 
@@ -113,9 +117,45 @@ def _check_replaceable(out_dir):
                          "scleron.json): refusing to replace it; choose another output folder")
 
 
+def _write_owner(folder):
+    """Records this process as the folder's builder (without it, the age rule still applies)."""
+    try:
+        with open(os.path.join(folder, OWNER_FILE), "w") as fh:
+            fh.write(f"{os.getpid()} {socket.gethostname()}\n")
+    except OSError:
+        pass
+
+
+def _owner_is_dead(folder):
+    """True when the folder's owner file names a process of this host that no longer exists
+    (a run killed with kill -9, or a crash); False when it lives, or cannot be told."""
+    try:
+        with open(os.path.join(folder, OWNER_FILE)) as fh:
+            pid, host = fh.read().split()
+        pid = int(pid)
+    except (OSError, ValueError):
+        return False
+    if os.name != "posix" or pid <= 0 or host != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)                  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return True
+    except OSError:                      # it exists (another user's process)
+        return False
+    return False
+
+
+def _is_debris(path, age, max_age):
+    if path in _held or not os.path.isdir(path) or not _unheld(path):
+        return False
+    return _owner_is_dead(path) or age > max_age
+
+
 def clean_stale(out_dir, max_age=STALE_AFTER):
-    """Removes leftover `.NAME.tmp-*` folders of killed runs: older than max_age seconds and
-    held by no process. Returns the removed paths."""
+    """Removes leftover `.NAME.tmp-*` folders of killed runs, held by no process: at once when
+    their owner process is dead, otherwise once older than max_age seconds. Returns the
+    removed paths."""
     out_dir, parent, base = _parts(out_dir)
     removed = []
     now = time.time()
@@ -124,7 +164,7 @@ def clean_stale(out_dir, max_age=STALE_AFTER):
             age = now - os.lstat(path).st_mtime
         except OSError:
             continue
-        if age > max_age and os.path.isdir(path) and path not in _held and _unheld(path):
+        if _is_debris(path, age, max_age):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
@@ -145,6 +185,7 @@ def make_temp_folder(out_dir):
     tmp = tempfile.mkdtemp(prefix=f".{base}.tmp-", dir=parent)
     os.chmod(tmp, 0o755)
     _hold(tmp)
+    _write_owner(tmp)
     _made[os.path.abspath(tmp)] = missing
     return tmp
 
@@ -210,6 +251,10 @@ def install_folder(tmp, out_dir):
     lock (load_package) sees the old or the new folder, never a mixture or none."""
     out_dir, parent, base = _parts(out_dir)
     tmp = os.path.abspath(tmp)
+    try:
+        os.remove(os.path.join(tmp, OWNER_FILE))    # the result is not a build in progress
+    except FileNotFoundError:
+        pass
     _fsync_tree(tmp)
     try:
         with _dir_lock(parent):

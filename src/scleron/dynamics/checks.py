@@ -6,8 +6,8 @@ cannot accelerate: a revolute joint turning a point mass that sits on its axis, 
 joint whose subtree is massless but has rotational inertia, a joint that moves its subtree
 exactly as the joint before it does. Each of these makes M(q) singular at every q, so forward
 dynamics would divide by zero. check_nonsingular finds them numerically: the LDL^T of M at a
-few configurations (the numeric reference recursion, FloatAlgebra), and a coordinate whose
-pivot vanishes at every one of them is named.
+few configurations (the numeric reference recursion, FloatAlgebra): singular at every one of
+them, the model is refused, naming the coordinate whose pivot vanishes most often.
 """
 import math
 import random
@@ -16,11 +16,14 @@ import numpy as np
 
 from ..errors import ModelError
 from ..program.algebra import FloatAlgebra
+from .configuration import normalized
 from .recursions import bias_forces, mass_matrix
 
 # a pivot below this fraction of the mass matrix's largest diagonal entry counts as zero
 # (rounding leaves ~1e-16 of it; real robots' smallest pivots are above ~1e-10 of it)
 PIVOT_RTOL = 1e-12
+# the tree keeps entries of the spatial inertias below this as exact zeros (dynamics.tree._clean)
+ROUNDED_TO_ZERO = 1e-15
 SAMPLES = 2                     # random configurations besides q = 0
 SEED = 20240531
 
@@ -33,61 +36,105 @@ def ldl_pivots(M):
     A = np.array(M, dtype=float)
     n = A.shape[0]
     scale = float(np.abs(np.diag(A)).max()) if n else 0.0
+    if not 0.0 < scale < math.inf:              # zero, or not finite: nothing to eliminate
+        return np.diag(A).tolist(), scale
+    # eliminate in units of the scale: the entries of a semi-definite A / scale are at most 1
+    # and the pivots used at least PIVOT_RTOL, so no product overflows however large M is
+    A /= scale
     d = np.zeros(n)
-    for k in range(n):
-        d[k] = A[k, k]
-        if d[k] > PIVOT_RTOL * scale:
-            A[k + 1:, k + 1:] -= np.outer(A[k + 1:, k], A[k, k + 1:]) / d[k]
-    return d.tolist(), scale
+    with np.errstate(all="ignore"):             # an indefinite M (extreme inertias) may
+        for k in range(n):                      # overflow: its pivots come out inf or nan,
+            d[k] = A[k, k]                      # and nan counts as vanishing below
+            if d[k] > PIVOT_RTOL:
+                A[k + 1:, k + 1:] -= np.outer(A[k + 1:, k], A[k, k + 1:]) / d[k]
+        return (d * scale).tolist(), scale
 
 
 def _samples(tree, samples, seed):
     rng = random.Random(seed)
-    out = [[0.0] * tree.nq]
+    out = [list(tree.neutral)]
     # coordinates in (0.1, 0.9): inside every spline's parameter range, away from the Euler
-    # charts' singular angles (0, pi/2, pi) and from the surfaces' poles
+    # charts' singular angles (0, pi/2, pi) and from the surfaces' poles; unit quaternions
     for _ in range(samples):
-        out.append([rng.uniform(0.1, 0.9) for _ in range(tree.nq)])
+        out.append(normalized(tree, [rng.uniform(0.1, 0.9) for _ in range(tree.nq)]))
     return out
 
 
 def _owner(tree, k):
     for b in tree.bodies:
-        if b.q_start <= k < b.q_start + b.dof:
-            return b, k - b.q_start
+        if b.v_start <= k < b.v_start + b.dof:
+            return b, k - b.v_start
     raise IndexError(k)                         # pragma: no cover
 
 
+def _coordinate(tree, k):
+    """(body, label, meaning) of velocity coordinate k: its joint's name, indexed where the
+    joint has several."""
+    b, c = _owner(tree, k)
+    label = b.joint_name if b.dof == 1 else f"{b.joint_name}[{c}]"
+    return b, label, b.joint.coordinates[c] if c < len(b.joint.coordinates) else ""
+
+
 def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED, configurations=None):
-    """Raise ModelError naming the joint (and its coordinate) whose pivot in the LDL^T of the mass
-    matrix vanishes, relative to the matrix's scale, at q = 0 and at `samples` random
-    configurations (fixed seed). `tree` is a dynamics.tree.Tree; `source` (the model file) goes
-    into the error. Returns None when M is regular at one of the configurations at least in
-    every coordinate."""
+    """Raise ModelError when the mass matrix is singular at q = 0 and at `samples` random
+    configurations (fixed seed): some pivot of its LDL^T vanishes, relative to the matrix's
+    scale, at every one of them. The error names the joint (and its coordinate) whose pivot
+    vanishes most often. `tree` is a dynamics.tree.Tree; `source` (the model file) goes into
+    the error. Returns None when M is regular at one of the configurations.
+
+    Not "the same coordinate at every configuration": which pivot of a rank-deficient M
+    vanishes depends on q (a revolute joint about x carrying a free flyer: the flyer's angle
+    about x at q = 0, its angle about z at a random q, as the flyer's axes turn)."""
     if tree.nv == 0:
         return
     alg = FloatAlgebra()
-    vanishing = None                            # coordinates singular at every sample so far
-    for q in configurations or _samples(tree, samples, seed):
+    configurations = configurations or _samples(tree, samples, seed)
+    count = [0] * tree.nv                       # at how many configurations each pivot vanishes
+    largest = [0.0] * tree.nv                   # each one's largest vanishing pivot (message)
+    for q in configurations:
         d, scale = ldl_pivots(mass_matrix(tree, alg, q))
         if scale <= 0.0 or not math.isfinite(scale):
             here = set(range(tree.nv))
         else:
             here = {k for k, dk in enumerate(d) if not dk > PIVOT_RTOL * scale}
-        vanishing = here if vanishing is None else vanishing & here
-        if not vanishing:
-            return
-    k = min(vanishing)
-    b, c = _owner(tree, k)
-    coordinate = b.joint_name if b.dof == 1 else f"{b.joint_name}[{c}]"
-    meaning = b.joint.coordinates[c] if c < len(b.joint.coordinates) else ""
+        if not here:
+            return                              # regular here: not a singular model
+        for k in here:
+            count[k] += 1
+            largest[k] = max(largest[k], d[k])
+    k = max(range(tree.nv), key=lambda i: (count[i], -i))
+    b, coordinate, meaning = _coordinate(tree, k)
     raise ModelError(
         f"the mass matrix is singular: coordinate {coordinate} ({meaning}) of this {b.joint.type} "
         f"joint moves nothing with mass or inertia that the joints before it do not already move "
-        f"(body '{b.name}' and the bodies beyond it; its pivot in M = L D L^T is below "
-        f"{PIVOT_RTOL:g} of the matrix's scale at q = 0 and at {samples} random configurations). "
-        "Give the body mass off the joint's axis or rotational inertia about it, or fix the joint",
-        source=source, element=f"joint '{b.joint_name}'")
+        f"(body '{b.name}' and the bodies beyond it): M = L D L^T has a vanishing pivot (below "
+        f"{PIVOT_RTOL:g} of the matrix's scale {scale:.3g}) at each of the {len(configurations)} "
+        f"configurations tried, this coordinate's at {count[k]} of them (at most "
+        f"{largest[k]:.3g}). "
+        "Give the body mass off the joint's axis or rotational inertia about it (masses and "
+        f"inertias below {ROUNDED_TO_ZERO:g}, and pivots below {PIVOT_RTOL:g} of the scale, "
+        "count as 0), or fix the joint",
+        source=source, element=f"joint '{b.joint_name}'", joint=b.joint_name)
+
+
+def check_regular_at_start(tree, q0, *, source=None):
+    """Raise ModelError when the mass matrix is singular at the initial configuration q0 though
+    regular elsewhere (check_nonsingular passed): a singularity of some joint's coordinates,
+    such as the gimbal lock of the proper Euler charts (XYX ... ZYZ) at q = 0. Forward dynamics
+    there is NaN or huge, and a simulation from there fails at its first step."""
+    d, scale = ldl_pivots(mass_matrix(tree, FloatAlgebra(), q0))
+    vanishing = [k for k, dk in enumerate(d) if not dk > PIVOT_RTOL * scale]
+    if not vanishing:
+        return
+    b, coordinate, meaning = _coordinate(tree, vanishing[0])
+    raise ModelError(
+        f"the mass matrix is singular at the initial configuration {_where(q0)}: coordinate "
+        f"{coordinate} ({meaning}) of this {b.joint.type} joint moves nothing the coordinates "
+        "before it do not already move there (a singularity of the joint's coordinates, e.g. a "
+        "proper Euler chart's gimbal lock at q = 0; the matrix is regular elsewhere), so forward "
+        "dynamics is NaN there. Give the model an initial configuration away from it (YAML "
+        "initial: q; Python model.q0) or coordinates regular there (a Tait-Bryan chart at q = 0)",
+        source=source, element=f"joint '{b.joint_name}'", joint=b.joint_name)
 
 
 # ---- configurations where a joint or the dynamics are not finite --------------------------------
@@ -100,7 +147,7 @@ def check_joints_finite(tree, q, *, source=None):
     cannot be evaluated: 1/a, log(a), sqrt(a) at a = 0) at the configuration q."""
     alg = FloatAlgebra()
     for b in tree.bodies:
-        qs = q[b.q_start:b.q_start + b.dof]
+        qs = q[b.q_start:b.q_start + b.nq]
         try:
             R, t, S, sdot = b.joint.kinematics(alg, qs, [1.0] * b.dof)
             values = [x for row in R for x in row] + list(t) + [x for row in S for x in row] + list(sdot)
@@ -117,6 +164,20 @@ def check_joints_finite(tree, q, *, source=None):
                 source=source, element=f"joint '{b.joint_name}'", joint=b.joint_name)
 
 
+def _largest_numbers(tree):
+    """(body, text) for an overflow's message: the body with the largest inertia or placement
+    (the one to blame), and the model's largest numbers of each kind."""
+    def inertia(b):
+        return max(abs(x) for row in b.inertia for x in row)
+
+    def offset(b):
+        return max((abs(x) for x in b.placement[1]), default=0.0) if b.placement else 0.0
+    heavy, far = max(tree.bodies, key=inertia), max(tree.bodies, key=offset)
+    text = (f"body '{heavy.name}' inertia up to {inertia(heavy):.3g}, body '{far.name}' placed "
+            f"{offset(far):.3g} m from its parent, gravity {max(abs(g) for g in tree.gravity):.3g}")
+    return (heavy if inertia(heavy) >= offset(far) else far), text
+
+
 def check_finite(tree, q, *, source=None):
     """Raise ModelError when the model's numbers overflow: the mass matrix or the gravity and
     velocity forces are not finite at q (masses, inertias, lengths or gravity near 1e300)."""
@@ -125,24 +186,40 @@ def check_finite(tree, q, *, source=None):
     h = bias_forces(tree, alg, q, [1.0] * tree.nv)
     if all(math.isfinite(x) for row in M for x in row) and all(math.isfinite(x) for x in h):
         return
-    big = max(tree.bodies, key=lambda b: max(abs(x) for row in b.inertia for x in row))
+    body, text = _largest_numbers(tree)
     raise ModelError(
         f"the dynamics overflow double precision at {_where(q)}: the mass matrix or the forces "
-        f"are not finite (largest numbers: body '{big.name}' inertia up to "
-        f"{max(abs(x) for row in big.inertia for x in row):.3g}, gravity "
-        f"{max(abs(g) for g in tree.gravity):.3g}); rescale the model's units",
-        source=source, body=big.name)
+        f"are not finite (largest numbers: {text}); rescale the model's units",
+        source=source, element=f"body '{body.name}'", body=body.name)
+
+
+def check_total_mass(tree, *, source=None):
+    """Raise ModelError when every body's mass rounds to zero (masses of 1e-300 kg: below
+    ROUNDED_TO_ZERO the tree counts them as 0): the model has no mass, its centre of mass
+    divides by zero. Validation cannot see it: such a mass is positive."""
+    if sum(b.inertia[3][3] for b in tree.bodies) > 0.0:
+        return
+    body = max(tree.bodies, key=lambda b: max(abs(x) for row in b.inertia for x in row))
+    raise ModelError(
+        f"every body's mass is below {ROUNDED_TO_ZERO:g} kg, which the generated code counts as "
+        "0: the model has no mass (its centre of mass is undefined, its mass matrix singular); "
+        "rescale the model's units (grams, millimetres)",
+        source=source, element=f"body '{body.name}'", body=body.name)
 
 
 def check_model_dynamics(tree, *, source=None, q0=None, samples=SAMPLES, seed=SEED):
     """Every check generation makes before it unrolls, at the initial configuration q0 (q = 0
-    when the model has none) and `samples` random ones: every joint finite, the dynamics
-    finite, the mass matrix regular."""
+    when the model has none) and `samples` random ones: every joint finite, some mass, the
+    dynamics finite, the mass matrix regular, and regular at q0 in particular."""
     configurations = _samples(tree, samples, seed)
     if q0 is not None:                      # the initial configuration replaces q = 0
         configurations[0] = [float(x) for x in q0]
     for q in configurations:
         check_joints_finite(tree, q, source=source)
-    check_finite(tree, configurations[0], source=source)
+    check_total_mass(tree, source=source)
+    # at every configuration, not only the first: a rotated body may overflow where the
+    # initial pose does not, and check_nonsingular needs a finite mass matrix at each
+    for q in configurations:
+        check_finite(tree, q, source=source)
     check_nonsingular(tree, source=source, configurations=configurations)
-
+    check_regular_at_start(tree, configurations[0], source=source)

@@ -40,8 +40,8 @@ class joint_kinematics:
             b = self.tree.bodies[i]
             self.alg.section(f"joint {b.joint_name} ({b.joint.type}): Q(q), S, Sdot qd  (S&G 9, 12)",
                              "joint kinematics: Q(q), S, Sdot qd (S&G 9, 12)", b.index)
-            qs = self.q[b.q_start:b.q_start + b.dof]
-            qds = self.qd[b.q_start:b.q_start + b.dof] if self.qd is not None else [0.0] * b.dof
+            qs = self.q[b.q_start:b.q_start + b.nq]
+            qds = self.qd[b.v_start:b.v_start + b.dof] if self.qd is not None else [0.0] * b.dof
             self.cache[i] = b.joint.kinematics(self.alg, qs, qds)
         return self.cache[i]
 
@@ -170,7 +170,7 @@ def velocity_pass(tree, alg, kins, qd):
     for b, kin in zip(tree.bodies, kins):
         alg.section(f"pass 1 (S&G 18-21): velocity of body {b.name}, joint {b.joint_name}",
                     "pass 1 (S&G 18-21): velocity", b.index)
-        qds = qd[b.q_start:b.q_start + b.dof]
+        qds = qd[b.v_start:b.v_start + b.dof]
         vp = to_child(b, kin, v[b.parent]) if b.parent >= 0 else ZERO6      # (18)
         vJ = S_times(kin, qds)
         ak = vadd(vscale(-1.0, ad(vJ, vp)), kin[3])                          # (19)
@@ -195,7 +195,7 @@ def acceleration_pass(tree, alg, kins, a, bias, qdd=None):
         parent = alpha[b.parent] if b.parent >= 0 else base
         al = vadd(to_child(b, kin, parent), ak)                              # (22)
         if qdd is not None:
-            al = vadd(al, S_times(kin, qdd[b.q_start:b.q_start + b.dof]))
+            al = vadd(al, S_times(kin, qdd[b.v_start:b.v_start + b.dof]))
         alpha.append(al)
         f.append(vadd(matvec(b.inertia, al), bk))                            # (23)
     return alpha, f
@@ -209,7 +209,7 @@ def force_pass(tree, alg, kins, f):
         alg.section(f"pass 3 (S&G 24-25): force on body {b.name}, joint {b.joint_name}",
                     "pass 3 (S&G 24-25): force", b.index)
         for k, x in enumerate(S_transpose(kin, p[b.index])):                 # (25)
-            tau[b.q_start + k] = x
+            tau[b.v_start + k] = x
         if b.parent >= 0:
             p[b.parent] = vadd(p[b.parent], to_parent(b, kin, p[b.index]))   # (24)
     return tau
@@ -224,10 +224,10 @@ def passive_forces(tree, alg, q, qd, tau):
             continue
         alg.section(f"joint {b.joint_name}: spring and damper (Sueda 2.6)",
                     "spring and damper (Sueda 2.6)", b.index)
-        for k in range(b.dof):
-            i = b.q_start + k
+        for k in range(b.dof):           # (springs only on joints with nq = nv: model checks)
+            i = b.v_start + k
             if b.stiffness is not None and b.stiffness[k] != 0.0:
-                out[i] = out[i] + b.stiffness[k] * (q[i] - b.rest[k])
+                out[i] = out[i] + b.stiffness[k] * (q[b.q_start + k] - b.rest[k])
             if b.damping is not None and b.damping[k] != 0.0:
                 out[i] = out[i] + b.damping[k] * qd[i]
     return out
@@ -332,7 +332,7 @@ def run_body_pass(tree, alg, kins, bp, state):
     for b in (reversed(tree.bodies) if bp.leaves_first else tree.bodies):
         alg.section(f"{bp.label} {bp.what.format(body=b.name, joint=b.joint_name)}", bp.label,
                     b.index)
-        coords = slice(b.q_start, b.q_start + b.dof)
+        coords = slice(b.v_start, b.v_start + b.dof)
         args = [state[a][coords] if where == "coords" else
                 state[a][b.parent] if where == "parent" and b.parent >= 0 else
                 None if where == "parent" else state[a][b.index] for a, where in bp.reads]
@@ -399,7 +399,7 @@ def mass_matrix(tree, alg, q):
         F = [matvec(Ic[b.index], col) for col in columns(kin[2])]           # Ic_i S_i
         for r, Sc in enumerate(columns(kin[2])):
             for c in range(r, b.dof):
-                M[b.q_start + r][b.q_start + c] = M[b.q_start + c][b.q_start + r] = dot(Sc, F[c])
+                M[b.v_start + r][b.v_start + c] = M[b.v_start + c][b.v_start + r] = dot(Sc, F[c])
         j = b
         jkin = kin
         while j.parent >= 0:
@@ -408,7 +408,7 @@ def mass_matrix(tree, alg, q):
             jkin = kins[j.index]
             for r, Sc in enumerate(columns(jkin[2])):
                 for c in range(b.dof):
-                    M[j.q_start + r][b.q_start + c] = M[b.q_start + c][j.q_start + r] = dot(Sc, F[c])
+                    M[j.v_start + r][b.v_start + c] = M[b.v_start + c][j.v_start + r] = dot(Sc, F[c])
     return M
 
 
@@ -437,8 +437,8 @@ def world_columns(tree, alg, q):
                     "mass matrix: world pose, S and Ic S", b.index)
         pose[b.index] = R, t = world_pose_step(b, kin, pose)
         for k, col in enumerate(columns(kin[2])):
-            Sw[b.q_start + k] = twist_to_parent(R, t, col)
-            Fw[b.q_start + k] = wrench_to_parent(R, t, matvec(Ic[b.index], col))
+            Sw[b.v_start + k] = twist_to_parent(R, t, col)
+            Fw[b.v_start + k] = wrench_to_parent(R, t, matvec(Ic[b.index], col))
     return Sw, Fw
 
 

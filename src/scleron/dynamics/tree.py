@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..joints import joint_model
+from ..joints.registry import joint_type
 
 
 @dataclass
@@ -18,8 +19,10 @@ class TreeBody:
     placement: tuple             # (R, t) as nested float lists; None when identity
     joint: object                # JointModel
     inertia: list                # 6x6 floats, S&G (5)
-    q_start: int
-    dof: int
+    v_start: int                 # first index of its velocity coordinates in qd, qdd, tau
+    dof: int                     # nv of the joint
+    q_start: int                 # first index of its configuration in q
+    nq: int                      # entries of q (a quaternion joint: nq > dof)
     children: list
     stiffness: list = None       # per coordinate (Sueda 2.6), None: no spring
     damping: list = None         # per coordinate, None: no damper
@@ -27,12 +30,21 @@ class TreeBody:
     wrench: list = None          # constant external wrench [n; f] in the body frame (S&G 21)
 
 
+@dataclass
+class TreeFrame:
+    name: str
+    body: int                    # -1: fixed to the world
+    placement: tuple             # (R, t) in the body's frame; None when identity
+
+
 class Tree:
-    def __init__(self, model):
+    def __init__(self, model, frames=None):
+        """frames: the names of the frames the frame functions cover, in that order (default:
+        every frame of the model, Model.frame_list)."""
         self.name = model.name
         self.gravity = [float(x) for x in model.gravity]
         self.bodies = []
-        k = 0
+        k = kq = 0
         for i, (body, j) in enumerate(zip(model.bodies, model.joints)):
             jm = joint_model(j.type, j.params)
             X = j.origin
@@ -40,7 +52,7 @@ class Tree:
             if not X.is_identity(tol=0.0):
                 placement = (_clean(X.rotation), [float(x) for x in X.translation])
             tb = TreeBody(i, body.name, j.name, model.parent_index(i), placement,
-                          jm, _clean(body.inertia.spatial()), k, jm.dof, [])
+                          jm, _clean(body.inertia.spatial()), k, jm.dof, kq, jm.nq, [])
             tb.stiffness = _floats(getattr(j, "stiffness", None), jm.dof)
             tb.damping = _floats(getattr(j, "damping", None), jm.dof)
             tb.rest = _floats(getattr(j, "rest", None), jm.dof) or [0.0] * jm.dof
@@ -48,21 +60,67 @@ class Tree:
             tb.wrench = [float(x) for x in wrench] if wrench is not None and any(wrench) else None
             self.bodies.append(tb)
             k += jm.dof
+            kq += jm.nq
         for b in self.bodies:
             if b.parent >= 0:
                 self.bodies[b.parent].children.append(b.index)
         self.nv = k
-        self.nq = k              # every joint's q has as many entries as its velocity
+        self.nq = kq
+        self.frames = select_frames(model, frames)
+        self.neutral = [float(x) for x in model.neutral()] if hasattr(model, "neutral") else [0.0] * kq
+
+    @property
+    def nframes(self):
+        return len(self.frames)
 
     @property
     def joint_names(self):
         return [b.joint_name for b in self.bodies]
 
     def coordinate_names(self):
+        """A name per entry of q: the joint's, with [k] for a joint of several."""
+        names = []
+        for b in self.bodies:
+            names += [b.joint_name] if b.nq == 1 else [f"{b.joint_name}[{k}]" for k in range(b.nq)]
+        return names
+
+    def velocity_names(self):
+        """A name per entry of qd (the same as coordinate_names where nq = nv)."""
         names = []
         for b in self.bodies:
             names += [b.joint_name] if b.dof == 1 else [f"{b.joint_name}[{k}]" for k in range(b.dof)]
         return names
+
+
+def configuration_meanings(b):
+    """What each entry of body b's joint configuration is (with its unit)."""
+    entries = joint_type(b.joint.type).configuration_entries
+    return list(entries) if entries is not None else list(b.joint.coordinates)
+
+
+def select_frames(model, names=None):
+    """TreeFrames of the model's frames, all of them or the named ones in the order given;
+    ValueError naming an unknown frame."""
+    every = model.frame_list() if hasattr(model, "frame_list") else []
+    index = {b.name: i for i, b in enumerate(model.bodies)}
+    by_name = {f.name: f for f in every}
+    if names is None:
+        chosen = every
+    else:
+        unknown = [n for n in names if n not in by_name]
+        if unknown:
+            raise ValueError(f"unknown frame {unknown[0]!r} (the model's frames: "
+                             f"{', '.join(list(by_name)[:20])}{', ...' if len(by_name) > 20 else ''})")
+        if len(set(names)) != len(names) or not names:
+            raise ValueError("frames must name each frame once, and at least one")
+        chosen = [by_name[n] for n in names]
+    out = []
+    for f in chosen:
+        X = f.origin
+        placement = None if X.is_identity(tol=0.0) else (_clean(X.rotation),
+                                                          [float(x) for x in X.translation])
+        out.append(TreeFrame(f.name, index.get(f.body, -1), placement))
+    return out
 
 
 def _floats(values, n):

@@ -15,9 +15,18 @@ import sympy as sp
 from ..program.algebra import FloatAlgebra
 from .registry import REGISTRY, JointType, axis_rotation, joint_type, skew  # noqa: F401
 from .special import numeric_namespace
-from .symbolic import (EXPAND_MAX_TERMS, Evaluator, expansion_terms, light_entry, motion_subspace,
-                       motion_subspace_factored, motion_subspace_rate, product_transform,
-                       simplify_entry)
+from .symbolic import (EXPAND_MAX_TERMS, Evaluator, Part, composite_kinematics, expansion_terms,
+                       light_entry, motion_subspace, motion_subspace_factored, motion_subspace_rate,
+                       product_transform, simplify_entry, tree_size)
+
+# Composite joints: the entries of S and Sdot of at most this many nodes (written out as trees)
+# are simplified (exact zeros and constants come out); larger ones are left as built, sharing the
+# products of the later parts (expanding them costs time and, in the generated code, operations).
+COMPOSITE_SIMPLIFY_MAX_NODES = 32
+# ... and a composite joint with an entry of R, t, S or Sdot larger than this is marked light
+# (printed and evaluated through its shared subexpressions): as trees, the entries of a chain
+# of rotations grow exponentially with the number of parts.
+COMPOSITE_TREE_MAX_NODES = 4000
 
 
 @dataclass
@@ -38,6 +47,12 @@ class JointModel:
 
     @property
     def dof(self):
+        """Velocity coordinates (nv of the joint): the columns of S."""
+        return len(self.qd)
+
+    @property
+    def nq(self):
+        """Configuration entries: dof, or more for a quaternion joint (nq = 4 per rotation)."""
         return len(self.q)
 
     def derive(self, S=None, Sdot=None, simplify=simplify_entry, factors=None, simplify_twist=None):
@@ -97,9 +112,10 @@ class JointModel:
 _FloatAlgebra = FloatAlgebra()          # floats, for JointModel.numeric on the light path
 
 
-def _symbols(d):
-    return (sp.symbols(f"q1:{d + 1}", real=True) if d else (),
-            sp.symbols(f"qd1:{d + 1}", real=True) if d else ())
+def _symbols(nq, nv=None):
+    nv = nq if nv is None else nv
+    return (sp.symbols(f"q1:{nq + 1}", real=True) if nq else (),
+            sp.symbols(f"qd1:{nv + 1}", real=True) if nv else ())
 
 
 class _Frozen(tuple):
@@ -150,17 +166,53 @@ def _joint_model_cached(jtype, frozen):
     if not isinstance(p, dict):
         p = {}
     jt = joint_type(jtype)
-    q, qd = _symbols(jt.dof_of(p))
+    q, qd = _symbols(jt.nq_of(p), jt.dof_of(p))
+    if jtype == "composite":
+        return _composite_model(jt, p, q, qd)
     factors = jt.factors(p, q) if jt.factors is not None else None
     R, t = jt.transform(p, q) if jt.transform is not None else product_transform(factors)
     jm = JointModel(jtype, p, tuple(q), tuple(qd), R, t, jt.meanings(p), notes=jt.notes)
     if jt.motion_subspace is not None:
         # a closed-form S; Sdot = sum_k dS/dq_k qd_k, expanded (S&G 12)
         S = jt.motion_subspace(q).applyfunc(sp.expand)
-        Sdot = sp.zeros(6, len(q))
-        for qk, qdk in zip(q, qd):
-            Sdot += S.diff(qk) * qdk
+        Sdot = sp.zeros(6, len(qd))
+        if len(q) != len(qd):           # a quaternion joint: qd is not dq/dt, and S is constant
+            if S.free_symbols & set(q):       # pragma: no cover (a declaration error)
+                raise ValueError(f"{jtype}: a joint with nq != nv needs a constant S")
+        else:
+            for qk, qdk in zip(q, qd):
+                Sdot += S.diff(qk) * qdk
         return jm.derive(S, Sdot.applyfunc(sp.expand))
     simplify = jt.simplify(p)
     twist = jt.simplify_twist(p) if jt.simplify_twist is not None else simplify
     return jm.derive(simplify=simplify, factors=factors, simplify_twist=twist)
+
+
+# ---- composite joints: part by part (Sueda 2.53-2.58) ------------------------------------------
+def _composite_model(jt, p, q, qd):
+    """A composite joint Q = Q_1 ... Q_m from its parts' own (cached) joint models: each part's
+    S and Sdot carried into the child frame through the later parts (symbolic.composite_kinematics),
+    never differentiating the product, so deriving it is linear in the number of parts."""
+    R, t, S, Sdot = composite_kinematics(_composite_parts(p, q, qd))
+    jm = JointModel("composite", p, tuple(q), tuple(qd), R, t, jt.meanings(p), notes=jt.notes)
+    memo = {}
+
+    def small(e):
+        return simplify_entry(e) if tree_size(e, memo) <= COMPOSITE_SIMPLIFY_MAX_NODES else e
+    jm.derive(S.applyfunc(small), Sdot.applyfunc(small), simplify=light_entry)   # Sdot qd as built
+    jm.light = max(tree_size(e, memo) for M in (R, t, jm.S, jm.Sdot) for e in M) \
+        > COMPOSITE_TREE_MAX_NODES
+    return jm
+
+
+def _composite_parts(p, q, qd):
+    """Each part's R, t, S, Sdot (joint_model of the part) in the composite's coordinates."""
+    parts, kq, kv = [], 0, 0
+    for part in p["parts"]:
+        pm = joint_model(part["type"], part.get("params") or {})
+        own_q, own_qd = tuple(q[kq:kq + len(pm.q)]), tuple(qd[kv:kv + len(pm.qd)])
+        names = dict(zip(pm.q + pm.qd, own_q + own_qd))
+        R, t, S, Sdot = (M.xreplace(names) for M in (pm.R, pm.t, pm.S, pm.Sdot))
+        parts.append(Part(R, t, S, Sdot, own_qd))
+        kq, kv = kq + len(own_q), kv + len(own_qd)
+    return parts

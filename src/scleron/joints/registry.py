@@ -53,10 +53,22 @@ class JointType:
     composite_part: bool = True                   # may be one of a composite joint's parts
     general: bool = False                         # a general scleronomic joint (docs/joints.md)
     notes: str = ""                               # carried by the derived JointModel
+    nq: Optional[int] = None                      # configuration entries, when not dof
+    configuration: str = "vector"                 # its space: "vector", "quaternion", "se3"
+    neutral: Optional[tuple] = None               # the neutral q (default: zeros)
+    configuration_entries: Optional[list] = None  # what each entry of q is, when nq != dof
 
     def dof_of(self, params):
-        """Number of coordinates with these (normalised or plain dict) parameters."""
+        """Number of (velocity) coordinates with these (normalised or plain dict) parameters."""
         return self.dof(params or {}) if callable(self.dof) else self.dof
+
+    def nq_of(self, params):
+        """Number of entries of the joint's q: dof, except for quaternion joints."""
+        return self.dof_of(params) if self.nq is None else self.nq
+
+    def neutral_of(self, params):
+        """The joint's neutral configuration (q = 0, or the identity quaternion)."""
+        return list(self.neutral) if self.neutral is not None else [0.0] * self.nq_of(params)
 
     @property
     def default_dof(self):
@@ -259,6 +271,50 @@ _declare(JointType(
     transform=lambda p, q: _planar({}, q)))
 
 
+# ---- quaternion joints: Pinocchio's layouts (nq > nv; joints.manifolds integrates them) ----------
+def quaternion_rotation(x, y, z, w):
+    """R of the quaternion w + (x, y, z), Eigen's toRotationMatrix formula (exact for unit
+    quaternions; Pinocchio uses the same on whatever q holds)."""
+    return sp.Matrix([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                      [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                      [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def _free_flyer_S(q):
+    """v = [linear; angular] of the body in its own frame (Pinocchio): the twist [w; v] = S v."""
+    S = sp.zeros(6, 6)
+    S[:3, 3:] = sp.eye(3)
+    S[3:, :3] = sp.eye(3)
+    return S
+
+
+_QUATERNION = ["quaternion x", "quaternion y", "quaternion z", "quaternion w"]
+
+_declare(JointType(
+    "free_flyer", "the 3-D free joint with a quaternion, Pinocchio's layout: "
+    "q = [x, y, z, qx, qy, qz, qw], v = [linear; angular velocity] in the body frame",
+    dof=6, nq=7, configuration="se3", neutral=(0, 0, 0, 0, 0, 0, 1),
+    coordinates=["linear velocity x, body frame (m/s)", "linear velocity y, body frame (m/s)",
+                 "linear velocity z, body frame (m/s)", "angular velocity x, body frame (rad/s)",
+                 "angular velocity y, body frame (rad/s)", "angular velocity z, body frame (rad/s)"],
+    configuration_entries=["x (m)", "y (m)", "z (m)"] + _QUATERNION,
+    transform=lambda p, q: (quaternion_rotation(*q[3:7]), sp.Matrix(q[:3])),
+    motion_subspace=_free_flyer_S, composite_part=False,
+    notes="S is constant (a permutation); q holds a unit quaternion, integrate() keeps it one"))
+
+_declare(JointType(
+    "spherical_quat", "a ball joint with a quaternion, Pinocchio's layout: q = [qx, qy, qz, qw], "
+    "v = angular velocity in the child frame",
+    dof=3, nq=4, configuration="quaternion", neutral=(0, 0, 0, 1),
+    coordinates=["angular velocity x, child frame (rad/s)", "angular velocity y, child frame (rad/s)",
+                 "angular velocity z, child frame (rad/s)"],
+    configuration_entries=_QUATERNION,
+    transform=lambda p, q: (quaternion_rotation(*q), sp.zeros(3, 1)),
+    motion_subspace=lambda q: sp.Matrix(sp.BlockMatrix([[sp.eye(3)], [sp.zeros(3, 3)]])),
+    composite_part=False,
+    notes="S = [1; 0] is constant; q holds a unit quaternion, integrate() keeps it one"))
+
+
 # ---- composite joints: Q = Q1 Q2 ... (Sueda 2.53) -------------------------------------------------
 def _parts(p):
     """(declaration, parameters) of each part of a composite joint."""
@@ -279,6 +335,9 @@ def _composite_coordinates(p):
 
 
 def _composite(p, q):
+    """Q = Q1 Q2 ... by definition. joints.library does not differentiate it: it derives R, t,
+    S and Sdot part by part from the parts' own joint models (symbolic.composite_kinematics,
+    linear in the parts); tests/test_composite_joints.py checks that against this product."""
     R, t, k = sp.eye(3), sp.zeros(3, 1), 0
     for jt, pp in _parts(p):
         d = jt.dof_of(pp)

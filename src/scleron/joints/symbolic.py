@@ -313,11 +313,11 @@ class Factor:
 
     def to_child(self, x):
         """Ad_{X^-1} x: a twist in the frame before X seen in the frame after X."""
-        w, v = sp.Matrix(x[:3]), sp.Matrix(x[3:])
         if all(e == 0 for e in x):
             return list(x)
-        if not self.inverse:                         # (R^T w, R^T (v - t x w))
-            return list(self.R.T * w) + list(self.R.T * (v - self.t.cross(w)))
+        if not self.inverse:
+            return to_child(self.R, self.t, x)
+        w, v = sp.Matrix(x[:3]), sp.Matrix(x[3:])
         Rw = self.R * w                              # Ad_B x = (R w, R v + t x R w)
         return list(Rw) + list(self.R * v + self.t.cross(Rw))
 
@@ -350,3 +350,90 @@ def motion_subspace_factored(factors, q, simplify=simplify_entry, simplify_twist
             total = [a + b for a, b in zip(total, x)]
         cols.append([simplify(e) for e in total])
     return sp.Matrix(6, len(q), lambda r, c: cols[c][r]) if q else sp.zeros(6, 0)
+
+
+# ---- twists carried through transforms (the product rule and composite joints) ------------------
+def to_child(R, t, x):
+    """Ad_{X^-1} x for X = (R, t): a twist (angular first) in the frame before X seen in the
+    frame after X, (R^T w, R^T (v - t x w))."""
+    w, v = sp.Matrix(x[:3]), sp.Matrix(x[3:])
+    return list(R.T * w) + list(R.T * (v - t.cross(w)))
+
+
+def cross_motion(V, x):
+    """ad_V x = V x x for motion vectors (Featherstone's crm), V = (w, v), x = (xw, xv):
+    (w x xw, w x xv + v x xw)."""
+    w, v = sp.Matrix(V[:3]), sp.Matrix(V[3:])
+    xw, xv = sp.Matrix(x[:3]), sp.Matrix(x[3:])
+    return list(w.cross(xw)) + list(w.cross(xv) + v.cross(xw))
+
+
+class Part:
+    """One part Q_i = (R, t) of a composite joint with its own S_i and Sdot_i (6 x d_i), all in
+    the composite's symbols; qd are the part's velocity symbols."""
+
+    def __init__(self, R, t, S, Sdot, qd):
+        self.R, self.t, self.S, self.Sdot, self.qd = R, t, S, Sdot, tuple(qd)
+
+
+def composite_kinematics(parts):
+    """(R, t, S, Sdot) of Q = Q_1 Q_2 ... Q_m from the parts' own R, t, S, Sdot, part by part.
+
+    Sueda (2.53)-(2.58) for Q = Q_1 Q_2:  S = (Ad(Q_2^-1) S_1, S_2),
+    Sdot = (Ad(Q_2^-1) Sdot_1 - ad(S_2 qd_2) Ad(Q_2^-1) S_1, Sdot_2). Applied with Q_2 the
+    product of all the later parts P_i = Q_{i+1} ... Q_m, whose body velocity is
+    V_i = sum_{j > i} S_j^c qd_j (S_j^c: part j's columns of the composite's S).
+
+    Walking from the last part to the first keeps one P_i and one V_i at a time, so the work
+    (and the size of the shared expression graph) is linear in m; the entries are left
+    unexpanded (as trees they grow exponentially in m: see tree_size)."""
+    Rp, tp = sp.eye(3), sp.zeros(3, 1)              # P_m = identity
+    V = [sp.Integer(0)] * 6                          # V_m = 0
+    S_blocks, Sdot_blocks = [], []
+    for part in reversed(parts):
+        S_c, Sdot_c = _carried_columns(part, Rp, tp, V)
+        S_blocks.insert(0, S_c)
+        Sdot_blocks.insert(0, Sdot_c)
+        V = _later_velocity(V, S_c, part.qd)
+        Rp, tp = part.R * Rp, part.R * tp + part.t   # P_{i-1} = Q_i P_i
+    S = _columns_to_matrix([c for block in S_blocks for c in block])
+    Sdot = _columns_to_matrix([c for block in Sdot_blocks for c in block])
+    return Rp, tp, S, Sdot
+
+
+def _carried_columns(part, Rp, tp, V):
+    """Part i's columns of S and Sdot in the composite's child frame (Sueda 2.53-2.58):
+    S^c = Ad(P_i^-1) S_i and Sdot^c = Ad(P_i^-1) Sdot_i - ad(V_i) S^c."""
+    S_c, Sdot_c = [], []
+    for k in range(part.S.shape[1]):
+        s = to_child(Rp, tp, list(part.S[:, k]))
+        sd = to_child(Rp, tp, list(part.Sdot[:, k]))
+        ad = cross_motion(V, s)
+        S_c.append(s)
+        Sdot_c.append([a - b for a, b in zip(sd, ad)])
+    return S_c, Sdot_c
+
+
+def _later_velocity(V, S_c, qd):
+    """V_{i-1} = V_i + S_i^c qd_i: the body velocity of P_{i-1} = Q_i P_i (Sueda 2.53)."""
+    out = list(V)
+    for col, qdk in zip(S_c, qd):
+        out = [a + e * qdk for a, e in zip(out, col)]
+    return out
+
+
+def _columns_to_matrix(cols):
+    return sp.Matrix(6, len(cols), lambda r, c: cols[c][r]) if cols else sp.zeros(6, 0)
+
+
+def tree_size(expr, _memo=None):
+    """Number of nodes of expr written out as a tree, counted over its shared subexpressions
+    once each (sympy's count_ops and printers walk the tree: exponential for the unexpanded
+    products of a long composite joint, whose graph is linear in the number of parts)."""
+    memo = {} if _memo is None else _memo
+    hit = memo.get(expr)
+    if hit is not None:
+        return hit
+    n = 1 + sum(tree_size(a, memo) for a in expr.args)
+    memo[expr] = n
+    return n

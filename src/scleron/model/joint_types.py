@@ -6,14 +6,31 @@ needs parameters to have any (composite), allowed parameter names). joint_dof() 
 actual number (a custom joint has one coordinate per name, `spin` and `chart` add coordinates).
 GENERAL_TYPES: the general scleronomic joints (custom, contact, spline; docs/joints.md).
 """
-from ..joints.registry import EULER_CHARTS, REGISTRY, joint_dof
+from ..joints.registry import EULER_CHARTS, REGISTRY, joint_dof, joint_type
 
 JOINT_TYPES = {name: (jt.default_dof, set(jt.params)) for name, jt in REGISTRY.items()}
 GENERAL_TYPES = tuple(name for name, jt in REGISTRY.items() if jt.general)
 SPRING_KEYS = ("stiffness", "damping", "rest")
 
 __all__ = ["EULER_CHARTS", "JOINT_TYPES", "GENERAL_TYPES", "SPRING_KEYS", "joint_dof",
+           "joint_nq", "joint_neutral", "joint_configuration",
            "composite_part_problem"]
+
+
+def joint_configuration(jtype):
+    """The configuration space of a joint type: "vector", "quaternion" or "se3"."""
+    return joint_type(jtype).configuration
+
+
+def joint_neutral(jtype, params):
+    """The neutral configuration of a joint (zeros; the identity quaternion)."""
+    return joint_type(jtype).neutral_of(params)
+
+
+def joint_nq(jtype, params):
+    """Entries of q of a joint of this type and parameters (joint_dof, or 4 + ... where the
+    configuration holds a quaternion)."""
+    return joint_type(jtype).nq_of(params)
 
 
 def composite_part_problem(jtype):

@@ -13,7 +13,7 @@ from ..errors import ModelError
 
 MAX_FILE_BYTES = 20 * 1024 * 1024   # refuse larger model files before parsing them
 MAX_DEPTH = 50                      # deepest nesting of YAML collections / XML elements
-MAX_BODIES = 10_000                 # more bodies than any generated code could handle
+MAX_BODIES = 1000                   # generating more takes too long (README, Limits: measured)
 
 YAML_SUFFIXES = (".yaml", ".yml")
 URDF_SUFFIXES = (".urdf", ".xml")

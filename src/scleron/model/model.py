@@ -11,7 +11,9 @@ import numpy as np
 
 from ..errors import ModelError
 from . import params as P
-from .joint_types import EULER_CHARTS, JOINT_TYPES, composite_part_problem, joint_dof
+from .load import MAX_BODIES
+from .joint_types import (EULER_CHARTS, JOINT_TYPES, composite_part_problem, joint_dof,
+                          joint_neutral, joint_nq)
 
 WORLD = "world"
 
@@ -115,7 +117,13 @@ class Joint:
 
     @property
     def dof(self):
+        """Velocity coordinates (the joint's nv)."""
         return joint_dof(self.type, self.params)
+
+    @property
+    def nq(self):
+        """Entries of its configuration q (dof, except for quaternion joints)."""
+        return joint_nq(self.type, self.params)
 
     @property
     def has_spring(self):
@@ -129,6 +137,16 @@ class Body:
     name: str
     inertia: Inertia
     wrench: tuple = None
+
+
+@dataclass
+class Frame:
+    """A named frame fixed to a body (or to the world): its placement in the body's frame. Every
+    body is a frame of its own name at the identity; a model adds others with add_frame (URDF:
+    the links merged away by fixed joints, YAML: a body's `frames`)."""
+    name: str
+    body: str                # a body name, or WORLD
+    origin: Transform = field(default_factory=Transform)
 
 
 # Rounding tolerance of the inertia checks: INERTIA_RTOL of the body's scale (its largest
@@ -163,17 +181,27 @@ def check_inertia(inertia, err):
         raise err("centre of mass must be finite")
     if np.abs(I - I.T).max() > 1e-9 * max(1.0, np.abs(I).max()):
         raise err("inertia matrix is not symmetric")
-    ev = np.linalg.eigvalsh(0.5 * (I + I.T))
-    c = np.asarray(inertia.com, dtype=float)
-    tol = max(INERTIA_RTOL * max(np.abs(ev).max(), m * float(c @ c)), INERTIA_ATOL)
+    # Python floats from here: sums and squares near 1e308 become inf, not numpy warnings
+    with np.errstate(all="ignore"):     # moments near 1e308 overflow: refused just below
+        ev = [float(x) for x in np.linalg.eigvalsh(0.5 * I + 0.5 * I.T)]
+    if not all(math.isfinite(x) for x in ev):
+        raise err(f"the inertia's principal moments overflow double precision (entries up to "
+                  f"{np.abs(I).max():.3g}); rescale the model's units")
+    r = math.hypot(*(float(x) for x in inertia.com))
+    reach = float(m) * r * r if m else 0.0          # m |c|^2 (r ** 2 would raise OverflowError)
+    if not math.isfinite(max(ev) + reach):
+        raise err(f"the inertia about the body origin overflows double precision (mass {m:.3g} kg, "
+                  f"centre of mass {r:.3g} m from the origin, principal moments up to "
+                  f"{max(ev):.3g}); rescale the model's units")
+    tol = max(INERTIA_RTOL * max(max(abs(x) for x in ev), reach), INERTIA_ATOL)
     shown = "[" + ", ".join(f"{x:.6g}" for x in ev) + "]"
-    if ev.min() < -tol:
+    if ev[0] < -tol:
         raise err(f"inertia matrix is not positive definite, not even semi-definite: principal "
-                  f"moment {ev.min():.6g} is negative (eigenvalues {shown})")
+                  f"moment {ev[0]:.6g} is negative (eigenvalues {shown})")
     if ev[2] > ev[0] + ev[1] + tol:
         raise err(f"principal moments {shown} violate the triangle inequality "
                   f"(the largest, {ev[2]:.6g}, exceeds the sum of the other two)")
-    if m == 0 and ev.max() > tol:
+    if m == 0 and ev[2] > tol:
         raise err(f"mass must be positive for a body with rotational inertia (principal moments "
                   f"{shown}), got 0")
 
@@ -221,6 +249,7 @@ class Model:
             raise ModelError(f"gravity must be finite, got {self.gravity.tolist()}", source=source)
         self.bodies = []          # Body, in regular order (parents first)
         self.joints = []          # joints[i] moves bodies[i]
+        self.frames = []          # Frame: the frames besides the bodies' own (frame_list)
         self.q0 = None            # optional initial state
         self.qd0 = None
 
@@ -252,6 +281,8 @@ class Model:
             raise err(f"the name '{WORLD}' is reserved for the fixed base")
         if name in self._names("bodies"):
             raise err("two bodies have this name")
+        if any(f.name == name for f in self.frames):
+            raise err("a frame has this name")
         if parent != WORLD and (not isinstance(parent, str) or parent not in self._names("bodies")):
             raise err(f"parent '{parent}' does not exist (parents must be added before children)")
         try:
@@ -279,6 +310,40 @@ class Model:
         self.joints.append(j)
         return body
 
+    def add_frame(self, name, body, *, origin=None, xyz=None, rpy=None):
+        """Add a frame fixed to `body` (a body name, or "world"), placed at `origin` (a Transform)
+        or at xyz, rpy (URDF convention) in the body's frame. Returns the Frame."""
+        err = self._err(f"frame '{name}'")
+        if not isinstance(name, str) or not name:
+            raise err("frame name must be a non-empty string")
+        if name in self.frame_names():
+            raise err("a body or another frame has this name")
+        if body != WORLD and body not in self._names("bodies"):
+            raise err(f"body '{body}' does not exist (add the body before its frames)")
+        if origin is None:
+            origin = Transform.from_xyz_rpy(_finite_vector(xyz if xyz is not None else (0, 0, 0), 3, "xyz", err),
+                                            _finite_vector(rpy if rpy is not None else (0, 0, 0), 3, "rpy", err))
+        elif not (np.all(np.isfinite(origin.rotation)) and np.all(np.isfinite(origin.translation))):
+            raise err("origin must be finite")
+        frame = Frame(name, body, origin)
+        self.frames.append(frame)
+        return frame
+
+    def frame_list(self):
+        """Every frame: the world's extra frames, then each body's own frame (its name, at the
+        identity) followed by the extra frames on it, in body order."""
+        on = {}
+        for f in self.frames:
+            on.setdefault(f.body, []).append(f)
+        out = list(on.get(WORLD, []))
+        for b in self.bodies:
+            out.append(Frame(b.name, b.name, Transform()))
+            out += on.get(b.name, [])
+        return out
+
+    def frame_names(self):
+        return [f.name for f in self.frame_list()]
+
     def _names(self, attr):
         """The set of names in self.bodies or self.joints, kept between add_body calls so that
         building a model of n bodies takes O(n), not O(n^2); rebuilt whenever the list was
@@ -304,10 +369,14 @@ class Model:
         for key in ("axis", "normal"):
             if key in j.params:
                 a = _finite_vector(j.params[key], 3, key, err)
-                n = float(np.linalg.norm(a))
+                # the norm of the vector divided by its largest entry: |a|^2 of (1e300, 1e300, 0)
+                # overflows to inf (and a / inf is a zero axis), that of 1e-200 underflows to 0
+                big = float(np.abs(a).max())
+                unit = a / big if big > 0 else a
+                n = float(np.linalg.norm(unit)) * big         # a Python float: inf, no warning
                 if n < 1e-12:
-                    raise err(f"{key} has zero length")
-                j.params[key] = tuple(float(x) for x in a / n)
+                    raise err(f"{key} has zero length (|{key}| = {n:.3g}, below 1e-12)")
+                j.params[key] = tuple(float(x) for x in unit / np.linalg.norm(unit))
         if "pitch" in j.params:
             p = j.params["pitch"]
             if not isinstance(p, (int, float)) or isinstance(p, bool) or not math.isfinite(p):
@@ -330,9 +399,16 @@ class Model:
                     raise err(f"part {k}: {problem}")
                 self.check_joint(sub)
                 part["params"] = sub.params
+            if j.dof > 6:
+                raise err(f"a composite joint has at most 6 coordinates, its parts have {j.dof}: "
+                          f"its S is 6 x {j.dof}, so the columns are dependent and the mass matrix "
+                          "singular")
         if not np.all(np.isfinite(j.origin.rotation)) or not np.all(np.isfinite(j.origin.translation)):
             raise err("origin must be finite")
         P.spring(j, err)
+        if j.nq != j.dof and (j.stiffness is not None or j.rest is not None):
+            raise err(f"a {j.type} joint's q holds a quaternion: it takes damping but no "
+                      "stiffness or rest (a spring on a quaternion has no single meaning)")
 
     @staticmethod
     def _check_general(j, err):
@@ -370,9 +446,20 @@ class Model:
 
     @property
     def nq(self):
+        """Entries of the configuration q."""
+        return sum(j.nq for j in self.joints)
+
+    @property
+    def nv(self):
+        """Velocity coordinates: entries of qd, qdd, tau."""
         return sum(j.dof for j in self.joints)
 
-    nv = nq
+    def neutral(self):
+        """The neutral configuration (nq,): zeros, with identity quaternions (Pinocchio's)."""
+        out = []
+        for j in self.joints:
+            out += joint_neutral(j.type, j.params)
+        return np.array(out, dtype=float)
 
     def merged_fixed(self):
         """A copy without fixed joints: each fixed child is merged into its parent body.
@@ -384,12 +471,14 @@ class Model:
         out = Model(self.name, self.gravity, self.source)
         out.q0, out.qd0 = self.q0, self.qd0
         # where each original body now lives: (new body name or WORLD, placement in it)
-        home = {}
+        home = {WORLD: (WORLD, Transform())}
+        welded = []
         for body, j in zip(self.bodies, self.joints):
             parent_home, parent_X = (WORLD, Transform()) if j.parent == WORLD else home[j.parent]
             X = parent_X.compose(j.origin)
             if j.type == "fixed":
                 home[body.name] = (parent_home, X)
+                welded.append(Frame(body.name, parent_home, X))      # the link stays a frame
                 if parent_home != WORLD:
                     target = next(b for b in out.bodies if b.name == parent_home)
                     target.inertia = target.inertia + body.inertia.transformed(X)
@@ -403,14 +492,23 @@ class Model:
             out.joints.append(Joint(j.name, j.type, parent_home, j.child, X, dict(j.params),
                                     j.stiffness, j.damping, j.rest))
             home[body.name] = (body.name, Transform())
+        for f in self.frames:                 # declared frames move with their body
+            where, X = home[f.body]
+            out.frames.append(Frame(f.name, where, X.compose(f.origin)))
+        out.frames += welded
         return out
 
     def validate(self):
         """Checks a finished model: at least one moving body, every inertia physically possible
         (check_inertia), every moving joint moves something with mass or inertia (else the mass
-        matrix is singular; the error names the joint and the top body of what it moves)."""
+        matrix is singular; the error names the joint and the top body of what it moves), at
+        most MAX_BODIES moving bodies (README, Limits: what larger models cost)."""
         if not self.bodies:
             raise ModelError("the model has no moving bodies", source=self.source)
+        if len(self.bodies) > MAX_BODIES:
+            raise ModelError(f"{len(self.bodies)} moving bodies is more than the limit of "
+                             f"{MAX_BODIES} (generation and compile time grow with the bodies: "
+                             "README, Limits)", source=self.source)
         for b in self.bodies:
             check_inertia(b.inertia, self._err(f"body '{b.name}'", body=b.name))
         for i, names in massless_subtrees(self):
@@ -423,7 +521,19 @@ class Model:
                 "is singular (a body's mass must be positive unless other bodies with mass hang from it)")
         if not np.all(np.isfinite(self.gravity)):
             raise ModelError("gravity must be finite", source=self.source)
+        self._validate_frames()
         return self
+
+    def _validate_frames(self):
+        seen = set()
+        bodies = set(self.body_names)
+        for f in self.frame_list():
+            err = self._err(f"frame '{f.name}'")
+            if f.name in seen:
+                raise err("two frames (bodies included) have this name")
+            seen.add(f.name)
+            if f.body != WORLD and f.body not in bodies:
+                raise err(f"its body '{f.body}' does not exist")
 
     def __repr__(self):
         return f"Model({self.name!r}, {len(self.bodies)} bodies, nq={self.nq})"
@@ -461,8 +571,12 @@ def model_to_dict(model):
         if getattr(b, "wrench", None) is not None:
             d["wrench"] = arr(b.wrench)
         return d
-    return {
+    out = {
         "name": model.name,
         "gravity": arr(model.gravity),
         "bodies": [body(b, j) for b, j in zip(model.bodies, model.joints)],
     }
+    if getattr(model, "frames", None):
+        out["frames"] = [{"name": f.name, "body": f.body, "R": arr(f.origin.rotation),
+                          "t": arr(f.origin.translation)} for f in model.frames]
+    return out

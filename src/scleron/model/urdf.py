@@ -28,7 +28,11 @@ _NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?
 
 # URDF joint type -> scleron joint type
 JOINT_MAP = {"revolute": "revolute", "continuous": "continuous", "prismatic": "prismatic",
-             "fixed": "fixed", "floating": "free", "planar": "planar"}
+             "fixed": "fixed", "floating": "free_flyer", "planar": "planar"}
+# floating= of the loaders -> the root joint (Pinocchio's quaternion free flyer; "free": the
+# Euler-angle free joint, chart XYZ)
+ROOT_JOINTS = {True: ("free_flyer", {}), "free_flyer": ("free_flyer", {}),
+               "free": ("free", {"chart": "XYZ"})}
 
 
 class _El:
@@ -105,8 +109,9 @@ def parse_xml(data, source=None):
 def load_urdf(path, floating=False, *, merge_fixed=True, order="pinocchio"):
     """Load a URDF file.
 
-    floating=True adds a free joint ("root_joint", chart XYZ) between the world and the root
-    link; otherwise the root link is the fixed world and its inertia is dropped. Returns the model
+    floating=True adds a free joint ("root_joint") between the world and the root link: the
+    quaternion free flyer (Pinocchio's q = [x, y, z, qx, qy, qz, qw], v = [linear; angular] in
+    the body frame), or with floating="free" the Euler-angle free joint (chart XYZ); otherwise the root link is the fixed world and its inertia is dropped. Returns the model
     with fixed joints merged and validated; merge_fixed=False returns the tree with its fixed
     joints (one body per link, not validated as a whole). order: "pinocchio" (siblings by joint
     name, as urdfdom and Pinocchio order them) or "file" (siblings in file order).
@@ -272,16 +277,20 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
 
     # the root link
     root_ctx = ctx.at(element=f"link '{root[:200]}'", line=links[root].line)
+    if floating not in (False, None) and floating not in ROOT_JOINTS:
+        raise ValueError(f"floating must be True, False, 'free_flyer' or 'free', not {floating!r}")
     if floating:
         if root == WORLD:
             raise root_ctx.error(f"the root link is '{WORLD}', which cannot float: "
                                  "load it with floating=False")
         inertia = _link_inertia(links[root], root_ctx)
-        _add(model, root, WORLD, "free", "root_joint", inertia, Transform(), {"chart": "XYZ"}, root_ctx)
+        jtype, jparams = ROOT_JOINTS[floating]
+        _add(model, root, WORLD, jtype, "root_joint", inertia, Transform(), dict(jparams), root_ctx)
         top = root
     else:
         _link_inertia(links[root], root_ctx, check=False)   # parse it; its inertia is dropped
         top = WORLD
+        model.add_frame(root, WORLD)                         # the fixed root link stays a frame
 
     # depth first from the root; siblings by joint name (urdfdom/Pinocchio) or file order
     def kids(lname):
@@ -304,8 +313,6 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
             if np.linalg.norm(axis) < 1e-12:
                 raise jctx.error("axis has zero length", a.line if a is not None else None)
             params["normal" if jtype == "planar" else "axis"] = tuple(axis)
-        elif jtype == "floating":
-            params["chart"] = "XYZ"
         _add(model, child, parent_body, JOINT_MAP[jtype], jname, _link_inertia(links[child], lctx),
              origin, params, jctx)
         reached.add(child)

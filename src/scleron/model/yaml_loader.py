@@ -22,7 +22,8 @@ from .load import MAX_BODIES, MAX_DEPTH, describe, read_source, sanitize_identif
 from .model import WORLD, Inertia, Model, Transform, check_inertia, rotation_from_rpy
 
 TOP_KEYS = ("name", "gravity", "bodies", "initial")
-BODY_KEYS = ("name", "parent", "joint", "mass", "com", "inertia", "wrench")
+BODY_KEYS = ("name", "parent", "joint", "mass", "com", "inertia", "wrench", "frames")
+FRAME_KEYS = ("name", "xyz", "rpy", "rotation")
 PLACEMENT_KEYS = ("name", "type", "xyz", "rpy", "rotation")
 INERTIA_KEYS = ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")
 INITIAL_KEYS = ("q", "qd")
@@ -278,7 +279,7 @@ class _Builder:
         self.source = None if source is None else os.fsdecode(os.fspath(source)) \
             if isinstance(source, (str, bytes, os.PathLike)) else str(source)
         self.where = _Where(self.source)
-        self.body_names, self.joint_names = set(), set()
+        self.body_names, self.joint_names, self.frame_names = set(), set(), set()
         self.body_lines = {}
 
     def build(self, data, merge_fixed):
@@ -380,6 +381,31 @@ class _Builder:
         self.body_names.add(name)
         self.joint_names.add(jname)
         self.body_lines[name] = where.line
+        if "frames" in b:
+            self.frames(model, name, b["frames"], where.at(line=_key_line(b, "frames")))
+
+    def frames(self, model, body, value, where):
+        """A body's extra frames: [{name, xyz, rpy or rotation}], placed in the body's frame."""
+        if not isinstance(value, (list, tuple)):
+            raise where.error(f"frames must be a list of {{name, xyz, rpy}} mappings, got {describe(value)}")
+        for k, f in enumerate(value):
+            fwhere = where.at(element=f"frames[{k}] of body '{body}'", line=_item_line(value, k))
+            f = _mapping(f, "a frame", fwhere, FRAME_KEYS, required=("name",))
+            fname = _name(f["name"], "the frame name", fwhere)
+            fwhere = fwhere.at(element=f"frame '{fname[:200]}' (body '{body}')")
+            xyz = _numbers(f["xyz"], 3, "xyz", fwhere.at(line=_key_line(f, "xyz"))) if "xyz" in f else [0.0] * 3
+            if "rpy" in f and "rotation" in f:
+                raise fwhere.error("give either rpy or rotation, not both", _key_line(f, "rotation"))
+            if "rotation" in f:
+                R = _rotation(f["rotation"], fwhere.at(line=_key_line(f, "rotation")))
+            elif "rpy" in f:
+                R = rotation_from_rpy(_numbers(f["rpy"], 3, "rpy", fwhere.at(line=_key_line(f, "rpy"))))
+            else:
+                R = np.eye(3)
+            if fname in self.body_names or fname in self.frame_names:
+                raise fwhere.error("a body or another frame has this name")
+            self.frame_names.add(fname)
+            model.add_frame(fname, body, origin=Transform(R, np.array(xyz)))
 
     def inertia(self, value, where):
         if isinstance(value, dict):
@@ -441,14 +467,14 @@ class _Builder:
     def initial(self, model, data, where):
         init = _mapping(data, "initial", where, INITIAL_KEYS)
         for key in INITIAL_KEYS:
-            vec = np.zeros(model.nq)
+            vec = model.neutral() if key == "q" else np.zeros(model.nv)
             if key in init:
                 vec = self.state(model, init[key], key, where.at(element=f"initial {key}",
                                                                  line=_key_line(init, key)))
             setattr(model, "q0" if key == "q" else "qd0", vec)
 
     def state(self, model, value, key, where):
-        nq = model.nq
+        nq = model.nq if key == "q" else model.nv
         if isinstance(value, (list, tuple)):
             return np.array(_numbers(value, nq, f"{key} (a flat list over all {nq} coordinates)", where))
         if not isinstance(value, dict):
@@ -456,9 +482,10 @@ class _Builder:
                               f"numbers, got {describe(value)}")
         offsets, k = {}, 0
         for jt in model.joints:
-            offsets[jt.name] = (k, jt.dof)
-            k += jt.dof
-        vec = np.zeros(nq)
+            size = jt.nq if key == "q" else jt.dof
+            offsets[jt.name] = (k, size)
+            k += size
+        vec = model.neutral() if key == "q" else np.zeros(nq)
         for jname, v in value.items():
             line = _key_line(value, jname)
             if not isinstance(jname, str) or jname not in offsets:
@@ -607,6 +634,11 @@ def model_to_dict(model):
               "com": vec(I.com), "inertia": [vec(r) for r in I.inertia]}
         if getattr(body, "wrench", None) is not None:
             bd["wrench"] = vec(body.wrench)
+        frames = [{"name": f.name, "xyz": vec(f.origin.translation),
+                   "rotation": [vec(r) for r in f.origin.rotation]}
+                  for f in getattr(model, "frames", []) if f.body == body.name]
+        if frames:                      # (frames on the world have no place in the format)
+            bd["frames"] = frames
         bodies.append(bd)
     out = {"name": model.name, "gravity": vec(model.gravity), "bodies": bodies}
     init = {}

@@ -14,7 +14,7 @@ EXP_LIMIT = math.pi                 # ‖q‖ above which an exp-coordinate ball
 MAX_STEPS = 100_000_000
 
 
-def _vector(value, n, what, names=None):
+def _vector(value, n, what, names=None, size="nv"):
     try:
         a = np.array(value, dtype=float).reshape(-1)
     except (TypeError, ValueError):
@@ -23,7 +23,7 @@ def _vector(value, n, what, names=None):
         a = np.full(n, float(a[0]))
     if a.size != n:
         order = f" (in order: {', '.join(names[:12])}{', ...' if len(names) > 12 else ''})" if names else ""
-        raise ValueError(f"{what} must have nv = {n} entries{order}, got {a.size}")
+        raise ValueError(f"{what} must have {size} = {n} entries{order}, got {a.size}")
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{what} must be finite")
     return a
@@ -59,7 +59,8 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     model_or_path: a Model or a model file (.yaml/.yml/.urdf; floating=True adds a free root to a
     URDF). duration, dt: seconds; dt is the step of rk4 and semi-implicit, and the first and
     largest step of rk45 (whose step is chosen by the error control: rtol, atol). q0, qd0: the
-    initial state (default: the model's `initial`, else zeros). tau: constant joint forces (nv
+    initial state (default: the model's `initial`, else the neutral q -- zeros, identity
+    quaternions -- and qd = 0). tau: constant joint forces (nv
     numbers or one for all; default 0) or a function tau(t, q, qd). plot: write a PNG of the joint
     coordinates and the total energy (needs matplotlib). output: write the trajectory as .npz.
     progress: a progress bar on stderr when it is a terminal. out_dir: where the generated
@@ -86,12 +87,11 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     if plot is not None:
         require_matplotlib()
     model = _load(model_or_path, floating)
-    nv, names = model.nv, coordinate_labels(model)
-
-    def initial(given, default, what):
-        value = given if given is not None else (default if default is not None else np.zeros(nv))
-        return _vector(value, nv, what, names)
-    q0, qd0 = initial(q0, model.q0, "q0"), initial(qd0, model.qd0, "qd0")
+    nv, names = model.nv, coordinate_labels(model, velocities=True)
+    q0 = _vector(q0 if q0 is not None else (model.q0 if model.q0 is not None else model.neutral()),
+                 model.nq, "q0", coordinate_labels(model), size="nq")
+    qd0 = _vector(qd0 if qd0 is not None else (model.qd0 if model.qd0 is not None else np.zeros(nv)),
+                  nv, "qd0", names)
     if tau is None:
         tau = np.zeros(nv)
     elif not callable(tau):

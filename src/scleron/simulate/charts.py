@@ -86,6 +86,7 @@ class Switchable:
     kind: str           # "euler" or "exp"
     start: int          # index of the first rotational coordinate in q
     chart: str          # current chart ("exp" for ball_exp)
+    v_start: int = None  # its index in qd (start, unless a quaternion joint comes before)
 
 
 def _sprung(joint):
@@ -99,13 +100,15 @@ def _sprung(joint):
 def switchables(model):
     """The joints whose coordinates may switch, in model order. A sprung joint keeps its chart:
     its spring ½ k (q - rest)² is written in that chart, switching would change the physics."""
-    out, k = [], 0
+    out, k, kv = [], 0, 0
     for i, j in enumerate(model.joints):
         if not _sprung(j):
             if j.type in ("spherical", "free"):
-                out.append(Switchable(i, j.name, "euler", k + (3 if j.type == "free" else 0),
-                                      j.params.get("chart", "XYZ")))
+                skip = 3 if j.type == "free" else 0
+                out.append(Switchable(i, j.name, "euler", k + skip, j.params.get("chart", "XYZ"),
+                                      kv + skip))
             elif j.type == "ball_exp":
-                out.append(Switchable(i, j.name, "exp", k, "exp"))
-        k += j.dof
+                out.append(Switchable(i, j.name, "exp", k, "exp", kv))
+        k += j.nq
+        kv += j.dof
     return out

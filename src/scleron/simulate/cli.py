@@ -54,7 +54,9 @@ def _say(text):
 def summary(traj, driven):
     """The lines `scleron simulate` prints after a run."""
     e0 = float(traj.energy[0])
-    lines = [f"{traj.model_name}: nq = nv = {traj.q.shape[1]}, {traj.integrator}, dt = {traj.dt:g} s, "
+    nq, nv = traj.q.shape[1], traj.qd.shape[1]
+    sizes = f"nq = nv = {nv}" if nq == nv else f"nq = {nq}, nv = {nv}"
+    lines = [f"{traj.model_name}: {sizes}, {traj.integrator}, dt = {traj.dt:g} s, "
              f"t = {traj.t[-1]:g} s in {traj.steps} steps"
              + (f" ({traj.rejected} rejected)" if traj.rejected else "") + f", {traj.wall_time:.2f} s",
              f"energy: E(0) = {e0:.10g} J, E(end) = {float(traj.energy[-1]):.10g} J, max relative "

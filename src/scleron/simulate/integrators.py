@@ -1,6 +1,14 @@
 """One step of each integrator for q̇ = v, v̇ = a(t, q, v), the acceleration a from the
 generated forward dynamics. Pure functions: the driver (simulator.py) handles charts and records.
 
+`advance(q, dq)` moves a configuration by a velocity times a time: q + dq for coordinates in a
+vector space, the generated integrate (q exp(dq) on quaternions, Pinocchio's) where the model
+has quaternion joints. There the steps are Runge-Kutta-Munthe-Kaas (Munthe-Kaas 1998; Hairer,
+Lubich & Wanner, Geometric Numerical Integration IV.8): q = q0 exp(Omega) with Omega' =
+dexp^-1(v) = v + [Omega, v]/2 + [Omega, [Omega, v]]/12 - ad_Omega^4 v / 720 (the body velocity v
+is left-trivialised), so rk4 keeps its order 4 on the rotations (tests/test_simulate.py measures
+it); `bracket` is the Lie bracket of the velocities (zero on vector coordinates).
+
 rk4: classic Runge-Kutta, 4th order (Hairer, Nørsett & Wanner I, Table 1.2).
 semi-implicit: symplectic Euler, v+ = v + h a(t, q, v), q+ = q + h v+ (1st order, Hairer,
     Lubich & Wanner, Geometric Numerical Integration, eq. I.1.10).
@@ -12,23 +20,63 @@ import numpy as np
 INTEGRATORS = ("rk4", "semi-implicit", "rk45")
 
 
-def rk4_step(accel, t, q, v, h):
-    """(q, v) after one classic RK4 step of size h."""
+def vector_advance(q, dq):
+    return q + dq
+
+
+def dexp_inverse(bracket, omega, v):
+    """Omega' for q = q0 exp(Omega) moving with body velocity v: v + [Omega, v]/2
+    + [Omega, [Omega, v]]/12 - ad^4 v / 720 (Bernoulli numbers); v itself without a bracket."""
+    if bracket is None:
+        return v
+    c1 = bracket(omega, v)
+    c2 = bracket(omega, c1)
+    c4 = bracket(omega, bracket(omega, c2))
+    return v + 0.5 * c1 + c2 / 12.0 - c4 / 720.0
+
+
+def velocity_bracket(groups):
+    """The Lie bracket [x, y] of two velocity vectors, joint by joint: groups lists (kind, first
+    index in qd) of the joints that are not vector spaces -- "so3" (angular velocity: x cross y)
+    or "se3" (v = [linear; angular]: [w_x cross l_y - w_y cross l_x; w_x cross w_y]). None when
+    there are none (the bracket is zero)."""
+    if not groups:
+        return None
+
+    def bracket(x, y):
+        out = np.zeros_like(y)
+        for kind, k in groups:
+            if kind == "so3":
+                out[k:k + 3] = np.cross(x[k:k + 3], y[k:k + 3])
+            else:
+                lx, wx, ly, wy = x[k:k + 3], x[k + 3:k + 6], y[k:k + 3], y[k + 3:k + 6]
+                out[k:k + 3] = np.cross(wx, ly) - np.cross(wy, lx)
+                out[k + 3:k + 6] = np.cross(wx, wy)
+        return out
+    return bracket
+
+
+def rk4_step(accel, t, q, v, h, advance=vector_advance, bracket=None):
+    """(q, v) after one classic RK4 step of size h (RKMK with a bracket: see the module)."""
     a1 = accel(t, q, v)
-    q2, v2 = q + 0.5 * h * v, v + 0.5 * h * a1
+    k1 = v
+    q2, v2 = advance(q, 0.5 * h * k1), v + 0.5 * h * a1
     a2 = accel(t + 0.5 * h, q2, v2)
-    q3, v3 = q + 0.5 * h * v2, v + 0.5 * h * a2
+    k2 = dexp_inverse(bracket, 0.5 * h * k1, v2)
+    q3, v3 = advance(q, 0.5 * h * k2), v + 0.5 * h * a2
     a3 = accel(t + 0.5 * h, q3, v3)
-    q4, v4 = q + h * v3, v + h * a3
+    k3 = dexp_inverse(bracket, 0.5 * h * k2, v3)
+    q4, v4 = advance(q, h * k3), v + h * a3
     a4 = accel(t + h, q4, v4)
-    return (q + (h / 6.0) * (v + 2.0 * v2 + 2.0 * v3 + v4),
+    k4 = dexp_inverse(bracket, h * k3, v4)
+    return (advance(q, (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)),
             v + (h / 6.0) * (a1 + 2.0 * a2 + 2.0 * a3 + a4))
 
 
-def semi_implicit_euler_step(accel, t, q, v, h):
+def semi_implicit_euler_step(accel, t, q, v, h, advance=vector_advance, bracket=None):
     """(q, v) after one symplectic Euler step: the new velocity moves q."""
     v_new = v + h * accel(t, q, v)
-    return q + h * v_new, v_new
+    return advance(q, h * v_new), v_new
 
 
 FIXED_STEPS = {"rk4": rk4_step, "semi-implicit": semi_implicit_euler_step}
@@ -47,19 +95,20 @@ DP_B4 = np.array([5179 / 57600, 0.0, 7571 / 16695, 393 / 640, -92097 / 339200, 1
 DP_E = DP_B5 - DP_B4
 
 
-def derivative(accel, t, y, n):
-    """ẏ = (v, a(t, q, v)) of the first-order state y = (q, v), n = nv."""
-    return np.concatenate([y[n:], accel(t, y[:n], y[n:])])
+def derivative(accel, t, y, n, bracket=None):
+    """ẏ = (v, a(t, q, v)) of the first-order state y = (q, v), n = nv; with a bracket, y =
+    (Omega, v) and Omega' = dexp_inverse(Omega, v) (RKMK)."""
+    return np.concatenate([dexp_inverse(bracket, y[:n], y[n:]), accel(t, y[:n], y[n:])])
 
 
-def dopri_step(accel, t, y, f0, h):
+def dopri_step(accel, t, y, f0, h, bracket=None):
     """One Dormand-Prince attempt from y (with ẏ = f0 there): (y_new, error estimate, ẏ at y_new).
     The 7th stage is evaluated at y_new, so an accepted step's last stage is the next f0 (FSAL)."""
     n = y.size // 2
     K = np.empty((7, y.size))
     K[0] = f0
     for i in range(1, 7):
-        K[i] = derivative(accel, t + DP_C[i] * h, y + h * (np.asarray(DP_A[i]) @ K[:i]), n)
+        K[i] = derivative(accel, t + DP_C[i] * h, y + h * (np.asarray(DP_A[i]) @ K[:i]), n, bracket)
     return y + h * (DP_B5 @ K), h * (DP_E @ K), K[6].copy()
 
 

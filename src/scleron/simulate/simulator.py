@@ -7,17 +7,21 @@ import numpy as np
 
 from .charts import chart_det, det_name, reparameterise_exp, switch_euler, switchables
 from .energy import energies
-from .integrators import FIXED_STEPS, derivative, dopri_step, error_norm, step_factor
+from ..model.joint_types import joint_configuration
+from .integrators import (FIXED_STEPS, derivative, dopri_step, error_norm, step_factor,
+                          velocity_bracket)
 from .progress import Progress
 from .trajectory import SimulationError, Switch, Trajectory
 from .variants import Variants
 
 
-def coordinate_labels(model):
-    """Short coordinate names: the joint's name, with [k] for multi-coordinate joints."""
+def coordinate_labels(model, velocities=False):
+    """Short names of the entries of q (or of qd): the joint's name, with [k] for a joint of
+    several."""
     names = []
     for j in model.joints:
-        names += [j.name] if j.dof == 1 else [f"{j.name}[{k}]" for k in range(j.dof)]
+        n = j.dof if velocities else j.nq
+        names += [j.name] if n == 1 else [f"{j.name}[{k}]" for k in range(n)]
     return names
 
 
@@ -29,6 +33,17 @@ def coordinate_units(dyn, nq):
         found = re.findall(r"\((rad|m)\)", text)
         units.append(found[-1] if found else "")
     return units + [""] * (nq - len(units))
+
+
+def lie_groups(model):
+    """(kind, first index in qd) of the joints whose configurations are not vector spaces."""
+    out, k = [], 0
+    for j in model.joints:
+        space = joint_configuration(j.type)
+        if space != "vector":
+            out.append(("so3" if space == "quaternion" else "se3", k))
+        k += j.dof
+    return out
 
 
 class Simulator:
@@ -48,6 +63,8 @@ class Simulator:
         self.variants = Variants(model, build_dir, self.euler, self.progress, log)
         self.tau = tau
         self.q, self.qd = q0.copy(), qd0.copy()
+        self.manifold = model.nq != model.nv        # quaternion joints: q moves by integrate
+        self.bracket = velocity_bracket(lie_groups(model))
         self.switches = []
         self.fd_calls = 0
         self.rec = {"t": [], "q": [], "qd": [], "charts": []}
@@ -64,6 +81,11 @@ class Simulator:
         """q̈ = M⁻¹ (τ - h) from the generated forward dynamics of the current charts."""
         self.fd_calls += 1
         return self.dyn.forward_dynamics(q, qd, self.tau_at(t, q, qd))
+
+    def advance(self, q, dq):
+        """q moved by the velocity-times-time dq: on the joints' manifolds (the generated
+        integrate) when the model has quaternion joints, else q + dq."""
+        return self.dyn.integrate(q, dq, 1.0) if self.manifold else q + dq
 
     # -- charts ----------------------------------------------------------------------------------
     def dets(self, q):
@@ -82,23 +104,23 @@ class Simulator:
         changed = False
         for s, d in zip(self.euler, self.dets(self.q)):
             if abs(d) < self.threshold:
-                sl = slice(s.start, s.start + 3)
-                new, qn, qdn = switch_euler(s.chart, self.q[sl], self.qd[sl])
+                sl, vl = slice(s.start, s.start + 3), slice(s.v_start, s.v_start + 3)
+                new, qn, qdn = switch_euler(s.chart, self.q[sl], self.qd[vl])
                 why = f"near gimbal lock: |{det_name(s.chart)}| = {abs(d):.4f} < {self.threshold:g}"
                 self.switches.append(Switch(t, s.name, s.chart, new, step, why))
-                self.q[sl], self.qd[sl] = qn, qdn
+                self.q[sl], self.qd[vl] = qn, qdn
                 s.chart = new
                 changed = True
         for s in self.exp:
-            sl = slice(s.start, s.start + 3)
+            sl, vl = slice(s.start, s.start + 3), slice(s.v_start, s.v_start + 3)
             theta = float(np.linalg.norm(self.q[sl]))
             if theta > self.exp_limit:
-                qn, qdn = reparameterise_exp(self.q[sl], self.qd[sl])
+                qn, qdn = reparameterise_exp(self.q[sl], self.qd[vl])
                 limit = "π" if self.exp_limit == math.pi else f"{self.exp_limit:.4g}"
                 why = (f"|θ| = {theta:.4f} rad > {limit}, now {float(np.linalg.norm(qn)):.4f} rad: "
                        f"the same rotation")
                 self.switches.append(Switch(t, s.name, "exp", "exp", step, why))
-                self.q[sl], self.qd[sl] = qn, qdn
+                self.q[sl], self.qd[vl] = qn, qdn
                 changed = True
         if changed:
             self.key = tuple(s.chart for s in self.euler)
@@ -136,7 +158,7 @@ class Simulator:
         t = 0.0
         for k in range(1, n + 1):
             t_next = self.duration if k == n else k * self.dt
-            q_new, qd_new = step(self.qdd, t, self.q, self.qd, t_next - t)
+            q_new, qd_new = step(self.qdd, t, self.q, self.qd, t_next - t, self.advance, self.bracket)
             s = self.crossed(self.q, q_new)
             if s is not None:
                 raise SimulationError(
@@ -152,12 +174,24 @@ class Simulator:
             self.progress.update(t, f"switches {len(self.switches)}")
         return n, 0
 
+    def local_state(self):
+        """(y, accel, q of y) for Dormand-Prince: y = (q, qd), or with quaternion joints y =
+        (dq, qd) with q = integrate(q_now, dq), the step taken in the tangent space at q_now."""
+        if not self.manifold:
+            return np.concatenate([self.q, self.qd]), self.qdd, lambda y: y[:self.nv]
+        base = self.q.copy()
+
+        def q_of(y):
+            return self.advance(base, y[:self.nv])
+        return (np.concatenate([np.zeros(self.nv), self.qd]),
+                lambda t, dq, v: self.qdd(t, self.advance(base, dq), v), q_of)
+
     def run_rk45(self):
         """Dormand-Prince with error control; a step over a chart singularity is rejected too."""
         n, T = self.nv, self.duration
         t, h = 0.0, min(self.dt, T)
-        y = np.concatenate([self.q, self.qd])
-        f0 = derivative(self.qdd, t, y, n)
+        y, accel, q_of = self.local_state()
+        f0 = derivative(accel, t, y, n, self.bracket)
         accepted = rejected = 0
         fac_max = 5.0
         while t < T * (1 - 1e-15) and T - t > 1e-15 * max(1.0, T):
@@ -165,20 +199,23 @@ class Simulator:
             if h < 1e-14 * max(1.0, abs(t)):
                 raise SimulationError(f"step size underflow at t = {t:.6g} s (the tolerances "
                                       f"cannot be met; try a larger --rtol/--atol)")
-            y_new, err_vec, f_new = dopri_step(self.qdd, t, y, f0, h)
+            y_new, err_vec, f_new = dopri_step(accel, t, y, f0, h, self.bracket)
             err = error_norm(err_vec, y, y_new, self.rtol, self.atol)
-            if err > 1.0 or self.crossed(y[:n], y_new[:n]) is not None:
+            if err > 1.0 or self.crossed(q_of(y), q_of(y_new)) is not None:
                 rejected += 1
                 h *= 0.5 if err <= 1.0 else step_factor(err)
                 fac_max = 1.0                   # no growth right after a rejection (HNW I, II.4)
                 continue
             t = t + h if T - (t + h) > 1e-15 * max(1.0, T) else T
             accepted += 1
-            self.q, self.qd = y_new[:n].copy(), y_new[n:].copy()
+            self.q, self.qd = np.array(q_of(y_new)), y_new[n:].copy()
             self.check_finite(t)
             if self.switch(t, accepted):        # new coordinates: restart the FSAL chain
-                y = np.concatenate([self.q, self.qd])
-                f0 = derivative(self.qdd, t, y, n)
+                y, accel, q_of = self.local_state()
+                f0 = derivative(accel, t, y, n, self.bracket)
+            elif self.manifold:                 # the next step from Omega = 0 (same qdd)
+                y, accel, q_of = self.local_state()
+                f0 = np.concatenate([self.qd, f_new[n:]])
             else:
                 y, f0 = y_new, f_new
             if accepted % self.record_every == 0 or t >= T:
@@ -205,7 +242,7 @@ class Simulator:
 
     def trajectory(self, steps, rejected, wall_time):
         r = self.rec
-        Q, QD = np.array(r["q"]).reshape(-1, self.nv), np.array(r["qd"]).reshape(-1, self.nv)
+        Q, QD = np.array(r["q"]).reshape(-1, self.model.nq), np.array(r["qd"]).reshape(-1, self.nv)
         ke, pe = self.energies(Q, QD)
         charts = (np.array(r["charts"], dtype="<U3") if self.euler
                   else np.zeros((len(r["t"]), 0), dtype="<U3"))

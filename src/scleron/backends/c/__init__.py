@@ -3,7 +3,7 @@ CPython extension for single-state calls. printer.py prints programs as C, conte
 function specs into template data, render.py fills templates/, build.py compiles and loads."""
 from .. import Backend
 from .build import compile_folder, load_package
-from .context import function_context, helpers_context
+from .context import function_context, helpers_context, variants_context
 from .render import c_comment, render_files, template_texts
 
 
@@ -26,6 +26,8 @@ class CBackend(Backend):
             "coordinate_names": gen.coordinate_names,
             "joint_names": gen.joint_names, "gravity": " ".join(f"{g:g}" for g in gen.gravity),
             "gravity_list": list(gen.gravity), "functions": functions,
+            "variants": variants_context(functions), "frame_names": list(gen.frame_names),
+            "neutral": [float(x) for x in gen.neutral],
             "helpers": helpers_context([p for code in gen.functions for p in code.programs]),
             "cflags": repr(gen.cflags), "nchunks": nchunks, "method": gen.method,
             "mass_form": gen.mass_form, "any_sincos": any(f["sincos"] for f in functions),

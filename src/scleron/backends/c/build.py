@@ -4,6 +4,12 @@
   compiler or a compiler error is one BuildError line that says what to install or where the
   log is (the log of a failed build is kept in the system temporary folder, because the
   failed build folder itself is removed).
+- The compilers die with the run. On POSIX the child is a process group of its own (every
+  gcc it starts, cffi's included, belongs to it): an exception or Ctrl-C in this process
+  kills the group, and when this process dies outright (kill -9) a watchdog thread in the
+  child sees its parent gone within WATCH_EVERY seconds and kills the group itself.
+- progress (a callable taking one line of text, optional) hears when compiling starts, when
+  each part of the C code has been compiled, and when the module is linked.
 - Loading takes the output folder's lock (scleron.backends.folders), so it never sees a
   folder in the middle of an install, and compiles a folder written without its binary.
 """
@@ -13,6 +19,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -25,16 +32,27 @@ from ..folders import _dir_lock, _held, _made, _recover, discard_temp_folder, ed
 INSTALL_HINT = ("install one, e.g. `apt-get install gcc` (Debian/Ubuntu), `dnf install gcc` "
                 "(Fedora), `xcode-select --install` (macOS), or set CC to a C compiler")
 
+WATCH_EVERY = 0.2                # seconds between the child's looks at whether its parent lives
+
 # Runs in the child process: imports the folder's build script and compiles into a temporary
-# build folder; the last line of its output names the compiled module.
+# build folder; the last line of its output names the compiled module. argv[3] is the parent's
+# pid: once the parent is gone, the child kills its process group (itself and its compilers).
 _CHILD = """\
-import importlib.util, sys
+import importlib.util, os, signal, sys, threading, time
+
+def watch(parent):
+    while os.getppid() == parent:
+        time.sleep(%(every)r)
+    os.killpg(0, signal.SIGKILL)
+
+if os.name == "posix":
+    threading.Thread(target=watch, args=(int(sys.argv[3]),), daemon=True).start()
 spec = importlib.util.spec_from_file_location("_scleron_build", sys.argv[1])
 builder = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(builder)
 built = builder.build(tmpdir=sys.argv[2], verbose=True)
 print("SCLERON_BUILT=" + built)
-"""
+""" % {"every": WATCH_EVERY}
 
 
 # ---- the C compiler ----------------------------------------------------------------------------
@@ -96,28 +114,87 @@ def _one_line(text, limit=300):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def compile_folder(folder, name):
+def compile_folder(folder, name, progress=None):
     """Compiles the folder's C code with its cffi build script (build_NAME.py) in a child
     process; the compiled module lands in the folder. Returns its path.
 
     The child's full output (the compiler's commands and messages) is written to
     folder/build.log while it runs; on failure it is copied to the system temporary folder
-    and the BuildError names that copy. On success the log is removed.
+    and the BuildError names that copy. On success the log is removed. progress: see the
+    module docstring.
     """
     folder = os.path.abspath(folder)
     try:
-        return _compile(folder, name)
+        return _compile(folder, name, progress or _silent)
     except BaseException:
         if folder in _made or folder in _held:     # a make_temp_folder folder: nothing to keep
             discard_temp_folder(folder)
         raise
 
 
-def _compile(folder, name):
+def _silent(message):
+    pass
+
+
+def _start_child(script, build_dir, folder, env, log):
+    """The build's child process, in a process group of its own on POSIX."""
+    return subprocess.Popen([sys.executable, "-c", _CHILD, script, build_dir, str(os.getpid())],
+                            cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=os.name == "posix")
+
+
+def _kill_child(proc):
+    """Kills the child and every compiler it started (its process group)."""
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    except OSError:              # already gone
+        pass
+    proc.wait()
+
+
+def _parallel_jobs(env):
+    try:
+        return int(env.get("SCLERON_BUILD_JOBS", 0)) or os.cpu_count() or 1
+    except ValueError:
+        return os.cpu_count() or 1
+
+
+def _wait_for_child(proc, build_dir, name, progress):
+    """Waits for the build's child, telling progress which parts of the C code are compiled
+    (their object files appear in build_dir) and when the module is linked."""
+    parts, linking = set(), False
+    while True:
+        try:
+            return proc.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            pass
+        for obj in sorted(glob.glob(os.path.join(glob.escape(build_dir), f"{name}_part*.o"))):
+            if obj not in parts:
+                parts.add(obj)
+                progress(f"compile: {len(parts)} part{'s' if len(parts) > 1 else ''} of the C "
+                         "code compiled")
+        if not linking and glob.glob(os.path.join(glob.escape(build_dir), f"{name}_python.o")):
+            linking = True
+            progress("compile: linking the module and its fast extension")
+
+
+def _run_child(script, build_dir, folder, env, log, name, progress):
+    proc = _start_child(script, build_dir, folder, env, log)
+    try:
+        return _wait_for_child(proc, build_dir, name, progress)
+    except BaseException:        # Ctrl-C, an error: no compiler outlives the run
+        _kill_child(proc)
+        raise
+
+
+def _compile(folder, name, progress):
     script = os.path.join(folder, f"build_{name}.py")
     if not os.path.isfile(script):
         raise BuildError(f"{folder} has no build script build_{name}.py")
-    _, overrides = find_c_compiler()
+    cc, overrides = find_c_compiler()
     env = dict(os.environ, **overrides)
     try:
         build_dir = tempfile.mkdtemp(prefix="_build-", dir=folder)
@@ -130,13 +207,13 @@ def _compile(folder, name):
         with open(log_path, "w") as log:
             log.write(f"# scleron: compiling {name} in {folder}\n")
             log.flush()
-            proc = subprocess.run([sys.executable, "-c", _CHILD, script, build_dir], cwd=folder,
-                                  env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                  stderr=subprocess.STDOUT)
+            progress(f"compile: {name}'s C code with {cc or 'the C compiler'}, in up to "
+                     f"{_parallel_jobs(env)} parts at once")
+            returncode = _run_child(script, build_dir, folder, env, log, name, progress)
         with open(log_path, errors="replace") as fh:
             text = fh.read()
         built = [ln[len("SCLERON_BUILT="):] for ln in text.splitlines() if ln.startswith("SCLERON_BUILT=")]
-        if proc.returncode != 0 or not built or not os.path.isfile(built[-1]):
+        if returncode != 0 or not built or not os.path.isfile(built[-1]):
             kept = _keep_log(log_path, name)
             os.remove(log_path)
             hint = _hint(text)

@@ -134,7 +134,8 @@ def function_context(code, prefix, chunk, first_index):
     args = [(a, False) for a in ins] + [(a, True) for a in outs]
     return {
         "name": spec.name,
-        "doc": spec.doc + ("" if code.form == "unrolled" else f" ({code.description})"),
+        # (a per-frame function's doc holds the frame's name, from the model file)
+        "doc": c_comment(spec.doc + ("" if code.form == "unrolled" else f" ({code.description})")),
         "method2": method2, "mass_loop": mass_loop, "chunks": cf.chunks, "nwork": cf.nwork,
         "sincos": cf.sincos, "statements": cf.statements, "counts": cf.counts,
         "chunk_params": cf.chunk_params, "chunk_args": cf.chunk_args,
@@ -145,7 +146,32 @@ def function_context(code, prefix, chunk, first_index):
                      "doc": a.doc} for a in outs],
         "output": outs[0].name,
         "py_args": ", ".join(a.name for a in ins),
+        "variant": spec.variant,
     }
+
+
+def variants_context(functions):
+    """The generated Python functions that choose a generated function by options
+    (FunctionSpec.variant): name, inputs, the options (name, default or None, the values in
+    order) and the table (option values) -> function name."""
+    out = {}
+    for f in functions:
+        if f["variant"] is None:
+            continue
+        name, options = f["variant"]
+        v = out.setdefault(name, {"name": name, "py_args": f["py_args"], "table": {},
+                                  "options": [{"name": o, "default": d, "values": []}
+                                              for o, _, d in options],
+                                  "doc": f["doc"].split(", reference")[0].split(" of frame ")[0]})
+        # the values as they appear in the docstring: names from the model file, made harmless
+        v["shown"] = {o: ", ".join(c_comment(repr(x)) for x in slot["values"][:6])
+                      + (", ..." if len(slot["values"]) > 6 else "")
+                      for o, slot in ((s["name"], s) for s in v["options"])}
+        for slot, (_, value, _) in zip(v["options"], options):
+            if value not in slot["values"]:
+                slot["values"].append(value)
+        v["table"][tuple(value for _, value, _ in options)] = f["name"]
+    return list(out.values())
 
 
 def total_counts(functions):

@@ -15,6 +15,9 @@ C_FUNCS = {"sin": "sin", "cos": "cos", "tan": "tan", "exp": "exp", "log": "log",
 BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
 
+ZERO_RUN = 8          # consecutive zero outputs stored with one memset
+
+
 def c_literal(x):
     x = float(x)
     if not math.isfinite(x):
@@ -116,6 +119,32 @@ class CStatements:
         return [(f"{array}[{idx}]", self.ref(v)) for array, idx, v in self.prog.outputs
                 if not (isinstance(v, Var) and v.id in self.name_of)]
 
+    def constant_stores(self, min_run=ZERO_RUN):
+        """The C statements storing the outputs that are constants or inputs: runs of at least
+        min_run consecutive exact zeros of one array as one memset (a frame Jacobian is mostly
+        zeros: the coordinates that do not move the frame), the others one by one."""
+        lines, run = [], []
+
+        def flush():
+            if len(run) >= min_run:
+                array, first = run[0]
+                lines.append(f"memset({array} + {first}, 0, {len(run)} * sizeof(double));")
+            else:
+                lines.extend(f"{array}[{idx}] = 0.0;" for array, idx in run)
+            run.clear()
+        for array, idx, v in self.prog.outputs:
+            if isinstance(v, Var) and v.id in self.name_of:
+                continue
+            if not isinstance(v, Var) and v == 0.0:
+                if run and (run[-1][0] != array or run[-1][1] != idx - 1):
+                    flush()
+                run.append((array, idx))
+                continue
+            flush()
+            lines.append(f"{array}[{idx}] = {self.ref(v)};")
+        flush()
+        return lines
+
 
 def print_program(prog, fname, arrays, chunk=1000, first_index=0, sincos_of=None):
     """arrays: ordered list of (name, is_output) naming the C pointer parameters.
@@ -159,12 +188,11 @@ def print_program(prog, fname, arrays, chunk=1000, first_index=0, sincos_of=None
             ch.lines.append(f"w[{crossing[i]}] = {name_of[i]};")
         for target in stores.get(i, ()):
             ch.lines.append(f"{target} = {name_of[i]};")
-    rest = cs.other_outputs()
+    rest = cs.constant_stores()
     if rest:
         tail = chunks[last]
         tail.lines.append("/* outputs that are constants or inputs */")
-        for target, value in rest:
-            tail.lines.append(f"{target} = {value};")
+        tail.lines += rest
 
     def param(name, is_out):
         return f"double *restrict {name}" if is_out else f"const double *restrict {name}"

@@ -1,0 +1,419 @@
+"""Analytical derivatives of the dynamics, written once like the recursions (any algebra).
+
+- mass_matrix_inverse: M^-1 from the articulated-body factorisation, Carpentier's algorithm
+  ("Analytical inverse of the joint space inertia matrix", 2018; Pinocchio's computeMinverse):
+  the articulated-body algorithm (Featherstone 7.3, S&G passes 4-6) run on the nv unit joint
+  forces at once, with qd = 0 and no gravity, in world coordinates so that the nv columns need no
+  change of frame between bodies.
+- inverse_dynamics_derivatives: Carpentier & Mansard's analytical derivatives of the recursive
+  Newton-Euler algorithm ("Analytical derivatives of rigid body dynamics algorithms", RSS 2018;
+  Pinocchio's computeRNEADerivatives), in world coordinates, generalised to joints whose S
+  depends on q and whose Sdot is not zero. The q columns are Pinocchio's: derivatives along
+  integrate(q, v) at v = 0, so a quaternion joint's columns are its nv velocity directions.
+- forward_dynamics_derivatives: dqdd/dx = -M^-1 dtau/dx at qdd = FD(q, qd, tau) (Carpentier &
+  Mansard 2018: differentiate M qdd + h = tau at fixed tau; Pinocchio's computeABADerivatives).
+- inverse_dynamics_jacobians_by_duals: the inverse dynamics' derivatives by forward mode (dual
+  numbers) through recursions.inverse_dynamics itself: exact for every joint, shares nothing with
+  the analytical route but the recursion, larger code; the tests' oracle.
+
+Twists [w; v] and wrenches [n; f], angular first, as everywhere in scleron.
+"""
+from ..joints import manifolds
+from ..program.algebra import Dual, DualAlgebra
+from . import configuration, recursions
+from .frames import body_poses
+from .spatial import (ad, ad_star, columns, dot, matmul, matvec, rigid_inertia_to_parent, sym_add,
+                      transpose, twist_to_parent, vadd, wrench_to_parent)
+
+
+# ---- M^-1 and M^-1 B (Carpentier 2018; Featherstone 7.3 on many joint forces at once) ------------
+def mass_matrix_inverse(tree, alg, q):
+    """M(q)^-1, nv x nv (symmetric: the upper triangle computed, mirrored): the articulated-body
+    solve of the unit joint forces (articulated_solve), rows i taking columns j >= i only."""
+    world = articulated_world(tree, alg, q)
+    unit_forces = [[1.0 if r == c else 0.0 for r in range(tree.nv)] for c in range(tree.nv)]
+    X = articulated_solve(tree, alg, world, unit_forces, lambda b: range(b.v_start, tree.nv))
+    Minv = [[0.0] * tree.nv for _ in range(tree.nv)]
+    for r in range(tree.nv):
+        for c in range(r, tree.nv):
+            Minv[r][c] = Minv[c][r] = X[r][c]
+    return Minv
+
+
+def articulated_world(tree, alg, q):
+    """Every joint of the articulated-body factorisation in world coordinates (world_axes): pass
+    4 (S&G 27-28) gives U = Ia S and D = S^T Ia S in the body frame; the world poses move them."""
+    kins = recursions.joint_kinematics(tree, alg, q, None)
+    state = recursions.articulated_state(tree, [0.0] * tree.nv)
+    recursions.run_body_pass(tree, alg, kins, recursions.ARTICULATED_PASSES[0], state)   # U, D
+    pose = body_poses(tree, alg, kins, "mass matrix inverse")
+    world = []
+    for b in tree.bodies:
+        alg.section(f"mass matrix inverse: S, U, D^-1 of joint {b.joint_name} in the world",
+                    "mass matrix inverse: world axes", b.index)
+        world.append(world_axes(b, kins[b.index], pose[b.index], state["U"][b.index],
+                                state["L"][b.index]))
+    return world
+
+
+def world_axes(b, kin, pose, U, solver):
+    """Body b's joint in world coordinates: S and U = Ia S by columns, D^-1 (d x d, by columns)
+    and the rows of D^-1 S^T and D^-1 U^T (d x 6), the last two as their 6 columns solved."""
+    R, t = pose
+    S = [twist_to_parent(R, t, col) for col in columns(kin[2])]
+    Uw = [wrench_to_parent(R, t, col) for col in U]
+    d = b.dof
+    Dinv = [solver.solve([1.0 if k == c else 0.0 for k in range(d)]) for c in range(d)]
+    SD = columns([solver.solve([S[k][c] for k in range(d)]) for c in range(6)])
+    UD = columns([solver.solve([Uw[k][c] for k in range(d)]) for c in range(6)])
+    return S, Uw, Dinv, SD, UD
+
+
+def articulated_solve(tree, alg, world, forces, wanted):
+    """X = M^-1 B for the columns of B (`forces`: a list of nv-vectors of joint forces): the
+    articulated-body algorithm (Featherstone 7.3) with qd = 0 and no gravity, run on every
+    column at once, all spatial quantities in world coordinates (no transforms between bodies):
+      leaves to root (p^A_i = the sum over the children of p^a_c):
+        W_i   = D_i^-1 (B_i - S_i^T P_i)       u_i / D_i, every column
+        P_par += P_i + U_i W_i                  the articulated forces p^a_i
+      root to leaves:
+        X_i   = W_i - D_i^-1 U_i^T A_par        the rows of body i's coordinates
+        A_i   = A_par + S_i X_i                 the bodies' accelerations
+    Columns with structurally zero forces in a subtree are skipped there (unit forces: P_i only
+    in the columns of body i's strict descendants). wanted(body): the columns of X wanted in
+    its rows; the rows of X are returned with None elsewhere."""
+    W = articulated_backward(tree, alg, world, forces)
+    return articulated_forward(tree, alg, world, W, len(forces), wanted)
+
+
+def articulated_backward(tree, alg, world, forces):
+    P = [{} for _ in tree.bodies]           # per body: column -> articulated force p^A (6)
+    W = [None] * len(tree.bodies)
+    for b in reversed(tree.bodies):
+        alg.section(f"mass matrix inverse (Carpentier 2018, backward): body {b.name}",
+                    "mass matrix inverse: backward pass", b.index)
+        S, U, Dinv, SD, _ = world[b.index]
+        own = range(b.v_start, b.v_start + b.dof)
+        w = {}
+        for c, force in enumerate(forces):
+            tb = [force[r] for r in own]
+            p = P[b.index].get(c)
+            if p is None and all(is_zero(x) for x in tb):
+                continue
+            x = [dot(row, tb) for row in rows_of(Dinv)]                     # D^-1 B_i
+            if p is not None:
+                x = [y - dot(row, p) for y, row in zip(x, SD)]                 # - D^-1 S^T P_i
+            w[c] = x
+        W[b.index] = w
+        if b.parent >= 0:
+            up = P[b.parent]
+            for c, x in w.items():
+                pa = [dot([Uc[r] for Uc in U], x) for r in range(6)]          # U_i W_i
+                if c in P[b.index]:
+                    pa = vadd(P[b.index][c], pa)                              # p^a_i
+                up[c] = vadd(up[c], pa) if c in up else pa
+    return W
+
+
+def articulated_forward(tree, alg, world, W, ncols, wanted):
+    X = [[None] * ncols for _ in range(tree.nv)]
+    A = [None] * len(tree.bodies)           # per body: column -> world acceleration (6)
+    for b in tree.bodies:
+        alg.section(f"mass matrix inverse (Carpentier 2018, forward): body {b.name}",
+                    "mass matrix inverse: forward pass", b.index)
+        S, _, _, _, UD = world[b.index]
+        parent = A[b.parent] if b.parent >= 0 else {}
+        a = {}
+        for c in wanted(b):
+            x = W[b.index].get(c, [0.0] * b.dof)
+            if c in parent:
+                x = [y - dot(row, parent[c]) for y, row in zip(x, UD)]
+            for r in range(b.dof):
+                X[b.v_start + r][c] = x[r]
+            Sx = [dot([Sc[r] for Sc in S], x) for r in range(6)]
+            a[c] = vadd(parent[c], Sx) if c in parent else Sx
+        A[b.index] = a
+    return X
+
+
+def rows_of(cols):
+    """The rows of a matrix given by its columns."""
+    return [list(r) for r in zip(*cols)]
+
+
+def is_zero(x):
+    return isinstance(x, float) and x == 0.0
+
+
+# ---- inverse dynamics (Carpentier & Mansard, RSS 2018; Pinocchio's RNEA derivatives) ----------
+# In world coordinates, moving coordinate k of joint j along its tangent moves the whole subtree of
+# j rigidly by the world twist J_k (S&G 9: dG/dq = G S^), and changes the velocity and
+# acceleration of every body of that subtree by the same non-rigid amounts dVdq_k, dAdq_k (plus
+# the rigid J_k x ...). A body force changes rigidly (J_k x* f) plus Y dAdq_k + dY dVdq_k, so
+# the composite inertias Ycrb, their variations dYcrb and the composite forces F of the
+# subtrees give every entry as one or two dot products:
+#   row r of body i, column k of a body c in the subtree of i:  J_r . dFdq_k   (dtau_r/dq_k)
+#   row r of a body below i, column k of body i:   Ycrb J_r . dAdq_k + dYcrb^T J_r . dVdq_k
+# with dFdq_k = dYcrb_c dVdq_k + Ycrb_c dAdq_k (+ J_k x* F_c below c); likewise in qd with
+# dAdv_k and J_k, and M_rk = J_r . Ycrb_c J_k (composite rigid bodies in the world frame).
+# General joints (S(q), Sdot qd != 0: Euler charts, splines, contact surfaces) add their own
+# terms: dS/dq and d(Sdot qd)/dq, d(Sdot qd)/dqd of the joint itself (joint_tangents), which
+# Pinocchio's constant-S joints do not have.
+def inverse_dynamics_derivatives(tree, alg, q, qd, qdd):
+    """(dtau/dq, dtau/dqd, M) at (q, qd, qdd), nv x nv each: Pinocchio's computeRNEADerivatives
+    (dtau/dq along integrate(q, v) at v = 0: nv columns, a quaternion joint's in its velocity)."""
+    kins = recursions.joint_kinematics(tree, alg, q, qd)
+    _, a, bias = recursions.velocity_pass(tree, alg, kins, qd)
+    alpha, f = recursions.acceleration_pass(tree, alg, kins, a, bias, qdd)
+    world = world_dynamics(tree, alg, kins, qd, alpha, f)
+    cols = coordinate_tangents(tree, alg, world, q, qd, qdd)
+    dq, dqd, M = composite_backward(tree, alg, world, cols)
+    for b in tree.bodies:                   # the joint springs and dampers (passive_forces)
+        for k in range(b.dof):
+            i = b.v_start + k
+            if b.stiffness is not None:
+                dq[i][i] = dq[i][i] + b.stiffness[k]
+            if b.damping is not None:
+                dqd[i][i] = dqd[i][i] + b.damping[k]
+    return dq, dqd, M
+
+
+class WorldBody:
+    """One body in world coordinates: its pose (R, t), motion subspace J (columns), twist ov,
+    acceleration oa (gravity included as the base's, S&G 22), force of = J_body alpha + b (S&G
+    23, external wrench included), inertia Y and its variation dY (both composite once the
+    backward pass has reached the body), F the composite force of its subtree."""
+    __slots__ = ("pose", "J", "ov", "oa", "F", "Y", "dY")
+
+
+def world_dynamics(tree, alg, kins, qd, alpha, f):
+    """The forward pass of Carpentier & Mansard's algorithm: S&G passes 1-2 give v,
+    alpha and f in body coordinates; here they are moved into the world frame."""
+    pose = body_poses(tree, alg, kins, "inverse dynamics derivatives")
+    out = []
+    for b, kin in zip(tree.bodies, kins):
+        alg.section(f"inverse dynamics derivatives: world quantities of body {b.name}",
+                    "inverse dynamics derivatives: world quantities", b.index)
+        w = WorldBody()
+        w.pose = R, t = pose[b.index]
+        w.J = [twist_to_parent(R, t, col) for col in columns(kin[2])]
+        w.oa = twist_to_parent(R, t, alpha[b.index])
+        w.F = wrench_to_parent(R, t, f[b.index])
+        w.Y = rigid_inertia_to_parent(R, t, b.inertia)
+        vb = out[b.parent].ov if b.parent >= 0 else ZERO6
+        w.ov = vadd(vb, [dot(row, qd[b.v_start:b.v_start + b.dof]) for row in rows(w.J)])
+        w.dY = inertia_variation(w.Y, w.ov)
+        out.append(w)
+    return out
+
+
+def inertia_variation(Y, v):
+    """dY such that the body force Y a + v x* (Y v) changes by Y da + dY dv when its twist v
+    changes by dv (Pinocchio's Inertia::variation plus the force cross matrix of h = Y v;
+    Carpentier & Mansard 2018): dY dv = v x* (Y dv) - Y (v x dv) + dv x* (Y v).
+    With Y = [[I, [c]], [-[c], m 1]] (c the first moment m com, scleron's layout), v = [w; u] and
+    Y v = [n; f], it is [[[w] I - I [w] - [c][u] - [u][c] - [n], 0], [-2 [f], 0]]: a pure
+    linear dv moves no force (its terms cancel), so the right half is exactly zero."""
+    I = [row[:3] for row in Y[:3]]
+    c = [Y[2][4], Y[0][5], Y[1][3]]
+    W, U = skew(v[:3]), skew(v[3:])
+    Yv = matvec(Y, v)
+    WI = matmul(W, I)                                   # [w] I - I [w] = WI + (WI)^T (I symmetric)
+    CU = matmul(skew(c), U)                             # [c][u] + [u][c] = CU + (CU)^T
+    n, f = skew(Yv[:3]), skew(Yv[3:])
+    top = [[WI[r][k] + WI[k][r] - (CU[r][k] + CU[k][r]) - n[r][k] for k in range(3)] + [0.0] * 3
+           for r in range(3)]
+    return top + [[-2.0 * x for x in row] + [0.0] * 3 for row in f]
+
+
+class Tangent:
+    """What moving one velocity coordinate k (of body i) does, in world coordinates: J (its
+    column of J_i), dV, dA the non-rigid change of every twist and acceleration below it when
+    q_k moves (Carpentier & Mansard 2018), dAv the change of the accelerations when qd_k
+    does, and dS the change of body i's own J columns (general joints only, else zeros)."""
+    __slots__ = ("body", "J", "dV", "dA", "dAv", "dS")
+
+
+def coordinate_tangents(tree, alg, world, q, qd, qdd):
+    """A Tangent per coordinate, from the parent's twist and acceleration:
+        dV  = ov_p x J + dS qd_i
+        dA  = oa_p x J + ov_p x dV + dS qdd_i + dc + ov_p x (dS qd_i) + (J_i qd_i) x (dS qd_i)
+        dAv = (ov_p + ov_i) x J + dc_v
+    (dS, dc, dc_v: the joint's own dS/dq, d(Sdot qd)/dq, d(Sdot qd)/dqd in the world; the
+    rigid parts J x ov, J x oa are the subtree's motion, accounted for where used)."""
+    base = [0.0, 0.0, 0.0] + [-g for g in tree.gravity]
+    out = []
+    for b, w in zip(tree.bodies, world):
+        alg.section(f"inverse dynamics derivatives: tangents of joint {b.joint_name}",
+                    "inverse dynamics derivatives: tangents", b.index)
+        ovp = world[b.parent].ov if b.parent >= 0 else ZERO6
+        oap = world[b.parent].oa if b.parent >= 0 else base
+        own = slice(b.v_start, b.v_start + b.dof)
+        vJ = [dot(row, qd[own]) for row in rows(w.J)]                          # J_i qd_i
+        for k, (dS, dc, dcv) in enumerate(joint_tangents(b, alg, q, qd, w.pose)):
+            t = Tangent()
+            t.body, t.J, t.dS = b.index, w.J[k], dS
+            dSqd = [dot(row, qd[own]) for row in rows(dS)]
+            dSqdd = [dot(row, qdd[own]) for row in rows(dS)]
+            t.dV = vadd(ad(ovp, t.J), dSqd)
+            t.dA = vadd(vadd(vadd(ad(oap, t.J), ad(ovp, t.dV)), vadd(dSqdd, dc)),
+                        vadd(ad(ovp, dSqd), ad(vJ, dSqd)))
+            t.dAv = vadd(ad(vadd(ovp, w.ov), t.J), dcv)
+            out.append(t)
+    return out
+
+
+def joint_tangents(b, alg, q, qd, pose):
+    """For each velocity coordinate k of body b's joint: (dS/dq_k (columns), d(Sdot qd)/dq_k,
+    d(Sdot qd)/dqd_k), in world coordinates, q_k moved along integrate(q, v) (the joint's own
+    manifold). Forward mode (dual numbers) through the joint's kinematics alone: exact zeros,
+    hence no code, for joints with a constant S and Sdot = 0 (revolute, prismatic, quaternion)."""
+    d = b.dof
+    dual = DualAlgebra(alg)
+    qs = q[b.q_start:b.q_start + b.nq]
+    zero = [0.0] * (2 * d)
+    moved = manifolds.integrate(configuration.configuration_space(b), dual,
+                                [Dual(x, zero) for x in qs],
+                                [Dual(0.0, unit(k, 2 * d)) for k in range(d)])
+    qx = [Dual(x, tangents(m, 2 * d)) for x, m in zip(qs, moved)]     # values stay q itself
+    qdx = [Dual(x, unit(d + k, 2 * d)) for k, x in enumerate(qd[b.v_start:b.v_start + d])]
+    _, _, S, c = b.joint.kinematics(dual, qx, qdx)
+    R, t = pose
+    out = []
+    for k in range(d):
+        dS = [twist_to_parent(R, t, [tangents(x, 2 * d)[k] for x in col]) for col in columns(S)]
+        dc = twist_to_parent(R, t, [tangents(x, 2 * d)[k] for x in c])
+        dcv = twist_to_parent(R, t, [tangents(x, 2 * d)[d + k] for x in c])
+        out.append((dS, dc, dcv))
+    return out
+
+
+def composite_backward(tree, alg, world, cols):
+    """The backward pass of Carpentier & Mansard's algorithm, leaves to root: with the
+    composite Ycrb, dYcrb and F of body i's subtree, the rows of i's coordinates against the
+    columns of its subtree, and the rows of its subtree below it against i's columns."""
+    nv = tree.nv
+    dq, dqd, M = ([[0.0] * nv for _ in range(nv)] for _ in range(3))
+    YJ, dYtJ, dFdq, dFdv = ([None] * nv for _ in range(4))
+    below = [[] for _ in tree.bodies]              # the coordinates of the subtree of each body
+    for b in reversed(tree.bodies):
+        alg.section(f"inverse dynamics derivatives: backward pass, body {b.name}",
+                    "inverse dynamics derivatives: backward pass", b.index)
+        w = world[b.index]
+        own = list(range(b.v_start, b.v_start + b.dof))
+        desc = [c for child in b.children for c in below[child]]
+        below[b.index] = own + desc
+        dYt = transpose(w.dY)
+        for k in own:
+            t = cols[k]
+            YJ[k] = matvec(w.Y, t.J)                                          # dtau/dqdd
+            dYtJ[k] = matvec(dYt, t.J)
+            dFdq[k] = vadd(matvec(w.dY, t.dV), matvec(w.Y, t.dA))
+            dFdv[k] = vadd(matvec(w.dY, t.J), matvec(w.Y, t.dAv))
+        for a, r in enumerate(own):
+            J = cols[r].J
+            for c in below[b.index]:                   # row r against its subtree's columns
+                dq[r][c] = dot(J, dFdq[c])
+                dqd[r][c] = dot(J, dFdv[c])
+                M[r][c] = M[c][r] = dot(J, YJ[c])
+            for k in own:                              # the joint's own S moving with q_k
+                dq[r][k] = dq[r][k] + dot(cols[k].dS[a], w.F)
+            for c in desc:                             # rows below it against its columns
+                dq[c][r] = dot(YJ[c], cols[r].dA) + dot(dYtJ[c], cols[r].dV)
+                dqd[c][r] = dot(YJ[c], cols[r].dAv) + dot(dYtJ[c], J)
+        for k in own:                                  # the subtree's force moves rigidly
+            dFdq[k] = vadd(dFdq[k], cross_force(cols[k].J, w.F))
+        if b.parent >= 0:
+            p = world[b.parent]
+            p.Y = sym_add(p.Y, w.Y)
+            p.dY = [[x + y for x, y in zip(rp, rw)] for rp, rw in zip(p.dY, w.dY)]
+            p.F = vadd(p.F, w.F)
+    return dq, dqd, M
+
+
+# ---- forward dynamics (Carpentier & Mansard 2018) ------------------------------------------------
+# dqdd/dx = -M^-1 dtau/dx: up to this many coordinates as products with M^-1 (4 nv^3 operations,
+# the smaller code there), above it by the articulated-body solve of the 2 nv columns of
+# -dtau/dx (articulated_solve: about 50 operations per body and column, so O(nv^2) code).
+SOLVE_FROM_NV = 24
+
+
+def forward_dynamics_derivatives(tree, alg, q, qd, tau):
+    """(dqdd/dq, dqdd/dqd, M^-1) at (q, qd, tau): M qdd + h(q, qd) = tau differentiated at fixed
+    tau gives dqdd/dx = -M^-1 dtau/dx at qdd = FD(q, qd, tau), and dqdd/dtau = M^-1.
+    Pinocchio's computeABADerivatives (q columns in the tangent space)."""
+    nv = tree.nv
+    qdd = recursions.forward_dynamics(tree, alg, q, qd, tau)
+    dq, dqd, _ = inverse_dynamics_derivatives(tree, alg, q, qd, qdd)
+    Minv = mass_matrix_inverse(tree, alg, q)
+    if nv < SOLVE_FROM_NV:
+        alg.section("forward dynamics derivatives: -M^-1 dtau/dq, -M^-1 dtau/dqd",
+                    "forward dynamics derivatives: products")
+        return negated_product(Minv, dq), negated_product(Minv, dqd), Minv
+    forces = [[-dq[r][c] for r in range(nv)] for c in range(nv)]
+    forces += [[-dqd[r][c] for r in range(nv)] for c in range(nv)]
+    X = articulated_solve(tree, alg, articulated_world(tree, alg, q), forces,
+                          lambda b: range(2 * nv))
+    return [row[:nv] for row in X], [row[nv:] for row in X], Minv
+
+
+def negated_product(A, B):
+    """-A B for nested lists (structural zeros of B fold away)."""
+    cols = [[-x for x in col] for col in columns(B)]
+    return [[dot(row, col) for col in cols] for row in A]
+
+
+# ---- small helpers -------------------------------------------------------------------------------
+ZERO6 = recursions.ZERO6
+ZERO33 = [[0.0] * 3 for _ in range(3)]
+
+
+def rows(cols):
+    """The 6 rows of a 6 x d matrix given by its d columns."""
+    return [[c[r] for c in cols] for r in range(6)]
+
+
+def skew(x):
+    return [[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]]
+
+
+def neg(M):
+    return [[-x for x in row] for row in M]
+
+
+def block_matrix(A, B, C, D):
+    """[[A, B], [C, D]] from four 3 x 3 blocks."""
+    return [ra + rb for ra, rb in zip(A, B)] + [rc + rd for rc, rd in zip(C, D)]
+
+
+def cross_force(x, f):
+    """x x* f = -ad_x^T f (Featherstone's force cross product)."""
+    return [-y for y in ad_star(x, f)]
+
+
+def unit(k, n):
+    return [1.0 if i == k else 0.0 for i in range(n)]
+
+
+def tangents(x, n):
+    """The tangent parts of a dual number (zeros for a constant)."""
+    return list(x.b) if isinstance(x, Dual) else [0.0] * n
+
+
+# ---- the same derivatives by dual numbers through the recursion itself ---------------------------
+def inverse_dynamics_jacobians_by_duals(tree, alg, q, qd, qdd):
+    """(dtau/dq, dtau/dqd) by forward mode through recursions.inverse_dynamics: dual numbers
+    with 2 nv tangents, the first nv along integrate(q, v) at v = 0 (configuration.integrate in
+    the dual algebra: Pinocchio's tangent convention), the others along qd. Exact for any joint,
+    and independent of the analytical route above (the tests' oracle); as generated code it
+    costs more (panda 13k operations against 9k, RC50 428k against 138k)."""
+    nv, n = tree.nv, 2 * tree.nv
+    dual = DualAlgebra(alg)
+    zero = [0.0] * n
+    moved = configuration.integrate(tree, dual, [Dual(x, zero) for x in q],
+                                    [Dual(0.0, unit(k, n)) for k in range(nv)], [1.0])
+    qx = [Dual(x, tangents(m, n)) for x, m in zip(q, moved)]
+    qdx = [Dual(x, unit(nv + k, n)) for k, x in enumerate(qd)]
+    tau = recursions.inverse_dynamics(tree, dual, qx, qdx, [Dual(x, zero) for x in qdd])
+    rows_ = [tangents(x, n) for x in tau]
+    return [r[:nv] for r in rows_], [r[nv:] for r in rows_]

@@ -1,0 +1,262 @@
+"""Frame kinematics, written once like the dynamics: placements, Jacobians, velocities and
+classical accelerations of the model's frames (Tree.frames), and the centre-of-mass Jacobian.
+
+Twists are [w; v] (angular first, scleron's convention); Pinocchio's Motion is [v; w]. The three
+references are Pinocchio's:
+  "local"               the frame's own axes, at the frame origin;
+  "local_world_aligned" the world's axes, at the frame origin;
+  "world"               the world's axes, at the world origin (v: the velocity of the body point
+                        passing through the world origin).
+Equations: Featherstone (RBDA) 2.9-2.10 (twists between frames), 3.3 (Jacobian columns).
+"""
+import copy
+
+from .recursions import (ZERO6, first_moment, joint_kinematics, to_child, velocity_pass,
+                         world_pose_step)
+from .spatial import (cross, matvec, mat_t_vec, columns, twist_to_child, twist_to_parent, vadd,
+                      vscale)
+
+REFERENCES = ("local_world_aligned", "local", "world")
+
+
+def one_frame(tree, alg, *inputs, function, index, **options):
+    """`function` (a recursion over every frame) for frame `index` of the tree alone: the same
+    code on a tree whose frame list is that frame, so only its body's ancestors are computed."""
+    view = copy.copy(tree)
+    view.frames = [tree.frames[index]]
+    return function(view, alg, *inputs, **options)[0]
+
+
+def check_reference(reference):
+    if reference not in REFERENCES:
+        raise ValueError(f"reference must be one of {', '.join(REFERENCES)}, not {reference!r}")
+    return reference
+
+
+# ---- world poses --------------------------------------------------------------------------------
+def body_poses(tree, alg, kins, label, bodies=None):
+    """(R, t) of every body in the world (or of those in `bodies`, a set closed under
+    parents), composed root to leaf (Featherstone 4.1)."""
+    pose = [None] * len(tree.bodies)
+    for b in tree.bodies:
+        if bodies is not None and b.index not in bodies:
+            continue
+        alg.section(f"{label}: world pose of body {b.name}", f"{label}: world pose", b.index)
+        pose[b.index] = world_pose_step(b, kins[b.index], pose)
+    return pose
+
+
+def frame_bodies(tree):
+    """The bodies the frames hang from and all their ancestors: those whose poses the frame
+    functions need (all of them for every frame, a chain for one)."""
+    out = set()
+    for f in tree.frames:
+        k = f.body
+        while k >= 0 and k not in out:
+            out.add(k)
+            k = tree.bodies[k].parent
+    return out
+
+
+def body_of(f):
+    """The body index a frame is fixed to, None for the world (for the program's sections)."""
+    return f.body if f.body >= 0 else None
+
+
+def frame_pose(f, poses):
+    """(R, t) of frame f in the world: its body's pose times its placement in the body."""
+    if f.body < 0:
+        R, t = f.placement if f.placement is not None else (IDENTITY, [0.0] * 3)
+        return R, t
+    R, t = poses[f.body]
+    if f.placement is None:
+        return R, t
+    return _compose(R, t, *f.placement)
+
+
+IDENTITY = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+
+
+def _compose(R, t, Rf, tf):
+    """(R Rf, R tf + t)."""
+    cols = [matvec(R, c) for c in columns(Rf)]
+    return [[cols[c][r] for c in range(3)] for r in range(3)], vadd(matvec(R, tf), t)
+
+
+def frame_placements(tree, alg, q):
+    """The world placement of every frame as a 4x4 homogeneous matrix [[R, p], [0, 1]]."""
+    kins = joint_kinematics(tree, alg, q, None)
+    poses = body_poses(tree, alg, kins, "frame placements", frame_bodies(tree))
+    out = []
+    for f in tree.frames:
+        alg.section(f"placement of frame {f.name}", "frame placement", body_of(f))
+        R, t = frame_pose(f, poses)
+        out.append([list(R[0]) + [t[0]], list(R[1]) + [t[1]], list(R[2]) + [t[2]],
+                    [0.0, 0.0, 0.0, 1.0]])
+    return out
+
+
+# ---- Jacobians ----------------------------------------------------------------------------------
+def support(tree, body):
+    """The coordinates that move a body: its joint's and its ancestors', in increasing order."""
+    out = []
+    while body >= 0:
+        b = tree.bodies[body]
+        out[:0] = range(b.v_start, b.v_start + b.dof)
+        body = b.parent
+    return out
+
+
+def frame_columns(tree):
+    """The sum over the frames of the coordinates that move each: the nonzero columns of all
+    frame Jacobians, which their code grows with."""
+    return sum(len(support(tree, f.body)) for f in tree.frames)
+
+
+def world_motion_columns(tree, alg, kins, poses):
+    """Every coordinate's unit motion in the world reference: Ad_{G_0k} S_k column by column
+    (Featherstone 3.3: the Jacobian's columns are the joints' motion axes in one frame); None
+    for the bodies without a pose (not needed)."""
+    Sw = [None] * tree.nv
+    for b in tree.bodies:
+        if poses[b.index] is None:
+            continue
+        kin = kins[b.index]
+        alg.section(f"Jacobian columns of joint {b.joint_name} in the world",
+                    "Jacobian columns in the world", b.index)
+        R, t = poses[b.index]
+        for k, col in enumerate(columns(kin[2])):
+            Sw[b.v_start + k] = twist_to_parent(R, t, col)
+    return Sw
+
+
+def refer_world_twist(x, R, p, reference):
+    """A twist given in the world reference, in `reference` for a frame at (R, p): moved to the
+    frame origin (v + w x p), and for "local" rotated into the frame's axes."""
+    if reference == "world":
+        return x
+    w = x[:3]
+    v = vadd(x[3:], cross(w, p))
+    if reference == "local_world_aligned":
+        return w + v
+    return mat_t_vec(R, w) + mat_t_vec(R, v)
+
+
+def frame_jacobians(tree, alg, q, reference="local_world_aligned"):
+    """J_f (6 x nv) of every frame: its twist is J_f qd. Column c is coordinate c's world motion
+    axis (zero where c does not move the frame), referred to the frame (refer_world_twist)."""
+    check_reference(reference)
+    kins = joint_kinematics(tree, alg, q, None)
+    poses = body_poses(tree, alg, kins, "frame Jacobians", frame_bodies(tree))
+    Sw = world_motion_columns(tree, alg, kins, poses)
+    out = []
+    for f in tree.frames:
+        alg.section(f"Jacobian of frame {f.name} ({reference})", "frame Jacobian", body_of(f))
+        R, p = frame_pose(f, poses)
+        J = [[0.0] * tree.nv for _ in range(6)]
+        for c in support(tree, f.body):
+            for r, x in enumerate(refer_world_twist(Sw[c], R, p, reference)):
+                J[r][c] = x
+        out.append(J)
+    return out
+
+
+# ---- velocities and classical accelerations -----------------------------------------------------
+def refer_local_twist(x, R, p, reference):
+    """A twist given in a frame's own reference ("local"), in `reference` (Featherstone 2.9)."""
+    if reference == "local":
+        return x
+    if reference == "local_world_aligned":
+        return matvec(R, x[:3]) + matvec(R, x[3:])
+    return twist_to_parent(R, p, x)
+
+
+def local_frame_twist(f, body_twists):
+    """A frame's twist in its own reference, from its body's twist (zero on the world)."""
+    if f.body < 0:
+        return ZERO6
+    x = body_twists[f.body]
+    return twist_to_child(*f.placement, x) if f.placement is not None else x
+
+
+def frame_velocities(tree, alg, q, qd, reference="local_world_aligned"):
+    """The twist [w; v] of every frame (S&G pass 1, 18-20, then moved into the frame)."""
+    check_reference(reference)
+    kins = joint_kinematics(tree, alg, q, qd)
+    v, _, _ = velocity_pass(tree, alg, kins, qd)
+    poses = body_poses(tree, alg, kins, "frame velocities", frame_bodies(tree)) if reference != "local" else None
+    out = []
+    for f in tree.frames:
+        alg.section(f"velocity of frame {f.name} ({reference})", "frame velocity", body_of(f))
+        R, p = frame_pose(f, poses) if poses is not None else (None, None)
+        out.append(refer_local_twist(local_frame_twist(f, v), R, p, reference))
+    return out
+
+
+def body_accelerations(tree, alg, kins, qd, qdd):
+    """The spatial accelerations of the bodies without gravity: alpha_k = Ad alpha_parent
+    + a_k + S qdd_k (S&G 19, 22; the derivative of the body twist in body coordinates)."""
+    _, a, _ = velocity_pass(tree, alg, kins, qd)
+    alpha = []
+    for b, kin, ak in zip(tree.bodies, kins, a):
+        alg.section(f"acceleration of body {b.name} (S&G 22, no gravity)",
+                    "body acceleration (S&G 22)", b.index)
+        parent = alpha[b.parent] if b.parent >= 0 else ZERO6
+        qdds = qdd[b.v_start:b.v_start + b.dof]
+        Sq = [0.0] * 6
+        for col, x in zip(columns(kin[2]), qdds):
+            Sq = vadd(Sq, vscale(x, col))
+        alpha.append(vadd(vadd(to_child(b, kin, parent), ak), Sq))
+    return alpha
+
+
+def frame_accelerations(tree, alg, q, qd, qdd, reference="local_world_aligned"):
+    """The classical acceleration of every frame, [dw/dt; d^2p/dt^2 at the frame origin] as
+    Pinocchio's getFrameClassicalAcceleration: the spatial acceleration in the reference with
+    w x v added to its linear part (w, v the frame's twist in the same reference)."""
+    check_reference(reference)
+    kins = joint_kinematics(tree, alg, q, qd)
+    v, _, _ = velocity_pass(tree, alg, kins, qd)
+    alpha = body_accelerations(tree, alg, kins, qd, qdd)
+    poses = body_poses(tree, alg, kins, "frame accelerations", frame_bodies(tree)) if reference != "local" else None
+    out = []
+    for f in tree.frames:
+        alg.section(f"classical acceleration of frame {f.name} ({reference})",
+                    "frame classical acceleration", body_of(f))
+        R, p = frame_pose(f, poses) if poses is not None else (None, None)
+        vf = refer_local_twist(local_frame_twist(f, v), R, p, reference)
+        af = refer_local_twist(local_frame_twist(f, alpha), R, p, reference)
+        out.append(af[:3] + vadd(af[3:], cross(vf[:3], vf[3:])))
+    return out
+
+
+# ---- centre of mass Jacobian --------------------------------------------------------------------
+def com_jacobian(tree, alg, q):
+    """d com / d q (3 x nv, world). Coordinate c moves the bodies below its joint rigidly, so
+    column c = (m_c v_c + w_c x (m c)_c) / m_total with (w_c, v_c) its world motion axis and
+    m_c, (m c)_c the mass and world first moment of the subtree it moves."""
+    kins = joint_kinematics(tree, alg, q, None)
+    poses = body_poses(tree, alg, kins, "centre of mass Jacobian")
+    Sw = world_motion_columns(tree, alg, kins, poses)
+    mass = [b.inertia[3][3] for b in tree.bodies]
+    moment = [None] * len(tree.bodies)
+    for b in tree.bodies:
+        R, t = poses[b.index]
+        moment[b.index] = vadd(matvec(R, first_moment(b)), vscale(mass[b.index], t))
+    for b in reversed(tree.bodies):
+        alg.section(f"centre of mass Jacobian: subtree mass and first moment of body {b.name}",
+                    "centre of mass Jacobian: subtree moments", b.index)
+        if b.parent >= 0:
+            mass[b.parent] = mass[b.parent] + mass[b.index]
+            moment[b.parent] = vadd(moment[b.parent], moment[b.index])
+    total = sum(bb.inertia[3][3] for bb in tree.bodies)
+    J = [[0.0] * tree.nv for _ in range(3)]
+    for b in tree.bodies:
+        alg.section(f"centre of mass Jacobian: columns of joint {b.joint_name}",
+                    "centre of mass Jacobian: columns", b.index)
+        for c in range(b.v_start, b.v_start + b.dof):
+            w, v = Sw[c][:3], Sw[c][3:]
+            col = vscale(1.0 / total, vadd(vscale(mass[b.index], v), cross(w, moment[b.index])))
+            for r in range(3):
+                J[r][c] = col[r]
+    return J

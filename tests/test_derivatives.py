@@ -1,0 +1,328 @@
+"""Derivatives of the dynamics: M^-1, the inverse and the forward dynamics' derivatives.
+
+Oracles that share no code with scleron's: Pinocchio (computeMinverse, computeRNEADerivatives,
+computeABADerivatives; its own URDF parser and algorithms) on arms and on solo12 with a free
+flyer; central finite differences of the generated inverse and forward dynamics, on the manifold
+(q moved by integrate(q, +-h e_k), the tangent convention of the q columns), for every joint type;
+identities between functions computed apart (M^-1 M = I); and for the general joints the same
+derivatives by dual numbers through the inverse dynamics recursion itself (exact, so the
+analytical route is held to 1e-12 there).
+"""
+import os
+
+import numpy as np
+import pytest
+
+import scleron
+from scleron.dynamics import configuration, derivatives, recursions
+from scleron.dynamics.tree import Tree
+from scleron.functions import DERIVATIVES_BY_DEFAULT_NV, function_spec
+from scleron.pipeline import selected_functions
+from scleron.program import FloatAlgebra
+
+from conftest import example, robot_urdf, robots_dir
+
+TOL = 1e-9
+FD_TOL = 1e-6
+ALG = FloatAlgebra()
+# every model of this file is compiled once with these (the session cache of `generated`)
+FUNCTIONS = ["inverse_dynamics", "mass_matrix", "mass_matrix_inverse",
+             "inverse_dynamics_derivatives", "integrate", "forward_dynamics",
+             "forward_dynamics_derivatives"]
+# solo12's forward-dynamics derivatives (nv = 18: M^-1 dtau/dq unrolled) take ~10 s to compile:
+# by default solo12 is compiled without them, the slow test compiles them
+NO_FDD = FUNCTIONS[:5]
+SOLO12 = "solo_description/robots/solo12.urdf"
+
+
+def rel_err(a, ref):
+    a, ref = np.asarray(a, dtype=float), np.asarray(ref, dtype=float)
+    return float(np.linalg.norm(a - ref) / max(np.linalg.norm(ref), 1e-300))
+
+
+def symmetric(upper):
+    """Pinocchio fills the upper triangle of M and M^-1 only."""
+    return np.triu(upper) + np.triu(upper, 1).T
+
+
+@pytest.fixture(scope="module")
+def pin():
+    return pytest.importorskip("pinocchio")
+
+
+def pinocchio_robot(pin, which):
+    """(path, load options, Pinocchio model) of panda, ur5 (fixed) or solo12 (free flyer)."""
+    if which == "solo12":
+        path = f"{robots_dir()}/{SOLO12}"
+        return path, {"floating": True}, pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
+    path = robot_urdf(which)
+    return path, None, pin.buildModelFromUrdf(path)
+
+
+def robot_functions(robot):
+    return NO_FDD if robot == "solo12" else FUNCTIONS
+
+
+# ---- M^-1 ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("robot", ["panda", "ur5", "solo12"])
+def test_mass_matrix_inverse_equals_pinocchio(robot, pin, generated):
+    path, options, pm = pinocchio_robot(pin, robot)
+    _, dyn = generated(path, robot, load_options=options, functions=robot_functions(robot))
+    pd = pm.createData()
+    Q = np.array([pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq)) for _ in range(4)])
+    Minv = dyn.mass_matrix_inverse(Q)                      # a batch: (N, nv, nv)
+    assert Minv.shape == (4, pm.nv, pm.nv)
+    for q, got in zip(Q, Minv):
+        assert rel_err(got, symmetric(pin.computeMinverse(pm, pd, q))) < TOL
+        assert np.array_equal(got, got.T)
+        assert np.allclose(got @ dyn.mass_matrix(q), np.eye(pm.nv), rtol=0, atol=1e-9)
+        assert np.array_equal(dyn.mass_matrix_inverse(q), got)
+
+
+QBALL = """
+name: qball
+bodies:
+  - {name: base, parent: world, mass: 3, com: [0.1, 0, 0], inertia: [0.2, 0.3, 0.4],
+     joint: {type: free_flyer}}
+  - {name: arm, parent: base, mass: 1, com: [0, 0, -0.3], inertia: [0.05, 0.06, 0.01],
+     joint: {type: spherical_quat, xyz: [0.2, 0.1, 0], rpy: [0.3, 0, 0.2]}}
+  - {name: hand, parent: arm, mass: 0.5, com: [0, 0.05, 0], inertia: [0.01, 0.01, 0.02],
+     joint: {type: revolute, axis: [0, 1, 0], xyz: [0, 0, -0.6], stiffness: 2, damping: 0.3}}
+  - {name: finger, parent: base, mass: 0.2, com: [0.05, 0, 0], inertia: [0.001, 0.002, 0.002],
+     joint: {type: prismatic, axis: [1, 0, 0], xyz: [0.3, 0, 0.1], damping: 0.1}}
+"""
+
+
+@pytest.fixture(scope="module")
+def qball(tmp_path_factory):
+    """A free flyer carrying a quaternion ball with a hinge (spring, damper) and a slider."""
+    path = tmp_path_factory.mktemp("qball") / "qball.yaml"
+    path.write_text(QBALL)
+    return str(path)
+
+
+def general_models(qball):
+    """Every joint type: branched (ball_exp, composite, cylindrical, helical, planar, prismatic,
+    spherical ZYX, translational, universal), quadruped (the Euler-angle free joint), the spline
+    chain (spline curve, torus-torus contacts), the quaternion joints."""
+    return {"branched": example("branched.yaml"), "quadruped": example("quadruped.yaml"),
+            "spline_chain": example("spline_chain.yaml"), "qball": qball}
+
+
+def random_configuration(model, dyn, rng, scale=0.5):
+    """A configuration near the model's initial one (q0, or neutral): q0 (+) v for a random v,
+    so quaternions stay unit quaternions and spline parameters inside their range."""
+    q0 = model.q0 if model.q0 is not None else dyn.neutral()
+    return dyn.integrate(q0, rng.uniform(-scale, scale, dyn.nv), 1.0)
+
+
+# ---- inverse dynamics derivatives ----------------------------------------------------------------
+@pytest.mark.parametrize("robot", ["panda", "ur5", "solo12"])
+def test_inverse_dynamics_derivatives_equal_pinocchio(robot, pin, generated, rng):
+    """dtau/dq (tangent columns: solo12's free flyer has 6 for its 7 coordinates), dtau/dqd and
+    M against computeRNEADerivatives; batched calls and out= take a tuple of (N, nv, nv)."""
+    path, options, pm = pinocchio_robot(pin, robot)
+    _, dyn = generated(path, robot, load_options=options, functions=robot_functions(robot))
+    pd = pm.createData()
+    Q = np.array([pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq)) for _ in range(3)])
+    V, A = rng.uniform(-2, 2, (2, 3, pm.nv))
+    out = tuple(np.empty((3, pm.nv, pm.nv)) for _ in range(3))
+    assert dyn.inverse_dynamics_derivatives(Q, V, A, out=out) is out
+    for k, (q, v, a) in enumerate(zip(Q, V, A)):
+        dq, dv, M = pin.computeRNEADerivatives(pm, pd, q, v, a)
+        assert rel_err(out[0][k], dq) < TOL
+        assert rel_err(out[1][k], dv) < TOL
+        assert rel_err(out[2][k], symmetric(M)) < TOL
+        one = dyn.inverse_dynamics_derivatives(q, v, a)
+        assert all(np.array_equal(x, y[k]) for x, y in zip(one, out))
+        assert rel_err(one[2], dyn.mass_matrix(q)) < 1e-13
+
+
+def tangent_moves(dyn, q, h):
+    """integrate(q, +-h e_k) for every velocity coordinate k: the manifold's central steps."""
+    E = np.eye(dyn.nv)
+    Q = np.tile(q, (dyn.nv, 1))
+    return dyn.integrate(Q, E, h), dyn.integrate(Q, E, -h)
+
+
+def central_differences(f, q, qd, x, dyn, h=1e-5):
+    """(df/dq, df/dqd) of f(q, qd, x) by central differences: q moved on its manifold."""
+    n = dyn.nv
+    Qp, Qm = tangent_moves(dyn, q, h)
+    Xs = np.tile(x, (n, 1))
+    dq = (f(Qp, np.tile(qd, (n, 1)), Xs) - f(Qm, np.tile(qd, (n, 1)), Xs)).T / (2 * h)
+    E = h * np.eye(n)
+    dqd = (f(np.tile(q, (n, 1)), qd + E, Xs) - f(np.tile(q, (n, 1)), qd - E, Xs)).T / (2 * h)
+    return dq, dqd
+
+
+def test_inverse_dynamics_derivatives_match_finite_differences(qball, generated, rng):
+    """A free flyer carrying a quaternion ball, a hinge with a spring and a damper, a slider:
+    the generated derivatives against central differences of the generated inverse dynamics,
+    q moved along integrate (the q columns are the free flyer's and the ball's velocities)."""
+    model, dyn = generated(qball, "qball", functions=FUNCTIONS)
+    assert (dyn.nq, dyn.nv) == (13, 11)
+    for _ in range(3):
+        q = random_configuration(model, dyn, rng, 1.0)
+        qd, qdd = rng.uniform(-2, 2, (2, dyn.nv))
+        dq, dqd, M = dyn.inverse_dynamics_derivatives(q, qd, qdd)
+        fdq, fdqd = central_differences(dyn.inverse_dynamics, q, qd, qdd, dyn)
+        assert rel_err(dq, fdq) < FD_TOL
+        assert rel_err(dqd, fdqd) < FD_TOL
+        assert rel_err(M, dyn.mass_matrix(q)) < 1e-13
+        Minv = dyn.mass_matrix_inverse(q)
+        assert np.abs(Minv @ M - np.eye(dyn.nv)).max() < 1e-12 * np.linalg.cond(M)
+
+
+def float_state(model, tree, rng, scale=0.5):
+    q0 = model.q0 if model.q0 is not None else tree.neutral
+    v = list(rng.uniform(-scale, scale, tree.nv))
+    q = configuration.integrate(tree, ALG, list(q0), v, [1.0])
+    return q, list(rng.uniform(-2, 2, tree.nv)), list(rng.uniform(-2, 2, tree.nv))
+
+
+@pytest.mark.parametrize("name", ["branched", "quadruped", "spline_chain", "qball"])
+def test_general_joints_derivatives_of_the_reference(name, qball, rng):
+    """Every joint type, in the numeric reference (the recursion the C is unrolled from; the
+    generated code of these models is checked in the slow test below): M^-1 M = I; the
+    analytical route (world frame, the joints' own dS/dq and d(Sdot qd)/dq by dual numbers)
+    equals forward mode through recursions.inverse_dynamics to rounding, and central
+    differences of the inverse dynamics to 1e-6."""
+    model = scleron.load_model(general_models(qball)[name])
+    tree = Tree(model)
+    for _ in range(2):
+        q, qd, qdd = float_state(model, tree, rng)
+        Minv = np.array(derivatives.mass_matrix_inverse(tree, ALG, q))
+        M = np.array(recursions.mass_matrix(tree, ALG, q))
+        assert np.array_equal(Minv, Minv.T)
+        assert np.abs(Minv @ M - np.eye(tree.nv)).max() < 1e-12 * np.linalg.cond(M)
+        dq, dqd, Mi = (np.array(x) for x in
+                       derivatives.inverse_dynamics_derivatives(tree, ALG, q, qd, qdd))
+        rq, rqd = derivatives.inverse_dynamics_jacobians_by_duals(tree, ALG, q, qd, qdd)
+        assert rel_err(dq, rq) < 1e-12 and rel_err(dqd, rqd) < 1e-12
+        assert rel_err(Mi, M) < 1e-13
+        tau = lambda x, y: np.array(recursions.inverse_dynamics(tree, ALG, list(x), list(y), qdd))
+        h = 1e-5
+        fdq = np.array([tau(configuration.integrate(tree, ALG, q, list(e), [h]), qd)
+                        - tau(configuration.integrate(tree, ALG, q, list(e), [-h]), qd)
+                        for e in np.eye(tree.nv)]).T / (2 * h)
+        fdqd = np.array([tau(q, np.array(qd) + h * e) - tau(q, np.array(qd) - h * e)
+                         for e in np.eye(tree.nv)]).T / (2 * h)
+        assert rel_err(dq, fdq) < FD_TOL and rel_err(dqd, fdqd) < FD_TOL
+
+
+@pytest.mark.parametrize("name", ["branched", "quadruped", "qball"])
+def test_forward_dynamics_derivatives_by_product_and_by_articulated_solve(name, qball, rng,
+                                                                        monkeypatch):
+    """The two routes to -M^-1 dtau/dx (the product with M^-1 below SOLVE_FROM_NV coordinates,
+    the articulated-body solve of its columns above) agree, and equal -M^-1 dtau/dx at
+    qdd = FD(q, qd, tau) formed with numpy."""
+    model = scleron.load_model(general_models(qball)[name])
+    tree = Tree(model)
+    q, qd, tau = float_state(model, tree, rng)
+
+    def fdd():
+        return [np.array(x) for x in
+                derivatives.forward_dynamics_derivatives(tree, ALG, q, qd, tau)]
+    monkeypatch.setattr(derivatives, "SOLVE_FROM_NV", 10 ** 6)
+    by_product = fdd()
+    monkeypatch.setattr(derivatives, "SOLVE_FROM_NV", 0)
+    by_solve = fdd()
+    qdd = recursions.forward_dynamics(tree, ALG, q, qd, tau)
+    dq, dqd, _ = derivatives.inverse_dynamics_derivatives(tree, ALG, q, qd, qdd)
+    Minv = np.linalg.inv(recursions.mass_matrix(tree, ALG, q))
+    for got in (by_product, by_solve):
+        assert rel_err(got[0], -Minv @ dq) < 1e-10 and rel_err(got[1], -Minv @ dqd) < 1e-10
+        assert rel_err(got[2], Minv) < 1e-10
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["branched", "quadruped", "spline_chain", "tc10"])
+def test_generated_derivatives_of_general_joints_match_finite_differences(name, qball, generated,
+                                                                         rng):
+    """The generated code of every joint type against central differences of the generated
+    inverse and forward dynamics (TC10, nv = 38: the inverse dynamics' only)."""
+    path = example("tc10.yaml") if name == "tc10" else general_models(qball)[name]
+    model, dyn = generated(path, name, functions=NO_FDD if name == "tc10" else FUNCTIONS)
+    q = random_configuration(model, dyn, rng, 0.2)
+    qd, qdd = rng.uniform(-1, 1, (2, dyn.nv))
+    Minv = dyn.mass_matrix_inverse(q)
+    assert np.abs(Minv @ dyn.mass_matrix(q) - np.eye(dyn.nv)).max() < 1e-12 * np.linalg.cond(Minv)
+    dq, dqd, M = dyn.inverse_dynamics_derivatives(q, qd, qdd)
+    fdq, fdqd = central_differences(dyn.inverse_dynamics, q, qd, qdd, dyn)
+    assert rel_err(dq, fdq) < FD_TOL and rel_err(dqd, fdqd) < FD_TOL
+    assert rel_err(M, dyn.mass_matrix(q)) < 1e-13
+    if name != "tc10":
+        dq, dqd, _ = dyn.forward_dynamics_derivatives(q, qd, qdd)        # qdd as tau
+        fdq, fdqd = central_differences(dyn.forward_dynamics, q, qd, qdd, dyn)
+        assert rel_err(dq, fdq) < FD_TOL and rel_err(dqd, fdqd) < FD_TOL
+
+
+# ---- forward dynamics derivatives ----------------------------------------------------------------
+@pytest.mark.parametrize("robot", ["panda", "ur5", pytest.param("solo12", marks=pytest.mark.slow)])
+def test_forward_dynamics_derivatives_equal_pinocchio(robot, pin, generated, rng):
+    """dqdd/dq, dqdd/dqd, M^-1 against computeABADerivatives (its M^-1: upper triangle)."""
+    path, options, pm = pinocchio_robot(pin, robot)
+    _, dyn = generated(path, robot, load_options=options, functions=FUNCTIONS)
+    pd = pm.createData()
+    Q = np.array([pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq)) for _ in range(3)])
+    V, T = rng.uniform(-2, 2, (2, 3, pm.nv))
+    got = dyn.forward_dynamics_derivatives(Q, V, T)
+    assert [x.shape for x in got] == [(3, pm.nv, pm.nv)] * 3
+    for k, (q, v, tau) in enumerate(zip(Q, V, T)):
+        dq, dv, Minv = pin.computeABADerivatives(pm, pd, q, v, tau)
+        assert rel_err(got[0][k], dq) < TOL
+        assert rel_err(got[1][k], dv) < TOL
+        assert rel_err(got[2][k], symmetric(Minv)) < TOL
+        assert rel_err(got[2][k], dyn.mass_matrix_inverse(q)) < 1e-13
+    header = open(os.path.join(os.path.dirname(dyn.__file__), f"{robot}_dynamics.h")).read()
+    assert (f"void {robot}_forward_dynamics_derivatives(const double *q, const double *qd, "
+            "const double *tau, double *dqdd_dq, double *dqdd_dqd, double *Minv);") in header
+
+
+def test_forward_dynamics_derivatives_match_finite_differences(qball, generated, rng):
+    """The free flyer with a quaternion ball, a spring and dampers: central differences on the
+    manifold of the generated forward dynamics, and the identity dqdd/dx = -M^-1 dtau/dx at
+    qdd = FD(q, qd, tau) with the inverse dynamics derivatives (computed apart)."""
+    model, dyn = generated(qball, "qball", functions=FUNCTIONS)
+    for _ in range(3):
+        q = random_configuration(model, dyn, rng, 1.0)
+        qd, tau = rng.uniform(-2, 2, (2, dyn.nv))
+        dq, dqd, Minv = dyn.forward_dynamics_derivatives(q, qd, tau)
+        fdq, fdqd = central_differences(dyn.forward_dynamics, q, qd, tau, dyn)
+        assert rel_err(dq, fdq) < FD_TOL
+        assert rel_err(dqd, fdqd) < FD_TOL
+        assert rel_err(Minv, dyn.mass_matrix_inverse(q)) < 1e-13
+        tq, tqd, M = dyn.inverse_dynamics_derivatives(q, qd, dyn.forward_dynamics(q, qd, tau))
+        assert rel_err(dq, -Minv @ tq) < 1e-12 and rel_err(dqd, -Minv @ tqd) < 1e-12
+        assert rel_err(M @ dq, -tq) < 1e-10
+
+
+# ---- which trees get them by default -------------------------------------------------------------
+def test_derivatives_are_generated_by_default_for_small_trees_and_when_named():
+    names = ["mass_matrix_inverse", "inverse_dynamics_derivatives", "forward_dynamics_derivatives"]
+    aliases = {"minv": names[0], "idd": names[1], "id_derivatives": names[1], "fdd": names[2],
+               "fd_derivatives": names[2]}
+    assert all(function_spec(a).name == n for a, n in aliases.items())
+    panda = Tree(scleron.load_model(robot_urdf("panda")))
+    rc20 = Tree(scleron.load_model(example("rc20.yaml")))
+    assert panda.nv <= DERIVATIVES_BY_DEFAULT_NV < rc20.nv
+    assert set(names) <= set(selected_functions(None, panda))
+    assert not set(names) & set(selected_functions(None, rc20))
+    assert selected_functions(["fd_derivatives", "idd", "minv"], rc20) == names
+
+
+@pytest.mark.slow
+def test_generated_articulated_solve_route_equals_pinocchio(pin, generated, rng, monkeypatch):
+    """The route of trees above SOLVE_FROM_NV coordinates (the articulated-body solve of the
+    columns of -dtau/dx), generated for panda, against computeABADerivatives."""
+    monkeypatch.setattr(derivatives, "SOLVE_FROM_NV", 0)
+    path, options, pm = pinocchio_robot(pin, "panda")
+    _, dyn = generated(path, "panda_solve", functions=["forward_dynamics_derivatives"])
+    pd = pm.createData()
+    for _ in range(3):
+        q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+        v, tau = rng.uniform(-2, 2, (2, pm.nv))
+        got = dyn.forward_dynamics_derivatives(q, v, tau)
+        want = pin.computeABADerivatives(pm, pd, q, v, tau)
+        assert rel_err(got[0], want[0]) < TOL and rel_err(got[1], want[1]) < TOL

@@ -1,0 +1,256 @@
+"""Frames: placements, Jacobians, twists, classical accelerations, centre-of-mass Jacobian.
+
+Oracles that share no code with scleron: Pinocchio (arms of example-robot-data, its own URDF
+parser and frame algorithms; rows [v; w] there, [w; v] here) and central finite differences of
+the placements (general joints: torus chain, spline joints, windmill, where Pinocchio has no
+equivalent), through the identities J qd = twist and d/dt twist = classical acceleration in the
+local_world_aligned reference."""
+import re
+
+import numpy as np
+import pytest
+
+import scleron
+from scleron.dynamics import frames as F
+from scleron.dynamics.algebra import FloatAlgebra
+from scleron.dynamics.tree import Tree
+from scleron.errors import ModelError
+
+from conftest import example, robot_urdf
+
+TOL = 1e-9
+REFS = ("local", "world", "local_world_aligned")
+ALG = FloatAlgebra()
+
+
+def rel_err(a, ref):
+    a, ref = np.asarray(a, dtype=float), np.asarray(ref, dtype=float)
+    return float(np.linalg.norm(a - ref) / max(np.linalg.norm(ref), 1e-300))
+
+
+def swap(m):
+    """Pinocchio's [v; w] rows as scleron's [w; v]."""
+    m = np.asarray(m)
+    return np.concatenate([m[3:], m[:3]])
+
+
+@pytest.fixture(scope="module")
+def pin():
+    return pytest.importorskip("pinocchio")
+
+
+# ---- Pinocchio on arms --------------------------------------------------------------------------
+@pytest.mark.parametrize("robot", ["panda", "ur5"])
+def test_frame_functions_equal_pinocchio(robot, pin, generated, rng):
+    path = robot_urdf(robot)
+    model, dyn = generated(path, robot, functions=None)
+    pm = pin.buildModelFromUrdf(path)
+    pd = pm.createData()
+    links = {f.name for f in pm.frames if f.type == pin.FrameType.BODY}
+    assert set(dyn.frame_names) == links               # every link is a frame, welded ones too
+    refs = {"local": pin.LOCAL, "world": pin.WORLD, "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
+    for _ in range(3):
+        q, qd, qdd = (rng.uniform(-1.5, 1.5, pm.nv) for _ in range(3))
+        pin.forwardKinematics(pm, pd, q, qd, qdd)
+        pin.updateFramePlacements(pm, pd)
+        pin.computeJointJacobians(pm, pd, q)
+        ids = [pm.getFrameId(n) for n in dyn.frame_names]
+        assert rel_err(dyn.frame_placements(q), [pd.oMf[i].homogeneous for i in ids]) < TOL
+        for ref, pref in refs.items():
+            J = dyn.frame_jacobians(q, reference=ref)
+            V = dyn.frame_velocities(q, qd, reference=ref)
+            A = dyn.frame_accelerations(q, qd, qdd, reference=ref)
+            assert rel_err(J, [swap(pin.getFrameJacobian(pm, pd, i, pref)) for i in ids]) < TOL, ref
+            assert rel_err(V, [swap(pin.getFrameVelocity(pm, pd, i, pref).vector) for i in ids]) < TOL
+            assert rel_err(A, [swap(pin.getFrameClassicalAcceleration(pm, pd, i, pref).vector)
+                               for i in ids]) < TOL, ref
+            for name, Jf in zip(dyn.frame_names, J):           # one frame at a time: the same
+                assert np.allclose(dyn.frame_jacobian(q, name, reference=ref), Jf, rtol=0, atol=1e-14)
+        assert rel_err(dyn.center_of_mass(q), pin.centerOfMass(pm, pd, q)) < TOL
+        assert rel_err(dyn.com_jacobian(q), pin.jacobianCenterOfMass(pm, pd, q)) < TOL
+
+
+def test_one_frame_costs_only_its_own_work(generated, rng):
+    """frame_jacobian(q, name) runs a function of that frame alone: fewer operations than the
+    all-frames function, and no more than the chain of bodies up to the frame needs."""
+    import json
+    import os
+    _, dyn = generated(robot_urdf("panda"), "panda", functions=None)
+    with open(os.path.join(os.path.dirname(dyn.__file__), "scleron.json")) as fh:
+        ops = {f: sum(int(x) for x in re.findall(r"(\d+)[maf]", v["ops"]))
+               for f, v in json.load(fh)["functions"].items()}
+    names = dyn.frame_names
+    for suffix in ("", "_local", "_world"):
+        singles = [ops[f"frame_jacobian_{k}{suffix}"] for k in range(len(names))]
+        # the world reference's columns are the same for every frame: no saving to make there
+        assert max(singles) <= ops[f"frame_jacobians{suffix}"] / (1 if suffix == "_world" else 2)
+        assert singles[names.index("panda_link1")] < singles[names.index("panda_hand")]
+    q = rng.uniform(-1, 1, dyn.nv)
+    P = dyn.frame_placements(q)
+    for k, name in enumerate(names):
+        assert np.allclose(dyn.frame_placement(q, name), P[k], rtol=0, atol=1e-14)
+    with pytest.raises(ValueError, match="frame must be one of 'panda_link0'"):
+        dyn.frame_jacobian(q, "gripper")
+    with pytest.raises(ValueError, match="reference must be one of"):
+        dyn.frame_jacobian(q, "panda_hand", reference="body")
+
+
+def test_frame_functions_batch_out_and_reference_errors(generated, rng):
+    model, dyn = generated(robot_urdf("ur5"), "ur5", functions=None)
+    Q = rng.uniform(-1, 1, (5, dyn.nv))
+    J = dyn.frame_jacobians(Q, reference="local")
+    assert J.shape == (5, len(dyn.frame_names), 6, dyn.nv)
+    assert np.allclose(J[3], dyn.frame_jacobians(Q[3], reference="local"), rtol=0, atol=1e-14)
+    out = np.empty((len(dyn.frame_names), 4, 4))
+    assert dyn.frame_placements(Q[0], out=out) is out
+    assert np.array_equal(out[:, 3], np.tile([0.0, 0.0, 0.0, 1.0], (len(dyn.frame_names), 1)))
+    with pytest.raises(ValueError, match="reference must be one of"):
+        dyn.frame_jacobians(Q[0], reference="LOCAL")
+    assert dyn.com_jacobian(Q).shape == (5, 3, dyn.nv)
+
+
+# ---- finite differences on general joints (no peer has them) ------------------------------------
+def vee(W):
+    return np.array([W[2, 1], W[0, 2], W[1, 0]])
+
+
+def placements(tree, q):
+    return np.array(F.frame_placements(tree, ALG, list(q)))
+
+
+def jacobian_fd(tree, q, h=1e-6):
+    """[w; v] columns (local_world_aligned) by central differences of the placements."""
+    cols = []
+    for c in range(len(q)):
+        dq = np.zeros(len(q))
+        dq[c] = h
+        Tp, Tm, T = placements(tree, q + dq), placements(tree, q - dq), placements(tree, q)
+        dT = (Tp - Tm) / (2 * h)
+        cols.append([np.concatenate([vee(d[:3, :3] @ t[:3, :3].T), d[:3, 3]]) for d, t in zip(dT, T)])
+    return np.moveaxis(np.array(cols), 0, -1)          # (nframes, 6, nq)
+
+
+GENERAL = ["tc10.yaml", "spline_chain.yaml", "spline_surface.yaml",
+           pytest.param("windmill.yaml", marks=pytest.mark.slow)]     # windmill: ~30 s
+
+
+@pytest.mark.parametrize("name", GENERAL)
+def test_general_joint_jacobians_match_finite_differences(name, rng):
+    model = scleron.load_model(example(name))
+    tree = Tree(model)
+    q = (model.q0 if model.q0 is not None else np.zeros(model.nq)) + rng.uniform(-0.2, 0.2, model.nq)
+    qd, qdd = rng.uniform(-1, 1, model.nv), rng.uniform(-1, 1, model.nv)
+    J = np.array(F.frame_jacobians(tree, ALG, list(q)))
+    assert rel_err(J, jacobian_fd(tree, q)) < 1e-6
+    # the other references are the same motion, moved and rotated (Featherstone 2.9)
+    P = placements(tree, q)
+    for ref in ("local", "world"):
+        Jr = np.array(F.frame_jacobians(tree, ALG, list(q), ref))
+        for Pf, Jf, Jl in zip(P, Jr, J):
+            R, p = Pf[:3, :3], Pf[:3, 3]
+            w, v = Jf[:3], Jf[3:]
+            if ref == "local":
+                w, v = R @ w, R @ v
+            else:
+                v = v + np.cross(w.T, p).T
+            assert np.allclose(np.vstack([w, v]), Jl, rtol=0, atol=1e-12)
+    # twist = J qd; classical acceleration = d/dt of the twist (local_world_aligned)
+    V = np.array(F.frame_velocities(tree, ALG, list(q), list(qd)))
+    assert rel_err(V, J @ qd) < 1e-12
+    h = 1e-5
+
+    def twist(t):
+        return np.array(F.frame_velocities(tree, ALG, list(q + qd * t + qdd * t * t / 2),
+                                           list(qd + qdd * t)))
+    A = np.array(F.frame_accelerations(tree, ALG, list(q), list(qd), list(qdd)))
+    assert rel_err(A, (twist(h) - twist(-h)) / (2 * h)) < 1e-6
+    # the centre-of-mass Jacobian is d com / dq
+    com = lambda x: np.array(scleron.dynamics.recursions.center_of_mass(tree, ALG, list(x)))
+    Jc = np.array(F.com_jacobian(tree, ALG, list(q)))
+    fd = np.array([(com(q + e * 1e-6) - com(q - e * 1e-6)) / 2e-6 for e in np.eye(len(q))]).T
+    assert rel_err(Jc, fd) < 1e-6
+
+
+def test_generated_frames_equal_the_float_reference_on_a_torus_chain(generated, rng):
+    model, dyn = generated(example("tc10.yaml"), "tc10", functions=["frame_jacobians"])
+    assert set(dyn.FUNCTIONS) == {"frame_jacobians", "frame_jacobians_local", "frame_jacobians_world"}
+    tree = Tree(model)
+    q = rng.uniform(-0.5, 0.5, model.nv)
+    for ref in REFS:
+        assert rel_err(dyn.frame_jacobians(q, reference=ref),
+                       F.frame_jacobians(tree, ALG, list(q), ref)) < 1e-13
+
+
+# ---- declaring and choosing frames --------------------------------------------------------------
+YAML = """
+name: armtool
+bodies:
+  - {name: upper, parent: world, mass: 1, inertia: [0.1, 0.1, 0.01],
+     joint: {type: revolute, axis: [0, 1, 0]}}
+  - name: lower
+    parent: upper
+    mass: 1
+    inertia: [0.1, 0.1, 0.01]
+    joint: {type: revolute, axis: [0, 1, 0], xyz: [0, 0, -1]}
+    frames:
+      - {name: tool, xyz: [0, 0, -1], rpy: [0, 1.5707963267948966, 0]}
+      - {name: camera, xyz: [0.1, 0, -0.5]}
+"""
+
+
+def test_yaml_frames_are_placed_on_their_body(tmp_path, generated):
+    path = tmp_path / "armtool.yaml"
+    path.write_text(YAML)
+    model = scleron.load_model(str(path))
+    assert model.frame_names() == ["upper", "lower", "tool", "camera"]
+    _, dyn = generated(model, "armtool", frames=["tool"], functions=["frame_placements"])
+    assert dyn.frame_names == ["tool"]
+    q = np.array([0.3, -0.4])
+    T = dyn.frame_placements(q)[0]
+    # tool: Ry(q0) (0,0,-1) + Ry(q0+q1) (0,0,-1), axes Ry(q0 + q1 + pi/2)
+    a, b = q[0], q[0] + q[1]
+    assert np.allclose(T[:3, 3], [-np.sin(a) - np.sin(b), 0, -np.cos(a) - np.cos(b)], atol=1e-14)
+    c = b + np.pi / 2
+    assert np.allclose(T[:3, :3], [[np.cos(c), 0, np.sin(c)], [0, 1, 0], [-np.sin(c), 0, np.cos(c)]],
+                       atol=1e-14)
+
+
+@pytest.mark.parametrize("frames, problem", [
+    ("[{name: lower}]", "a body or another frame has this name"),
+    ("[{name: t}, {name: t}]", "a body or another frame has this name"),
+    ("[{name: t, xyz: [0, 0]}]", "xyz"),
+    ("[{name: t, colour: red}]", "colour"),
+    ("{name: t}", "frames must be a list"),
+])
+def test_bad_yaml_frames_are_refused_naming_them(tmp_path, frames, problem):
+    text = YAML.split("    frames:")[0] + f"    frames: {frames}\n"
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ModelError, match=problem) as e:
+        scleron.load_model(str(path))
+    assert "bad.yaml" in str(e.value)
+
+
+def test_unknown_frame_selection_is_refused(tmp_path):
+    path = tmp_path / "armtool.yaml"
+    path.write_text(YAML)
+    with pytest.raises(ValueError, match="unknown frame 'gripper'"):
+        scleron.generate(str(path), str(tmp_path / "out"), frames=["gripper"], compile=False)
+    assert not (tmp_path / "out").exists()
+
+
+def test_merged_links_keep_their_placement():
+    """A link welded by a fixed joint is a frame of the body it joins, at the fixed joint's
+    placement composed along the chain."""
+    model = scleron.Model("weld")
+    model.add_body("a", joint="revolute", axis=(0, 0, 1))
+    model.add_body("b", "a", joint="fixed", xyz=(1, 0, 0), rpy=(0, 0, 0.5))
+    model.add_body("c", "b", joint="fixed", xyz=(0, 2, 0))
+    model.add_frame("tip", "c", xyz=(0, 0, 3))
+    merged = model.merged_fixed()
+    frames = {f.name: f for f in merged.frame_list()}
+    assert [b.name for b in merged.bodies] == ["a"]
+    assert frames["b"].body == frames["c"].body == frames["tip"].body == "a"
+    R = np.array([[np.cos(0.5), -np.sin(0.5), 0], [np.sin(0.5), np.cos(0.5), 0], [0, 0, 1]])
+    assert np.allclose(frames["c"].origin.translation, [1, 0, 0] + R @ [0, 2, 0])
+    assert np.allclose(frames["tip"].origin.translation, [1, 0, 0] + R @ [0, 2, 3])

@@ -1,0 +1,204 @@
+"""Quaternion joints (free_flyer, spherical_quat) in Pinocchio's layout: q and v go to and from
+Pinocchio as they are, nq != nv everywhere. Oracles: Pinocchio 4 (its own joint models, its own
+integrate / difference / neutral) on solo12 from example-robot-data and on a hand-built chain with
+a quaternion ball; identities of the exponential map."""
+import numpy as np
+import pytest
+
+import scleron
+from scleron.errors import ModelError
+
+from conftest import robots_dir
+
+TOL = 1e-9
+ROBOTS = {"solo12": "solo_description/robots/solo12.urdf",
+          "anymal": "anymal_b_simple_description/robots/anymal.urdf",
+          "talos": "talos_data/robots/talos_reduced.urdf"}
+FUNCTIONS = ["forward_dynamics", "inverse_dynamics", "mass_matrix", "bias_forces",
+             "center_of_mass", "com_jacobian", "frame_placements", "frame_jacobians",
+             "frame_accelerations", "integrate", "difference"]
+
+
+def rel_err(a, ref):
+    a, ref = np.asarray(a, dtype=float), np.asarray(ref, dtype=float)
+    return float(np.linalg.norm(a - ref) / max(np.linalg.norm(ref), 1e-300))
+
+
+def swap(m):
+    m = np.asarray(m)
+    return np.concatenate([m[3:], m[:3]])
+
+
+@pytest.fixture(scope="module")
+def pin():
+    return pytest.importorskip("pinocchio")
+
+
+def check_against_pinocchio(pin, dyn, pm, rng, states=4):
+    pd = pm.createData()
+    assert (dyn.nq, dyn.nv) == (pm.nq, pm.nv)
+    assert np.array_equal(dyn.neutral(), pin.neutral(pm))
+    for _ in range(states):
+        q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+        v, a, tau = (rng.uniform(-1, 1, pm.nv) for _ in range(3))
+        assert rel_err(dyn.forward_dynamics(q, v, tau), pin.aba(pm, pd, q, v, tau)) < TOL
+        assert rel_err(dyn.inverse_dynamics(q, v, a), pin.rnea(pm, pd, q, v, a)) < TOL
+        M = pin.crba(pm, pd, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        assert rel_err(dyn.mass_matrix(q), M) < TOL
+        assert rel_err(dyn.bias_forces(q, v), pin.nle(pm, pd, q, v)) < TOL
+        assert rel_err(dyn.center_of_mass(q), pin.centerOfMass(pm, pd, q)) < TOL
+        assert rel_err(dyn.com_jacobian(q), pin.jacobianCenterOfMass(pm, pd, q)) < TOL
+        pin.forwardKinematics(pm, pd, q, v, a)
+        pin.updateFramePlacements(pm, pd)
+        pin.computeJointJacobians(pm, pd, q)
+        ids = [pm.getFrameId(n) for n in dyn.frame_names]
+        assert rel_err(dyn.frame_placements(q), [pd.oMf[i].homogeneous for i in ids]) < TOL
+        for ref, pref in (("local", pin.LOCAL), ("world", pin.WORLD),
+                          ("local_world_aligned", pin.LOCAL_WORLD_ALIGNED)):
+            J = [swap(pin.getFrameJacobian(pm, pd, i, pref)) for i in ids]
+            assert rel_err(dyn.frame_jacobians(q, reference=ref), J) < TOL, ref
+            A = [swap(pin.getFrameClassicalAcceleration(pm, pd, i, pref).vector) for i in ids]
+            assert rel_err(dyn.frame_accelerations(q, v, a, reference=ref), A) < TOL, ref
+        dt = rng.uniform(0.01, 2.0)
+        q1 = dyn.integrate(q, v, dt)
+        assert rel_err(q1, pin.integrate(pm, q, v * dt)) < TOL
+        q2 = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+        assert rel_err(dyn.difference(q, q2), pin.difference(pm, q, q2)) < TOL
+        assert rel_err(dyn.difference(q, q1), v * dt) < 1e-12
+
+
+def test_solo12_floating_equals_pinocchio_with_no_mapping(pin, generated, rng):
+    path = f"{robots_dir()}/{ROBOTS['solo12']}"
+    model, dyn = generated(path, "solo12", load_options={"floating": True}, functions=FUNCTIONS)
+    assert model.joints[0].type == "free_flyer" and (dyn.nq, dyn.nv) == (19, 18)
+    check_against_pinocchio(pin, dyn, pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()), rng)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("robot", ["anymal", "talos"])
+def test_floating_robots_equal_pinocchio(robot, pin, generated, rng):
+    path = f"{robots_dir()}/{ROBOTS[robot]}"
+    _, dyn = generated(path, robot, load_options={"floating": True}, functions=FUNCTIONS)
+    check_against_pinocchio(pin, dyn, pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()), rng, 2)
+
+
+# ---- a hand-built chain with a quaternion ball --------------------------------------------------
+BALL_CHAIN = """
+name: qball
+bodies:
+  - {name: base, parent: world, mass: 3, com: [0.1, 0, 0], inertia: [0.2, 0.3, 0.4],
+     joint: {type: free_flyer}}
+  - {name: arm, parent: base, mass: 1, com: [0, 0, -0.3], inertia: [0.05, 0.06, 0.01],
+     joint: {type: spherical_quat, xyz: [0.2, 0.1, 0], rpy: [0.3, 0, 0.2], damping: [0.1, 0.2, 0.3]}}
+  - {name: hand, parent: arm, mass: 0.5, com: [0, 0.05, 0], inertia: [0.01, 0.01, 0.02],
+     joint: {type: revolute, axis: [0, 1, 0], xyz: [0, 0, -0.6]}}
+"""
+
+
+def pin_ball_chain(pin):
+    m = pin.Model()
+    m.gravity.linear = np.array([0, 0, -9.81])
+
+    def inertia(mass, com, diag):
+        return pin.Inertia(mass, np.array(com, dtype=float), np.diag(diag))
+    j = m.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), "base_joint")
+    m.appendBodyToJoint(j, inertia(3, [0.1, 0, 0], [0.2, 0.3, 0.4]), pin.SE3.Identity())
+    place = pin.SE3(pin.rpy.rpyToMatrix(0.3, 0, 0.2), np.array([0.2, 0.1, 0]))
+    j = m.addJoint(j, pin.JointModelSpherical(), place, "arm_joint")
+    m.appendBodyToJoint(j, inertia(1, [0, 0, -0.3], [0.05, 0.06, 0.01]), pin.SE3.Identity())
+    j = m.addJoint(j, pin.JointModelRY(), pin.SE3(np.eye(3), np.array([0, 0, -0.6])), "hand_joint")
+    m.appendBodyToJoint(j, inertia(0.5, [0, 0.05, 0], [0.01, 0.01, 0.02]), pin.SE3.Identity())
+    return m
+
+
+def test_quaternion_ball_chain_equals_pinocchio(tmp_path, pin, generated, rng):
+    path = tmp_path / "qball.yaml"
+    path.write_text(BALL_CHAIN.replace("damping: [0.1, 0.2, 0.3]", "damping: [0, 0, 0]"))
+    model, dyn = generated(str(path), "qball", functions=["forward_dynamics", "inverse_dynamics",
+                                                          "mass_matrix", "bias_forces", "integrate",
+                                                          "difference"])
+    assert (model.nq, model.nv) == (12, 10)
+    pm, = [pin_ball_chain(pin)]
+    pd = pm.createData()
+    assert np.array_equal(dyn.neutral(), pin.neutral(pm))
+    for _ in range(4):
+        q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+        v, tau = rng.uniform(-1, 1, pm.nv), rng.uniform(-1, 1, pm.nv)
+        assert rel_err(dyn.forward_dynamics(q, v, tau), pin.aba(pm, pd, q, v, tau)) < TOL
+        assert rel_err(dyn.bias_forces(q, v), pin.nle(pm, pd, q, v)) < TOL
+        assert rel_err(dyn.integrate(q, v, 0.7), pin.integrate(pm, q, 0.7 * v)) < TOL
+        q2 = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+        assert rel_err(dyn.difference(q, q2), pin.difference(pm, q, q2)) < TOL
+
+
+def test_damping_on_a_quaternion_ball_acts_on_its_angular_velocity(tmp_path, generated, rng):
+    path = tmp_path / "qball.yaml"
+    path.write_text(BALL_CHAIN)
+    model, dyn = generated(str(path), "qball_damped", functions=["bias_forces"])
+    q = model.neutral()
+    v = rng.uniform(-1, 1, model.nv)
+    free = tmp_path / "free.yaml"
+    free.write_text(BALL_CHAIN.replace("damping: [0.1, 0.2, 0.3]", "damping: [0, 0, 0]"))
+    _, undamped = generated(str(free), "qball_free", functions=["bias_forces"])
+    extra = dyn.bias_forces(q, v) - undamped.bias_forces(q, v)
+    assert np.allclose(extra[6:9], [0.1 * v[6], 0.2 * v[7], 0.3 * v[8]], rtol=0, atol=1e-14)
+    assert np.allclose(np.delete(extra, [6, 7, 8]), 0.0, atol=1e-14)
+
+
+def test_integrate_batches_and_stays_on_the_unit_sphere(tmp_path, generated, rng):
+    path = tmp_path / "qball.yaml"
+    path.write_text(BALL_CHAIN)
+    model, dyn = generated(str(path), "qball_damped", functions=["integrate", "difference"])
+    Q = np.array([model.neutral()] * 6)
+    V = rng.normal(size=(6, model.nv)) * np.array([[1e-9], [1e-4], [0.1], [1.0], [3.0], [10.0]])
+    Q1 = dyn.integrate(Q, V, 0.5)                     # a scalar dt for every state
+    assert Q1.shape == (6, model.nq)
+    assert np.allclose(np.linalg.norm(Q1[:, 3:7], axis=1), 1.0, atol=1e-12)
+    assert np.allclose(np.linalg.norm(Q1[:, 7:11], axis=1), 1.0, atol=1e-12)
+    for k in range(6):
+        assert np.allclose(Q1[k], dyn.integrate(Q[k], V[k], 0.5), rtol=0, atol=1e-15)
+    # difference undoes integrate below half a turn, the small rotations included
+    D = dyn.difference(Q, Q1)
+    small = np.linalg.norm(V[:, 3:6], axis=1) * 0.5 < 3.0
+    assert np.allclose(D[small], 0.5 * V[small], rtol=1e-10, atol=1e-18)
+
+
+@pytest.mark.parametrize("joint, problem", [
+    ("{type: spherical_quat, stiffness: 1}", "no stiffness or rest"),
+    ("{type: free_flyer, rest: [0, 0, 0, 0, 0, 0]}", "no stiffness or rest"),
+])
+def test_springs_on_quaternion_joints_are_refused(tmp_path, joint, problem):
+    path = tmp_path / "bad.yaml"
+    path.write_text(f"bodies:\n  - {{name: b, parent: world, mass: 1, inertia: [1, 1, 1], joint: {joint}}}\n")
+    with pytest.raises(ModelError, match=problem):
+        scleron.load_model(str(path))
+
+
+def test_initial_state_of_a_quaternion_joint_has_nq_and_nv_entries(tmp_path):
+    text = BALL_CHAIN + "initial:\n  q: {arm_joint: [0, 0, 0.6, 0.8]}\n  qd: {arm_joint: [1, 2, 3]}\n"
+    path = tmp_path / "init.yaml"
+    path.write_text(text)
+    model = scleron.load_model(str(path))
+    assert list(model.q0) == [0, 0, 0, 0, 0, 0, 1, 0, 0, 0.6, 0.8, 0]     # neutral elsewhere
+    assert list(model.qd0) == [0] * 6 + [1, 2, 3, 0]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(BALL_CHAIN + "initial:\n  q: {arm_joint: [1, 2, 3]}\n")
+    with pytest.raises(ModelError, match="arm_joint"):
+        scleron.load_model(str(bad))
+
+
+def test_loop_forms_take_quaternion_configurations(tmp_path, pin, generated, rng):
+    """Method II and the mass matrix's loop form read q (nq entries) apart from qd (nv)."""
+    path = tmp_path / "qball.yaml"
+    path.write_text(BALL_CHAIN.replace("damping: [0.1, 0.2, 0.3]", "damping: [0, 0, 0]"))
+    _, dyn = generated(str(path), "qball_loops", method=2, mass_matrix="loop",
+                       functions=["forward_dynamics", "mass_matrix"])
+    pm = pin_ball_chain(pin)
+    pd = pm.createData()
+    for _ in range(3):
+        q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+        v, tau = rng.uniform(-1, 1, pm.nv), rng.uniform(-1, 1, pm.nv)
+        assert rel_err(dyn.forward_dynamics(q, v, tau), pin.aba(pm, pd, q, v, tau)) < TOL
+        M = pin.crba(pm, pd, q)
+        assert rel_err(dyn.mass_matrix(q), np.triu(M) + np.triu(M, 1).T) < TOL
