@@ -135,14 +135,17 @@ def mujoco_build_steps(cg=False):
     return (key, [("compile", argv)]), None
 
 
-def scleron_build_steps(folder, name, cg=False):
+def scleron_build_steps(folder, name, cg=False, nframes=0, dynamics=True):
     """(cache key, steps) of the scleron harness on a generated folder: NAME_dynamics.c compiled
-    with the folder's own cflags (scleron.json), the harness main, linked."""
+    with the folder's own cflags (scleron.json), the harness main, linked. dynamics: it calls
+    the four dynamics functions; nframes > 0: the frame functions (the folder's frame_names has
+    nframes frames)."""
     meta = json.loads(read(os.path.join(folder, "scleron.json")))
     cflags = meta.get("cflags") or ["-O2", "-g0", "-march=native", "-fno-math-errno", "-std=c99"]
     cflags = list(cflags) + (NO_AVX512 if cg else [])
     template = read(os.path.join(HARNESS, "scleron_bench.c.in"))
-    main_src = template.replace("@NAME_UPPER@", name.upper()).replace("@NAME@", name)
+    main_src = template.replace("@NAME_UPPER@", name.upper()).replace("@NAME@", name) \
+        .replace("@NFRAMES@", str(int(nframes))).replace("@DYNAMICS@", "1" if dynamics else "0")
     csrc = os.path.join(folder, f"{name}_dynamics.c")
     key = sha(meta["hash"], read(csrc, "rb"), main_src, read(os.path.join(HARNESS, "bench_common.h")),
               " ".join(cflags), cg)
@@ -195,7 +198,7 @@ def harness_cmd(tool, sysobj, builds, cg=False):
     b = builds.get((tool, cg))
     if not b or not b.get("ok"):
         return None
-    if tool == "scleron":
+    if tool in ("scleron", "scleron_frames"):
         return [os.path.join(b["dir"], "scleron_bench"), sysobj.states_path]
     if tool == "pinocchio":
         return [os.path.join(b["dir"], "pin_bench"), sysobj.pin_model_path, sysobj.pin_states_path]
@@ -248,7 +251,7 @@ def check_scleron_harness(S, cmd):
 
 def check_pin_harness(S, cmd):
     """The Pinocchio C++ harness (both conventions) against pin's Python at state 0; a model
-    that disagrees marks S.pin_cpp_bad (Pinocchio C++ is then not timed)."""
+    that disagrees marks S.pin_cpp_bad (Pinocchio C++ is then not timed). Returns its outputs."""
     out = parse_out(run_harness(cmd, ["check"]))
     ref = S.pin_eval(S.pq[0], S.v[0], S.u[0])
     errs = {"fd": max(rel_err(out["aba_local"], ref["fd"]), rel_err(out["aba_world"], ref["fd"])),
@@ -260,6 +263,7 @@ def check_pin_harness(S, cmd):
     if max(errs.values()) > 1e-9:
         S.notes.append("the C++ Pinocchio model disagrees with the Python one: Pinocchio C++ not timed")
         S.pin_cpp_bad = True
+    return out
 
 
 def check_mujoco_harness(S, cmd):

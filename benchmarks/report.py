@@ -2,7 +2,8 @@
 section, tables made by md_table from rows of cells."""
 import os
 
-from .common import FUNCS, MJ_VARIANTS, NBATCH, PIN_VARIANTS, TITLE, write_text
+from .common import (FRAME_FUNCS, FRAME_TARGET, FRAME_TITLE, FUNCS, MJ_VARIANTS, NBATCH, PIN_FRAME, PIN_VARIANTS,
+                     TITLE, write_text)
 from .timing import best_variant
 from .variants import VARIANT_COMPARISONS, VARIANT_SYSTEMS, variant_metrics, variant_rows
 
@@ -183,6 +184,66 @@ def peer_variants_section(R):
         rows.append([S["label"]] + [fmt_med_min(c.get("pinocchio", {}).get(v)) for v in pin_vs]
                     + [fmt_med_min(c.get("mujoco", {}).get(v)) for v in mj_vs])
     return ["### All peer variants (median ns, min in parentheses)\n"] + md_table(header, rows) + [""]
+
+
+# ----------------------------------------------------------------------------------------------
+# frames and Jacobians (issue 10)
+
+
+PIN_FRAME_CALLS = {"placements": "`forwardKinematics` + `updateFramePlacements`",
+                   "jacobians": "`computeJointJacobians` + `getFrameJacobian(LOCAL_WORLD_ALIGNED)` per frame",
+                   "jacobians_local": "`computeJointJacobians` + `getFrameJacobian(LOCAL)` per frame",
+                   "com_jacobian": "`jacobianCenterOfMass`"}
+
+FRAMES_INTRO = (
+    "scleron: `NAME_frame_placements` (nframes × 4 × 4), `NAME_frame_jacobians` (local_world_aligned) and "
+    "`NAME_frame_jacobians_local` (nframes × 6 × nv, rows [ω; v]), `NAME_com_jacobian` (3 × nv), every frame of "
+    "the module's `frame_names` (bodies, URDF links merged by fixed joints, the fixed root link), from a folder "
+    "generated with only the frame functions (`functions=[\"frame_placements\", \"frame_jacobians\", "
+    "\"com_jacobian\"]`, build/SYSTEM/frames/) and a harness of its own. "
+    "Pinocchio C++: the same frames (`model.getFrameId(name)` in the Python model, added to the C++ model "
+    "with `addFrame` in that order; the C++ model holds no other frame but the universe), "
+    + "; ".join(f"{FRAME_TITLE[f]}: {PIN_FRAME_CALLS[f]}" for f in FRAME_FUNCS)
+    + " (each frame's 6 × nv matrix zeroed once before timing: `getFrameJacobian` writes its support columns). "
+    "Same harness processes, states and rounds as the table above. Checked before timing, in scleron's layout "
+    "(Pinocchio's Jacobian rows [v; ω] reordered): scleron's Python against Pinocchio's Python at 5 states, "
+    "both harnesses at state 0 against Pinocchio's Python and against each other (≤ 1e-9, else not timed; "
+    f"see the table below). Ratio = scleron / Pinocchio: median / median (min / min – max / max); target ≤ {FRAME_TARGET} "
+    "(issue 10, medians). Fixed-base systems only.\n")
+
+
+def frame_ratio_cell(o, p):
+    if not o or not p:
+        return DASH
+    return (f"**{o['median'] / p['median']:.2f}** ({o['min'] / p['min']:.2f} – {o['max'] / p['max']:.2f})")
+
+
+def frame_row(S, f):
+    c, cg = S.get("c", {}), S.get("callgrind", {})
+    o, p = c.get("scleron_frames", {}).get(f), c.get("pinocchio", {}).get(PIN_FRAME[f])
+    met = DASH if not (o and p) else ("yes" if o["median"] / p["median"] <= FRAME_TARGET else "**no**")
+    io, ip = cg.get("scleron_frames", {}).get(f), cg.get("pinocchio", {}).get(PIN_FRAME[f])
+    ir = (f"{io:,.0f} / {ip:,.0f} ({io / ip:.2f})" if io and ip else f"{io:,.0f} / —" if io else DASH)
+    return [S["label"], S["nv"], S["frames"]["nframes"], FRAME_TITLE[f], fmt_st(o), fmt_st(p),
+            frame_ratio_cell(o, p), met, ir]
+
+
+def frames_section(R):
+    done = [S for S in R["systems"].values() if (S.get("frames") or {}).get("nframes")]
+    skipped = [(S["label"], S["frames"]["skipped"]) for S in R["systems"].values()
+               if (S.get("frames") or {}).get("skipped")]
+    if not done and not skipped:
+        return []
+    header = ["system", "DOF", "frames", "function", "scleron median (min–max)", "Pinocchio median (min–max)",
+              "**ratio** (min – max)", f"≤ {FRAME_TARGET}", "callgrind Ir scleron / Pinocchio (ratio)"]
+    rows = [frame_row(S, f) for S in done for f in FRAME_FUNCS]
+    md = ["## Frames and Jacobians: C / C++ timings (ns per call)\n", FRAMES_INTRO] + md_table(header, rows) + [""]
+    vrows = [[S["label"], check] + [f"{errs[f]:.1e}" if isinstance(errs.get(f), float) else DASH for f in FRAME_FUNCS]
+             for S in done for check, errs in S["frames"].get("verification", {}).items()]
+    md += ["Frame checks (max |difference| / max(1, max |reference|)):\n"] + md_table(
+        ["system", "check"] + [FRAME_TITLE[f] for f in FRAME_FUNCS], vrows) + [""]
+    md += [f"- {label}: not compared: {why}" for label, why in skipped]
+    return md + [""]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -551,7 +612,7 @@ def notes_section(R):
 
 def report_lines(R, argv):
     return (machine_section(R, argv) + WHAT_IS_TIMED + summary_section(R) + c_timings_section(R)
-            + peer_variants_section(R) + callgrind_section(R) + python_section(R) + ops_section(R)
+            + peer_variants_section(R) + frames_section(R) + callgrind_section(R) + python_section(R) + ops_section(R)
             + generation_section(R) + pydy_section(R) + scleron_scaling_section(R)
             + default_totals_section(R) + variants_section(R) + verification_section(R) + notes_section(R))
 

@@ -10,9 +10,9 @@ import traceback
 
 import numpy as np
 
-from .common import (FUNCS, MJ_VARIANTS, NBATCH, NSTATES, PIN_VARIANTS, ROOT, T_START, TITLE, BenchRun,
-                     log, machine_info, read, rel_err, stats)
-from . import harnesses, scleron_internals
+from .common import (FRAME_FUNCS, FUNCS, MJ_VARIANTS, NBATCH, NSTATES, PIN_FRAME, PIN_VARIANTS,
+                     ROOT, T_START, TITLE, BenchRun, log, machine_info, read, rel_err, stats)
+from . import frames, harnesses, scleron_internals
 from .generation import gen_worker_args, op_counts, run_worker, PYDY_WORKER
 from .plot import make_plot
 from .report import fmt_ns, write_report
@@ -175,6 +175,14 @@ def prepare_system(run, key):
         k, steps = harnesses.scleron_build_steps(S.folder, key, cg=cg)
         run.futures[(("scleron", key), cg)] = run.builder.submit(
             f"{key}/scleron{'_cg' if cg else ''}", k, steps, ["scleron_bench"])
+    try:
+        nframes = frames.setup_frames(S, entry)
+    except Exception as exc:
+        nframes = frames.skip(S, entry, f"setup failed: {type(exc).__name__}: {exc}")
+    for cg in cg_flags(run) if nframes else []:
+        k, steps = harnesses.scleron_build_steps(S.frames_folder, key, cg=cg, nframes=nframes, dynamics=False)
+        run.futures[(("scleron_frames", key), cg)] = run.builder.submit(
+            f"{key}/scleron_frames{'_cg' if cg else ''}", k, steps, ["scleron_bench"])
 
 
 def prepare_systems(run):
@@ -270,7 +278,7 @@ def wait_for_builds(run):
 
 def tool_builds(run, key):
     """{(tool, cg): build} of one system: its scleron builds and the peers'."""
-    return {("scleron", cg): run.builds.get((("scleron", key), cg)) for cg in (False, True)} | \
+    return {(t, cg): run.builds.get(((t, key), cg)) for t in ("scleron", "scleron_frames") for cg in (False, True)} | \
         {(t, cg): run.builds.get((t, cg)) for t in ("pinocchio", "mujoco") for cg in (False, True)}
 
 
@@ -286,19 +294,23 @@ def check_harnesses(run):
         if b and b.get("ok"):
             entry["compile"] = {"seconds": b["seconds"].get("compile"), "cached": b.get("cached"),
                                 "command": harnesses.dynamics_compile_command(b)}
+        pin_out = None
         try:
             cmd = harnesses.harness_cmd("scleron", S, tb)
             if cmd and getattr(S, "ours0", None) is not None:
                 harnesses.check_scleron_harness(S, cmd)
             cmd = harnesses.harness_cmd("pinocchio", S, tb)
             if cmd and S.pin_model is not None:
-                harnesses.check_pin_harness(S, cmd)
+                pin_out = harnesses.check_pin_harness(S, cmd)
+            frames.check_harnesses(S, entry, harnesses.harness_cmd("scleron_frames", S, tb),
+                                   None if getattr(S, "pin_cpp_bad", False) else pin_out)
             cmd = harnesses.harness_cmd("mujoco", S, tb)
             if cmd and S.mj_model is not None:
                 harnesses.check_mujoco_harness(S, cmd)
         except Exception as exc:
             S.notes.append(f"harness check failed: {type(exc).__name__}: {exc}")
             log(f"{key}: harness check failed: {exc}")
+            S.frames_ok = False
 
 
 # ----------------------------------------------------------------------------------------------
@@ -312,12 +324,28 @@ def pin_timed(S):
 
 def c_log_line(c):
     summary = []
-    for f in FUNCS:
-        o = c.get("scleron", {}).get(f)
-        _, p = best_variant(c.get("pinocchio", {}), PIN_VARIANTS[f])
+    for f in FUNCS + FRAME_FUNCS:
+        if f in PIN_FRAME:
+            o, p = c.get("scleron_frames", {}).get(f), c.get("pinocchio", {}).get(PIN_FRAME[f])
+        else:
+            o = c.get("scleron", {}).get(f)
+            _, p = best_variant(c.get("pinocchio", {}), PIN_VARIANTS[f])
         if o and p:
             summary.append(f"{f} {o['median']:.0f}/{p['median']:.0f}={o['median'] / p['median']:.2f}")
     return ", ".join(summary)
+
+
+def timed_functions(tool, S):
+    """The harness functions timed on a system: the dynamics (every variant), and the frame
+    functions where their checks passed (frames.timed); None for MuJoCo (all of its functions)."""
+    with_frames = frames.timed(S)
+    if tool == "scleron":
+        return FUNCS
+    if tool == "scleron_frames":
+        return FRAME_FUNCS if with_frames else None
+    if tool == "pinocchio":
+        return [v for f in FUNCS for v in PIN_VARIANTS[f]] + ([PIN_FRAME[f] for f in FRAME_FUNCS] if with_frames else [])
+    return None
 
 
 def time_c_harnesses(run):
@@ -327,9 +355,11 @@ def time_c_harnesses(run):
         entry = run.R["systems"][key]
         tb = tool_builds(run, key)
         cmds = {"scleron": harnesses.harness_cmd("scleron", S, tb),
+                "scleron_frames": harnesses.harness_cmd("scleron_frames", S, tb) if frames.timed(S) else None,
                 "pinocchio": harnesses.harness_cmd("pinocchio", S, tb) if pin_timed(S) else None,
                 "mujoco": harnesses.harness_cmd("mujoco", S, tb) if S.mj_model is not None else None}
-        samples = harness_rounds(cmds, s.rounds, lambda t: ["time", str(s.per_round), str(s.target_ms)],
+        samples = harness_rounds(cmds, s.rounds,
+                                 lambda t: ["time", str(s.per_round), str(s.target_ms)] + (timed_functions(t, S) or []),
                                  lambda t, exc: S.notes.append(f"{t} timing failed: {exc}"))
         entry["c"] = {t: {f: stats(xs) for f, xs in fs.items()} for t, fs in samples.items() if fs}
         entry["c_samples"] = samples
@@ -367,13 +397,14 @@ def callgrind_system(run, key, S, tmpdir, profiled):
     cg = {}
 
     def keep_profile(f, fn, base_fn):
-        if profiled(key, f):
+        if f in TITLE and profiled(key, f):       # the dynamics functions only
             prof = harnesses.profile_from(fn, base_fn, key)
             if prof:
                 run.R["profiles"][f"{S.label} {TITLE[f]}"] = prof
-    for tool, funcs in [("scleron", FUNCS), ("pinocchio", [v for f in FUNCS for v in PIN_VARIANTS[f]]),
+    for tool, funcs in [("scleron", FUNCS), ("scleron_frames", timed_functions("scleron_frames", S)),
+                        ("pinocchio", timed_functions("pinocchio", S)),
                         ("mujoco", [v for f in FUNCS for v in MJ_VARIANTS[f]])]:
-        if (tool == "pinocchio" and not pin_timed(S)) or (tool == "mujoco" and S.mj_model is None):
+        if (tool == "pinocchio" and not pin_timed(S)) or (tool == "mujoco" and S.mj_model is None) or not funcs:
             continue
         cmd = harnesses.harness_cmd(tool, S, tb, cg=True)
         if cmd is None:
@@ -395,7 +426,7 @@ def measure_callgrind(run):
         cg = callgrind_system(run, key, S, tmpdir, profiled)
         run.R["systems"][key]["callgrind"] = cg
         log(f"{key}: callgrind done: " + ", ".join(f"{t} {f} {v:,.0f}" for t, r in cg.items()
-                                                     for f, v in r.items() if t == "scleron"))
+                                                     for f, v in r.items() if t.startswith("scleron")))
     shutil.rmtree(tmpdir, ignore_errors=True)
 
 

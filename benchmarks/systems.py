@@ -67,6 +67,7 @@ def rc_pin(n):
         X = pin.SE3.Identity() if i == 1 else pin.SE3(np.array(RX90), np.array([1.0, 0, 0]))
         parent = model.addJoint(parent, pin.JointModelRZ(), X, f"joint{i}")
         model.appendBodyToJoint(parent, inertia, pin.SE3.Identity())
+        model.addFrame(pin.Frame(f"link{i}", parent, pin.SE3.Identity(), pin.FrameType.BODY))  # scleron's body frame
     return model
 
 
@@ -125,9 +126,10 @@ def pin_short(jm):
     return jm.shortname().replace("JointModel", "")
 
 
-def export_pin_model(model, path):
-    """The Pinocchio model joint by joint (type, parent, placement, axis, inertia), for the C++
-    harness to rebuild it (harness/pin_bench.cpp)."""
+def export_pin_model(model, path, frame_ids=()):
+    """The Pinocchio model joint by joint (type, parent, placement, axis, inertia), then the frames
+    frame_ids (name, parent joint, placement), for the C++ harness to rebuild it
+    (harness/pin_bench.cpp)."""
     lines = [str(model.njoints - 1)]
     for j in range(1, model.njoints):
         jm = model.joints[j]
@@ -142,6 +144,15 @@ def export_pin_model(model, path):
             + [I.mass] + list(np.asarray(I.lever)) \
             + [Ic[0, 0], Ic[0, 1], Ic[1, 1], Ic[0, 2], Ic[1, 2], Ic[2, 2]]
         lines.append(f"{t} {model.parents[j]} " + " ".join(repr(float(v)) for v in vals))
+    if frame_ids:
+        lines.append(str(len(frame_ids)))
+        for fid in frame_ids:
+            f = model.frames[fid]
+            if not f.name or any(ch.isspace() for ch in f.name):
+                raise RuntimeError(f"frame name {f.name!r} cannot be written to the C++ model file")
+            X = f.placement
+            vals = list(np.asarray(X.rotation).ravel()) + list(np.asarray(X.translation))
+            lines.append(f"{f.name} {f.parentJoint} " + " ".join(repr(float(v)) for v in vals))
     write_text(path, "\n".join(lines) + "\n")
 
 
@@ -305,6 +316,19 @@ class System:
         write_states(self.pin_states_path, self.pq, self.v, self.u)
         self.pin_model_path = os.path.join(self.dir, "pin_model.txt")
         export_pin_model(pm, self.pin_model_path)
+
+    def setup_frames(self, names):
+        """Pinocchio's frame of each of scleron's frames (model.getFrameId(name), in scleron's
+        order), written into the C++ harness's model file; RuntimeError naming a frame not found."""
+        pm = self.pin_model
+        ids = []
+        for name in names:
+            fid = pm.getFrameId(name)
+            if fid >= len(pm.frames):
+                raise RuntimeError(f"frame {name!r} not in the Pinocchio model")
+            ids.append(fid)
+        self.frame_names, self.pin_frame_ids = list(names), ids
+        export_pin_model(pm, self.pin_model_path, ids)
 
     def pin_eval(self, q, v, u):
         """Pinocchio's aba, rnea, crba (made symmetric) and nonLinearEffects at one state."""

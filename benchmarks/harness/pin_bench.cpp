@@ -5,16 +5,28 @@
 // It builds a Pinocchio model from the description that benchmarks/run.py exports
 // from the Python-built model (pin.buildModelFromUrdf or the RC chain), then times
 //   aba_local, aba_world, rnea, crba_local, crba_world, nle
+// and, where the model file lists frames (the frames of scleron's frame_names, in that order),
+//   fk_frames         forwardKinematics + updateFramePlacements
+//   jac_frames_lwa    computeJointJacobians + getFrameJacobian(LOCAL_WORLD_ALIGNED) of every listed frame
+//   jac_frames_local  the same, LOCAL
+//   jcom              jacobianCenterOfMass
 // with the conventions of bench_common.h. Usage: pin_bench MODEL.txt STATES ...
 //
 // MODEL.txt: "njoints" then one line per joint (after the universe):
 //   TYPE PARENT R00 R01 R02 R10 R11 R12 R20 R21 R22 T0 T1 T2 AX AY AZ MASS CX CY CZ IXX IXY IYY IXZ IYZ IZZ
 // TYPE is Pinocchio's short name without "JointModel" (RX, RZ, PY, RUBZ, FreeFlyer,
 // RevoluteUnaligned, PrismaticUnaligned, RevoluteUnboundedUnaligned).
+// Optionally then "nframes" and one line per frame: NAME PARENT_JOINT R00 ... R22 T0 T1 T2
+// (its placement in the parent joint's frame; added with Model::addFrame as OP_FRAME).
 #include <pinocchio/multibody.hpp>
 #include <pinocchio/algorithm/aba.hpp>
 #include <pinocchio/algorithm/rnea.hpp>
 #include <pinocchio/algorithm/crba.hpp>
+#include <pinocchio/algorithm/kinematics.hpp>
+#include <pinocchio/algorithm/frames.hpp>
+#include <pinocchio/algorithm/jacobian.hpp>
+#include <pinocchio/algorithm/center-of-mass.hpp>
+#include <vector>
 
 using ConstMap = Eigen::Map<const Eigen::VectorXd>;
 
@@ -45,6 +57,32 @@ void run_crba(const pinocchio::Model &model, pinocchio::Data &data, const double
     pinocchio::crba(model, data, Q,
                     world ? pinocchio::Convention::WORLD : pinocchio::Convention::LOCAL);
 }
+
+void run_fk_frames(const pinocchio::Model &model, pinocchio::Data &data, const double *q)
+{
+    ConstMap Q(q, model.nq);
+    pinocchio::forwardKinematics(model, data, Q);
+    pinocchio::updateFramePlacements(model, data);
+}
+
+// J[k] (6 x nv, zeroed once by the caller: getFrameJacobian writes the columns of the frame's
+// support only) of every listed frame
+void run_frame_jacobians(const pinocchio::Model &model, pinocchio::Data &data, const double *q,
+                         const std::vector<pinocchio::FrameIndex> &frames,
+                         std::vector<pinocchio::Data::Matrix6x> &J, bool local)
+{
+    ConstMap Q(q, model.nq);
+    pinocchio::computeJointJacobians(model, data, Q);
+    const pinocchio::ReferenceFrame rf = local ? pinocchio::LOCAL : pinocchio::LOCAL_WORLD_ALIGNED;
+    for (std::size_t k = 0; k < frames.size(); k++)
+        pinocchio::getFrameJacobian(model, data, frames[k], rf, J[k]);
+}
+
+void run_jcom(const pinocchio::Model &model, pinocchio::Data &data, const double *q)
+{
+    ConstMap Q(q, model.nq);
+    pinocchio::jacobianCenterOfMass(model, data, Q);
+}
 extern "C" {
 #include "bench_common.h"
 }
@@ -73,7 +111,17 @@ static JointModel make_joint(const std::string &type, const Eigen::Vector3d &axi
     throw std::runtime_error("unsupported joint type " + type);
 }
 
-static Model read_model(const char *path)
+static SE3 read_placement(std::istream &in)
+{
+    double R[9], t[3];
+    for (double &x : R) in >> x;
+    for (double &x : t) in >> x;
+    Eigen::Matrix3d Rm;
+    Rm << R[0], R[1], R[2], R[3], R[4], R[5], R[6], R[7], R[8];
+    return SE3(Rm, Eigen::Vector3d(t[0], t[1], t[2]));
+}
+
+static Model read_model(const char *path, std::vector<FrameIndex> &frames)
 {
     std::ifstream in(path);
     if (!in) throw std::runtime_error(std::string("cannot open ") + path);
@@ -100,14 +148,34 @@ static Model read_model(const char *path)
         Inertia inertia(mass, Eigen::Vector3d(c[0], c[1], c[2]), Symmetric3(I[0], I[1], I[2], I[3], I[4], I[5]));
         model.appendBodyToJoint(id, inertia, SE3::Identity());
     }
+    int nf = 0;
+    if (in >> nf) {
+        for (int k = 0; k < nf; k++) {
+            std::string name;
+            int parent;
+            in >> name >> parent;
+            SE3 placement = read_placement(in);
+            if (!in) throw std::runtime_error("bad frame line in model file");
+            frames.push_back(model.addFrame(Frame(name, (JointIndex)parent, placement, OP_FRAME)));
+        }
+    }
     return model;
+}
+
+// a matrix's entries appended row by row
+template <typename Mat>
+static void append_row_major(std::vector<double> &buf, const Mat &m)
+{
+    for (Eigen::Index r = 0; r < m.rows(); r++)
+        for (Eigen::Index c = 0; c < m.cols(); c++) buf.push_back(m(r, c));
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 4) { std::cerr << "usage: pin_bench MODEL STATES time|calls|check ...\n"; return 2; }
-    Model model = read_model(argv[1]);
-    Data data(model);
+    std::vector<FrameIndex> frames;
+    Model model = read_model(argv[1], frames);
+    Data data(model);                       // after the frames: data.oMf has one entry per frame
     bench_args a = bench_parse(argc - 1, argv + 1);
     bench_states st = bench_read_states(argv[2]);
     if (st.nq != model.nq || st.nv != model.nv) { std::cerr << "state size mismatch\n"; return 2; }
@@ -123,6 +191,12 @@ int main(int argc, char **argv)
 #define CALL_CRBA_L run_crba(model, data, P_Q, false)
 #define CALL_CRBA_W run_crba(model, data, P_Q, true)
 #define CALL_NLE run_nle(model, data, P_Q, P_V)
+    const bool have_frames = !frames.empty();
+    std::vector<Data::Matrix6x> Jf(frames.size(), Data::Matrix6x::Zero(6, model.nv));
+#define CALL_FK_FRAMES run_fk_frames(model, data, P_Q)
+#define CALL_JAC_LWA run_frame_jacobians(model, data, P_Q, frames, Jf, false)
+#define CALL_JAC_LOCAL run_frame_jacobians(model, data, P_Q, frames, Jf, true)
+#define CALL_JCOM run_jcom(model, data, P_Q)
 
     if (a.mode == BENCH_TIME_MODE) {
         if (bench_wants(&a, "aba_local")) BENCH_TIME("aba_local", a.R, a.target_ns, NS, CALL_ABA_L);
@@ -131,6 +205,12 @@ int main(int argc, char **argv)
         if (bench_wants(&a, "crba_local")) BENCH_TIME("crba_local", a.R, a.target_ns, NS, CALL_CRBA_L);
         if (bench_wants(&a, "crba_world")) BENCH_TIME("crba_world", a.R, a.target_ns, NS, CALL_CRBA_W);
         if (bench_wants(&a, "nle")) BENCH_TIME("nle", a.R, a.target_ns, NS, CALL_NLE);
+        if (have_frames) {
+            if (bench_wants(&a, "fk_frames")) BENCH_TIME("fk_frames", a.R, a.target_ns, NS, CALL_FK_FRAMES);
+            if (bench_wants(&a, "jac_frames_lwa")) BENCH_TIME("jac_frames_lwa", a.R, a.target_ns, NS, CALL_JAC_LWA);
+            if (bench_wants(&a, "jac_frames_local")) BENCH_TIME("jac_frames_local", a.R, a.target_ns, NS, CALL_JAC_LOCAL);
+            if (bench_wants(&a, "jcom")) BENCH_TIME("jcom", a.R, a.target_ns, NS, CALL_JCOM);
+        }
     } else if (a.mode == BENCH_CALLS_MODE) {
         std::string f = a.funcs[0];
         if (f == "aba_local") BENCH_CALLS(a.K, NS, CALL_ABA_L);
@@ -139,6 +219,10 @@ int main(int argc, char **argv)
         else if (f == "crba_local") BENCH_CALLS(a.K, NS, CALL_CRBA_L);
         else if (f == "crba_world") BENCH_CALLS(a.K, NS, CALL_CRBA_W);
         else if (f == "nle") BENCH_CALLS(a.K, NS, CALL_NLE);
+        else if (have_frames && f == "fk_frames") BENCH_CALLS(a.K, NS, CALL_FK_FRAMES);
+        else if (have_frames && f == "jac_frames_lwa") BENCH_CALLS(a.K, NS, CALL_JAC_LWA);
+        else if (have_frames && f == "jac_frames_local") BENCH_CALLS(a.K, NS, CALL_JAC_LOCAL);
+        else if (have_frames && f == "jcom") BENCH_CALLS(a.K, NS, CALL_JCOM);
         else { std::cerr << "unknown function " << f << "\n"; return 2; }
         printf("DONE %ld\n", a.K);
     } else {
@@ -156,6 +240,24 @@ int main(int argc, char **argv)
         M.triangularView<Eigen::StrictlyLower>() = M.transpose().triangularView<Eigen::StrictlyLower>();
         bench_print_out("crba_world", M.data(), nv * nv);
         CALL_NLE; bench_print_out("nle", data.nle.data(), nv);
+        if (have_frames) {          // row-major, Pinocchio's row order ([v; w] for the Jacobians)
+            std::vector<double> buf;
+            CALL_FK_FRAMES;
+            for (FrameIndex id : frames) append_row_major(buf, data.oMf[id].toHomogeneousMatrix());
+            bench_print_out("fk_frames", buf.data(), (int)buf.size());
+            buf.clear();
+            CALL_JAC_LWA;
+            for (const auto &J : Jf) append_row_major(buf, J);
+            bench_print_out("jac_frames_lwa", buf.data(), (int)buf.size());
+            buf.clear();
+            CALL_JAC_LOCAL;
+            for (const auto &J : Jf) append_row_major(buf, J);
+            bench_print_out("jac_frames_local", buf.data(), (int)buf.size());
+            buf.clear();
+            CALL_JCOM;
+            append_row_major(buf, data.Jcom);
+            bench_print_out("jcom", buf.data(), (int)buf.size());
+        }
     }
     return 0;
 }
