@@ -10,6 +10,8 @@ Needs only numpy and cffi at run time. With this folder's parent on sys.path:
     T = quadruped.kinetic_energy(q, qd)
     V = quadruped.potential_energy(q)
     com = quadruped.center_of_mass(q)
+    q_next = quadruped.integrate(q, v, dt)
+    v = quadruped.difference(q0, q1)
 
 Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N axis):
     forward_dynamics(q[18], qd[18], tau[18]) -> qdd[18]
@@ -26,6 +28,10 @@ Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N 
         V(q): gravity (-sum m g . c, world centres of mass) plus joint springs
     center_of_mass(q[18]) -> com[3]
         the whole tree's centre of mass in world coordinates
+    integrate(q[18], v[18], dt[1]) -> q_next[18]
+        q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
+    difference(q0[18], q1[18]) -> v[18]
+        q1 (-) q0: the v with integrate(q0, v, 1) = q1
 
 Every function takes an optional `out=` array (float64, C-contiguous, the result's shape; a
 tuple of them for several results) to avoid allocating. The fastest calling pattern for a control loop binds arrays once and then
@@ -47,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_373a7b90f5fe"
-HASH = "373a7b90f5fe45f3cf35be482ad52c29464ec057daeb3c0e11c4787ac6c516c3"
+MODULE = "_quadruped_74cafa351731"
+HASH = "74cafa351731a8afa730fdb00a97ad8111ca7644656c32d9c89e89c5ded1173d"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -58,6 +64,13 @@ joint_names = ['root', 'fl_hip_joint', 'fl_thigh_joint', 'fl_knee_joint', 'fr_hi
 coordinate_names = ['root[0]', 'root[1]', 'root[2]', 'root[3]', 'root[4]', 'root[5]', 'fl_hip_joint', 'fl_thigh_joint', 'fl_knee_joint', 'fr_hip_joint', 'fr_thigh_joint', 'fr_knee_joint', 'hl_hip_joint', 'hl_thigh_joint', 'hl_knee_joint', 'hr_hip_joint', 'hr_thigh_joint', 'hr_knee_joint']
 coordinate_descriptions = ['root[0]: free joint of body trunk, x (m)', 'root[1]: free joint of body trunk, y (m)', 'root[2]: free joint of body trunk, z (m)', 'root[3]: free joint of body trunk, XYZ angle 1 (rad)', 'root[4]: free joint of body trunk, XYZ angle 2 (rad)', 'root[5]: free joint of body trunk, XYZ angle 3 (rad)', 'fl_hip_joint: revolute joint of body fl_hip, angle about the axis (rad)', 'fl_thigh_joint: revolute joint of body fl_thigh, angle about the axis (rad)', 'fl_knee_joint: revolute joint of body fl_calf, angle about the axis (rad)', 'fr_hip_joint: revolute joint of body fr_hip, angle about the axis (rad)', 'fr_thigh_joint: revolute joint of body fr_thigh, angle about the axis (rad)', 'fr_knee_joint: revolute joint of body fr_calf, angle about the axis (rad)', 'hl_hip_joint: revolute joint of body hl_hip, angle about the axis (rad)', 'hl_thigh_joint: revolute joint of body hl_thigh, angle about the axis (rad)', 'hl_knee_joint: revolute joint of body hl_calf, angle about the axis (rad)', 'hr_hip_joint: revolute joint of body hr_hip, angle about the axis (rad)', 'hr_thigh_joint: revolute joint of body hr_thigh, angle about the axis (rad)', 'hr_knee_joint: revolute joint of body hr_calf, angle about the axis (rad)']
 gravity = [0.0, 0.0, -9.81]
+frame_names = ['trunk', 'fl_hip', 'fl_thigh', 'fl_calf', 'fr_hip', 'fr_thigh', 'fr_calf', 'hl_hip', 'hl_thigh', 'hl_calf', 'hr_hip', 'hr_thigh', 'hr_calf']     # the frames of the frame functions, in their order
+_NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+
+
+def neutral():
+    """The neutral configuration q (nq,): zeros, with identity quaternions [0, 0, 0, 1]."""
+    return np.array(_NEUTRAL)
 
 
 def _compiled_paths():
@@ -139,6 +152,8 @@ _empty = np.empty
 
 def _as_input(x, name, width):
     a = x if isinstance(x, np.ndarray) else np.asarray(x)
+    if a.ndim == 0 and width == 1:            # a scalar input (dt): one state's value
+        a = a.reshape(1)
     if a.dtype.kind not in "fiu":
         raise ValueError(f"{name} must hold real numbers, got dtype {a.dtype}")
     a = a.astype(np.float64, copy=False)
@@ -187,6 +202,8 @@ def _call(function, values, out, threads=1):
     single, batch, parallel = _CFUNCS[function]
     arrays, count = [], None
     for i, ((name, width), x) in enumerate(zip(inputs, values)):
+        if width == 1 and count is not None and np.ndim(x) == 0:
+            x = np.full((count, 1), x, dtype=np.float64)     # a scalar (dt) for every state
         a, n = _as_input(x, name, width)
         if i and (n is None) != (count is None) or (n is not None and count is not None and n != count):
             raise ValueError(f"{name} has shape {a.shape}, but {inputs[0][0]} has "
@@ -244,6 +261,10 @@ _SIGNATURES = {
                          (("V", ()), )),
     "center_of_mass": ((("q", 18), ),
                        (("com", (3,)), )),
+    "integrate": ((("q", 18), ("v", 18), ("dt", 1), ),
+                  (("q_next", (18,)), )),
+    "difference": ((("q0", 18), ("q1", 18), ),
+                   (("v", (18,)), )),
 }
 # the C function of each: one state, n states, n states over threads
 _CFUNCS = {f: (getattr(lib, "quadruped_" + f), getattr(lib, "quadruped_" + f + "_batch"),
@@ -269,6 +290,13 @@ _SHAPES = {
     ("potential_energy", "V"): (),
     ("center_of_mass", "q"): (18,),
     ("center_of_mass", "com"): (3,),
+    ("integrate", "q"): (18,),
+    ("integrate", "v"): (18,),
+    ("integrate", "dt"): (1,),
+    ("integrate", "q_next"): (18,),
+    ("difference", "q0"): (18,),
+    ("difference", "q1"): (18,),
+    ("difference", "v"): (18,),
 }
 
 _IN_forward_dynamics = (_SHAPES["forward_dynamics", "q"], _SHAPES["forward_dynamics", "qd"], _SHAPES["forward_dynamics", "tau"], )
@@ -422,13 +450,63 @@ def center_of_mass(q, out=None, threads=1):
             pass
     return _call("center_of_mass", (q,), out, _check_threads(threads))
 
+_IN_integrate = (_SHAPES["integrate", "q"], _SHAPES["integrate", "v"], _SHAPES["integrate", "dt"], )
+_OUT_integrate = _SHAPES["integrate", "q_next"]
+
+
+def integrate(q, v, dt, out=None, threads=1):
+    """q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
+
+    Inputs q (18,), v (18,), dt (1,); returns q_next (18,).
+    A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
+    splits a batch over that many threads (off by default). out: preallocated result
+    array."""
+    if not _checked_only and threads == 1:
+        try:
+            if q.shape == _IN_integrate[0] and q.dtype is _F64 and v.shape == _IN_integrate[1] and v.dtype is _F64 and dt.shape == _IN_integrate[2] and dt.dtype is _F64 and True:
+                if out is None:
+                    out = _empty(_OUT_integrate)
+                    lib.quadruped_integrate(_fb(_D, q), _fb(_D, v), _fb(_D, dt), _fb(_D, out))
+                    return out
+                if out.shape == _OUT_integrate and out.dtype is _F64:
+                    lib.quadruped_integrate(_fb(_D, q), _fb(_D, v), _fb(_D, dt), _fb(_D, out, True))
+                    return out
+        except (AttributeError, TypeError, ValueError):
+            pass
+    return _call("integrate", (q, v, dt,), out, _check_threads(threads))
+
+_IN_difference = (_SHAPES["difference", "q0"], _SHAPES["difference", "q1"], )
+_OUT_difference = _SHAPES["difference", "v"]
+
+
+def difference(q0, q1, out=None, threads=1):
+    """q1 (-) q0: the v with integrate(q0, v, 1) = q1
+
+    Inputs q0 (18,), q1 (18,); returns v (18,).
+    A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
+    splits a batch over that many threads (off by default). out: preallocated result
+    array."""
+    if not _checked_only and threads == 1:
+        try:
+            if q0.shape == _IN_difference[0] and q0.dtype is _F64 and q1.shape == _IN_difference[1] and q1.dtype is _F64 and True:
+                if out is None:
+                    out = _empty(_OUT_difference)
+                    lib.quadruped_difference(_fb(_D, q0), _fb(_D, q1), _fb(_D, out))
+                    return out
+                if out.shape == _OUT_difference and out.dtype is _F64:
+                    lib.quadruped_difference(_fb(_D, q0), _fb(_D, q1), _fb(_D, out, True))
+                    return out
+        except (AttributeError, TypeError, ValueError):
+            pass
+    return _call("difference", (q0, q1,), out, _check_threads(threads))
+
 
 _checked_only = False
 if _fast is not None:
     # the fast extension's functions become the public ones; they hand every call that is not
     # a plain single state (C-contiguous float64 arrays) to the checked functions above
     _checked_only = True
-    _fast._set_fallbacks((forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, kinetic_energy, potential_energy, center_of_mass, ))
+    _fast._set_fallbacks((forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, kinetic_energy, potential_energy, center_of_mass, integrate, difference, ))
     forward_dynamics = _fast.forward_dynamics
     inverse_dynamics = _fast.inverse_dynamics
     mass_matrix = _fast.mass_matrix
@@ -436,8 +514,19 @@ if _fast is not None:
     kinetic_energy = _fast.kinetic_energy
     potential_energy = _fast.potential_energy
     center_of_mass = _fast.center_of_mass
+    integrate = _fast.integrate
+    difference = _fast.difference
 
 FUNCTIONS = tuple(_SIGNATURES)
+
+
+def _option_error(options, values):
+    """The ValueError for option values no generated function has, naming the wrong one."""
+    for (name, allowed), value in zip(options, values):
+        if not (isinstance(value, str) and value in allowed):
+            shown = ", ".join(repr(a) for a in allowed[:20]) + (", ..." if len(allowed) > 20 else "")
+            return ValueError(f"{name} must be one of {shown}; got {value!r}")
+    return ValueError(f"no generated function for {values!r}")
 
 
 def bind(function, *arrays):

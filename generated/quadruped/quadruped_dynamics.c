@@ -8,6 +8,8 @@
  * kinetic_energy        571 statements, 341m + 230a + 30 fn
  * potential_energy      157 statements, 94m + 63a + 30 fn
  * center_of_mass        426 statements, 239m + 187a + 30 fn
+ * integrate              36 statements, 18m + 18a + 0 fn
+ * difference             18 statements, 0m + 18a + 0 fn
  */
 #include <math.h>
 #include <string.h>
@@ -78,6 +80,8 @@ SCLERON_LOCAL void quadruped_bias_forces_part1(const double *restrict q, const d
 SCLERON_LOCAL void quadruped_kinetic_energy_part0(const double *restrict q, const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq);
 SCLERON_LOCAL void quadruped_potential_energy_part0(const double *restrict q, double *restrict V, const double *restrict sq, const double *restrict cq);
 SCLERON_LOCAL void quadruped_center_of_mass_part0(const double *restrict q, double *restrict com, const double *restrict sq, const double *restrict cq);
+SCLERON_LOCAL void quadruped_integrate_part0(const double *restrict q, const double *restrict v, const double *restrict dt, double *restrict q_next);
+SCLERON_LOCAL void quadruped_difference_part0(const double *restrict q0, const double *restrict q1, double *restrict v);
 
 /* 1 when this file was compiled with OpenMP (then the _batch_threads functions run in parallel) */
 #if SCLERON_IN_PART(0)
@@ -8126,34 +8130,10 @@ SCLERON_LOCAL void quadruped_mass_matrix_part1(const double *restrict q, double 
     const double t1142 = t1140 + t1141;
     M[76] = t1142;
     /* outputs that are constants or inputs */
-    M[117] = 0.0;
-    M[118] = 0.0;
-    M[119] = 0.0;
-    M[120] = 0.0;
-    M[121] = 0.0;
-    M[122] = 0.0;
-    M[123] = 0.0;
-    M[124] = 0.0;
-    M[125] = 0.0;
-    M[135] = 0.0;
-    M[136] = 0.0;
-    M[137] = 0.0;
-    M[138] = 0.0;
-    M[139] = 0.0;
-    M[140] = 0.0;
-    M[141] = 0.0;
-    M[142] = 0.0;
-    M[143] = 0.0;
+    memset(M + 117, 0, 9 * sizeof(double));
+    memset(M + 135, 0, 9 * sizeof(double));
     M[152] = 0.004;
-    M[153] = 0.0;
-    M[154] = 0.0;
-    M[155] = 0.0;
-    M[156] = 0.0;
-    M[157] = 0.0;
-    M[158] = 0.0;
-    M[159] = 0.0;
-    M[160] = 0.0;
-    M[161] = 0.0;
+    memset(M + 153, 0, 9 * sizeof(double));
     M[168] = 0.0;
     M[169] = 0.0;
     M[170] = 0.0;
@@ -8210,33 +8190,9 @@ SCLERON_LOCAL void quadruped_mass_matrix_part1(const double *restrict q, double 
     M[267] = 0.0;
     M[268] = 0.0;
     M[269] = 0.0;
-    M[276] = 0.0;
-    M[277] = 0.0;
-    M[278] = 0.0;
-    M[279] = 0.0;
-    M[280] = 0.0;
-    M[281] = 0.0;
-    M[282] = 0.0;
-    M[283] = 0.0;
-    M[284] = 0.0;
-    M[294] = 0.0;
-    M[295] = 0.0;
-    M[296] = 0.0;
-    M[297] = 0.0;
-    M[298] = 0.0;
-    M[299] = 0.0;
-    M[300] = 0.0;
-    M[301] = 0.0;
-    M[302] = 0.0;
-    M[312] = 0.0;
-    M[313] = 0.0;
-    M[314] = 0.0;
-    M[315] = 0.0;
-    M[316] = 0.0;
-    M[317] = 0.0;
-    M[318] = 0.0;
-    M[319] = 0.0;
-    M[320] = 0.0;
+    memset(M + 276, 0, 9 * sizeof(double));
+    memset(M + 294, 0, 9 * sizeof(double));
+    memset(M + 312, 0, 9 * sizeof(double));
     M[323] = 0.004;
 }
 #endif
@@ -11760,6 +11716,192 @@ void quadruped_center_of_mass_batch_threads(int n, int threads, const double *q,
 #endif
     for (int k = 0; k < n; ++k) {
         quadruped_center_of_mass(q + (long)k * 18, com + (long)k * 3);
+    }
+    (void)threads;
+}
+#endif
+
+/* ======================================================================================
+ * integrate: q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
+ * ====================================================================================== */
+
+#if SCLERON_IN_PART(13)
+SCLERON_LOCAL void quadruped_integrate_part0(const double *restrict q, const double *restrict v, const double *restrict dt, double *restrict q_next)
+{
+    /* integrate joint root (vector) */
+    const double t0 = v[0] * dt[0];
+    const double t1 = v[1] * dt[0];
+    const double t2 = v[2] * dt[0];
+    const double t3 = v[3] * dt[0];
+    const double t4 = v[4] * dt[0];
+    const double t5 = v[5] * dt[0];
+    const double t6 = q[0] + t0;
+    q_next[0] = t6;
+    const double t7 = q[1] + t1;
+    q_next[1] = t7;
+    const double t8 = q[2] + t2;
+    q_next[2] = t8;
+    const double t9 = q[3] + t3;
+    q_next[3] = t9;
+    const double t10 = q[4] + t4;
+    q_next[4] = t10;
+    const double t11 = q[5] + t5;
+    q_next[5] = t11;
+    /* integrate joint fl_hip_joint (vector) */
+    const double t12 = v[6] * dt[0];
+    const double t13 = q[6] + t12;
+    q_next[6] = t13;
+    /* integrate joint fl_thigh_joint (vector) */
+    const double t14 = v[7] * dt[0];
+    const double t15 = q[7] + t14;
+    q_next[7] = t15;
+    /* integrate joint fl_knee_joint (vector) */
+    const double t16 = v[8] * dt[0];
+    const double t17 = q[8] + t16;
+    q_next[8] = t17;
+    /* integrate joint fr_hip_joint (vector) */
+    const double t18 = v[9] * dt[0];
+    const double t19 = q[9] + t18;
+    q_next[9] = t19;
+    /* integrate joint fr_thigh_joint (vector) */
+    const double t20 = v[10] * dt[0];
+    const double t21 = q[10] + t20;
+    q_next[10] = t21;
+    /* integrate joint fr_knee_joint (vector) */
+    const double t22 = v[11] * dt[0];
+    const double t23 = q[11] + t22;
+    q_next[11] = t23;
+    /* integrate joint hl_hip_joint (vector) */
+    const double t24 = v[12] * dt[0];
+    const double t25 = q[12] + t24;
+    q_next[12] = t25;
+    /* integrate joint hl_thigh_joint (vector) */
+    const double t26 = v[13] * dt[0];
+    const double t27 = q[13] + t26;
+    q_next[13] = t27;
+    /* integrate joint hl_knee_joint (vector) */
+    const double t28 = v[14] * dt[0];
+    const double t29 = q[14] + t28;
+    q_next[14] = t29;
+    /* integrate joint hr_hip_joint (vector) */
+    const double t30 = v[15] * dt[0];
+    const double t31 = q[15] + t30;
+    q_next[15] = t31;
+    /* integrate joint hr_thigh_joint (vector) */
+    const double t32 = v[16] * dt[0];
+    const double t33 = q[16] + t32;
+    q_next[16] = t33;
+    /* integrate joint hr_knee_joint (vector) */
+    const double t34 = v[17] * dt[0];
+    const double t35 = q[17] + t34;
+    q_next[17] = t35;
+}
+#endif
+
+#if SCLERON_IN_PART(0)
+void quadruped_integrate(const double *q, const double *v, const double *dt, double *q_next)
+{
+    quadruped_integrate_part0(q, v, dt, q_next);
+}
+
+void quadruped_integrate_batch(int n, const double *q, const double *v, const double *dt, double *q_next)
+{
+    for (int k = 0; k < n; ++k) {
+        quadruped_integrate(q + (long)k * 18, v + (long)k * 18, dt + (long)k * 1, q_next + (long)k * 18);
+    }
+}
+
+void quadruped_integrate_batch_threads(int n, int threads, const double *q, const double *v, const double *dt, double *q_next)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        quadruped_integrate(q + (long)k * 18, v + (long)k * 18, dt + (long)k * 1, q_next + (long)k * 18);
+    }
+    (void)threads;
+}
+#endif
+
+/* ======================================================================================
+ * difference: q1 (-) q0: the v with integrate(q0, v, 1) = q1
+ * ====================================================================================== */
+
+#if SCLERON_IN_PART(14)
+SCLERON_LOCAL void quadruped_difference_part0(const double *restrict q0, const double *restrict q1, double *restrict v)
+{
+    /* difference of joint root (vector) */
+    const double t0 = q1[0] - q0[0];
+    v[0] = t0;
+    const double t1 = q1[1] - q0[1];
+    v[1] = t1;
+    const double t2 = q1[2] - q0[2];
+    v[2] = t2;
+    const double t3 = q1[3] - q0[3];
+    v[3] = t3;
+    const double t4 = q1[4] - q0[4];
+    v[4] = t4;
+    const double t5 = q1[5] - q0[5];
+    v[5] = t5;
+    /* difference of joint fl_hip_joint (vector) */
+    const double t6 = q1[6] - q0[6];
+    v[6] = t6;
+    /* difference of joint fl_thigh_joint (vector) */
+    const double t7 = q1[7] - q0[7];
+    v[7] = t7;
+    /* difference of joint fl_knee_joint (vector) */
+    const double t8 = q1[8] - q0[8];
+    v[8] = t8;
+    /* difference of joint fr_hip_joint (vector) */
+    const double t9 = q1[9] - q0[9];
+    v[9] = t9;
+    /* difference of joint fr_thigh_joint (vector) */
+    const double t10 = q1[10] - q0[10];
+    v[10] = t10;
+    /* difference of joint fr_knee_joint (vector) */
+    const double t11 = q1[11] - q0[11];
+    v[11] = t11;
+    /* difference of joint hl_hip_joint (vector) */
+    const double t12 = q1[12] - q0[12];
+    v[12] = t12;
+    /* difference of joint hl_thigh_joint (vector) */
+    const double t13 = q1[13] - q0[13];
+    v[13] = t13;
+    /* difference of joint hl_knee_joint (vector) */
+    const double t14 = q1[14] - q0[14];
+    v[14] = t14;
+    /* difference of joint hr_hip_joint (vector) */
+    const double t15 = q1[15] - q0[15];
+    v[15] = t15;
+    /* difference of joint hr_thigh_joint (vector) */
+    const double t16 = q1[16] - q0[16];
+    v[16] = t16;
+    /* difference of joint hr_knee_joint (vector) */
+    const double t17 = q1[17] - q0[17];
+    v[17] = t17;
+}
+#endif
+
+#if SCLERON_IN_PART(0)
+void quadruped_difference(const double *q0, const double *q1, double *v)
+{
+    quadruped_difference_part0(q0, q1, v);
+}
+
+void quadruped_difference_batch(int n, const double *q0, const double *q1, double *v)
+{
+    for (int k = 0; k < n; ++k) {
+        quadruped_difference(q0 + (long)k * 18, q1 + (long)k * 18, v + (long)k * 18);
+    }
+}
+
+void quadruped_difference_batch_threads(int n, int threads, const double *q0, const double *q1, double *v)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        quadruped_difference(q0 + (long)k * 18, q1 + (long)k * 18, v + (long)k * 18);
     }
     (void)threads;
 }

@@ -12,7 +12,7 @@
 #include <numpy/arrayobject.h>
 #include "quadruped_dynamics.h"
 
-#define NFUNCS 7
+#define NFUNCS 9
 static PyObject *fallback[NFUNCS];      /* the checked Python functions, set by _set_fallbacks */
 
 /* a 1-D C-contiguous float64 array of n entries */
@@ -246,11 +246,69 @@ static PyObject *py_center_of_mass(PyObject *self, PyObject *const *args, Py_ssi
     return out;
 }
 
+/* integrate: q, v, dt -> q_next */
+static PyObject *py_integrate(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)self;
+    static const npy_intp sizes[3] = { 18, 18, 1 };
+    PyObject *out;
+    if (!fast_call(args, nargs, kwnames, 3, sizes, 1, &out)) {
+        if (PyErr_Occurred() || fallback[7] == NULL) {
+            return NULL;
+        }
+        return PyObject_Vectorcall(fallback[7], args, nargs, kwnames);
+    }
+    static const npy_intp dims[1] = { 18 };
+    if (out == NULL) {
+        out = PyArray_SimpleNew(1, (npy_intp *)dims, NPY_DOUBLE);
+        if (out == NULL) {
+            return NULL;
+        }
+    }
+    else if (is_output(out, 1, dims)) {
+        Py_INCREF(out);
+    }
+    else {
+        return PyObject_Vectorcall(fallback[7], args, nargs, kwnames);
+    }
+    quadruped_integrate((const double *)PyArray_DATA((PyArrayObject *)args[0]), (const double *)PyArray_DATA((PyArrayObject *)args[1]), (const double *)PyArray_DATA((PyArrayObject *)args[2]), (double *)PyArray_DATA((PyArrayObject *)out));
+    return out;
+}
+
+/* difference: q0, q1 -> v */
+static PyObject *py_difference(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)self;
+    static const npy_intp sizes[2] = { 18, 18 };
+    PyObject *out;
+    if (!fast_call(args, nargs, kwnames, 2, sizes, 1, &out)) {
+        if (PyErr_Occurred() || fallback[8] == NULL) {
+            return NULL;
+        }
+        return PyObject_Vectorcall(fallback[8], args, nargs, kwnames);
+    }
+    static const npy_intp dims[1] = { 18 };
+    if (out == NULL) {
+        out = PyArray_SimpleNew(1, (npy_intp *)dims, NPY_DOUBLE);
+        if (out == NULL) {
+            return NULL;
+        }
+    }
+    else if (is_output(out, 1, dims)) {
+        Py_INCREF(out);
+    }
+    else {
+        return PyObject_Vectorcall(fallback[8], args, nargs, kwnames);
+    }
+    quadruped_difference((const double *)PyArray_DATA((PyArrayObject *)args[0]), (const double *)PyArray_DATA((PyArrayObject *)args[1]), (double *)PyArray_DATA((PyArrayObject *)out));
+    return out;
+}
+
 static PyObject *set_fallbacks(PyObject *self, PyObject *arg)
 {
     (void)self;
     if (!PyTuple_Check(arg) || PyTuple_GET_SIZE(arg) != NFUNCS) {
-        PyErr_SetString(PyExc_TypeError, "_set_fallbacks takes a tuple of 7 callables");
+        PyErr_SetString(PyExc_TypeError, "_set_fallbacks takes a tuple of 9 callables");
         return NULL;
     }
     for (Py_ssize_t k = 0; k < NFUNCS; ++k) {
@@ -297,14 +355,24 @@ static PyMethodDef methods[] = {
      "Single state: 1-D arrays (q: 18). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
      "C-contiguous float64 result array(s) (the fastest call for single states)."},
+    {"integrate", (PyCFunction)(void (*)(void))py_integrate, METH_FASTCALL | METH_KEYWORDS,
+     "integrate(q, v, dt, out=None, threads=1)\n--\n\nq (+) v dt on each joint's configuration space (quaternions: q exp(v dt)).\n\n"
+     "Single state: 1-D arrays (q: 18, v: 18, dt: 1). A batch: (N, n) arrays, the loop runs in C;\n"
+     "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
+     "C-contiguous float64 result array(s) (the fastest call for single states)."},
+    {"difference", (PyCFunction)(void (*)(void))py_difference, METH_FASTCALL | METH_KEYWORDS,
+     "difference(q0, q1, out=None, threads=1)\n--\n\nq1 (-) q0: the v with integrate(q0, v, 1) = q1.\n\n"
+     "Single state: 1-D arrays (q0: 18, q1: 18). A batch: (N, n) arrays, the loop runs in C;\n"
+     "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
+     "C-contiguous float64 result array(s) (the fastest call for single states)."},
     {"_set_fallbacks", set_fallbacks, METH_O, "the package's checked Python functions"},
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_373a7b90f5fe_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_74cafa351731_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_373a7b90f5fe_py(void)
+PyMODINIT_FUNC PyInit__quadruped_74cafa351731_py(void)
 {
     import_array();
     return PyModule_Create(&module);

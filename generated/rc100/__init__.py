@@ -10,6 +10,8 @@ Needs only numpy and cffi at run time. With this folder's parent on sys.path:
     T = rc100.kinetic_energy(q, qd)
     V = rc100.potential_energy(q)
     com = rc100.center_of_mass(q)
+    q_next = rc100.integrate(q, v, dt)
+    v = rc100.difference(q0, q1)
 
 Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N axis):
     forward_dynamics(q[100], qd[100], tau[100]) -> qdd[100]
@@ -26,6 +28,10 @@ Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N 
         V(q): gravity (-sum m g . c, world centres of mass) plus joint springs
     center_of_mass(q[100]) -> com[3]
         the whole tree's centre of mass in world coordinates
+    integrate(q[100], v[100], dt[1]) -> q_next[100]
+        q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
+    difference(q0[100], q1[100]) -> v[100]
+        q1 (-) q0: the v with integrate(q0, v, 1) = q1
 
 Every function takes an optional `out=` array (float64, C-contiguous, the result's shape; a
 tuple of them for several results) to avoid allocating. The fastest calling pattern for a control loop binds arrays once and then
@@ -47,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_fe2a70320b58"
-HASH = "fe2a70320b58bb7eb88a8182d72542048c175cb0730614de5bb07bb66a777a1f"
+MODULE = "_rc100_47f919be7294"
+HASH = "47f919be7294ed2522c2f9250a824385a94d14342bd5efd5faa294635ad3c639"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -58,6 +64,13 @@ joint_names = ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'join
 coordinate_names = ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'joint7', 'joint8', 'joint9', 'joint10', 'joint11', 'joint12', 'joint13', 'joint14', 'joint15', 'joint16', 'joint17', 'joint18', 'joint19', 'joint20', 'joint21', 'joint22', 'joint23', 'joint24', 'joint25', 'joint26', 'joint27', 'joint28', 'joint29', 'joint30', 'joint31', 'joint32', 'joint33', 'joint34', 'joint35', 'joint36', 'joint37', 'joint38', 'joint39', 'joint40', 'joint41', 'joint42', 'joint43', 'joint44', 'joint45', 'joint46', 'joint47', 'joint48', 'joint49', 'joint50', 'joint51', 'joint52', 'joint53', 'joint54', 'joint55', 'joint56', 'joint57', 'joint58', 'joint59', 'joint60', 'joint61', 'joint62', 'joint63', 'joint64', 'joint65', 'joint66', 'joint67', 'joint68', 'joint69', 'joint70', 'joint71', 'joint72', 'joint73', 'joint74', 'joint75', 'joint76', 'joint77', 'joint78', 'joint79', 'joint80', 'joint81', 'joint82', 'joint83', 'joint84', 'joint85', 'joint86', 'joint87', 'joint88', 'joint89', 'joint90', 'joint91', 'joint92', 'joint93', 'joint94', 'joint95', 'joint96', 'joint97', 'joint98', 'joint99', 'joint100']
 coordinate_descriptions = ['joint1: revolute joint of body link1, angle about the axis (rad)', 'joint2: revolute joint of body link2, angle about the axis (rad)', 'joint3: revolute joint of body link3, angle about the axis (rad)', 'joint4: revolute joint of body link4, angle about the axis (rad)', 'joint5: revolute joint of body link5, angle about the axis (rad)', 'joint6: revolute joint of body link6, angle about the axis (rad)', 'joint7: revolute joint of body link7, angle about the axis (rad)', 'joint8: revolute joint of body link8, angle about the axis (rad)', 'joint9: revolute joint of body link9, angle about the axis (rad)', 'joint10: revolute joint of body link10, angle about the axis (rad)', 'joint11: revolute joint of body link11, angle about the axis (rad)', 'joint12: revolute joint of body link12, angle about the axis (rad)', 'joint13: revolute joint of body link13, angle about the axis (rad)', 'joint14: revolute joint of body link14, angle about the axis (rad)', 'joint15: revolute joint of body link15, angle about the axis (rad)', 'joint16: revolute joint of body link16, angle about the axis (rad)', 'joint17: revolute joint of body link17, angle about the axis (rad)', 'joint18: revolute joint of body link18, angle about the axis (rad)', 'joint19: revolute joint of body link19, angle about the axis (rad)', 'joint20: revolute joint of body link20, angle about the axis (rad)', 'joint21: revolute joint of body link21, angle about the axis (rad)', 'joint22: revolute joint of body link22, angle about the axis (rad)', 'joint23: revolute joint of body link23, angle about the axis (rad)', 'joint24: revolute joint of body link24, angle about the axis (rad)', 'joint25: revolute joint of body link25, angle about the axis (rad)', 'joint26: revolute joint of body link26, angle about the axis (rad)', 'joint27: revolute joint of body link27, angle about the axis (rad)', 'joint28: revolute joint of body link28, angle about the axis (rad)', 'joint29: revolute joint of body link29, angle about the axis (rad)', 'joint30: revolute joint of body link30, angle about the axis (rad)', 'joint31: revolute joint of body link31, angle about the axis (rad)', 'joint32: revolute joint of body link32, angle about the axis (rad)', 'joint33: revolute joint of body link33, angle about the axis (rad)', 'joint34: revolute joint of body link34, angle about the axis (rad)', 'joint35: revolute joint of body link35, angle about the axis (rad)', 'joint36: revolute joint of body link36, angle about the axis (rad)', 'joint37: revolute joint of body link37, angle about the axis (rad)', 'joint38: revolute joint of body link38, angle about the axis (rad)', 'joint39: revolute joint of body link39, angle about the axis (rad)', 'joint40: revolute joint of body link40, angle about the axis (rad)', 'joint41: revolute joint of body link41, angle about the axis (rad)', 'joint42: revolute joint of body link42, angle about the axis (rad)', 'joint43: revolute joint of body link43, angle about the axis (rad)', 'joint44: revolute joint of body link44, angle about the axis (rad)', 'joint45: revolute joint of body link45, angle about the axis (rad)', 'joint46: revolute joint of body link46, angle about the axis (rad)', 'joint47: revolute joint of body link47, angle about the axis (rad)', 'joint48: revolute joint of body link48, angle about the axis (rad)', 'joint49: revolute joint of body link49, angle about the axis (rad)', 'joint50: revolute joint of body link50, angle about the axis (rad)', 'joint51: revolute joint of body link51, angle about the axis (rad)', 'joint52: revolute joint of body link52, angle about the axis (rad)', 'joint53: revolute joint of body link53, angle about the axis (rad)', 'joint54: revolute joint of body link54, angle about the axis (rad)', 'joint55: revolute joint of body link55, angle about the axis (rad)', 'joint56: revolute joint of body link56, angle about the axis (rad)', 'joint57: revolute joint of body link57, angle about the axis (rad)', 'joint58: revolute joint of body link58, angle about the axis (rad)', 'joint59: revolute joint of body link59, angle about the axis (rad)', 'joint60: revolute joint of body link60, angle about the axis (rad)', 'joint61: revolute joint of body link61, angle about the axis (rad)', 'joint62: revolute joint of body link62, angle about the axis (rad)', 'joint63: revolute joint of body link63, angle about the axis (rad)', 'joint64: revolute joint of body link64, angle about the axis (rad)', 'joint65: revolute joint of body link65, angle about the axis (rad)', 'joint66: revolute joint of body link66, angle about the axis (rad)', 'joint67: revolute joint of body link67, angle about the axis (rad)', 'joint68: revolute joint of body link68, angle about the axis (rad)', 'joint69: revolute joint of body link69, angle about the axis (rad)', 'joint70: revolute joint of body link70, angle about the axis (rad)', 'joint71: revolute joint of body link71, angle about the axis (rad)', 'joint72: revolute joint of body link72, angle about the axis (rad)', 'joint73: revolute joint of body link73, angle about the axis (rad)', 'joint74: revolute joint of body link74, angle about the axis (rad)', 'joint75: revolute joint of body link75, angle about the axis (rad)', 'joint76: revolute joint of body link76, angle about the axis (rad)', 'joint77: revolute joint of body link77, angle about the axis (rad)', 'joint78: revolute joint of body link78, angle about the axis (rad)', 'joint79: revolute joint of body link79, angle about the axis (rad)', 'joint80: revolute joint of body link80, angle about the axis (rad)', 'joint81: revolute joint of body link81, angle about the axis (rad)', 'joint82: revolute joint of body link82, angle about the axis (rad)', 'joint83: revolute joint of body link83, angle about the axis (rad)', 'joint84: revolute joint of body link84, angle about the axis (rad)', 'joint85: revolute joint of body link85, angle about the axis (rad)', 'joint86: revolute joint of body link86, angle about the axis (rad)', 'joint87: revolute joint of body link87, angle about the axis (rad)', 'joint88: revolute joint of body link88, angle about the axis (rad)', 'joint89: revolute joint of body link89, angle about the axis (rad)', 'joint90: revolute joint of body link90, angle about the axis (rad)', 'joint91: revolute joint of body link91, angle about the axis (rad)', 'joint92: revolute joint of body link92, angle about the axis (rad)', 'joint93: revolute joint of body link93, angle about the axis (rad)', 'joint94: revolute joint of body link94, angle about the axis (rad)', 'joint95: revolute joint of body link95, angle about the axis (rad)', 'joint96: revolute joint of body link96, angle about the axis (rad)', 'joint97: revolute joint of body link97, angle about the axis (rad)', 'joint98: revolute joint of body link98, angle about the axis (rad)', 'joint99: revolute joint of body link99, angle about the axis (rad)', 'joint100: revolute joint of body link100, angle about the axis (rad)']
 gravity = [0.0, 0.0, -9.81]
+frame_names = ['link1', 'link2', 'link3', 'link4', 'link5', 'link6', 'link7', 'link8', 'link9', 'link10', 'link11', 'link12', 'link13', 'link14', 'link15', 'link16', 'link17', 'link18', 'link19', 'link20', 'link21', 'link22', 'link23', 'link24', 'link25', 'link26', 'link27', 'link28', 'link29', 'link30', 'link31', 'link32', 'link33', 'link34', 'link35', 'link36', 'link37', 'link38', 'link39', 'link40', 'link41', 'link42', 'link43', 'link44', 'link45', 'link46', 'link47', 'link48', 'link49', 'link50', 'link51', 'link52', 'link53', 'link54', 'link55', 'link56', 'link57', 'link58', 'link59', 'link60', 'link61', 'link62', 'link63', 'link64', 'link65', 'link66', 'link67', 'link68', 'link69', 'link70', 'link71', 'link72', 'link73', 'link74', 'link75', 'link76', 'link77', 'link78', 'link79', 'link80', 'link81', 'link82', 'link83', 'link84', 'link85', 'link86', 'link87', 'link88', 'link89', 'link90', 'link91', 'link92', 'link93', 'link94', 'link95', 'link96', 'link97', 'link98', 'link99', 'link100']     # the frames of the frame functions, in their order
+_NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+
+
+def neutral():
+    """The neutral configuration q (nq,): zeros, with identity quaternions [0, 0, 0, 1]."""
+    return np.array(_NEUTRAL)
 
 
 def _compiled_paths():
@@ -139,6 +152,8 @@ _empty = np.empty
 
 def _as_input(x, name, width):
     a = x if isinstance(x, np.ndarray) else np.asarray(x)
+    if a.ndim == 0 and width == 1:            # a scalar input (dt): one state's value
+        a = a.reshape(1)
     if a.dtype.kind not in "fiu":
         raise ValueError(f"{name} must hold real numbers, got dtype {a.dtype}")
     a = a.astype(np.float64, copy=False)
@@ -187,6 +202,8 @@ def _call(function, values, out, threads=1):
     single, batch, parallel = _CFUNCS[function]
     arrays, count = [], None
     for i, ((name, width), x) in enumerate(zip(inputs, values)):
+        if width == 1 and count is not None and np.ndim(x) == 0:
+            x = np.full((count, 1), x, dtype=np.float64)     # a scalar (dt) for every state
         a, n = _as_input(x, name, width)
         if i and (n is None) != (count is None) or (n is not None and count is not None and n != count):
             raise ValueError(f"{name} has shape {a.shape}, but {inputs[0][0]} has "
@@ -244,6 +261,10 @@ _SIGNATURES = {
                          (("V", ()), )),
     "center_of_mass": ((("q", 100), ),
                        (("com", (3,)), )),
+    "integrate": ((("q", 100), ("v", 100), ("dt", 1), ),
+                  (("q_next", (100,)), )),
+    "difference": ((("q0", 100), ("q1", 100), ),
+                   (("v", (100,)), )),
 }
 # the C function of each: one state, n states, n states over threads
 _CFUNCS = {f: (getattr(lib, "rc100_" + f), getattr(lib, "rc100_" + f + "_batch"),
@@ -269,6 +290,13 @@ _SHAPES = {
     ("potential_energy", "V"): (),
     ("center_of_mass", "q"): (100,),
     ("center_of_mass", "com"): (3,),
+    ("integrate", "q"): (100,),
+    ("integrate", "v"): (100,),
+    ("integrate", "dt"): (1,),
+    ("integrate", "q_next"): (100,),
+    ("difference", "q0"): (100,),
+    ("difference", "q1"): (100,),
+    ("difference", "v"): (100,),
 }
 
 _IN_forward_dynamics = (_SHAPES["forward_dynamics", "q"], _SHAPES["forward_dynamics", "qd"], _SHAPES["forward_dynamics", "tau"], )
@@ -422,13 +450,63 @@ def center_of_mass(q, out=None, threads=1):
             pass
     return _call("center_of_mass", (q,), out, _check_threads(threads))
 
+_IN_integrate = (_SHAPES["integrate", "q"], _SHAPES["integrate", "v"], _SHAPES["integrate", "dt"], )
+_OUT_integrate = _SHAPES["integrate", "q_next"]
+
+
+def integrate(q, v, dt, out=None, threads=1):
+    """q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
+
+    Inputs q (100,), v (100,), dt (1,); returns q_next (100,).
+    A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
+    splits a batch over that many threads (off by default). out: preallocated result
+    array."""
+    if not _checked_only and threads == 1:
+        try:
+            if q.shape == _IN_integrate[0] and q.dtype is _F64 and v.shape == _IN_integrate[1] and v.dtype is _F64 and dt.shape == _IN_integrate[2] and dt.dtype is _F64 and True:
+                if out is None:
+                    out = _empty(_OUT_integrate)
+                    lib.rc100_integrate(_fb(_D, q), _fb(_D, v), _fb(_D, dt), _fb(_D, out))
+                    return out
+                if out.shape == _OUT_integrate and out.dtype is _F64:
+                    lib.rc100_integrate(_fb(_D, q), _fb(_D, v), _fb(_D, dt), _fb(_D, out, True))
+                    return out
+        except (AttributeError, TypeError, ValueError):
+            pass
+    return _call("integrate", (q, v, dt,), out, _check_threads(threads))
+
+_IN_difference = (_SHAPES["difference", "q0"], _SHAPES["difference", "q1"], )
+_OUT_difference = _SHAPES["difference", "v"]
+
+
+def difference(q0, q1, out=None, threads=1):
+    """q1 (-) q0: the v with integrate(q0, v, 1) = q1
+
+    Inputs q0 (100,), q1 (100,); returns v (100,).
+    A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
+    splits a batch over that many threads (off by default). out: preallocated result
+    array."""
+    if not _checked_only and threads == 1:
+        try:
+            if q0.shape == _IN_difference[0] and q0.dtype is _F64 and q1.shape == _IN_difference[1] and q1.dtype is _F64 and True:
+                if out is None:
+                    out = _empty(_OUT_difference)
+                    lib.rc100_difference(_fb(_D, q0), _fb(_D, q1), _fb(_D, out))
+                    return out
+                if out.shape == _OUT_difference and out.dtype is _F64:
+                    lib.rc100_difference(_fb(_D, q0), _fb(_D, q1), _fb(_D, out, True))
+                    return out
+        except (AttributeError, TypeError, ValueError):
+            pass
+    return _call("difference", (q0, q1,), out, _check_threads(threads))
+
 
 _checked_only = False
 if _fast is not None:
     # the fast extension's functions become the public ones; they hand every call that is not
     # a plain single state (C-contiguous float64 arrays) to the checked functions above
     _checked_only = True
-    _fast._set_fallbacks((forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, kinetic_energy, potential_energy, center_of_mass, ))
+    _fast._set_fallbacks((forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, kinetic_energy, potential_energy, center_of_mass, integrate, difference, ))
     forward_dynamics = _fast.forward_dynamics
     inverse_dynamics = _fast.inverse_dynamics
     mass_matrix = _fast.mass_matrix
@@ -436,8 +514,19 @@ if _fast is not None:
     kinetic_energy = _fast.kinetic_energy
     potential_energy = _fast.potential_energy
     center_of_mass = _fast.center_of_mass
+    integrate = _fast.integrate
+    difference = _fast.difference
 
 FUNCTIONS = tuple(_SIGNATURES)
+
+
+def _option_error(options, values):
+    """The ValueError for option values no generated function has, naming the wrong one."""
+    for (name, allowed), value in zip(options, values):
+        if not (isinstance(value, str) and value in allowed):
+            shown = ", ".join(repr(a) for a in allowed[:20]) + (", ..." if len(allowed) > 20 else "")
+            return ValueError(f"{name} must be one of {shown}; got {value!r}")
+    return ValueError(f"no generated function for {values!r}")
 
 
 def bind(function, *arrays):

@@ -169,6 +169,20 @@ void rc100_center_of_mass_batch(int n, const double *q, double *com);
 /* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
 void rc100_center_of_mass_batch_threads(int n, int threads, const double *q, double *com);
 
+/* q (+) v dt on each joint's configuration space (quaternions: q exp(v dt)) */
+void rc100_integrate(const double *q, const double *v, const double *dt, double *q_next);
+/* the same for n states stored one after another */
+void rc100_integrate_batch(int n, const double *q, const double *v, const double *dt, double *q_next);
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+void rc100_integrate_batch_threads(int n, int threads, const double *q, const double *v, const double *dt, double *q_next);
+
+/* q1 (-) q0: the v with integrate(q0, v, 1) = q1 */
+void rc100_difference(const double *q0, const double *q1, double *v);
+/* the same for n states stored one after another */
+void rc100_difference_batch(int n, const double *q0, const double *q1, double *v);
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+void rc100_difference_batch_threads(int n, int threads, const double *q0, const double *q1, double *v);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,8 @@ Needs only numpy and cffi at run time. With this folder's parent on sys.path:
     T = rc20.kinetic_energy(q, qd)
     V = rc20.potential_energy(q)
     com = rc20.center_of_mass(q)
+    q_next = rc20.integrate(q, v, dt)
+    v = rc20.difference(q0, q1)
 
 Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N axis):
     forward_dynamics(q[20], qd[20], tau[20]) -> qdd[20]
@@ -26,6 +28,10 @@ Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N 
         V(q): gravity (-sum m g . c, world centres of mass) plus joint springs
     center_of_mass(q[20]) -> com[3]
         the whole tree's centre of mass in world coordinates
+    integrate(q[20], v[20], dt[1]) -> q_next[20]
+        q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
+    difference(q0[20], q1[20]) -> v[20]
+        q1 (-) q0: the v with integrate(q0, v, 1) = q1
 
 Every function takes an optional `out=` array (float64, C-contiguous, the result's shape; a
 tuple of them for several results) to avoid allocating. The fastest calling pattern for a control loop binds arrays once and then
@@ -47,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_41639c1bc8c1"
-HASH = "41639c1bc8c178f5c73bd534bc8a40f859a08cf0b4ec93aa9a572faaccd859fa"
+MODULE = "_rc20_b9daa7621746"
+HASH = "b9daa7621746a78cac2e40e1073e80ee5939eb85cc88887d764c42db873702b4"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -58,6 +64,13 @@ joint_names = ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'join
 coordinate_names = ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'joint7', 'joint8', 'joint9', 'joint10', 'joint11', 'joint12', 'joint13', 'joint14', 'joint15', 'joint16', 'joint17', 'joint18', 'joint19', 'joint20']
 coordinate_descriptions = ['joint1: revolute joint of body link1, angle about the axis (rad)', 'joint2: revolute joint of body link2, angle about the axis (rad)', 'joint3: revolute joint of body link3, angle about the axis (rad)', 'joint4: revolute joint of body link4, angle about the axis (rad)', 'joint5: revolute joint of body link5, angle about the axis (rad)', 'joint6: revolute joint of body link6, angle about the axis (rad)', 'joint7: revolute joint of body link7, angle about the axis (rad)', 'joint8: revolute joint of body link8, angle about the axis (rad)', 'joint9: revolute joint of body link9, angle about the axis (rad)', 'joint10: revolute joint of body link10, angle about the axis (rad)', 'joint11: revolute joint of body link11, angle about the axis (rad)', 'joint12: revolute joint of body link12, angle about the axis (rad)', 'joint13: revolute joint of body link13, angle about the axis (rad)', 'joint14: revolute joint of body link14, angle about the axis (rad)', 'joint15: revolute joint of body link15, angle about the axis (rad)', 'joint16: revolute joint of body link16, angle about the axis (rad)', 'joint17: revolute joint of body link17, angle about the axis (rad)', 'joint18: revolute joint of body link18, angle about the axis (rad)', 'joint19: revolute joint of body link19, angle about the axis (rad)', 'joint20: revolute joint of body link20, angle about the axis (rad)']
 gravity = [0.0, 0.0, -9.81]
+frame_names = ['link1', 'link2', 'link3', 'link4', 'link5', 'link6', 'link7', 'link8', 'link9', 'link10', 'link11', 'link12', 'link13', 'link14', 'link15', 'link16', 'link17', 'link18', 'link19', 'link20']     # the frames of the frame functions, in their order
+_NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+
+
+def neutral():
+    """The neutral configuration q (nq,): zeros, with identity quaternions [0, 0, 0, 1]."""
+    return np.array(_NEUTRAL)
 
 
 def _compiled_paths():
@@ -139,6 +152,8 @@ _empty = np.empty
 
 def _as_input(x, name, width):
     a = x if isinstance(x, np.ndarray) else np.asarray(x)
+    if a.ndim == 0 and width == 1:            # a scalar input (dt): one state's value
+        a = a.reshape(1)
     if a.dtype.kind not in "fiu":
         raise ValueError(f"{name} must hold real numbers, got dtype {a.dtype}")
     a = a.astype(np.float64, copy=False)
@@ -187,6 +202,8 @@ def _call(function, values, out, threads=1):
     single, batch, parallel = _CFUNCS[function]
     arrays, count = [], None
     for i, ((name, width), x) in enumerate(zip(inputs, values)):
+        if width == 1 and count is not None and np.ndim(x) == 0:
+            x = np.full((count, 1), x, dtype=np.float64)     # a scalar (dt) for every state
         a, n = _as_input(x, name, width)
         if i and (n is None) != (count is None) or (n is not None and count is not None and n != count):
             raise ValueError(f"{name} has shape {a.shape}, but {inputs[0][0]} has "
@@ -244,6 +261,10 @@ _SIGNATURES = {
                          (("V", ()), )),
     "center_of_mass": ((("q", 20), ),
                        (("com", (3,)), )),
+    "integrate": ((("q", 20), ("v", 20), ("dt", 1), ),
+                  (("q_next", (20,)), )),
+    "difference": ((("q0", 20), ("q1", 20), ),
+                   (("v", (20,)), )),
 }
 # the C function of each: one state, n states, n states over threads
 _CFUNCS = {f: (getattr(lib, "rc20_" + f), getattr(lib, "rc20_" + f + "_batch"),
@@ -269,6 +290,13 @@ _SHAPES = {
     ("potential_energy", "V"): (),
     ("center_of_mass", "q"): (20,),
     ("center_of_mass", "com"): (3,),
+    ("integrate", "q"): (20,),
+    ("integrate", "v"): (20,),
+    ("integrate", "dt"): (1,),
+    ("integrate", "q_next"): (20,),
+    ("difference", "q0"): (20,),
+    ("difference", "q1"): (20,),
+    ("difference", "v"): (20,),
 }
 
 _IN_forward_dynamics = (_SHAPES["forward_dynamics", "q"], _SHAPES["forward_dynamics", "qd"], _SHAPES["forward_dynamics", "tau"], )
@@ -422,13 +450,63 @@ def center_of_mass(q, out=None, threads=1):
             pass
     return _call("center_of_mass", (q,), out, _check_threads(threads))
 
+_IN_integrate = (_SHAPES["integrate", "q"], _SHAPES["integrate", "v"], _SHAPES["integrate", "dt"], )
+_OUT_integrate = _SHAPES["integrate", "q_next"]
+
+
+def integrate(q, v, dt, out=None, threads=1):
+    """q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
+
+    Inputs q (20,), v (20,), dt (1,); returns q_next (20,).
+    A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
+    splits a batch over that many threads (off by default). out: preallocated result
+    array."""
+    if not _checked_only and threads == 1:
+        try:
+            if q.shape == _IN_integrate[0] and q.dtype is _F64 and v.shape == _IN_integrate[1] and v.dtype is _F64 and dt.shape == _IN_integrate[2] and dt.dtype is _F64 and True:
+                if out is None:
+                    out = _empty(_OUT_integrate)
+                    lib.rc20_integrate(_fb(_D, q), _fb(_D, v), _fb(_D, dt), _fb(_D, out))
+                    return out
+                if out.shape == _OUT_integrate and out.dtype is _F64:
+                    lib.rc20_integrate(_fb(_D, q), _fb(_D, v), _fb(_D, dt), _fb(_D, out, True))
+                    return out
+        except (AttributeError, TypeError, ValueError):
+            pass
+    return _call("integrate", (q, v, dt,), out, _check_threads(threads))
+
+_IN_difference = (_SHAPES["difference", "q0"], _SHAPES["difference", "q1"], )
+_OUT_difference = _SHAPES["difference", "v"]
+
+
+def difference(q0, q1, out=None, threads=1):
+    """q1 (-) q0: the v with integrate(q0, v, 1) = q1
+
+    Inputs q0 (20,), q1 (20,); returns v (20,).
+    A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
+    splits a batch over that many threads (off by default). out: preallocated result
+    array."""
+    if not _checked_only and threads == 1:
+        try:
+            if q0.shape == _IN_difference[0] and q0.dtype is _F64 and q1.shape == _IN_difference[1] and q1.dtype is _F64 and True:
+                if out is None:
+                    out = _empty(_OUT_difference)
+                    lib.rc20_difference(_fb(_D, q0), _fb(_D, q1), _fb(_D, out))
+                    return out
+                if out.shape == _OUT_difference and out.dtype is _F64:
+                    lib.rc20_difference(_fb(_D, q0), _fb(_D, q1), _fb(_D, out, True))
+                    return out
+        except (AttributeError, TypeError, ValueError):
+            pass
+    return _call("difference", (q0, q1,), out, _check_threads(threads))
+
 
 _checked_only = False
 if _fast is not None:
     # the fast extension's functions become the public ones; they hand every call that is not
     # a plain single state (C-contiguous float64 arrays) to the checked functions above
     _checked_only = True
-    _fast._set_fallbacks((forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, kinetic_energy, potential_energy, center_of_mass, ))
+    _fast._set_fallbacks((forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, kinetic_energy, potential_energy, center_of_mass, integrate, difference, ))
     forward_dynamics = _fast.forward_dynamics
     inverse_dynamics = _fast.inverse_dynamics
     mass_matrix = _fast.mass_matrix
@@ -436,8 +514,19 @@ if _fast is not None:
     kinetic_energy = _fast.kinetic_energy
     potential_energy = _fast.potential_energy
     center_of_mass = _fast.center_of_mass
+    integrate = _fast.integrate
+    difference = _fast.difference
 
 FUNCTIONS = tuple(_SIGNATURES)
+
+
+def _option_error(options, values):
+    """The ValueError for option values no generated function has, naming the wrong one."""
+    for (name, allowed), value in zip(options, values):
+        if not (isinstance(value, str) and value in allowed):
+            shown = ", ".join(repr(a) for a in allowed[:20]) + (", ..." if len(allowed) > 20 else "")
+            return ValueError(f"{name} must be one of {shown}; got {value!r}")
+    return ValueError(f"no generated function for {values!r}")
 
 
 def bind(function, *arrays):

@@ -8,6 +8,8 @@
  * kinetic_energy        717 statements, 390m + 327a + 38 fn
  * potential_energy      188 statements, 103m + 85a + 38 fn
  * center_of_mass        533 statements, 268m + 265a + 40 fn
+ * integrate              40 statements, 20m + 20a + 0 fn
+ * difference             20 statements, 0m + 20a + 0 fn
  */
 #include <math.h>
 #include <string.h>
@@ -84,6 +86,8 @@ SCLERON_LOCAL void rc20_bias_forces_part2(const double *restrict q, const double
 SCLERON_LOCAL void rc20_kinetic_energy_part0(const double *restrict q, const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq);
 SCLERON_LOCAL void rc20_potential_energy_part0(const double *restrict q, double *restrict V, const double *restrict sq, const double *restrict cq);
 SCLERON_LOCAL void rc20_center_of_mass_part0(const double *restrict q, double *restrict com, const double *restrict sq, const double *restrict cq);
+SCLERON_LOCAL void rc20_integrate_part0(const double *restrict q, const double *restrict v, const double *restrict dt, double *restrict q_next);
+SCLERON_LOCAL void rc20_difference_part0(const double *restrict q0, const double *restrict q1, double *restrict v);
 
 /* 1 when this file was compiled with OpenMP (then the _batch_threads functions run in parallel) */
 #if SCLERON_IN_PART(0)
@@ -17409,6 +17413,216 @@ void rc20_center_of_mass_batch_threads(int n, int threads, const double *q, doub
 #endif
     for (int k = 0; k < n; ++k) {
         rc20_center_of_mass(q + (long)k * 20, com + (long)k * 3);
+    }
+    (void)threads;
+}
+#endif
+
+/* ======================================================================================
+ * integrate: q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
+ * ====================================================================================== */
+
+#if SCLERON_IN_PART(19)
+SCLERON_LOCAL void rc20_integrate_part0(const double *restrict q, const double *restrict v, const double *restrict dt, double *restrict q_next)
+{
+    /* integrate joint joint1 (vector) */
+    const double t0 = v[0] * dt[0];
+    const double t1 = q[0] + t0;
+    q_next[0] = t1;
+    /* integrate joint joint2 (vector) */
+    const double t2 = v[1] * dt[0];
+    const double t3 = q[1] + t2;
+    q_next[1] = t3;
+    /* integrate joint joint3 (vector) */
+    const double t4 = v[2] * dt[0];
+    const double t5 = q[2] + t4;
+    q_next[2] = t5;
+    /* integrate joint joint4 (vector) */
+    const double t6 = v[3] * dt[0];
+    const double t7 = q[3] + t6;
+    q_next[3] = t7;
+    /* integrate joint joint5 (vector) */
+    const double t8 = v[4] * dt[0];
+    const double t9 = q[4] + t8;
+    q_next[4] = t9;
+    /* integrate joint joint6 (vector) */
+    const double t10 = v[5] * dt[0];
+    const double t11 = q[5] + t10;
+    q_next[5] = t11;
+    /* integrate joint joint7 (vector) */
+    const double t12 = v[6] * dt[0];
+    const double t13 = q[6] + t12;
+    q_next[6] = t13;
+    /* integrate joint joint8 (vector) */
+    const double t14 = v[7] * dt[0];
+    const double t15 = q[7] + t14;
+    q_next[7] = t15;
+    /* integrate joint joint9 (vector) */
+    const double t16 = v[8] * dt[0];
+    const double t17 = q[8] + t16;
+    q_next[8] = t17;
+    /* integrate joint joint10 (vector) */
+    const double t18 = v[9] * dt[0];
+    const double t19 = q[9] + t18;
+    q_next[9] = t19;
+    /* integrate joint joint11 (vector) */
+    const double t20 = v[10] * dt[0];
+    const double t21 = q[10] + t20;
+    q_next[10] = t21;
+    /* integrate joint joint12 (vector) */
+    const double t22 = v[11] * dt[0];
+    const double t23 = q[11] + t22;
+    q_next[11] = t23;
+    /* integrate joint joint13 (vector) */
+    const double t24 = v[12] * dt[0];
+    const double t25 = q[12] + t24;
+    q_next[12] = t25;
+    /* integrate joint joint14 (vector) */
+    const double t26 = v[13] * dt[0];
+    const double t27 = q[13] + t26;
+    q_next[13] = t27;
+    /* integrate joint joint15 (vector) */
+    const double t28 = v[14] * dt[0];
+    const double t29 = q[14] + t28;
+    q_next[14] = t29;
+    /* integrate joint joint16 (vector) */
+    const double t30 = v[15] * dt[0];
+    const double t31 = q[15] + t30;
+    q_next[15] = t31;
+    /* integrate joint joint17 (vector) */
+    const double t32 = v[16] * dt[0];
+    const double t33 = q[16] + t32;
+    q_next[16] = t33;
+    /* integrate joint joint18 (vector) */
+    const double t34 = v[17] * dt[0];
+    const double t35 = q[17] + t34;
+    q_next[17] = t35;
+    /* integrate joint joint19 (vector) */
+    const double t36 = v[18] * dt[0];
+    const double t37 = q[18] + t36;
+    q_next[18] = t37;
+    /* integrate joint joint20 (vector) */
+    const double t38 = v[19] * dt[0];
+    const double t39 = q[19] + t38;
+    q_next[19] = t39;
+}
+#endif
+
+#if SCLERON_IN_PART(0)
+void rc20_integrate(const double *q, const double *v, const double *dt, double *q_next)
+{
+    rc20_integrate_part0(q, v, dt, q_next);
+}
+
+void rc20_integrate_batch(int n, const double *q, const double *v, const double *dt, double *q_next)
+{
+    for (int k = 0; k < n; ++k) {
+        rc20_integrate(q + (long)k * 20, v + (long)k * 20, dt + (long)k * 1, q_next + (long)k * 20);
+    }
+}
+
+void rc20_integrate_batch_threads(int n, int threads, const double *q, const double *v, const double *dt, double *q_next)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        rc20_integrate(q + (long)k * 20, v + (long)k * 20, dt + (long)k * 1, q_next + (long)k * 20);
+    }
+    (void)threads;
+}
+#endif
+
+/* ======================================================================================
+ * difference: q1 (-) q0: the v with integrate(q0, v, 1) = q1
+ * ====================================================================================== */
+
+#if SCLERON_IN_PART(20)
+SCLERON_LOCAL void rc20_difference_part0(const double *restrict q0, const double *restrict q1, double *restrict v)
+{
+    /* difference of joint joint1 (vector) */
+    const double t0 = q1[0] - q0[0];
+    v[0] = t0;
+    /* difference of joint joint2 (vector) */
+    const double t1 = q1[1] - q0[1];
+    v[1] = t1;
+    /* difference of joint joint3 (vector) */
+    const double t2 = q1[2] - q0[2];
+    v[2] = t2;
+    /* difference of joint joint4 (vector) */
+    const double t3 = q1[3] - q0[3];
+    v[3] = t3;
+    /* difference of joint joint5 (vector) */
+    const double t4 = q1[4] - q0[4];
+    v[4] = t4;
+    /* difference of joint joint6 (vector) */
+    const double t5 = q1[5] - q0[5];
+    v[5] = t5;
+    /* difference of joint joint7 (vector) */
+    const double t6 = q1[6] - q0[6];
+    v[6] = t6;
+    /* difference of joint joint8 (vector) */
+    const double t7 = q1[7] - q0[7];
+    v[7] = t7;
+    /* difference of joint joint9 (vector) */
+    const double t8 = q1[8] - q0[8];
+    v[8] = t8;
+    /* difference of joint joint10 (vector) */
+    const double t9 = q1[9] - q0[9];
+    v[9] = t9;
+    /* difference of joint joint11 (vector) */
+    const double t10 = q1[10] - q0[10];
+    v[10] = t10;
+    /* difference of joint joint12 (vector) */
+    const double t11 = q1[11] - q0[11];
+    v[11] = t11;
+    /* difference of joint joint13 (vector) */
+    const double t12 = q1[12] - q0[12];
+    v[12] = t12;
+    /* difference of joint joint14 (vector) */
+    const double t13 = q1[13] - q0[13];
+    v[13] = t13;
+    /* difference of joint joint15 (vector) */
+    const double t14 = q1[14] - q0[14];
+    v[14] = t14;
+    /* difference of joint joint16 (vector) */
+    const double t15 = q1[15] - q0[15];
+    v[15] = t15;
+    /* difference of joint joint17 (vector) */
+    const double t16 = q1[16] - q0[16];
+    v[16] = t16;
+    /* difference of joint joint18 (vector) */
+    const double t17 = q1[17] - q0[17];
+    v[17] = t17;
+    /* difference of joint joint19 (vector) */
+    const double t18 = q1[18] - q0[18];
+    v[18] = t18;
+    /* difference of joint joint20 (vector) */
+    const double t19 = q1[19] - q0[19];
+    v[19] = t19;
+}
+#endif
+
+#if SCLERON_IN_PART(0)
+void rc20_difference(const double *q0, const double *q1, double *v)
+{
+    rc20_difference_part0(q0, q1, v);
+}
+
+void rc20_difference_batch(int n, const double *q0, const double *q1, double *v)
+{
+    for (int k = 0; k < n; ++k) {
+        rc20_difference(q0 + (long)k * 20, q1 + (long)k * 20, v + (long)k * 20);
+    }
+}
+
+void rc20_difference_batch_threads(int n, int threads, const double *q0, const double *q1, double *v)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        rc20_difference(q0 + (long)k * 20, q1 + (long)k * 20, v + (long)k * 20);
     }
     (void)threads;
 }

@@ -8,6 +8,8 @@
  * kinetic_energy       1887 statements, 1020m + 867a + 98 fn
  * potential_energy      518 statements, 283m + 235a + 98 fn
  * center_of_mass       1433 statements, 718m + 715a + 100 fn
+ * integrate             100 statements, 50m + 50a + 0 fn
+ * difference             50 statements, 0m + 50a + 0 fn
  */
 #include <math.h>
 #include <string.h>
@@ -103,6 +105,8 @@ SCLERON_LOCAL void rc50_kinetic_energy_part1(const double *restrict q, const dou
 SCLERON_LOCAL void rc50_potential_energy_part0(const double *restrict q, double *restrict V, const double *restrict sq, const double *restrict cq);
 SCLERON_LOCAL void rc50_center_of_mass_part0(const double *restrict q, double *restrict com, const double *restrict sq, const double *restrict cq, double *restrict w);
 SCLERON_LOCAL void rc50_center_of_mass_part1(const double *restrict q, double *restrict com, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_integrate_part0(const double *restrict q, const double *restrict v, const double *restrict dt, double *restrict q_next);
+SCLERON_LOCAL void rc50_difference_part0(const double *restrict q0, const double *restrict q1, double *restrict v);
 
 /* 1 when this file was compiled with OpenMP (then the _batch_threads functions run in parallel) */
 #if SCLERON_IN_PART(0)
@@ -44776,6 +44780,426 @@ void rc50_center_of_mass_batch_threads(int n, int threads, const double *q, doub
 #endif
     for (int k = 0; k < n; ++k) {
         rc50_center_of_mass(q + (long)k * 50, com + (long)k * 3);
+    }
+    (void)threads;
+}
+#endif
+
+/* ======================================================================================
+ * integrate: q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
+ * ====================================================================================== */
+
+#if SCLERON_IN_PART(38)
+SCLERON_LOCAL void rc50_integrate_part0(const double *restrict q, const double *restrict v, const double *restrict dt, double *restrict q_next)
+{
+    /* integrate joint joint1 (vector) */
+    const double t0 = v[0] * dt[0];
+    const double t1 = q[0] + t0;
+    q_next[0] = t1;
+    /* integrate joint joint2 (vector) */
+    const double t2 = v[1] * dt[0];
+    const double t3 = q[1] + t2;
+    q_next[1] = t3;
+    /* integrate joint joint3 (vector) */
+    const double t4 = v[2] * dt[0];
+    const double t5 = q[2] + t4;
+    q_next[2] = t5;
+    /* integrate joint joint4 (vector) */
+    const double t6 = v[3] * dt[0];
+    const double t7 = q[3] + t6;
+    q_next[3] = t7;
+    /* integrate joint joint5 (vector) */
+    const double t8 = v[4] * dt[0];
+    const double t9 = q[4] + t8;
+    q_next[4] = t9;
+    /* integrate joint joint6 (vector) */
+    const double t10 = v[5] * dt[0];
+    const double t11 = q[5] + t10;
+    q_next[5] = t11;
+    /* integrate joint joint7 (vector) */
+    const double t12 = v[6] * dt[0];
+    const double t13 = q[6] + t12;
+    q_next[6] = t13;
+    /* integrate joint joint8 (vector) */
+    const double t14 = v[7] * dt[0];
+    const double t15 = q[7] + t14;
+    q_next[7] = t15;
+    /* integrate joint joint9 (vector) */
+    const double t16 = v[8] * dt[0];
+    const double t17 = q[8] + t16;
+    q_next[8] = t17;
+    /* integrate joint joint10 (vector) */
+    const double t18 = v[9] * dt[0];
+    const double t19 = q[9] + t18;
+    q_next[9] = t19;
+    /* integrate joint joint11 (vector) */
+    const double t20 = v[10] * dt[0];
+    const double t21 = q[10] + t20;
+    q_next[10] = t21;
+    /* integrate joint joint12 (vector) */
+    const double t22 = v[11] * dt[0];
+    const double t23 = q[11] + t22;
+    q_next[11] = t23;
+    /* integrate joint joint13 (vector) */
+    const double t24 = v[12] * dt[0];
+    const double t25 = q[12] + t24;
+    q_next[12] = t25;
+    /* integrate joint joint14 (vector) */
+    const double t26 = v[13] * dt[0];
+    const double t27 = q[13] + t26;
+    q_next[13] = t27;
+    /* integrate joint joint15 (vector) */
+    const double t28 = v[14] * dt[0];
+    const double t29 = q[14] + t28;
+    q_next[14] = t29;
+    /* integrate joint joint16 (vector) */
+    const double t30 = v[15] * dt[0];
+    const double t31 = q[15] + t30;
+    q_next[15] = t31;
+    /* integrate joint joint17 (vector) */
+    const double t32 = v[16] * dt[0];
+    const double t33 = q[16] + t32;
+    q_next[16] = t33;
+    /* integrate joint joint18 (vector) */
+    const double t34 = v[17] * dt[0];
+    const double t35 = q[17] + t34;
+    q_next[17] = t35;
+    /* integrate joint joint19 (vector) */
+    const double t36 = v[18] * dt[0];
+    const double t37 = q[18] + t36;
+    q_next[18] = t37;
+    /* integrate joint joint20 (vector) */
+    const double t38 = v[19] * dt[0];
+    const double t39 = q[19] + t38;
+    q_next[19] = t39;
+    /* integrate joint joint21 (vector) */
+    const double t40 = v[20] * dt[0];
+    const double t41 = q[20] + t40;
+    q_next[20] = t41;
+    /* integrate joint joint22 (vector) */
+    const double t42 = v[21] * dt[0];
+    const double t43 = q[21] + t42;
+    q_next[21] = t43;
+    /* integrate joint joint23 (vector) */
+    const double t44 = v[22] * dt[0];
+    const double t45 = q[22] + t44;
+    q_next[22] = t45;
+    /* integrate joint joint24 (vector) */
+    const double t46 = v[23] * dt[0];
+    const double t47 = q[23] + t46;
+    q_next[23] = t47;
+    /* integrate joint joint25 (vector) */
+    const double t48 = v[24] * dt[0];
+    const double t49 = q[24] + t48;
+    q_next[24] = t49;
+    /* integrate joint joint26 (vector) */
+    const double t50 = v[25] * dt[0];
+    const double t51 = q[25] + t50;
+    q_next[25] = t51;
+    /* integrate joint joint27 (vector) */
+    const double t52 = v[26] * dt[0];
+    const double t53 = q[26] + t52;
+    q_next[26] = t53;
+    /* integrate joint joint28 (vector) */
+    const double t54 = v[27] * dt[0];
+    const double t55 = q[27] + t54;
+    q_next[27] = t55;
+    /* integrate joint joint29 (vector) */
+    const double t56 = v[28] * dt[0];
+    const double t57 = q[28] + t56;
+    q_next[28] = t57;
+    /* integrate joint joint30 (vector) */
+    const double t58 = v[29] * dt[0];
+    const double t59 = q[29] + t58;
+    q_next[29] = t59;
+    /* integrate joint joint31 (vector) */
+    const double t60 = v[30] * dt[0];
+    const double t61 = q[30] + t60;
+    q_next[30] = t61;
+    /* integrate joint joint32 (vector) */
+    const double t62 = v[31] * dt[0];
+    const double t63 = q[31] + t62;
+    q_next[31] = t63;
+    /* integrate joint joint33 (vector) */
+    const double t64 = v[32] * dt[0];
+    const double t65 = q[32] + t64;
+    q_next[32] = t65;
+    /* integrate joint joint34 (vector) */
+    const double t66 = v[33] * dt[0];
+    const double t67 = q[33] + t66;
+    q_next[33] = t67;
+    /* integrate joint joint35 (vector) */
+    const double t68 = v[34] * dt[0];
+    const double t69 = q[34] + t68;
+    q_next[34] = t69;
+    /* integrate joint joint36 (vector) */
+    const double t70 = v[35] * dt[0];
+    const double t71 = q[35] + t70;
+    q_next[35] = t71;
+    /* integrate joint joint37 (vector) */
+    const double t72 = v[36] * dt[0];
+    const double t73 = q[36] + t72;
+    q_next[36] = t73;
+    /* integrate joint joint38 (vector) */
+    const double t74 = v[37] * dt[0];
+    const double t75 = q[37] + t74;
+    q_next[37] = t75;
+    /* integrate joint joint39 (vector) */
+    const double t76 = v[38] * dt[0];
+    const double t77 = q[38] + t76;
+    q_next[38] = t77;
+    /* integrate joint joint40 (vector) */
+    const double t78 = v[39] * dt[0];
+    const double t79 = q[39] + t78;
+    q_next[39] = t79;
+    /* integrate joint joint41 (vector) */
+    const double t80 = v[40] * dt[0];
+    const double t81 = q[40] + t80;
+    q_next[40] = t81;
+    /* integrate joint joint42 (vector) */
+    const double t82 = v[41] * dt[0];
+    const double t83 = q[41] + t82;
+    q_next[41] = t83;
+    /* integrate joint joint43 (vector) */
+    const double t84 = v[42] * dt[0];
+    const double t85 = q[42] + t84;
+    q_next[42] = t85;
+    /* integrate joint joint44 (vector) */
+    const double t86 = v[43] * dt[0];
+    const double t87 = q[43] + t86;
+    q_next[43] = t87;
+    /* integrate joint joint45 (vector) */
+    const double t88 = v[44] * dt[0];
+    const double t89 = q[44] + t88;
+    q_next[44] = t89;
+    /* integrate joint joint46 (vector) */
+    const double t90 = v[45] * dt[0];
+    const double t91 = q[45] + t90;
+    q_next[45] = t91;
+    /* integrate joint joint47 (vector) */
+    const double t92 = v[46] * dt[0];
+    const double t93 = q[46] + t92;
+    q_next[46] = t93;
+    /* integrate joint joint48 (vector) */
+    const double t94 = v[47] * dt[0];
+    const double t95 = q[47] + t94;
+    q_next[47] = t95;
+    /* integrate joint joint49 (vector) */
+    const double t96 = v[48] * dt[0];
+    const double t97 = q[48] + t96;
+    q_next[48] = t97;
+    /* integrate joint joint50 (vector) */
+    const double t98 = v[49] * dt[0];
+    const double t99 = q[49] + t98;
+    q_next[49] = t99;
+}
+#endif
+
+#if SCLERON_IN_PART(0)
+void rc50_integrate(const double *q, const double *v, const double *dt, double *q_next)
+{
+    rc50_integrate_part0(q, v, dt, q_next);
+}
+
+void rc50_integrate_batch(int n, const double *q, const double *v, const double *dt, double *q_next)
+{
+    for (int k = 0; k < n; ++k) {
+        rc50_integrate(q + (long)k * 50, v + (long)k * 50, dt + (long)k * 1, q_next + (long)k * 50);
+    }
+}
+
+void rc50_integrate_batch_threads(int n, int threads, const double *q, const double *v, const double *dt, double *q_next)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        rc50_integrate(q + (long)k * 50, v + (long)k * 50, dt + (long)k * 1, q_next + (long)k * 50);
+    }
+    (void)threads;
+}
+#endif
+
+/* ======================================================================================
+ * difference: q1 (-) q0: the v with integrate(q0, v, 1) = q1
+ * ====================================================================================== */
+
+#if SCLERON_IN_PART(39)
+SCLERON_LOCAL void rc50_difference_part0(const double *restrict q0, const double *restrict q1, double *restrict v)
+{
+    /* difference of joint joint1 (vector) */
+    const double t0 = q1[0] - q0[0];
+    v[0] = t0;
+    /* difference of joint joint2 (vector) */
+    const double t1 = q1[1] - q0[1];
+    v[1] = t1;
+    /* difference of joint joint3 (vector) */
+    const double t2 = q1[2] - q0[2];
+    v[2] = t2;
+    /* difference of joint joint4 (vector) */
+    const double t3 = q1[3] - q0[3];
+    v[3] = t3;
+    /* difference of joint joint5 (vector) */
+    const double t4 = q1[4] - q0[4];
+    v[4] = t4;
+    /* difference of joint joint6 (vector) */
+    const double t5 = q1[5] - q0[5];
+    v[5] = t5;
+    /* difference of joint joint7 (vector) */
+    const double t6 = q1[6] - q0[6];
+    v[6] = t6;
+    /* difference of joint joint8 (vector) */
+    const double t7 = q1[7] - q0[7];
+    v[7] = t7;
+    /* difference of joint joint9 (vector) */
+    const double t8 = q1[8] - q0[8];
+    v[8] = t8;
+    /* difference of joint joint10 (vector) */
+    const double t9 = q1[9] - q0[9];
+    v[9] = t9;
+    /* difference of joint joint11 (vector) */
+    const double t10 = q1[10] - q0[10];
+    v[10] = t10;
+    /* difference of joint joint12 (vector) */
+    const double t11 = q1[11] - q0[11];
+    v[11] = t11;
+    /* difference of joint joint13 (vector) */
+    const double t12 = q1[12] - q0[12];
+    v[12] = t12;
+    /* difference of joint joint14 (vector) */
+    const double t13 = q1[13] - q0[13];
+    v[13] = t13;
+    /* difference of joint joint15 (vector) */
+    const double t14 = q1[14] - q0[14];
+    v[14] = t14;
+    /* difference of joint joint16 (vector) */
+    const double t15 = q1[15] - q0[15];
+    v[15] = t15;
+    /* difference of joint joint17 (vector) */
+    const double t16 = q1[16] - q0[16];
+    v[16] = t16;
+    /* difference of joint joint18 (vector) */
+    const double t17 = q1[17] - q0[17];
+    v[17] = t17;
+    /* difference of joint joint19 (vector) */
+    const double t18 = q1[18] - q0[18];
+    v[18] = t18;
+    /* difference of joint joint20 (vector) */
+    const double t19 = q1[19] - q0[19];
+    v[19] = t19;
+    /* difference of joint joint21 (vector) */
+    const double t20 = q1[20] - q0[20];
+    v[20] = t20;
+    /* difference of joint joint22 (vector) */
+    const double t21 = q1[21] - q0[21];
+    v[21] = t21;
+    /* difference of joint joint23 (vector) */
+    const double t22 = q1[22] - q0[22];
+    v[22] = t22;
+    /* difference of joint joint24 (vector) */
+    const double t23 = q1[23] - q0[23];
+    v[23] = t23;
+    /* difference of joint joint25 (vector) */
+    const double t24 = q1[24] - q0[24];
+    v[24] = t24;
+    /* difference of joint joint26 (vector) */
+    const double t25 = q1[25] - q0[25];
+    v[25] = t25;
+    /* difference of joint joint27 (vector) */
+    const double t26 = q1[26] - q0[26];
+    v[26] = t26;
+    /* difference of joint joint28 (vector) */
+    const double t27 = q1[27] - q0[27];
+    v[27] = t27;
+    /* difference of joint joint29 (vector) */
+    const double t28 = q1[28] - q0[28];
+    v[28] = t28;
+    /* difference of joint joint30 (vector) */
+    const double t29 = q1[29] - q0[29];
+    v[29] = t29;
+    /* difference of joint joint31 (vector) */
+    const double t30 = q1[30] - q0[30];
+    v[30] = t30;
+    /* difference of joint joint32 (vector) */
+    const double t31 = q1[31] - q0[31];
+    v[31] = t31;
+    /* difference of joint joint33 (vector) */
+    const double t32 = q1[32] - q0[32];
+    v[32] = t32;
+    /* difference of joint joint34 (vector) */
+    const double t33 = q1[33] - q0[33];
+    v[33] = t33;
+    /* difference of joint joint35 (vector) */
+    const double t34 = q1[34] - q0[34];
+    v[34] = t34;
+    /* difference of joint joint36 (vector) */
+    const double t35 = q1[35] - q0[35];
+    v[35] = t35;
+    /* difference of joint joint37 (vector) */
+    const double t36 = q1[36] - q0[36];
+    v[36] = t36;
+    /* difference of joint joint38 (vector) */
+    const double t37 = q1[37] - q0[37];
+    v[37] = t37;
+    /* difference of joint joint39 (vector) */
+    const double t38 = q1[38] - q0[38];
+    v[38] = t38;
+    /* difference of joint joint40 (vector) */
+    const double t39 = q1[39] - q0[39];
+    v[39] = t39;
+    /* difference of joint joint41 (vector) */
+    const double t40 = q1[40] - q0[40];
+    v[40] = t40;
+    /* difference of joint joint42 (vector) */
+    const double t41 = q1[41] - q0[41];
+    v[41] = t41;
+    /* difference of joint joint43 (vector) */
+    const double t42 = q1[42] - q0[42];
+    v[42] = t42;
+    /* difference of joint joint44 (vector) */
+    const double t43 = q1[43] - q0[43];
+    v[43] = t43;
+    /* difference of joint joint45 (vector) */
+    const double t44 = q1[44] - q0[44];
+    v[44] = t44;
+    /* difference of joint joint46 (vector) */
+    const double t45 = q1[45] - q0[45];
+    v[45] = t45;
+    /* difference of joint joint47 (vector) */
+    const double t46 = q1[46] - q0[46];
+    v[46] = t46;
+    /* difference of joint joint48 (vector) */
+    const double t47 = q1[47] - q0[47];
+    v[47] = t47;
+    /* difference of joint joint49 (vector) */
+    const double t48 = q1[48] - q0[48];
+    v[48] = t48;
+    /* difference of joint joint50 (vector) */
+    const double t49 = q1[49] - q0[49];
+    v[49] = t49;
+}
+#endif
+
+#if SCLERON_IN_PART(0)
+void rc50_difference(const double *q0, const double *q1, double *v)
+{
+    rc50_difference_part0(q0, q1, v);
+}
+
+void rc50_difference_batch(int n, const double *q0, const double *q1, double *v)
+{
+    for (int k = 0; k < n; ++k) {
+        rc50_difference(q0 + (long)k * 50, q1 + (long)k * 50, v + (long)k * 50);
+    }
+}
+
+void rc50_difference_batch_threads(int n, int threads, const double *q0, const double *q1, double *v)
+{
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        rc50_difference(q0 + (long)k * 50, q1 + (long)k * 50, v + (long)k * 50);
     }
     (void)threads;
 }
