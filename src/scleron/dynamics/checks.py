@@ -11,13 +11,14 @@ them, the model is refused, naming the coordinate whose pivot vanishes most ofte
 """
 import math
 import random
+import warnings
 
 import numpy as np
 
 from ..errors import ModelError
 from ..program.algebra import FloatAlgebra
 from .configuration import normalized
-from .recursions import bias_forces, mass_matrix
+from .recursions import bias_forces, expand, mass_matrix
 
 # a pivot below this fraction of the mass matrix's largest diagonal entry counts as zero
 # (rounding leaves ~1e-16 of it; real robots' smallest pivots are above ~1e-10 of it)
@@ -26,6 +27,14 @@ PIVOT_RTOL = 1e-12
 ROUNDED_TO_ZERO = 1e-15
 SAMPLES = 2                     # random configurations besides q = 0
 SEED = 20240531
+# a joint's S whose smallest singular value is below this fraction of its largest has dependent
+# columns there: a singularity of its coordinates (gimbal lock), not of the masses
+S_RANK_RTOL = 1e-9
+
+
+class SingularConfigurationWarning(UserWarning):
+    """The mass matrix is singular at the initial configuration because of how the masses sit
+    there (point masses on joint axes), not because of the joints' coordinates."""
 
 
 def ldl_pivots(M):
@@ -117,16 +126,35 @@ def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED, configur
         source=source, element=f"joint '{b.joint_name}'", joint=b.joint_name)
 
 
+def _coordinates_singular(b, q):
+    """Whether body b's joint has dependent columns of S at q (its coordinates are singular)."""
+    S = np.array(b.joint.kinematics(FloatAlgebra(), q[b.q_start:b.q_start + b.nq],
+                                    [0.0] * b.dof)[2], dtype=float)
+    sv = np.linalg.svd(S, compute_uv=False)
+    return not sv[-1] > S_RANK_RTOL * sv[0]
+
+
 def check_regular_at_start(tree, q0, *, source=None):
     """Raise ModelError when the mass matrix is singular at the initial configuration q0 though
-    regular elsewhere (check_nonsingular passed): a singularity of some joint's coordinates,
-    such as the gimbal lock of the proper Euler charts (XYX ... ZYZ) at q = 0. Forward dynamics
-    there is NaN or huge, and a simulation from there fails at its first step."""
+    regular elsewhere (check_nonsingular passed) because of a singularity of some joint's
+    coordinates, such as the gimbal lock of the proper Euler charts (XYX ... ZYZ) at q = 0 (its
+    S loses rank there). Forward dynamics there is NaN or huge, and a simulation from there
+    fails at its first step. A singularity of the masses alone (icub's point-mass head, whose
+    neck axes line up at q = 0) is a SingularConfigurationWarning: a configuration of the
+    robot, like a kinematic singularity, which the model's data puts there."""
     d, scale = ldl_pivots(mass_matrix(tree, FloatAlgebra(), q0))
     vanishing = [k for k, dk in enumerate(d) if not dk > PIVOT_RTOL * scale]
     if not vanishing:
         return
     b, coordinate, meaning = _coordinate(tree, vanishing[0])
+    if not any(_coordinates_singular(_owner(tree, k)[0], q0) for k in vanishing):
+        warnings.warn(
+            f"{source or tree.name}: the mass matrix is singular at the initial configuration "
+            f"{_where(q0)} (coordinate {coordinate} of joint '{b.joint_name}' moves nothing the "
+            "coordinates before it do not already move there: point masses, or masses on the "
+            "joint axes, in that pose; regular elsewhere): forward dynamics is NaN or huge at "
+            "exactly this configuration", SingularConfigurationWarning, stacklevel=3)
+        return
     raise ModelError(
         f"the mass matrix is singular at the initial configuration {_where(q0)}: coordinate "
         f"{coordinate} ({meaning}) of this {b.joint.type} joint moves nothing the coordinates "
@@ -214,9 +242,10 @@ def check_model_dynamics(tree, *, source=None, q0=None, samples=SAMPLES, seed=SE
     configurations = _samples(tree, samples, seed)
     if q0 is not None:                      # the initial configuration replaces q = 0
         configurations[0] = [float(x) for x in q0]
-    for q in configurations:
-        check_joints_finite(tree, q, source=source)
-    check_total_mass(tree, source=source)
+    for q in configurations:                # every joint, the mimic ones too (docs/mimic.md)
+        full = expand(tree, FloatAlgebra(), "q", q) if tree.coupling is not None else q
+        check_joints_finite(tree.full, full, source=source)
+    check_total_mass(tree.full, source=source)
     # at every configuration, not only the first: a rotated body may overflow where the
     # initial pose does not, and check_nonsingular needs a finite mass matrix at each
     for q in configurations:

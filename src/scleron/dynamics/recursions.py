@@ -15,7 +15,10 @@ alpha_0 = [0; -g] (Featherstone 5.3), which gives the same joint forces as S&G's
 gravity wrench f_e on every body.
 """
 from dataclasses import dataclass
+from functools import wraps
 from typing import Callable
+
+from ..errors import ModelError
 
 from .spatial import (ad, ad_star, columns, dot, inertia_to_parent, matmul, matvec, mat_t_vec,
                       rigid_inertia_to_parent, sym_add, twist_to_child, twist_to_parent, vadd,
@@ -32,6 +35,12 @@ class joint_kinematics:
     first pass that needs them rather than all at the top."""
 
     def __init__(self, tree, alg, q, qd):
+        if tree.coupling is not None:       # docs/mimic.md: only through_coupling's functions
+            raise ModelError("this function is not available yet for a model with mimic joints "
+                             "(docs/mimic.md: forward and inverse dynamics, mass matrix, bias "
+                             "forces, energies and centre of mass are); load the URDF with "
+                             "mimic='independent' to give each joint its own coordinate",
+                             source=None, element=f"model '{tree.name}'")
         self.tree, self.alg, self.q, self.qd = tree, alg, q, qd
         self.cache = {}
 
@@ -163,6 +172,67 @@ class SPDSolver:
         return y
 
 
+# ---- mimic joints: q_full = G q + b, qd_full = G qd, forces G^T f (docs/mimic.md) -------------
+def _scaled(alg, a, x):
+    """a x, folded where a = 1 (no multiplication in the program)."""
+    return x if a == 1.0 else a * x
+
+
+def expand(tree, alg, kind, x):
+    """An input of a coupled tree's function in the full tree's coordinates: kind "q" (a
+    configuration: a q_r + b), "v" (a velocity or acceleration: a v_r) or None (as it is)."""
+    c = tree.coupling
+    if kind == "q":
+        return [_scaled(alg, a, x[r]) + b if b != 0.0 else _scaled(alg, a, x[r])
+                for r, a, b in c.q_map]
+    if kind == "v":
+        return [_scaled(alg, a, x[r]) for r, a in c.v_map]
+    return x
+
+
+def reduce(tree, alg, kind, y):
+    """An output of the full tree in the coupled tree's coordinates: kind "force" (G^T f: each
+    coordinate's force plus a times its mimics'), "matrix" (G^T M G) or None (as it is)."""
+    c = tree.coupling
+    if kind == "force":
+        out = [None] * tree.nv
+        for k, (r, a) in enumerate(c.v_map):
+            term = _scaled(alg, a, y[k])
+            out[r] = term if out[r] is None else out[r] + term
+        return out
+    if kind == "matrix":
+        rows = [reduce(tree, alg, "force", list(col)) for col in zip(*y)]   # (M G)^T = G^T M
+        return [reduce(tree, alg, "force", list(col)) for col in zip(*rows)]  # G^T M G
+    return y
+
+
+def through_coupling(inputs, output):
+    """A recursion f(tree, alg, *args) that also takes a coupled tree: its inputs expanded (one
+    kind of expand per argument), f run on the full tree, its result reduced (a kind of reduce).
+    A plain tree calls f as it is."""
+    def wrap(f):
+        @wraps(f)
+        def run(tree, alg, *args, **kw):
+            if tree.coupling is None:
+                return f(tree, alg, *args, **kw)
+            alg.section("mimic joints: the full coordinates q = G q_r + b, qd = G qd_r (docs/mimic.md)")
+            full = [expand(tree, alg, kind, x) for kind, x in zip(inputs, args)]
+            result = f(tree.full, alg, *full, **kw)
+            alg.section("mimic joints: G^T (docs/mimic.md)")
+            return reduce(tree, alg, output, result)
+        return run
+    return wrap
+
+
+def coupled_forward_dynamics(tree, alg, q, qd, tau):
+    """M_r qdd = tau - h_r with M_r = G^T M G and h_r = G^T h (docs/mimic.md): the coupled tree's
+    reduced mass matrix factored (LDL^T, unrolled) and solved."""
+    h = bias_forces(tree, alg, q, qd)
+    M = mass_matrix(tree, alg, q)
+    alg.section("mimic joints: M_r qdd = tau - h_r, LDL^T of the reduced mass matrix")
+    return SPDSolver(M).solve([t - x for t, x in zip(tau, h)])
+
+
 # ---- passes 1-3: velocities, velocity-product accelerations, forces ----------------------------
 def velocity_pass(tree, alg, kins, qd):
     """S&G pass 1 (18-21): body twists v_k, velocity-product accelerations a_k, bias wrenches b_k."""
@@ -233,6 +303,7 @@ def passive_forces(tree, alg, q, qd, tau):
     return out
 
 
+@through_coupling(("q", "v", "v"), "force")
 def inverse_dynamics(tree, alg, q, qd, qdd):
     """Recursive Newton-Euler (S&G passes 1-3 with qdd): tau = M qdd + h."""
     kins = joint_kinematics(tree, alg, q, qd)
@@ -241,6 +312,7 @@ def inverse_dynamics(tree, alg, q, qd, qdd):
     return passive_forces(tree, alg, q, qd, force_pass(tree, alg, kins, f))
 
 
+@through_coupling(("q", "v"), "force")
 def bias_forces(tree, alg, q, qd):
     """h = C(q, qd) qd + phi(q) - tau_p: inverse dynamics at qdd = 0 (S&G passes 1-3)."""
     kins = joint_kinematics(tree, alg, q, qd)
@@ -366,7 +438,9 @@ def articulated_state(tree, tau_bar):
 
 def forward_dynamics(tree, alg, q, qd, tau):
     """S&G Method I: passes 1-3 give tau_bar = tau - h; passes 4-6 solve M qdd = tau_bar
-    with the square factorisation of M^-1 (S&G 58)."""
+    with the square factorisation of M^-1 (S&G 58). A coupled tree: coupled_forward_dynamics."""
+    if tree.coupling is not None:
+        return coupled_forward_dynamics(tree, alg, q, qd, tau)
     kins = joint_kinematics(tree, alg, q, qd)
     state = articulated_state(tree, tau_bar_pass(tree, alg, kins, q, qd, tau))
     for bp in ARTICULATED_PASSES:
@@ -386,6 +460,7 @@ def composite_inertias(tree, alg, kins):
     return Ic
 
 
+@through_coupling(("q",), "matrix")
 def mass_matrix(tree, alg, q):
     """CRBA: composite inertias Ic_k = J_k + sum Ad^T Ic_i Ad; M_ij = S_i^T Ic_i (Ad...) S_j.
     Equals S&G (51), M = S^T G^T J G S, built in O(n d) per column of ancestors."""
@@ -482,6 +557,7 @@ def mass_matrix_world(tree, alg, q):
 
 
 # ---- energies -----------------------------------------------------------------------------------
+@through_coupling(("q", "v"), None)
 def kinetic_energy(tree, alg, q, qd):
     """T = 1/2 sum_k v_k^T J_k v_k with the body twists v_k of S&G pass 1 (18, 20)."""
     kins = joint_kinematics(tree, alg, q, qd)
@@ -500,6 +576,7 @@ def first_moment(b):
     return [-J[1][5], J[0][5], -J[0][4]]
 
 
+@through_coupling(("q",), None)
 def potential_energy(tree, alg, q):
     """V = -sum_k m_k g . c_k (world centres of mass, as Pinocchio's computePotentialEnergy),
     plus the joint springs' 1/2 K (q - q_rest)^2 (Sueda 2.6), whose force passive_forces adds."""
@@ -527,6 +604,7 @@ def potential_energy(tree, alg, q):
 
 
 # ---- centre of mass -----------------------------------------------------------------------------
+@through_coupling(("q",), None)
 def center_of_mass(tree, alg, q):
     """The centre of mass of the whole tree in world coordinates, sum_k m_k c_k / sum_k m_k
     (as Pinocchio's centerOfMass), c_k = R_k c_k,body + t_k from the world poses."""

@@ -1,8 +1,14 @@
 """The kinematic tree the recursions walk: for each body its parent, its constant placement,
 its joint model (q, Q(q), S, Sdot from the joint library), its spatial inertia and the slice
 of q it owns. Built from a Model; constant per model (per-call data lives in the recursions).
+
+A model with mimic joints (docs/mimic.md) gives a coupled Tree: `full` is the tree with a
+coordinate per joint (Pinocchio's "extended" layout), `coupling` the constant map from the
+independent coordinates to the full ones (q_full = G q + b, qd_full = G qd), and `bodies`, nq, nv
+the independent joints' only. The recursions run on `full` between recursions.expand and
+recursions.reduce; a plain tree has coupling None and full = itself.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -37,10 +43,20 @@ class TreeFrame:
     placement: tuple             # (R, t) in the body's frame; None when identity
 
 
+@dataclass
+class Coupling:
+    """q_full[k] = a q[r] + b for (r, a, b) = q_map[k]; qd_full[k] = a qd[r] for (r, a) = v_map[k]:
+    the constant G (one nonzero per row) and offset b of a model with mimic joints."""
+    q_map: list
+    v_map: list
+
+
 class Tree:
-    def __init__(self, model, frames=None):
+    def __init__(self, model, frames=None, *, coupled=True):
         """frames: the names of the frames the frame functions cover, in that order (default:
-        every frame of the model, Model.frame_list)."""
+        every frame of the model, Model.frame_list). coupled=False ignores mimic joints (the
+        full tree of a coupled model)."""
+        self.coupling, self.full = None, self
         self.name = model.name
         self.gravity = [float(x) for x in model.gravity]
         self.bodies = []
@@ -67,7 +83,35 @@ class Tree:
         self.nv = k
         self.nq = kq
         self.frames = select_frames(model, frames)
+        if coupled and any(getattr(j, "mimic", None) is not None for j in model.joints):
+            self._couple(model, frames)
+            return
         self.neutral = [float(x) for x in model.neutral()] if hasattr(model, "neutral") else [0.0] * kq
+
+    def _couple(self, model, frames):
+        """Become the coupled tree of a model with mimic joints: the independent joints' bodies
+        (their coordinates renumbered), the full tree and the Coupling between them."""
+        self.full = Tree(model, frames, coupled=False)
+        index = {j.name: i for i, j in enumerate(model.joints) if j.mimic is None}
+        own, k, kq = {}, 0, 0
+        for b in self.full.bodies:
+            if b.joint_name in index:
+                own[b.joint_name] = replace(b, v_start=k, q_start=kq, children=[])
+                k, kq = k + b.dof, kq + b.nq
+        q_map, v_map = [], []
+        for b, j in zip(self.full.bodies, model.joints):
+            if j.mimic is None:
+                r = own[j.name]
+                q_map += [(r.q_start + c, 1.0, 0.0) for c in range(b.nq)]
+                v_map += [(r.v_start + c, 1.0) for c in range(b.dof)]
+            else:
+                r = own[j.mimic[0]]
+                q_map.append((r.q_start, float(j.mimic[1]), float(j.mimic[2])))
+                v_map.append((r.v_start, float(j.mimic[1])))
+        self.bodies = list(own.values())
+        self.nv, self.nq = k, kq
+        self.coupling = Coupling(q_map, v_map)
+        self.neutral = [float(x) for x in model.neutral()]
 
     @property
     def nframes(self):

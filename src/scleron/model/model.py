@@ -5,6 +5,7 @@ body i relative to its parent; parents come before children (regular numbering, 
 The body frame is the joint's successor frame: G_i(q) = X_tree,i * Q_i(q_i).
 """
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -114,6 +115,7 @@ class Joint:
     stiffness: tuple = None
     damping: tuple = None
     rest: tuple = None
+    mimic: tuple = None          # (joint name, multiplier, offset): q = multiplier q_joint + offset
 
     @property
     def dof(self):
@@ -149,18 +151,59 @@ class Frame:
     origin: Transform = field(default_factory=Transform)
 
 
-# Rounding tolerance of the inertia checks: INERTIA_RTOL of the body's scale (its largest
-# principal moment, or m |c|^2 where that is larger), but at least INERTIA_ATOL kg m^2. URDF and
-# CAD exports print moments to a few digits and leave noise where a moment is zero (icub's
-# r_hip_2 has ixx = iyy = -5.42101e-20).
+# The inertia checks (docs/inertia-checks.md). Rounding: INERTIA_RTOL of the body's scale (its
+# largest principal moment, or m |c|^2 where that is larger), but at least INERTIA_ATOL kg m^2.
+# URDF and CAD exports print moments to a few digits and leave noise where a moment is zero
+# (icub's r_hip_2 has ixx = iyy = -5.42101e-20). A triangle inequality violated by at most
+# TRIANGLE_HAIR of the largest moment (printed digits of a flat plate) is accepted with a warning.
 INERTIA_RTOL = 1e-9
 INERTIA_ATOL = 1e-15
+TRIANGLE_HAIR = 1e-3
+INERTIA_CHECKS = ("physical", "relaxed")
+RELAX_HINT = ("load it with inertia='relaxed' (scleron.load_model(path, inertia='relaxed')) to "
+              "accept it, as Pinocchio does, with a warning")
 
 
-def check_inertia(inertia, err):
+class InertiaWarning(UserWarning):
+    """An inertia that is suspicious but harmless to the dynamics (docs/inertia-checks.md)."""
+
+
+def inertia_problems(inertia):
+    """The reasons no rigid body can have this (finite, mass >= 0) inertia, beyond rounding, as
+    (kind, text, relative size) with kind "negative" (a principal moment below 0: the spatial
+    inertia is indefinite), "triangle" (the largest moment exceeds the sum of the others: no
+    mass distribution has it) or "massless" (rotational inertia without mass)."""
+    m = float(inertia.mass)
+    with np.errstate(all="ignore"):
+        ev = [float(x) for x in np.linalg.eigvalsh(0.5 * inertia.inertia + 0.5 * inertia.inertia.T)]
+    r = math.hypot(*(float(x) for x in inertia.com))
+    reach = m * r * r if m else 0.0
+    big = max(abs(x) for x in ev)
+    tol = max(INERTIA_RTOL * max(big, reach), INERTIA_ATOL)
+    shown = "[" + ", ".join(f"{x:.6g}" for x in ev) + "]"
+    out = []
+    if ev[0] < -tol:
+        out.append(("negative", f"inertia matrix is not positive semi-definite: principal moment "
+                    f"{ev[0]:.6g} is negative (eigenvalues {shown}): not positive definite, not "
+                    "even semi-definite", -ev[0] / big))
+    excess = ev[2] - ev[0] - ev[1]
+    if excess > tol:
+        out.append(("triangle", f"principal moments {shown} violate the triangle inequality (the "
+                    f"largest, {ev[2]:.6g}, exceeds the sum of the other two by "
+                    f"{excess / ev[2]:.2g} of itself)", excess / ev[2]))
+    if m == 0 and ev[2] > tol:
+        out.append(("massless", f"mass must be positive for a body with rotational inertia "
+                    f"(principal moments {shown}), got 0", 1.0))
+    return out
+
+
+def check_inertia(inertia, err, relaxed=False):
     """A body's inertia is physically possible: finite mass >= 0, finite centre of mass, rotational
     inertia (about the centre of mass) finite, symmetric, positive semi-definite and its principal
     moments obeying the triangle inequality, each up to rounding (INERTIA_RTOL of the largest).
+    A triangle inequality violated by a hair (TRIANGLE_HAIR) warns (InertiaWarning) instead;
+    relaxed=True turns every problem of inertia_problems into a warning (finiteness and a
+    negative mass stay errors). Warnings carry err's source and element.
 
     Semi-definite, not definite: a point mass (mass > 0, no rotational inertia, e.g. icub's
     r_hip_1) or a thin rod is a valid body (Pinocchio accepts them), and so is a massless body
@@ -193,17 +236,13 @@ def check_inertia(inertia, err):
         raise err(f"the inertia about the body origin overflows double precision (mass {m:.3g} kg, "
                   f"centre of mass {r:.3g} m from the origin, principal moments up to "
                   f"{max(ev):.3g}); rescale the model's units")
-    tol = max(INERTIA_RTOL * max(max(abs(x) for x in ev), reach), INERTIA_ATOL)
-    shown = "[" + ", ".join(f"{x:.6g}" for x in ev) + "]"
-    if ev[0] < -tol:
-        raise err(f"inertia matrix is not positive definite, not even semi-definite: principal "
-                  f"moment {ev[0]:.6g} is negative (eigenvalues {shown})")
-    if ev[2] > ev[0] + ev[1] + tol:
-        raise err(f"principal moments {shown} violate the triangle inequality "
-                  f"(the largest, {ev[2]:.6g}, exceeds the sum of the other two)")
-    if m == 0 and ev[2] > tol:
-        raise err(f"mass must be positive for a body with rotational inertia (principal moments "
-                  f"{shown}), got 0")
+    for kind, text, size in inertia_problems(Inertia(float(m), inertia.com, I)):
+        if relaxed or (kind == "triangle" and size <= TRIANGLE_HAIR):
+            why = "accepted (inertia='relaxed')" if relaxed else \
+                f"accepted: by at most {TRIANGLE_HAIR:g}, the rounding of printed digits"
+            warnings.warn(f"{err(text)}; {why}", InertiaWarning, stacklevel=3)
+            continue
+        raise err(f"{text}; {RELAX_HINT}")
 
 
 def massless_subtrees(model):
@@ -252,6 +291,7 @@ class Model:
         self.frames = []          # Frame: the frames besides the bodies' own (frame_list)
         self.q0 = None            # optional initial state
         self.qd0 = None
+        self.inertia_checks = "physical"   # or "relaxed": docs/inertia-checks.md
 
     # ---- builder ---------------------------------------------------------------------------
     def _err(self, element, body=None, joint=None):
@@ -293,7 +333,7 @@ class Model:
         except (TypeError, ValueError):
             raise err(f"inertia must be 3 numbers (diagonal) or a 3x3 matrix, got {inertia!r}") from None
         body = Body(name, Inertia(mass, _finite_vector(com, 3, "com", err), inertia_mat.reshape(3, 3)))
-        check_inertia(body.inertia, err)
+        check_inertia(body.inertia, err, relaxed=self.inertia_checks == "relaxed")
         if wrench is not None:
             body.wrench = P.wrench(wrench, err)
         if origin is None:
@@ -446,19 +486,20 @@ class Model:
 
     @property
     def nq(self):
-        """Entries of the configuration q."""
-        return sum(j.nq for j in self.joints)
+        """Entries of the configuration q (a mimic joint has none of its own: docs/mimic.md)."""
+        return sum(j.nq for j in self.joints if j.mimic is None)
 
     @property
     def nv(self):
         """Velocity coordinates: entries of qd, qdd, tau."""
-        return sum(j.dof for j in self.joints)
+        return sum(j.dof for j in self.joints if j.mimic is None)
 
     def neutral(self):
         """The neutral configuration (nq,): zeros, with identity quaternions (Pinocchio's)."""
         out = []
         for j in self.joints:
-            out += joint_neutral(j.type, j.params)
+            if j.mimic is None:
+                out += joint_neutral(j.type, j.params)
         return np.array(out, dtype=float)
 
     def merged_fixed(self):
@@ -470,6 +511,7 @@ class Model:
         """
         out = Model(self.name, self.gravity, self.source)
         out.q0, out.qd0 = self.q0, self.qd0
+        out.inertia_checks = self.inertia_checks
         # where each original body now lives: (new body name or WORLD, placement in it)
         home = {WORLD: (WORLD, Transform())}
         welded = []
@@ -490,7 +532,7 @@ class Model:
             out.bodies.append(Body(body.name, Inertia(body.inertia.mass, body.inertia.com.copy(),
                                                       body.inertia.inertia.copy()), body.wrench))
             out.joints.append(Joint(j.name, j.type, parent_home, j.child, X, dict(j.params),
-                                    j.stiffness, j.damping, j.rest))
+                                    j.stiffness, j.damping, j.rest, mimic=j.mimic))
             home[body.name] = (body.name, Transform())
         for f in self.frames:                 # declared frames move with their body
             where, X = home[f.body]
@@ -509,10 +551,18 @@ class Model:
             raise ModelError(f"{len(self.bodies)} moving bodies is more than the limit of "
                              f"{MAX_BODIES} (generation and compile time grow with the bodies: "
                              "README, Limits)", source=self.source)
+        if self.inertia_checks not in INERTIA_CHECKS:
+            raise ModelError(f"inertia checks must be one of {INERTIA_CHECKS}, got "
+                             f"{self.inertia_checks!r}", source=self.source)
         for b in self.bodies:
-            check_inertia(b.inertia, self._err(f"body '{b.name}'", body=b.name))
+            check_inertia(b.inertia, self._err(f"body '{b.name}'", body=b.name),
+                          relaxed=self.inertia_checks == "relaxed")
+        self._validate_mimic()
+        coupled = {j.mimic[0] for j in self.joints if j.mimic is not None}
         for i, names in massless_subtrees(self):
             j, body = self.joints[i], self.bodies[i].name
+            if j.mimic is not None or j.name in coupled:    # its coordinate moves others too:
+                continue                                    # checks.check_nonsingular decides
             beyond = f"body '{body}'" if len(names) == 1 else \
                 f"body '{body}' and the {len(names) - 1} bod{'y' if len(names) == 2 else 'ies'} beyond it"
             raise self._err(f"body '{body}'", body=body, joint=j.name)(
@@ -523,6 +573,31 @@ class Model:
             raise ModelError("gravity must be finite", source=self.source)
         self._validate_frames()
         return self
+
+    def _validate_mimic(self):
+        """A mimic joint (docs/mimic.md) has one coordinate, follows a joint of the model with one
+        coordinate that mimics no other, and carries no spring of its own."""
+        joints = {j.name: j for j in self.joints}
+        for j in self.joints:
+            if j.mimic is None:
+                continue
+            err = self._err(f"joint '{j.name}'", joint=j.name)
+            name, a, b = j.mimic
+            if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in (a, b)):
+                raise err(f"mimic multiplier and offset must be finite numbers, got {a!r}, {b!r}")
+            if j.dof != 1 or j.nq != 1:
+                raise err(f"a {j.type} joint cannot mimic: only joints of one coordinate can")
+            if j.has_spring:
+                raise err("a mimic joint has no coordinate of its own: no stiffness or damping")
+            p = joints.get(name)
+            if p is None:
+                raise err(f"it mimics joint '{name}', which the model does not have (as a moving "
+                          "joint: a fixed joint has no coordinate to follow)")
+            if p.mimic is not None:
+                raise err(f"it mimics joint '{name}', which itself mimics '{p.mimic[0]}'")
+            if p.dof != 1 or p.nq != 1:
+                raise err(f"it mimics the {p.type} joint '{name}': only a joint of one coordinate "
+                          "can be mimicked")
 
     def _validate_frames(self):
         seen = set()
@@ -568,6 +643,8 @@ def model_to_dict(model):
         for key in ("stiffness", "damping", "rest"):
             if getattr(j, key, None) is not None:
                 d["joint"][key] = arr(getattr(j, key))
+        if getattr(j, "mimic", None) is not None:
+            d["joint"]["mimic"] = [j.mimic[0], float(j.mimic[1]), float(j.mimic[2])]
         if getattr(b, "wrench", None) is not None:
             d["wrench"] = arr(b.wrench)
         return d

@@ -3,9 +3,19 @@
 The XML is read with the standard library's expat parser, configured so that a document type
 declaration (and with it every entity declaration) is refused as soon as it starts: a
 "billion laughs" file fails at once instead of expanding. Only the elements dynamics needs are
-read (<link>/<inertial>, <joint> with <origin>, <parent>, <child>, <axis>); <limit>,
-<dynamics>, <mimic>, <visual>, <collision>, <transmission>, <gazebo>, <material> and any other
-element are ignored.
+read (<link>/<inertial>, <joint> with <origin>, <parent>, <child>, <axis>, <mimic>); <limit>,
+<dynamics>, <visual>, <collision>, <transmission>, <gazebo>, <material> and any other element
+are ignored.
+
+<mimic joint= multiplier= offset=> couples a joint to another (docs/mimic.md): with
+mimic="couple" its coordinate is multiplier * q_joint + offset, one coordinate for both, as
+pinocchio.buildModelFromUrdf(..., mimic=True); with mimic="independent" (Pinocchio's default)
+it keeps a coordinate of its own and a warning says so. A <mimic> on a fixed joint is ignored.
+
+Inertias (docs/inertia-checks.md): a link welded to another by fixed joints is no rigid body of
+its own; the body it is merged into is checked (Model.validate), and the welded link's own
+problems, harmless once merged, are one InertiaWarning. inertia="relaxed" accepts any finite
+inertia with mass >= 0, with warnings.
 
 Joint order: bodies are added depth-first from the root link; the children of a link are taken
 in the order of their joint names, which is the order urdfdom (and hence
@@ -20,9 +30,12 @@ from xml.parsers import expat
 
 import numpy as np
 
+import warnings
+
 from ..errors import ModelError
 from .load import MAX_BODIES, MAX_DEPTH, read_source, sanitize_identifier
-from .model import WORLD, Inertia, Model, Transform, rotation_from_rpy
+from .model import (INERTIA_CHECKS, WORLD, Inertia, InertiaWarning, Model, Transform,
+                    inertia_problems, rotation_from_rpy)
 
 _NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
@@ -33,6 +46,14 @@ JOINT_MAP = {"revolute": "revolute", "continuous": "continuous", "prismatic": "p
 # Euler-angle free joint, chart XYZ)
 ROOT_JOINTS = {True: ("free_flyer", {}), "free_flyer": ("free_flyer", {}),
                "free": ("free", {"chart": "XYZ"})}
+# mimic= of the loader: "couple" honours <mimic> (docs/mimic.md), "independent" gives the joint a
+# coordinate of its own (Pinocchio's default, mimic=False), with a MimicWarning
+MIMIC = ("couple", "independent")
+MIMIC_DEFAULT = "independent"
+
+
+class MimicWarning(UserWarning):
+    """<mimic> elements read as independent joints (load_urdf(..., mimic="independent"))."""
 
 
 class _El:
@@ -106,7 +127,8 @@ def parse_xml(data, source=None):
 
 
 # ---- public API ------------------------------------------------------------------------------
-def load_urdf(path, floating=False, *, merge_fixed=True, order="pinocchio"):
+def load_urdf(path, floating=False, *, merge_fixed=True, order="pinocchio", mimic=MIMIC_DEFAULT,
+              inertia="physical"):
     """Load a URDF file.
 
     floating=True adds a free joint ("root_joint") between the world and the root link: the
@@ -114,20 +136,23 @@ def load_urdf(path, floating=False, *, merge_fixed=True, order="pinocchio"):
     the body frame), or with floating="free" the Euler-angle free joint (chart XYZ); otherwise the root link is the fixed world and its inertia is dropped. Returns the model
     with fixed joints merged and validated; merge_fixed=False returns the tree with its fixed
     joints (one body per link, not validated as a whole). order: "pinocchio" (siblings by joint
-    name, as urdfdom and Pinocchio order them) or "file" (siblings in file order).
+    name, as urdfdom and Pinocchio order them) or "file" (siblings in file order). mimic:
+    "couple" (a <mimic> joint follows the joint it names, docs/mimic.md) or "independent".
+    inertia: "physical" or "relaxed" (docs/inertia-checks.md).
     """
     data = read_source(path)
     source = os.fsdecode(os.fspath(path))
     return model_from_urdf(parse_xml(data, source), source, floating=floating,
-                           merge_fixed=merge_fixed, order=order)
+                           merge_fixed=merge_fixed, order=order, mimic=mimic, inertia=inertia)
 
 
-def load_urdf_string(text, source="<string>", floating=False, *, merge_fixed=True, order="pinocchio"):
+def load_urdf_string(text, source="<string>", floating=False, *, merge_fixed=True, order="pinocchio",
+                     mimic=MIMIC_DEFAULT, inertia="physical"):
     """Like load_urdf, for URDF text already in memory."""
     if isinstance(text, (str, bytes)) and len(text) > 20 * 1024 * 1024:
         raise ModelError("the URDF text is more than 20 MB", source=source)
     return model_from_urdf(parse_xml(text, source), source, floating=floating,
-                           merge_fixed=merge_fixed, order=order)
+                           merge_fixed=merge_fixed, order=order, mimic=mimic, inertia=inertia)
 
 
 # ---- building the model ----------------------------------------------------------------------
@@ -166,14 +191,14 @@ def _origin(el, ctx):
     return Transform(rotation_from_rpy(rpy), np.array(xyz))
 
 
-def _link_inertia(link, ctx, check=True):
+def _link_inertia(link, ctx):
     """Mass, com and inertia about the com in link axes; None for a massless link.
 
     A link is massless without <inertial> or with mass 0 and inertia 0. Otherwise the mass must
-    be finite and not negative and the inertia finite and positive semi-definite; whether it
-    is physically valid (triangle inequality, no inertia without mass) is checked on the merged
-    bodies by Model.validate(), and so is that every moving joint moves some mass. A point mass
-    (mass > 0, inertia 0) is a valid link.
+    be finite and not negative and the inertia finite; whether it is physically valid (positive
+    semi-definite, triangle inequality, no inertia without mass) is checked on the merged bodies
+    by Model.validate() (a link welded by fixed joints is no body of its own: _warn_welded), and
+    so is that every moving joint moves some mass. A point mass (mass > 0, inertia 0) is valid.
     """
     inertial = link.find("inertial")
     if inertial is None:
@@ -196,25 +221,26 @@ def _link_inertia(link, ctx, check=True):
                    [v["ixz"], v["iyz"], v["izz"]]])
     if mass == 0 and not np.any(I0):
         return None                      # an explicit zero inertial: massless, like no <inertial>
-    if check:
-        ev = np.linalg.eigvalsh(I0)
-        if ev.min() < -max(1e-9 * np.abs(ev).max(), 1e-15):   # tolerate rounding
-            raise ictx.error(f"inertia matrix is not positive semi-definite (eigenvalues {ev.tolist()})",
-                             i.line)
     R = X.rotation
     I = R @ I0 @ R.T                     # rotate the inertial frame's axes into the link frame
     return Inertia(mass, X.translation.copy(), 0.5 * (I + I.T))
 
 
-def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, order="pinocchio"):
+def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, order="pinocchio",
+                    mimic=MIMIC_DEFAULT, inertia="physical"):
     """Build a Model from a parsed URDF element tree (see parse_xml)."""
     if order not in ("pinocchio", "file"):
         raise ValueError("order must be 'pinocchio' or 'file'")
+    if mimic not in MIMIC:
+        raise ValueError(f"mimic must be one of {MIMIC}, not {mimic!r}")
+    if inertia not in INERTIA_CHECKS:
+        raise ValueError(f"inertia must be one of {INERTIA_CHECKS}, not {inertia!r}")
     ctx = _Ctx(source)
     if robot.tag != "robot":
         raise ctx.error(f"the root element is <{robot.tag[:40]}>, not <robot>", robot.line)
     name = robot.attrib.get("name") or (Path(source).stem if source else None)
     model = Model(sanitize_identifier(name), source=source)
+    model.inertia_checks = inertia
 
     links = {}                                    # name -> _El, in file order
     for link in robot.findall("link"):
@@ -288,7 +314,7 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
         _add(model, root, WORLD, jtype, "root_joint", inertia, Transform(), dict(jparams), root_ctx)
         top = root
     else:
-        _link_inertia(links[root], root_ctx, check=False)   # parse it; its inertia is dropped
+        _link_inertia(links[root], root_ctx)                 # parse it; its inertia is dropped
         top = WORLD
         model.add_frame(root, WORLD)                         # the fixed root link stays a frame
 
@@ -317,6 +343,7 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
              origin, params, jctx)
         reached.add(child)
         stack.extend((child, n) for n in reversed(kids(child)))
+    _mimic(model, joints, ctx, mimic)
 
     if len(reached) != len(links):
         lost = [n for n in links if n not in reached]
@@ -324,8 +351,71 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
         raise ctx.error(f"links {shown}{', ...' if len(lost) > 5 else ''} are not connected to the root "
                         f"link '{root[:200]}': their joints form a cycle", links[lost[0]].line)
     if merge_fixed:
-        model = _validate(model.merged_fixed(), model, links, source)
+        merged = _validate(model.merged_fixed(), model, links, source)
+        _warn_welded(model, merged, links, source)
+        model = merged
     return model
+
+
+def _mimic(model, joints, ctx, how):
+    """Joint.mimic from each moving joint's <mimic joint= multiplier=1 offset=0>, chains composed
+    to the joint at their end (q_c = a_c (a_b q_a + b_b) + b_c); "independent": none, a warning."""
+    read = {}
+    for jname, (j, jtype, _, _) in joints.items():
+        m = j.find("mimic")
+        if m is None or jtype == "fixed":
+            continue
+        mctx = ctx.at(element=f"joint '{jname[:200]}'", line=m.line)
+        target = m.attrib.get("joint")
+        if not target:
+            raise mctx.error("<mimic> has no joint=")
+        a = _floats(m.attrib.get("multiplier", "1"), 1, "mimic multiplier", mctx)[0]
+        b = _floats(m.attrib.get("offset", "0"), 1, "mimic offset", mctx)[0]
+        if target not in joints:
+            raise mctx.error(f"<mimic> names joint '{target[:200]}', which does not exist")
+        read[jname] = (target, a, b, mctx)
+    if not read:
+        return
+    if how == "independent":
+        warnings.warn(f"{ctx.source}: {len(read)} <mimic> joint{'s' if len(read) > 1 else ''} ("
+                      + ", ".join(list(read)[:5]) + (", ..." if len(read) > 5 else "")
+                      + ") read as independent coordinates (mimic='independent')", MimicWarning,
+                      stacklevel=4)
+        return
+    by_name = {j.name: j for j in model.joints}
+    for jname, (target, a, b, mctx) in read.items():
+        seen = [jname]
+        while target in read:                       # compose a chain of mimics
+            if target in seen:
+                raise mctx.error("<mimic> joints form a cycle: " + " -> ".join(seen + [target]))
+            seen.append(target)
+            t2, a2, b2, _ = read[target]
+            target, a, b = t2, a * a2, a * b2 + b
+        by_name[jname].mimic = (target, a, b)
+
+
+def _warn_welded(unmerged, merged, links, source):
+    """One InertiaWarning for the links welded into a moving body whose own inertia no rigid body
+    can have (tiago's antennas: eigenvalue -3.5e-8 kg m^2 on a 1e-6 kg link): harmless, their
+    body is valid (Model.validate passed), but the file's data is wrong."""
+    moving = {b.name for b in merged.bodies}
+    home = {}
+    bad = []
+    for body, j in zip(unmerged.bodies, unmerged.joints):
+        home[body.name] = home.get(j.parent, j.parent) if j.type == "fixed" else body.name
+        if j.type != "fixed" or home[body.name] not in moving or body.inertia.mass < 0:
+            continue
+        problems = inertia_problems(body.inertia) if body.inertia.mass or np.any(
+            body.inertia.inertia) else []
+        if problems:
+            bad.append(f"'{body.name}' (line {links[body.name].line}, merged into "
+                       f"'{home[body.name]}'): {problems[0][1]}")
+    if bad:
+        warnings.warn(f"{source}: {len(bad)} link{'s' if len(bad) > 1 else ''} welded by fixed "
+                      "joints ha" + ("ve" if len(bad) > 1 else "s") + " an inertia no rigid body "
+                      "can have, harmless once merged (the bodies they are merged into are valid): "
+                      + "; ".join(bad[:5]) + ("; ..." if len(bad) > 5 else ""), InertiaWarning,
+                      stacklevel=4)
 
 
 def _add(model, body, parent, jtype, jname, inertia, origin, params, ctx):
@@ -360,4 +450,5 @@ def _validate(model, unmerged, links, source):
                          line=links[bad].line if bad in links else None, body=bad) from None
 
 
-__all__ = ["load_urdf", "load_urdf_string", "model_from_urdf", "parse_xml", "JOINT_MAP"]
+__all__ = ["load_urdf", "load_urdf_string", "model_from_urdf", "parse_xml", "JOINT_MAP",
+           "MimicWarning"]

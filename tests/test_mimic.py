@@ -1,0 +1,149 @@
+"""<mimic> joints honoured (docs/mimic.md): load_urdf(..., mimic="couple") gives a mimic joint
+no coordinate of its own, q_m = a q + b of the joint it follows. Oracle: Pinocchio 4 built with
+mimic=True (its RNEA and CRBA; its ABA refuses mimic joints, so forward dynamics is solved from
+them) on a small URDF with couplings across branches, offsets and a prismatic-to-revolute
+multiplier (tests/data/urdf/mimic_gripper.urdf); the robots of example-robot-data with <mimic>
+are in tests/test_erd_walk.py. Errors: a mimic of a missing joint, a cycle, a spring."""
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import scleron
+from scleron.dynamics import recursions
+from scleron.dynamics.tree import Tree
+from scleron.errors import ModelError
+from scleron.model.urdf import MimicWarning, load_urdf_string
+from scleron.program import FloatAlgebra
+
+pin = pytest.importorskip("pinocchio")
+
+HERE = os.path.dirname(__file__)
+GRIPPER = os.path.join(HERE, "data", "urdf", "mimic_gripper.urdf")
+TOL = 1e-9
+FUNCTIONS = ["forward_dynamics", "inverse_dynamics", "mass_matrix", "bias_forces",
+             "kinetic_energy", "potential_energy", "center_of_mass"]
+
+
+def rel_err(a, ref):
+    a, ref = np.asarray(a, dtype=float), np.asarray(ref, dtype=float)
+    return float(np.linalg.norm(a - ref) / max(np.linalg.norm(ref), 1e-300))
+
+
+def full_q(q, floating):
+    """The gripper's configuration with a coordinate per joint, its <mimic> lines written out:
+    j2 = -1.5 j1 + 0.01, j3 = 0.5 j0 + 0.2, j4 = 20 j1 - 0.3."""
+    base, (q0, q1) = list(q[:7 * floating]), q[7 * floating:]
+    return np.array(base + [q0, q1, -1.5 * q1 + 0.01, 0.5 * q0 + 0.2, 20 * q1 - 0.3])
+
+
+def pinocchio_reference(pm, pd, q, v, a, tau, floating):
+    """Pinocchio's RNEA and CRBA with mimic joints; its ABA, energies and centre of mass refuse
+    them: forward dynamics solved from M and nle, T = 1/2 v^T M v, V and the centre of mass
+    from its model without mimic at the full configuration."""
+    M = pin.crba(pm, pd, q)
+    M = np.triu(M) + np.triu(M, 1).T
+    h = pin.nonLinearEffects(pm, pd, q, v)
+    plain = pin.buildModelFromUrdf(GRIPPER, *((pin.JointModelFreeFlyer(),) if floating else ()))
+    data, qf = plain.createData(), full_q(q, floating)
+    return {"inverse_dynamics": pin.rnea(pm, pd, q, v, a), "mass_matrix": M, "bias_forces": h,
+            "forward_dynamics": np.linalg.solve(M, tau - h), "kinetic_energy": 0.5 * v @ M @ v,
+            "potential_energy": pin.computePotentialEnergy(plain, data, qf),
+            "center_of_mass": pin.centerOfMass(plain, data, qf)}
+
+
+def ours(tree, q, v, a, tau):
+    alg, q, v, a, tau = FloatAlgebra(), list(q), list(v), list(a), list(tau)
+    return {"inverse_dynamics": recursions.inverse_dynamics(tree, alg, q, v, a),
+            "mass_matrix": recursions.mass_matrix(tree, alg, q),
+            "bias_forces": recursions.bias_forces(tree, alg, q, v),
+            "forward_dynamics": recursions.forward_dynamics(tree, alg, q, v, tau),
+            "kinetic_energy": recursions.kinetic_energy(tree, alg, q, v),
+            "potential_energy": recursions.potential_energy(tree, alg, q),
+            "center_of_mass": recursions.center_of_mass(tree, alg, q)}
+
+
+@pytest.mark.parametrize("floating", [False, True])
+def test_coupled_gripper_equals_pinocchio_with_mimic(floating, rng):
+    model = scleron.load_model(GRIPPER, floating=floating, mimic="couple")
+    root = (pin.JointModelFreeFlyer(),) if floating else ()
+    pm = pin.buildModelFromUrdf(GRIPPER, *root, mimic=True)
+    pd = pm.createData()
+    tree = Tree(model)
+    assert (model.nq, model.nv) == (tree.nq, tree.nv) == (pm.nq, pm.nv) == (2 + 7 * floating, 2 + 6 * floating)
+    assert tree.joint_names == ["root_joint"] * floating + ["j0_base", "j1_finger_a"]
+    assert tree.full.nv == tree.nv + 3
+    for _ in range(3):
+        q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+        v, a, tau = (rng.uniform(-1, 1, pm.nv) for _ in range(3))
+        ref, got = pinocchio_reference(pm, pd, q, v, a, tau, floating), ours(tree, q, v, a, tau)
+        for f in FUNCTIONS:
+            assert rel_err(got[f], ref[f]) < TOL, f
+
+
+def test_independent_mimic_joints_warn_and_keep_their_coordinates():
+    with pytest.warns(MimicWarning, match="3 <mimic> joints .*j2_finger_b"):
+        model = scleron.load_model(GRIPPER)
+    assert model.nv == 5 and all(j.mimic is None for j in model.joints)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert scleron.load_model(GRIPPER, mimic="couple").nv == 2
+
+
+def gripper_text(old, new):
+    with open(GRIPPER) as f:
+        text = f.read()
+    assert old in text
+    return text.replace(old, new)
+
+
+@pytest.mark.parametrize("old, new, words", [
+    ('<mimic joint="j0_base"', '<mimic joint="j9_none"', "names joint 'j9_none', which does not exist"),
+    ('<mimic joint="j0_base" multiplier="0.5"', '<mimic joint="j0_base" multiplier="x"',
+     "mimic multiplier must be 1 number"),
+    ('<mimic joint="j0_base"', '<mimic joint="j4_spin"', "<mimic> joints form a cycle"),
+])
+def test_bad_mimics_are_refused_naming_the_joint(old, new, words):
+    text = gripper_text(old, new)
+    if "cycle" in words:      # j3 -> j4 -> j1 is no cycle: close one j1 -> j3 -> j1
+        text = text.replace('<axis xyz="0 1 0"/><limit lower="0" upper="0.05" effort="10" velocity="1"/>\n  </joint>',
+                            '<axis xyz="0 1 0"/><limit lower="0" upper="0.05" effort="10" velocity="1"/>\n'
+                            '    <mimic joint="j3_wrist"/>\n  </joint>', 1)
+    with pytest.raises(ModelError) as e:
+        load_urdf_string(text, "gripper.urdf", mimic="couple")
+    assert "gripper.urdf:" in str(e.value) and "joint '" in str(e.value) and words in str(e.value)
+
+
+def test_a_mimic_on_a_fixed_joint_is_ignored_and_a_chain_is_composed():
+    text = gripper_text('<mimic joint="j1_finger_a" multiplier="20" offset="-0.3"/>',
+                        '<mimic joint="j3_wrist" multiplier="2" offset="0.1"/>')
+    model = load_urdf_string(text, "gripper.urdf", mimic="couple")
+    spin = next(j for j in model.joints if j.name == "j4_spin")
+    assert spin.mimic == ("j0_base", 1.0, 2 * 0.2 + 0.1)       # 2 (0.5 q + 0.2) + 0.1
+    fixed = gripper_text('name="j2_finger_b" type="prismatic"', 'name="j2_finger_b" type="fixed"')
+    assert load_urdf_string(fixed, "g.urdf", mimic="couple").nv == 2
+
+
+def test_functions_without_coupling_say_so():
+    from scleron.dynamics import frames
+    tree = Tree(scleron.load_model(GRIPPER, mimic="couple"))
+    with pytest.raises(ModelError, match="not available yet for a model with mimic joints"):
+        frames.frame_placements(tree, FloatAlgebra(), [0.1, 0.02])
+
+
+def test_a_coupled_model_compiles_and_equals_its_reference(generated, rng):
+    """The unrolled C of the coupled functions (M_r = G^T M G, its LDL^T for forward dynamics)
+    equals the numeric reference, which equals Pinocchio above."""
+    model, dyn = generated(GRIPPER, "mimic_gripper", load_options={"mimic": "couple"},
+                           functions=FUNCTIONS)
+    tree = Tree(model)
+    assert (dyn.nq, dyn.nv) == (2, 2)
+    for _ in range(3):
+        q, v, a, tau = (rng.uniform(-1, 1, 2) for _ in range(4))
+        want = ours(tree, q, v, a, tau)
+        for f, args in (("inverse_dynamics", (q, v, a)), ("mass_matrix", (q,)),
+                        ("bias_forces", (q, v)), ("forward_dynamics", (q, v, tau)),
+                        ("kinetic_energy", (q, v)), ("potential_energy", (q,)),
+                        ("center_of_mass", (q,))):
+            assert rel_err(getattr(dyn, f)(*args), want[f]) < 1e-12, f
