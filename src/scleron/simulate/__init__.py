@@ -11,7 +11,8 @@ forward dynamics, one compiled variant per combination of Euler charts visited, 
 
     api.py          simulate(): checks the arguments, loads the model, runs the Simulator
     simulator.py    Simulator: the stepping loops, chart switches after each step, recording
-    integrators.py  one step of rk4, semi-implicit (symplectic) Euler, Dormand-Prince 5(4)
+    integrators.py  one step of rk4, semi-implicit (symplectic) Euler, Dormand-Prince 5(4),
+                    linearly implicit Euler (with the generated derivatives)
     charts.py       Euler chart switching and exp-coordinate re-parameterisation (Sueda §2.5)
     variants.py     the generated module of each chart combination, and the cache folder
     energy.py       T and V of recorded states from the generated kinetic/potential_energy

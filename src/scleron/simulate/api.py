@@ -57,8 +57,11 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     """Integrate a model from its initial state and return a Trajectory.
 
     model_or_path: a Model or a model file (.yaml/.yml/.urdf; floating=True adds a free root to a
-    URDF). duration, dt: seconds; dt is the step of rk4 and semi-implicit, and the first and
-    largest step of rk45 (whose step is chosen by the error control: rtol, atol). q0, qd0: the
+    URDF). integrator: "rk4", "semi-implicit", "rk45" or "implicit" (linearly implicit Euler
+    with the generated forward-dynamics derivatives: stable on stiff joint springs at steps where
+    rk4 blows up; first order). duration, dt: seconds; dt is the step of rk4, semi-implicit and
+    implicit, and the first and largest step of rk45 (whose step is chosen by the error control:
+    rtol, atol). q0, qd0: the
     initial state (default: the model's `initial`, else the neutral q -- zeros, identity
     quaternions -- and qd = 0). tau: constant joint forces (nv
     numbers or one for all; default 0) or a function tau(t, q, qd). plot: write a PNG of the joint

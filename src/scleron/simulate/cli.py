@@ -24,7 +24,10 @@ def add_parser(subparsers):
     p.add_argument("--duration", type=float, required=True, metavar="T", help="simulated time (s)")
     p.add_argument("--dt", type=float, required=True, metavar="H",
                    help="time step (s); for rk45 the first and largest step")
-    p.add_argument("--integrator", choices=INTEGRATORS, default="rk4", help="default rk4")
+    p.add_argument("--integrator", choices=INTEGRATORS, default="rk4",
+                   help="rk4 (default), semi-implicit (symplectic Euler), rk45 (Dormand-Prince, "
+                        "error control) or implicit (linearly implicit Euler with the generated "
+                        "derivatives: for stiff joint springs and dampers)")
     p.add_argument("--rtol", type=float, default=1e-8, help="rk45 relative tolerance (1e-8)")
     p.add_argument("--atol", type=float, default=1e-10, help="rk45 absolute tolerance (1e-10)")
     p.add_argument("--tau", type=float, nargs="+", metavar="X",

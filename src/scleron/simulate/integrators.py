@@ -14,10 +14,14 @@ semi-implicit: symplectic Euler, v+ = v + h a(t, q, v), q+ = q + h v+ (1st order
     Lubich & Wanner, Geometric Numerical Integration, eq. I.1.10).
 rk45: Dormand-Prince 5(4) with FSAL, error control on the 5th-order solution (HNW I, Table 5.2,
     step-size rule eq. II.4.13).
+implicit: linearly implicit Euler, backward Euler (BDF1, Sueda §3.4.1 eq. 3.60) with the
+    forces linearised at the current state, from the generated inverse-dynamics derivatives
+    (Sueda §2.6 eqs. 2.82-2.86, after Baraff & Witkin 1998); 1st order, stable on stiff springs.
 """
 import numpy as np
 
-INTEGRATORS = ("rk4", "semi-implicit", "rk45")
+INTEGRATORS = ("rk4", "semi-implicit", "rk45", "implicit")
+NEEDS_DERIVATIVES = ("implicit",)     # their step takes derivs(t, q, v), not accel
 
 
 def vector_advance(q, dq):
@@ -79,7 +83,32 @@ def semi_implicit_euler_step(accel, t, q, v, h, advance=vector_advance, bracket=
     return advance(q, h * v_new), v_new
 
 
-FIXED_STEPS = {"rk4": rk4_step, "semi-implicit": semi_implicit_euler_step}
+def linearly_implicit_euler_step(derivs, t, q, v, h, advance=vector_advance, bracket=None):
+    """(q, v) after one linearly implicit Euler step. derivs(t, q, v) -> (r, Hq, Hv, M): the
+    joint force r = tau - h(q, v) that accelerates the system (M a = r: springs, dampers,
+    gravity and Coriolis forces in h), the derivatives Hq = dh/dq (tangent space, nv columns:
+    along advance(q, dq) at dq = 0) and Hv = dh/dv, and the mass matrix M, all at (q, v), tau
+    held at its value there. They are the inverse dynamics' derivatives at qdd = 0.
+
+    Backward Euler (Sueda 3.60): M (v1 - v) = h r(q1, v1), q1 = advance(q, h v1). With r
+    linearised at (q, v), r(q1, v1) ~ r - Hq (h v1) - Hv dv (q1 - q = h v1 in the tangent
+    space, v1 = v + dv) and M frozen at q, the step is linear in dv:
+        (M + h Hv + h^2 Hq) dv = h (r - h Hq v)
+    Sueda 2.84-2.86 (Baraff & Witkin 1998 eq. 6) with the springs' K and the dampers' D in Hq
+    and Hv, generalised to every force of h. Hq, Hv and M from the generated derivatives. On a
+    spring q'' = -k q the step's amplification factors have modulus 1/sqrt(1 + k h^2) < 1 for
+    every h. (Linearising the acceleration FD(q, v) instead, with the forward dynamics'
+    derivatives, adds -M^-1 (dM/dq) a to df/dq: with stiff springs a is large and that term
+    makes the step blow up at the steps this one is meant for; docs/simulation.md.)"""
+    r, Hq, Hv, M = derivs(t, q, v)
+    lhs = M + h * Hv + (h * h) * Hq
+    dv = np.linalg.solve(lhs, h * (r - h * (Hq @ v)))
+    v_new = v + dv
+    return advance(q, h * v_new), v_new
+
+
+FIXED_STEPS = {"rk4": rk4_step, "semi-implicit": semi_implicit_euler_step,
+               "implicit": linearly_implicit_euler_step}
 
 # Dormand-Prince 5(4) (HNW I, Table 5.2)
 DP_C = (0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0)

@@ -8,8 +8,8 @@ import numpy as np
 from .charts import chart_det, det_name, reparameterise_exp, switch_euler, switchables
 from .energy import energies
 from ..model.joint_types import joint_configuration
-from .integrators import (FIXED_STEPS, derivative, dopri_step, error_norm, step_factor,
-                          velocity_bracket)
+from .integrators import (FIXED_STEPS, NEEDS_DERIVATIVES, derivative, dopri_step, error_norm,
+                          step_factor, velocity_bracket)
 from .progress import Progress
 from .trajectory import SimulationError, Switch, Trajectory
 from .variants import Variants
@@ -60,7 +60,8 @@ class Simulator:
         sw = switchables(model)
         self.euler = [s for s in sw if s.kind == "euler"]
         self.exp = [s for s in sw if s.kind == "exp"]
-        self.variants = Variants(model, build_dir, self.euler, self.progress, log)
+        self.variants = Variants(model, build_dir, self.euler, self.progress, log,
+                                 derivatives=integrator in NEEDS_DERIVATIVES)
         self.tau = tau
         self.q, self.qd = q0.copy(), qd0.copy()
         self.manifold = model.nq != model.nv        # quaternion joints: q moves by integrate
@@ -81,6 +82,15 @@ class Simulator:
         """q̈ = M⁻¹ (τ - h) from the generated forward dynamics of the current charts."""
         self.fd_calls += 1
         return self.dyn.forward_dynamics(q, qd, self.tau_at(t, q, qd))
+
+    def force_derivatives(self, t, q, qd):
+        """(τ - h, ∂h/∂q, ∂h/∂q̇, M) at (q, q̇): the generated inverse dynamics and its
+        derivatives at q̈ = 0 (τ(q, q̇, 0) = h; q columns in the tangent space, as advance moves
+        q), τ held at its value at (t, q, q̇)."""
+        self.fd_calls += 1
+        zero = np.zeros(self.nv)
+        dh_dq, dh_dqd, M = self.dyn.inverse_dynamics_derivatives(q, qd, zero)
+        return self.tau_at(t, q, qd) - self.dyn.inverse_dynamics(q, qd, zero), dh_dq, dh_dqd, M
 
     def advance(self, q, dq):
         """q moved by the velocity-times-time dq: on the joints' manifolds (the generated
@@ -152,13 +162,15 @@ class Simulator:
 
     # -- the loops -------------------------------------------------------------------------------
     def run_fixed(self):
-        """rk4 or semi-implicit Euler with the fixed step dt (the last step ends at duration)."""
+        """rk4, semi-implicit or linearly implicit Euler with the fixed step dt (the last step
+        ends at duration)."""
         step = FIXED_STEPS[self.integrator]
+        rhs = self.force_derivatives if self.integrator in NEEDS_DERIVATIVES else self.qdd
         n = max(1, int(math.ceil(self.duration / self.dt - 1e-9)))
         t = 0.0
         for k in range(1, n + 1):
             t_next = self.duration if k == n else k * self.dt
-            q_new, qd_new = step(self.qdd, t, self.q, self.qd, t_next - t, self.advance, self.bracket)
+            q_new, qd_new = self.checked_step(step, rhs, t, t_next - t)
             s = self.crossed(self.q, q_new)
             if s is not None:
                 raise SimulationError(
@@ -173,6 +185,13 @@ class Simulator:
                 self.record(t)
             self.progress.update(t, f"switches {len(self.switches)}")
         return n, 0
+
+    def checked_step(self, step, rhs, t, h):
+        try:
+            return step(rhs, t, self.q, self.qd, h, self.advance, self.bracket)
+        except np.linalg.LinAlgError:
+            raise SimulationError(f"the implicit step's matrix M + h dh/dqd + h^2 dh/dq is singular "
+                                  f"at t = {t:.6g} s (try a smaller --dt)") from None
 
     def local_state(self):
         """(y, accel, q of y) for Dormand-Prince: y = (q, qd), or with quaternion joints y =

@@ -7,6 +7,12 @@ import os
 
 from ..pipeline import c_identifier
 
+# What the simulator calls (the energies for the record, integrate for quaternion joints); the
+# implicit integrator adds the inverse dynamics and its derivatives, into a folder of its own
+# (<name>[_charts]_implicit) so that switching integrators does not regenerate a cached one.
+SIMULATED = ("forward_dynamics", "integrate", "kinetic_energy", "potential_energy")
+DERIVATIVES = ("inverse_dynamics", "inverse_dynamics_derivatives")
+
 
 def default_build_dir(name):
     """$XDG_CACHE_HOME/scleron/<name>, else ~/.cache/scleron/<name>."""
@@ -17,22 +23,24 @@ def default_build_dir(name):
 class Variants:
     """Generated modules by chart combination (a tuple with one chart per Euler joint)."""
 
-    def __init__(self, model, build_dir, euler, progress, log=None):
+    def __init__(self, model, build_dir, euler, progress, log=None, derivatives=False):
         self.model = model
         self.base = c_identifier(model.name)
         self.build_dir = build_dir
         self.euler = euler
         self.progress = progress
         self.log = log
+        self.functions = SIMULATED + (DERIVATIVES if derivatives else ())
+        self.suffix = ("implicit",) if derivatives else ()
         self.modules = {}
         self.reports = {}
 
     def name(self, key):
-        """base_XYZ_ZYX...: the C name and folder of a chart combination (hashed when long, so
-        that two combinations never share a folder)."""
-        if not key:
+        """base_XYZ_ZYX...[_implicit]: the C name and folder of a chart combination (hashed when
+        long, so that two combinations never share a folder)."""
+        if not key and not self.suffix:
             return self.base
-        full = "_".join([self.base, *key])
+        full = "_".join([self.base, *key, *self.suffix])
         if len(full) <= 64:
             return full
         return f"{self.base[:48]}_{hashlib.sha256(full.encode()).hexdigest()[:12]}"
@@ -58,9 +66,7 @@ class Variants:
             m = self.model_for(key)
             report = Report(name, m.nv)
             folder = os.path.join(self.build_dir, name)
-            mod = generate(m, folder, name, report=report)
-            if not hasattr(mod, "potential_energy"):        # cached before the energies existed
-                mod = generate(m, folder, name, report=report, force=True)
+            mod = generate(m, folder, name, report=report, functions=self.functions)
             self.modules[key] = mod
             self.reports[key] = report
         return mod
