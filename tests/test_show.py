@@ -16,7 +16,7 @@ import pytest
 
 import scleron
 from scleron import show as S
-from scleron.dynamics import recursions, spatial
+from scleron.dynamics import derivatives, frames, recursions, spatial
 from scleron.dynamics.algebra import FloatAlgebra
 from scleron.dynamics.tree import Tree
 from scleron.joints.special import GUARDED
@@ -93,8 +93,8 @@ def run_text(text, inputs, nv):
         m = re.fullmatch(r"(\w+)\[(\d+)\](?:\[(\d+)\])? = (.+)", line)
         if m and section == "== outputs":
             idx = int(m.group(2)) * nv + int(m.group(3)) if m.group(3) else int(m.group(2))
-            out[idx] = eval(m.group(4), {"__builtins__": {}}, env)
-    return [out[i] for i in range(len(out))]
+            out.setdefault(m.group(1), {})[idx] = eval(m.group(4), {"__builtins__": {}}, env)
+    return [arr[i] for arr in out.values() for i in range(len(arr))]    # arrays in output order
 
 
 def reference(tree, fname, inputs):
@@ -276,6 +276,99 @@ def test_tree_is_kept(small):
     assert text.splitlines()[:3] == ["small: 3 bodies, nq = nv = 7", "world", "└─ base  [slide: prismatic, 1 DOF]"]
 
 
+# ---- every alias, the derivatives and the one-frame functions (issues 10, 11) --------------------
+ARM2 = """\
+name: arm2
+bodies:
+  - {name: base, parent: world, mass: 2, com: [0, 0, 0.1], inertia: [0.02, 0.03, 0.04],
+     joint: {name: slide, type: prismatic, axis: [1, 0, 0], damping: 0.3}}
+  - {name: arm, parent: base, mass: 1, com: [0.25, 0, 0], inertia: [0.005, 0.02, 0.02],
+     joint: {name: shoulder, type: revolute, axis: [0, 1, 0], xyz: [0, 0, 0.3], stiffness: 5}}
+  - {name: hand, parent: arm, mass: 0.3, com: [0.05, 0.01, 0], inertia: [0.001, 0.001, 0.0015],
+     joint: {name: wrist, type: revolute, axis: [0, 0, 1], xyz: [0.5, 0, 0]},
+     frames: [{name: tool, xyz: [0.1, 0.02, 0]}]}
+"""
+
+
+@pytest.fixture(scope="module")
+def arm2(tmp_path_factory):
+    path = tmp_path_factory.mktemp("show") / "arm2.yaml"
+    path.write_text(ARM2)
+    model = scleron.load_model(str(path))
+    return str(path), model, Tree(model)
+
+
+def test_every_alias_and_name_is_a_choice():
+    """`scleron show --function` takes each function's name and every alias (fd_derivatives and
+    fdd alike), and the one-frame functions; they name the same spec."""
+    from scleron.cli import build_parser
+    from scleron.functions import FUNCTIONS
+    parser = build_parser()
+    for f in FUNCTIONS.values():
+        for name in (f.name, *f.aliases):
+            assert parser.parse_args(["show", "m.yaml", "--function", name]).function == name
+            assert S.resolve_function(None, name) is f
+    for name in ("frame_jacobian", "frame_jacobian_local", "frame_jacobian_world",
+                 "frame_placement"):
+        assert parser.parse_args(["show", "m.yaml", "--function", name,
+                                  "--frame", "tool"]).frame == "tool"
+
+
+@pytest.mark.parametrize("alias", ["fdd", "fd_derivatives"])
+def test_show_prints_the_derivatives_like_the_others(arm2, alias, rng):
+    """The forward dynamics' derivatives by an alias: passes, bodies, counts, and statements that
+    compute what the recursion does (the springs and dampers of arm2 included)."""
+    path, model, tree = arm2
+    text = S.function_text(model, alias, tree=tree)
+    assert text.startswith("arm2 forward_dynamics_derivatives: ")
+    assert "operations by pass (after / before simplification):" in text
+    assert "inverse dynamics derivatives: tangents" in text and "mass matrix inverse" in text
+    assert "== outputs" in text
+    inputs = {"q": rng.uniform(-1, 1, 3), "qd": rng.uniform(-1, 1, 3), "tau": rng.uniform(-1, 1, 3)}
+    got = run_text(text, inputs, tree.nv)
+    ref = np.ravel(derivatives.forward_dynamics_derivatives(
+        tree, FloatAlgebra(), *[list(inputs[a]) for a in ("q", "qd", "tau")]))
+    assert np.allclose(got, ref, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("function, reference", [("frame_jacobian", "local_world_aligned"),
+                                                 ("frame_jacobian_world", "world")])
+def test_show_prints_one_frame(arm2, function, reference, rng):
+    """A one-frame function with --frame: the frame's Jacobian, computed by the printed
+    statements, with fewer operations than every frame's (only the frame's ancestors)."""
+    path, model, tree = arm2
+    text = S.function_text(model, function, tree=tree, frame="tool")
+    k = [f.name for f in tree.frames].index("tool")
+    assert f"of frame tool, reference {reference}" in text.splitlines()[0]
+    q = rng.uniform(-1, 1, 3)
+    got = run_text(text, {"q": q}, tree.nv)
+    ref = frames.frame_jacobians(tree, FloatAlgebra(), list(q), reference=reference)[k]
+    assert np.allclose(got, np.ravel(ref), rtol=1e-10, atol=1e-12)
+    every = S.function_text(model, "jacobians" + ("_world" if reference == "world" else ""),
+                            tree=tree)
+
+    def ops(t, when="after"):
+        return int(re.search(when + r" simplification: +(\d+) ops", t).group(1))
+    # the other frames' work is not done: a frame high in the tree costs less than every frame
+    # (the tool's world Jacobian is its whole chain's columns, every other frame's among them)
+    assert ops(text, "before") <= ops(every, "before") and ops(text) <= ops(every)
+    arm = S.function_text(model, function, tree=tree, frame="arm")
+    assert ops(arm, "before") < ops(every, "before") and ops(arm) < ops(every)
+    with pytest.raises(scleron.ModelError, match="give --frame NAME .frames: base, arm, hand, tool"):
+        S.function_text(model, function, tree=tree)
+    with pytest.raises(scleron.ModelError, match="no frame named 'nope'"):
+        S.function_text(model, function, tree=tree, frame="nope")
+    with pytest.raises(scleron.ModelError, match="--frame selects the frame of a one-frame"):
+        S.function_text(model, "fd", tree=tree, frame="tool")
+
+
+def test_constant_outputs_say_so(arm2):
+    """A function whose outputs all fold to constants prints no ratio of infinity."""
+    path, model, tree = arm2
+    text = S.function_text(model, "frame_placement", tree=tree, frame="base")
+    assert "inf" not in text and "every output a constant" in text
+
+
 # ---- the command line ----------------------------------------------------------------------------
 def test_cli_show_function(small):
     r = cli("show", small, "--function", "fd", "--body", "hand")
@@ -291,6 +384,8 @@ def test_cli_show_function(small):
     (["show", "{small}", "--function", "fd", "--body", "nope"], "no body or joint named 'nope'"),
     (["show", "{small}", "--joint", "nope"], "no joint named 'nope'"),
     (["show", "{small}", "--function", "warp"], "invalid choice"),
+    (["show", "{small}", "--frame", "arm"], "--frame NAME needs --function"),
+    (["show", "{small}", "--function", "frame_jacobian"], "give --frame NAME"),
     (["show"], "the following arguments are required"),
     (["show", "{small}", "--tree", "--function", "fd"], "cannot be combined"),
     (["draw", "{small}", "-o", "{tmp}/x.png", "--q", "1", "2"], "nq = 7 numbers"),

@@ -16,6 +16,7 @@ import time
 from . import __version__
 from .errors import BuildError, ModelError
 from .functions import FUNCTIONS
+from .show import one_frame_families
 from .simulate import add_parser as add_simulate_parser
 
 
@@ -209,13 +210,16 @@ def cmd_show(args):
     if args.body is not None and args.function is None:
         raise CommandError("--body NAME needs --function (" + ", ".join(
             f.aliases[0] for f in FUNCTIONS.values() if f.aliases) + ")")
+    if args.frame is not None and args.function is None:
+        raise CommandError("--frame NAME needs --function (" + ", ".join(one_frame_families())
+                           + ")")
     if args.tree and (args.function or args.joint):
         raise CommandError("--tree cannot be combined with --function or --joint")
     if args.function and args.joint:
         raise CommandError("give --function or --joint, not both")
     model = _load(args.model, args)
     text = show(model, joint=args.joint, what=args.what, fmt=args.format, tree=args.tree,
-                function=args.function, body=args.body)
+                function=args.function, body=args.body, frame=args.frame)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 
@@ -275,16 +279,20 @@ def build_parser():
     s = sub.add_parser("show", help="print the emitted equations of a function, a joint's "
                        "derived quantities or the body tree")
     s.add_argument("model", help="model file (.yaml, .yml, .urdf)")
-    short = [a for f in FUNCTIONS.values() for a in f.aliases[:1]]
-    s.add_argument("--function", choices=short + list(FUNCTIONS), metavar="NAME",
+    aliases = [a for f in FUNCTIONS.values() for a in f.aliases]
+    s.add_argument("--function", choices=aliases + list(FUNCTIONS) + list(one_frame_families()),
+                   metavar="NAME",
                    help="print the unrolled program of this function (a name or alias: "
-                        + ", ".join(f"{f.name} ({f.aliases[0]})" for f in FUNCTIONS.values()
+                        + ", ".join(f"{f.name} ({'/'.join(f.aliases)})" for f in FUNCTIONS.values()
                                     if f.variant is None or f.variant[0] == f.name)
-                        + "; frame functions take _local or _world for the other references), "
-                        "grouped by recursion pass and body, with operation counts before and "
-                        "after simplification")
+                        + "; frame functions take _local or _world for the other references; "
+                        "the one-frame functions " + ", ".join(one_frame_families())
+                        + " with --frame), grouped by recursion pass and body, with operation "
+                        "counts before and after simplification")
     s.add_argument("--body", metavar="NAME",
                    help="with --function: only the groups of this body (or joint)")
+    s.add_argument("--frame", metavar="NAME",
+                   help="with a one-frame --function (frame_jacobian, frame_placement): the frame")
     s.add_argument("--joint", metavar="NAME", help="print this joint's coordinates, G, S and Sdot "
                    "(default, without --function or --tree: every joint's)")
     s.add_argument("--what", default="all", choices=["all", "G", "S", "Sdot"],

@@ -26,7 +26,8 @@ import sympy as sp
 from .backends.c.printer import CStatements
 from .backends.c.render import c_comment, c_identifier
 from .errors import ModelError
-from .functions import function_spec, model_sizes
+from .dynamics.frames import REFERENCES
+from .functions import FRAME_FUNCTIONS, function_spec, model_sizes
 from .joints import joint_model
 from .joints.registry import joint_type
 from .model import WORLD
@@ -484,12 +485,39 @@ def analyse(tree, spec):
     prog = spec.program(tree)
     before = count_before(tree, spec)
     live = [i for i in prog.live() if prog.ops[i] != "in"]
-    groups = OrderedDict((sec, []) for sec in before)      # in the recursion's order
-    for i in live:
-        groups.setdefault(prog.notes[i], []).append(i)
-    out = [Group(sec, ids, Counts.of(prog.op_counts(ids)), before.get(sec, Counts()))
-           for sec, ids in groups.items()]
+    out = []
+    for sec, ids, again in section_runs(prog, live, before):
+        counts = Counts() if again else before.get(sec, Counts())
+        out.append(Group(sec, ids, Counts.of(prog.op_counts(ids)), counts))
     return prog, out, before
+
+
+def section_runs(prog, live, sections):
+    """(section, ids, again) in evaluation order: the live statements in runs of one section, so
+    that the printed groups compute in the order they are printed. A recursion that enters a
+    section a second time (the derivatives run the inverse dynamics' passes after the forward
+    dynamics' own) gives it a second run (again = True, its operations counted with the
+    first). Sections without a live statement (everything folded) keep their place in the
+    recursion's order (`sections`), after the run of the section before them."""
+    runs = []
+    for i in live:
+        if runs and runs[-1][0] == prog.notes[i]:
+            runs[-1][1].append(i)
+        else:
+            runs.append((prog.notes[i], [i], any(r[0] == prog.notes[i] for r in runs)))
+    placed = {sec for sec, _, _ in runs}
+    empty_after, last = {}, None
+    for sec in sections:
+        if sec in placed:
+            last = sec
+        else:
+            empty_after.setdefault(last, []).append(sec)
+    out = [(sec, [], False) for sec in empty_after.get(None, [])]
+    for sec, ids, again in runs:
+        out.append((sec, ids, again))
+        if not again:
+            out += [(e, [], False) for e in empty_after.pop(sec, [])]
+    return out
 
 
 def _find_body(tree, body):
@@ -503,17 +531,56 @@ def _find_body(tree, body):
                      + ", ".join(b.name for b in tree.bodies) + ")")
 
 
-def function_text(model, function, body=None, fmt="text", tree=None):
-    """The unrolled program of one generated function (a name or alias of
-    scleron.functions.FUNCTIONS: fd, id, mass, bias, ke, pe, ...) as text, LaTeX or C."""
-    from .dynamics.tree import Tree
+def one_frame_families():
+    """The names of the one-frame functions: frame_placement, frame_jacobian and
+    frame_jacobian_local / _world (FRAME_FUNCTIONS, a reference suffix where referenced)."""
+    names = {}
+    for fam in FRAME_FUNCTIONS.values():
+        refs = REFERENCES if fam.referenced else (None,)
+        for ref in refs:
+            suffix = "" if ref in (None, REFERENCES[0]) else f"_{ref}"
+            names[fam.name + suffix] = (fam, ref)
+    return names
+
+
+def one_frame_spec(tree, function, frame):
+    """The spec of the one-frame function `function` (one_frame_families) for the frame named
+    `frame` (Tree.frames); ModelError naming the frames when there is no such frame."""
+    fam, ref = one_frame_families()[function]
+    frames = [f.name for f in tree.frames]
+    if frame is None:
+        raise ModelError(f"{function} computes one frame: give --frame NAME (frames: "
+                         + ", ".join(frames) + ")")
+    if frame not in frames:
+        raise ModelError(f"no frame named {frame!r} (frames: {', '.join(frames)})")
+    want = {"frame": frame, **({"reference": ref} if ref else {})}
+    return next(s for s in fam.specs(tree) if {o: v for o, v, _ in s.variant[1]} == want)
+
+
+def resolve_function(tree, function, frame=None):
+    """The spec `scleron show --function` prints: a name or alias of FUNCTIONS, or a one-frame
+    function with its frame; ModelError naming the choices."""
+    if function in one_frame_families():
+        return one_frame_spec(tree, function, frame)
+    if frame is not None:
+        raise ModelError(f"--frame selects the frame of a one-frame function ("
+                         + ", ".join(one_frame_families()) + f"), not of {function}")
     try:
-        spec = function_spec(function)
+        return function_spec(function)
     except ValueError as exc:
-        raise ModelError(str(exc)) from None
+        raise ModelError(f"{exc}; one-frame functions: {', '.join(one_frame_families())} "
+                         f"with --frame NAME") from None
+
+
+def function_text(model, function, body=None, fmt="text", tree=None, frame=None):
+    """The unrolled program of one generated function (a name or alias of
+    scleron.functions.FUNCTIONS: fd, id, mass, bias, ke, pe, ..., or a one-frame function
+    such as frame_jacobian with frame=) as text, LaTeX or C."""
+    from .dynamics.tree import Tree
     if fmt not in FORMATS:
         raise ModelError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     tree = tree or Tree(model)
+    spec = resolve_function(tree, function, frame)
     prog, groups, before = analyse(tree, spec)
     target = _find_body(tree, body) if body is not None else None
     sizes = model_sizes(tree)
@@ -529,14 +596,15 @@ def function_text(model, function, body=None, fmt="text", tree=None):
     outputs = [(a, k, v) for a, k, v in prog.outputs
                if target is None or _output_body(tree, shapes[a], k) in (None, target.index)]
 
-    ratio = before_total.total / after_total.total if after_total.total else float("inf")
+    ratio = (f"{before_total.total / after_total.total:.1f}x fewer" if after_total.total
+             else "every output a constant")
     title = f"{tree.name} {spec.name}: {spec.doc}"
     io = (", ".join(f"{a.name}[{a.size(sizes)}]" for a in spec.inputs) + " -> "
           + ", ".join(f"{a.name}[{a.size(sizes)}]" if a.shape else a.name for a in spec.outputs))
     summary = [f"statements: {len(named)}"
                + (f" (and {len(trig)} sin/cos of q, computed at once into sq[], cq[])" if trig else ""),
                f"before simplification: {before_total}",
-               f"after simplification:  {after_total}  ({ratio:.1f}x fewer)"]
+               f"after simplification:  {after_total}  ({ratio})"]
     per_pass = OrderedDict()
     for g in groups:
         a, b = per_pass.get(g.section.pass_, (Counts(), Counts()))
@@ -677,13 +745,16 @@ def _stored_here(tree, shapes, target_text, target):
 
 
 # ---- entry point --------------------------------------------------------------------------------
-def show(model, joint=None, what="all", fmt="text", tree=False, function=None, body=None):
+def show(model, joint=None, what="all", fmt="text", tree=False, function=None, body=None,
+         frame=None):
     if fmt not in FORMATS:
         raise ModelError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     if tree:
         return tree_text(model)
     if function is not None:
-        return function_text(model, function, body=body, fmt=fmt)
+        return function_text(model, function, body=body, fmt=fmt, frame=frame)
+    if frame is not None:
+        raise ModelError("--frame selects the frame of a one-frame function: give --function too")
     if body is not None:
         raise ModelError("--body selects a body of --function's program: give --function too")
     joints = model.joints if joint is None else [j for j in model.joints if j.name == joint]
