@@ -215,6 +215,24 @@ def test_yaml_frames_are_placed_on_their_body(tmp_path, generated):
                        atol=1e-14)
 
 
+def test_one_frame_velocity_and_acceleration_equal_the_all_frames_ones(tmp_path, generated, rng):
+    path = tmp_path / "armtool.yaml"
+    path.write_text(YAML)
+    model = scleron.load_model(str(path))
+    _, dyn = generated(model, "armtool_va", functions=[
+        "frame_jacobians", "frame_velocities", "frame_accelerations", "frame_velocity",
+        "frame_acceleration"])
+    q, qd, qdd = (rng.uniform(-1, 1, 2) for _ in range(3))
+    for ref in REFS:
+        V = dyn.frame_velocities(q, qd, reference=ref)
+        A = dyn.frame_accelerations(q, qd, qdd, reference=ref)
+        J = dyn.frame_jacobians(q, reference=ref)
+        assert rel_err(V, J @ qd) < 1e-14                  # a twist is J qd in every reference
+        for k, name in enumerate(dyn.frame_names):
+            assert rel_err(dyn.frame_velocity(q, qd, name, reference=ref), V[k]) < 1e-14
+            assert rel_err(dyn.frame_acceleration(q, qd, qdd, name, reference=ref), A[k]) < 1e-14
+
+
 @pytest.mark.parametrize("frames, problem", [
     ("[{name: lower}]", "a body or another frame has this name"),
     ("[{name: t}, {name: t}]", "a body or another frame has this name"),

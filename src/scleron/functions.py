@@ -99,6 +99,11 @@ def few_frame_columns(tree):
     return frames.frame_columns(tree) <= FRAME_COLUMNS_BY_DEFAULT
 
 
+def named_only(tree):
+    """Generated only when named in functions= (--functions)."""
+    return False
+
+
 # The derivative functions' outputs are nv x nv, their code O(nv^2) (the forward-dynamics
 # derivatives' products M^-1 dtau/dx: nv^3, below 24 coordinates): they are generated without
 # being named (--functions) only for trees of at most this many velocity coordinates, the
@@ -237,6 +242,12 @@ FRAME_FUNCTIONS = {f.name: f for f in [
                   "the world placement [[R, p], [0, 1]]", few_frame_columns),
     FrameFunction("frame_jacobian", "frame_jacobians", frames.frame_jacobians, True,
                   "J with twist [w; v] = J qd", few_frame_columns),
+    # one frame's twist and classical acceleration: generated when named (--functions
+    # frame_velocity,frame_acceleration), three references each would double the default code
+    FrameFunction("frame_velocity", "frame_velocities", frames.frame_velocities, True,
+                  "the twist [w; v]", named_only),
+    FrameFunction("frame_acceleration", "frame_accelerations", frames.frame_accelerations, True,
+                  "the classical acceleration [dw/dt; a of the origin]", named_only),
 ]}
 
 
