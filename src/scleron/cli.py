@@ -176,7 +176,8 @@ def cmd_codegen(args):
                      compile=not args.no_compile, report=report, cflags=cflags,
                      method=int(args.method), mass_matrix=args.mass_matrix,
                  functions=_comma_list(args.functions, "--functions"),
-                 frames=_comma_list(args.frames, "--frames"), progress=progress)
+                 frames=_comma_list(args.frames, "--frames"), progress=progress,
+                     cuda=_cuda_options(args))
         finally:
             progress.close()
         t_generate = time.perf_counter() - t0
@@ -203,6 +204,21 @@ def cmd_codegen(args):
     print("time: " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items())
           + f", total {sum(times.values()):.2f} s")
     return 0
+
+
+def _cuda_options(args):
+    """generate's cuda= from --cuda, --cuda-arch and --cuda-split (False without --cuda)."""
+    if not args.cuda:
+        if args.cuda_arch or args.cuda_split:
+            raise CommandError("--cuda-arch and --cuda-split need --cuda")
+        return False
+    split = args.cuda_split or "auto"
+    if split != "auto":
+        try:
+            split = int(split) or None              # 0: one kernel per function
+        except ValueError:
+            raise CommandError(f"--cuda-split must be auto or a number, got {split!r}") from None
+    return {"arch": args.cuda_arch, "split": split}
 
 
 def cmd_show(args):
@@ -272,6 +288,16 @@ def build_parser():
     c.add_argument("--frames", metavar="A,B,...",
                    help="the frames the frame functions cover, in this order (default: every "
                         "body, URDF link and declared frame)")
+    c.add_argument("--cuda", action="store_true",
+                   help="also write NAME_dynamics.cu and build it with nvcc: every function on a "
+                        "GPU, one thread per state (dyn.cuda; docs/cuda.md)")
+    c.add_argument("--cuda-arch", metavar="ARCH", default=None,
+                   help="with --cuda: GPU architectures, auto (default: this machine's GPU, else "
+                        "sm_80 and sm_90), native, sm_90 or sm_80,sm_90")
+    c.add_argument("--cuda-split", metavar="N", default=None,
+                   help="with --cuda: cut each function into kernels of about N statements; 0: "
+                        "one kernel per function; default auto (kernels of 1000 statements for "
+                        "functions over 5500)")
     c.add_argument("--force", action="store_true", help="regenerate even if up to date")
     c.add_argument("--no-compile", action="store_true", help="write the sources only")
     c.set_defaults(func=cmd_codegen)

@@ -9,12 +9,13 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import __version__
 from .backends import backend as get_backend
 from .backends.c.build import compile_folder
 from .backends.c.render import c_comment, c_identifier  # noqa: F401  (names for C and Python)
+from .backends.cuda import compile_cuda, cuda_options, find_nvcc
 from .backends.folders import (clean_stale, discard_temp_folder, edited_sources, install_folder,
                                make_temp_folder)
 from .dynamics.checks import check_model_dynamics
@@ -92,8 +93,10 @@ def mass_form(nv, form="auto"):
     return form
 
 
-def _options(name, chunk, cflags, method, mass, functions=None, frames=None):
+def _options(name, chunk, cflags, method, mass, functions=None, frames=None, cuda=None):
     opts = {"name": name, "chunk": chunk, "cflags": cflags}
+    if cuda:                                        # (absent otherwise: C-only keys unchanged)
+        opts["cuda"] = cuda_options(cuda)
     if functions is not None:                       # else the defaults, a function of the model
         opts["functions"] = selected_functions(functions)
     if frames is not None:
@@ -179,7 +182,8 @@ def _unroll(tree, names, prefix, method, mass, progress):
 
 
 def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method=1,
-                  mass_matrix="auto", backend="c", functions=None, frames=None, progress=None):
+                  mass_matrix="auto", backend="c", functions=None, frames=None, progress=None,
+                  cuda=None):
     """Derive, unroll and render: returns (files dict, report, cache key). Nothing is written.
 
     method: 1 = everything unrolled (S&G Method I); 2 = forward dynamics' passes 4-6 as loops
@@ -198,7 +202,7 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         raise ValueError(f"chunk must be a positive number of statements, not {chunk!r}")
     model.validate()          # a model built or changed in Python gets the loaders' checks
     mass = mass_form(model.nv, mass_matrix)
-    key = cache_key(model, _options(name, chunk, cflags, method, mass, functions, frames))
+    key = cache_key(model, _options(name, chunk, cflags, method, mass, functions, frames, cuda))
     t0 = time.perf_counter()
     progress(f"derive: {len(model.bodies)} bodies, nv = {model.nv}: the joints, then the checks "
              "of the dynamics before unrolling")
@@ -218,6 +222,9 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         mass_form=mass)
     progress(f"render: {backend.upper()} code of {len(codes)} functions")
     files, stats = get_backend(backend).render(gen)
+    if cuda:
+        progress(f"render: CUDA code of {len(codes)} functions")
+        files.update(_cuda_files(gen, tree, cuda))
     for code in codes:
         report.functions[code.spec.name] = stats[code.spec.name]
         report.forms[code.spec.name] = code.description
@@ -232,6 +239,21 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
     }, indent=1) + "\n"
     report.times["render"] = time.perf_counter() - t2
     return files, report, key
+
+
+def _cuda_files(gen, tree, cuda):
+    """The CUDA backend's files: every function as its unrolled program (a loop form, Method II
+    or the mass matrix's, is the C code's; the device code is unrolled: docs/cuda.md)."""
+    codes = [c if c.form == "unrolled" else function_code(tree, c.spec, gen.name)
+             for c in gen.functions]
+    files, _ = get_backend("cuda", cuda).render(replace(gen, functions=codes))
+    return files
+
+
+def _load(folder):
+    """The generated module of a folder, with .cuda when the folder has CUDA code."""
+    module = get_backend("c").load(folder)
+    return get_backend("cuda").attach(module, folder)
 
 
 def _coordinate_doc(tree):
@@ -266,7 +288,7 @@ def write_sources(files, folder):
 
 def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=False,
              compile=True, report=None, method=1, mass_matrix="auto", functions=None,
-             frames=None, progress=None):
+             frames=None, progress=None, cuda=False):
     """Derive, unroll, render and compile the model's dynamics into out_dir; load it back.
 
     Returns the generated module: nq, nv, joint_names, forward_dynamics, inverse_dynamics,
@@ -274,6 +296,8 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     of the frame functions, default all). Cached: an unchanged model with the same options is
     not rebuilt. progress: None, or a callable taking one line of text per stage, function and
     compiled part of the C code (a model of thousands of bodies takes minutes).
+    cuda: True, or a dict of CUDA options (scleron.backends.cuda.cuda_options), also writes
+    and builds the CUDA code with nvcc: the module's .cuda runs every function on a GPU.
     """
     if isinstance(model, (str, os.PathLike)):
         from .model import load_model
@@ -283,15 +307,18 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     cflags = list(cflags or DEFAULT_CFLAGS)
     report = report if report is not None else Report(name, model.nv)
     progress = progress or _silent
+    if cuda and compile:
+        find_nvcc()                      # no nvcc: one line before any work
     key = cache_key(model, _options(name, chunk, cflags, method, mass_form(model.nv, mass_matrix),
-                                    functions, frames))
+                                    functions, frames, cuda))
     hit, report.edited = _cached(out_dir, key) if not force else (False, [])
     if hit:
         report.cache_hit = True
         clean_stale(out_dir)             # what killed runs left next to the folder
-        return get_backend("c").load(out_dir) if compile else None
+        return _load(out_dir) if compile else None
     files, report, key = build_sources(model, name, chunk, cflags, report, method, mass_matrix,
-                                       functions=functions, frames=frames, progress=progress)
+                                       functions=functions, frames=frames, progress=progress,
+                                       cuda=cuda)
     tmp = make_temp_folder(out_dir)
     try:
         progress(f"write: {sum(len(t) for t in files.values()) / 1e6:.1f} MB of sources into {tmp}")
@@ -300,12 +327,16 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
             t0 = time.perf_counter()
             compile_folder(tmp, name, progress=progress)
             report.times["compile"] = time.perf_counter() - t0
+            if cuda:
+                t0 = time.perf_counter()
+                compile_cuda(tmp, name, progress=progress)
+                report.times["compile CUDA"] = time.perf_counter() - t0
         install_folder(tmp, out_dir)
     finally:
         discard_temp_folder(tmp)
-    return get_backend("c").load(out_dir) if compile else None
+    return _load(out_dir) if compile else None
 
 
 def load_generated(folder):
-    """The dynamics module of a generated folder (no sympy needed)."""
-    return get_backend("c").load(folder)
+    """The dynamics module of a generated folder (no sympy needed); .cuda when it has CUDA code."""
+    return _load(folder)

@@ -8,8 +8,9 @@ into the files of a generated folder, builds that folder and loads it back:
     compile(folder, name)                        build the binaries in the folder
     load(folder)                                 the loaded module
 
-`backends/c/` (C99 + cffi + a CPython fast extension) is the first; its printer, templates,
-build and loader live there. Output folders are written atomically by backends/folders.py,
+`backends/c/` (C99 + cffi + a CPython fast extension) is the first, `backends/cuda/` (CUDA
+device code beside the C, ctypes) the second; each one's printer, templates, build and loader
+live in its folder. Output folders are written atomically by backends/folders.py,
 which every backend shares.
 """
 
@@ -31,9 +32,12 @@ class Backend:
         raise NotImplementedError
 
 
-def backend(name="c"):
-    """The backend of an output language."""
+def backend(name="c", options=None):
+    """The backend of an output language (options: the CUDA backend's, see cuda_options)."""
     if name == "c":
         from .c import CBackend
         return CBackend()
-    raise ValueError(f"unknown backend {name!r} (one of: c)")
+    if name == "cuda":
+        from .cuda import CudaBackend
+        return CudaBackend(True if options is None else options)
+    raise ValueError(f"unknown backend {name!r} (one of: c, cuda)")

@@ -106,17 +106,25 @@ class CStatements:
     def statement(self, i):
         return f"const double {self.name_of[i]} = {self.expr(i)};"
 
+    def target(self, array, idx):
+        """The C lvalue of output entry idx of an array (a backend with strides overrides it)."""
+        return f"{array}[{idx}]"
+
+    def zero_run(self, array, first, n):
+        """The C statement zeroing n consecutive output entries from first."""
+        return f"memset({array} + {first}, 0, {n} * sizeof(double));"
+
     def stores(self):
         """node id -> the output entries ('array[index]') that take its value."""
         out = {}
         for array, idx, v in self.prog.outputs:
             if isinstance(v, Var) and v.id in self.name_of:
-                out.setdefault(v.id, []).append(f"{array}[{idx}]")
+                out.setdefault(v.id, []).append(self.target(array, idx))
         return out
 
     def other_outputs(self):
         """(target, value) of outputs that are constants or inputs (stored at the end)."""
-        return [(f"{array}[{idx}]", self.ref(v)) for array, idx, v in self.prog.outputs
+        return [(self.target(array, idx), self.ref(v)) for array, idx, v in self.prog.outputs
                 if not (isinstance(v, Var) and v.id in self.name_of)]
 
     def constant_stores(self, min_run=ZERO_RUN):
@@ -128,9 +136,9 @@ class CStatements:
         def flush():
             if len(run) >= min_run:
                 array, first = run[0]
-                lines.append(f"memset({array} + {first}, 0, {len(run)} * sizeof(double));")
+                lines.append(self.zero_run(array, first, len(run)))
             else:
-                lines.extend(f"{array}[{idx}] = 0.0;" for array, idx in run)
+                lines.extend(f"{self.target(array, idx)} = 0.0;" for array, idx in run)
             run.clear()
         for array, idx, v in self.prog.outputs:
             if isinstance(v, Var) and v.id in self.name_of:
@@ -141,7 +149,7 @@ class CStatements:
                 run.append((array, idx))
                 continue
             flush()
-            lines.append(f"{array}[{idx}] = {self.ref(v)};")
+            lines.append(f"{self.target(array, idx)} = {self.ref(v)};")
         flush()
         return lines
 

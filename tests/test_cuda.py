@@ -1,0 +1,286 @@
+"""The CUDA backend: the .cu renders for every function, compiles with nvcc, loads without a GPU;
+a missing nvcc or GPU is one clear line; on a GPU the results equal the CPU's (AoS and SoA).
+
+Tests that compile need nvcc (skipped without it); tests that run kernels need a CUDA device
+and CuPy (skipped without them). Compiling is kept to a few functions of RC20 and a quaternion
+chain in the default suite (about 15 s of nvcc); every function of RC20 is a slow test."""
+import ctypes
+import os
+import re
+
+import numpy as np
+import pytest
+
+import scleron
+from scleron.backends import cuda as cuda_backend
+from scleron.errors import BuildError
+from scleron.functions import FUNCTIONS
+
+from conftest import example
+
+ARCH = {"arch": "sm_90"}                       # one architecture: half the nvcc time of auto
+RC20_FUNCTIONS = ("forward_dynamics", "inverse_dynamics", "mass_matrix", "kinetic_energy")
+QBALL_FUNCTIONS = ("forward_dynamics", "mass_matrix", "integrate", "frame_placements")
+
+QBALL = """
+name: qball_cuda
+bodies:
+  - {name: base, parent: world, mass: 3, com: [0.1, 0, 0], inertia: [0.2, 0.3, 0.4],
+     joint: {type: free_flyer}}
+  - {name: arm, parent: base, mass: 1, com: [0, 0, -0.3], inertia: [0.05, 0.06, 0.01],
+     joint: {type: spherical_quat, xyz: [0.2, 0.1, 0], rpy: [0.3, 0, 0.2]}}
+  - {name: hand, parent: arm, mass: 0.5, com: [0, 0.05, 0], inertia: [0.01, 0.01, 0.02],
+     joint: {type: revolute, axis: [0, 1, 0], xyz: [0, 0, -0.6]}}
+"""
+
+
+def have_nvcc():
+    try:
+        cuda_backend.find_nvcc()
+        return True
+    except BuildError:
+        return False
+
+
+needs_nvcc = pytest.mark.skipif(not have_nvcc(), reason="nvcc (the CUDA toolkit) is not installed")
+
+
+def gpu_ready():
+    if cuda_backend.cuda_device_count() < 1:
+        return False
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_gpu = pytest.mark.skipif(not gpu_ready(), reason="no CUDA device (or CuPy) on this machine")
+
+
+@pytest.fixture(scope="module")
+def rc20(generated):
+    if not have_nvcc():
+        pytest.skip("nvcc (the CUDA toolkit) is not installed")
+    return generated(example("rc20.yaml"), "rc20_cuda", functions=RC20_FUNCTIONS, cuda=ARCH)[1]
+
+
+@pytest.fixture(scope="module")
+def qball(generated, tmp_path_factory):
+    if not have_nvcc():
+        pytest.skip("nvcc (the CUDA toolkit) is not installed")
+    path = tmp_path_factory.mktemp("qball") / "qball.yaml"
+    path.write_text(QBALL)
+    return generated(str(path), "qball_cuda", functions=QBALL_FUNCTIONS, cuda=ARCH)[1]
+
+
+def folder_of(dyn):
+    return os.path.dirname(dyn.__file__)
+
+
+# ---- rendering (no nvcc) -------------------------------------------------------------------------
+def test_every_function_has_cuda_launchers(tmp_path):
+    """Every generated function (all specs, the per-frame ones included) gets a device function,
+    AoS and SoA kernels and both extern "C" launchers, and cuda.py a Python function."""
+    model = scleron.load_model(example("branched.yaml"))
+    scleron.generate(model, str(tmp_path / "b"), compile=False, functions=None, cuda=True)
+    cu = (tmp_path / "b" / "branched_dynamics.cu").read_text()
+    names = [n for n in re.findall(r'^    "(\w+)": \(\(', (tmp_path / "b" / "cuda.py").read_text(),
+                                     re.M)]
+    assert set(FUNCTIONS) - {"mass_matrix_inverse", "inverse_dynamics_derivatives",
+                             "forward_dynamics_derivatives"} <= set(names)
+    assert any(n.startswith("frame_jacobian_0") for n in names)          # per-frame functions
+    for f in names:
+        assert f'extern "C" int branched_{f}_cuda(int n, ' in cu, f
+        assert f'extern "C" int branched_{f}_cuda_soa(int n, ' in cu, f
+        assert f"void __launch_bounds__(SCLERON_CUDA_MAX_BLOCK) branched_{f}_soa(int n" in cu, f
+    assert "double w[" not in cu                  # registers, not a local work array
+    assert "sincos(q_" in cu
+
+
+def test_split_kernels_pass_values_through_scratch(tmp_path):
+    model = scleron.load_model(example("rc20.yaml"))
+    scleron.generate(model, str(tmp_path / "s"), compile=False, functions=["forward_dynamics"],
+                     cuda={"split": 2000})
+    cu = (tmp_path / "s" / "rc20_dynamics.cu").read_text()
+    parts = re.findall(r"__launch_bounds__\(\w+\) (rc20_forward_dynamics_part\d+)_soa", cu)
+    assert len(parts) >= 2
+    assert parts == [f"rc20_forward_dynamics_part{k}" for k in range(len(parts))]
+    assert "cudaMallocAsync" in cu and "cudaFreeAsync" in cu
+    assert re.search(r"w\[\d+ \* ws\] = t\d+;", cu) and re.search(r"= w\[\d+ \* ws\];", cu)
+
+
+def test_cuda_options_are_checked():
+    assert cuda_backend.cuda_options(True)["arch"] == "auto"
+    for bad in ({"arch": "sm90"}, {"arch": "fermi"}, {"split": 0}, {"block": 1024},
+                {"blocks": 128}):
+        with pytest.raises(ValueError):
+            cuda_backend.cuda_options(bad)
+
+
+def test_cuda_changes_the_cache_key_only_when_asked(tmp_path):
+    from scleron.pipeline import _options
+    plain = _options("m", 1000, ["-O2"], 1, "unrolled")
+    assert "cuda" not in plain and _options("m", 1000, ["-O2"], 1, "unrolled", cuda=False) == plain
+    assert _options("m", 1000, ["-O2"], 1, "unrolled", cuda=True)["cuda"]["arch"] == "auto"
+
+
+# ---- a missing nvcc ------------------------------------------------------------------------------
+def _no_nvcc(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    for var in ("NVCC", "CUDA_HOME", "CUDA_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr("scleron.backends.cuda.build.FALLBACKS", ())
+
+
+def test_missing_nvcc_is_one_line(monkeypatch, tmp_path, capsys):
+    _no_nvcc(monkeypatch, tmp_path)
+    with pytest.raises(BuildError, match="no CUDA compiler: nvcc was not found") as err:
+        scleron.generate(example("tc10.yaml"), str(tmp_path / "out"), cuda=True)
+    assert "\n" not in str(err.value) and not (tmp_path / "out").exists()
+    from scleron.cli import main
+    assert main(["codegen", example("tc10.yaml"), "-o", str(tmp_path / "o2"), "--cuda"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "no CUDA compiler" in lines[0] and "CUDA toolkit" in lines[0]
+    assert main(["codegen", example("tc10.yaml"), "--cuda-split", "100"]) == 2
+    assert "need --cuda" in capsys.readouterr().err
+
+
+# ---- compiled (nvcc), no GPU needed --------------------------------------------------------------
+@needs_nvcc
+def test_library_loads_without_a_gpu_and_exports_every_launcher(rc20, qball):
+    for dyn in (rc20, qball):
+        cu = dyn.cuda
+        assert cu.FUNCTIONS == dyn.FUNCTIONS
+        lib = ctypes.CDLL(os.path.join(folder_of(dyn), cu.LIBRARY))      # no driver needed
+        for f in cu.FUNCTIONS:
+            for suffix in ("_cuda", "_cuda_soa", "_cuda_info"):
+                assert getattr(lib, f"{cu.PREFIX}_{f}{suffix}")
+        assert isinstance(cu.device_count(), int)
+        report = cu.resources()
+        for f in cu.FUNCTIONS:
+            assert re.search(rf"{cu.PREFIX}_{f}_soa \(sm_90\): \d+ registers", report), f
+
+
+@needs_nvcc
+def test_load_generated_has_cuda(rc20):
+    again = scleron.load_generated(folder_of(rc20))
+    assert again.cuda.FUNCTIONS == rc20.FUNCTIONS and again.cuda.LIBRARY == rc20.cuda.LIBRARY
+
+
+class FakeDeviceArray:
+    """An object with a __cuda_array_interface__ (what CuPy, PyTorch and Numba expose)."""
+
+    def __init__(self, shape, typestr="<f8", strides=None, readonly=False):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "strides": strides,
+                                         "data": (0x1000, readonly), "version": 3}
+
+
+@needs_nvcc
+def test_arrays_are_checked_before_any_launch(rc20):
+    cu, n = rc20.cuda, 10
+    q, v = FakeDeviceArray((n, 20)), FakeDeviceArray((n, 20))
+    out = FakeDeviceArray((n, 20))
+    with pytest.raises(ValueError, match="float64"):
+        cu.forward_dynamics(FakeDeviceArray((n, 20), "<f4"), v, v, out=out)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        cu.forward_dynamics(FakeDeviceArray((n, 20), strides=(8, 80)), v, v, out=out)
+    with pytest.raises(ValueError, match=r"shape \(N, 20\)"):
+        cu.forward_dynamics(FakeDeviceArray((20, n)), v, v, out=out)
+    with pytest.raises(ValueError, match=r"shape \(20, N\) in layout soa"):
+        cu.forward_dynamics(q, v, v, out=out, layout="soa")
+    with pytest.raises(ValueError, match="same number of states"):
+        cu.forward_dynamics(q, FakeDeviceArray((n + 1, 20)), v, out=out)
+    with pytest.raises(ValueError, match="host array"):
+        cu.forward_dynamics(np.zeros((n, 20)), v, v, out=out)
+    with pytest.raises(ValueError, match=r"out \(qdd\).*\(10, 20\)"):
+        cu.forward_dynamics(q, v, v, out=FakeDeviceArray((n, 19)))
+    with pytest.raises(ValueError, match="writeable"):
+        cu.forward_dynamics(q, v, v, out=FakeDeviceArray((n, 20), readonly=True))
+    with pytest.raises(ValueError, match="layout"):
+        cu.forward_dynamics(q, v, v, out=out, layout="rows")
+    with pytest.raises(ValueError, match=r"out \(M\).*\(20, 20, 10\)"):
+        cu.mass_matrix(FakeDeviceArray((20, n)), out=FakeDeviceArray((n, 20, 20)), layout="soa")
+
+
+@needs_nvcc
+@pytest.mark.skipif(cuda_backend.cuda_device_count() > 0, reason="this machine has a GPU")
+def test_no_gpu_is_one_clear_line(rc20):
+    n = 4
+    with pytest.raises(rc20.cuda.CudaError, match="no CUDA device") as err:
+        rc20.cuda.forward_dynamics(FakeDeviceArray((n, 20)), FakeDeviceArray((n, 20)),
+                                   FakeDeviceArray((n, 20)), out=FakeDeviceArray((n, 20)))
+    assert "\n" not in str(err.value)
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_every_function_of_rc20_compiles(generated):
+    """Every default function of RC20 (the per-frame ones included) through nvcc: ~40 s on 2
+    cores for one architecture."""
+    _, dyn = generated(example("rc20.yaml"), "rc20_cuda_all", functions=None, cuda=ARCH)
+    assert dyn.cuda.FUNCTIONS == dyn.FUNCTIONS
+
+
+# ---- on a GPU: equal to the CPU's functions ------------------------------------------------------
+def rel_err(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b)))))
+
+
+def random_inputs(dyn, function, n, rng):
+    """n states of a function's inputs (q from the neutral configuration plus noise, normalised
+    quaternions through integrate)."""
+    inputs, _ = dyn.cuda._SIGNATURES[function]
+    q = np.array([dyn.integrate(dyn.neutral(), rng.uniform(-1, 1, dyn.nv), 1.0) for _ in range(n)])
+    out = []
+    for name, width in inputs:
+        if width == dyn.nq and name.startswith("q") and name not in ("qd", "qdd"):
+            out.append(q)
+        elif width == 1:
+            out.append(rng.uniform(0.01, 0.5, n))
+        else:
+            out.append(rng.uniform(-1, 1, (n, width)))
+    return out
+
+
+@needs_gpu
+@pytest.mark.parametrize("layout", ["aos", "soa"])
+def test_cuda_equals_cpu(rc20, qball, rng, layout):
+    import cupy as cp
+    n = 1000
+    for dyn in (rc20, qball):
+        for f in dyn.cuda.FUNCTIONS:
+            args = random_inputs(dyn, f, n, rng)
+            want = getattr(dyn, f)(*[a if a.ndim == 2 else a[:, None] for a in args])
+            wants = want if isinstance(want, tuple) else (want,)
+            dev = [cp.asarray(a if layout == "aos" or a.ndim == 1 else np.ascontiguousarray(a.T))
+                   for a in args]
+            got = getattr(dyn.cuda, f)(*dev, layout=layout)
+            gots = got if isinstance(got, tuple) else (got,)
+            for g, w in zip(gots, wants):
+                g = cp.asnumpy(g)
+                if layout == "soa":
+                    g = np.moveaxis(g, -1, 0)
+                assert g.shape == np.shape(w), f
+                assert rel_err(g, w) <= 1e-12, (f, layout)
+
+
+@needs_gpu
+def test_cuda_out_stream_and_torch(rc20, rng):
+    import cupy as cp
+    n = 300
+    q, qd, tau = (rng.uniform(-1, 1, (n, 20)) for _ in range(3))
+    want = rc20.forward_dynamics(q, qd, tau)
+    out = cp.empty((20, n))
+    stream = cp.cuda.Stream(non_blocking=True)
+    args = [cp.asarray(np.ascontiguousarray(a.T)) for a in (q, qd, tau)]
+    assert rc20.cuda.forward_dynamics(*args, out=out, stream=stream, layout="soa") is out
+    stream.synchronize()
+    assert rel_err(cp.asnumpy(out).T, want) <= 1e-12
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch without CUDA")
+    t = [torch.as_tensor(a, device="cuda") for a in (q, qd, tau)]
+    got = rc20.cuda.forward_dynamics(*t)
+    assert isinstance(got, torch.Tensor) and rel_err(got.cpu().numpy(), want) <= 1e-12
