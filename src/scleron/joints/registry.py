@@ -28,7 +28,7 @@ from typing import Callable, Optional, Union
 import numpy as np
 import sympy as sp
 
-from . import charts, custom, splines, surfaces
+from . import charts, custom, opensim, splines, surfaces
 from .charts import EULER_CHARTS
 from .special import ExpA, ExpB, ExpC
 from .symbolic import Factor, light_entry, simplify_entry
@@ -445,3 +445,14 @@ _spline("spline_curve", "a cubic B-spline of control frames (Sueda 2.5.12)",
         ("frames",), 1, splines.curve_factors)
 _spline("spline_surface", "a bicubic spline of the 6 pose components (Sueda 2.5.13)",
         ("control",), 2, splines.surface_factors)
+
+
+_declare(JointType(
+    "opensim", "an OpenSim joint: translation sum f_k(q) a_k in the parent frame, then rotations "
+    "R_a1(f1(q)) R_a2(f2(q)) R_a3(f3(q)) (CustomJoint's SpatialTransform; model.osim)",
+    params=("coordinates", "ranges", "rotation", "translation", "ellipsoid"),
+    dof=lambda p: len(p.get("coordinates") or ()), coordinates=opensim.coordinates,
+    factors=opensim.factors, simplify=opensim.simplifier,
+    composite_part=False, general=True,
+    notes="functions of the coordinates: Constant, LinearFunction, PolynomialFunction, SimmSpline "
+    "(branch-free over its segments), MultiplierFunction"))

@@ -1,0 +1,614 @@
+"""OpenSim reader: load_osim(path) -> Model, from the .osim XML (OpenSim 4 format), without OpenSim.
+
+Read: the model's gravity; every Body's mass, mass centre and inertia (about the mass centre,
+body axes: Ixx Iyy Izz Ixy Ixz Iyz); PhysicalOffsetFrames (translation, then orientation as
+body-fixed X-Y-Z angles), in a joint's <frames>, a body's or the model's <components>, chained
+to any depth; the joints of the JointSet with their Coordinates (names, order, default values
+and speeds, ranges). Each joint with coordinates becomes one `opensim` joint (joints.opensim):
+CustomJoint's SpatialTransform as written, and
+    PinJoint       R_z(q)                         SliderJoint  translation q along x
+    UniversalJoint R_x(q1) R_y(q2)                GimbalJoint, BallJoint  R_x(q1) R_y(q2) R_z(q3)
+    FreeJoint      (rx, ry, rz, tx, ty, tz): translation in the parent frame, R_x R_y R_z
+    PlanarJoint    (rz, tx, ty)                   EllipsoidJoint  R_x R_y R_z on the ellipsoid
+of the joint frames F (parent) and M (child), as Simbody moves them; a WeldJoint is fixed.
+Everything uses q-dot as velocities (Simbody's Ball, Free and Ellipsoid use the angular
+velocity instead: docs/opensim.md converts).
+
+The body frame of a scleron body is its joint's child frame M. Where M is not the OpenSim body
+frame, the joint moves a massless body named after M and the OpenSim body hangs from it, fixed:
+merging the fixed joints folds its inertia in and keeps the OpenSim body as a frame of its own
+name at its OpenSim placement.
+
+Not read, and said so in one OsimWarning: forces (muscles, springs, actuators...), markers,
+contact geometry, controllers, probes; constraints (a CoordinateCouplerConstraint is named with
+the coordinates it would couple: here they stay independent); locked, clamped and prescribed
+coordinates (they stay free). Refused with a ModelError naming the element: OpenSim 3 files,
+other joint types, other functions (GCVSpline, PiecewiseLinearFunction...), reversed joints,
+bodies without a joint or with two, frames that lead nowhere.
+
+The XML is read with expat, as the URDF reader does: no document type or entity declarations,
+at most MAX_DEPTH levels, files up to the size load.read_source allows.
+"""
+import math
+import os
+import re
+import warnings
+from collections import Counter
+from xml.parsers import expat
+
+import numpy as np
+
+from ..errors import ModelError
+from ..joints.opensim import KINDS, is_zero
+from .load import MAX_BODIES, MAX_DEPTH, read_source
+from .model import INERTIA_CHECKS, WORLD, Model, Transform
+
+GROUND = "ground"
+FUNCTION_TAGS = {"Constant": "constant", "LinearFunction": "linear",
+                 "PolynomialFunction": "polynomial", "SimmSpline": "spline",
+                 "MultiplierFunction": "multiplier"}
+KNOWN_UNSUPPORTED_FUNCTIONS = ("GCVSpline", "NaturalCubicSpline", "PiecewiseLinearFunction",
+                               "PiecewiseConstantFunction", "StepFunction", "Sine",
+                               "ExpressionBasedFunction", "FunctionAdapter")
+X, Y, Z = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)
+# joint tag -> (number of coordinates, [(axis, coordinate index)] rotations, translations)
+JOINTS = {
+    "PinJoint": (1, [(Z, 0)], []),
+    "SliderJoint": (1, [], [(X, 0)]),
+    "UniversalJoint": (2, [(X, 0), (Y, 1)], []),
+    "GimbalJoint": (3, [(X, 0), (Y, 1), (Z, 2)], []),
+    "BallJoint": (3, [(X, 0), (Y, 1), (Z, 2)], []),
+    "EllipsoidJoint": (3, [(X, 0), (Y, 1), (Z, 2)], []),
+    "FreeJoint": (6, [(X, 0), (Y, 1), (Z, 2)], [(X, 3), (Y, 4), (Z, 5)]),
+    "PlanarJoint": (3, [(Z, 0)], [(X, 1), (Y, 2)]),
+    "WeldJoint": (0, [], []),
+    "CustomJoint": (None, None, None),
+}
+FRAME_TAGS = ("PhysicalOffsetFrame",)
+AXES = ("rotation1", "rotation2", "rotation3", "translation1", "translation2", "translation3")
+# sets of the model whose contents are not read (reported by count and type)
+IGNORED_SETS = {"ForceSet": "forces", "MarkerSet": "markers", "ContactGeometrySet": "contact geometry",
+                "ControllerSet": "controllers", "ProbeSet": "probes", "ConstraintSet": "constraints"}
+_NUMBER = re.compile(r"[-+]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|inf|nan)",
+                     re.IGNORECASE)
+
+
+class OsimWarning(UserWarning):
+    """What an .osim file holds that the dynamics do not use (one line per file)."""
+
+
+# ---- XML ---------------------------------------------------------------------------------------
+class _Node:
+    """An XML element: tag, name attribute, children, text and line."""
+    __slots__ = ("tag", "name", "children", "text", "line", "path", "version")
+
+    def __init__(self, tag, attrib, line):
+        self.tag, self.name, self.children, self.text, self.line = tag, attrib.get("name"), [], "", line
+        self.path, self.version = None, attrib.get("Version")
+
+    def child(self, tag):
+        return next((c for c in self.children if c.tag == tag), None)
+
+    def all(self, tag):
+        return [c for c in self.children if c.tag == tag]
+
+    def objects(self):
+        """The elements of a Set (inside its <objects>)."""
+        objs = self.child("objects")
+        return objs.children if objs is not None else []
+
+
+class _Refused(Exception):
+    pass
+
+
+def parse_xml(data, source):
+    """Parse XML into _Nodes; DTDs, entities and nesting deeper than MAX_DEPTH are refused."""
+    parser = expat.ParserCreate()
+    try:
+        parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    except (AttributeError, expat.ExpatError):   # pragma: no cover - very old expat
+        pass
+    stack, root, text = [], [], []
+
+    def refuse(*_):
+        raise _Refused("document type and entity declarations are not allowed in an .osim file")
+
+    def start(tag, attrib):
+        if len(stack) >= MAX_DEPTH:
+            raise _Refused(f"the XML nests deeper than {MAX_DEPTH} levels")
+        if stack:
+            stack[-1].text += "".join(text)
+        text.clear()
+        node = _Node(tag, attrib, parser.CurrentLineNumber)
+        (stack[-1].children if stack else root).append(node)
+        stack.append(node)
+
+    def end(_tag):
+        stack.pop().text += "".join(text)
+        text.clear()
+
+    parser.StartDoctypeDeclHandler = refuse
+    parser.EntityDeclHandler = refuse
+    parser.UnparsedEntityDeclHandler = refuse
+    parser.ExternalEntityRefHandler = refuse
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    parser.CharacterDataHandler = text.append
+    try:
+        parser.Parse(data, True)
+    except _Refused as e:
+        raise ModelError(str(e), source=source, line=parser.CurrentLineNumber) from None
+    except expat.ExpatError as e:
+        raise ModelError(f"malformed XML: {expat.ErrorString(e.code)}", source=source,
+                         line=e.lineno) from None
+    return root[0]
+
+
+class _Ctx:
+    """The file being read, for error messages."""
+    def __init__(self, source):
+        self.source = source
+
+    def error(self, node, problem):
+        what = f"<{node.tag}" + (f" name='{node.name}'" if node.name else "") + ">"
+        return ModelError(problem, source=self.source, element=what, line=node.line)
+
+    def numbers(self, node, tag, n=None, default=None):
+        """The numbers in child <tag> (n of them when n is given)."""
+        el = node.child(tag)
+        if el is None or not el.text.strip():
+            if default is not None:
+                return list(default)
+            raise self.error(node, f"<{tag}> is missing")
+        words = el.text.split()
+        if not all(_NUMBER.fullmatch(w) for w in words):
+            raise self.error(el, f"<{tag}> must hold numbers, got {el.text.strip()[:40]!r}")
+        out = [float(w) for w in words]
+        if not all(math.isfinite(v) for v in out):
+            raise self.error(el, f"<{tag}> must be finite, got {el.text.strip()[:40]!r}")
+        if n is not None and len(out) != n:
+            raise self.error(el, f"<{tag}> must hold {n} numbers, got {len(out)}")
+        return out
+
+    def text(self, node, tag, default=""):
+        el = node.child(tag)
+        return el.text.strip() if el is not None else default
+
+
+# ---- loading -----------------------------------------------------------------------------------
+def load_osim(path, *, inertia="physical", merge_fixed=True):
+    """Load an OpenSim 4 .osim file (module docstring). Returns the model with fixed joints merged
+    and validated (merge_fixed=False: one body per OpenSim body, not validated). inertia:
+    "physical" or "relaxed" (docs/inertia-checks.md)."""
+    data = read_source(path)
+    source = os.fsdecode(os.fspath(path))
+    if inertia not in INERTIA_CHECKS:
+        raise ModelError(f"inertia must be one of {INERTIA_CHECKS}, got {inertia!r}", source=source)
+    ctx = _Ctx(source)
+    model = _build(parse_xml(data, source), ctx, inertia)
+    return model.merged_fixed().validate() if merge_fixed else model
+
+
+def _model_element(doc, ctx):
+    if doc.tag != "OpenSimDocument":
+        raise ctx.error(doc, "not an OpenSim model: the root element must be <OpenSimDocument>")
+    try:
+        version = int(doc.version or 0)
+    except ValueError:
+        version = 0
+    if version < 40000:
+        raise ctx.error(doc, f"OpenSim 3 format (Version {version or 'missing'}): open and save "
+                        "the model in OpenSim 4 to convert it (its joints are inside its bodies)")
+    model = doc.child("Model")
+    if model is None:
+        raise ctx.error(doc, "no <Model> in the document")
+    return model
+
+
+def _build(doc, ctx, inertia):
+    el = _model_element(doc, ctx)
+    gravity = ctx.numbers(el, "gravity", 3, default=(0.0, -9.80665, 0.0))
+    model = Model(el.name or "osim", gravity=gravity, source=ctx.source)
+    model.inertia_checks = inertia
+    _assign_paths(el, "")
+    index = {}
+    _index(el, index)
+    frames = _Frames(index, ctx)
+    bodies = _bodies(el, ctx)
+    joints = _joints(el, ctx, frames, bodies)
+    _add_tree(model, joints, bodies, frames, ctx)
+    report = _report(el, joints, ctx)
+    if report:
+        warnings.warn(f"{ctx.source}: {report}", OsimWarning, stacklevel=3)
+    return model
+
+
+# ---- component paths and frames ------------------------------------------------------------------
+def _assign_paths(node, path):
+    """OpenSim component paths: every named element below the model is a component named by
+    its ancestors' names (/bodyset/femur_r, /jointset/knee_r/femur_r_offset); unnamed list
+    elements (<objects>, <frames>, <components>) add nothing."""
+    node.path = path or "/"
+    for c in node.children:
+        _assign_paths(c, f"{path}/{c.name}" if c.name else path)
+
+
+def _index(node, out):
+    if node.tag in ("Ground", "Body") + FRAME_TAGS and node.path not in out:
+        out[node.path] = node
+    for c in node.children:
+        _index(c, out)
+
+
+def _resolve(owner_path, ref):
+    """An absolute component path from a socket's text, relative to the socket's owner."""
+    parts = [] if ref.startswith("/") else [p for p in owner_path.split("/") if p]
+    for p in ref.split("/"):
+        if p in ("", "."):
+            continue
+        if p == "..":
+            if parts:
+                parts.pop()
+        else:
+            parts.append(p)
+    return "/" + "/".join(parts)
+
+
+def _orientation(angles):
+    """Body-fixed X-Y-Z angles: R = R_x(a) R_y(b) R_z(c) (OpenSim's frame orientation)."""
+    out = np.eye(3)
+    for k, a in enumerate(angles):
+        c, s = math.cos(a), math.sin(a)
+        i, j = [(1, 2), (2, 0), (0, 1)][k]
+        R = np.eye(3)
+        R[i, i], R[i, j], R[j, i], R[j, j] = c, -s, s, c
+        out = out @ R
+    return out
+
+
+class _Frames:
+    """Each frame's base (a body path or /ground) and its placement in that base, resolved
+    through chains of PhysicalOffsetFrames."""
+    def __init__(self, index, ctx):
+        self.index, self.ctx, self.done = index, ctx, {}
+
+    def find(self, owner, ref, socket_node):
+        path = _resolve(owner.path, ref)
+        if path not in self.index:
+            raise self.ctx.error(socket_node, f"frame '{ref}' (path {path}) is not a Ground, Body "
+                                 "or PhysicalOffsetFrame of the model")
+        return self.base(path)
+
+    def base(self, path, seen=()):
+        """(base path, Transform of the frame in its base)."""
+        if path in self.done:
+            return self.done[path]
+        node = self.index[path]
+        if node.tag in ("Ground", "Body"):
+            out = (path if node.tag == "Body" else GROUND, Transform())
+        else:
+            if path in seen:
+                raise self.ctx.error(node, "its frames form a loop")
+            sock = node.child("socket_parent")
+            if sock is None or not sock.text.strip():
+                raise self.ctx.error(node, "<socket_parent> is missing")
+            ref = _resolve(node.path, sock.text.strip())
+            if ref not in self.index:
+                raise self.ctx.error(sock, f"frame '{sock.text.strip()}' is not a Ground, Body "
+                                     "or PhysicalOffsetFrame of the model")
+            where, X = self.base(ref, seen + (path,))
+            own = Transform(_orientation(self.ctx.numbers(node, "orientation", 3, (0, 0, 0))),
+                            np.array(self.ctx.numbers(node, "translation", 3, (0, 0, 0))))
+            out = (where, X.compose(own))
+        self.done[path] = out
+        return out
+
+
+# ---- bodies --------------------------------------------------------------------------------------
+def _bodies(el, ctx):
+    """OpenSim body path -> (name, mass, com, inertia 3x3, node)."""
+    out = {}
+    bodyset = el.child("BodySet")
+    for b in bodyset.objects() if bodyset is not None else []:
+        if b.tag != "Body":
+            raise ctx.error(b, f"<{b.tag}> is not a body type this reader knows (Body)")
+        if not b.name:
+            raise ctx.error(b, "a body needs a name")
+        mass = ctx.numbers(b, "mass", 1, default=(0.0,))[0]
+        com = ctx.numbers(b, "mass_center", 3, default=(0, 0, 0))
+        xx, yy, zz, xy, xz, yz = ctx.numbers(b, "inertia", 6, default=(0,) * 6)
+        I = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+        out[b.path] = (b.name, mass, com, I, b)
+    if len(out) > MAX_BODIES:
+        raise ModelError(f"{len(out)} bodies is more than the limit of {MAX_BODIES}",
+                         source=ctx.source)
+    return out
+
+
+# ---- joints, coordinates, functions ------------------------------------------------------------
+class _Joint:
+    """A joint as read: the scleron type and parameters, the frames it joins, its coordinates."""
+    def __init__(self, node, params, parent, child, coords):
+        self.node, self.params, self.coords = node, params, coords
+        self.parent, self.child = parent, child        # (base path, Transform)
+        self.name = node.name
+
+    @property
+    def type(self):
+        return "fixed" if not self.coords else "opensim"
+
+
+def _coordinates(node, ctx):
+    """name -> dict(default, speed, range, locked, clamped, prescribed) of a joint's Coordinates."""
+    out = {}
+    holder = node.child("coordinates")
+    for c in holder.all("Coordinate") if holder is not None else []:
+        if not c.name:
+            raise ctx.error(c, "a coordinate needs a name")
+        out[c.name] = {
+            "default": ctx.numbers(c, "default_value", 1, (0.0,))[0],
+            "speed": ctx.numbers(c, "default_speed_value", 1, (0.0,))[0],
+            "range": tuple(ctx.numbers(c, "range", 2, (-math.pi / 2, math.pi / 2))),
+            "locked": ctx.text(c, "locked").lower() == "true",
+            "clamped": ctx.text(c, "clamped").lower() == "true",
+            "prescribed": ctx.text(c, "prescribed").lower() == "true",
+            "node": c}
+    return out
+
+
+def _joints(el, ctx, frames, bodies):
+    jointset = el.child("JointSet")
+    out = []
+    for j in jointset.objects() if jointset is not None else []:
+        if j.tag not in JOINTS:
+            raise ctx.error(j, f"joint type {j.tag} is not read (known: {', '.join(JOINTS)})")
+        if not j.name:
+            raise ctx.error(j, "a joint needs a name")
+        if ctx.text(j, "reverse").lower() == "true":
+            raise ctx.error(j, "a reversed joint (<reverse>true) is not read: write it parent to "
+                            "child")
+        ends = []
+        for tag in ("socket_parent_frame", "socket_child_frame"):
+            sock = j.child(tag)
+            if sock is None or not sock.text.strip():
+                raise ctx.error(j, f"<{tag}> is missing")
+            ends.append(frames.find(j, sock.text.strip(), sock))
+        declared = _coordinates(j, ctx)
+        if j.tag == "CustomJoint":
+            names, params = _custom(j, ctx)
+        else:
+            names, params = _fixed_form(j, ctx, declared)
+        coords = []
+        for name in names:
+            info = declared.get(name) or {"default": 0.0, "speed": 0.0, "range": None,
+                                          "locked": False, "clamped": False, "prescribed": False}
+            coords.append(dict(info, name=name))
+        params["coordinates"] = tuple(names)
+        params["ranges"] = tuple(tuple(c["range"]) if c["range"] else (-math.inf, math.inf)
+                                 for c in coords)
+        out.append(_Joint(j, params, ends[0], ends[1], coords))
+    return out
+
+
+def _fixed_form(j, ctx, declared):
+    n, rot, trans = JOINTS[j.tag]
+    names = list(declared)
+    if len(names) > n:
+        raise ctx.error(j, f"a {j.tag} has {n} coordinates, the file declares {len(names)}")
+    names += [f"{j.name}_coord_{k}" for k in range(len(names), n)]
+
+    def linear(k):
+        return {"kind": "linear", "args": (k,), "coefficients": (1.0, 0.0)}
+    params = {"rotation": tuple((a, linear(k)) for a, k in rot),
+              "translation": tuple((a, linear(k)) for a, k in trans)}
+    if j.tag == "EllipsoidJoint":
+        params["ellipsoid"] = tuple(ctx.numbers(j, "radii_x_y_z", 3))
+    return names, params
+
+
+def _custom(j, ctx):
+    """A CustomJoint's coordinates (in order of first use by rotation1 ... translation3, as
+    OpenSim numbers them) and its rotation and translation axes with their functions."""
+    st = j.child("SpatialTransform")
+    if st is None:
+        raise ctx.error(j, "a CustomJoint needs a <SpatialTransform>")
+    axes = []
+    names = []
+    for tag in AXES:
+        ax = next((c for c in st.children if c.name == tag), None)
+        used = ax.child("coordinates").text.split() if ax is not None and \
+            ax.child("coordinates") is not None else []
+        for name in used:
+            if name not in names:
+                names.append(name)
+        axes.append((ax, used))
+    if not 1 <= len(names) <= 6:
+        raise ctx.error(j, f"a CustomJoint needs 1 to 6 coordinates, its axes use {len(names)}")
+    out = []
+    for k, (ax, used) in enumerate(axes):
+        default = [X, Y, Z][k % 3]
+        axis = np.array(ctx.numbers(ax, "axis", 3, default) if ax is not None else default)
+        f = _axis_function(ax, used, names, ctx) if ax is not None else \
+            {"kind": "constant", "value": 0.0}
+        norm = float(np.linalg.norm(axis))
+        if norm < 1e-12:
+            if not is_zero(f):
+                raise ctx.error(ax, "the axis is zero but its function is not")
+            axis, norm = np.array(default), 1.0
+        out.append((tuple(float(v) for v in axis / norm), f))
+    return names, {"rotation": tuple(out[:3]), "translation": tuple(out[3:])}
+
+
+def _axis_function(ax, used, names, ctx):
+    """The function of a TransformAxis: a LinearFunction(1, 0) of its one coordinate, or 0,
+    where none is given (as OpenSim)."""
+    f = _function_node(ax, ctx)
+    args = tuple(names.index(n) for n in used)
+    if f is None:
+        if len(used) > 1:
+            raise ctx.error(ax, "an axis of several coordinates needs a function")
+        return ({"kind": "linear", "args": args, "coefficients": (1.0, 0.0)} if used
+                else {"kind": "constant", "value": 0.0})
+    return _function(f, args, ctx)
+
+
+def _function_node(node, ctx):
+    """The function element of an axis or multiplier: a child of a function type, or the one
+    inside a <function> wrapper."""
+    for c in node.children:
+        if c.tag == "function":
+            inner = [g for g in c.children]
+            return inner[0] if inner else None
+        if c.tag in FUNCTION_TAGS or c.tag in KNOWN_UNSUPPORTED_FUNCTIONS or c.name == "function":
+            return c
+    return None
+
+
+def _function(f, args, ctx):
+    kind = FUNCTION_TAGS.get(f.tag)
+    if kind is None:
+        raise ctx.error(f, f"function {f.tag} is not read (known: {', '.join(FUNCTION_TAGS)})")
+    if kind == "constant":
+        return {"kind": kind, "value": ctx.numbers(f, "value", 1, (0.0,))[0]}
+    if kind == "multiplier":
+        inner = _function_node(f, ctx)
+        if inner is None:
+            raise ctx.error(f, "a MultiplierFunction needs a function")
+        return {"kind": kind, "scale": ctx.numbers(f, "scale", 1, (1.0,))[0],
+                "function": _function(inner, args, ctx)}
+    if not args:
+        raise ctx.error(f, f"a {f.tag} needs a coordinate (its axis lists none)")
+    if kind == "linear":
+        cs = ctx.numbers(f, "coefficients", None, (1.0, 0.0))
+        if len(cs) != len(args) + 1:
+            raise ctx.error(f, f"a LinearFunction of {len(args)} coordinate(s) needs "
+                            f"{len(args) + 1} coefficients, got {len(cs)}")
+        return {"kind": kind, "args": args, "coefficients": tuple(cs)}
+    if len(args) > 1:
+        raise ctx.error(f, f"a {f.tag} is a function of one coordinate, its axis lists "
+                        f"{len(args)}")
+    if kind == "polynomial":
+        cs = ctx.numbers(f, "coefficients")
+        return {"kind": kind, "args": args, "coefficients": tuple(cs)}
+    x, y = ctx.numbers(f, "x"), ctx.numbers(f, "y")
+    if len(x) != len(y) or len(x) < 2:
+        raise ctx.error(f, f"a SimmSpline needs as many <x> as <y> values, at least 2 (got "
+                        f"{len(x)} and {len(y)})")
+    if any(b <= a for a, b in zip(x, x[1:])):
+        raise ctx.error(f, "the SimmSpline's <x> values must increase")
+    return {"kind": kind, "args": args, "x": tuple(x), "y": tuple(y)}
+
+
+assert set(FUNCTION_TAGS.values()) == set(KINDS)
+
+
+# ---- the tree ------------------------------------------------------------------------------------
+def _tree_order(joints, bodies, ctx):
+    """The joints parents first: the file's order where it already is, else each joint after
+    the one moving its parent (stable)."""
+    child_of = {}
+    for j in joints:
+        base = j.child[0]
+        if base == GROUND or base not in bodies:
+            raise ctx.error(j.node, "its child frame is on the ground: write the joint from "
+                            "the ground to the body")
+        if base in child_of:
+            raise ctx.error(j.node, f"body '{bodies[base][0]}' is already the child of joint "
+                            f"'{child_of[base].name}' (closed loops are not read)")
+        child_of[base] = j
+    for path, (name, *_rest, node) in bodies.items():
+        if path not in child_of:
+            raise ctx.error(node, "the body has no joint (OpenSim would add a free joint to the "
+                            "ground: add a FreeJoint)")
+    placed, order, pending = {GROUND}, [], list(joints)
+    while pending:
+        j = next((j for j in pending if j.parent[0] in placed), None)
+        if j is None:
+            raise ctx.error(pending[0].node, "its parent frame is not connected to the ground")
+        placed.add(j.child[0])
+        order.append(j)
+        pending.remove(j)
+    return order
+
+
+def _add_tree(model, joints, bodies, frames, ctx):
+    names = {b[0] for b in bodies.values()}
+    q0, qd0 = [], []
+    for j in _tree_order(joints, bodies, ctx):
+        name, mass, com, I, node = bodies[j.child[0]]
+        parent = WORLD if j.parent[0] == GROUND else bodies[j.parent[0]][0]
+        X_PF, X_BM = j.parent[1], j.child[1]
+        inertia = dict(mass=mass, com=com, inertia=I)
+        try:
+            if j.type == "fixed":
+                model.add_body(name, parent, joint="fixed", joint_name=j.name,
+                               origin=X_PF.compose(X_BM.inverse()), **inertia)
+                continue
+            moving = name
+            if not X_BM.is_identity(1e-15):
+                moving = _unique(f"{name}_{j.name}_frame", names)
+                model.add_body(moving, parent, joint="opensim", joint_name=j.name, origin=X_PF,
+                               mass=0.0, com=(0, 0, 0), inertia=(0, 0, 0), **j.params)
+                model.add_body(name, moving, joint="fixed", joint_name=f"{j.name}_child_frame",
+                               origin=X_BM.inverse(), **inertia)
+            else:
+                model.add_body(name, parent, joint="opensim", joint_name=j.name, origin=X_PF,
+                               **inertia, **j.params)
+        except ModelError as e:
+            raise ModelError(e.problem, source=ctx.source, element=e.element,
+                             line=node.line if e.body == name else j.node.line,
+                             body=e.body, joint=e.joint) from None
+        q0 += [c["default"] for c in j.coords]
+        qd0 += [c["speed"] for c in j.coords]
+    model.q0, model.qd0 = np.array(q0), np.array(qd0)
+
+
+def _unique(name, used):
+    out, k = name, 1
+    while out in used:
+        k += 1
+        out = f"{name}{k}"
+    used.add(out)
+    return out
+
+
+# ---- the report ----------------------------------------------------------------------------------
+def _report(el, joints, ctx):
+    """One line: what the file holds that is not read or not enforced."""
+    parts = []
+    for tag, what in IGNORED_SETS.items():
+        s = el.child(tag)
+        items = s.objects() if s is not None else []
+        if tag == "ConstraintSet":
+            for c in items:
+                parts.append(_constraint(c, ctx))
+            continue
+        if items:
+            kinds = Counter(i.tag for i in items)
+            parts.append(f"{len(items)} {what} (" + ", ".join(f"{n} {k}" for k, n in kinds.items())
+                         + ")")
+    comps = el.child("components")
+    others = [c for c in (comps.children if comps is not None else []) if c.tag not in FRAME_TAGS]
+    if others:
+        parts.append(f"{len(others)} other components ("
+                     + ", ".join(sorted({c.tag for c in others})) + ")")
+    text = ("not read: " + "; ".join(parts)) if parts else ""
+    loose = []
+    for key, what in (("locked", "locked"), ("prescribed", "prescribed"),
+                      ("clamped", "clamped to their ranges")):
+        names = [c["name"] for j in joints for c in j.coords if c[key]]
+        if names:
+            loose.append(f"{what}: {', '.join(names)}")
+    if loose:
+        text += ("; " if text else "") + "coordinates left free (" + "; ".join(loose) + ")"
+    return text
+
+
+def _constraint(c, ctx):
+    if c.tag == "CoordinateCouplerConstraint":
+        indep = ctx.text(c, "independent_coordinate_names")
+        dep = ctx.text(c, "dependent_coordinate_name")
+        return (f"CoordinateCouplerConstraint '{c.name}' ({dep} as a function of {indep}: the "
+                "two stay independent coordinates)")
+    return f"{c.tag} '{c.name}'"
