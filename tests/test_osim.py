@@ -221,3 +221,115 @@ def test_simbody_velocity_terms_are_off_on_the_walker_knee():
 def test_standard_models_equal_simbody(name):
     worst = compare(shared(name), k=2)
     assert max(worst.values()) < TOL, worst
+
+
+def test_standard_models_read_as_opensim_numbers_them():
+    """Names, order, defaults and ranges of the coordinates; gravity; the one-line report."""
+    osim = pytest.importorskip("opensim")
+    path = shared("gait2392_thelen2003muscle.osim")
+    with pytest.warns(OsimWarning, match=r"not read: 92 forces \(92 Thelen2003Muscle\)"):
+        model = scleron.load_model(path)
+    ref = osim.Model(str(path))
+    cs = ref.getCoordinateSet()
+    assert coordinate_names(model) == [cs.get(k).getName() for k in range(cs.getSize())]
+    assert np.allclose(model.q0, [cs.get(k).getDefaultValue() for k in range(cs.getSize())])
+    g = ref.getGravity()
+    assert np.allclose(model.gravity, [g.get(0), g.get(1), g.get(2)])
+    knee = next(j for j in model.joints if j.name == "knee_r")
+    meaning = Tree(model).bodies[[j.name for j in model.joints].index("knee_r")].joint.coordinates
+    assert meaning == ["knee_angle_r (OpenSim coordinate, range [-2.0944, 0.174533])"]
+    assert [f["kind"] for _, f in knee.params["translation"]][:2] == ["spline", "spline"]
+
+
+def test_simm_spline_equals_opensim():
+    """SimmSpline (2 to 13 knots; inside, outside and at the knots): OpenSim's value, and the
+    branch-free expression equals the piecewise one."""
+    osim = pytest.importorskip("opensim")
+    import sympy as sp
+    from scleron.joints.symbolic import Evaluator
+    rng = np.random.default_rng(1)
+    x_ = sp.Symbol("x", real=True)
+    for n in range(2, 14):
+        x, y = np.cumsum(rng.uniform(0.05, 0.5, n)) - 1.5, rng.normal(size=n) * 0.05
+        ref = osim.SimmSpline()
+        for a, b in zip(x, y):
+            ref.addPoint(a, b)
+        expr = osj.spline_expression(x, y, x_)
+        for at in np.concatenate([rng.uniform(-3, 3, 12), x]):
+            want = ref.calcValue(osim.Vector(1, float(at)))
+            scale = max(1.0, abs(want))
+            assert abs(osj.spline_value(x, y, at) - want) < 1e-14 * scale
+            assert abs(Evaluator(ALG, {x_: float(at)})(expr) - want) < 1e-14 * scale
+
+
+def osim_text(body="", joint=None, version="40000"):
+    """A small .osim document: one body on one joint (a PinJoint unless given)."""
+    joint = joint or """<PinJoint name="pin">
+        <socket_parent_frame>/ground</socket_parent_frame>
+        <socket_child_frame>/bodyset/b</socket_child_frame>
+        <coordinates><Coordinate name="a"><default_value>0.2</default_value></Coordinate>
+        </coordinates></PinJoint>"""
+    return f"""<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="{version}"><Model name="m"><gravity>0 -9.81 0</gravity>
+<BodySet name="bodyset"><objects><Body name="b"><mass>1</mass><mass_center>0 -0.1 0</mass_center>
+<inertia>0.01 0.01 0.01 0 0 0</inertia></Body>{body}</objects></BodySet>
+<JointSet name="jointset"><objects>{joint}</objects></JointSet>
+<ConstraintSet name="constraintset"><objects>
+<CoordinateCouplerConstraint name="cc"><independent_coordinate_names>a</independent_coordinate_names>
+<dependent_coordinate_name>a2</dependent_coordinate_name></CoordinateCouplerConstraint>
+</objects></ConstraintSet></Model></OpenSimDocument>"""
+
+
+def write(tmp_path, text):
+    path = tmp_path / "m.osim"
+    path.write_text(text)
+    return path
+
+
+def test_small_file_and_its_report(tmp_path):
+    with pytest.warns(OsimWarning, match=r"CoordinateCouplerConstraint 'cc' \(a2 as a function of a"):
+        model = scleron.load_model(write(tmp_path, osim_text()))
+    assert model.nq == 1 and model.q0.tolist() == [0.2]
+    assert model.gravity.tolist() == [0, -9.81, 0]
+
+
+def custom_joint(function, coordinates="a"):
+    return f"""<CustomJoint name="cj"><socket_parent_frame>/ground</socket_parent_frame>
+      <socket_child_frame>/bodyset/b</socket_child_frame>
+      <SpatialTransform><TransformAxis name="rotation1"><coordinates>{coordinates}</coordinates>
+      <axis>0 0 1</axis>{function}</TransformAxis></SpatialTransform></CustomJoint>"""
+
+
+@pytest.mark.parametrize("text, problem", [
+    (osim_text(version="30000"), "OpenSim 3 format"),
+    (osim_text(joint=custom_joint("<GCVSpline name='function'><x>0 1</x><y>0 1</y></GCVSpline>")),
+     "function GCVSpline is not read"),
+    (osim_text(joint=custom_joint("<SimmSpline name='function'><x>0 1 1</x><y>0 1 2</y>"
+                                  "</SimmSpline>")), "<x> values must increase"),
+    (osim_text(joint=custom_joint("<LinearFunction name='function'><coefficients>1 0"
+                                  "</coefficients></LinearFunction>", "a c")),
+     "LinearFunction of 2 coordinate"),
+    (osim_text(joint="<ScapulothoracicJoint name='s'/>"), "joint type ScapulothoracicJoint"),
+    (osim_text(body="<Body name='c'><mass>1</mass></Body>"), "the body has no joint"),
+    (osim_text(joint="""<PinJoint name="pin"><socket_parent_frame>/ground/nowhere
+        </socket_parent_frame><socket_child_frame>/bodyset/b</socket_child_frame></PinJoint>"""),
+     "is not a Ground, Body or PhysicalOffsetFrame"),
+    ('<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "b">]><OpenSimDocument/>',
+     "document type and entity declarations"),
+])
+def test_refused_with_the_element_named(tmp_path, text, problem):
+    with pytest.raises(ModelError, match=problem):
+        scleron.load_model(write(tmp_path, text))
+
+
+@pytest.mark.slow
+def test_gait2392_compiled_equals_simbody(generated):
+    """The generated C of gait2392 (its knees' splines branch-free) equals Simbody."""
+    path = shared("gait2392_thelen2003muscle.osim")
+    model, dyn = generated(load(path), "gait2392")
+    oracle = Simbody(path, coordinate_names(model))
+    for q, qd, qdd in states(model, 3, seed=5):
+        assert relative(dyn.mass_matrix(q), oracle.mass_matrix(q)) < TOL
+        tau = dyn.inverse_dynamics(q, qd, qdd)
+        assert relative(tau, oracle.inverse_dynamics(q, qd, qdd)) < TOL
+        assert relative(dyn.forward_dynamics(q, qd, tau), qdd) < TOL

@@ -25,7 +25,7 @@ SimmSpline is the cubic spline through the knots whose third derivative at each 
 that of the cubic through the four nearest knots (Forsythe, Malcolm & Moler's end conditions,
 not the natural ones: 2 knots give a line, 3 a parabola), continued by its end tangents
 outside [x_0, x_{n-1}]. It is written without branches over all segments at once:
-    f(x) = y_0 + b_0 min(x - x_0, 0) + sum_k g_k(u_k) + b_{n-1} (x - x_{n-1})_+,
+    f(x) = y_0 - b_0 (x_0 - x)_+ + sum_k g_k(u_k) + b_{n-1} (x - x_{n-1})_+,
     u_k = (x - x_k)_+ - (x - x_{k+1})_+ = clamp(x - x_k, 0, h_k),  g_k(u) = u (b_k + u (c_k + u d_k)),
 with (segment k) y_k + b_k u + c_k u^2 + d_k u^3 the spline's cubic. On segment m the terms
 k < m are complete (g_k(h_k) = y_{k+1} - y_k: they telescope to y_m), those k > m are 0, so f is
@@ -99,8 +99,7 @@ def spline_expression(x, y, arg):
     """The SimmSpline as one branch-free sympy expression of arg (module docstring)."""
     b, c, d = spline_coefficients(x, y)
     knots = [num(v) for v in x]
-    below = arg - knots[0]
-    out = num(y[0]) + num(b[0]) * (below - PosPart(below))
+    out = num(y[0]) - num(b[0]) * PosPart(knots[0] - arg)       # b_0 min(x - x_0, 0)
     for k in range(len(x) - 1):
         u = PosPart(arg - knots[k]) - PosPart(arg - knots[k + 1])
         out += u * (num(b[k]) + u * (num(c[k]) + u * num(d[k])))

@@ -212,7 +212,7 @@ def _build(doc, ctx, inertia):
     model = Model(el.name or "osim", gravity=gravity, source=ctx.source)
     model.inertia_checks = inertia
     _assign_paths(el, "")
-    index = {}
+    index = {"/ground": _Node("Ground", {"name": GROUND}, el.line)}   # a file may leave it out
     _index(el, index)
     frames = _Frames(index, ctx)
     bodies = _bodies(el, ctx)
@@ -235,7 +235,7 @@ def _assign_paths(node, path):
 
 
 def _index(node, out):
-    if node.tag in ("Ground", "Body") + FRAME_TAGS and node.path not in out:
+    if node.tag in ("Ground", "Body") + FRAME_TAGS:
         out[node.path] = node
     for c in node.children:
         _index(c, out)
