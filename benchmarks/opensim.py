@@ -24,7 +24,8 @@ import warnings
 import numpy as np
 
 # run as a script, this folder comes first on sys.path and `import opensim` would find this file
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
 MODELS = ("arm26.osim", "gait2392_thelen2003muscle.osim")
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -12,7 +12,6 @@ make_models.py with the OpenSim API: every joint type and function kind) and the
 and arm26 in ../shared/data/osim (skipped where absent).
 """
 import math
-import os
 import warnings
 from pathlib import Path
 
@@ -56,7 +55,8 @@ ROTATION_IN_PARENT = ("BallJoint", "FreeJoint", "EllipsoidJoint")
 
 
 def euler_rate_matrix(a, b):
-    """omega (parent frame) = E qdot for R = R_x(a) R_y(b) R_z(c): [x, R_x(a) y, R_x(a) R_y(b) z]."""
+    """omega (parent frame) = E qdot for R = R_x(a) R_y(b) R_z(c):
+    E = [x, R_x(a) y, R_x(a) R_y(b) z]."""
     ca, sa, cb, sb = math.cos(a), math.sin(a), math.cos(b), math.sin(b)
     return np.array([[1.0, 0.0, sb], [0.0, ca, -sa * cb], [0.0, sa, ca * cb]])
 
@@ -267,15 +267,16 @@ def osim_text(body="", joint=None, version="40000"):
     joint = joint or """<PinJoint name="pin">
         <socket_parent_frame>/ground</socket_parent_frame>
         <socket_child_frame>/bodyset/b</socket_child_frame>
-        <coordinates><Coordinate name="a"><default_value>0.2</default_value></Coordinate>
-        </coordinates></PinJoint>"""
+        <coordinates><Coordinate name="a"><default_value>0.2</default_value>
+        <locked>true</locked></Coordinate></coordinates></PinJoint>"""
     return f"""<?xml version="1.0" encoding="UTF-8" ?>
 <OpenSimDocument Version="{version}"><Model name="m"><gravity>0 -9.81 0</gravity>
 <BodySet name="bodyset"><objects><Body name="b"><mass>1</mass><mass_center>0 -0.1 0</mass_center>
 <inertia>0.01 0.01 0.01 0 0 0</inertia></Body>{body}</objects></BodySet>
 <JointSet name="jointset"><objects>{joint}</objects></JointSet>
 <ConstraintSet name="constraintset"><objects>
-<CoordinateCouplerConstraint name="cc"><independent_coordinate_names>a</independent_coordinate_names>
+<CoordinateCouplerConstraint name="cc">
+<independent_coordinate_names>a</independent_coordinate_names>
 <dependent_coordinate_name>a2</dependent_coordinate_name></CoordinateCouplerConstraint>
 </objects></ConstraintSet></Model></OpenSimDocument>"""
 
@@ -287,7 +288,10 @@ def write(tmp_path, text):
 
 
 def test_small_file_and_its_report(tmp_path):
-    with pytest.warns(OsimWarning, match=r"CoordinateCouplerConstraint 'cc' \(a2 as a function of a"):
+    coupler = r"CoordinateCouplerConstraint 'cc' \(a2 as a function of a"
+    with pytest.warns(OsimWarning, match=coupler):
+        model = scleron.load_model(write(tmp_path, osim_text()))
+    with pytest.warns(OsimWarning, match=r"coordinates left free \(locked: a\)"):
         model = scleron.load_model(write(tmp_path, osim_text()))
     assert model.nq == 1 and model.q0.tolist() == [0.2]
     assert model.gravity.tolist() == [0, -9.81, 0]

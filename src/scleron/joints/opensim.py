@@ -26,7 +26,8 @@ that of the cubic through the four nearest knots (Forsythe, Malcolm & Moler's en
 not the natural ones: 2 knots give a line, 3 a parabola), continued by its end tangents
 outside [x_0, x_{n-1}]. It is written without branches over all segments at once:
     f(x) = y_0 - b_0 (x_0 - x)_+ + sum_k g_k(u_k) + b_{n-1} (x - x_{n-1})_+,
-    u_k = (x - x_k)_+ - (x - x_{k+1})_+ = clamp(x - x_k, 0, h_k),  g_k(u) = u (b_k + u (c_k + u d_k)),
+    u_k = (x - x_k)_+ - (x - x_{k+1})_+ = clamp(x - x_k, 0, h_k),
+    g_k(u) = u (b_k + u (c_k + u d_k)),
 with (segment k) y_k + b_k u + c_k u^2 + d_k u^3 the spline's cubic. On segment m the terms
 k < m are complete (g_k(h_k) = y_{k+1} - y_k: they telescope to y_m), those k > m are 0, so f is
 the segment's cubic; every term stays bounded (no cancellation of large truncated powers), and
@@ -45,8 +46,8 @@ KINDS = ("constant", "linear", "polynomial", "spline", "multiplier")
 
 # ---- SimmSpline ---------------------------------------------------------------------------------
 def spline_coefficients(x, y):
-    """(b, c, d): segment k of OpenSim's SimmSpline is y_k + b_k u + c_k u^2 + d_k u^3 (u = x - x_k);
-    b[-1] is the slope at the last knot. The second derivatives m_k solve the tridiagonal system
+    """(b, c, d): segment k of OpenSim's SimmSpline is y_k + b_k u + c_k u^2 + d_k u^3
+    (u = x - x_k); b[-1] is the slope at the last knot. The second derivatives m_k solve the tridiagonal system
     h_{k-1} m_{k-1} + 2 (h_{k-1} + h_k) m_k + h_k m_{k+1} = 6 (s_k - s_{k-1}) (s_k the slopes of
     the chords) with the third derivative at each end equal to 6 times the third divided
     difference of the four end knots (zero with three knots)."""
@@ -83,7 +84,8 @@ def _third_difference(x, y):
 
 
 def spline_value(x, y, at):
-    """SimmSpline's value at `at` (numpy, for tests): the segment's cubic, the end tangents outside."""
+    """SimmSpline's value at `at` (numpy, for tests): the segment's cubic, the end tangents
+    outside."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     b, c, d = spline_coefficients(x, y)
     if at <= x[0]:
@@ -200,5 +202,6 @@ def coordinates(params):
 
 def simplifier(params):
     """The light path (no expansion) for joints with splines, as the spline joints."""
-    functions = [f for _, f in list(params.get("rotation") or ()) + list(params.get("translation") or ())]
+    axes = list(params.get("rotation") or ()) + list(params.get("translation") or ())
+    functions = [f for _, f in axes]
     return light_entry if any(uses_spline(f) for f in functions) else simplify_entry

@@ -67,8 +67,9 @@ JOINTS = {
 FRAME_TAGS = ("PhysicalOffsetFrame",)
 AXES = ("rotation1", "rotation2", "rotation3", "translation1", "translation2", "translation3")
 # sets of the model whose contents are not read (reported by count and type)
-IGNORED_SETS = {"ForceSet": "forces", "MarkerSet": "markers", "ContactGeometrySet": "contact geometry",
-                "ControllerSet": "controllers", "ProbeSet": "probes", "ConstraintSet": "constraints"}
+IGNORED_SETS = {"ForceSet": "forces", "MarkerSet": "markers",
+                "ContactGeometrySet": "contact geometry", "ControllerSet": "controllers",
+                "ProbeSet": "probes", "ConstraintSet": "constraints"}
 _NUMBER = re.compile(r"[-+]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|inf|nan)",
                      re.IGNORECASE)
 
@@ -83,7 +84,8 @@ class _Node:
     __slots__ = ("tag", "name", "children", "text", "line", "path", "version")
 
     def __init__(self, tag, attrib, line):
-        self.tag, self.name, self.children, self.text, self.line = tag, attrib.get("name"), [], "", line
+        self.tag, self.name, self.children = tag, attrib.get("name"), []
+        self.text, self.line = "", line
         self.path, self.version = None, attrib.get("Version")
 
     def child(self, tag):
