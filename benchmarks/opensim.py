@@ -36,6 +36,8 @@ def simbody(path, names):
     """(model, state, solver, perm): OpenSim's model with its forces off; perm maps scleron's
     coordinate k to Simbody's q (= u) index."""
     import opensim as osim
+    osim.Logger.removeFileSink()             # no opensim.log in the working directory
+    osim.Logger.setLevelString("error")
     model = osim.Model(path)
     for k in range(model.getForceSet().getSize()):
         model.getForceSet().get(k).set_appliesForce(False)

@@ -70,6 +70,8 @@ class Simbody:
 
     def __init__(self, path, names):
         osim = pytest.importorskip("opensim")
+        osim.Logger.removeFileSink()         # no opensim.log in the working directory
+        osim.Logger.setLevelString("error")
         self.osim = osim
         self.model = osim.Model(str(path))
         for k in range(self.model.getForceSet().getSize()):
