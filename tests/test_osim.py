@@ -33,6 +33,14 @@ ALG = FloatAlgebra()
 TOL = 1e-9
 
 
+def opensim():
+    """The oracle, quiet: no opensim.log in the working directory."""
+    osim = pytest.importorskip("opensim")
+    osim.Logger.removeFileSink()
+    osim.Logger.setLevelString("error")
+    return osim
+
+
 def shared(name):
     path = SHARED / name
     if not path.is_file():
@@ -69,9 +77,7 @@ class Simbody:
     u = W(q) qdot with W = E(q) of euler_rate_matrix there and 1 elsewhere."""
 
     def __init__(self, path, names):
-        osim = pytest.importorskip("opensim")
-        osim.Logger.removeFileSink()         # no opensim.log in the working directory
-        osim.Logger.setLevelString("error")
+        osim = opensim()
         self.osim = osim
         self.model = osim.Model(str(path))
         for k in range(self.model.getForceSet().getSize()):
