@@ -233,7 +233,7 @@ def test_standard_models_equal_simbody(name):
 
 def test_standard_models_read_as_opensim_numbers_them():
     """Names, order, defaults and ranges of the coordinates; gravity; the one-line report."""
-    osim = pytest.importorskip("opensim")
+    osim = opensim()
     path = shared("gait2392_thelen2003muscle.osim")
     with pytest.warns(OsimWarning, match=r"not read: 92 forces \(92 Thelen2003Muscle\)"):
         model = scleron.load_model(path)
@@ -252,7 +252,7 @@ def test_standard_models_read_as_opensim_numbers_them():
 def test_simm_spline_equals_opensim():
     """SimmSpline (2 to 13 knots; inside, outside and at the knots): OpenSim's value, and the
     branch-free expression equals the piecewise one."""
-    osim = pytest.importorskip("opensim")
+    osim = opensim()
     import sympy as sp
     from scleron.joints.symbolic import Evaluator
     rng = np.random.default_rng(1)
