@@ -4,6 +4,7 @@ Also the limits and small helpers that both loaders share: every loader reads it
 read_source(), which refuses missing, unreadable, non-regular and oversized files with a
 ModelError before anything is parsed, so time and memory stay bounded on hostile input.
 """
+import io
 import os
 import re
 import stat
@@ -16,7 +17,6 @@ MAX_DEPTH = 50                      # deepest nesting of YAML collections / XML 
 MAX_BODIES = 1000                   # generating more takes too long (README, Limits: measured)
 
 YAML_SUFFIXES = (".yaml", ".yml")
-URDF_SUFFIXES = (".urdf", ".xml")
 
 _C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern
 float for goto if inline int long register restrict return short signed sizeof static struct
@@ -81,27 +81,71 @@ def describe(value, limit=40):
     return f"a value of type {type(value).__name__}"
 
 
+YAML_FORMAT, URDF_FORMAT, MJCF_FORMAT, OSIM_FORMAT = "YAML", "URDF", "MJCF", "OpenSim"
+MJCF_SUFFIXES = (".xml", ".mjcf")
+OSIM_SUFFIXES = (".osim",)
+
+
+def xml_root_tag(path):
+    """The name of an XML file's root element ('robot' for URDF, 'mujoco' for MJCF), read with the
+    same size limit as every model file; None when the text is not XML."""
+    import xml.etree.ElementTree as ET
+    data = read_source(path)
+    try:
+        for _, element in ET.iterparse(io.BytesIO(data), events=("start",)):
+            return element.tag
+    except ET.ParseError:
+        return None
+    return None
+
+
+def model_format(path):
+    """Which reader a file goes to: by suffix, and for .xml by the root element (<robot> is URDF,
+    <mujoco> is MJCF)."""
+    name = os.fsdecode(os.fspath(path))
+    suffix = Path(name).suffix.lower()
+    if suffix in YAML_SUFFIXES:
+        return YAML_FORMAT
+    if suffix in OSIM_SUFFIXES:
+        return OSIM_FORMAT
+    if suffix == ".urdf":
+        return URDF_FORMAT
+    if suffix in MJCF_SUFFIXES:
+        root = xml_root_tag(name)
+        if root == "mujoco":
+            return MJCF_FORMAT
+        return URDF_FORMAT      # <robot>, or not XML at all: the URDF reader names the problem
+    raise ModelError(f"unknown model file type {suffix or '(no suffix)'!r}: expected "
+                     + ", ".join(YAML_SUFFIXES + (".urdf",) + MJCF_SUFFIXES + OSIM_SUFFIXES),
+                     source=name)
+
+
 def load_model(path, **kw):
     """Load a model file and return it with fixed joints merged and validated.
 
-    The suffix chooses the format: .yaml/.yml is the native format (docs/model-format.md),
-    .urdf/.xml is URDF (keyword `floating=True` adds a free joint at the root link).
+    The format follows the file (docs/model-format.md): .yaml/.yml is the native format, .urdf is
+    URDF (`floating=True` puts a free-flyer at the root link), .xml is URDF when its root element
+    is <robot> and MJCF (read through MuJoCo's compiler, the `mujoco` extra) when it is <mujoco>,
+    and .osim is an OpenSim model.
     """
-    from .urdf import load_urdf
-    from .yaml_loader import load_yaml
-
     try:
-        suffix = Path(os.fsdecode(os.fspath(path))).suffix.lower()
+        name = os.fsdecode(os.fspath(path))
     except TypeError:
         raise ModelError(f"a model path must be a file name, got {type(path).__name__}") from None
-    if suffix in YAML_SUFFIXES:
+    fmt = model_format(name)
+    if fmt == YAML_FORMAT:
+        from .yaml_loader import load_yaml
         if kw.pop("floating", False):
             raise ModelError("floating=True applies to URDF files; in YAML give the root body a "
-                             "'free' joint", source=os.fsdecode(os.fspath(path)))
+                             "'free_flyer' joint", source=name)
         model = load_yaml(path, **kw)
-    elif suffix in URDF_SUFFIXES:
+    elif fmt == URDF_FORMAT:
+        from .urdf import load_urdf
         model = load_urdf(path, **kw)
+    elif fmt == MJCF_FORMAT:
+        from .mjcf import load_mjcf
+        model = load_mjcf(path, **kw)
     else:
-        raise ModelError(f"unknown model file type {suffix or '(no suffix)'!r}: expected "
-                         + ", ".join(YAML_SUFFIXES + URDF_SUFFIXES), source=os.fsdecode(os.fspath(path)))
+        from .osim import load_osim
+        model = load_osim(path, **kw)
     return model.merged_fixed().validate()
