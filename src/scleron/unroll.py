@@ -213,7 +213,8 @@ def _solver_entries(solver):
 def _class_kernel(name, cls, bp, number):
     """The kernel of one pass for one joint class: the pass's step on symbolic inputs."""
     d = cls.dof
-    body = SimpleNamespace(parent=-1 if cls.root else 0, placement=None, dof=d)
+    body = SimpleNamespace(parent=-1 if cls.root else 0, placement=None, dof=d,
+                           armature=list(cls.key[3]) or None)
     prog = Program(f"{name}_k{cls.index}_{number}")
     kin = _class_kinematics(prog, cls)
     prog.set_section(f"{bp.label} for joint class {cls.index}")
@@ -257,7 +258,7 @@ def unroll_method2(tree, name=None):
                     "Method II: transform and S for the loops", b.index)
         entries = _entries(*recursions.joint_transform(b, kin), kin[2])
         pattern = _pattern(entries)
-        key = (b.parent < 0, b.dof, pattern)
+        key = (b.parent < 0, b.dof, pattern, tuple(b.armature or ()))
         if key not in by_key:
             by_key[key] = JointClass(len(classes), key, b.dof, b.parent < 0, pattern)
             classes.append(by_key[key])
@@ -288,11 +289,12 @@ class MassLoop:
     prologue: Program
     upper: list
     lower: list
+    armature: list = field(default_factory=list)    # (r, a): M_rr += a after the loops
 
     def loop_counts(self):
-        """Operations of the loops per call: one 6-term dot product per entry."""
+        """Operations of the loops per call: one 6-term dot product per entry (+ the armature)."""
         n = sum(e - f for _, f, e in self.upper) + sum(e - f for _, f, e in self.lower)
-        return OpCounts(mul=6 * n, add=5 * n)
+        return OpCounts(mul=6 * n, add=5 * n + len(self.armature))
 
 
 def _ranges(cols):
@@ -320,4 +322,6 @@ def unroll_mass_loop(tree, name=None):
         for c in range(max(first, r + 1), end):
             below[c].append(r)
     lower = [(c, first, end) for c in range(tree.nv) for first, end in _ranges(below[c])]
-    return MassLoop(prog, upper, lower)
+    armature = [(b.v_start + k, a) for b in tree.bodies for k, a in enumerate(b.armature or ())
+                if a != 0.0]                                  # recursions.add_armature
+    return MassLoop(prog, upper, lower, armature)

@@ -175,7 +175,7 @@ def inverse_dynamics_derivatives(tree, alg, q, qd, qdd):
                 dq[i][i] = dq[i][i] + b.stiffness[k]
             if b.damping is not None:
                 dqd[i][i] = dqd[i][i] + b.damping[k]
-    return dq, dqd, M
+    return dq, dqd, recursions.add_armature(tree, M)
 
 
 class WorldBody:

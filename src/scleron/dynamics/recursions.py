@@ -7,7 +7,10 @@ b_k = -ad*_v J v - f_e, so it reaches every ancestor joint through pass 3 as -S^
 passive joint force tau_p = -K (q - q_rest) - D qd is subtracted from the joint forces of pass 3.
 Hence h (bias forces, inverse dynamics at qdd = 0) contains -tau_p and the wrench terms,
 M qdd + h = tau holds with tau the actuator force alone, and forward dynamics includes them.
-Zero stiffness, damping and wrench add nothing (not even a + 0 in the program).
+A joint's armature a_k (MuJoCo's: a rotor's reflected inertia) adds diag(a) to M: a_k qdd_k in
+inverse dynamics, to D = S^T Ia S in the articulated-body passes (Featherstone 7.3 with rotor
+inertia), to the mass matrix diagonal and 1/2 a_k qd_k^2 to the kinetic energy.
+Zero stiffness, damping, armature and wrench add nothing (not even a + 0 in the program).
 
 Equation numbers are Si & Guenter (S&G), "Linear-Time Dynamics for Multibody Systems with
 General Joint Models"; Featherstone (RBDA) where noted. Gravity enters as a base acceleration
@@ -303,13 +306,36 @@ def passive_forces(tree, alg, q, qd, tau):
     return out
 
 
+def armature_forces(tree, alg, qdd, tau):
+    """tau + diag(armature) qdd: the joints' rotor inertias (MuJoCo's armature)."""
+    out = list(tau)
+    for b in tree.bodies:
+        if b.armature is None:
+            continue
+        alg.section(f"joint {b.joint_name}: armature", "armature", b.index)
+        for k, a in enumerate(b.armature):
+            if a != 0.0:
+                out[b.v_start + k] = out[b.v_start + k] + a * qdd[b.v_start + k]
+    return out
+
+
+def add_armature(tree, M):
+    """M + diag(armature), in place (the mass matrix forms)."""
+    for b in tree.bodies:
+        for k, a in enumerate(b.armature or ()):
+            if a != 0.0:
+                M[b.v_start + k][b.v_start + k] = M[b.v_start + k][b.v_start + k] + a
+    return M
+
+
 @through_coupling(("q", "v", "v"), "force")
 def inverse_dynamics(tree, alg, q, qd, qdd):
     """Recursive Newton-Euler (S&G passes 1-3 with qdd): tau = M qdd + h."""
     kins = joint_kinematics(tree, alg, q, qd)
     _, a, bias = velocity_pass(tree, alg, kins, qd)
     _, f = acceleration_pass(tree, alg, kins, a, bias, qdd)
-    return passive_forces(tree, alg, q, qd, force_pass(tree, alg, kins, f))
+    tau = passive_forces(tree, alg, q, qd, force_pass(tree, alg, kins, f))
+    return armature_forces(tree, alg, qdd, tau)
 
 
 @through_coupling(("q", "v"), "force")
@@ -331,6 +357,10 @@ def articulated_inertia_step(b, kin, Jbar):
     body Ad^T Ja Ad, its articulated inertia's share of the parent's (None for a root)."""
     U = [matvec(Jbar, col) for col in columns(kin[2])]                       # Jbar S, by column
     Omega = [[dot(Sc, Uc) for Uc in U] for Sc in columns(kin[2])]            # (28)
+    armature = getattr(b, "armature", None)
+    for k, a in enumerate(armature or ()):                                   # + rotor inertia
+        if a != 0.0:
+            Omega[k][k] = Omega[k][k] + a
     solver = SPDSolver(Omega)
     if b.parent < 0:
         return U, solver, None
@@ -341,8 +371,9 @@ def articulated_inertia_step(b, kin, Jbar):
         for c in range(r):
             Ja[r][c] = Ja[c][r]
     # Ja S = Jbar S - U Omega^-1 S^T Jbar S = 0 (Featherstone 7.3: I^a S = 0), so where a
-    # column of S is a constant unit vector e_k, row and column k of Ja are exactly zero.
-    for k in unit_columns(kin[2]):
+    # column of S is a constant unit vector e_k, row and column k of Ja are exactly zero (not
+    # with an armature a: then Ja S = U Omega^-1 diag(a) != 0).
+    for k in ([] if armature else unit_columns(kin[2])):
         for r in range(6):
             Ja[k][r] = Ja[r][k] = 0.0
     return U, solver, inertia_into_parent(b, kin, Ja)                        # (27), one term
@@ -484,7 +515,7 @@ def mass_matrix(tree, alg, q):
             for r, Sc in enumerate(columns(jkin[2])):
                 for c in range(b.dof):
                     M[j.v_start + r][b.v_start + c] = M[b.v_start + c][j.v_start + r] = dot(Sc, F[c])
-    return M
+    return add_armature(tree, M)
 
 
 # ---- mass matrix in loop form: world-frame columns, then dense products ------------------------
@@ -548,7 +579,7 @@ def mass_matrix_from_world_columns(tree, Sw, Fw):
         for first, end in ranges:
             for c in range(first, end):
                 M[r][c] = M[c][r] = dot(Sw[r], Fw[c])
-    return M
+    return add_armature(tree, M)
 
 
 def mass_matrix_world(tree, alg, q):
@@ -566,6 +597,9 @@ def kinetic_energy(tree, alg, q, qd):
     T = 0.0
     for b, vk in zip(tree.bodies, v):
         T = T + dot(vk, matvec(b.inertia, vk))
+        for k, a in enumerate(b.armature or ()):                             # rotor: a qd^2
+            if a != 0.0:
+                T = T + a * qd[b.v_start + k] * qd[b.v_start + k]
     return 0.5 * T
 
 

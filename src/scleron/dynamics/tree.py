@@ -34,6 +34,7 @@ class TreeBody:
     damping: list = None         # per coordinate, None: no damper
     rest: list = None            # spring rest coordinates (default 0)
     wrench: list = None          # constant external wrench [n; f] in the body frame (S&G 21)
+    armature: list = None        # per coordinate, added to M's diagonal; None: none
 
 
 @dataclass
@@ -72,6 +73,8 @@ class Tree:
             tb.stiffness = _floats(getattr(j, "stiffness", None), jm.dof)
             tb.damping = _floats(getattr(j, "damping", None), jm.dof)
             tb.rest = _floats(getattr(j, "rest", None), jm.dof) or [0.0] * jm.dof
+            armature = _floats(getattr(j, "armature", None), jm.dof)
+            tb.armature = armature if armature is not None and any(armature) else None
             wrench = getattr(body, "wrench", None)
             tb.wrench = [float(x) for x in wrench] if wrench is not None and any(wrench) else None
             self.bodies.append(tb)

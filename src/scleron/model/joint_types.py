@@ -10,7 +10,7 @@ from ..joints.registry import EULER_CHARTS, REGISTRY, joint_dof, joint_type
 
 JOINT_TYPES = {name: (jt.default_dof, set(jt.params)) for name, jt in REGISTRY.items()}
 GENERAL_TYPES = tuple(name for name, jt in REGISTRY.items() if jt.general)
-SPRING_KEYS = ("stiffness", "damping", "rest")
+SPRING_KEYS = ("stiffness", "damping", "rest", "armature")   # per-coordinate joint data
 
 __all__ = ["EULER_CHARTS", "JOINT_TYPES", "GENERAL_TYPES", "SPRING_KEYS", "joint_dof",
            "joint_nq", "joint_neutral", "joint_configuration",

@@ -105,7 +105,9 @@ class Joint:
 
     stiffness, damping, rest (Sueda 2.6): per-coordinate tuples or None; the joint then adds the
     passive force tau_p = -K (q - rest) - D qd (K, D diagonal), so M qdd + h = tau with h
-    including -tau_p and tau the actuator force alone."""
+    including -tau_p and tau the actuator force alone. armature (per coordinate, >= 0) adds
+    diag(armature) to the mass matrix, as MuJoCo's joint armature (a rotor's reflected inertia).
+    """
     name: str
     type: str
     parent: str
@@ -116,6 +118,7 @@ class Joint:
     damping: tuple = None
     rest: tuple = None
     mimic: tuple = None          # (joint name, multiplier, offset): q = multiplier q_joint + offset
+    armature: tuple = None       # per coordinate: rotor inertia added to M's diagonal (MuJoCo's)
 
     @property
     def dof(self):
@@ -129,7 +132,7 @@ class Joint:
 
     @property
     def has_spring(self):
-        return any(x is not None for x in (self.stiffness, self.damping))
+        return any(x is not None for x in (self.stiffness, self.damping, self.armature))
 
 
 @dataclass
@@ -301,14 +304,15 @@ class Model:
     def add_body(self, name, parent=WORLD, *, joint="revolute", joint_name=None, mass=1.0,
                  com=(0, 0, 0), inertia=((1, 0, 0), (0, 1, 0), (0, 0, 1)), origin=None,
                  xyz=None, rpy=None, allow_massless=False, stiffness=None, damping=None,
-                 rest=None, wrench=None, **params):
+                 rest=None, wrench=None, armature=None, **params):
         """Add a body hanging from `parent` on a joint of type `joint` placed at `origin`.
 
         `origin` is a Transform, or give xyz and rpy (URDF convention). Joint parameters
         (axis, chart, pitch, normal, parts; coordinates, rotation, translation, constants of a
         custom joint; parent_surface, child_surface, spin, surface, curve, frames, control of the
         contact and spline joints: docs/joints.md) are keyword arguments. stiffness, damping
-        (>= 0) and rest are one number or one per coordinate (Sueda 2.6); wrench is a constant
+        (>= 0) and rest are one number or one per coordinate (Sueda 2.6), so is armature (>= 0,
+        added to the mass matrix diagonal as MuJoCo's joint armature); wrench is a constant
         external wrench [nx, ny, nz, fx, fy, fz] on the body, in its frame. Returns the Body.
         A body may be a point mass (no rotational inertia) or massless without inertia (children
         may still be added to it); validate() rejects a joint that moves nothing with mass.
@@ -342,7 +346,8 @@ class Model:
         jname = joint_name or f"{name}_joint"
         if jname in self._names("joints"):
             raise self._err(f"joint '{jname}'", joint=jname)("two joints have this name")
-        j = Joint(jname, joint, parent, name, origin, dict(params), stiffness, damping, rest)
+        j = Joint(jname, joint, parent, name, origin, dict(params), stiffness, damping, rest,
+                  armature=armature)
         self.check_joint(j)
         self._names("bodies").add(name)     # sets first, then lists: the cache stays in step
         self._names("joints").add(jname)
@@ -532,7 +537,8 @@ class Model:
             out.bodies.append(Body(body.name, Inertia(body.inertia.mass, body.inertia.com.copy(),
                                                       body.inertia.inertia.copy()), body.wrench))
             out.joints.append(Joint(j.name, j.type, parent_home, j.child, X, dict(j.params),
-                                    j.stiffness, j.damping, j.rest, mimic=j.mimic))
+                                    j.stiffness, j.damping, j.rest, mimic=j.mimic,
+                                    armature=j.armature))
             home[body.name] = (body.name, Transform())
         for f in self.frames:                 # declared frames move with their body
             where, X = home[f.body]
@@ -588,7 +594,8 @@ class Model:
             if j.dof != 1 or j.nq != 1:
                 raise err(f"a {j.type} joint cannot mimic: only joints of one coordinate can")
             if j.has_spring:
-                raise err("a mimic joint has no coordinate of its own: no stiffness or damping")
+                raise err("a mimic joint has no coordinate of its own: no stiffness, damping or "
+                          "armature")
             p = joints.get(name)
             if p is None:
                 raise err(f"it mimics joint '{name}', which the model does not have (as a moving "
@@ -640,7 +647,7 @@ def model_to_dict(model):
              "joint": {"name": j.name, "type": j.type, "parent": j.parent,
                        "R": arr(j.origin.rotation), "t": arr(j.origin.translation),
                        "params": params(j.params)}}
-        for key in ("stiffness", "damping", "rest"):
+        for key in ("stiffness", "damping", "rest", "armature"):
             if getattr(j, key, None) is not None:
                 d["joint"][key] = arr(getattr(j, key))
         if getattr(j, "mimic", None) is not None:

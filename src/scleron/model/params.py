@@ -210,9 +210,9 @@ def per_coordinate(value, dof, what, err):
 
 
 def spring(joint, err):
-    """Normalise joint.stiffness / damping / rest in place (None: absent)."""
+    """Normalise joint.stiffness / damping / rest / armature in place (None: absent)."""
     dof = joint.dof
-    for key in ("stiffness", "damping", "rest"):
+    for key in ("stiffness", "damping", "rest", "armature"):
         value = getattr(joint, key)
         if value is None:
             continue

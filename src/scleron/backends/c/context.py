@@ -93,6 +93,7 @@ def _mass_loop_context(nv, ml):
                 "end": ", ".join(str(e) for _, _, e in ranges)}
     entries = sum(e - f for _, f, e in ml.upper)
     return {"upper": table(ml.upper), "lower": table(ml.lower), "entries": entries,
+            "armature": [(r * nv + r, repr(float(a))) for r, a in ml.armature],
             "lower_entries": sum(e - f for _, f, e in ml.lower),
             "full": entries == nv * (nv + 1) // 2}
 
