@@ -1,0 +1,346 @@
+"""MJCF reader: load_mjcf(path) -> Model, through MuJoCo's own compiler (the `mujoco` extra).
+
+The file is compiled by `mujoco.MjModel.from_xml_path`, so defaults, classes, includes, inertias
+inferred from geoms, `fusestatic` and every other compiler option mean exactly what they mean in
+MuJoCo; scleron reads the compiled model (docs/mjcf.md):
+
+- the body tree (MuJoCo numbers bodies parents first, as scleron does), each body's placement in
+  its parent (body_pos, body_quat), mass, centre of mass and inertia (body_ipos, body_iquat and the
+  principal moments body_inertia);
+- its joints, in order: hinge -> revolute, slide -> prismatic, ball -> spherical_quat, free ->
+  free_flyer; a body without joints is welded to its parent (merged away, kept as a frame). A
+  body moved by several joints gets one massless body per joint but the last, named after the
+  joint, as MuJoCo composes them: each hinge or ball turns about its anchor (jnt_pos) in the frame
+  the previous joints left, each slide moves along its axis.
+- hinge and slide `ref` (qpos0): MuJoCo turns a hinge by qpos - ref; the constant turn by -ref is
+  folded into the joint's placement, so q is MuJoCo's qpos unchanged;
+- per degree of freedom `armature` (added to M's diagonal), `damping`, and per joint `stiffness`
+  with `springref` (qpos_spring) for hinges and slides;
+- gravity (opt.gravity; zero when the model disables gravity); sites become frames.
+
+Where a joint's anchor is not at the body origin, the scleron body frame sits at the anchor of
+the body's last joint and the MuJoCo body hangs from it, fixed: merging fixed joints folds the
+inertia in and keeps the MuJoCo body as a frame of its own name, at MuJoCo's placement.
+
+Layouts: hinges and slides are as MuJoCo's. A ball joint's qpos is [w, x, y, z] (MuJoCo), its q
+[x, y, z, w] (Pinocchio's, scleron's); a free joint's qpos is [p, w, x, y, z] and qvel [linear
+velocity in the world frame, angular velocity in the body frame], where scleron's free_flyer has
+q = [p, x, y, z, w] and v = [linear, angular] both in the body frame. MujocoLayout converts
+states, accelerations, forces and mass matrices between the two (README "MJCF").
+
+Not read, and said so in one MjcfWarning: contacts, joint limits, tendons, equality
+constraints, actuators, friction loss, gravity compensation, fluid forces, flexes, the
+stiffness of ball and free joints, and bodies that are mocap bodies (fixed here). Refused with a
+ModelError: files MuJoCo cannot compile (its message quoted), a free joint below another body,
+and free joints whose linear damping or armature differ between axes (MuJoCo applies them to the
+world-frame velocity, scleron's free_flyer to the body-frame one: equal only when isotropic).
+"""
+import math
+import os
+import warnings
+
+import numpy as np
+
+from ..errors import ModelError
+from .load import read_source
+from .model import WORLD, Model, Transform
+
+HINGE, SLIDE, BALL, FREE = "hinge", "slide", "ball", "free"
+MUJOCO_HINT = "reading MJCF needs MuJoCo: pip install 'scleron[mjcf]' (or pip install mujoco)"
+
+
+class MjcfWarning(UserWarning):
+    """What an MJCF model holds that the dynamics do not use (one line per file)."""
+
+
+def quaternion_matrix(w, x, y, z):
+    """R of a unit quaternion w + (x, y, z) (MuJoCo stores them w first)."""
+    n = math.sqrt(w * w + x * x + y * y + z * z)
+    w, x, y, z = w / n, x / n, y / n, z / n
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def axis_rotation(axis, angle):
+    """Rodrigues: the rotation by `angle` about the unit `axis`."""
+    a = np.asarray(axis, dtype=float) / np.linalg.norm(axis)
+    K = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
+    return np.eye(3) + math.sin(angle) * K + (1 - math.cos(angle)) * K @ K
+
+
+def translation(p):
+    """The pure translation by p."""
+    return Transform(np.eye(3), np.asarray(p, dtype=float).copy())
+
+
+def compile_mjcf(path):
+    """MuJoCo's compiled model of an MJCF file, or a ModelError naming the file."""
+    name = os.fsdecode(os.fspath(path))
+    read_source(name)                   # missing, unreadable or oversized: refused before MuJoCo
+    try:
+        import mujoco
+    except ImportError:
+        raise ModelError(MUJOCO_HINT, source=name) from None
+    try:
+        return mujoco, mujoco.MjModel.from_xml_path(name)
+    except Exception as e:              # MuJoCo's compiler errors are ValueErrors with its text
+        text = " ".join(str(e).split())
+        raise ModelError(f"MuJoCo cannot compile it: {text}", source=name) from None
+
+
+class _Names:
+    """MuJoCo's names, with unnamed (empty) ones given one; unique within scleron's two
+    namespaces: "body" (bodies and frames) and "joint"."""
+
+    def __init__(self, mujoco, m):
+        self.mujoco, self.m = mujoco, m
+        self.used = {"body": {WORLD}, "joint": set()}
+
+    def raw(self, kind, i):
+        obj = getattr(self.mujoco.mjtObj, f"mjOBJ_{kind.upper()}")
+        return self.mujoco.mj_id2name(self.m, obj, i) or ""
+
+    def unique(self, space, wanted, fallback):
+        name = wanted or fallback
+        base, k = name, 1
+        while name in self.used[space]:
+            k += 1
+            name = f"{base}_{k}"
+        self.used[space].add(name)
+        return name
+
+
+def load_mjcf(path, *, inertia="physical", merge_fixed=True):
+    """Load an MJCF file through MuJoCo's compiler (module docstring). Returns the model with fixed
+    joints merged and validated (merge_fixed=False: one body per MuJoCo body and joint, not
+    validated). inertia: "physical" or "relaxed" (docs/inertia-checks.md)."""
+    name = os.fsdecode(os.fspath(path))
+    mujoco, m = compile_mjcf(name)
+    names = _Names(mujoco, m)
+    stem = os.path.splitext(os.path.basename(name))[0]
+    gravity = (0.0, 0.0, 0.0) if m.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_GRAVITY) \
+        else tuple(float(g) for g in m.opt.gravity)
+    model = Model(names.raw("model", 0) or stem, gravity=gravity, source=name)
+    model.inertia_checks = inertia
+    body_names = [WORLD] + [names.unique("body", names.raw("body", b), f"body{b}")
+                            for b in range(1, m.nbody)]
+    for b in range(1, m.nbody):
+        _add_body(model, m, names, body_names, b, name)
+    _add_sites(model, m, names, body_names)
+    report = _report(m)
+    if report:
+        warnings.warn(f"{name}: not read: {report}", MjcfWarning, stacklevel=3)
+    if not merge_fixed:
+        return model
+    return model.merged_fixed().validate()
+
+
+def _add_body(model, m, names, body_names, b, source):
+    """Body b of MuJoCo's model with its joints (module docstring)."""
+    parent = int(m.body_parentid[b])
+    parent_name = body_names[parent]
+    place = Transform(quaternion_matrix(*m.body_quat[b]), np.array(m.body_pos[b], dtype=float))
+    inertia = dict(mass=float(m.body_mass[b]), com=np.array(m.body_ipos[b], dtype=float),
+                   inertia=_body_inertia(m, b))
+    weld = names.unique("joint", f"{body_names[b]}_weld", f"weld{b}")
+    first, count = int(m.body_jntadr[b]), int(m.body_jntnum[b])
+    if m.body_mocapid[b] >= 0 or count <= 0:
+        model.add_body(body_names[b], parent_name, joint="fixed", origin=place, joint_name=weld,
+                       **inertia)
+        return
+    anchor = np.zeros(3)
+    for k, j in enumerate(range(first, first + count)):
+        kind, raw = _joint_kind(m, j), names.raw("joint", j)
+        shown = raw or f"joint {j} of body '{body_names[b]}'"
+        if kind == FREE and parent != 0:
+            raise ModelError(f"free joint {shown!r} is on a body below another body: scleron's "
+                             "free_flyer is a root joint", source=source, element=f"joint {shown!r}")
+        a = np.array(m.jnt_pos[j], dtype=float) if kind in (HINGE, BALL) else np.zeros(3)
+        origin = place.compose(translation(a - anchor)).compose(_ref_turn(m, j, kind))
+        if kind == FREE:
+            origin = Transform()        # MuJoCo sets a free body's pose from qpos alone
+        joint_name = names.unique("joint", raw, f"{body_names[b]}_joint{k}")
+        own = k == count - 1 and not a.any()
+        body = body_names[b] if own else names.unique("body", raw, f"{body_names[b]}_joint{k}")
+        model.add_body(body, parent_name, origin=origin, joint_name=joint_name,
+                       **_joint_spec(m, j, kind, shown, source),
+                       **(inertia if own else dict(mass=0.0, inertia=(0.0, 0.0, 0.0))))
+        parent_name, place, anchor = body, Transform(), a
+    if parent_name != body_names[b]:        # the MuJoCo body hangs from its last joint's body
+        model.add_body(body_names[b], parent_name, joint="fixed", origin=translation(-anchor),
+                       joint_name=weld, **inertia)
+
+
+def _ref_turn(m, j, kind):
+    """MuJoCo moves a hinge by qpos - ref and a slide by (qpos - ref) axis (ref = qpos0): the
+    constant part, R(axis, -ref) or a shift by -ref axis, goes into the joint's placement."""
+    if kind not in (HINGE, SLIDE):
+        return Transform()
+    ref = float(m.qpos0[m.jnt_qposadr[j]])
+    axis = np.array(m.jnt_axis[j], dtype=float)
+    if ref == 0.0:
+        return Transform()
+    if kind == HINGE:
+        return Transform(axis_rotation(axis, -ref), np.zeros(3))
+    return translation(-ref * axis)
+
+
+def _body_inertia(m, b):
+    R = quaternion_matrix(*m.body_iquat[b])
+    return R @ np.diag(np.array(m.body_inertia[b], dtype=float)) @ R.T
+
+
+def _joint_kind(m, j):
+    return {0: FREE, 1: BALL, 2: SLIDE, 3: HINGE}[int(m.jnt_type[j])]
+
+
+def _joint_spec(m, j, kind, err_name, source):
+    """add_body's joint keywords of MuJoCo joint j: type, axis, damping, armature, stiffness."""
+    dof, nv = int(m.jnt_dofadr[j]), {FREE: 6, BALL: 3, SLIDE: 1, HINGE: 1}[kind]
+    damping = [float(x) for x in m.dof_damping[dof:dof + nv]]
+    armature = [float(x) for x in m.dof_armature[dof:dof + nv]]
+    spec = {}
+    if kind == FREE:
+        for what, vals in (("damping", damping), ("armature", armature)):
+            if len(set(vals[:3])) > 1:
+                raise ModelError(f"free joint {err_name!r} has {what} {vals[:3]} on its three "
+                                 "linear axes: MuJoCo applies it to the world-frame velocity, "
+                                 "scleron's free_flyer to the body-frame one (equal only when the "
+                                 "three are the same)", source=source, element=f"joint {err_name!r}")
+        spec["joint"] = "free_flyer"
+    elif kind == BALL:
+        spec["joint"] = "spherical_quat"
+    else:
+        spec["joint"] = "revolute" if kind == HINGE else "prismatic"
+        spec["axis"] = tuple(float(x) for x in m.jnt_axis[j])
+        stiffness = float(m.jnt_stiffness[j])
+        if stiffness:
+            spec["stiffness"] = stiffness
+            spec["rest"] = float(m.qpos_spring[m.jnt_qposadr[j]])
+    if any(damping):
+        spec["damping"] = damping
+    if any(armature):
+        spec["armature"] = armature
+    return spec
+
+
+def _add_sites(model, m, names, body_names):
+    """Every named site as a frame on its body (sites of the world: on the world); a site named
+    as a body is the frame NAME_site."""
+    for s in range(m.nsite):
+        raw = names.raw("site", s)
+        if not raw:
+            continue
+        b = int(m.site_bodyid[s])
+        origin = Transform(quaternion_matrix(*m.site_quat[s]), np.array(m.site_pos[s], dtype=float))
+        wanted = raw if raw not in names.used["body"] else f"{raw}_site"    # a body's namesake
+        model.add_frame(names.unique("body", wanted, f"site{s}"), body_names[b], origin=origin)
+
+
+def _report(m):
+    """What the compiled model holds that scleron does not use, as one line (or "")."""
+    parts = []
+
+    def count(n, what):
+        if n:
+            parts.append(f"{n} {what}")
+    collide = int(np.count_nonzero((m.geom_contype != 0) | (m.geom_conaffinity != 0)))
+    count(collide, "colliding geoms (contacts)")
+    count(int(np.count_nonzero(m.jnt_limited)), "joint limits")
+    count(m.ntendon, "tendons")
+    count(m.neq, "equality constraints")
+    count(m.nu, "actuators (tau is the joint force)")
+    count(int(np.count_nonzero(m.dof_frictionloss)), "joints' friction loss")
+    count(int(np.count_nonzero(m.body_gravcomp)), "bodies' gravity compensation")
+    count(getattr(m, "nflex", 0), "flexes")
+    count(m.nmocap, "mocap bodies (fixed here)")
+    spring = [j for j in range(m.njnt) if m.jnt_type[j] in (0, 1) and m.jnt_stiffness[j]]
+    count(len(spring), "ball/free joint stiffness")
+    if m.opt.density or m.opt.viscosity or np.any(m.opt.wind):
+        parts.append("fluid forces (density, viscosity, wind)")
+    return ", ".join(parts)
+
+
+# ---- MuJoCo's qpos / qvel layout -------------------------------------------------------------
+class MujocoLayout:
+    """Conversions between MuJoCo's qpos, qvel, qacc, qfrc, M and scleron's q, v, vdot, tau, M
+    for a model read by load_mjcf (same coordinate order; only ball and free joints differ):
+    ball q = [x, y, z, w] from qpos [w, x, y, z]; free q = [p, x, y, z, w] from [p, w, x, y, z],
+    v_lin = R^T qvel_lin (R the body's rotation), vdot_lin = R^T qacc_lin - w x v_lin,
+    tau_lin = R^T qfrc_lin and M_mujoco = T^T M T with T = d v / d qvel. Single states
+    (1-D arrays)."""
+
+    def __init__(self, model):
+        self.balls, self.frees = [], []
+        iq = iv = 0
+        for j in model.joints:
+            if j.type == "spherical_quat":
+                self.balls.append(iq)
+            elif j.type == "free_flyer":
+                self.frees.append((iq, iv))
+            iq += j.nq
+            iv += j.dof
+        self.nq, self.nv = iq, iv
+
+    def q(self, qpos):
+        """scleron's q of MuJoCo's qpos."""
+        q = np.array(qpos, dtype=float)
+        for i in self.balls:
+            q[i:i + 4] = np.roll(q[i:i + 4], -1)
+        for i, _ in self.frees:
+            q[i + 3:i + 7] = np.roll(q[i + 3:i + 7], -1)
+        return q
+
+    def qpos(self, q):
+        """MuJoCo's qpos of scleron's q."""
+        out = np.array(q, dtype=float)
+        for i in self.balls:
+            out[i:i + 4] = np.roll(out[i:i + 4], 1)
+        for i, _ in self.frees:
+            out[i + 3:i + 7] = np.roll(out[i + 3:i + 7], 1)
+        return out
+
+    def _rotations(self, q):
+        q = np.asarray(q, dtype=float)
+        return [(iv, quaternion_matrix(q[iq + 6], *q[iq + 3:iq + 6])) for iq, iv in self.frees]
+
+    def v(self, q, qvel):
+        """scleron's velocity v at q of MuJoCo's qvel."""
+        v = np.array(qvel, dtype=float)
+        for i, R in self._rotations(q):
+            v[i:i + 3] = R.T @ v[i:i + 3]
+        return v
+
+    def qvel(self, q, v):
+        out = np.array(v, dtype=float)
+        for i, R in self._rotations(q):
+            out[i:i + 3] = R @ out[i:i + 3]
+        return out
+
+    def vdot(self, q, v, qacc):
+        """scleron's acceleration of MuJoCo's qacc (v: scleron's velocity at q)."""
+        a = np.array(qacc, dtype=float)
+        for i, R in self._rotations(q):
+            a[i:i + 3] = R.T @ a[i:i + 3] - np.cross(v[i + 3:i + 6], v[i:i + 3])
+        return a
+
+    def qacc(self, q, v, vdot):
+        out = np.array(vdot, dtype=float)
+        for i, R in self._rotations(q):
+            out[i:i + 3] = R @ (out[i:i + 3] + np.cross(v[i + 3:i + 6], v[i:i + 3]))
+        return out
+
+    def tau(self, q, qfrc):
+        """scleron's joint forces of MuJoCo's generalised forces (same power along qvel)."""
+        return self.v(q, qfrc)
+
+    def qfrc(self, q, tau):
+        return self.qvel(q, tau)
+
+    def mass_matrix(self, q, M):
+        """MuJoCo's M (qvel coordinates) of scleron's: T^T M T, T = d v / d qvel."""
+        T = np.eye(self.nv)
+        for i, R in self._rotations(q):
+            T[i:i + 3, i:i + 3] = R.T
+        return T.T @ np.asarray(M, dtype=float) @ T

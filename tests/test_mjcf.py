@@ -1,0 +1,323 @@
+"""The MJCF reader (model.mjcf) against MuJoCo itself.
+
+Oracle: MuJoCo (pip install mujoco) on the same file with contacts, constraints (joint limits,
+equalities) and actuation disabled and fluid forces and tendon springs off, i.e. the dynamics
+scleron reads: mj_forward's qacc at qfrc_applied = tau, mj_fullM, mj_inverse's qfrc_inverse, and
+the world poses of bodies and sites (xpos, xmat, site_xpos). Compared in MuJoCo's own qpos /
+qvel layout through MujocoLayout (ball and free joints, README "MJCF"). The models: MJCF written
+here (every joint kind, joint anchors and refs, several joints on one body, armature, damping,
+springs, sites, welded bodies) and the real ones dm_control's suite ships (cartpole, cheetah,
+walker, hopper, finger, fish, manipulator, quadruped, humanoid; humanoid_CMU and dog slow),
+skipped where dm_control is absent.
+"""
+import importlib.util
+import math
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import scleron
+from scleron.dynamics import recursions
+from scleron.dynamics.tree import Tree
+from scleron.errors import ModelError
+from scleron.model.mjcf import MjcfWarning, MujocoLayout
+from scleron.program import FloatAlgebra
+
+mujoco = pytest.importorskip("mujoco")
+ALG = FloatAlgebra()
+TOL = 1e-9
+
+# every joint kind; a hinge and a slide with ref, both on one body, the hinge off the body origin;
+# a ball with an anchor; a free root; armature, damping, a spring with springref; sites; a body
+# without joints (welded); gravity not along z
+ALL_KINDS = """<mujoco model="kinds">
+  <option gravity="0.3 -0.2 -9.81"/>
+  <worldbody>
+    <site name="ground_mark" pos="1 2 0"/>
+    <body name="base" pos="0.1 0.2 1" quat="0.9 0.1 0.3 0.2">
+      <freejoint name="root"/>
+      <geom type="box" size="0.2 0.1 0.05" mass="3"/>
+      <body name="a" pos="0.2 0 0" euler="10 20 30">
+        <joint name="h1" type="hinge" axis="0 1 0.3" pos="0.05 0.01 0" ref="0.3" damping="0.2"
+               armature="0.05" stiffness="2" springref="0.4"/>
+        <joint name="s1" type="slide" axis="1 0 0" ref="0.1" armature="0.1"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.04"/>
+        <body name="b" pos="0.3 0 0">
+          <joint name="ball" type="ball" pos="0.02 0 0.01" damping="0.1" armature="0.02"/>
+          <geom type="sphere" size="0.05" pos="0.1 0.02 0"/>
+          <site name="tip" pos="0.15 0 0" euler="0 30 0"/>
+          <body name="c" pos="0.2 0 0">
+            <geom type="ellipsoid" size="0.05 0.03 0.02" pos="0.05 0 0"/>
+            <body name="d" pos="0.1 0 0">
+              <joint name="h2" type="hinge" axis="0 0 1"/>
+              <joint name="h3" type="hinge" axis="1 0 0" pos="0 0.02 0"/>
+              <geom type="box" size="0.03 0.02 0.01" pos="0.04 0 0"/>
+            </body>
+          </body>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+# a fixed-base arm of hinges with the compiler's defaults (inertias from geoms, degrees)
+ARM = """<mujoco model="arm">
+  <default><joint damping="0.05" armature="0.01"/><geom type="capsule" size="0.03"/></default>
+  <worldbody>
+    <body name="l1" pos="0 0 0.1"><joint name="j1" axis="0 0 1"/>
+      <geom fromto="0 0 0 0 0 0.3"/>
+      <body name="l2" pos="0 0 0.3"><joint name="j2" axis="0 1 0" ref="20"/>
+        <geom fromto="0 0 0 0.3 0 0"/>
+        <body name="l3" pos="0.3 0 0"><joint name="j3" axis="0 1 0" stiffness="3" springref="10"/>
+          <geom fromto="0 0 0 0.25 0 0"/><site name="ee" pos="0.25 0 0"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def write(tmp_path, text, name="m.xml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def oracle(path):
+    """MuJoCo's model and data of the file, with what scleron does not read switched off."""
+    m = mujoco.MjModel.from_xml_path(path)
+    off = mujoco.mjtDisableBit
+    m.opt.disableflags |= int(off.mjDSBL_CONTACT) | int(off.mjDSBL_CONSTRAINT) | \
+        int(off.mjDSBL_ACTUATION)
+    m.opt.density = m.opt.viscosity = 0.0
+    m.tendon_stiffness[:] = 0.0
+    m.tendon_damping[:] = 0.0
+    return m, mujoco.MjData(m)
+
+
+def full_mass_matrix(m, d):
+    M = np.zeros((m.nv, m.nv))
+    try:
+        mujoco.mj_fullM(m, d, M)                # MuJoCo 4
+    except TypeError:
+        mujoco.mj_fullM(m, M, d.qM)             # MuJoCo 3
+    return M
+
+
+def random_qpos(m, rng, spread=0.5):
+    """qpos0 moved by up to `spread` in every hinge and slide, random unit quaternions."""
+    qpos = m.qpos0 + rng.uniform(-spread, spread, m.nq)
+    free, ball = int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)
+    for j in range(m.njnt):
+        if int(m.jnt_type[j]) in (free, ball):
+            a = m.jnt_qposadr[j] + (3 if int(m.jnt_type[j]) == free else 0)
+            quat = rng.normal(size=4)
+            qpos[a:a + 4] = quat / np.linalg.norm(quat)
+    return qpos
+
+
+def rel(a, b):
+    return float(np.linalg.norm(np.asarray(a) - b) / max(np.linalg.norm(b), 1e-300))
+
+
+def load_quiet(path, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MjcfWarning)
+        return scleron.load_model(path, **kw)
+
+
+def compare_dynamics(model, path, evaluate, nstates=3, seed=0):
+    """Forward dynamics, mass matrix and inverse dynamics at random states against MuJoCo, in
+    MuJoCo's layout. evaluate(name, *args) runs scleron's function (reference or compiled)."""
+    m, d = oracle(path)
+    layout = MujocoLayout(model)
+    assert (layout.nq, layout.nv) == (m.nq, m.nv)
+    rng = np.random.default_rng(seed)
+    for _ in range(nstates):
+        d.qpos[:] = random_qpos(m, rng)
+        d.qvel[:] = rng.uniform(-1, 1, m.nv)
+        d.qfrc_applied[:] = rng.uniform(-1, 1, m.nv)
+        mujoco.mj_forward(m, d)
+        q = layout.q(d.qpos)
+        v = layout.v(q, d.qvel)
+        qdd = evaluate("forward_dynamics", q, v, layout.tau(q, d.qfrc_applied))
+        assert rel(layout.qacc(q, v, qdd), d.qacc) <= TOL
+        M = layout.mass_matrix(q, evaluate("mass_matrix", q))
+        assert rel(M, full_mass_matrix(m, d)) <= TOL
+        d.qacc[:] = rng.uniform(-1, 1, m.nv)
+        mujoco.mj_inverse(m, d)
+        tau = evaluate("inverse_dynamics", q, v, layout.vdot(q, v, d.qacc))
+        assert rel(layout.qfrc(q, tau), d.qfrc_inverse) <= TOL
+    return m, d
+
+
+def reference(model):
+    """scleron's numeric reference (the recursions on floats) as evaluate() takes it."""
+    tree = Tree(model)
+    return lambda name, *args: np.array(getattr(recursions, name)(tree, ALG, *map(list, args)))
+
+
+# ---- MJCF written here ---------------------------------------------------------------------------
+def test_every_joint_kind_equals_mujoco(tmp_path):
+    path = write(tmp_path, ALL_KINDS)
+    model = load_quiet(path)
+    assert [j.type for j in model.joints] == ["free_flyer", "revolute", "prismatic",
+                                             "spherical_quat", "revolute", "revolute"]
+    assert [j.name for j in model.joints] == ["root", "h1", "s1", "ball", "h2", "h3"]
+    compare_dynamics(model, path, reference(model))
+
+
+def test_compiled_module_equals_mujoco_and_places_bodies_and_sites(tmp_path, generated):
+    """The generated C of the file, and every MuJoCo body and named site as a frame at
+    MuJoCo's world pose (xpos, xmat, site_xpos, site_xmat)."""
+    path = write(tmp_path, ALL_KINDS)
+    model, dyn = generated(load_quiet(path), "mjcf_kinds",
+                           functions=["forward_dynamics", "inverse_dynamics", "mass_matrix",
+                                      "frame_placements"])
+    compare_dynamics(model, path, lambda name, *a: getattr(dyn, name)(*a))
+    m, d = oracle(path)
+    layout = MujocoLayout(model)
+    d.qpos[:] = random_qpos(m, np.random.default_rng(3))
+    mujoco.mj_kinematics(m, d)
+    P = dyn.frame_placements(layout.q(d.qpos))
+    names = list(dyn.frame_names)
+    for b in range(1, m.nbody):
+        X = P[names.index(m.body(b).name)]
+        assert np.abs(X[:3, 3] - d.xpos[b]).max() <= 1e-12
+        assert np.abs(X[:3, :3] - d.xmat[b].reshape(3, 3)).max() <= 1e-12
+    for s in range(m.nsite):
+        X = P[names.index(m.site(s).name)]
+        assert np.abs(X[:3, 3] - d.site_xpos[s]).max() <= 1e-12
+        assert np.abs(X[:3, :3] - d.site_xmat[s].reshape(3, 3)).max() <= 1e-12
+
+
+def test_arm_with_compiler_defaults(tmp_path):
+    path = write(tmp_path, ARM)
+    model = load_quiet(path)
+    assert model.nv == 3 and model.joints[0].armature == (0.01,)
+    assert model.joints[2].stiffness == (3.0,)
+    assert model.joints[2].rest == pytest.approx((math.radians(10),))
+    compare_dynamics(model, path, reference(model), nstates=4)
+
+
+def test_layout_round_trips(tmp_path):
+    """MujocoLayout's conversions are inverse pairs, and T^T M T keeps M's power: qvel' M_mj
+    qvel = v' M v."""
+    model = load_quiet(write(tmp_path, ALL_KINDS))
+    layout = MujocoLayout(model)
+    m, _ = oracle(str(tmp_path / "m.xml"))
+    rng = np.random.default_rng(5)
+    qpos, qvel, a = random_qpos(m, rng), rng.normal(size=m.nv), rng.normal(size=m.nv)
+    q = layout.q(qpos)
+    assert np.allclose(layout.qpos(q), qpos, atol=0, rtol=0)
+    v = layout.v(q, qvel)
+    assert np.allclose(layout.qvel(q, v), qvel, atol=1e-15)
+    assert np.allclose(layout.qacc(q, v, layout.vdot(q, v, a)), a, atol=1e-14)
+    assert np.allclose(layout.qfrc(q, layout.tau(q, a)), a, atol=1e-15)
+    M = np.array(recursions.mass_matrix(Tree(model), ALG, list(q)))
+    assert qvel @ layout.mass_matrix(q, M) @ qvel == pytest.approx(v @ M @ v, rel=1e-13)
+
+
+# ---- what is not read, and what is refused ----------------------------------------------------
+def test_what_is_not_read_is_reported_in_one_line(tmp_path):
+    text = ARM.replace("</worldbody>", """</worldbody>
+  <tendon><fixed name="t"><joint joint="j2" coef="1"/><joint joint="j3" coef="-1"/></fixed></tendon>
+  <equality><joint joint1="j2" joint2="j3"/></equality>
+  <actuator><motor joint="j1"/><position joint="j2" kp="10"/></actuator>""")
+    text = text.replace('<joint name="j1" axis="0 0 1"/>',
+                        '<joint name="j1" axis="0 0 1" range="-1 1" limited="true" frictionloss="0.1"/>')
+    with pytest.warns(MjcfWarning) as record:
+        scleron.load_model(write(tmp_path, text))
+    assert len(record) == 1
+    line = str(record[0].message)
+    for what in ("colliding geoms (contacts)", "1 joint limits", "1 tendons",
+                 "1 equality constraints", "2 actuators", "1 joints' friction loss"):
+        assert what in line
+    assert line.startswith(str(tmp_path / "m.xml"))
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("<mujoco><worldbody><body><joint type='hinge' axis='0 0 0'/><geom size='.1'/></body>"
+     "</worldbody></mujoco>", "MuJoCo cannot compile it"),
+    ("<mujoco><worldbody><body><geom size='.1'/><body><freejoint name='f'/><geom size='.1'/>"
+     "</body></body></worldbody></mujoco>", "free"),
+    ("<mujoco><worldbody><body><joint name='f' type='free' damping='1'/><geom size='.1'/></body>"
+     "</worldbody></mujoco>".replace("damping='1'", "armature='1'"), None),
+    ("<mujoco><worldbody><geom size='.1'/></worldbody></mujoco>", "no moving bodies"),
+    ("<mujoco><worldbody><body", "MuJoCo cannot compile it"),
+])
+def test_refused_with_a_clear_error(tmp_path, text, problem):
+    path = write(tmp_path, text)
+    if problem is None:                     # isotropic armature on a free joint is fine
+        load_quiet(path)
+        return
+    with pytest.raises(ModelError, match=problem) as info:
+        load_quiet(path)
+    assert str(tmp_path / "m.xml") in str(info.value)
+
+
+def test_free_joint_with_anisotropic_damping_is_refused(tmp_path):
+    path = write(tmp_path, "<mujoco><worldbody><body><freejoint name='f'/><geom size='.1'/>"
+                           "</body></worldbody></mujoco>")
+    import scleron.model.mjcf as mj
+    m = mujoco.MjModel.from_xml_path(path)
+    m.dof_damping[:3] = (1.0, 2.0, 1.0)
+    with pytest.raises(ModelError, match="damping .* three linear axes"):
+        mj._joint_spec(m, 0, mj.FREE, "f", path)
+
+
+def test_xml_files_go_to_the_reader_their_root_names(tmp_path):
+    urdf = write(tmp_path, """<robot name="r"><link name="a"/><link name="b"><inertial>
+        <mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial>
+        </link><joint name="j" type="revolute"><parent link="a"/><child link="b"/>
+        <axis xyz="0 0 1"/></joint></robot>""", "robot.xml")
+    assert scleron.load_model(urdf).joints[0].name == "j"
+    assert load_quiet(write(tmp_path, ARM, "arm.mjcf")).nv == 3
+
+
+def test_missing_mujoco_is_one_clear_line(tmp_path, monkeypatch):
+    import builtins
+    path = write(tmp_path, ARM)
+    real_import = builtins.__import__
+
+    def no_mujoco(name, *args, **kw):
+        if name == "mujoco":
+            raise ImportError("no mujoco")
+        return real_import(name, *args, **kw)
+    monkeypatch.setattr(builtins, "__import__", no_mujoco)
+    with pytest.raises(ModelError, match=r"pip install 'scleron\[mjcf\]'"):
+        scleron.load_model(path)
+
+
+# ---- real models: dm_control's suite -------------------------------------------------------------
+def suite(name):
+    spec = importlib.util.find_spec("dm_control")
+    if spec is None:
+        pytest.skip("dm_control is not installed (the test extra installs it)")
+    path = os.path.join(spec.submodule_search_locations[0], "suite", name + ".xml")
+    if not os.path.exists(path):
+        pytest.skip(f"dm_control has no suite/{name}.xml")
+    return path
+
+
+@pytest.mark.parametrize("name", [
+    "cartpole", "acrobot", "cheetah", "walker", "hopper", "finger", "fish", "manipulator",
+    "quadruped", "humanoid",
+    pytest.param("humanoid_CMU", marks=pytest.mark.slow), pytest.param("dog", marks=pytest.mark.slow),
+])
+def test_dm_control_suite_model_equals_mujoco(name):
+    path = suite(name)
+    model = load_quiet(path)
+    compare_dynamics(model, path, reference(model), nstates=2)
+
+
+def test_dm_control_humanoid_compiled(generated):
+    """The real humanoid (free root, 21 hinges, armature, damping) generated and compiled."""
+    path = suite("humanoid")
+    model, dyn = generated(load_quiet(path), "mjcf_humanoid",
+                           functions=["forward_dynamics", "inverse_dynamics", "mass_matrix"])
+    compare_dynamics(model, path, lambda name, *a: getattr(dyn, name)(*a), nstates=2)
