@@ -279,6 +279,19 @@ def test_xml_files_go_to_the_reader_their_root_names(tmp_path):
     assert load_quiet(write(tmp_path, ARM, "arm.mjcf")).nv == 3
 
 
+def test_compiler_warnings_are_warnings_not_a_log_file(tmp_path, monkeypatch):
+    """MuJoCo writes its warnings to MUJOCO_LOG.TXT in the working directory unless a handler
+    takes them: the reader takes them and says them as an MjcfWarning."""
+    if int(mujoco.__version__.split(".")[0]) < 4:
+        pytest.skip("settotalmass warns from MuJoCo 4 on")
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path, ARM.replace("<worldbody>", '<compiler settotalmass="2"/><worldbody>'))
+    with pytest.warns(MjcfWarning, match="MuJoCo's compiler warns: compiler attribute 'settotalmass'"):
+        model = scleron.load_model(path)
+    assert sum(b.inertia.mass for b in model.bodies) == pytest.approx(2.0)
+    assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
+
+
 def test_missing_mujoco_is_one_clear_line(tmp_path, monkeypatch):
     import builtins
     path = write(tmp_path, ARM)

@@ -82,11 +82,19 @@ def compile_mjcf(path):
         import mujoco
     except ImportError:
         raise ModelError(MUJOCO_HINT, source=name) from None
+    said, previous = [], mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(said.append)    # its warnings here, not in ./MUJOCO_LOG.TXT
     try:
-        return mujoco, mujoco.MjModel.from_xml_path(name)
+        m = mujoco.MjModel.from_xml_path(name)
     except Exception as e:              # MuJoCo's compiler errors are ValueErrors with its text
         text = " ".join(str(e).split())
         raise ModelError(f"MuJoCo cannot compile it: {text}", source=name) from None
+    finally:
+        mujoco.set_mju_user_warning(previous)
+    for text in said:
+        warnings.warn(f"{name}: MuJoCo's compiler warns: {' '.join(text.split())}", MjcfWarning,
+                      stacklevel=4)
+    return mujoco, m
 
 
 class _Names:
