@@ -88,8 +88,14 @@ def write(tmp_path, text, name="m.xml"):
 
 
 def oracle(path):
-    """MuJoCo's model and data of the file, with what scleron does not read switched off."""
-    m = mujoco.MjModel.from_xml_path(path)
+    """MuJoCo's model and data of the file, with what scleron does not read switched off (its
+    compiler's warnings, e.g. cheetah's settotalmass, taken here: no MUJOCO_LOG.TXT)."""
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(lambda text: None)
+    try:
+        m = mujoco.MjModel.from_xml_path(path)
+    finally:
+        mujoco.set_mju_user_warning(previous)
     off = mujoco.mjtDisableBit
     m.opt.disableflags |= int(off.mjDSBL_CONTACT) | int(off.mjDSBL_CONSTRAINT) | \
         int(off.mjDSBL_ACTUATION)
