@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_16a5af79a5d5"
-HASH = "16a5af79a5d5c95e4862b50e7b95a4d5a1ced287da6e2092a3c69eafdef59fae"
+MODULE = "_branched_5911e0fdebfb"
+HASH = "5911e0fdebfbf38045a21548d99ea7dab8d8298ba7e342f177855b167c43cf83"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_74cafa351731"
-HASH = "74cafa351731a8afa730fdb00a97ad8111ca7644656c32d9c89e89c5ded1173d"
+MODULE = "_quadruped_276ca938c64d"
+HASH = "276ca938c64d9c84c45dafdd0981d8b8b12864fc0ab497c5432fc22abd215bf3"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

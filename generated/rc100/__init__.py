@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_47f919be7294"
-HASH = "47f919be7294ed2522c2f9250a824385a94d14342bd5efd5faa294635ad3c639"
+MODULE = "_rc100_ae88d540a9f4"
+HASH = "ae88d540a9f4a1cbb79bdc9fc638c0f3fc5fd9dd3930825249e9e43e87083616"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

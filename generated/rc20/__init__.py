@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_b9daa7621746"
-HASH = "b9daa7621746a78cac2e40e1073e80ee5939eb85cc88887d764c42db873702b4"
+MODULE = "_rc20_2a5284e39cdf"
+HASH = "2a5284e39cdf6c69eea76f7475b67dcb91e542309ad3b65baacd758abb60cde6"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

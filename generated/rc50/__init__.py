@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_c50beeebbcbe"
-HASH = "c50beeebbcbe57647cd774b6a57808681542bd8af1724b36801277a9d8d1a00f"
+MODULE = "_rc50_90a8352487f4"
+HASH = "90a8352487f46c1a2cb9e91d30d8683e37d92344bf41d55f105a479935b57011"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
