@@ -40,7 +40,7 @@ def pin():
 
 
 # ---- Pinocchio on arms --------------------------------------------------------------------------
-@pytest.mark.parametrize("robot", ["panda", "ur5"])
+@pytest.mark.parametrize("robot", ["panda", pytest.param("ur5", marks=pytest.mark.slow)])
 def test_frame_functions_equal_pinocchio(robot, pin, generated, rng):
     path = robot_urdf(robot)
     model, dyn = generated(path, robot, functions=None)
