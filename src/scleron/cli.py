@@ -265,10 +265,10 @@ def build_parser():
 
     c = sub.add_parser("codegen", help="generate, compile and load C dynamics for a model "
                        "(into generated/<name> unless -o DIR)")
-    c.add_argument("model", help="model file (.yaml, .yml, .urdf)")
+    c.add_argument("model", help="model file (.yaml, .yml, .urdf, .osim; .xml or .mjcf: URDF or MJCF by its root element)")
     c.add_argument("-o", "--output", metavar="DIR", help="output folder (default generated/<name>)")
     c.add_argument("--name", help="C prefix and package name (default: the model's name)")
-    c.add_argument("--floating", action="store_true", help="URDF: add a free joint at the root")
+    c.add_argument("--floating", action="store_true", help="URDF: put a free_flyer joint at the root link")
     c.add_argument("--chunk", type=int, default=1000, metavar="N",
                    help="statements per C function chunk (default 1000)")
     c.add_argument("--opt", choices=["1", "2", "3"], default=None,
@@ -304,7 +304,7 @@ def build_parser():
 
     s = sub.add_parser("show", help="print the emitted equations of a function, a joint's "
                        "derived quantities or the body tree")
-    s.add_argument("model", help="model file (.yaml, .yml, .urdf)")
+    s.add_argument("model", help="model file (.yaml, .yml, .urdf, .osim; .xml or .mjcf: URDF or MJCF by its root element)")
     aliases = [a for f in FUNCTIONS.values() for a in f.aliases]
     s.add_argument("--function", choices=aliases + list(FUNCTIONS) + list(one_frame_families()),
                    metavar="NAME",
@@ -328,11 +328,11 @@ def build_parser():
     s.add_argument("--tree", action="store_true",
                    help="print the body tree: each body under its parent, with its joint's type "
                         "and DOF")
-    s.add_argument("--floating", action="store_true", help="URDF: add a free joint at the root")
+    s.add_argument("--floating", action="store_true", help="URDF: put a free_flyer joint at the root link")
     s.set_defaults(func=cmd_show)
 
     d = sub.add_parser("draw", help="draw a 3-D stick figure of the model (needs matplotlib)")
-    d.add_argument("model", help="model file (.yaml, .yml, .urdf)")
+    d.add_argument("model", help="model file (.yaml, .yml, .urdf, .osim; .xml or .mjcf: URDF or MJCF by its root element)")
     d.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="picture file (.png, .pdf, .svg)")
     d.add_argument("--q", nargs="+", type=float, metavar="X",
@@ -342,7 +342,7 @@ def build_parser():
     d.add_argument("--azim", type=float, default=-60.0, metavar="DEG",
                    help="view azimuth in degrees (default -60)")
     d.add_argument("--no-labels", action="store_true", help="do not write body names")
-    d.add_argument("--floating", action="store_true", help="URDF: add a free joint at the root")
+    d.add_argument("--floating", action="store_true", help="URDF: put a free_flyer joint at the root link")
     d.set_defaults(func=cmd_draw)
     add_simulate_parser(sub)
 

@@ -133,11 +133,13 @@ def load_model(path, **kw):
     except TypeError:
         raise ModelError(f"a model path must be a file name, got {type(path).__name__}") from None
     fmt = model_format(name)
+    if fmt != URDF_FORMAT and kw.pop("floating", False):
+        where = {YAML_FORMAT: "in YAML give the root body a 'free_flyer' joint",
+                 MJCF_FORMAT: "in MJCF give the root body a <freejoint/>",
+                 OSIM_FORMAT: "in OpenSim give the root body a FreeJoint"}[fmt]
+        raise ModelError(f"floating=True (--floating) applies to URDF files; {where}", source=name)
     if fmt == YAML_FORMAT:
         from .yaml_loader import load_yaml
-        if kw.pop("floating", False):
-            raise ModelError("floating=True applies to URDF files; in YAML give the root body a "
-                             "'free_flyer' joint", source=name)
         model = load_yaml(path, **kw)
     elif fmt == URDF_FORMAT:
         from .urdf import load_urdf

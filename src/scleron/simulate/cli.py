@@ -20,7 +20,7 @@ def add_parser(subparsers):
                     "constant joint torque), switching Euler charts and reparameterising "
                     "exponential coordinates as needed; write the trajectory and a plot. The "
                     "generated dynamics are cached in ~/.cache/scleron/<name> (--build-dir).")
-    p.add_argument("model", help="model file (.yaml, .yml, .urdf)")
+    p.add_argument("model", help="model file (.yaml, .yml, .urdf, .osim; .xml or .mjcf: URDF or MJCF by its root element)")
     p.add_argument("--duration", type=float, required=True, metavar="T", help="simulated time (s)")
     p.add_argument("--dt", type=float, required=True, metavar="H",
                    help="time step (s); for rk45 the first and largest step")
