@@ -340,3 +340,8 @@ def test_dm_control_humanoid_compiled(generated):
     model, dyn = generated(load_quiet(path), "mjcf_humanoid",
                            functions=["forward_dynamics", "inverse_dynamics", "mass_matrix"])
     compare_dynamics(model, path, lambda name, *a: getattr(dyn, name)(*a), nstates=2)
+
+
+def test_floating_applies_to_urdf_only(tmp_path):
+    with pytest.raises(ModelError, match="in MJCF give the root body a <freejoint/>"):
+        scleron.load_model(write(tmp_path, ARM), floating=True)
