@@ -345,3 +345,12 @@ def test_dm_control_humanoid_compiled(generated):
 def test_floating_applies_to_urdf_only(tmp_path):
     with pytest.raises(ModelError, match="in MJCF give the root body a <freejoint/>"):
         scleron.load_model(write(tmp_path, ARM), floating=True)
+
+
+def test_cli_says_what_is_not_read_in_one_line(tmp_path, capsys):
+    from scleron.cli import main
+    text = ARM.replace("</worldbody>", "</worldbody><actuator><motor joint='j1'/></actuator>")
+    assert main(["show", write(tmp_path, text), "--tree"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("scleron: warning: ")
+    assert "not read: " in err[0] and "1 actuators" in err[0]

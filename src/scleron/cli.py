@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 
 from . import __version__
 from .errors import BuildError, ModelError
@@ -497,7 +498,19 @@ def _one_line(exc):
     return text or type(exc).__name__
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """A model's warnings (InertiaWarning, MimicWarning, MjcfWarning, OsimWarning...) as one
+    line each, like the errors, instead of Python's file:line and source-line form."""
+    print(f"scleron: warning: {_one_line(message)}", file=sys.stderr)
+
+
 def main(argv=None):
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _main(argv)
+
+
+def _main(argv):
     try:
         args = build_parser().parse_args(argv)
         return args.func(args)
