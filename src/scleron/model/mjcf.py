@@ -43,7 +43,7 @@ import numpy as np
 
 from ..errors import ModelError
 from .load import read_source
-from .model import WORLD, Model, Transform
+from .model import INERTIA_CHECKS, WORLD, Model, Transform
 
 HINGE, SLIDE, BALL, FREE = "hinge", "slide", "ball", "free"
 MUJOCO_HINT = "reading MJCF needs MuJoCo: pip install 'scleron[mjcf]' (or pip install mujoco)"
@@ -124,6 +124,8 @@ def load_mjcf(path, *, inertia="physical", merge_fixed=True):
     joints merged and validated (merge_fixed=False: one body per MuJoCo body and joint, not
     validated). inertia: "physical" or "relaxed" (docs/inertia-checks.md)."""
     name = os.fsdecode(os.fspath(path))
+    if inertia not in INERTIA_CHECKS:
+        raise ModelError(f"inertia must be one of {INERTIA_CHECKS}, got {inertia!r}", source=name)
     mujoco, m = compile_mjcf(name)
     names = _Names(mujoco, m)
     stem = os.path.splitext(os.path.basename(name))[0]
