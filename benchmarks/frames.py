@@ -94,9 +94,6 @@ def setup_frames(S, entry):
     against Pinocchio's at NCHECK states; the number of frames the harnesses get (0: frames
     skipped on this system)."""
     S.frames_ok = False
-    if S.floating:
-        return skip(S, entry, "floating base (scleron's free joint is the Euler-angle one, Pinocchio's "
-                              "the quaternion free-flyer; scleron's quaternion free-flyer is not done yet)")
     if S.pin_model is None:
         return skip(S, entry, "no Pinocchio model")
     try:

@@ -30,10 +30,10 @@ FINAL_NOTES = [
     "with Model::addJoint/appendBodyToJoint; the harness check above shows it equals the Python model.",
     "The Pinocchio timings are its header templates compiled -O3 -march=native in this run; the pin wheel's "
     "precompiled library (what `import pinocchio` calls) is generic x86-64 and is only timed through Python.",
-    "MuJoCo's free joint uses a world-frame linear velocity and Pinocchio's a body-frame one; scleron's free "
-    "joint uses XYZ Euler angles and their rates. For the floating robot the three tools get states of the "
-    "same distribution, not the same physical state, and only MuJoCo vs Pinocchio is cross-checked "
-    "(identity base orientation, zero base velocity).",
+    "MuJoCo's free joint uses a world-frame linear velocity and Pinocchio's a body-frame one; scleron's "
+    "free_flyer is Pinocchio's (q = [x, y, z, qx, qy, qz, qw], v = body-frame [linear; angular]), so scleron "
+    "and Pinocchio get the same states and are cross-checked on the floating robot too, MuJoCo states of the "
+    "same distribution (MuJoCo vs Pinocchio cross-checked at identity base orientation, zero base velocity).",
     "MuJoCo's mass matrix is its sparse M (mj_makeM); Pinocchio's crba fills the upper triangle; scleron "
     "writes the full dense n×n matrix.",
 ]

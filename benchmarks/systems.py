@@ -156,28 +156,14 @@ def export_pin_model(model, path, frame_ids=()):
     write_text(path, "\n".join(lines) + "\n")
 
 
-def rot_xyz(a, b, c):
-    ca, sa, cb, sb, cc, sc = math.cos(a), math.sin(a), math.cos(b), math.sin(b), math.cos(c), math.sin(c)
-    rx = np.array([[1, 0, 0], [0, ca, -sa], [0, sa, ca]])
-    ry = np.array([[cb, 0, sb], [0, 1, 0], [-sb, 0, cb]])
-    rz = np.array([[cc, -sc, 0], [sc, cc, 0], [0, 0, 1]])
-    return rx @ ry @ rz
-
-
 def pin_q_from_ours(pmodel, q):
-    """Our coordinates -> Pinocchio's: continuous joints become (cos, sin); a free joint's XYZ
-    angles become a quaternion (x, y, z, w)."""
-    import pinocchio as pin
+    """Our coordinates -> Pinocchio's: continuous joints become (cos, sin); the free-flyer's seven
+    (position, quaternion x, y, z, w) are the same in both."""
     out, k = [], 0
     for j in range(1, pmodel.njoints):
         jm = pmodel.joints[j]
         t = pin_short(jm)
-        if t == "FreeFlyer":
-            R = rot_xyz(*q[k + 3:k + 6])
-            quat = pin.Quaternion(R)
-            out += list(q[k:k + 3]) + [quat.x, quat.y, quat.z, quat.w]
-            k += 6
-        elif t.startswith("RUB"):
+        if t.startswith("RUB"):
             out += [math.cos(q[k]), math.sin(q[k])]
             k += 1
         else:
@@ -251,11 +237,15 @@ def locate_system(key, build_dir):
     return "urdf", None, os.path.join(robots, rel), label, floating
 
 
-def random_coordinates(rng, count, nv, floating):
-    """Joint angles in [-pi, pi]; a free joint's six coordinates in [-1, 1]."""
-    q = rng.uniform(-math.pi, math.pi, (count, nv))
+def random_coordinates(rng, count, nq, floating):
+    """Joint angles in [-pi, pi]; a free-flyer's position in [-1, 1]^3 and a random unit
+    quaternion (x, y, z, w): scleron's free_flyer and Pinocchio's JointModelFreeFlyer share this
+    layout."""
+    q = rng.uniform(-math.pi, math.pi, (count, nq))
     if floating:
-        q[:, :6] = rng.uniform(-1, 1, (count, 6))
+        q[:, :3] = rng.uniform(-1, 1, (count, 3))
+        quat = rng.normal(size=(count, 4))
+        q[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
     return q
 
 
@@ -288,10 +278,10 @@ class System:
 
     def _make_states(self):
         rng = np.random.default_rng(int(sha(self.key), 16) % (2 ** 32))
-        self.q = random_coordinates(rng, NSTATES, self.nv, self.floating)
+        self.q = random_coordinates(rng, NSTATES, self.model.nq, self.floating)
         self.v = rng.uniform(-1, 1, (NSTATES, self.nv))
         self.u = rng.uniform(-1, 1, (NSTATES, self.nv))
-        self.qb = random_coordinates(rng, NBATCH, self.nv, self.floating)
+        self.qb = random_coordinates(rng, NBATCH, self.model.nq, self.floating)
         self.vb = rng.uniform(-1, 1, (NBATCH, self.nv))
         self.ub = rng.uniform(-1, 1, (NBATCH, self.nv))
         self.states_path = os.path.join(self.dir, "states.bin")
@@ -419,14 +409,11 @@ class System:
         return ok, errs
 
     def verify_scleron_vs_pin(self, dyn):
-        """The generated module at state 0 (returned) against Pinocchio (fixed base only)."""
+        """The generated module at state 0 (returned) against Pinocchio (the floating robot too:
+        scleron's free_flyer has Pinocchio's q and v)."""
         ours = {"fd": dyn.forward_dynamics(self.q[0], self.v[0], self.u[0]),
                 "id": dyn.inverse_dynamics(self.q[0], self.v[0], self.u[0]),
                 "M": dyn.mass_matrix(self.q[0]), "h": dyn.bias_forces(self.q[0], self.v[0])}
-        if self.floating:
-            self.verification["scleron vs pinocchio (python)"] = \
-                "not compared: free-joint coordinates differ (Euler XYZ + coordinate rates vs quaternion + body twist)"
-            return ours
         ref = self.pin_eval(self.pq[0], self.v[0], self.u[0])
         self.verification["scleron vs pinocchio (python)"] = {f: rel_err(ours[f], ref[f]) for f in FUNCS}
         return ours
