@@ -135,17 +135,18 @@ def mujoco_build_steps(cg=False):
     return (key, [("compile", argv)]), None
 
 
-def scleron_build_steps(folder, name, cg=False, nframes=0, dynamics=True):
+def scleron_build_steps(folder, name, cg=False, nframes=0, dynamics=True, derivatives=False):
     """(cache key, steps) of the scleron harness on a generated folder: NAME_dynamics.c compiled
     with the folder's own cflags (scleron.json), the harness main, linked. dynamics: it calls
     the four dynamics functions; nframes > 0: the frame functions (the folder's frame_names has
-    nframes frames)."""
+    nframes frames); derivatives: the three derivative functions (fdd, idd, minv)."""
     meta = json.loads(read(os.path.join(folder, "scleron.json")))
     cflags = meta.get("cflags") or ["-O2", "-g0", "-march=native", "-fno-math-errno", "-std=c99"]
     cflags = list(cflags) + (NO_AVX512 if cg else [])
     template = read(os.path.join(HARNESS, "scleron_bench.c.in"))
     main_src = template.replace("@NAME_UPPER@", name.upper()).replace("@NAME@", name) \
-        .replace("@NFRAMES@", str(int(nframes))).replace("@DYNAMICS@", "1" if dynamics else "0")
+        .replace("@NFRAMES@", str(int(nframes))).replace("@DYNAMICS@", "1" if dynamics else "0") \
+        .replace("@DERIVATIVES@", "1" if derivatives else "0")
     csrc = os.path.join(folder, f"{name}_dynamics.c")
     key = sha(meta["hash"], read(csrc, "rb"), main_src, read(os.path.join(HARNESS, "bench_common.h")),
               " ".join(cflags), cg)

@@ -10,6 +10,10 @@
 //   jac_frames_lwa    computeJointJacobians + getFrameJacobian(LOCAL_WORLD_ALIGNED) of every listed frame
 //   jac_frames_local  the same, LOCAL
 //   jcom              jacobianCenterOfMass
+// and the derivatives (issue 11; named only by benchmarks/derivatives.py)
+//   aba_derivs        computeABADerivatives (ddq, ddq_dq, ddq_dv, Minv)
+//   rnea_derivs       computeRNEADerivatives (dtau_dq, dtau_dv, M)
+//   minv              computeMinverse
 // with the conventions of bench_common.h. Usage: pin_bench MODEL.txt STATES ...
 //
 // MODEL.txt: "njoints" then one line per joint (after the universe):
@@ -26,6 +30,8 @@
 #include <pinocchio/algorithm/frames.hpp>
 #include <pinocchio/algorithm/jacobian.hpp>
 #include <pinocchio/algorithm/center-of-mass.hpp>
+#include <pinocchio/algorithm/aba-derivatives.hpp>
+#include <pinocchio/algorithm/rnea-derivatives.hpp>
 #include <vector>
 
 using ConstMap = Eigen::Map<const Eigen::VectorXd>;
@@ -82,6 +88,25 @@ void run_jcom(const pinocchio::Model &model, pinocchio::Data &data, const double
 {
     ConstMap Q(q, model.nq);
     pinocchio::jacobianCenterOfMass(model, data, Q);
+}
+void run_aba_derivatives(const pinocchio::Model &model, pinocchio::Data &data, const double *q,
+                         const double *v, const double *tau)
+{
+    ConstMap Q(q, model.nq), V(v, model.nv), T(tau, model.nv);
+    pinocchio::computeABADerivatives(model, data, Q, V, T);
+}
+
+void run_rnea_derivatives(const pinocchio::Model &model, pinocchio::Data &data, const double *q,
+                          const double *v, const double *a)
+{
+    ConstMap Q(q, model.nq), V(v, model.nv), A(a, model.nv);
+    pinocchio::computeRNEADerivatives(model, data, Q, V, A);
+}
+
+void run_minv(const pinocchio::Model &model, pinocchio::Data &data, const double *q)
+{
+    ConstMap Q(q, model.nq);
+    pinocchio::computeMinverse(model, data, Q);
 }
 extern "C" {
 #include "bench_common.h"
@@ -163,6 +188,14 @@ static Model read_model(const char *path, std::vector<FrameIndex> &frames)
 }
 
 // a matrix's entries appended row by row
+// a matrix of which Pinocchio fills the upper triangle (M, Minv), made symmetric
+static Eigen::MatrixXd symmetric_from_upper(const Eigen::MatrixXd &m)
+{
+    Eigen::MatrixXd s = m;
+    s.triangularView<Eigen::StrictlyLower>() = m.transpose().triangularView<Eigen::StrictlyLower>();
+    return s;
+}
+
 template <typename Mat>
 static void append_row_major(std::vector<double> &buf, const Mat &m)
 {
@@ -197,6 +230,9 @@ int main(int argc, char **argv)
 #define CALL_JAC_LWA run_frame_jacobians(model, data, P_Q, frames, Jf, false)
 #define CALL_JAC_LOCAL run_frame_jacobians(model, data, P_Q, frames, Jf, true)
 #define CALL_JCOM run_jcom(model, data, P_Q)
+#define CALL_ABA_D run_aba_derivatives(model, data, P_Q, P_V, P_U)
+#define CALL_RNEA_D run_rnea_derivatives(model, data, P_Q, P_V, P_U)
+#define CALL_MINV run_minv(model, data, P_Q)
 
     if (a.mode == BENCH_TIME_MODE) {
         if (bench_wants(&a, "aba_local")) BENCH_TIME("aba_local", a.R, a.target_ns, NS, CALL_ABA_L);
@@ -205,6 +241,9 @@ int main(int argc, char **argv)
         if (bench_wants(&a, "crba_local")) BENCH_TIME("crba_local", a.R, a.target_ns, NS, CALL_CRBA_L);
         if (bench_wants(&a, "crba_world")) BENCH_TIME("crba_world", a.R, a.target_ns, NS, CALL_CRBA_W);
         if (bench_wants(&a, "nle")) BENCH_TIME("nle", a.R, a.target_ns, NS, CALL_NLE);
+        if (bench_wants(&a, "aba_derivs")) BENCH_TIME("aba_derivs", a.R, a.target_ns, NS, CALL_ABA_D);
+        if (bench_wants(&a, "rnea_derivs")) BENCH_TIME("rnea_derivs", a.R, a.target_ns, NS, CALL_RNEA_D);
+        if (bench_wants(&a, "minv")) BENCH_TIME("minv", a.R, a.target_ns, NS, CALL_MINV);
         if (have_frames) {
             if (bench_wants(&a, "fk_frames")) BENCH_TIME("fk_frames", a.R, a.target_ns, NS, CALL_FK_FRAMES);
             if (bench_wants(&a, "jac_frames_lwa")) BENCH_TIME("jac_frames_lwa", a.R, a.target_ns, NS, CALL_JAC_LWA);
@@ -219,6 +258,9 @@ int main(int argc, char **argv)
         else if (f == "crba_local") BENCH_CALLS(a.K, NS, CALL_CRBA_L);
         else if (f == "crba_world") BENCH_CALLS(a.K, NS, CALL_CRBA_W);
         else if (f == "nle") BENCH_CALLS(a.K, NS, CALL_NLE);
+        else if (f == "aba_derivs") BENCH_CALLS(a.K, NS, CALL_ABA_D);
+        else if (f == "rnea_derivs") BENCH_CALLS(a.K, NS, CALL_RNEA_D);
+        else if (f == "minv") BENCH_CALLS(a.K, NS, CALL_MINV);
         else if (have_frames && f == "fk_frames") BENCH_CALLS(a.K, NS, CALL_FK_FRAMES);
         else if (have_frames && f == "jac_frames_lwa") BENCH_CALLS(a.K, NS, CALL_JAC_LWA);
         else if (have_frames && f == "jac_frames_local") BENCH_CALLS(a.K, NS, CALL_JAC_LOCAL);
@@ -240,6 +282,24 @@ int main(int argc, char **argv)
         M.triangularView<Eigen::StrictlyLower>() = M.transpose().triangularView<Eigen::StrictlyLower>();
         bench_print_out("crba_world", M.data(), nv * nv);
         CALL_NLE; bench_print_out("nle", data.nle.data(), nv);
+        {                           // the derivatives, row-major
+            std::vector<double> buf;
+            CALL_ABA_D;
+            append_row_major(buf, data.ddq_dq);
+            append_row_major(buf, data.ddq_dv);
+            append_row_major(buf, symmetric_from_upper(data.Minv));
+            bench_print_out("aba_derivs", buf.data(), (int)buf.size());
+            buf.clear();
+            CALL_RNEA_D;
+            append_row_major(buf, data.dtau_dq);
+            append_row_major(buf, data.dtau_dv);
+            append_row_major(buf, symmetric_from_upper(data.M));
+            bench_print_out("rnea_derivs", buf.data(), (int)buf.size());
+            buf.clear();
+            CALL_MINV;
+            append_row_major(buf, symmetric_from_upper(data.Minv));
+            bench_print_out("minv", buf.data(), (int)buf.size());
+        }
         if (have_frames) {          // row-major, Pinocchio's row order ([v; w] for the Jacobians)
             std::vector<double> buf;
             CALL_FK_FRAMES;
