@@ -1,7 +1,7 @@
 """Frame kinematics against Pinocchio (issue 10): scleron's frame placements, frame Jacobians
 (local_world_aligned and local) and centre-of-mass Jacobian against Pinocchio's
 forwardKinematics + updateFramePlacements, computeJointJacobians + getFrameJacobian of every
-frame, and jacobianCenterOfMass, on the fixed-base systems.
+frame, and jacobianCenterOfMass, on every system (the floating solo12 included).
 
 scleron's side is a folder of its own, generated with only the frame functions
 (build/SYSTEM/frames/SYSTEM; the default generation may leave the frame Jacobians out on long

@@ -209,7 +209,7 @@ FRAMES_INTRO = (
     "(Pinocchio's Jacobian rows [v; ω] reordered): scleron's Python against Pinocchio's Python at 5 states, "
     "both harnesses at state 0 against Pinocchio's Python and against each other (≤ 1e-9, else not timed; "
     f"see the table below). Ratio = scleron / Pinocchio: median / median (min / min – max / max); target ≤ {FRAME_TARGET} "
-    "(issue 10, medians). Fixed-base systems only.\n")
+    "(issue 10, medians).\n")
 
 
 def frame_ratio_cell(o, p):
