@@ -274,9 +274,11 @@ def ratio(a, b):
 
 def report(R):
     md = ["# Analytical derivatives: scleron vs Pinocchio, C level\n",
-          f"Written by `{R['command']}` on {R['date']} ({R['cpu']}). {__doc__.split(chr(10) + chr(10))[1]}\n",
+          f"Written by `{R['command']}` on {R['date']} ({R['cpu']}). {__doc__.split(chr(10) + chr(10))[2]}\n",
           "Times in ns per call: median (min–max) of the samples; ratio = scleron / Pinocchio, "
-          "median / median (min / min – max / max).\n"]
+          "median / median (min / min – max / max). A shared 2-core machine: samples of one system can "
+          "spread 2× or more (solo12, RC50 here); the callgrind column (instructions per call) is the repeatable "
+          "figure.\n"]
     header = ["system", "DOF", "function", "scleron", "Pinocchio", "ratio", "target", "met",
               "callgrind Ir scleron / Pinocchio"]
     rows = []
@@ -319,7 +321,8 @@ def report(R):
         g = R["rc100_generation"]
         md += ["", "## RC100: generation + compile of the derivative functions\n",
                f"`scleron.generate(rc100, functions=['fdd', 'idd', 'minv'])` in a fresh process with an "
-               f"empty cache: **{g['wall_s']:.1f} s** wall (target ≤ 60 s)." if "wall_s" in g else f"failed: {g}"]
+               f"empty cache: **{g['wall_s']:.1f} s** wall (target ≤ 60 s)." if "wall_s" in g
+               else f"not finished: {g.get('error') or g}"]
     return "\n".join(md) + "\n"
 
 
@@ -333,12 +336,17 @@ def parse_args(argv):
     ap.add_argument("--target-ms", type=float, default=5.0)
     ap.add_argument("--no-callgrind", action="store_true")
     ap.add_argument("--rc100-generation", action="store_true")
+    ap.add_argument("--report-only", action="store_true", help="rewrite OUT/derivatives.md from OUT/derivatives.json")
     return ap.parse_args(argv)
 
 
 def main(argv=None):
     import platform
     args = parse_args(argv)
+    if args.report_only:
+        R = json.loads(open(os.path.join(args.out, "derivatives.json")).read())
+        write_text(os.path.join(args.out, "derivatives.md"), report(R))
+        return
     args.callgrind = not args.no_callgrind and harnesses.shutil.which("valgrind") is not None
     build_dir = os.path.abspath(args.build)
     builder = harnesses.Builder(build_dir)
@@ -359,7 +367,7 @@ def main(argv=None):
         try:
             R["rc100_generation"] = rc100_generation(build_dir)
         except Exception as exc:
-            R["rc100_generation"] = {"error": str(exc)}
+            R["rc100_generation"] = {"error": f"{type(exc).__name__}: {exc}"[-2000:]}
     os.makedirs(args.out, exist_ok=True)
     write_text(os.path.join(args.out, "derivatives.json"), json.dumps(R, indent=1, default=float))
     write_text(os.path.join(args.out, "derivatives.md"), report(R))
