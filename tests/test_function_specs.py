@@ -45,6 +45,30 @@ bodies:
 """
 
 
+# a small tree for the spec checks: a quaternion ball at the root (nq = 4 != nv = 3), a branch,
+# a universal-like pair of hinges and a slider; every function is generated for it
+SPEC_TREE = """
+name: spec_tree
+gravity: [0, 0, -9.81]
+bodies:
+- {name: torso, parent: world, joint: {name: root, type: spherical_quat},
+   mass: 2.0, com: [0, 0, 0.1], inertia: [0.02, 0.03, 0.04]}
+- {name: arm, parent: torso, joint: {name: shoulder, type: revolute, axis: [0, 1, 0], xyz: [0.2, 0, 0.3]},
+   mass: 0.8, com: [0.15, 0, 0], inertia: [0.002, 0.01, 0.01]}
+- {name: hand, parent: arm, joint: {name: wrist, type: prismatic, axis: [1, 0, 0], xyz: [0.3, 0, 0]},
+   mass: 0.3, com: [0.05, 0, 0], inertia: [0.001, 0.001, 0.001]}
+- {name: leg, parent: torso, joint: {name: hip, type: revolute, axis: [1, 0, 0], xyz: [0, 0.1, -0.2]},
+   mass: 1.1, com: [0, 0, -0.2], inertia: [0.01, 0.01, 0.002]}
+"""
+
+
+@pytest.fixture(scope="module")
+def spec_tree_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("spec_tree") / "spec_tree.yaml"
+    path.write_text(SPEC_TREE)
+    return str(path)
+
+
 @pytest.fixture(scope="module")
 def atan_model(tmp_path_factory):
     path = tmp_path_factory.mktemp("atan") / "atan.yaml"
@@ -69,15 +93,16 @@ def test_every_spec_has_a_unique_name_and_aliases():
         function_spec("nope")
 
 
-def test_generated_module_follows_the_specs(generated, rng):
+def test_generated_module_follows_the_specs(generated, rng, spec_tree_path):
     """Names, C declarations, input and output shapes of every generated function come from
     its spec; scalar results are floats, batches add an axis, out= works for each."""
-    model, dyn = generated(example("branched.yaml"), "branched",
+    model, dyn = generated(spec_tree_path, "spec_tree",
                            functions=[*FUNCTIONS, "frame_placement", "frame_jacobian"])
     tree = Tree(model)
     sizes = model_sizes(tree)
     folder = os.path.dirname(dyn.__file__)
-    header = open(os.path.join(folder, "branched_dynamics.h")).read()
+    assert (tree.nq, tree.nv) == (7, 6)
+    header = open(os.path.join(folder, "spec_tree_dynamics.h")).read()
     per_frame = [f for f in dyn.FUNCTIONS if f not in FUNCTIONS]   # frame_jacobian_<k>, ...
     assert dyn.FUNCTIONS[:len(FUNCTIONS)] == tuple(FUNCTIONS)
     assert per_frame and all(re.fullmatch(r"frame_(placement|jacobian)_\d+(_local|_world)?", f)
@@ -85,7 +110,7 @@ def test_generated_module_follows_the_specs(generated, rng):
     for spec in FUNCTIONS.values():
         params = ", ".join([f"const double \\*{a.name}" for a in spec.inputs]
                            + [f"double \\*{a.name}" for a in spec.outputs])
-        assert re.search(rf"void branched_{spec.name}\({params}\);", header), spec.name
+        assert re.search(rf"void spec_tree_{spec.name}\({params}\);", header), spec.name
         args = [rng.uniform(-1, 1, a.size(sizes)) for a in spec.inputs]
         single = getattr(dyn, spec.name)(*args)
         results = single if len(spec.outputs) > 1 else (single,)
