@@ -13,19 +13,35 @@ def run(*args, cwd=None):
                           cwd=cwd or ROOT, timeout=600)
 
 
+# a small branched tree (3 bodies, 4 coordinates) for the codegen round trip: compiled three times
+SMALL_TREE = """
+name: small_tree
+gravity: [0, 0, -9.81]
+bodies:
+- {name: base, parent: world, joint: {name: yaw, type: revolute, axis: [0, 0, 1]},
+   mass: 1.0, com: [0, 0, 0.1], inertia: [0.01, 0.01, 0.01]}
+- {name: left, parent: base, joint: {name: left_hinge, type: revolute, axis: [0, 1, 0], xyz: [0, 0.2, 0]},
+   mass: 0.5, com: [0.2, 0, 0], inertia: [0.001, 0.005, 0.005]}
+- {name: right, parent: base, joint: {name: right_universal, type: universal, xyz: [0, -0.2, 0]},
+   mass: 0.5, com: [0.2, 0, 0], inertia: [0.001, 0.005, 0.005]}
+"""
+
+
 def test_codegen_prints_summary_and_the_result_imports(tmp_path):
-    out = tmp_path / "branched_cli"
-    r = run("codegen", example("branched.yaml"), "-o", str(out))
+    model = tmp_path / "small_tree.yaml"
+    model.write_text(SMALL_TREE)
+    out = tmp_path / "small_cli"
+    r = run("codegen", str(model), "-o", str(out))
     assert r.returncode == 0, r.stderr
-    assert "nq = nv = 20" in r.stdout
+    assert "nq = nv = 4" in r.stdout
     for fn in ("forward_dynamics", "inverse_dynamics", "mass_matrix", "bias_forces"):
         assert fn in r.stdout
     assert "derive" in r.stdout and "unroll" in r.stdout and "compile" in r.stdout
-    code = ("import sys, numpy as np; sys.path.insert(0, sys.argv[1]); import branched_cli as m; "
+    code = ("import sys, numpy as np; sys.path.insert(0, sys.argv[1]); import small_cli as m; "
             "q = np.full(m.nv, 0.1); print(m.nv, float(m.mass_matrix(q)[0, 0]) > 0)")
     r2 = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
-    assert r2.stdout.split() == ["20", "True"], r2.stderr
-    again = run("codegen", example("branched.yaml"), "-o", str(out))
+    assert r2.stdout.split() == ["4", "True"], r2.stderr
+    again = run("codegen", str(model), "-o", str(out))
     assert again.returncode == 0 and "up to date" in again.stdout
     assert "forward_dynamics" in again.stdout and "compiled" not in again.stdout
     # an up-to-date folder without its compiled module (a clone's generated/, --no-compile) is
@@ -33,7 +49,7 @@ def test_codegen_prints_summary_and_the_result_imports(tmp_path):
     for name in os.listdir(out):
         if name.endswith((".so", ".pyd")):
             os.remove(out / name)
-    third = run("codegen", example("branched.yaml"), "-o", str(out))
+    third = run("codegen", str(model), "-o", str(out))
     assert third.returncode == 0 and "up to date" in third.stdout, third.stderr
     assert "compiled" in third.stdout
     assert any(name.endswith((".so", ".pyd")) for name in os.listdir(out))
