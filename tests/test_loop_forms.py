@@ -6,7 +6,10 @@ every joint kind, and generate less code.
 
 The mass matrix in loop form (world-frame columns, dense products): it must equal the
 unrolled body-frame CRBA, on chains (every upper entry) and branched trees (zeros between
-branches), and the auto choice must pick it for large trees only."""
+branches), and the auto choice must pick it for large trees only.
+
+The forward dynamics' derivatives in loop form (the products -M^-1 dtau/dx as C loops): they
+must equal the reference recursion, from PRODUCT_LOOP_FROM_NV coordinates on."""
 import json
 import os
 
@@ -14,10 +17,11 @@ import numpy as np
 import pytest
 
 import scleron
-from scleron.dynamics import recursions as rec
+from scleron.dynamics import derivatives, recursions as rec
 from scleron.dynamics.algebra import FloatAlgebra
 from scleron.dynamics.tree import Tree
-from scleron.pipeline import MASS_LOOP_FROM_NV, build_sources, mass_form
+from scleron.functions import function_spec
+from scleron.pipeline import MASS_LOOP_FROM_NV, PRODUCT_LOOP_FROM_NV, build_sources, code_form, mass_form
 from scleron.unroll import unroll_mass_loop, unroll_method2
 
 from conftest import example
@@ -187,3 +191,63 @@ def test_loop_forms_on_general_joints(build_dir, name, rng):
         ref_M = np.array(rec.mass_matrix(tree, FloatAlgebra(), list(q)))
         assert np.abs(dyn.forward_dynamics(q, qd, tau) - ref_a).max() <= 1e-10 * max(1.0, np.abs(ref_a).max())
         assert np.abs(dyn.mass_matrix(q) - ref_M).max() <= 1e-12 * np.abs(ref_M).max()
+
+
+# ---- the forward dynamics' derivatives in loop form ---------------------------------------------
+def thirteen_coordinates_yaml():
+    """A tree of exactly PRODUCT_LOOP_FROM_NV (13) coordinates: a chain of revolute and prismatic
+    joints with a 3-body branch off its third body."""
+    assert PRODUCT_LOOP_FROM_NV == 13
+    lines = ["name: fdd_loop", "gravity: [0, 0, -9.81]", "bodies:"]
+    parents = ["world"] + [f"c{i}" for i in range(9)] + ["c2", "b0", "b1"]
+    names = [f"c{i}" for i in range(10)] + ["b0", "b1", "b2"]
+    axes = ["[0, 0, 1]", "[0, 1, 0]", "[1, 0, 0]", "[0, 0.6, 0.8]"]
+    for k, (name, parent) in enumerate(zip(names, parents)):
+        kind = "prismatic" if k in (4, 11) else "revolute"
+        lines += [f"- {{name: {name}, parent: {parent}, mass: {1.0 + 0.1 * k}, com: [0.1, 0.02, 0],",
+                  f"   inertia: [0.01, 0.02, 0.015], joint: {{name: j{k}, type: {kind}, "
+                  f"axis: {axes[k % 4]}, xyz: [0.3, 0, 0.05]}}}}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def fdd_loop(generated, tmp_path_factory):
+    path = tmp_path_factory.mktemp("fdd_loop") / "fdd_loop.yaml"
+    path.write_text(thirteen_coordinates_yaml())
+    return generated(str(path), "fdd_loop", functions=["fd", "fdd"])
+
+
+def test_forward_dynamics_derivatives_loop_form_equals_the_reference(fdd_loop, rng):
+    """From PRODUCT_LOOP_FROM_NV coordinates on, -M^-1 dtau/dx is formed by C loops; the result
+    must be the float reference recursion's (which multiplies in Python), and Minv M = I."""
+    model, dyn = fdd_loop
+    tree = Tree(model)
+    assert dyn.nv == PRODUCT_LOOP_FROM_NV
+    folder = os.path.dirname(dyn.__file__)
+    c = open(os.path.join(folder, "fdd_loop_dynamics.c")).read()
+    assert "fdd_loop_forward_dynamics_derivatives_negated_product(Minv, Dq, dqdd_dq)" in c
+    assert "loop form: -M^-1 dtau/dx as dense products" in c
+    for _ in range(3):
+        q, qd, tau = (rng.uniform(-1, 1, dyn.nv) for _ in range(3))
+        got = dyn.forward_dynamics_derivatives(q, qd, tau)
+        ref = derivatives.forward_dynamics_derivatives(tree, FloatAlgebra(), list(q), list(qd), list(tau))
+        for g, r in zip(got, ref):
+            r = np.asarray(r, dtype=float)
+            assert np.max(np.abs(g - r)) <= 1e-10 * max(1.0, np.max(np.abs(r)))
+        M = rec.mass_matrix(tree, FloatAlgebra(), list(q))
+        np.testing.assert_allclose(got[2] @ np.asarray(M), np.eye(dyn.nv), atol=1e-10)
+
+
+def test_forward_dynamics_derivatives_form_auto():
+    """The loop form from PRODUCT_LOOP_FROM_NV coordinates on, the unrolled one below (panda, UR5,
+    a 12-joint quadruped keep it); the CUDA code of a loop-form function is its unrolled program."""
+    spec = function_spec("fdd")
+    assert code_form(spec, 1, "unrolled", PRODUCT_LOOP_FROM_NV) == "product_loop"
+    assert code_form(spec, 1, "unrolled", PRODUCT_LOOP_FROM_NV - 1) == "unrolled"
+    assert code_form(function_spec("idd"), 1, "unrolled", 50) == "unrolled"
+    model = scleron.load_model(example("rc20.yaml"))
+    files, _, _ = build_sources(model, functions=["fdd"], cuda=True)
+    cu = next(text for name, text in files.items() if name.endswith(".cu"))
+    assert "rc20_forward_dynamics_derivatives" in cu and "negated_product" not in cu
+    c = next(text for name, text in files.items() if name.endswith("_dynamics.c"))
+    assert "rc20_forward_dynamics_derivatives_negated_product" in c

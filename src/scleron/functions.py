@@ -196,7 +196,8 @@ FUNCTIONS = {f.name: f for f in [
                  derivatives.forward_dynamics_derivatives,
                  "d qdd/dq, d qdd/dqd and M^-1 at (q, qd, tau), row-major nv x nv each: "
                  "-M^-1 d tau/dx at qdd = FD(q, qd, tau) (Carpentier & Mansard 2018)",
-                 ("fd_derivatives", "fdd"), by_default=few_coordinates),
+                 ("fd_derivatives", "fdd"), ("unrolled", "product_loop"),
+                 by_default=few_coordinates),
 ]}
 
 

@@ -80,6 +80,9 @@ MASS_FORMS = ("auto", "unrolled", "loop")
 # "auto" picks the loop form from this many coordinates on (benchmarks/results/results.md,
 # "Code generation variants"; README "The generated code")
 MASS_LOOP_FROM_NV = 30
+# the forward dynamics' derivatives multiply M^-1 by dtau/dx in loops (scleron.unroll.ProductLoop)
+# from this many coordinates on (docs/derivatives.md, "Speed against Pinocchio")
+PRODUCT_LOOP_FROM_NV = 13
 
 
 def mass_form(nv, form="auto"):
@@ -135,11 +138,13 @@ def function_specs(names, tree):
     return out
 
 
-def code_form(spec, method, mass):
+def code_form(spec, method, mass, nv):
     """The form of a function's code the options ask for, among those its spec offers."""
     wanted = {"method2"} if method == 2 else set()
     if mass == "loop":
         wanted.add("mass_loop")
+    if nv >= PRODUCT_LOOP_FROM_NV:
+        wanted.add("product_loop")
     return next((f for f in spec.forms if f in wanted), "unrolled")
 
 
@@ -175,7 +180,7 @@ def _unroll(tree, names, prefix, method, mass, progress):
     codes = []
     specs = function_specs(names, tree)
     for i, spec in enumerate(specs, 1):
-        form = code_form(spec, method, mass)
+        form = code_form(spec, method, mass, tree.nv)
         progress(f"unroll: {spec.name} ({i} of {len(specs)}, {FORMS[form]})")
         codes.append(function_code(tree, spec, prefix, form))
     return codes

@@ -338,14 +338,20 @@ def composite_backward(tree, alg, world, cols):
 SOLVE_FROM_NV = 24
 
 
+def forward_dynamics_derivative_factors(tree, alg, q, qd, tau):
+    """(dtau/dq, dtau/dqd, M^-1) at qdd = FD(q, qd, tau): what the forward dynamics' derivatives
+    are made of (the loop form of the C code multiplies them in loops, scleron.unroll.ProductLoop)."""
+    qdd = recursions.forward_dynamics(tree, alg, q, qd, tau)
+    dq, dqd, _ = inverse_dynamics_derivatives(tree, alg, q, qd, qdd)
+    return dq, dqd, mass_matrix_inverse(tree, alg, q)
+
+
 def forward_dynamics_derivatives(tree, alg, q, qd, tau):
     """(dqdd/dq, dqdd/dqd, M^-1) at (q, qd, tau): M qdd + h(q, qd) = tau differentiated at fixed
     tau gives dqdd/dx = -M^-1 dtau/dx at qdd = FD(q, qd, tau), and dqdd/dtau = M^-1.
     Pinocchio's computeABADerivatives (q columns in the tangent space)."""
     nv = tree.nv
-    qdd = recursions.forward_dynamics(tree, alg, q, qd, tau)
-    dq, dqd, _ = inverse_dynamics_derivatives(tree, alg, q, qd, qdd)
-    Minv = mass_matrix_inverse(tree, alg, q)
+    dq, dqd, Minv = forward_dynamics_derivative_factors(tree, alg, q, qd, tau)
     if nv < SOLVE_FROM_NV:
         alg.section("forward dynamics derivatives: -M^-1 dtau/dq, -M^-1 dtau/dqd",
                     "forward dynamics derivatives: products")

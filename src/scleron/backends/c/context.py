@@ -108,6 +108,8 @@ def _printed(code, prefix, chunk, first_index):
         arrays += [("kin", True), ("tb", True)]
     elif code.form == "mass_loop":
         arrays += [("Sw", True), ("Fw", True)]
+    elif code.form == "product_loop":
+        arrays += [(a, True) for a, _ in code.loops.products] + [(code.loops.minv, True)]
     else:
         arrays += [(a.name, True) for a in spec.outputs]
     cf = print_program(code.program, fname, arrays, chunk=chunk, first_index=first_index,
@@ -119,6 +121,8 @@ def _printed(code, prefix, chunk, first_index):
         add_counts(cf.counts, code.loops.loop_counts())
     elif code.form == "mass_loop":
         mass_loop = _mass_loop_context(code.sizes["nv"], code.loops)
+        add_counts(cf.counts, code.loops.loop_counts())
+    elif code.form == "product_loop":
         add_counts(cf.counts, code.loops.loop_counts())
     return cf, method2, mass_loop
 
@@ -138,6 +142,7 @@ def function_context(code, prefix, chunk, first_index):
         # (a per-frame function's doc holds the frame's name, from the model file)
         "doc": c_comment(spec.doc + ("" if code.form == "unrolled" else f" ({code.description})")),
         "method2": method2, "mass_loop": mass_loop, "chunks": cf.chunks, "nwork": cf.nwork,
+        "product_loop": code.loops if code.form == "product_loop" else None,
         "sincos": cf.sincos, "statements": cf.statements, "counts": cf.counts,
         "chunk_params": cf.chunk_params, "chunk_args": cf.chunk_args,
         "public_params": ", ".join(_pointer(a, o) for a, o in args),
