@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_5911e0fdebfb"
-HASH = "5911e0fdebfbf38045a21548d99ea7dab8d8298ba7e342f177855b167c43cf83"
+MODULE = "_branched_6fdc18f91828"
+HASH = "6fdc18f918282676332f5b37dec160d80bec49f4db3f345f0455005eaa69ed4d"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

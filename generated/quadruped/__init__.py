@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_276ca938c64d"
-HASH = "276ca938c64d9c84c45dafdd0981d8b8b12864fc0ab497c5432fc22abd215bf3"
+MODULE = "_quadruped_f84d8b7876cb"
+HASH = "f84d8b7876cb9f253cc1090e45d4cc335d5b7c664df376931da2577490ebfa29"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_ae88d540a9f4"
-HASH = "ae88d540a9f4a1cbb79bdc9fc638c0f3fc5fd9dd3930825249e9e43e87083616"
+MODULE = "_rc100_b95953e78131"
+HASH = "b95953e78131eb58181ad594f3e4fd8b5d6675fa6921bfd38591cf2706ea7c7f"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_2a5284e39cdf"
-HASH = "2a5284e39cdf6c69eea76f7475b67dcb91e542309ad3b65baacd758abb60cde6"
+MODULE = "_rc20_74886ed2e236"
+HASH = "74886ed2e2365f9bb0b4745a86e33e8a9a6b016ea1f482413cf2eadbf618718b"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

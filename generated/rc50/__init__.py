@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_90a8352487f4"
-HASH = "90a8352487f46c1a2cb9e91d30d8683e37d92344bf41d55f105a479935b57011"
+MODULE = "_rc50_27c80a7889f3"
+HASH = "27c80a7889f3e94eb98441179fba7920c6bc00b493c52d9092eedf2501d45765"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
