@@ -322,7 +322,7 @@ def report(R):
         md += ["", "## RC100: generation + compile of the derivative functions\n",
                f"`scleron.generate(rc100, functions=['fdd', 'idd', 'minv'])` in a fresh process with an "
                f"empty cache: **{g['wall_s']:.1f} s** wall (target ≤ 60 s)." if "wall_s" in g
-               else f"not finished: {g.get('error') or g}"]
+               else g.get("note") or f"not finished: {g.get('error') or g}"]
     return "\n".join(md) + "\n"
 
 
