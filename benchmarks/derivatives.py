@@ -23,7 +23,6 @@ Writes OUT/derivatives.md and OUT/derivatives.json.
 """
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -36,8 +35,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.common import HERE, NSTATES, log, rel_err, sha, stats, write_text  # noqa: E402
 from benchmarks import harnesses                                                   # noqa: E402
-from benchmarks.systems import (export_pin_model, locate_system, pin_short, rc_pin,  # noqa: E402
-                                write_states)
+from benchmarks.systems import (export_pin_model, locate_system, pin_q_from_ours,  # noqa: E402
+                                random_coordinates, rc_pin, write_states)
 from benchmarks.timing import harness_rounds                                       # noqa: E402
 
 SYSTEMS = ["rc20", "rc50", "panda", "ur5", "solo12"]
@@ -63,29 +62,11 @@ def pin_model_of(kind, n, source, floating):
         else pin.buildModelFromUrdf(source)
 
 
-def pin_q(pm, q):
-    """scleron's q -> Pinocchio's: the same, except unbounded revolute joints (cos, sin)."""
-    out, k = [], 0
-    for j in range(1, pm.njoints):
-        jm = pm.joints[j]
-        if pin_short(jm).startswith("RUB"):
-            out += [math.cos(q[k]), math.sin(q[k])]
-            k += 1
-        else:
-            out += list(q[k:k + jm.nq])
-            k += jm.nq
-    return np.array(out)
-
-
 def random_states(rng, count, nq, nv, floating):
-    """Joint angles in [-pi, pi]; a free-flyer's position in [-1, 1]^3 and a random unit
-    quaternion (x, y, z, w); velocities and forces in [-1, 1]."""
-    q = rng.uniform(-math.pi, math.pi, (count, nq))
-    if floating:
-        q[:, :3] = rng.uniform(-1, 1, (count, 3))
-        quat = rng.normal(size=(count, 4))
-        q[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
-    return q, rng.uniform(-1, 1, (count, nv)), rng.uniform(-1, 1, (count, nv))
+    """systems.random_coordinates (a free-flyer's random unit quaternion included); velocities and
+    forces in [-1, 1]."""
+    return random_coordinates(rng, count, nq, floating), rng.uniform(-1, 1, (count, nv)), \
+        rng.uniform(-1, 1, (count, nv))
 
 
 class System:
@@ -104,7 +85,7 @@ class System:
             raise RuntimeError(f"Pinocchio has nv = {self.pm.nv}, scleron {self.nv}")
         rng = np.random.default_rng(int(sha(key), 16) % 2 ** 32)
         self.q, self.v, self.u = random_states(rng, NSTATES, self.model.nq, self.nv, self.floating)
-        self.pq = np.array([pin_q(self.pm, q) for q in self.q])
+        self.pq = np.array([pin_q_from_ours(self.pm, q) for q in self.q])
         self.states_path = os.path.join(self.dir, "states.bin")
         self.pin_states_path = os.path.join(self.dir, "pin_states.bin")
         self.pin_model_path = os.path.join(self.dir, "pin_model.txt")
