@@ -197,6 +197,20 @@ static Eigen::MatrixXd symmetric_from_upper(const Eigen::MatrixXd &m)
 }
 
 template <typename Mat>
+static void append_row_major(std::vector<double> &buf, const Mat &m);
+
+// "OUT label" with A, B and the symmetric matrix of C's upper triangle, each row-major
+template <typename MatA, typename MatB>
+static void print_three(const char *label, const MatA &A, const MatB &B, const Eigen::MatrixXd &C_upper)
+{
+    std::vector<double> buf;
+    append_row_major(buf, A);
+    append_row_major(buf, B);
+    append_row_major(buf, symmetric_from_upper(C_upper));
+    bench_print_out(label, buf.data(), (int)buf.size());
+}
+
+template <typename Mat>
 static void append_row_major(std::vector<double> &buf, const Mat &m)
 {
     for (Eigen::Index r = 0; r < m.rows(); r++)
@@ -273,33 +287,14 @@ int main(int argc, char **argv)
         CALL_ABA_L; bench_print_out("aba_local", data.ddq.data(), nv);
         CALL_ABA_W; bench_print_out("aba_world", data.ddq.data(), nv);
         CALL_RNEA; bench_print_out("rnea", data.tau.data(), nv);
-        CALL_CRBA_L;
-        M = data.M;   /* Pinocchio fills the upper triangle; symmetric, so col-major = row-major */
-        M.triangularView<Eigen::StrictlyLower>() = M.transpose().triangularView<Eigen::StrictlyLower>();
-        bench_print_out("crba_local", M.data(), nv * nv);
-        CALL_CRBA_W;
-        M = data.M;
-        M.triangularView<Eigen::StrictlyLower>() = M.transpose().triangularView<Eigen::StrictlyLower>();
-        bench_print_out("crba_world", M.data(), nv * nv);
+        /* Pinocchio fills M's upper triangle; symmetric, so col-major = row-major */
+        CALL_CRBA_L; M = symmetric_from_upper(data.M); bench_print_out("crba_local", M.data(), nv * nv);
+        CALL_CRBA_W; M = symmetric_from_upper(data.M); bench_print_out("crba_world", M.data(), nv * nv);
         CALL_NLE; bench_print_out("nle", data.nle.data(), nv);
-        {                           // the derivatives, row-major
-            std::vector<double> buf;
-            CALL_ABA_D;
-            append_row_major(buf, data.ddq_dq);
-            append_row_major(buf, data.ddq_dv);
-            append_row_major(buf, symmetric_from_upper(data.Minv));
-            bench_print_out("aba_derivs", buf.data(), (int)buf.size());
-            buf.clear();
-            CALL_RNEA_D;
-            append_row_major(buf, data.dtau_dq);
-            append_row_major(buf, data.dtau_dv);
-            append_row_major(buf, symmetric_from_upper(data.M));
-            bench_print_out("rnea_derivs", buf.data(), (int)buf.size());
-            buf.clear();
-            CALL_MINV;
-            append_row_major(buf, symmetric_from_upper(data.Minv));
-            bench_print_out("minv", buf.data(), (int)buf.size());
-        }
+        // the derivatives, row-major: two full matrices and one of which Pinocchio fills the upper triangle
+        CALL_ABA_D; print_three("aba_derivs", data.ddq_dq, data.ddq_dv, data.Minv);
+        CALL_RNEA_D; print_three("rnea_derivs", data.dtau_dq, data.dtau_dv, data.M);
+        CALL_MINV; M = symmetric_from_upper(data.Minv); bench_print_out("minv", M.data(), nv * nv);
         if (have_frames) {          // row-major, Pinocchio's row order ([v; w] for the Jacobians)
             std::vector<double> buf;
             CALL_FK_FRAMES;
