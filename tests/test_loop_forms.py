@@ -8,8 +8,9 @@ The mass matrix in loop form (world-frame columns, dense products): it must equa
 unrolled body-frame CRBA, on chains (every upper entry) and branched trees (zeros between
 branches), and the auto choice must pick it for large trees only.
 
-The forward dynamics' derivatives in loop form (the products -M^-1 dtau/dx as C loops): they
-must equal the reference recursion, from PRODUCT_LOOP_FROM_NV coordinates on."""
+The derivatives in loop form (the entries between related bodies as dot products of
+per-coordinate vectors, and the products -M^-1 dtau/dx, as C loops): they must equal the
+reference recursion, from PRODUCT_LOOP_FROM_NV coordinates on, zeros between branches included."""
 import json
 import os
 
@@ -22,7 +23,7 @@ from scleron.dynamics.algebra import FloatAlgebra
 from scleron.dynamics.tree import Tree
 from scleron.functions import function_spec
 from scleron.pipeline import MASS_LOOP_FROM_NV, PRODUCT_LOOP_FROM_NV, build_sources, code_form, mass_form
-from scleron.unroll import unroll_mass_loop, unroll_method2
+from scleron.unroll import PAIR_LOOP_FROM_PAIRS, related_pairs, unroll_mass_loop, unroll_method2
 
 from conftest import example
 
@@ -164,6 +165,29 @@ def test_ancestor_ranges_cover_exactly_the_related_pairs():
     assert len(want) < tree.nv * (tree.nv + 1) // 2          # some pairs are unrelated
 
 
+def test_related_ranges_cover_exactly_the_strict_pairs():
+    """The derivatives' pair loops (derivatives.related_ranges): "down" rows r against the
+    columns of the strict descendants of r's body, "up" the transposed pairs; with the blocks of
+    the bodies' own coordinates they cover every related entry once."""
+    tree = Tree(scleron.load_model(example("branched.yaml")))
+    body_of = [b.index for b in tree.bodies for _ in range(b.dof)]
+
+    def strict_ancestors(i):
+        out = set()
+        while tree.bodies[i].parent >= 0:
+            i = tree.bodies[i].parent
+            out.add(i)
+        return out
+    want = {(r, c) for r in range(tree.nv) for c in range(tree.nv)
+            if body_of[r] in strict_ancestors(body_of[c])}
+    ranges = derivatives.related_ranges(tree)
+    down = [(r, c) for r, first, end in ranges["down"] for c in range(first, end)]
+    up = [(r, c) for c, first, end in ranges["up"] for r in range(first, end)]
+    assert len(down) == len(set(down)) and set(down) == want
+    assert len(up) == len(set(up)) and set(up) == want
+    assert any(tree.bodies[b].dof > 1 for b in body_of)       # rows of multi-coordinate joints
+
+
 def test_mass_form_auto_and_recorded():
     assert mass_form(MASS_LOOP_FROM_NV - 1) == "unrolled" and mass_form(MASS_LOOP_FROM_NV) == "loop"
     assert mass_form(10, "loop") == "loop" and mass_form(100, "unrolled") == "unrolled"
@@ -194,16 +218,16 @@ def test_loop_forms_on_general_joints(build_dir, name, rng):
 
 
 # ---- the forward dynamics' derivatives in loop form ---------------------------------------------
-def thirteen_coordinates_yaml():
-    """A tree of exactly PRODUCT_LOOP_FROM_NV (13) coordinates: a chain of revolute and prismatic
-    joints with a 3-body branch off its third body."""
-    assert PRODUCT_LOOP_FROM_NV == 13
+def loop_form_tree_yaml():
+    """A tree past both loop thresholds: a chain of 16 revolute and prismatic joints with a 3-body
+    branch off its third body (19 coordinates >= PRODUCT_LOOP_FROM_NV, 132 related pairs >=
+    PAIR_LOOP_FROM_PAIRS, and unrelated entries between the branch and the chain below it)."""
     lines = ["name: fdd_loop", "gravity: [0, 0, -9.81]", "bodies:"]
-    parents = ["world"] + [f"c{i}" for i in range(9)] + ["c2", "b0", "b1"]
-    names = [f"c{i}" for i in range(10)] + ["b0", "b1", "b2"]
+    parents = ["world"] + [f"c{i}" for i in range(15)] + ["c2", "b0", "b1"]
+    names = [f"c{i}" for i in range(16)] + ["b0", "b1", "b2"]
     axes = ["[0, 0, 1]", "[0, 1, 0]", "[1, 0, 0]", "[0, 0.6, 0.8]"]
     for k, (name, parent) in enumerate(zip(names, parents)):
-        kind = "prismatic" if k in (4, 11) else "revolute"
+        kind = "prismatic" if k in (4, 17) else "revolute"
         lines += [f"- {{name: {name}, parent: {parent}, mass: {1.0 + 0.1 * k}, com: [0.1, 0.02, 0],",
                   f"   inertia: [0.01, 0.02, 0.015], joint: {{name: j{k}, type: {kind}, "
                   f"axis: {axes[k % 4]}, xyz: [0.3, 0, 0.05]}}}}"]
@@ -213,8 +237,8 @@ def thirteen_coordinates_yaml():
 @pytest.fixture(scope="module")
 def fdd_loop(generated, tmp_path_factory):
     path = tmp_path_factory.mktemp("fdd_loop") / "fdd_loop.yaml"
-    path.write_text(thirteen_coordinates_yaml())
-    return generated(str(path), "fdd_loop", functions=["fd", "fdd"])
+    path.write_text(loop_form_tree_yaml())
+    return generated(str(path), "fdd_loop", functions=["fd", "fdd", "idd"])
 
 
 def test_forward_dynamics_derivatives_loop_form_equals_the_reference(fdd_loop, rng):
@@ -222,11 +246,12 @@ def test_forward_dynamics_derivatives_loop_form_equals_the_reference(fdd_loop, r
     must be the float reference recursion's (which multiplies in Python), and Minv M = I."""
     model, dyn = fdd_loop
     tree = Tree(model)
-    assert dyn.nv == PRODUCT_LOOP_FROM_NV
+    assert dyn.nv >= PRODUCT_LOOP_FROM_NV and related_pairs(tree) >= PAIR_LOOP_FROM_PAIRS
     folder = os.path.dirname(dyn.__file__)
     c = open(os.path.join(folder, "fdd_loop_dynamics.c")).read()
     assert "fdd_loop_forward_dynamics_derivatives_negated_product(Minv, Dq, dqdd_dq)" in c
     assert "loop form: -M^-1 dtau/dx as dense products" in c
+    assert "fdd_loop_forward_dynamics_derivatives_pairs9(v_YJ, v_dAdV" in c
     for _ in range(3):
         q, qd, tau = (rng.uniform(-1, 1, dyn.nv) for _ in range(3))
         got = dyn.forward_dynamics_derivatives(q, qd, tau)
@@ -238,13 +263,49 @@ def test_forward_dynamics_derivatives_loop_form_equals_the_reference(fdd_loop, r
         np.testing.assert_allclose(got[2] @ np.asarray(M), np.eye(dyn.nv), atol=1e-10)
 
 
+def test_inverse_dynamics_derivatives_loop_form_equals_the_reference(fdd_loop, rng):
+    """From PRODUCT_LOOP_FROM_NV coordinates on, the entries of dtau/dq, dtau/dqd and M between a
+    body and its strict descendants are formed by C loops; the result must be the float reference
+    recursion's, exact zeros between the branch and the chain below its root included."""
+    model, dyn = fdd_loop
+    tree = Tree(model)
+    folder = os.path.dirname(dyn.__file__)
+    c = open(os.path.join(folder, "fdd_loop_dynamics.c")).read()
+    assert "fdd_loop_inverse_dynamics_derivatives_pairs9(v_YJ, v_dAdV" in c
+    assert "memset(dtau_dq, 0" in c                     # a branched tree: unrelated entries
+    ranges = derivatives.related_ranges(tree)
+    related = {(r, c) for r, f, e in ranges["down"] for c in range(f, e)}
+    body_of = [b.index for b in tree.bodies for _ in range(b.dof)]
+    unrelated = [(r, c) for r in range(tree.nv) for c in range(tree.nv)
+                 if body_of[r] != body_of[c] and (r, c) not in related and (c, r) not in related]
+    assert unrelated
+    for _ in range(3):
+        q, qd, qdd = (rng.uniform(-1, 1, dyn.nv) for _ in range(3))
+        dq, dqd, M = dyn.inverse_dynamics_derivatives(q, qd, qdd)
+        ref = derivatives.inverse_dynamics_derivatives(tree, FloatAlgebra(), list(q), list(qd), list(qdd))
+        for g, r in zip((dq, dqd, M), ref):
+            r = np.asarray(r, dtype=float)
+            assert np.max(np.abs(g - r)) <= 1e-12 * max(1.0, np.max(np.abs(r)))
+            assert all(g[i, j] == 0.0 for i, j in unrelated)
+        ref_M = np.asarray(rec.mass_matrix(tree, FloatAlgebra(), list(q)))
+        assert np.max(np.abs(M - ref_M)) <= 1e-12 * np.max(np.abs(ref_M))
+
+
 def test_forward_dynamics_derivatives_form_auto():
     """The loop form from PRODUCT_LOOP_FROM_NV coordinates on, the unrolled one below (panda, UR5,
     a 12-joint quadruped keep it); the CUDA code of a loop-form function is its unrolled program."""
     spec = function_spec("fdd")
     assert code_form(spec, 1, "unrolled", PRODUCT_LOOP_FROM_NV) == "product_loop"
     assert code_form(spec, 1, "unrolled", PRODUCT_LOOP_FROM_NV - 1) == "unrolled"
-    assert code_form(function_spec("idd"), 1, "unrolled", 50) == "unrolled"
+    idd = function_spec("idd")
+    assert code_form(idd, 1, "unrolled", 20, pairs=PAIR_LOOP_FROM_PAIRS) == "pair_loop"
+    assert code_form(idd, 1, "unrolled", 18, pairs=PAIR_LOOP_FROM_PAIRS - 1) == "unrolled"
+    assert code_form(idd, 1, "unrolled", 16) == "pair_loop"           # a chain: 120 pairs
+    assert code_form(idd, 1, "unrolled", 15) == "unrolled"            # 105
+    tree = Tree(scleron.load_model(example("quadruped.yaml")))
+    assert related_pairs(tree) < PAIR_LOOP_FROM_PAIRS <= related_pairs(
+        Tree(scleron.load_model(example("rc20.yaml"))))
+    assert code_form(function_spec("minv"), 1, "unrolled", 50) == "unrolled"
     model = scleron.load_model(example("rc20.yaml"))
     files, _, _ = build_sources(model, functions=["fdd"], cuda=True)
     cu = next(text for name, text in files.items() if name.endswith(".cu"))

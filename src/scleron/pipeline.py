@@ -22,7 +22,7 @@ from .dynamics.checks import check_model_dynamics
 from .dynamics.tree import Tree, configuration_meanings
 from .functions import FRAME_FUNCTIONS, FUNCTIONS, function_spec
 from .model import model_to_dict
-from .unroll import FORMS, function_code
+from .unroll import FORMS, function_code, pair_loops_pay, related_pairs
 
 # -fno-math-errno and -fno-trapping-math change no result (no errno, no FP traps are used);
 # they let gcc inline and vectorise floor/sqrt; -ffp-contract=fast allows FMA.
@@ -81,6 +81,7 @@ MASS_FORMS = ("auto", "unrolled", "loop")
 # "Code generation variants"; README "The generated code")
 MASS_LOOP_FROM_NV = 30
 # the forward dynamics' derivatives multiply M^-1 by dtau/dx in loops (scleron.unroll.ProductLoop)
+# and the derivatives form their entries between related bodies in loops (scleron.unroll.PairLoop)
 # from this many coordinates on (docs/derivatives.md, "Speed against Pinocchio")
 PRODUCT_LOOP_FROM_NV = 13
 
@@ -138,13 +139,16 @@ def function_specs(names, tree):
     return out
 
 
-def code_form(spec, method, mass, nv):
-    """The form of a function's code the options ask for, among those its spec offers."""
+def code_form(spec, method, mass, nv, pairs=None):
+    """The form of a function's code the options ask for, among those its spec offers (pairs:
+    the tree's unroll.related_pairs, a chain's by default)."""
     wanted = {"method2"} if method == 2 else set()
     if mass == "loop":
         wanted.add("mass_loop")
     if nv >= PRODUCT_LOOP_FROM_NV:
         wanted.add("product_loop")
+    if pair_loops_pay(nv * (nv - 1) // 2 if pairs is None else pairs):
+        wanted.add("pair_loop")
     return next((f for f in spec.forms if f in wanted), "unrolled")
 
 
@@ -180,7 +184,7 @@ def _unroll(tree, names, prefix, method, mass, progress):
     codes = []
     specs = function_specs(names, tree)
     for i, spec in enumerate(specs, 1):
-        form = code_form(spec, method, mass, tree.nv)
+        form = code_form(spec, method, mass, tree.nv, related_pairs(tree))
         progress(f"unroll: {spec.name} ({i} of {len(specs)}, {FORMS[form]})")
         codes.append(function_code(tree, spec, prefix, form))
     return codes

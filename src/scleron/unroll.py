@@ -15,7 +15,8 @@ from .program import OpCounts, Program, ProgramAlgebra
 # how each form shapes a function's code, in words (codegen's summary, the generated docs)
 FORMS = {"unrolled": "unrolled", "method2": "Method II: passes 4-6 as loops",
          "mass_loop": "loop form: world-frame columns, dense products",
-         "product_loop": "loop form: -M^-1 dtau/dx as dense products"}
+         "product_loop": "loop form: -M^-1 dtau/dx as dense products",
+         "pair_loop": "loop form: entries between related bodies as dot products"}
 
 
 @dataclass
@@ -23,7 +24,8 @@ class FunctionCode:
     """How one function's code is shaped for a backend: form "unrolled" (program computes the
     outputs), "method2" (program = the prologue of S&G Method II, loops = its Method2 tables and
     kernels), "mass_loop" (program = the world-frame columns, loops = the MassLoop ranges) or
-    "product_loop" (program = the factors dtau/dq, dtau/dqd and M^-1, loops = a ProductLoop)."""
+    "product_loop" (program = the factors dtau/dq, dtau/dqd and M^-1, loops = a ProductLoop)
+    or "pair_loop" (program = the own blocks and per-coordinate vectors, loops = a PairLoop)."""
     spec: object
     form: str
     program: Program
@@ -53,6 +55,9 @@ def function_code(tree, spec, prefix, form="unrolled"):
         return FunctionCode(spec, form, ml.prologue, sizes, ml)
     if form == "product_loop":
         pl = unroll_product_loop(tree, spec, prefix)
+        return FunctionCode(spec, form, pl.prologue, sizes, pl)
+    if form == "pair_loop":
+        pl = unroll_pair_loop(tree, spec, prefix)
         return FunctionCode(spec, form, pl.prologue, sizes, pl)
     return FunctionCode(spec, form, spec.program(tree, prefix), sizes)
 
@@ -332,34 +337,121 @@ def unroll_mass_loop(tree, name=None):
     return MassLoop(prog, upper, lower, armature)
 
 
-# ---- the forward dynamics' derivatives in loop form ----------------------------------------------
+# ---- the inverse dynamics' derivatives in loop form --------------------------------------------
 @dataclass
-class ProductLoop:
-    """dqdd/dx = -M^-1 dtau/dx (derivatives.forward_dynamics_derivatives) with the products as C
-    loops: the unrolled prologue writes M^-1 (an output) and dtau/dq, dtau/dqd (row-major nv x nv,
-    arrays "Dq" and "Dqd"); the loops form each output row as a sum of rows of dtau/dx scaled by
-    that row of M^-1, every inner loop contiguous (vectorised). Straight-line code for the
-    products grows as nv^3 and leaves the instruction cache from about 18 coordinates."""
+class PairLoop:
+    """The entries of the derivatives between each body and its strict descendants as C loops
+    (derivatives.PAIR_PRODUCTS over derivatives.related_ranges): the unrolled prologue writes
+    the blocks of each body's own coordinates into the outputs and the per-coordinate vectors
+    (derivatives.PAIR_VECTORS) into arrays "v_<name>", entry k of coordinate c at k * nv + c,
+    so that each loop over a range of columns reads contiguous memory. Straight-line code for
+    these O(nv^2) dot products leaves the instruction cache from about 18 coordinates."""
     prologue: Program
     nv: int
-    products: tuple         # ((factor array, output name), ...)
-    minv: str               # the output that holds M^-1
+    ranges: dict            # derivatives.related_ranges
+    products: tuple         # (output array, a array, b array, terms, ranges), PAIR_PRODUCTS named
+    outputs: tuple          # the output arrays (zeroed first where the pairs leave entries unset)
+    full: bool              # own blocks and pairs cover every entry (a chain)
 
     def loop_counts(self):
-        n = len(self.products) * self.nv ** 3
-        return OpCounts(mul=n, add=n)
+        n = sum(terms * (e - f) for _, _, _, terms, which in self.products
+                for _, f, e in self.ranges[which])
+        return OpCounts(mul=n, add=n - sum(len(self.ranges[w]) for *_, w in self.products))
 
 
-def unroll_product_loop(tree, spec, name=None):
+# The pairs (coordinate of a body, coordinate of a strict descendant) from which the derivatives
+# form their entries between related bodies in loops (measured, docs/derivatives.md): RC20's 190
+# pairs run faster as loops (0.51x -> 0.39x of Pinocchio's computeRNEADerivatives; RC50's 1225:
+# 1.24x -> 0.45x), solo12's 84 slower (straight-line code folds the free flyer's structural zeros,
+# which the loops multiply: 20.6k -> 33.7k instructions).
+PAIR_LOOP_FROM_PAIRS = 120
+
+
+def related_pairs(tree):
+    """How many entries of dtau/dq lie between a body and a strict descendant (above the diagonal)."""
+    return sum(e - f for _, f, e in derivatives.related_ranges(tree)["down"])
+
+
+def pair_loops_pay(pairs):
+    return pairs >= PAIR_LOOP_FROM_PAIRS
+
+
+def vector_array(name):
+    return f"v_{name}"
+
+
+def _pair_prologue(prog, tree, blocks, vectors, names):
+    """Stores of the pair loop's prologue: the own blocks of the outputs (names: derivative ->
+    output array) and the vectors, vector-entry-major. Returns a PairLoop without prologue."""
+    body_of = [b.index for b in tree.bodies for _ in range(b.dof)]
+    nv = tree.nv
+    for key, out in names.items():
+        for r in range(nv):
+            for c in range(nv):
+                if body_of[r] == body_of[c]:
+                    prog.outputs.append((out, r * nv + c, blocks[key][r][c]))
+    for name, size in derivatives.PAIR_VECTORS.items():
+        prog.set_outputs(vector_array(name), [vectors[name][c][k] for k in range(size)
+                                             for c in range(nv)])
+    ranges = derivatives.related_ranges(tree)
+    products = tuple((names[o], vector_array(a), vector_array(b), terms, which)
+                     for o, a, b, terms, which in derivatives.PAIR_PRODUCTS if o in names)
+    own = sum(b.dof ** 2 for b in tree.bodies)
+    pairs = sum(e - f for _, f, e in ranges["down"])
+    return PairLoop(prog, nv, ranges, products, tuple(names.values()), own + 2 * pairs == nv * nv)
+
+
+def _loop_prologue(tree, spec, name):
+    """(tree, program, its algebra, the input arrays) of a loop form's prologue."""
     if not isinstance(tree, Tree):
         tree = Tree(tree)
     sizes = model_sizes(tree)
     prog = Program(f"{name or tree.name}_{spec.name}")
     alg = ProgramAlgebra(prog)
     args = [prog.input_vector(a.name, a.size(sizes)) for a in spec.inputs]
-    dq, dqd, Minv = derivatives.forward_dynamics_derivative_factors(tree, alg, *args)
+    return tree, prog, alg, args
+
+
+def unroll_pair_loop(tree, spec, name=None):
+    tree, prog, alg, args = _loop_prologue(tree, spec, name)
+    dq, dqd, M, vectors = derivatives.inverse_dynamics_derivative_columns(tree, alg, *args)
+    names = dict(zip(("dq", "dqd", "M"), (a.name for a in spec.outputs)))
+    return _pair_prologue(prog, tree, {"dq": dq, "dqd": dqd, "M": M}, vectors, names)
+
+
+# ---- the forward dynamics' derivatives in loop form ----------------------------------------------
+@dataclass
+class ProductLoop:
+    """dqdd/dx = -M^-1 dtau/dx (derivatives.forward_dynamics_derivatives) with the products as C
+    loops: the prologue writes M^-1 (an output) and dtau/dq, dtau/dqd (row-major nv x nv,
+    arrays "Dq" and "Dqd": their own blocks, the entries between related bodies then formed by
+    the loops of `pairs`, a PairLoop); the loops form each output row as a sum of rows of
+    dtau/dx scaled by that row of M^-1, every inner loop contiguous (vectorised). Straight-line
+    code for the products grows as nv^3 and leaves the instruction cache from about 18
+    coordinates."""
+    prologue: Program
+    nv: int
+    products: tuple         # ((factor array, output name), ...)
+    minv: str               # the output that holds M^-1
+    pairs: PairLoop = None  # None: the prologue writes every entry of Dq, Dqd
+
+    def loop_counts(self):
+        n = len(self.products) * self.nv ** 3
+        counts = self.pairs.loop_counts() if self.pairs else OpCounts()
+        return OpCounts(mul=n + counts.mul, add=n + counts.add)
+
+
+def unroll_product_loop(tree, spec, name=None):
+    tree, prog, alg, args = _loop_prologue(tree, spec, name)
     dq_name, dqd_name, minv_name = (a.name for a in spec.outputs)
-    prog.set_outputs("Dq", [x for row in dq for x in row])
-    prog.set_outputs("Dqd", [x for row in dqd for x in row])
+    if pair_loops_pay(related_pairs(tree)):
+        dq, dqd, vectors, Minv = derivatives.forward_dynamics_derivative_columns(tree, alg, *args)
+        pairs = _pair_prologue(prog, tree, {"dq": dq, "dqd": dqd}, vectors,
+                               {"dq": "Dq", "dqd": "Dqd"})
+    else:
+        dq, dqd, Minv = derivatives.forward_dynamics_derivative_factors(tree, alg, *args)
+        prog.set_outputs("Dq", [x for row in dq for x in row])
+        prog.set_outputs("Dqd", [x for row in dqd for x in row])
+        pairs = None
     prog.set_outputs(minv_name, [x for row in Minv for x in row])
-    return ProductLoop(prog, tree.nv, (("Dq", dq_name), ("Dqd", dqd_name)), minv_name)
+    return ProductLoop(prog, tree.nv, (("Dq", dq_name), ("Dqd", dqd_name)), minv_name, pairs)

@@ -162,12 +162,23 @@ def is_zero(x):
 def inverse_dynamics_derivatives(tree, alg, q, qd, qdd):
     """(dtau/dq, dtau/dqd, M) at (q, qd, qdd), nv x nv each: Pinocchio's computeRNEADerivatives
     (dtau/dq along integrate(q, v) at v = 0: nv columns, a quaternion joint's in its velocity)."""
+    dq, dqd, M, vectors = inverse_dynamics_derivative_columns(tree, alg, q, qd, qdd)
+    fill_related_pairs(tree, vectors, {"dq": dq, "dqd": dqd, "M": M})
+    return dq, dqd, M
+
+
+def inverse_dynamics_derivative_columns(tree, alg, q, qd, qdd):
+    """What the inverse dynamics' derivatives are made of: (dq, dqd, M, vectors) with the blocks
+    of each body's own coordinates (joint springs, dampers and armature included) filled and
+    zeros elsewhere, and the per-coordinate vectors (PAIR_VECTORS) whose dot products give the
+    entries between a body and its strict descendants (fill_related_pairs; the loop form of the
+    C code takes them as vectorised loops, scleron.unroll.PairLoop)."""
     kins = recursions.joint_kinematics(tree, alg, q, qd)
     _, a, bias = recursions.velocity_pass(tree, alg, kins, qd)
     alpha, f = recursions.acceleration_pass(tree, alg, kins, a, bias, qdd)
     world = world_dynamics(tree, alg, kins, qd, alpha, f)
     cols = coordinate_tangents(tree, alg, world, q, qd, qdd)
-    dq, dqd, M = composite_backward(tree, alg, world, cols)
+    dq, dqd, M, vectors = composite_backward(tree, alg, world, cols)
     for b in tree.bodies:                   # the joint springs and dampers (passive_forces)
         for k in range(b.dof):
             i = b.v_start + k
@@ -175,7 +186,7 @@ def inverse_dynamics_derivatives(tree, alg, q, qd, qdd):
                 dq[i][i] = dq[i][i] + b.stiffness[k]
             if b.damping is not None:
                 dqd[i][i] = dqd[i][i] + b.damping[k]
-    return dq, dqd, recursions.add_armature(tree, M)
+    return dq, dqd, recursions.add_armature(tree, M), vectors
 
 
 class WorldBody:
@@ -290,45 +301,102 @@ def joint_tangents(b, alg, q, qd, pose):
 
 def composite_backward(tree, alg, world, cols):
     """The backward pass of Carpentier & Mansard's algorithm, leaves to root: with the
-    composite Ycrb, dYcrb and F of body i's subtree, the rows of i's coordinates against the
-    columns of its subtree, and the rows of its subtree below it against i's columns."""
+    composite Ycrb, dYcrb and F of body i's subtree, the block of i's own coordinates, and per
+    coordinate the vectors (PAIR_VECTORS) whose dot products give the entries between i and the
+    bodies of its subtree (fill_related_pairs):
+      row r of body i, column c of a strict descendant:  dq = J_r . dFdq_c, dqd = J_r . dFdv_c,
+                                                         M = J_r . Ycrb_c J_c
+      row c of a strict descendant, column r of body i:  dq = Ycrb_c J_c . dA_r + dYcrb_c^T J_c . dV_r
+                                                         dqd = Ycrb_c J_c . dAv_r + dYcrb_c^T J_c . J_r
+    dYcrb's right half is zero (inertia_variation), so dYcrb^T J has three entries."""
     nv = tree.nv
     dq, dqd, M = ([[0.0] * nv for _ in range(nv)] for _ in range(3))
-    YJ, dYtJ, dFdq, dFdv = ([None] * nv for _ in range(4))
-    below = [[] for _ in tree.bodies]              # the coordinates of the subtree of each body
+    vectors = {name: [None] * nv for name in PAIR_VECTORS}
     for b in reversed(tree.bodies):
         alg.section(f"inverse dynamics derivatives: backward pass, body {b.name}",
                     "inverse dynamics derivatives: backward pass", b.index)
         w = world[b.index]
         own = list(range(b.v_start, b.v_start + b.dof))
-        desc = [c for child in b.children for c in below[child]]
-        below[b.index] = own + desc
         dYt = transpose(w.dY)
+        YJ, dFdq, dFdv = {}, {}, {}
         for k in own:
             t = cols[k]
             YJ[k] = matvec(w.Y, t.J)                                          # dtau/dqdd
-            dYtJ[k] = matvec(dYt, t.J)
             dFdq[k] = vadd(matvec(w.dY, t.dV), matvec(w.Y, t.dA))
             dFdv[k] = vadd(matvec(w.dY, t.J), matvec(w.Y, t.dAv))
-        for a, r in enumerate(own):
+        for a, r in enumerate(own):                    # the block of the body's own coordinates
             J = cols[r].J
-            for c in below[b.index]:                   # row r against its subtree's columns
-                dq[r][c] = dot(J, dFdq[c])
-                dqd[r][c] = dot(J, dFdv[c])
-                M[r][c] = M[c][r] = dot(J, YJ[c])
-            for k in own:                              # the joint's own S moving with q_k
-                dq[r][k] = dq[r][k] + dot(cols[k].dS[a], w.F)
-            for c in desc:                             # rows below it against its columns
-                dq[c][r] = dot(YJ[c], cols[r].dA) + dot(dYtJ[c], cols[r].dV)
-                dqd[c][r] = dot(YJ[c], cols[r].dAv) + dot(dYtJ[c], J)
-        for k in own:                                  # the subtree's force moves rigidly
-            dFdq[k] = vadd(dFdq[k], cross_force(cols[k].J, w.F))
+            for k in own:
+                dq[r][k] = dot(J, dFdq[k]) + dot(cols[k].dS[a], w.F)    # + its S moving with q_k
+                dqd[r][k] = dot(J, dFdv[k])
+                M[r][k] = dot(J, YJ[k])
+        for k in own:
+            t = cols[k]
+            dYtJ = matvec(dYt, t.J)[:3]                                       # (the rest is 0)
+            vectors["J"][k] = t.J
+            vectors["dFdq"][k] = vadd(dFdq[k], cross_force(t.J, w.F))  # + the subtree's force
+            vectors["dFdv"][k] = dFdv[k]                                #   moving rigidly
+            vectors["YJ"][k] = YJ[k] + dYtJ
+            vectors["dAdV"][k] = t.dA + t.dV[:3]
+            vectors["dAvJ"][k] = t.dAv + t.J[:3]
         if b.parent >= 0:
             p = world[b.parent]
             p.Y = sym_add(p.Y, w.Y)
             p.dY = [[x + y for x, y in zip(rp, rw)] for rp, rw in zip(p.dY, w.dY)]
             p.F = vadd(p.F, w.F)
-    return dq, dqd, M
+    return dq, dqd, M, vectors
+
+
+# The per-coordinate vectors of composite_backward and the dot products they enter, as
+# (output, a, b, terms, ranges): output[row][col] = the first `terms` entries of a[row] . b[col],
+# over the "down" ranges (row r, its strict descendants' columns: related_ranges) or the "up"
+# ones (row c, its strict ancestors' columns). Written once: fill_related_pairs runs it on
+# lists, the C loop form (templates/pairs.c.j2) on arrays stored vector-entry-major.
+PAIR_VECTORS = {"J": 6, "dFdq": 6, "dFdv": 6, "YJ": 9, "dAdV": 9, "dAvJ": 9}
+PAIR_PRODUCTS = (("dq", "J", "dFdq", 6, "down"), ("dqd", "J", "dFdv", 6, "down"),
+                 ("M", "J", "YJ", 6, "down"), ("M", "YJ", "J", 6, "up"),
+                 ("dq", "YJ", "dAdV", 9, "up"), ("dqd", "YJ", "dAvJ", 9, "up"))
+
+
+def related_ranges(tree):
+    """{"down": [(row r, first, end)], "up": [(row c, first, end)]}: the coordinates c of the
+    strict descendants of r's body, and for each c those r of the strict ancestors of its body,
+    as ranges of consecutive columns (one range per row on a chain)."""
+    body_of = [b.index for b in tree.bodies for _ in range(b.dof)]
+    below = [set() for _ in tree.bodies]                    # strict descendants
+    for b in reversed(tree.bodies):
+        if b.parent >= 0:
+            below[b.parent] |= below[b.index] | {b.index}
+    down = [[c for c in range(tree.nv) if body_of[c] in below[body_of[r]]] for r in range(tree.nv)]
+    up = [[] for _ in range(tree.nv)]
+    for r, cs in enumerate(down):
+        for c in cs:
+            up[c].append(r)
+    return {"down": [(r, f, e) for r, cs in enumerate(down) for f, e in consecutive_runs(cs)],
+            "up": [(c, f, e) for c, rs in enumerate(up) for f, e in consecutive_runs(rs)]}
+
+
+def consecutive_runs(indices):
+    """Sorted indices as (first, end) ranges of consecutive ones."""
+    out = []
+    for i in indices:
+        if out and out[-1][1] == i:
+            out[-1][1] = i + 1
+        else:
+            out.append([i, i + 1])
+    return [tuple(x) for x in out]
+
+
+def fill_related_pairs(tree, vectors, outputs):
+    """The entries between each body and its strict descendants (PAIR_PRODUCTS), into outputs
+    (name -> nv x nv nested lists; products of outputs not given are skipped)."""
+    ranges = related_ranges(tree)
+    for out, a, b, terms, which in PAIR_PRODUCTS:
+        if out not in outputs:
+            continue
+        for row, first, end in ranges[which]:
+            for col in range(first, end):
+                outputs[out][row][col] = dot(vectors[a][row][:terms], vectors[b][col][:terms])
 
 
 # ---- forward dynamics (Carpentier & Mansard 2018) ------------------------------------------------
@@ -340,10 +408,20 @@ SOLVE_FROM_NV = 24
 
 def forward_dynamics_derivative_factors(tree, alg, q, qd, tau):
     """(dtau/dq, dtau/dqd, M^-1) at qdd = FD(q, qd, tau): what the forward dynamics' derivatives
-    are made of (the loop form of the C code multiplies them in loops, scleron.unroll.ProductLoop)."""
+    are made of."""
+    dq, dqd, vectors, Minv = forward_dynamics_derivative_columns(tree, alg, q, qd, tau)
+    fill_related_pairs(tree, vectors, {"dq": dq, "dqd": dqd})
+    return dq, dqd, Minv
+
+
+def forward_dynamics_derivative_columns(tree, alg, q, qd, tau):
+    """The factors with dtau/dq and dtau/dqd as inverse_dynamics_derivative_columns gives them
+    (own blocks, and the vectors of the entries between related bodies): (dq, dqd, vectors,
+    M^-1). The loop form of the C code forms the pairs and the products -M^-1 dtau/dx in loops
+    (scleron.unroll.ProductLoop)."""
     qdd = recursions.forward_dynamics(tree, alg, q, qd, tau)
-    dq, dqd, _ = inverse_dynamics_derivatives(tree, alg, q, qd, qdd)
-    return dq, dqd, mass_matrix_inverse(tree, alg, q)
+    dq, dqd, _, vectors = inverse_dynamics_derivative_columns(tree, alg, q, qd, qdd)
+    return dq, dqd, vectors, mass_matrix_inverse(tree, alg, q)
 
 
 def forward_dynamics_derivatives(tree, alg, q, qd, tau):

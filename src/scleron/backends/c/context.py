@@ -2,7 +2,8 @@
 
 Every signature, stride, shape and docstring of the generated files comes from a
 FunctionSpec's inputs and outputs (scleron.functions); nothing here knows a function by name.
-The loop forms (Method II, the mass matrix's loop form) add the tables their C loops walk.
+The loop forms (Method II, the mass matrix's, the derivatives' pairs and products) add the
+tables their C loops walk.
 """
 from ...program.program import OpCounts
 from .printer import c_literal, print_program
@@ -98,6 +99,22 @@ def _mass_loop_context(nv, ml):
             "full": entries == nv * (nv + 1) // 2}
 
 
+def _pair_loop_context(pl):
+    """Template data of the entries between related bodies in loop form (unroll.PairLoop): the
+    ranges tables, the vector arrays and the calls of the products."""
+    from ...dynamics.derivatives import PAIR_VECTORS
+    tables = {which: {"n": len(r), "row": ", ".join(str(x) for x, _, _ in r),
+                      "first": ", ".join(str(f) for _, f, _ in r),
+                      "end": ", ".join(str(e) for _, _, e in r)}
+              for which, r in pl.ranges.items()}
+    return {"tables": tables,
+            "vectors": [{"name": f"v_{n}", "size": k * pl.nv} for n, k in PAIR_VECTORS.items()],
+            "terms": sorted({t for _, _, _, t, _ in pl.products}),
+            "calls": [{"out": o, "a": a, "b": b, "terms": t, "which": w}
+                      for o, a, b, t, w in pl.products if tables[w]["n"]],
+            "outputs": pl.outputs, "full": pl.full, "nv": pl.nv}
+
+
 def _printed(code, prefix, chunk, first_index):
     """(CFunction, method2 context, mass-loop context) of one function's code."""
     spec = code.spec
@@ -110,6 +127,11 @@ def _printed(code, prefix, chunk, first_index):
         arrays += [("Sw", True), ("Fw", True)]
     elif code.form == "product_loop":
         arrays += [(a, True) for a, _ in code.loops.products] + [(code.loops.minv, True)]
+        if code.loops.pairs:
+            arrays += [(v["name"], True) for v in _pair_loop_context(code.loops.pairs)["vectors"]]
+    elif code.form == "pair_loop":
+        arrays += [(a.name, True) for a in spec.outputs]
+        arrays += [(v["name"], True) for v in _pair_loop_context(code.loops)["vectors"]]
     else:
         arrays += [(a.name, True) for a in spec.outputs]
     cf = print_program(code.program, fname, arrays, chunk=chunk, first_index=first_index,
@@ -122,7 +144,7 @@ def _printed(code, prefix, chunk, first_index):
     elif code.form == "mass_loop":
         mass_loop = _mass_loop_context(code.sizes["nv"], code.loops)
         add_counts(cf.counts, code.loops.loop_counts())
-    elif code.form == "product_loop":
+    elif code.form in ("product_loop", "pair_loop"):
         add_counts(cf.counts, code.loops.loop_counts())
     return cf, method2, mass_loop
 
@@ -143,6 +165,9 @@ def function_context(code, prefix, chunk, first_index):
         "doc": c_comment(spec.doc + ("" if code.form == "unrolled" else f" ({code.description})")),
         "method2": method2, "mass_loop": mass_loop, "chunks": cf.chunks, "nwork": cf.nwork,
         "product_loop": code.loops if code.form == "product_loop" else None,
+        "pairs": (_pair_loop_context(code.loops) if code.form == "pair_loop" else
+                  _pair_loop_context(code.loops.pairs)
+                  if code.form == "product_loop" and code.loops.pairs else None),
         "sincos": cf.sincos, "statements": cf.statements, "counts": cf.counts,
         "chunk_params": cf.chunk_params, "chunk_args": cf.chunk_args,
         "public_params": ", ".join(_pointer(a, o) for a, o in args),
