@@ -23,7 +23,8 @@ from scleron.dynamics.algebra import FloatAlgebra
 from scleron.dynamics.tree import Tree
 from scleron.functions import function_spec
 from scleron.pipeline import MASS_LOOP_FROM_NV, PRODUCT_LOOP_FROM_NV, build_sources, code_form, mass_form
-from scleron.unroll import PAIR_LOOP_FROM_PAIRS, related_pairs, unroll_mass_loop, unroll_method2
+from scleron.unroll import (PAIR_LOOP_FROM_PAIRS, related_pairs, unroll_mass_loop, unroll_method2,
+                            unroll_minv_loop)
 
 from conftest import example
 
@@ -238,7 +239,7 @@ def loop_form_tree_yaml():
 def fdd_loop(generated, tmp_path_factory):
     path = tmp_path_factory.mktemp("fdd_loop") / "fdd_loop.yaml"
     path.write_text(loop_form_tree_yaml())
-    return generated(str(path), "fdd_loop", functions=["fd", "fdd", "idd"])
+    return generated(str(path), "fdd_loop", functions=["fd", "fdd", "idd", "minv"])
 
 
 def test_forward_dynamics_derivatives_loop_form_equals_the_reference(fdd_loop, rng):
@@ -252,6 +253,7 @@ def test_forward_dynamics_derivatives_loop_form_equals_the_reference(fdd_loop, r
     assert "fdd_loop_forward_dynamics_derivatives_negated_product(Minv, Dq, dqdd_dq)" in c
     assert "loop form: -M^-1 dtau/dx as dense products" in c
     assert "fdd_loop_forward_dynamics_derivatives_pairs9(v_YJ, v_dAdV" in c
+    assert "fdd_loop_forward_dynamics_derivatives_forward1(mb + " in c
     for _ in range(3):
         q, qd, tau = (rng.uniform(-1, 1, dyn.nv) for _ in range(3))
         got = dyn.forward_dynamics_derivatives(q, qd, tau)
@@ -291,6 +293,86 @@ def test_inverse_dynamics_derivatives_loop_form_equals_the_reference(fdd_loop, r
         assert np.max(np.abs(M - ref_M)) <= 1e-12 * np.max(np.abs(ref_M))
 
 
+def test_mass_matrix_inverse_loop_form_equals_the_reference(fdd_loop, rng):
+    """With the pair loops, M^-1 is formed by column operations in C loops
+    (derivatives.mass_matrix_inverse on unroll.LoopBlocks): the accelerations of the columns
+    saved at the branching body and restored for its second child. It must equal the float
+    reference and invert the mass matrix."""
+    model, dyn = fdd_loop
+    tree = Tree(model)
+    c = open(os.path.join(os.path.dirname(dyn.__file__), "fdd_loop_dynamics.c")).read()
+    assert "fdd_loop_mass_matrix_inverse_backward1(mb + " in c and "A_saved0" in c
+    for _ in range(3):
+        q = rng.uniform(-1, 1, dyn.nv)
+        got = dyn.mass_matrix_inverse(q)
+        ref = np.asarray(derivatives.mass_matrix_inverse(tree, FloatAlgebra(), list(q)))
+        assert np.max(np.abs(got - ref)) <= 1e-12 * np.max(np.abs(ref))
+        assert np.array_equal(got, got.T)
+        M = np.asarray(rec.mass_matrix(tree, FloatAlgebra(), list(q)))
+        np.testing.assert_allclose(got @ M, np.eye(dyn.nv), atol=1e-10)
+
+
+def out_of_order_yaml():
+    """Bodies not in depth-first order (a's child after b), and a second root: the in-place
+    accelerations of derivatives.mass_matrix_inverse must be restored for both."""
+    bodies = [("a", "world", "[0, 0, 1]"), ("b", "a", "[0, 1, 0]"), ("c", "a", "[1, 0, 0]"),
+              ("d", "b", "[0, 0, 1]"), ("e", "world", "[0, 1, 0]"), ("f", "c", "[0, 1, 0]"),
+              ("g", "e", "[1, 0, 0]")]
+    lines = ["name: out_of_order", "gravity: [0, 0, -9.81]", "bodies:"]
+    for k, (name, parent, axis) in enumerate(bodies):
+        lines += [f"- {{name: {name}, parent: {parent}, mass: {1.0 + 0.2 * k}, com: [0.1, 0.03, 0],",
+                  f"   inertia: [0.02, 0.03, 0.025], joint: {{name: j{k}, type: revolute, "
+                  f"axis: {axis}, xyz: [0.2, 0.1, 0.05]}}}}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_mass_matrix_inverse_column_steps_out_of_order(tmp_path, rng):
+    """The column operations on lists (the unrolled and reference M^-1) and as recorded for the
+    C loops, on a tree whose subtrees' columns are not consecutive and that has two roots:
+    M^-1 M = I, and the recorded steps restore / zero the accelerations where needed."""
+    path = tmp_path / "out_of_order.yaml"
+    path.write_text(out_of_order_yaml())
+    tree = Tree(scleron.load_model(str(path)))
+    assert [b.parent for b in tree.bodies] == [-1, 0, 0, 1, -1, 2, 4]
+    for _ in range(3):
+        q = list(rng.uniform(-1.5, 1.5, tree.nv))
+        Minv = np.asarray(derivatives.mass_matrix_inverse(tree, FloatAlgebra(), q))
+        M = np.asarray(rec.mass_matrix(tree, FloatAlgebra(), q))
+        np.testing.assert_allclose(Minv @ M, np.eye(tree.nv), atol=1e-11)
+    ml, _ = unroll_minv_loop(tree, function_spec("minv"))
+    kinds = [s[0] for s in ml.steps]
+    assert kinds.count("zero") == 1 and kinds.count("restore") == 4 and kinds[-1] == "mirror"
+
+
+def test_derivative_loops_compiled_out_of_order(tmp_path, rng, monkeypatch):
+    """The C loops of the derivatives (pairs, M^-1 column steps with restore and zero, products)
+    on the out-of-order tree with two roots, the loop forms forced by a zero threshold."""
+    import scleron.unroll
+    monkeypatch.setattr(scleron.unroll, "PAIR_LOOP_FROM_PAIRS", 0)
+    monkeypatch.setattr(scleron.pipeline, "PRODUCT_LOOP_FROM_NV", 1)
+    path = tmp_path / "out_of_order.yaml"
+    path.write_text(out_of_order_yaml())
+    model = scleron.load_model(str(path))
+    dyn = scleron.generate(model, str(tmp_path / "build"), "out_of_order",
+                           functions=["fdd", "idd", "minv"])
+    c = open(tmp_path / "build" / "out_of_order_dynamics.c").read()
+    assert "A_saved3" in c and "out_of_order_mass_matrix_inverse_forward1" in c
+    assert "out_of_order_inverse_dynamics_derivatives_pairs9" in c
+    tree = Tree(model)
+    for _ in range(3):
+        q, qd, u = (rng.uniform(-1.5, 1.5, tree.nv) for _ in range(3))
+        pairs = [(dyn.mass_matrix_inverse(q), [derivatives.mass_matrix_inverse(tree, FloatAlgebra(), list(q))]),
+                 (dyn.inverse_dynamics_derivatives(q, qd, u),
+                  derivatives.inverse_dynamics_derivatives(tree, FloatAlgebra(), list(q), list(qd), list(u))),
+                 (dyn.forward_dynamics_derivatives(q, qd, u),
+                  derivatives.forward_dynamics_derivatives(tree, FloatAlgebra(), list(q), list(qd), list(u)))]
+        for got, ref in pairs:
+            got = [got] if isinstance(got, np.ndarray) else got
+            for g, r in zip(got, ref):
+                r = np.asarray(r, dtype=float)
+                assert np.max(np.abs(g - r)) <= 1e-11 * max(1.0, np.max(np.abs(r)))
+
+
 def test_forward_dynamics_derivatives_form_auto():
     """The loop form from PRODUCT_LOOP_FROM_NV coordinates on, the unrolled one below (panda, UR5,
     a 12-joint quadruped keep it); the CUDA code of a loop-form function is its unrolled program."""
@@ -305,7 +387,8 @@ def test_forward_dynamics_derivatives_form_auto():
     tree = Tree(scleron.load_model(example("quadruped.yaml")))
     assert related_pairs(tree) < PAIR_LOOP_FROM_PAIRS <= related_pairs(
         Tree(scleron.load_model(example("rc20.yaml"))))
-    assert code_form(function_spec("minv"), 1, "unrolled", 50) == "unrolled"
+    assert code_form(function_spec("minv"), 1, "unrolled", 50) == "minv_loop"
+    assert code_form(function_spec("minv"), 1, "unrolled", 18, pairs=84) == "unrolled"
     model = scleron.load_model(example("rc20.yaml"))
     files, _, _ = build_sources(model, functions=["fdd"], cuda=True)
     cu = next(text for name, text in files.items() if name.endswith(".cu"))

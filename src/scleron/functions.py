@@ -180,7 +180,7 @@ FUNCTIONS = {f.name: f for f in [
                  (Argument("Minv", ("nv", "nv"), "inverse mass matrix"),),
                  derivatives.mass_matrix_inverse,
                  "M(q)^-1, row-major nv x nv, from the articulated-body factorisation "
-                 "(Carpentier 2018)", ("minv",), by_default=few_coordinates),
+                 "(Carpentier 2018)", ("minv",), ("unrolled", "minv_loop"), by_default=few_coordinates),
     FunctionSpec("inverse_dynamics_derivatives", (Q, QD, QDD),
                  (Argument("dtau_dq", ("nv", "nv"), "d tau / d q (tangent space: nv columns)"),
                   Argument("dtau_dqd", ("nv", "nv"), "d tau / d qd"),

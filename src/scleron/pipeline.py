@@ -148,7 +148,7 @@ def code_form(spec, method, mass, nv, pairs=None):
     if nv >= PRODUCT_LOOP_FROM_NV:
         wanted.add("product_loop")
     if pair_loops_pay(nv * (nv - 1) // 2 if pairs is None else pairs):
-        wanted.add("pair_loop")
+        wanted |= {"pair_loop", "minv_loop"}
     return next((f for f in spec.forms if f in wanted), "unrolled")
 
 

@@ -16,7 +16,8 @@ from .program import OpCounts, Program, ProgramAlgebra
 FORMS = {"unrolled": "unrolled", "method2": "Method II: passes 4-6 as loops",
          "mass_loop": "loop form: world-frame columns, dense products",
          "product_loop": "loop form: -M^-1 dtau/dx as dense products",
-         "pair_loop": "loop form: entries between related bodies as dot products"}
+         "pair_loop": "loop form: entries between related bodies as dot products",
+         "minv_loop": "loop form: the articulated-body solve by column ranges"}
 
 
 @dataclass
@@ -59,6 +60,9 @@ def function_code(tree, spec, prefix, form="unrolled"):
     if form == "pair_loop":
         pl = unroll_pair_loop(tree, spec, prefix)
         return FunctionCode(spec, form, pl.prologue, sizes, pl)
+    if form == "minv_loop":
+        ml, prologue = unroll_minv_loop(tree, spec, prefix)
+        return FunctionCode(spec, form, prologue, sizes, ml)
     return FunctionCode(spec, form, spec.program(tree, prefix), sizes)
 
 
@@ -419,6 +423,94 @@ def unroll_pair_loop(tree, spec, name=None):
     return _pair_prologue(prog, tree, {"dq": dq, "dqd": dqd, "M": M}, vectors, names)
 
 
+# ---- the mass matrix inverse in loop form -----------------------------------------------------
+@dataclass
+class MinvLoop:
+    """M^-1 by derivatives.mass_matrix_inverse with its column operations as C loops: the
+    unrolled prologue writes each body's D^-1 S^T, U, D^-1 U^T and S (array "mb", 24 dof entries
+    per body from offset[body]: SD d x 6, U 6 x d, UD d x 6, S 6 x d, row-major), the own
+    blocks of the output and the initial P (6 x nv, entry-major); `steps` are the column
+    operations in order: ("backward", dof, offset, v, first, end), ("forward", dof, offset, v),
+    ("save", slot, first), ("restore", slot, first), ("zero", first), ("mirror",)."""
+    output: str
+    nv: int
+    steps: list = field(default_factory=list)
+    saves: list = field(default_factory=list)       # per slot: its first column
+    dofs: set = field(default_factory=set)
+
+    def loop_counts(self):
+        n = 0
+        for step in self.steps:
+            if step[0] == "backward":
+                n += 12 * step[1] * (step[5] - step[4])
+            elif step[0] == "forward":
+                n += 12 * step[1] * (self.nv - step[3])
+        return OpCounts(mul=n, add=n)
+
+
+class LoopBlocks:
+    """derivatives.ColumnBlocks recorded for the loop form: the prologue's stores, and a MinvLoop
+    of the steps (scleron.backends.c templates/minvloop.c.j2 runs them)."""
+
+    def __init__(self, prog, nv, output):
+        self.prog, self.nv = prog, nv
+        self.loop = MinvLoop(output, nv)
+        self.offset, self.used = {}, 0
+
+    def _body(self, b, axes):
+        if b.index not in self.offset:
+            S, U, Dinv, SD, UD = axes
+            d = b.dof
+            entries = ([x for row in SD for x in row] + [U[a][r] for r in range(6) for a in range(d)]
+                       + [x for row in UD for x in row] + [S[a][r] for r in range(6) for a in range(d)])
+            for k, x in enumerate(entries):
+                self.prog.outputs.append(("mb", self.used + k, x))
+            self.offset[b.index] = self.used
+            self.used += len(entries)
+            self.loop.dofs.add(d)
+        return self.offset[b.index]
+
+    def own_columns(self, b, axes):
+        self._body(b, axes)
+        for c, w, p in derivatives.own_column_values(b, axes):
+            for a in range(b.dof):
+                self.prog.outputs.append((self.loop.output, (b.v_start + a) * self.nv + c, w[a]))
+            for r in range(6):
+                self.prog.outputs.append(("P", r * self.nv + c, p[r]))
+
+    def backward(self, b, axes, first, end):
+        self.loop.steps.append(("backward", b.dof, self._body(b, axes), b.v_start, first, end))
+
+    def forward(self, b, axes):
+        self.loop.steps.append(("forward", b.dof, self._body(b, axes), b.v_start))
+
+    def zero(self, first):
+        self.loop.steps.append(("zero", first))
+
+    def save(self, first):
+        self.loop.saves.append(first)
+        self.loop.steps.append(("save", len(self.loop.saves) - 1, first))
+        return len(self.loop.saves) - 1
+
+    def restore(self, slot, first):
+        self.loop.steps.append(("restore", slot, first))
+
+    def mirrored(self):
+        self.loop.steps.append(("mirror",))
+        return None
+
+
+def minv_loops_pay(tree):
+    return pair_loops_pay(related_pairs(tree))
+
+
+def unroll_minv_loop(tree, spec, name=None):
+    tree, prog, alg, (q,) = _loop_prologue(tree, spec, name)
+    blocks = LoopBlocks(prog, tree.nv, spec.outputs[0].name)
+    derivatives.mass_matrix_inverse(tree, alg, q, blocks)
+    return blocks.loop, prog
+
+
 # ---- the forward dynamics' derivatives in loop form ----------------------------------------------
 @dataclass
 class ProductLoop:
@@ -434,18 +526,25 @@ class ProductLoop:
     products: tuple         # ((factor array, output name), ...)
     minv: str               # the output that holds M^-1
     pairs: PairLoop = None  # None: the prologue writes every entry of Dq, Dqd
+    minv_loop: MinvLoop = None  # None: the prologue writes M^-1
 
     def loop_counts(self):
         n = len(self.products) * self.nv ** 3
-        counts = self.pairs.loop_counts() if self.pairs else OpCounts()
-        return OpCounts(mul=n + counts.mul, add=n + counts.add)
+        counts = OpCounts(mul=n, add=n)
+        for part in (self.pairs, self.minv_loop):
+            if part:
+                c = part.loop_counts()
+                counts = OpCounts(mul=counts.mul + c.mul, add=counts.add + c.add)
+        return counts
 
 
 def unroll_product_loop(tree, spec, name=None):
     tree, prog, alg, args = _loop_prologue(tree, spec, name)
     dq_name, dqd_name, minv_name = (a.name for a in spec.outputs)
+    blocks = LoopBlocks(prog, tree.nv, minv_name) if minv_loops_pay(tree) else None
     if pair_loops_pay(related_pairs(tree)):
-        dq, dqd, vectors, Minv = derivatives.forward_dynamics_derivative_columns(tree, alg, *args)
+        dq, dqd, vectors, Minv = derivatives.forward_dynamics_derivative_columns(tree, alg, *args,
+                                                                                 blocks=blocks)
         pairs = _pair_prologue(prog, tree, {"dq": dq, "dqd": dqd}, vectors,
                                {"dq": "Dq", "dqd": "Dqd"})
     else:
@@ -453,5 +552,7 @@ def unroll_product_loop(tree, spec, name=None):
         prog.set_outputs("Dq", [x for row in dq for x in row])
         prog.set_outputs("Dqd", [x for row in dqd for x in row])
         pairs = None
-    prog.set_outputs(minv_name, [x for row in Minv for x in row])
-    return ProductLoop(prog, tree.nv, (("Dq", dq_name), ("Dqd", dqd_name)), minv_name, pairs)
+    if blocks is None:
+        prog.set_outputs(minv_name, [x for row in Minv for x in row])
+    return ProductLoop(prog, tree.nv, (("Dq", dq_name), ("Dqd", dqd_name)), minv_name, pairs,
+                       blocks.loop if blocks else None)

@@ -27,17 +27,107 @@ from .spatial import (ad, ad_star, columns, dot, matmul, matvec, rigid_inertia_t
 
 
 # ---- M^-1 and M^-1 B (Carpentier 2018; Featherstone 7.3 on many joint forces at once) ------------
-def mass_matrix_inverse(tree, alg, q):
-    """M(q)^-1, nv x nv (symmetric: the upper triangle computed, mirrored): the articulated-body
-    solve of the unit joint forces (articulated_solve), rows i taking columns j >= i only."""
+def mass_matrix_inverse(tree, alg, q, blocks=None):
+    """M(q)^-1, nv x nv: the articulated-body solve of the nv unit joint forces (Carpentier 2018,
+    as articulated_solve below), column by column, each step an operation on a range of
+    consecutive columns (ColumnBlocks: run here on lists, by the loop form of the C code as
+    vectorised loops, scleron.unroll.MinvLoop):
+      own columns of body i:   W_i = D_i^-1, P_c = U_i D_i^-1              (the unit forces)
+      leaves to root, the columns c of i's strict descendants:
+                               W_i,c = -D_i^-1 S_i^T P_c,  P_c += U_i W_i,c   (p^a moving up)
+      root to leaves, the columns c >= i's first (rows i of the upper triangle):
+                               X_i,c = W_i,c - D_i^-1 U_i^T A_c,  A_c += S_i X_i,c
+    (W_i,c = 0 outside i's subtree). A_c, the acceleration of the body just done in column c, is
+    kept in place: a body whose child does not follow it right away saves A after its step,
+    and that child restores it (the world's zeros for a second root). The lower triangle is
+    the upper one mirrored."""
     world = articulated_world(tree, alg, q)
-    unit_forces = [[1.0 if r == c else 0.0 for r in range(tree.nv)] for c in range(tree.nv)]
-    X = articulated_solve(tree, alg, world, unit_forces, lambda b: range(b.v_start, tree.nv))
-    Minv = [[0.0] * tree.nv for _ in range(tree.nv)]
-    for r in range(tree.nv):
-        for c in range(r, tree.nv):
-            Minv[r][c] = Minv[c][r] = X[r][c]
-    return Minv
+    blocks = ColumnBlocks(tree.nv) if blocks is None else blocks
+    for b in tree.bodies:
+        blocks.own_columns(b, world[b.index])
+    below = related_ranges(tree)["down"]
+    for b in reversed(tree.bodies):
+        alg.section(f"mass matrix inverse (Carpentier 2018, backward): body {b.name}",
+                    "mass matrix inverse: backward pass", b.index)
+        for _, first, end in (x for x in below if x[0] == b.v_start):
+            blocks.backward(b, world[b.index], first, end)
+    saved = {}
+    for b in tree.bodies:
+        alg.section(f"mass matrix inverse (Carpentier 2018, forward): body {b.name}",
+                    "mass matrix inverse: forward pass", b.index)
+        if b.parent < 0 and b.index > 0:
+            blocks.zero(b.v_start)
+        elif b.parent >= 0 and b.parent != b.index - 1:
+            blocks.restore(saved[b.parent], b.v_start)
+        blocks.forward(b, world[b.index])
+        later = [tree.bodies[c].v_start for c in b.children if c != b.index + 1]
+        if later:
+            saved[b.index] = blocks.save(min(later))
+    return blocks.mirrored()
+
+
+def own_column_values(b, axes):
+    """(c, W_i,c, P_c) for each own column c of body i: the unit force's W = D^-1 e and
+    P = U D^-1 e."""
+    S, U, Dinv, SD, UD = axes
+    return [(b.v_start + k, Dinv[k], [dot([Ua[r] for Ua in U], Dinv[k]) for r in range(6)])
+            for k in range(b.dof)]
+
+
+class ColumnBlocks:
+    """The column operations of mass_matrix_inverse on nested lists (floats or program values):
+    X the nv x nv result (rows hold W, then X), P and A 6 x nv."""
+
+    def __init__(self, nv):
+        self.nv = nv
+        self.X = [[0.0] * nv for _ in range(nv)]
+        self.P = [[0.0] * nv for _ in range(6)]
+        self.A = [[0.0] * nv for _ in range(6)]
+
+    def own_columns(self, b, axes):
+        for c, w, p in own_column_values(b, axes):
+            for a in range(b.dof):
+                self.X[b.v_start + a][c] = w[a]
+            for r in range(6):
+                self.P[r][c] = p[r]
+
+    def backward(self, b, axes, first, end):
+        S, U, Dinv, SD, UD = axes
+        for c in range(first, end):
+            p = [row[c] for row in self.P]
+            w = [-dot(row, p) for row in SD]
+            for a in range(b.dof):
+                self.X[b.v_start + a][c] = w[a]
+            for r in range(6):
+                self.P[r][c] = p[r] + dot([Ua[r] for Ua in U], w)
+
+    def forward(self, b, axes):
+        S, U, Dinv, SD, UD = axes
+        for c in range(b.v_start, self.nv):
+            acc = [row[c] for row in self.A]
+            x = [self.X[b.v_start + a][c] - dot(UD[a], acc) for a in range(b.dof)]
+            for a in range(b.dof):
+                self.X[b.v_start + a][c] = x[a]
+            for r in range(6):
+                self.A[r][c] = acc[r] + dot([Sa[r] for Sa in S], x)
+
+    def save(self, first):
+        return first, [row[first:] for row in self.A]
+
+    def zero(self, first):
+        for row in self.A:
+            row[first:] = [0.0] * (self.nv - first)
+
+    def restore(self, saved, first):
+        start, rows = saved
+        for r in range(6):
+            self.A[r][first:] = rows[r][first - start:]
+
+    def mirrored(self):
+        for r in range(self.nv):
+            for c in range(r):
+                self.X[r][c] = self.X[c][r]
+        return self.X
 
 
 def articulated_world(tree, alg, q):
@@ -414,14 +504,14 @@ def forward_dynamics_derivative_factors(tree, alg, q, qd, tau):
     return dq, dqd, Minv
 
 
-def forward_dynamics_derivative_columns(tree, alg, q, qd, tau):
+def forward_dynamics_derivative_columns(tree, alg, q, qd, tau, blocks=None):
     """The factors with dtau/dq and dtau/dqd as inverse_dynamics_derivative_columns gives them
     (own blocks, and the vectors of the entries between related bodies): (dq, dqd, vectors,
-    M^-1). The loop form of the C code forms the pairs and the products -M^-1 dtau/dx in loops
+    M^-1; blocks: the ColumnBlocks M^-1 is formed by, mass_matrix_inverse). The loop form of the C code forms the pairs and the products -M^-1 dtau/dx in loops
     (scleron.unroll.ProductLoop)."""
     qdd = recursions.forward_dynamics(tree, alg, q, qd, tau)
     dq, dqd, _, vectors = inverse_dynamics_derivative_columns(tree, alg, q, qd, qdd)
-    return dq, dqd, vectors, mass_matrix_inverse(tree, alg, q)
+    return dq, dqd, vectors, mass_matrix_inverse(tree, alg, q, blocks)
 
 
 def forward_dynamics_derivatives(tree, alg, q, qd, tau):

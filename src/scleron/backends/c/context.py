@@ -115,6 +115,18 @@ def _pair_loop_context(pl):
             "outputs": pl.outputs, "full": pl.full, "nv": pl.nv}
 
 
+def _minv_loop(code):
+    """The MinvLoop of a function's code (its own, or the one inside a product loop), or None."""
+    if code.form == "minv_loop":
+        return code.loops
+    return code.loops.minv_loop if code.form == "product_loop" else None
+
+
+def _minv_mb(code):
+    """Entries of the per-body factors array (mb) the prologue of a MinvLoop writes."""
+    return 1 + max((i for a, i, _ in code.program.outputs if a == "mb"), default=0)
+
+
 def _printed(code, prefix, chunk, first_index):
     """(CFunction, method2 context, mass-loop context) of one function's code."""
     spec = code.spec
@@ -129,9 +141,13 @@ def _printed(code, prefix, chunk, first_index):
         arrays += [(a, True) for a, _ in code.loops.products] + [(code.loops.minv, True)]
         if code.loops.pairs:
             arrays += [(v["name"], True) for v in _pair_loop_context(code.loops.pairs)["vectors"]]
+        if code.loops.minv_loop:
+            arrays += [("mb", True), ("P", True)]
     elif code.form == "pair_loop":
         arrays += [(a.name, True) for a in spec.outputs]
         arrays += [(v["name"], True) for v in _pair_loop_context(code.loops)["vectors"]]
+    elif code.form == "minv_loop":
+        arrays += [(a.name, True) for a in spec.outputs] + [("mb", True), ("P", True)]
     else:
         arrays += [(a.name, True) for a in spec.outputs]
     cf = print_program(code.program, fname, arrays, chunk=chunk, first_index=first_index,
@@ -144,7 +160,7 @@ def _printed(code, prefix, chunk, first_index):
     elif code.form == "mass_loop":
         mass_loop = _mass_loop_context(code.sizes["nv"], code.loops)
         add_counts(cf.counts, code.loops.loop_counts())
-    elif code.form in ("product_loop", "pair_loop"):
+    elif code.form in ("product_loop", "pair_loop", "minv_loop"):
         add_counts(cf.counts, code.loops.loop_counts())
     return cf, method2, mass_loop
 
@@ -165,6 +181,8 @@ def function_context(code, prefix, chunk, first_index):
         "doc": c_comment(spec.doc + ("" if code.form == "unrolled" else f" ({code.description})")),
         "method2": method2, "mass_loop": mass_loop, "chunks": cf.chunks, "nwork": cf.nwork,
         "product_loop": code.loops if code.form == "product_loop" else None,
+        "minv_loop": _minv_loop(code),
+        "minv_mb": _minv_mb(code),
         "pairs": (_pair_loop_context(code.loops) if code.form == "pair_loop" else
                   _pair_loop_context(code.loops.pairs)
                   if code.form == "product_loop" and code.loops.pairs else None),
