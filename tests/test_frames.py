@@ -5,6 +5,7 @@ parser and frame algorithms; rows [v; w] there, [w; v] here) and central finite 
 the placements (general joints: torus chain, spline joints, windmill, where Pinocchio has no
 equivalent), through the identities J qd = twist and d/dt twist = classical acceleration in the
 local_world_aligned reference."""
+import os
 import re
 
 import numpy as np
@@ -104,6 +105,20 @@ def test_frame_functions_batch_out_and_reference_errors(generated, rng):
     out = np.empty((len(dyn.frame_names), 4, 4))
     assert dyn.frame_placements(Q[0], out=out) is out
     assert np.array_equal(out[:, 3], np.tile([0.0, 0.0, 0.0, 1.0], (len(dyn.frame_names), 1)))
+    # mostly zeros: cleared by one memset before the computed entries (printer.cleared_arrays),
+    # so garbage in out= (single call and batch) must not survive
+    for ref in ("local", "local_world_aligned", "world"):
+        garbage = np.full((len(dyn.frame_names), 6, dyn.nv), np.nan)
+        assert np.array_equal(dyn.frame_jacobians(Q[1], reference=ref, out=garbage),
+                              dyn.frame_jacobians(Q[1], reference=ref))
+    garbage = np.full((5, len(dyn.frame_names), 6, dyn.nv), 7.0)
+    assert np.array_equal(dyn.frame_jacobians(Q, out=garbage), dyn.frame_jacobians(Q))
+    one = np.full((6, dyn.nv), np.nan)
+    dyn.frame_jacobian(Q[2], "wrist_1_link", out=one)
+    assert np.allclose(one, dyn.frame_jacobians(Q[2])[dyn.frame_names.index("wrist_1_link")],
+                       rtol=0, atol=1e-14)
+    c = open(os.path.join(os.path.dirname(dyn.__file__), "ur5_dynamics.c")).read()
+    assert "mostly zeros" in c
     with pytest.raises(ValueError, match="reference must be one of"):
         dyn.frame_jacobians(Q[0], reference="LOCAL")
     assert dyn.com_jacobian(Q).shape == (5, 3, dyn.nv)

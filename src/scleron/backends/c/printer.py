@@ -16,6 +16,11 @@ BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
 
 ZERO_RUN = 8          # consecutive zero outputs stored with one memset
+# an output array at least this fraction of whose entries are exact zeros (a frame Jacobian: the
+# columns of coordinates that do not move the frame) is cleared by one memset before the first
+# statement, its zeros not stored one run at a time: solo12's 17 frame Jacobians take 0.6 us
+# instead of 0.85-0.97 us (72 short memsets and single zeros between the computed entries)
+CLEAR_FRACTION = 0.5
 
 
 def c_literal(x):
@@ -127,10 +132,21 @@ class CStatements:
         return [(self.target(array, idx), self.ref(v)) for array, idx, v in self.prog.outputs
                 if not (isinstance(v, Var) and v.id in self.name_of)]
 
-    def constant_stores(self, min_run=ZERO_RUN):
+    def cleared_arrays(self, fraction=CLEAR_FRACTION):
+        """{array: entries} of the output arrays at least `fraction` of whose entries (up to the
+        highest one written) are exact zeros."""
+        size, zeros = {}, {}
+        for array, idx, v in self.prog.outputs:
+            size[array] = max(size.get(array, 0), idx + 1)
+            if not isinstance(v, Var) and v == 0.0:
+                zeros[array] = zeros.get(array, 0) + 1
+        return {a: n for a, n in size.items() if zeros.get(a, 0) >= fraction * n}
+
+    def constant_stores(self, min_run=ZERO_RUN, cleared=()):
         """The C statements storing the outputs that are constants or inputs: runs of at least
         min_run consecutive exact zeros of one array as one memset (a frame Jacobian is mostly
-        zeros: the coordinates that do not move the frame), the others one by one."""
+        zeros: the coordinates that do not move the frame), the others one by one; none for the
+        zeros of the `cleared` arrays (zeroed as a whole beforehand)."""
         lines, run = [], []
 
         def flush():
@@ -144,6 +160,8 @@ class CStatements:
             if isinstance(v, Var) and v.id in self.name_of:
                 continue
             if not isinstance(v, Var) and v == 0.0:
+                if array in cleared:
+                    continue
                 if run and (run[-1][0] != array or run[-1][1] != idx - 1):
                     flush()
                 run.append((array, idx))
@@ -196,7 +214,10 @@ def print_program(prog, fname, arrays, chunk=1000, first_index=0, sincos_of=None
             ch.lines.append(f"w[{crossing[i]}] = {name_of[i]};")
         for target in stores.get(i, ()):
             ch.lines.append(f"{target} = {name_of[i]};")
-    rest = cs.constant_stores()
+    cleared = cs.cleared_arrays()
+    chunks[0].lines[:0] = [f"memset({a}, 0, {n} * sizeof(double));    /* mostly zeros */"
+                           for a, n in cleared.items()]
+    rest = cs.constant_stores(cleared=cleared)
     if rest:
         tail = chunks[last]
         tail.lines.append("/* outputs that are constants or inputs */")
