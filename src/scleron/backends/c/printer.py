@@ -49,7 +49,8 @@ class CFunction:
     nwork: int
     statements: int
     counts: object
-    sincos: bool = False     # uses the vectorised sq[] / cq[] arrays
+    sincos: tuple = None     # (first, count): the entries of q whose sin and cos it reads from
+                             # the vectorised sq[] / cq[] arrays (computed for those only)
 
 
 def _trig_of_input(prog, i, array):
@@ -229,5 +230,7 @@ def print_program(prog, fname, arrays, chunk=1000, first_index=0, sincos_of=None
     chunk_params = params + (", const double *restrict sq, const double *restrict cq" if trig else "") \
         + (", double *restrict w" if crossing else "")
     chunk_args = ", ".join(n for n, _ in arrays) + (", sq, cq" if trig else "") + (", w" if crossing else "")
+    used = sorted({idx for _, idx in trig.values()})
+    sincos = (used[0], used[-1] + 1 - used[0]) if used else None
     return CFunction(fname, params, chunk_params, chunk_args, chunks, len(crossing),
-                     len(live), prog.op_counts(), bool(trig))
+                     len(live), prog.op_counts(), sincos)
