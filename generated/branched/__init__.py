@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_6fdc18f91828"
-HASH = "6fdc18f918282676332f5b37dec160d80bec49f4db3f345f0455005eaa69ed4d"
+MODULE = "_branched_5609aa6f7719"
+HASH = "5609aa6f771941c883da39066ca898f66780d5e6cc1f06d5ceb54e5cae9cfcc2"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

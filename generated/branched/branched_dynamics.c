@@ -5442,7 +5442,7 @@ SCLERON_LOCAL void branched_forward_dynamics_part4(const double *restrict q, con
 void branched_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd)
 {
     double sq[20], cq[20];
-    scl_sincos(q, sq, cq, 20);
+    scl_sincos(q + 1, sq + 1, cq + 1, 16);
     double w[278];
     branched_forward_dynamics_part0(q, qd, tau, qdd, sq, cq, w);
     branched_forward_dynamics_part1(q, qd, tau, qdd, sq, cq, w);
@@ -7478,7 +7478,7 @@ SCLERON_LOCAL void branched_inverse_dynamics_part1(const double *restrict q, con
 void branched_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *tau)
 {
     double sq[20], cq[20];
-    scl_sincos(q, sq, cq, 20);
+    scl_sincos(q + 1, sq + 1, cq + 1, 16);
     double w[104];
     branched_inverse_dynamics_part0(q, qd, qdd, tau, sq, cq, w);
     branched_inverse_dynamics_part1(q, qd, qdd, tau, sq, cq, w);
@@ -7510,6 +7510,7 @@ void branched_inverse_dynamics_batch_threads(int n, int threads, const double *q
 #if SCLERON_IN_PART(7)
 SCLERON_LOCAL void branched_mass_matrix_part0(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
+    memset(M, 0, 400 * sizeof(double));    /* mostly zeros */
     /* mass matrix (Featherstone Table 6.2): composite inertia of body c_tip */
     const double t0 = 2.0 * q[17];
     M[338] = t0;
@@ -9066,114 +9067,10 @@ SCLERON_LOCAL void branched_mass_matrix_part1(const double *restrict q, double *
     M[3] = t1268;
     M[60] = t1268;
     /* outputs that are constants or inputs */
-    M[19] = 0.0;
-    memset(M + 27, 0, 13 * sizeof(double));
-    memset(M + 47, 0, 13 * sizeof(double));
-    memset(M + 67, 0, 13 * sizeof(double));
-    memset(M + 87, 0, 13 * sizeof(double));
-    memset(M + 106, 0, 14 * sizeof(double));
-    M[125] = 0.0;
     M[126] = 0.0005200000000000001;
-    memset(M + 127, 0, 13 * sizeof(double));
-    M[141] = 0.0;
-    M[142] = 0.0;
-    M[143] = 0.0;
-    M[144] = 0.0;
-    M[145] = 0.0;
-    M[146] = 0.0;
-    M[154] = 0.0;
-    M[155] = 0.0;
-    M[156] = 0.0;
-    M[157] = 0.0;
-    M[158] = 0.0;
-    M[159] = 0.0;
-    M[161] = 0.0;
-    M[162] = 0.0;
-    M[163] = 0.0;
-    M[164] = 0.0;
-    M[165] = 0.0;
-    M[166] = 0.0;
     M[168] = 2.25;
-    M[174] = 0.0;
-    M[175] = 0.0;
-    M[176] = 0.0;
-    M[177] = 0.0;
-    M[178] = 0.0;
-    M[179] = 0.0;
-    M[181] = 0.0;
-    M[182] = 0.0;
-    M[183] = 0.0;
-    M[184] = 0.0;
-    M[185] = 0.0;
-    M[186] = 0.0;
-    M[194] = 0.0;
-    M[195] = 0.0;
-    M[196] = 0.0;
-    M[197] = 0.0;
-    M[198] = 0.0;
-    M[199] = 0.0;
-    M[201] = 0.0;
-    M[202] = 0.0;
-    M[203] = 0.0;
-    M[204] = 0.0;
-    M[205] = 0.0;
-    M[206] = 0.0;
-    M[214] = 0.0;
-    M[215] = 0.0;
-    M[216] = 0.0;
-    M[217] = 0.0;
-    M[218] = 0.0;
-    M[219] = 0.0;
-    M[221] = 0.0;
-    M[222] = 0.0;
-    M[223] = 0.0;
-    M[224] = 0.0;
-    M[225] = 0.0;
-    M[226] = 0.0;
-    M[234] = 0.0;
-    M[235] = 0.0;
-    M[236] = 0.0;
-    M[237] = 0.0;
-    M[238] = 0.0;
-    M[239] = 0.0;
-    M[241] = 0.0;
-    M[242] = 0.0;
-    M[243] = 0.0;
-    M[244] = 0.0;
-    M[245] = 0.0;
-    M[246] = 0.0;
-    M[254] = 0.0;
-    M[255] = 0.0;
-    M[256] = 0.0;
-    M[257] = 0.0;
-    M[258] = 0.0;
-    M[259] = 0.0;
-    M[261] = 0.0;
-    M[262] = 0.0;
-    M[263] = 0.0;
-    M[264] = 0.0;
-    M[265] = 0.0;
-    M[266] = 0.0;
-    M[274] = 0.0;
-    M[275] = 0.0;
-    M[276] = 0.0;
-    M[277] = 0.0;
-    M[278] = 0.0;
-    M[279] = 0.0;
-    memset(M + 281, 0, 13 * sizeof(double));
-    M[299] = 0.0;
-    memset(M + 301, 0, 13 * sizeof(double));
-    M[319] = 0.0;
-    memset(M + 321, 0, 13 * sizeof(double));
-    M[339] = 0.0;
-    memset(M + 341, 0, 13 * sizeof(double));
     M[357] = 2.0;
-    M[358] = 0.0;
-    M[359] = 0.0;
-    memset(M + 361, 0, 13 * sizeof(double));
-    M[377] = 0.0;
     M[378] = 2.0;
-    memset(M + 379, 0, 20 * sizeof(double));
     M[399] = 2.0;
 }
 #endif
@@ -9182,7 +9079,7 @@ SCLERON_LOCAL void branched_mass_matrix_part1(const double *restrict q, double *
 void branched_mass_matrix(const double *q, double *M)
 {
     double sq[20], cq[20];
-    scl_sincos(q, sq, cq, 20);
+    scl_sincos(q + 1, sq + 1, cq + 1, 16);
     double w[60];
     branched_mass_matrix_part0(q, M, sq, cq, w);
     branched_mass_matrix_part1(q, M, sq, cq, w);
@@ -11082,7 +10979,7 @@ SCLERON_LOCAL void branched_bias_forces_part1(const double *restrict q, const do
 void branched_bias_forces(const double *q, const double *qd, double *h)
 {
     double sq[20], cq[20];
-    scl_sincos(q, sq, cq, 20);
+    scl_sincos(q + 1, sq + 1, cq + 1, 16);
     double w[105];
     branched_bias_forces_part0(q, qd, h, sq, cq, w);
     branched_bias_forces_part1(q, qd, h, sq, cq, w);
@@ -11657,7 +11554,7 @@ SCLERON_LOCAL void branched_kinetic_energy_part0(const double *restrict q, const
 void branched_kinetic_energy(const double *q, const double *qd, double *T)
 {
     double sq[20], cq[20];
-    scl_sincos(q, sq, cq, 20);
+    scl_sincos(q + 1, sq + 1, cq + 1, 16);
     branched_kinetic_energy_part0(q, qd, T, sq, cq);
 }
 
@@ -11839,7 +11736,7 @@ SCLERON_LOCAL void branched_potential_energy_part0(const double *restrict q, dou
 void branched_potential_energy(const double *q, double *V)
 {
     double sq[20], cq[20];
-    scl_sincos(q, sq, cq, 20);
+    scl_sincos(q + 1, sq + 1, cq + 1, 10);
     branched_potential_energy_part0(q, V, sq, cq);
 }
 
@@ -12239,7 +12136,7 @@ SCLERON_LOCAL void branched_center_of_mass_part0(const double *restrict q, doubl
 void branched_center_of_mass(const double *q, double *com)
 {
     double sq[20], cq[20];
-    scl_sincos(q, sq, cq, 20);
+    scl_sincos(q + 0, sq + 0, cq + 0, 17);
     branched_center_of_mass_part0(q, com, sq, cq);
 }
 

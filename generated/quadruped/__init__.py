@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_f84d8b7876cb"
-HASH = "f84d8b7876cb9f253cc1090e45d4cc335d5b7c664df376931da2577490ebfa29"
+MODULE = "_quadruped_15f5336ed9bb"
+HASH = "15f5336ed9bbb6e5660cf92f9da709a771375ee1e41735efbc1bc1debf92bec5"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

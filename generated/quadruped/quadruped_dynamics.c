@@ -4432,7 +4432,7 @@ SCLERON_LOCAL void quadruped_forward_dynamics_part3(const double *restrict q, co
 void quadruped_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd)
 {
     double sq[18], cq[18];
-    scl_sincos(q, sq, cq, 18);
+    scl_sincos(q + 3, sq + 3, cq + 3, 15);
     double w[241];
     quadruped_forward_dynamics_part0(q, qd, tau, qdd, sq, cq, w);
     quadruped_forward_dynamics_part1(q, qd, tau, qdd, sq, cq, w);
@@ -6665,7 +6665,7 @@ SCLERON_LOCAL void quadruped_inverse_dynamics_part1(const double *restrict q, co
 void quadruped_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *tau)
 {
     double sq[18], cq[18];
-    scl_sincos(q, sq, cq, 18);
+    scl_sincos(q + 3, sq + 3, cq + 3, 15);
     double w[143];
     quadruped_inverse_dynamics_part0(q, qd, qdd, tau, sq, cq, w);
     quadruped_inverse_dynamics_part1(q, qd, qdd, tau, sq, cq, w);
@@ -8201,7 +8201,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part1(const double *restrict q, double 
 void quadruped_mass_matrix(const double *q, double *M)
 {
     double sq[18], cq[18];
-    scl_sincos(q, sq, cq, 18);
+    scl_sincos(q + 3, sq + 3, cq + 3, 15);
     double w[22];
     quadruped_mass_matrix_part0(q, M, sq, cq, w);
     quadruped_mass_matrix_part1(q, M, sq, cq, w);
@@ -10383,7 +10383,7 @@ SCLERON_LOCAL void quadruped_bias_forces_part1(const double *restrict q, const d
 void quadruped_bias_forces(const double *q, const double *qd, double *h)
 {
     double sq[18], cq[18];
-    scl_sincos(q, sq, cq, 18);
+    scl_sincos(q + 3, sq + 3, cq + 3, 15);
     double w[143];
     quadruped_bias_forces_part0(q, qd, h, sq, cq, w);
     quadruped_bias_forces_part1(q, qd, h, sq, cq, w);
@@ -11009,7 +11009,7 @@ SCLERON_LOCAL void quadruped_kinetic_energy_part0(const double *restrict q, cons
 void quadruped_kinetic_energy(const double *q, const double *qd, double *T)
 {
     double sq[18], cq[18];
-    scl_sincos(q, sq, cq, 18);
+    scl_sincos(q + 3, sq + 3, cq + 3, 15);
     quadruped_kinetic_energy_part0(q, qd, T, sq, cq);
 }
 
@@ -11218,7 +11218,7 @@ SCLERON_LOCAL void quadruped_potential_energy_part0(const double *restrict q, do
 void quadruped_potential_energy(const double *q, double *V)
 {
     double sq[18], cq[18];
-    scl_sincos(q, sq, cq, 18);
+    scl_sincos(q + 3, sq + 3, cq + 3, 15);
     quadruped_potential_energy_part0(q, V, sq, cq);
 }
 
@@ -11698,7 +11698,7 @@ SCLERON_LOCAL void quadruped_center_of_mass_part0(const double *restrict q, doub
 void quadruped_center_of_mass(const double *q, double *com)
 {
     double sq[18], cq[18];
-    scl_sincos(q, sq, cq, 18);
+    scl_sincos(q + 3, sq + 3, cq + 3, 15);
     quadruped_center_of_mass_part0(q, com, sq, cq);
 }
 

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_b95953e78131"
-HASH = "b95953e78131eb58181ad594f3e4fd8b5d6675fa6921bfd38591cf2706ea7c7f"
+MODULE = "_rc100_d084622738a4"
+HASH = "d084622738a4362ff5c6687497b1a9c0d388f7711fbfad10e81a2a85b8a27f17"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

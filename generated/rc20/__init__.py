@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_74886ed2e236"
-HASH = "74886ed2e2365f9bb0b4745a86e33e8a9a6b016ea1f482413cf2eadbf618718b"
+MODULE = "_rc20_61de15ce32ff"
+HASH = "61de15ce32ff8bd59b57277f7816d3c84ada2f92536914c43db2a1329da87c49"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -6453,7 +6453,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part5(const double *restrict q, const d
 void rc20_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd)
 {
     double sq[20], cq[20];
-    scl_sincos(q, sq, cq, 20);
+    scl_sincos(q + 1, sq + 1, cq + 1, 19);
     double w[418];
     rc20_forward_dynamics_part0(q, qd, tau, qdd, sq, cq, w);
     rc20_forward_dynamics_part1(q, qd, tau, qdd, sq, cq, w);
@@ -9236,7 +9236,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part2(const double *restrict q, const d
 void rc20_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *tau)
 {
     double sq[20], cq[20];
-    scl_sincos(q, sq, cq, 20);
+    scl_sincos(q + 1, sq + 1, cq + 1, 19);
     double w[234];
     rc20_inverse_dynamics_part0(q, qd, qdd, tau, sq, cq, w);
     rc20_inverse_dynamics_part1(q, qd, qdd, tau, sq, cq, w);
@@ -13062,7 +13062,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *rest
 void rc20_mass_matrix(const double *q, double *M)
 {
     double sq[20], cq[20];
-    scl_sincos(q, sq, cq, 20);
+    scl_sincos(q + 1, sq + 1, cq + 1, 19);
     double w[114];
     rc20_mass_matrix_part0(q, M, sq, cq, w);
     rc20_mass_matrix_part1(q, M, sq, cq, w);
@@ -15778,7 +15778,7 @@ SCLERON_LOCAL void rc20_bias_forces_part2(const double *restrict q, const double
 void rc20_bias_forces(const double *q, const double *qd, double *h)
 {
     double sq[20], cq[20];
-    scl_sincos(q, sq, cq, 20);
+    scl_sincos(q + 1, sq + 1, cq + 1, 19);
     double w[223];
     rc20_bias_forces_part0(q, qd, h, sq, cq, w);
     rc20_bias_forces_part1(q, qd, h, sq, cq, w);
@@ -16557,7 +16557,7 @@ SCLERON_LOCAL void rc20_kinetic_energy_part0(const double *restrict q, const dou
 void rc20_kinetic_energy(const double *q, const double *qd, double *T)
 {
     double sq[20], cq[20];
-    scl_sincos(q, sq, cq, 20);
+    scl_sincos(q + 1, sq + 1, cq + 1, 19);
     rc20_kinetic_energy_part0(q, qd, T, sq, cq);
 }
 
@@ -16802,7 +16802,7 @@ SCLERON_LOCAL void rc20_potential_energy_part0(const double *restrict q, double 
 void rc20_potential_energy(const double *q, double *V)
 {
     double sq[20], cq[20];
-    scl_sincos(q, sq, cq, 20);
+    scl_sincos(q + 1, sq + 1, cq + 1, 19);
     rc20_potential_energy_part0(q, V, sq, cq);
 }
 
@@ -17395,7 +17395,7 @@ SCLERON_LOCAL void rc20_center_of_mass_part0(const double *restrict q, double *r
 void rc20_center_of_mass(const double *q, double *com)
 {
     double sq[20], cq[20];
-    scl_sincos(q, sq, cq, 20);
+    scl_sincos(q + 0, sq + 0, cq + 0, 20);
     rc20_center_of_mass_part0(q, com, sq, cq);
 }
 

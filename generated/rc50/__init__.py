@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_27c80a7889f3"
-HASH = "27c80a7889f3e94eb98441179fba7920c6bc00b493c52d9092eedf2501d45765"
+MODULE = "_rc50_5612c9396aac"
+HASH = "5612c9396aac30ca7c8ccaf4f0edff7024ad3de33e699814779248bff64a4243"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

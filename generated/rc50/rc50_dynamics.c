@@ -17824,7 +17824,7 @@ SCLERON_LOCAL void rc50_forward_dynamics_part14(const double *restrict q, const 
 void rc50_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd)
 {
     double sq[50], cq[50];
-    scl_sincos(q, sq, cq, 50);
+    scl_sincos(q + 1, sq + 1, cq + 1, 49);
     double w[1294];
     rc50_forward_dynamics_part0(q, qd, tau, qdd, sq, cq, w);
     rc50_forward_dynamics_part1(q, qd, tau, qdd, sq, cq, w);
@@ -25370,7 +25370,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part5(const double *restrict q, const d
 void rc50_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *tau)
 {
     double sq[50], cq[50];
-    scl_sincos(q, sq, cq, 50);
+    scl_sincos(q + 1, sq + 1, cq + 1, 49);
     double w[755];
     rc50_inverse_dynamics_part0(q, qd, qdd, tau, sq, cq, w);
     rc50_inverse_dynamics_part1(q, qd, qdd, tau, sq, cq, w);
@@ -32401,7 +32401,7 @@ static void rc50_mass_matrix_products(const double *restrict a, const double *re
 void rc50_mass_matrix(const double *q, double *M)
 {
     double sq[50], cq[50];
-    scl_sincos(q, sq, cq, 50);
+    scl_sincos(q + 0, sq + 0, cq + 0, 50);
     double w[283];
     double Sw[300], Fw[300];
     rc50_mass_matrix_part0(q, Sw, Fw, sq, cq, w);
@@ -39812,7 +39812,7 @@ SCLERON_LOCAL void rc50_bias_forces_part5(const double *restrict q, const double
 void rc50_bias_forces(const double *q, const double *qd, double *h)
 {
     double sq[50], cq[50];
-    scl_sincos(q, sq, cq, 50);
+    scl_sincos(q + 1, sq + 1, cq + 1, 49);
     double w[726];
     rc50_bias_forces_part0(q, qd, h, sq, cq, w);
     rc50_bias_forces_part1(q, qd, h, sq, cq, w);
@@ -42583,7 +42583,7 @@ SCLERON_LOCAL void rc50_kinetic_energy_part1(const double *restrict q, const dou
 void rc50_kinetic_energy(const double *q, const double *qd, double *T)
 {
     double sq[50], cq[50];
-    scl_sincos(q, sq, cq, 50);
+    scl_sincos(q + 1, sq + 1, cq + 1, 49);
     double w[391];
     rc50_kinetic_energy_part0(q, qd, T, sq, cq, w);
     rc50_kinetic_energy_part1(q, qd, T, sq, cq, w);
@@ -43190,7 +43190,7 @@ SCLERON_LOCAL void rc50_potential_energy_part0(const double *restrict q, double 
 void rc50_potential_energy(const double *q, double *V)
 {
     double sq[50], cq[50];
-    scl_sincos(q, sq, cq, 50);
+    scl_sincos(q + 1, sq + 1, cq + 1, 49);
     rc50_potential_energy_part0(q, V, sq, cq);
 }
 
@@ -44760,7 +44760,7 @@ SCLERON_LOCAL void rc50_center_of_mass_part1(const double *restrict q, double *r
 void rc50_center_of_mass(const double *q, double *com)
 {
     double sq[50], cq[50];
-    scl_sincos(q, sq, cq, 50);
+    scl_sincos(q + 0, sq + 0, cq + 0, 50);
     double w[20];
     rc50_center_of_mass_part0(q, com, sq, cq, w);
     rc50_center_of_mass_part1(q, com, sq, cq, w);
