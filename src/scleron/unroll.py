@@ -356,6 +356,7 @@ class PairLoop:
     products: tuple         # (output array, a array, b array, terms, ranges), PAIR_PRODUCTS named
     outputs: tuple          # the output arrays (zeroed first where the pairs leave entries unset)
     full: bool              # own blocks and pairs cover every entry (a chain)
+    vectors: tuple = ()     # (array, entries per coordinate) of the per-coordinate vectors
 
     def loop_counts(self):
         n = sum(terms * (e - f) for _, _, _, terms, which in self.products
@@ -402,7 +403,9 @@ def _pair_prologue(prog, tree, blocks, vectors, names):
                      for o, a, b, terms, which in derivatives.PAIR_PRODUCTS if o in names)
     own = sum(b.dof ** 2 for b in tree.bodies)
     pairs = sum(e - f for _, f, e in ranges["down"])
-    return PairLoop(prog, nv, ranges, products, tuple(names.values()), own + 2 * pairs == nv * nv)
+    vectors = tuple((vector_array(n), k) for n, k in derivatives.PAIR_VECTORS.items())
+    return PairLoop(prog, nv, ranges, products, tuple(names.values()), own + 2 * pairs == nv * nv,
+                    vectors)
 
 
 def _loop_prologue(tree, spec, name):

@@ -102,13 +102,12 @@ def _mass_loop_context(nv, ml):
 def _pair_loop_context(pl):
     """Template data of the entries between related bodies in loop form (unroll.PairLoop): the
     ranges tables, the vector arrays and the calls of the products."""
-    from ...dynamics.derivatives import PAIR_VECTORS
     tables = {which: {"n": len(r), "row": ", ".join(str(x) for x, _, _ in r),
                       "first": ", ".join(str(f) for _, f, _ in r),
                       "end": ", ".join(str(e) for _, _, e in r)}
               for which, r in pl.ranges.items()}
     return {"tables": tables,
-            "vectors": [{"name": f"v_{n}", "size": k * pl.nv} for n, k in PAIR_VECTORS.items()],
+            "vectors": [{"name": n, "size": k * pl.nv} for n, k in pl.vectors],
             "terms": sorted({t for _, _, _, t, _ in pl.products}),
             "calls": [{"out": o, "a": a, "b": b, "terms": t, "which": w}
                       for o, a, b, t, w in pl.products if tables[w]["n"]],
