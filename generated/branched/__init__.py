@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_5609aa6f7719"
-HASH = "5609aa6f771941c883da39066ca898f66780d5e6cc1f06d5ceb54e5cae9cfcc2"
+MODULE = "_branched_251fa63755ea"
+HASH = "251fa63755ea9b8a07e32516e4eb71fcd13addb38c35f1e1947ff2c51e82f03d"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

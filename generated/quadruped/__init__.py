@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_15f5336ed9bb"
-HASH = "15f5336ed9bbb6e5660cf92f9da709a771375ee1e41735efbc1bc1debf92bec5"
+MODULE = "_quadruped_1aff4f87bc2a"
+HASH = "1aff4f87bc2ac12c46ca41d368095a89f5ef0a6fe1842c7926c0c584c0e1ee1d"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

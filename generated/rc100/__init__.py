@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_d084622738a4"
-HASH = "d084622738a4362ff5c6687497b1a9c0d388f7711fbfad10e81a2a85b8a27f17"
+MODULE = "_rc100_396beea8c466"
+HASH = "396beea8c46610fdbbe659832819dbddf457e2d368c99b191c372e8f0103e755"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

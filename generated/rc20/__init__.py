@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_61de15ce32ff"
-HASH = "61de15ce32ff8bd59b57277f7816d3c84ada2f92536914c43db2a1329da87c49"
+MODULE = "_rc20_e790cf8fdf7f"
+HASH = "e790cf8fdf7ffb954b7de728596c52b99ca8ec81e520225f2a0d1bbb5e904355"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_5612c9396aac"
-HASH = "5612c9396aac30ca7c8ccaf4f0edff7024ad3de33e699814779248bff64a4243"
+MODULE = "_rc50_cb59a3c40802"
+HASH = "cb59a3c408023d994e0ba5201f1d042903ed129bedafbcdc0974a36d23673b08"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
