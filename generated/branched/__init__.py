@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_251fa63755ea"
-HASH = "251fa63755ea9b8a07e32516e4eb71fcd13addb38c35f1e1947ff2c51e82f03d"
+MODULE = "_branched_4b401c2319fe"
+HASH = "4b401c2319fe9a45c3825c87a8f104b43ecc4b473c439efc1b67645d29f91e98"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_1aff4f87bc2a"
-HASH = "1aff4f87bc2ac12c46ca41d368095a89f5ef0a6fe1842c7926c0c584c0e1ee1d"
+MODULE = "_quadruped_f9caecc028f1"
+HASH = "f9caecc028f1dfc8e3af6669c86c78f3a41fe677ea4e2afb32b68b658e8aa348"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_396beea8c466"
-HASH = "396beea8c46610fdbbe659832819dbddf457e2d368c99b191c372e8f0103e755"
+MODULE = "_rc100_de516ae133d7"
+HASH = "de516ae133d7df58387856f64b95688863c64fc5e5cca14e472c23d85de556b1"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_e790cf8fdf7f"
-HASH = "e790cf8fdf7ffb954b7de728596c52b99ca8ec81e520225f2a0d1bbb5e904355"
+MODULE = "_rc20_415b5756b30a"
+HASH = "415b5756b30a702401295fe2f928a9d67ceabacfc87833d13d2f78b6e6221728"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

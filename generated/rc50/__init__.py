@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_cb59a3c40802"
-HASH = "cb59a3c408023d994e0ba5201f1d042903ed129bedafbcdc0974a36d23673b08"
+MODULE = "_rc50_c5a80d53695b"
+HASH = "c5a80d53695bf053da35241a729f0fe2d9bae2b46f5208020c3b4335b039003e"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -180,7 +180,8 @@ FUNCTIONS = {f.name: f for f in [
                  (Argument("Minv", ("nv", "nv"), "inverse mass matrix"),),
                  derivatives.mass_matrix_inverse,
                  "M(q)^-1, row-major nv x nv, from the articulated-body factorisation "
-                 "(Carpentier 2018)", ("minv",), ("unrolled", "minv_loop"), by_default=few_coordinates),
+                 "(Carpentier 2018)", ("minv",), ("unrolled", "minv_loop"),
+                 by_default=few_coordinates),
     FunctionSpec("inverse_dynamics_derivatives", (Q, QD, QDD),
                  (Argument("dtau_dq", ("nv", "nv"), "d tau / d q (tangent space: nv columns)"),
                   Argument("dtau_dqd", ("nv", "nv"), "d tau / d qd"),
@@ -188,7 +189,8 @@ FUNCTIONS = {f.name: f for f in [
                  derivatives.inverse_dynamics_derivatives,
                  "d tau/dq, d tau/dqd and M at (q, qd, qdd), row-major nv x nv each (Carpentier & "
                  "Mansard 2018; q columns along integrate(q, v), as Pinocchio's)",
-                 ("id_derivatives", "idd"), ("unrolled", "pair_loop"), by_default=few_coordinates),
+                 ("id_derivatives", "idd"), ("unrolled", "pair_loop"),
+                 by_default=few_coordinates),
     FunctionSpec("forward_dynamics_derivatives", (Q, QD, _in("tau", doc="joint forces")),
                  (Argument("dqdd_dq", ("nv", "nv"), "d qdd / d q (tangent space: nv columns)"),
                   Argument("dqdd_dqd", ("nv", "nv"), "d qdd / d qd"),

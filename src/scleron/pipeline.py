@@ -81,8 +81,8 @@ MASS_FORMS = ("auto", "unrolled", "loop")
 # "Code generation variants"; README "The generated code")
 MASS_LOOP_FROM_NV = 30
 # the forward dynamics' derivatives multiply M^-1 by dtau/dx in loops (scleron.unroll.ProductLoop)
-# and the derivatives form their entries between related bodies in loops (scleron.unroll.PairLoop)
-# from this many coordinates on (docs/derivatives.md, "Speed against Pinocchio")
+# from this many coordinates on; the entries between related bodies and M^-1 take loops from
+# unroll.PAIR_LOOP_FROM_PAIRS pairs on (docs/derivatives.md, "Speed against Pinocchio")
 PRODUCT_LOOP_FROM_NV = 13
 
 
