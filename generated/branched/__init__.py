@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_4b401c2319fe"
-HASH = "4b401c2319fe9a45c3825c87a8f104b43ecc4b473c439efc1b67645d29f91e98"
+MODULE = "_branched_70a67e2860d6"
+HASH = "70a67e2860d69e3310f1514028434bd13d4d05ee55dd6edf2c918f991950278c"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

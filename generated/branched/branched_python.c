@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_4b401c2319fe_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_70a67e2860d6_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_4b401c2319fe_py(void)
+PyMODINIT_FUNC PyInit__branched_70a67e2860d6_py(void)
 {
     import_array();
     return PyModule_Create(&module);

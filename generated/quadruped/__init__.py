@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_f9caecc028f1"
-HASH = "f9caecc028f1dfc8e3af6669c86c78f3a41fe677ea4e2afb32b68b658e8aa348"
+MODULE = "_quadruped_6f1e46b5b48d"
+HASH = "6f1e46b5b48d09ceba0aa4d1856b37869fabd9bce1bddc270e29f0fced1e55c3"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_de516ae133d7"
-HASH = "de516ae133d7df58387856f64b95688863c64fc5e5cca14e472c23d85de556b1"
+MODULE = "_rc100_4f7c17e40f9a"
+HASH = "4f7c17e40f9afef66d4b834f767971d6559651a4bc20ef3089bfe6269ea50b51"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

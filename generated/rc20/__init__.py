@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_415b5756b30a"
-HASH = "415b5756b30a702401295fe2f928a9d67ceabacfc87833d13d2f78b6e6221728"
+MODULE = "_rc20_1014af789f12"
+HASH = "1014af789f12125baca268e8fd185a5fdc8fb6822ea518964827b63471840dc5"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

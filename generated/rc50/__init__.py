@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_c5a80d53695b"
-HASH = "c5a80d53695bf053da35241a729f0fe2d9bae2b46f5208020c3b4335b039003e"
+MODULE = "_rc50_07a9863657e8"
+HASH = "07a9863657e89e3a5c6f8cea105fa8e13c19bb089a9cc91b65ecabf69dd42424"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -311,16 +311,6 @@ class MassLoop:
         return OpCounts(mul=6 * n, add=5 * n + len(self.armature))
 
 
-def _ranges(cols):
-    out = []
-    for c in cols:
-        if out and out[-1][1] == c:
-            out[-1][1] = c + 1
-        else:
-            out.append([c, c + 1])
-    return [tuple(x) for x in out]
-
-
 def unroll_mass_loop(tree, name=None):
     if not isinstance(tree, Tree):
         tree = Tree(tree)
@@ -335,7 +325,7 @@ def unroll_mass_loop(tree, name=None):
     for r, first, end in upper:
         for c in range(max(first, r + 1), end):
             below[c].append(r)
-    lower = [(c, first, end) for c in range(tree.nv) for first, end in _ranges(below[c])]
+    lower = [(c, first, end) for c in range(tree.nv) for first, end in derivatives.consecutive_runs(below[c])]
     armature = [(b.v_start + k, a) for b in tree.bodies for k, a in enumerate(b.armature or ())
                 if a != 0.0]                                  # recursions.add_armature
     return MassLoop(prog, upper, lower, armature)
