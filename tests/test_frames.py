@@ -124,6 +124,76 @@ def test_frame_functions_batch_out_and_reference_errors(generated, rng):
     assert dyn.com_jacobian(Q).shape == (5, 3, dyn.nv)
 
 
+# ---- the loop form of the frame Jacobians -------------------------------------------------------
+@pytest.mark.parametrize("path, load", [(example("branched.yaml"), {}),
+                                        (example("quadruped.yaml"), {}),
+                                        (robot_urdf("panda"), {})])
+def test_frame_jacobian_factors_give_the_jacobians(path, load, rng):
+    """J_f[:, c] = A_f Sw_c over each frame's support (what the C loops form) equals the
+    straight-line recursion, in every reference."""
+    tree = Tree(scleron.load_model(path, **load))
+    for _ in range(2):
+        q = list(rng.uniform(-1.5, 1.5, tree.nq))
+        for ref in REFS:
+            J = F.frame_jacobians_from_factors(tree, *F.frame_jacobian_factors(tree, ALG, q, ref))
+            assert rel_err(J, F.frame_jacobians(tree, ALG, q, ref)) < 1e-14, ref
+
+
+def test_frame_jacobian_ranges_split_each_frames_columns():
+    """A frame's ranges are exactly the coordinates that move it, its gaps all the others."""
+    tree = Tree(scleron.load_model(robot_urdf("panda")))
+    for f, (moving, still) in zip(tree.frames, F.frame_jacobian_ranges(tree)):
+        cols = [c for a, b in moving for c in range(a, b)]
+        rest = [c for a, b in still for c in range(a, b)]
+        assert cols == F.support(tree, f.body) and sorted(cols + rest) == list(range(tree.nv))
+    # the second finger is not moved by the first: a gap between two ranges
+    finger = tree.frames[[f.name for f in tree.frames].index("panda_rightfinger")]
+    assert len(F.frame_jacobian_ranges(tree)[tree.frames.index(finger)][0]) == 2
+
+
+def test_frame_jacobians_loop_form_equals_pinocchio(pin, generated, rng, monkeypatch):
+    """The loop form forced on panda (a frame on the world, fingers whose columns have a gap):
+    every reference equal to Pinocchio, every entry written (out= full of NaN first)."""
+    import scleron.unroll
+    monkeypatch.setattr(scleron.unroll, "FRAME_LOOP_FROM_COLUMNS", dict.fromkeys(REFS, 0))
+    path = robot_urdf("panda")
+    _, dyn = generated(path, "panda_frame_loop", functions=["frame_jacobians"])
+    source = open(os.path.join(os.path.dirname(dyn.__file__), "panda_frame_loop_dynamics.c")).read()
+    assert source.count("loop form: world motion axes referred to each frame") == 3
+    pm = pin.buildModelFromUrdf(path)
+    pd = pm.createData()
+    ids = [pm.getFrameId(n) for n in dyn.frame_names]
+    refs = {"local": pin.LOCAL, "world": pin.WORLD, "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
+    for _ in range(3):
+        q = rng.uniform(-1.5, 1.5, pm.nv)
+        pin.computeJointJacobians(pm, pd, q)
+        pin.updateFramePlacements(pm, pd)
+        for ref, pref in refs.items():
+            out = np.full((len(ids), 6, pm.nv), np.nan)
+            dyn.frame_jacobians(q, reference=ref, out=out)
+            assert rel_err(out, [swap(pin.getFrameJacobian(pm, pd, i, pref)) for i in ids]) < TOL, ref
+        batch = dyn.frame_jacobians(np.stack([q, -q]), reference="local")
+        assert np.array_equal(batch[0], dyn.frame_jacobians(q, reference="local"))
+
+
+def test_frame_jacobians_form_auto():
+    """The loop form from FRAME_LOOP_FROM_COLUMNS frame columns on, per reference: the
+    quadruped example (102) in local_world_aligned only."""
+    import scleron.functions
+    from scleron.pipeline import code_form
+    from scleron.unroll import FRAME_LOOP_FROM_COLUMNS
+    for ref, n in FRAME_LOOP_FROM_COLUMNS.items():
+        suffix = "" if ref == "local_world_aligned" else "_" + ref
+        spec = scleron.functions.FUNCTIONS["frame_jacobians" + suffix]
+        assert code_form(spec, 1, "unrolled", 20, frame_columns=n) == "frame_loop"
+        assert code_form(spec, 1, "unrolled", 20, frame_columns=n - 1) == "unrolled"
+    quadruped = F.frame_columns(Tree(scleron.load_model(example("quadruped.yaml"))))
+    assert code_form(scleron.functions.FUNCTIONS["frame_jacobians"], 1, "unrolled", 18,
+                     frame_columns=quadruped) == "frame_loop"
+    assert code_form(scleron.functions.FUNCTIONS["frame_jacobians_local"], 1, "unrolled", 18,
+                     frame_columns=quadruped) == "unrolled"
+
+
 # ---- finite differences on general joints (no peer has them) ------------------------------------
 def vee(W):
     return np.array([W[2, 1], W[0, 2], W[1, 0]])

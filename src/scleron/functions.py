@@ -88,10 +88,11 @@ QD = _in("qd", "nv", "velocity")
 QDD = _in("qdd", "nv", "acceleration")
 
 
-# The frame Jacobians' code grows with the sum over frames of the coordinates that move each
-# (n^2/2 for a chain of n bodies), and so do the one-frame functions: they are generated without
-# being named (--functions) while that sum is at most this; beyond it, name them for the frames
-# you need (--frames). Panda: 60, RC20: 210, RC50: 1275, RC100: 5050.
+# The frame Jacobians' work grows with the sum over frames of the coordinates that move each
+# (n^2/2 for a chain of n bodies), and the one-frame functions' code with it: they are generated
+# without being named (--functions) while that sum is at most this; beyond it, name them for the
+# frames you need (--frames). Panda: 65, RC20: 210, RC50: 1275, RC100: 5050. (The C code of the
+# all-frames Jacobians is O(n) from unroll.FRAME_LOOP_FROM_COLUMNS on, their CUDA code is not.)
 FRAME_COLUMNS_BY_DEFAULT = 1000
 
 
@@ -118,7 +119,8 @@ def few_coordinates(tree):
     return tree.nv <= DERIVATIVES_BY_DEFAULT_NV
 
 
-def referenced(name, inputs, output, recursion, doc, aliases=(), by_default=None):
+def referenced(name, inputs, output, recursion, doc, aliases=(), by_default=None,
+               forms=("unrolled",)):
     """One spec per reference of frames.REFERENCES, the default (local_world_aligned) under
     `name` and the others as `name_local`, `name_world`: the generated Python `name` takes
     reference= and calls the one asked for."""
@@ -127,7 +129,7 @@ def referenced(name, inputs, output, recursion, doc, aliases=(), by_default=None
         suffix = "" if ref == frames.REFERENCES[0] else f"_{ref}"
         out.append(FunctionSpec(name + suffix, inputs, (output,), partial(recursion, reference=ref),
                                 f"{doc}, reference {ref}", tuple(a + suffix for a in aliases),
-                                variant=(name, (("reference", ref, frames.REFERENCES[0]),)),
+                                forms, variant=(name, (("reference", ref, frames.REFERENCES[0]),)),
                                 by_default=by_default))
     return out
 
@@ -168,7 +170,7 @@ FUNCTIONS = {f.name: f for f in [
                  "q1 (-) q0: the v with integrate(q0, v, 1) = q1", ("diff",)),
     *referenced("frame_jacobians", (Q,), Argument("J", ("nframes", 6, "nv"), "frame Jacobians"),
                 frames.frame_jacobians, "J_f with twist [w; v] = J_f qd, every frame", ("jacobians",),
-                few_frame_columns),
+                few_frame_columns, ("unrolled", "frame_loop")),
     *referenced("frame_velocities", (Q, QD), Argument("vf", ("nframes", 6), "frame twists [w; v]"),
                 frames.frame_velocities, "the twist [w; v] of every frame", ("velocities",)),
     *referenced("frame_accelerations", (Q, QD, QDD),

@@ -19,10 +19,11 @@ from .backends.cuda import compile_cuda, cuda_options, find_nvcc
 from .backends.folders import (clean_stale, discard_temp_folder, edited_sources, install_folder,
                                make_temp_folder)
 from .dynamics.checks import check_model_dynamics
+from .dynamics.frames import frame_columns
 from .dynamics.tree import Tree, configuration_meanings
 from .functions import FRAME_FUNCTIONS, FUNCTIONS, function_spec
 from .model import model_to_dict
-from .unroll import FORMS, function_code, pair_loops_pay, related_pairs
+from .unroll import FORMS, frame_loops_pay, function_code, pair_loops_pay, related_pairs
 
 # -fno-math-errno and -fno-trapping-math change no result (no errno, no FP traps are used);
 # they let gcc inline and vectorise floor/sqrt; -ffp-contract=fast allows FMA.
@@ -139,9 +140,10 @@ def function_specs(names, tree):
     return out
 
 
-def code_form(spec, method, mass, nv, pairs=None):
+def code_form(spec, method, mass, nv, pairs=None, frame_columns=0):
     """The form of a function's code the options ask for, among those its spec offers (pairs:
-    the tree's unroll.related_pairs, a chain's by default)."""
+    the tree's unroll.related_pairs, a chain's by default; frame_columns: the tree's
+    frames.frame_columns)."""
     wanted = {"method2"} if method == 2 else set()
     if mass == "loop":
         wanted.add("mass_loop")
@@ -149,6 +151,8 @@ def code_form(spec, method, mass, nv, pairs=None):
         wanted.add("product_loop")
     if pair_loops_pay(nv * (nv - 1) // 2 if pairs is None else pairs):
         wanted |= {"pair_loop", "minv_loop"}
+    if "frame_loop" in spec.forms and frame_loops_pay(spec, frame_columns):
+        wanted.add("frame_loop")
     return next((f for f in spec.forms if f in wanted), "unrolled")
 
 
@@ -184,7 +188,7 @@ def _unroll(tree, names, prefix, method, mass, progress):
     codes = []
     specs = function_specs(names, tree)
     for i, spec in enumerate(specs, 1):
-        form = code_form(spec, method, mass, tree.nv, related_pairs(tree))
+        form = code_form(spec, method, mass, tree.nv, related_pairs(tree), frame_columns(tree))
         progress(f"unroll: {spec.name} ({i} of {len(specs)}, {FORMS[form]})")
         codes.append(function_code(tree, spec, prefix, form))
     return codes

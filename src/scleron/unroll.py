@@ -6,7 +6,7 @@ scalar operation becomes a node of a Program, with the model's constants folded 
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
-from .dynamics import derivatives, recursions
+from .dynamics import derivatives, frames, recursions
 from .dynamics.tree import Tree
 from .functions import function_spec, model_sizes
 from .program import OpCounts, Program, ProgramAlgebra
@@ -17,7 +17,8 @@ FORMS = {"unrolled": "unrolled", "method2": "Method II: passes 4-6 as loops",
          "mass_loop": "loop form: world-frame columns, dense products",
          "product_loop": "loop form: -M^-1 dtau/dx as dense products",
          "pair_loop": "loop form: entries between related bodies as dot products",
-         "minv_loop": "loop form: the articulated-body solve by column ranges"}
+         "minv_loop": "loop form: the articulated-body solve by column ranges",
+         "frame_loop": "loop form: world motion axes referred to each frame"}
 
 
 @dataclass
@@ -25,8 +26,10 @@ class FunctionCode:
     """How one function's code is shaped for a backend: form "unrolled" (program computes the
     outputs), "method2" (program = the prologue of S&G Method II, loops = its Method2 tables and
     kernels), "mass_loop" (program = the world-frame columns, loops = the MassLoop ranges) or
-    "product_loop" (program = the factors dtau/dq, dtau/dqd and M^-1, loops = a ProductLoop)
-    or "pair_loop" (program = the own blocks and per-coordinate vectors, loops = a PairLoop)."""
+    "product_loop" (program = the factors dtau/dq, dtau/dqd and M^-1, loops = a ProductLoop),
+    "pair_loop" (program = the own blocks and per-coordinate vectors, loops = a PairLoop),
+    "minv_loop" (loops = a MinvLoop) or "frame_loop" (program = the world motion axes and the
+    frames' reference matrices, loops = a FrameLoop)."""
     spec: object
     form: str
     program: Program
@@ -63,6 +66,9 @@ def function_code(tree, spec, prefix, form="unrolled"):
     if form == "minv_loop":
         ml, prologue = unroll_minv_loop(tree, spec, prefix)
         return FunctionCode(spec, form, prologue, sizes, ml)
+    if form == "frame_loop":
+        fl = unroll_frame_loop(tree, spec, prefix)
+        return FunctionCode(spec, form, fl.prologue, sizes, fl)
     return FunctionCode(spec, form, spec.program(tree, prefix), sizes)
 
 
@@ -549,3 +555,83 @@ def unroll_product_loop(tree, spec, name=None):
         prog.set_outputs(minv_name, [x for row in Minv for x in row])
     return ProductLoop(prog, tree.nv, (("Dq", dq_name), ("Dqd", dqd_name)), minv_name, pairs,
                        blocks.loop if blocks else None)
+
+
+# ---- the frame Jacobians in loop form -----------------------------------------------------------
+@dataclass
+class FrameLoop:
+    """Every frame Jacobian J_f[:, c] = A_f Sw_c (frames.frame_jacobian_factors) with the
+    products as C loops: the unrolled prologue writes the world motion axes Sw (6 x nv,
+    component-major: Sw[k * nv + c], as MassLoop) and, per frame, the entries of its reference
+    matrix A_f that are not one constant for every frame (array "A", `stored` per frame);
+    `pattern` holds per entry of A (row-major 6 x 6) that constant, or None where it is stored.
+    The loops walk `ranges` (frame, first, end), the columns that move each frame, and zero
+    `gaps` (frame, first, end), the others. Straight-line code for the O(frames x nv) columns
+    leaves the instruction cache on long chains (RC20: 210 columns)."""
+    prologue: Program
+    nv: int
+    nframes: int
+    pattern: tuple
+    ranges: list
+    gaps: list
+
+    @property
+    def stored(self):
+        return sum(p is None for p in self.pattern)
+
+    def row_terms(self, r):
+        """The nonzero terms of row r of A: (k, constant or None)."""
+        return [(k, p) for k, p in enumerate(self.pattern[6 * r:6 * r + 6]) if p != 0.0]
+
+    def loop_counts(self):
+        """Operations of the loops per call: row r of A times Sw_c for every column that moves a
+        frame (a constant +-1 costs no product)."""
+        n = sum(e - f for _, f, e in self.ranges)
+        mul = add = 0
+        for r in range(6):
+            terms = self.row_terms(r)
+            mul += n * sum(p not in (1.0, -1.0) for _, p in terms)
+            add += n * max(len(terms) - 1, 0)
+        return OpCounts(mul=mul, add=add)
+
+
+# The frame columns (frames.frame_columns: the sum over frames of the coordinates that move each)
+# from which frame_jacobians takes the loop form, per reference (measured on this 2-core machine,
+# ns per call, straight-line / loops): local_world_aligned panda (65 columns) 212 / 255, solo12
+# (138) 765 / 540, RC20 (210) 1294 / 667; local (27 products per column in the loops where the
+# straight-line code folds the constant axes) panda 461 / 586, solo12 1012 / 1224, RC20
+# 4140 / 1200. "world" copies the columns, as local_world_aligned adds one cross product.
+FRAME_LOOP_FROM_COLUMNS = {"local_world_aligned": 100, "world": 100, "local": 150}
+
+
+def spec_reference(spec):
+    """The reference a frame function's spec is generated for (its variant's option)."""
+    return dict((o, v) for o, v, _ in spec.variant[1])["reference"]
+
+
+def frame_loops_pay(spec, columns):
+    return columns >= FRAME_LOOP_FROM_COLUMNS[spec_reference(spec)]
+
+
+def reference_pattern(matrices):
+    """Per entry of the 6 x 6 matrices (row-major), the constant all of them share, or None."""
+    out = []
+    for i in range(36):
+        values = [A[i // 6][i % 6] for A in matrices]
+        same = all(isinstance(x, float) and x == values[0] for x in values)
+        out.append(values[0] if values and same else None)
+    return tuple(out)
+
+
+def unroll_frame_loop(tree, spec, name=None):
+    tree, prog, alg, (q,) = _loop_prologue(tree, spec, name)
+    Sw, A = frames.frame_jacobian_factors(tree, alg, q, spec_reference(spec))
+    prog.set_outputs("Sw", [Sw[c][k] if Sw[c] is not None else 0.0
+                            for k in range(6) for c in range(tree.nv)])
+    pattern = reference_pattern(A)
+    prog.set_outputs("A", [Af[i // 6][i % 6] for Af in A for i in range(36) if pattern[i] is None])
+    ranges, gaps = [], []
+    for f, (moving, still) in enumerate(frames.frame_jacobian_ranges(tree)):
+        ranges += [(f, first, end) for first, end in moving]
+        gaps += [(f, first, end) for first, end in still]
+    return FrameLoop(prog, tree.nv, len(tree.frames), pattern, ranges, gaps)

@@ -22,6 +22,7 @@ from ..joints import manifolds
 from ..program.algebra import Dual, DualAlgebra
 from . import configuration, recursions
 from .frames import body_poses
+from .tree import consecutive_runs
 from .spatial import (ad, ad_star, columns, dot, matmul, matvec, rigid_inertia_to_parent, sym_add,
                       transpose, twist_to_parent, vadd, wrench_to_parent)
 
@@ -464,17 +465,6 @@ def related_ranges(tree):
             up[c].append(r)
     return {"down": [(r, f, e) for r, cs in enumerate(down) for f, e in consecutive_runs(cs)],
             "up": [(c, f, e) for c, rs in enumerate(up) for f, e in consecutive_runs(rs)]}
-
-
-def consecutive_runs(indices):
-    """Sorted indices as (first, end) ranges of consecutive ones."""
-    out = []
-    for i in indices:
-        if out and out[-1][1] == i:
-            out[-1][1] = i + 1
-        else:
-            out.append([i, i + 1])
-    return [tuple(x) for x in out]
 
 
 def fill_related_pairs(tree, vectors, outputs):

@@ -13,6 +13,7 @@ import copy
 
 from .recursions import (ZERO6, first_moment, joint_kinematics, to_child, velocity_pass,
                          world_pose_step)
+from .tree import consecutive_runs
 from .spatial import (cross, matvec, mat_t_vec, columns, twist_to_child, twist_to_parent, vadd,
                       vscale)
 
@@ -142,13 +143,18 @@ def refer_world_twist(x, R, p, reference):
     return mat_t_vec(R, w) + mat_t_vec(R, v)
 
 
+def jacobian_kinematics(tree, alg, q):
+    """(body poses, world motion axes Sw) of the bodies the frames hang from and their ancestors."""
+    kins = joint_kinematics(tree, alg, q, None)
+    poses = body_poses(tree, alg, kins, "frame Jacobians", frame_bodies(tree))
+    return poses, world_motion_columns(tree, alg, kins, poses)
+
+
 def frame_jacobians(tree, alg, q, reference="local_world_aligned"):
     """J_f (6 x nv) of every frame: its twist is J_f qd. Column c is coordinate c's world motion
     axis (zero where c does not move the frame), referred to the frame (refer_world_twist)."""
     check_reference(reference)
-    kins = joint_kinematics(tree, alg, q, None)
-    poses = body_poses(tree, alg, kins, "frame Jacobians", frame_bodies(tree))
-    Sw = world_motion_columns(tree, alg, kins, poses)
+    poses, Sw = jacobian_kinematics(tree, alg, q)
     out = []
     for f in tree.frames:
         alg.section(f"Jacobian of frame {f.name} ({reference})", "frame Jacobian", body_of(f))
@@ -157,6 +163,53 @@ def frame_jacobians(tree, alg, q, reference="local_world_aligned"):
         for c in support(tree, f.body):
             for r, x in enumerate(refer_world_twist(Sw[c], R, p, reference)):
                 J[r][c] = x
+        out.append(J)
+    return out
+
+
+def reference_matrix(R, p, reference):
+    """The 6 x 6 matrix A_f with refer_world_twist(x, R, p, reference) = A_f x (the map is linear
+    in x): its columns are the unit twists, referred."""
+    cols = [refer_world_twist([1.0 if i == k else 0.0 for i in range(6)], R, p, reference)
+            for k in range(6)]
+    return [[cols[k][r] for k in range(6)] for r in range(6)]
+
+
+def frame_jacobian_factors(tree, alg, q, reference="local_world_aligned"):
+    """The factors of the frame Jacobians J_f[:, c] = A_f Sw_c (c in support(f.body), zero
+    elsewhere): the world motion axes Sw (O(n) work) and every frame's reference_matrix A_f. The
+    loop form of frame_jacobians forms the O(frames x nv) products in C loops
+    (frame_jacobians_from_factors here, templates/frameloop.c.j2 there)."""
+    check_reference(reference)
+    poses, Sw = jacobian_kinematics(tree, alg, q)
+    A = []
+    for f in tree.frames:
+        alg.section(f"Jacobian of frame {f.name} ({reference}): its reference matrix",
+                    "frame Jacobian: reference matrix", body_of(f))
+        A.append(reference_matrix(*frame_pose(f, poses), reference))
+    return Sw, A
+
+
+def frame_jacobian_ranges(tree):
+    """Per frame (in order), its support as (first, end) ranges of consecutive coordinates and
+    the rest of 0..nv (the zero columns), likewise."""
+    out = []
+    for f in tree.frames:
+        moving = set(support(tree, f.body))
+        out.append((consecutive_runs(sorted(moving)),
+                    consecutive_runs([c for c in range(tree.nv) if c not in moving])))
+    return out
+
+
+def frame_jacobians_from_factors(tree, Sw, A):
+    """frame_jacobians from frame_jacobian_factors, as the loop form's C loops form them."""
+    out = []
+    for Af, (ranges, _) in zip(A, frame_jacobian_ranges(tree)):
+        J = [[0.0] * tree.nv for _ in range(6)]
+        for first, end in ranges:
+            for c in range(first, end):
+                for r, x in enumerate(matvec(Af, Sw[c])):
+                    J[r][c] = x
         out.append(J)
     return out
 

@@ -188,3 +188,14 @@ def _clean(M, tol=1e-15):
     for target in (0.0, 1.0, -1.0):
         out[np.abs(M - target) <= tol] = target
     return out.tolist()
+
+
+def consecutive_runs(indices):
+    """Sorted indices as (first, end) ranges of consecutive ones."""
+    out = []
+    for i in indices:
+        if out and out[-1][1] == i:
+            out[-1][1] = i + 1
+        else:
+            out.append([i, i + 1])
+    return [tuple(x) for x in out]

@@ -114,6 +114,29 @@ def _pair_loop_context(pl):
             "outputs": pl.outputs, "full": pl.full, "nv": pl.nv}
 
 
+def _frame_loop_context(fl):
+    """Template data of the frame Jacobians in loop form (unroll.FrameLoop): the ranges and gaps
+    tables and, per row of J, its C expression in the columns s0..s5 of Sw and the stored
+    entries a0.. of the frame's reference matrix."""
+    def table(ranges):
+        return {"n": len(ranges), "frame": ", ".join(str(x) for x, _, _ in ranges),
+                "first": ", ".join(str(f) for _, f, _ in ranges),
+                "end": ", ".join(str(e) for _, _, e in ranges)}
+    stored = {i: n for n, i in enumerate(i for i, p in enumerate(fl.pattern) if p is None)}
+    rows = []
+    for r in range(6):
+        expr = ""
+        for k, p in fl.row_terms(r):
+            factor = (f"a{stored[6 * r + k]} * " if p is None else "" if abs(p) == 1.0
+                      else f"{c_literal(abs(p))} * ")
+            sign = "-" if p is not None and p < 0 else "+"
+            expr += (f" {sign} " if expr else ("-" if sign == "-" else "")) + f"{factor}s{k}[c]"
+        rows.append(expr or "0.0")
+    return {"ranges": table(fl.ranges), "gaps": table(fl.gaps), "stored": fl.stored,
+            "rows": rows, "nv": fl.nv, "nframes": fl.nframes,
+            "columns": sum(e - f for _, f, e in fl.ranges)}
+
+
 def _minv_loop(code):
     """The MinvLoop of a function's code (its own, or the one inside a product loop), or None."""
     if code.form == "minv_loop":
@@ -147,6 +170,8 @@ def _printed(code, prefix, chunk, first_index):
         arrays += [(v["name"], True) for v in _pair_loop_context(code.loops)["vectors"]]
     elif code.form == "minv_loop":
         arrays += [(a.name, True) for a in spec.outputs] + [("mb", True), ("P", True)]
+    elif code.form == "frame_loop":
+        arrays += [("Sw", True), ("A", True)]
     else:
         arrays += [(a.name, True) for a in spec.outputs]
     cf = print_program(code.program, fname, arrays, chunk=chunk, first_index=first_index,
@@ -159,7 +184,7 @@ def _printed(code, prefix, chunk, first_index):
     elif code.form == "mass_loop":
         mass_loop = _mass_loop_context(code.sizes["nv"], code.loops)
         add_counts(cf.counts, code.loops.loop_counts())
-    elif code.form in ("product_loop", "pair_loop", "minv_loop"):
+    elif code.form in ("product_loop", "pair_loop", "minv_loop", "frame_loop"):
         add_counts(cf.counts, code.loops.loop_counts())
     return cf, method2, mass_loop
 
@@ -182,6 +207,7 @@ def function_context(code, prefix, chunk, first_index):
         "product_loop": code.loops if code.form == "product_loop" else None,
         "minv_loop": _minv_loop(code),
         "minv_mb": _minv_mb(code),
+        "frame_loop": _frame_loop_context(code.loops) if code.form == "frame_loop" else None,
         "pairs": (_pair_loop_context(code.loops) if code.form == "pair_loop" else
                   _pair_loop_context(code.loops.pairs)
                   if code.form == "product_loop" and code.loops.pairs else None),
