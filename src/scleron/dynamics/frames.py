@@ -285,31 +285,36 @@ def frame_accelerations(tree, alg, q, qd, qdd, reference="local_world_aligned"):
 
 # ---- centre of mass Jacobian --------------------------------------------------------------------
 def com_jacobian(tree, alg, q):
-    """d com / d q (3 x nv, world). Coordinate c moves the bodies below its joint rigidly, so
-    column c = (m_c v_c + w_c x (m c)_c) / m_total with (w_c, v_c) its world motion axis and
-    m_c, (m c)_c the mass and world first moment of the subtree it moves."""
+    """d com / d q (3 x nv, world). Coordinate c moves the bodies below its joint rigidly by its
+    world motion axis (w, v at the world origin), so column c = (m_c v + w x h_c) / m_total with
+    m_c and h_c the mass and world first moment of the subtree it moves. With v = R v_b + t x w
+    (v_b the axis' linear part in the body frame, t the body origin) that is
+    (m_c R v_b + w x (h_c - m_c t)) / m_total: a lever from the joint to the subtree's centre of
+    mass (zero v_b, hence no product, for a hinge); masses and moments are scaled by 1 / m_total
+    once, as constants."""
     kins = joint_kinematics(tree, alg, q, None)
     poses = body_poses(tree, alg, kins, "centre of mass Jacobian")
-    Sw = world_motion_columns(tree, alg, kins, poses)
-    mass = [b.inertia[3][3] for b in tree.bodies]
+    total = sum(b.inertia[3][3] for b in tree.bodies)
+    mass = [b.inertia[3][3] / total for b in tree.bodies]
     moment = [None] * len(tree.bodies)
     for b in tree.bodies:
         R, t = poses[b.index]
-        moment[b.index] = vadd(matvec(R, first_moment(b)), vscale(mass[b.index], t))
+        moment[b.index] = vadd(matvec(R, vscale(1.0 / total, first_moment(b))), vscale(mass[b.index], t))
     for b in reversed(tree.bodies):
         alg.section(f"centre of mass Jacobian: subtree mass and first moment of body {b.name}",
                     "centre of mass Jacobian: subtree moments", b.index)
         if b.parent >= 0:
             mass[b.parent] = mass[b.parent] + mass[b.index]
             moment[b.parent] = vadd(moment[b.parent], moment[b.index])
-    total = sum(bb.inertia[3][3] for bb in tree.bodies)
     J = [[0.0] * tree.nv for _ in range(3)]
     for b in tree.bodies:
         alg.section(f"centre of mass Jacobian: columns of joint {b.joint_name}",
                     "centre of mass Jacobian: columns", b.index)
-        for c in range(b.v_start, b.v_start + b.dof):
-            w, v = Sw[c][:3], Sw[c][3:]
-            col = vscale(1.0 / total, vadd(vscale(mass[b.index], v), cross(w, moment[b.index])))
+        R, t = poses[b.index]
+        lever = vadd(moment[b.index], vscale(-mass[b.index], t))
+        for k, axis in enumerate(columns(kins[b.index][2])):
+            w = matvec(R, axis[:3])
+            col = vadd(vscale(mass[b.index], matvec(R, axis[3:])), cross(w, lever))
             for r in range(3):
-                J[r][c] = col[r]
+                J[r][b.v_start + k] = col[r]
     return J
