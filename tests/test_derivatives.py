@@ -101,12 +101,21 @@ def qball(tmp_path_factory):
     return str(path)
 
 
-def general_models(qball):
+def general_models(qball, two_roots=None):
     """Every joint type: branched (ball_exp, composite, cylindrical, helical, planar, prismatic,
     spherical ZYX, translational, universal), quadruped (the Euler-angle free joint), the spline
-    chain (spline curve, torus-torus contacts), the quaternion joints."""
+    chain (spline curve, torus-torus contacts), the quaternion joints; and a tree with two roots
+    whose bodies are not in depth-first order (each root's subtree in its own frame)."""
     return {"branched": example("branched.yaml"), "quadruped": example("quadruped.yaml"),
-            "spline_chain": example("spline_chain.yaml"), "qball": qball}
+            "spline_chain": example("spline_chain.yaml"), "qball": qball, "two_roots": two_roots}
+
+
+@pytest.fixture(scope="module")
+def two_roots(tmp_path_factory):
+    from test_loop_forms import out_of_order_yaml
+    path = tmp_path_factory.mktemp("two_roots") / "out_of_order.yaml"
+    path.write_text(out_of_order_yaml())
+    return str(path)
 
 
 def random_configuration(model, dyn, rng, scale=0.5):
@@ -181,14 +190,14 @@ def float_state(model, tree, rng, scale=0.5):
     return q, list(rng.uniform(-2, 2, tree.nv)), list(rng.uniform(-2, 2, tree.nv))
 
 
-@pytest.mark.parametrize("name", ["branched", "quadruped", "spline_chain", "qball"])
-def test_general_joints_derivatives_of_the_reference(name, qball, rng):
+@pytest.mark.parametrize("name", ["branched", "quadruped", "spline_chain", "qball", "two_roots"])
+def test_general_joints_derivatives_of_the_reference(name, qball, two_roots, rng):
     """Every joint type, in the numeric reference (the recursion the C is unrolled from; the
     generated code of these models is checked in the slow test below): M^-1 M = I; the
     analytical route (world frame, the joints' own dS/dq and d(Sdot qd)/dq by dual numbers)
     equals forward mode through recursions.inverse_dynamics to rounding, and central
     differences of the inverse dynamics to 1e-6."""
-    model = scleron.load_model(general_models(qball)[name])
+    model = scleron.load_model(general_models(qball, two_roots)[name])
     tree = Tree(model)
     for _ in range(2):
         q, qd, qdd = float_state(model, tree, rng)
@@ -211,13 +220,13 @@ def test_general_joints_derivatives_of_the_reference(name, qball, rng):
         assert rel_err(dq, fdq) < FD_TOL and rel_err(dqd, fdqd) < FD_TOL
 
 
-@pytest.mark.parametrize("name", ["branched", "quadruped", "qball"])
-def test_forward_dynamics_derivatives_by_product_and_by_articulated_solve(name, qball, rng,
-                                                                        monkeypatch):
+@pytest.mark.parametrize("name", ["branched", "quadruped", "qball", "two_roots"])
+def test_forward_dynamics_derivatives_by_product_and_by_articulated_solve(name, qball, two_roots,
+                                                                        rng, monkeypatch):
     """The two routes to -M^-1 dtau/dx (the product with M^-1 below SOLVE_FROM_NV coordinates,
     the articulated-body solve of its columns above) agree, and equal -M^-1 dtau/dx at
     qdd = FD(q, qd, tau) formed with numpy."""
-    model = scleron.load_model(general_models(qball)[name])
+    model = scleron.load_model(general_models(qball, two_roots)[name])
     tree = Tree(model)
     q, qd, tau = float_state(model, tree, rng)
 

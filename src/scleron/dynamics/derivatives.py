@@ -21,7 +21,6 @@ Twists [w; v] and wrenches [n; f], angular first, as everywhere in scleron.
 from ..joints import manifolds
 from ..program.algebra import Dual, DualAlgebra
 from . import configuration, recursions
-from .frames import body_poses
 from .tree import consecutive_runs
 from .spatial import (ad, ad_star, columns, dot, matmul, matvec, rigid_inertia_to_parent, sym_add,
                       transpose, twist_to_parent, vadd, wrench_to_parent)
@@ -132,12 +131,13 @@ class ColumnBlocks:
 
 
 def articulated_world(tree, alg, q):
-    """Every joint of the articulated-body factorisation in world coordinates (world_axes): pass
-    4 (S&G 27-28) gives U = Ia S and D = S^T Ia S in the body frame; the world poses move them."""
+    """Every joint of the articulated-body factorisation in one frame per root (world_axes):
+    pass 4 (S&G 27-28) gives U = Ia S and D = S^T Ia S in the body frame; the poses in the
+    root's frame (root_frame_poses) move them."""
     kins = recursions.joint_kinematics(tree, alg, q, None)
     state = recursions.articulated_state(tree, [0.0] * tree.nv)
     recursions.run_body_pass(tree, alg, kins, recursions.ARTICULATED_PASSES[0], state)   # U, D
-    pose = body_poses(tree, alg, kins, "mass matrix inverse")
+    pose = root_frame_poses(tree, alg, kins, "mass matrix inverse")
     world = []
     for b in tree.bodies:
         alg.section(f"mass matrix inverse: S, U, D^-1 of joint {b.joint_name} in the world",
@@ -145,6 +145,23 @@ def articulated_world(tree, alg, q):
         world.append(world_axes(b, kins[b.index], pose[b.index], state["U"][b.index],
                                 state["L"][b.index]))
     return world
+
+
+ROOT_FRAME = ([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], [0.0, 0.0, 0.0])
+
+
+def root_frame_poses(tree, alg, kins, label):
+    """(R, t) of every body in the frame of its root body, frozen at this q. The subtrees of the
+    roots do not interact, and both the articulated-body solve and Carpentier & Mansard's
+    derivatives hold in any fixed frame: in the root's own, its S stays its body-frame S (a
+    free flyer's: the identity, whose products fold away) and its children's axes lose the
+    root's rotation."""
+    pose = [None] * len(tree.bodies)
+    for b in tree.bodies:
+        alg.section(f"{label}: pose of body {b.name} in its root's frame",
+                    f"{label}: pose in the root's frame", b.index)
+        pose[b.index] = ROOT_FRAME if b.parent < 0 else recursions.world_pose_step(b, kins[b.index], pose)
+    return pose
 
 
 def world_axes(b, kin, pose, U, solver):
@@ -268,7 +285,7 @@ def inverse_dynamics_derivative_columns(tree, alg, q, qd, qdd):
     _, a, bias = recursions.velocity_pass(tree, alg, kins, qd)
     alpha, f = recursions.acceleration_pass(tree, alg, kins, a, bias, qdd)
     world = world_dynamics(tree, alg, kins, qd, alpha, f)
-    cols = coordinate_tangents(tree, alg, world, q, qd, qdd)
+    cols = coordinate_tangents(tree, alg, kins, world, q, qd, qdd)
     dq, dqd, M, vectors = composite_backward(tree, alg, world, cols)
     for b in tree.bodies:                   # the joint springs and dampers (passive_forces)
         for k in range(b.dof):
@@ -290,8 +307,9 @@ class WorldBody:
 
 def world_dynamics(tree, alg, kins, qd, alpha, f):
     """The forward pass of Carpentier & Mansard's algorithm: S&G passes 1-2 give v,
-    alpha and f in body coordinates; here they are moved into the world frame."""
-    pose = body_poses(tree, alg, kins, "inverse dynamics derivatives")
+    alpha and f in body coordinates; here they are moved into one fixed frame per root, the
+    root's own at this q (root_frame_poses; "world" below means that frame)."""
+    pose = root_frame_poses(tree, alg, kins, "inverse dynamics derivatives")
     out = []
     for b, kin in zip(tree.bodies, kins):
         alg.section(f"inverse dynamics derivatives: world quantities of body {b.name}",
@@ -336,20 +354,22 @@ class Tangent:
     __slots__ = ("body", "J", "dV", "dA", "dAv", "dS")
 
 
-def coordinate_tangents(tree, alg, world, q, qd, qdd):
+def coordinate_tangents(tree, alg, kins, world, q, qd, qdd):
     """A Tangent per coordinate, from the parent's twist and acceleration:
         dV  = ov_p x J + dS qd_i
         dA  = oa_p x J + ov_p x dV + dS qdd_i + dc + ov_p x (dS qd_i) + (J_i qd_i) x (dS qd_i)
         dAv = (ov_p + ov_i) x J + dc_v
     (dS, dc, dc_v: the joint's own dS/dq, d(Sdot qd)/dq, d(Sdot qd)/dqd in the world; the
-    rigid parts J x ov, J x oa are the subtree's motion, accounted for where used)."""
+    rigid parts J x ov, J x oa are the subtree's motion, accounted for where used). A root's
+    parent is the world at rest with gravity as its acceleration (S&G 22), seen from the root's
+    frame."""
     base = [0.0, 0.0, 0.0] + [-g for g in tree.gravity]
     out = []
     for b, w in zip(tree.bodies, world):
         alg.section(f"inverse dynamics derivatives: tangents of joint {b.joint_name}",
                     "inverse dynamics derivatives: tangents", b.index)
         ovp = world[b.parent].ov if b.parent >= 0 else ZERO6
-        oap = world[b.parent].oa if b.parent >= 0 else base
+        oap = world[b.parent].oa if b.parent >= 0 else recursions.to_child(b, kins[b.index], base)
         own = slice(b.v_start, b.v_start + b.dof)
         vJ = [dot(row, qd[own]) for row in rows(w.J)]                          # J_i qd_i
         for k, (dS, dc, dcv) in enumerate(joint_tangents(b, alg, q, qd, w.pose)):
