@@ -151,7 +151,7 @@ def code_form(spec, method, mass, nv, pairs=None, frame_columns=0):
         wanted.add("product_loop")
     if pair_loops_pay(nv * (nv - 1) // 2 if pairs is None else pairs):
         wanted |= {"pair_loop", "minv_loop"}
-    if "frame_loop" in spec.forms and frame_loops_pay(spec, frame_columns):
+    if frame_loops_pay(frame_columns):
         wanted.add("frame_loop")
     return next((f for f in spec.forms if f in wanted), "unrolled")
 

@@ -596,12 +596,10 @@ class FrameLoop:
 
 
 # The frame columns (frames.frame_columns: the sum over frames of the coordinates that move each)
-# from which frame_jacobians takes the loop form, per reference (measured on this 2-core machine,
-# ns per call, straight-line / loops): local_world_aligned panda (65 columns) 212 / 255, solo12
-# (138) 765 / 540, RC20 (210) 1294 / 667; local (27 products per column in the loops where the
-# straight-line code folds the constant axes) panda 461 / 586, solo12 1012 / 1224, RC20
-# 4140 / 1200. "world" copies the columns, as local_world_aligned adds one cross product.
-FRAME_LOOP_FROM_COLUMNS = {"local_world_aligned": 100, "world": 100, "local": 150}
+# from which frame_jacobians takes the loop form. Measured (benchmarks/run.py, ns per call,
+# straight-line / loops): RC20 (210 columns) local_world_aligned 1294 / 625, local 4140 / 1210;
+# solo12 (138) 566 / 599 and 994 / 1224 (a standalone loop); panda (65) 212 / 255 and 461 / 586.
+FRAME_LOOP_FROM_COLUMNS = 150
 
 
 def spec_reference(spec):
@@ -609,8 +607,8 @@ def spec_reference(spec):
     return dict((o, v) for o, v, _ in spec.variant[1])["reference"]
 
 
-def frame_loops_pay(spec, columns):
-    return columns >= FRAME_LOOP_FROM_COLUMNS[spec_reference(spec)]
+def frame_loops_pay(columns):
+    return columns >= FRAME_LOOP_FROM_COLUMNS
 
 
 def reference_pattern(matrices):
