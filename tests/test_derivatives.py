@@ -105,7 +105,8 @@ def general_models(qball, two_roots=None):
     """Every joint type: branched (ball_exp, composite, cylindrical, helical, planar, prismatic,
     spherical ZYX, translational, universal), quadruped (the Euler-angle free joint), the spline
     chain (spline curve, torus-torus contacts), the quaternion joints; and a tree with two roots
-    whose bodies are not in depth-first order (each root's subtree in its own frame)."""
+    whose bodies are not in depth-first order (each root's subtree in its own frame), with
+    external wrenches on two bodies."""
     return {"branched": example("branched.yaml"), "quadruped": example("quadruped.yaml"),
             "spline_chain": example("spline_chain.yaml"), "qball": qball, "two_roots": two_roots}
 
@@ -114,7 +115,7 @@ def general_models(qball, two_roots=None):
 def two_roots(tmp_path_factory):
     from test_loop_forms import out_of_order_yaml
     path = tmp_path_factory.mktemp("two_roots") / "out_of_order.yaml"
-    path.write_text(out_of_order_yaml())
+    path.write_text(out_of_order_yaml(wrenches=True))
     return str(path)
 
 

@@ -312,9 +312,10 @@ def test_mass_matrix_inverse_loop_form_equals_the_reference(fdd_loop, rng):
         np.testing.assert_allclose(got @ M, np.eye(dyn.nv), atol=1e-10)
 
 
-def out_of_order_yaml():
+def out_of_order_yaml(wrenches=False):
     """Bodies not in depth-first order (a's child after b), and a second root: the in-place
-    accelerations of derivatives.mass_matrix_inverse must be restored for both."""
+    accelerations of derivatives.mass_matrix_inverse must be restored for both. wrenches:
+    constant external wrenches on c (a leaf) and e (the second root)."""
     bodies = [("a", "world", "[0, 0, 1]"), ("b", "a", "[0, 1, 0]"), ("c", "a", "[1, 0, 0]"),
               ("d", "b", "[0, 0, 1]"), ("e", "world", "[0, 1, 0]"), ("f", "c", "[0, 1, 0]"),
               ("g", "e", "[1, 0, 0]")]
@@ -322,7 +323,9 @@ def out_of_order_yaml():
     for k, (name, parent, axis) in enumerate(bodies):
         lines += [f"- {{name: {name}, parent: {parent}, mass: {1.0 + 0.2 * k}, com: [0.1, 0.03, 0],",
                   f"   inertia: [0.02, 0.03, 0.025], joint: {{name: j{k}, type: revolute, "
-                  f"axis: {axis}, xyz: [0.2, 0.1, 0.05]}}}}"]
+                  f"axis: {axis}, xyz: [0.2, 0.1, 0.05]}}"
+                  + (f", wrench: [0.3, -0.2, 0.1, 1.5, 0.5, -2.0]" if wrenches and name in "ce" else "")
+                  + "}"]
     return "\n".join(lines) + "\n"
 
 

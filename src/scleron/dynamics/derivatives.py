@@ -23,7 +23,7 @@ from ..program.algebra import Dual, DualAlgebra
 from . import configuration, recursions
 from .tree import consecutive_runs
 from .spatial import (ad, ad_star, columns, dot, matmul, matvec, rigid_inertia_to_parent, sym_add,
-                      transpose, twist_to_parent, vadd, wrench_to_parent)
+                      transpose, twist_to_parent, vadd, vscale, wrench_to_parent)
 
 
 # ---- M^-1 and M^-1 B (Carpentier 2018; Featherstone 7.3 on many joint forces at once) ------------
@@ -282,9 +282,7 @@ def inverse_dynamics_derivative_columns(tree, alg, q, qd, qdd):
     entries between a body and its strict descendants (fill_related_pairs; the loop form of the
     C code takes them as vectorised loops, scleron.unroll.PairLoop)."""
     kins = recursions.joint_kinematics(tree, alg, q, qd)
-    _, a, bias = recursions.velocity_pass(tree, alg, kins, qd)
-    alpha, f = recursions.acceleration_pass(tree, alg, kins, a, bias, qdd)
-    world = world_dynamics(tree, alg, kins, qd, alpha, f)
+    world = world_dynamics(tree, alg, kins, qd, qdd)
     cols = coordinate_tangents(tree, alg, kins, world, q, qd, qdd)
     dq, dqd, M, vectors = composite_backward(tree, alg, world, cols)
     for b in tree.bodies:                   # the joint springs and dampers (passive_forces)
@@ -299,29 +297,43 @@ def inverse_dynamics_derivative_columns(tree, alg, q, qd, qdd):
 
 class WorldBody:
     """One body in world coordinates: its pose (R, t), motion subspace J (columns), twist ov,
-    acceleration oa (gravity included as the base's, S&G 22), force of = J_body alpha + b (S&G
-    23, external wrench included), inertia Y and its variation dY (both composite once the
-    backward pass has reached the body), F the composite force of its subtree."""
+    acceleration oa (gravity included as the base's, S&G 22), force F = Y oa + ov x* (Y ov) - f_e
+    (S&G 21, 23, the external wrench included), inertia Y and its variation dY; Y, dY and F
+    become those of the body's subtree (composite) once the backward pass has reached it."""
     __slots__ = ("pose", "J", "ov", "oa", "F", "Y", "dY")
 
 
-def world_dynamics(tree, alg, kins, qd, alpha, f):
-    """The forward pass of Carpentier & Mansard's algorithm: S&G passes 1-2 give v,
-    alpha and f in body coordinates; here they are moved into one fixed frame per root, the
-    root's own at this q (root_frame_poses; "world" below means that frame)."""
+def world_dynamics(tree, alg, kins, qd, qdd):
+    """The forward pass of Carpentier & Mansard's algorithm: the recursive Newton-Euler
+    equations (S&G 18-23) written in one fixed frame per root, the root's own at this q
+    (root_frame_poses; "world" below means that frame), where no transform between bodies is
+    needed (Featherstone 5.3 in ground coordinates; twists and forces move covariantly, so S&G's
+    a_k = v_parent x S qd + Sdot qd keeps its form):
+        ov_i = ov_p + J_i qd_i
+        oa_i = oa_p + ov_p x (J_i qd_i) + c_i + J_i qdd_i     (c_i: the joint's Sdot qd, moved)
+        F_i  = Y_i oa_i + ov_i x* (Y_i ov_i) - f_e,i
+    with a root's parent the world at rest, gravity as its acceleration, seen from the root."""
     pose = root_frame_poses(tree, alg, kins, "inverse dynamics derivatives")
+    base = [0.0, 0.0, 0.0] + [-g for g in tree.gravity]
     out = []
     for b, kin in zip(tree.bodies, kins):
         alg.section(f"inverse dynamics derivatives: world quantities of body {b.name}",
                     "inverse dynamics derivatives: world quantities", b.index)
         w = WorldBody()
         w.pose = R, t = pose[b.index]
+        own = slice(b.v_start, b.v_start + b.dof)
         w.J = [twist_to_parent(R, t, col) for col in columns(kin[2])]
-        w.oa = twist_to_parent(R, t, alpha[b.index])
-        w.F = wrench_to_parent(R, t, f[b.index])
         w.Y = rigid_inertia_to_parent(R, t, b.inertia)
-        vb = out[b.parent].ov if b.parent >= 0 else ZERO6
-        w.ov = vadd(vb, [dot(row, qd[b.v_start:b.v_start + b.dof]) for row in rows(w.J)])
+        vJ = [dot(row, qd[own]) for row in rows(w.J)]                      # J_i qd_i
+        ovp = out[b.parent].ov if b.parent >= 0 else ZERO6
+        oap = out[b.parent].oa if b.parent >= 0 else recursions.to_child(b, kin, base)
+        w.ov = vadd(ovp, vJ)                                                # S&G (20)
+        w.oa = vadd(vadd(oap, ad(ovp, vJ)),                                 # S&G (19), (22)
+                    vadd(twist_to_parent(R, t, kin[3]), [dot(row, qdd[own]) for row in rows(w.J)]))
+        Yv = matvec(w.Y, w.ov)
+        w.F = vadd(matvec(w.Y, w.oa), vscale(-1.0, ad_star(w.ov, Yv)))     # S&G (21), (23)
+        if b.wrench is not None:
+            w.F = vadd(w.F, vscale(-1.0, wrench_to_parent(R, t, b.wrench)))
         w.dY = inertia_variation(w.Y, w.ov)
         out.append(w)
     return out
