@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_70a67e2860d6"
-HASH = "70a67e2860d69e3310f1514028434bd13d4d05ee55dd6edf2c918f991950278c"
+MODULE = "_branched_c2cd55e2af3c"
+HASH = "c2cd55e2af3c2a3586ca88ef69edbd929c14559ee8ebbc0631eef007640da1a0"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

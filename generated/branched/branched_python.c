@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_70a67e2860d6_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_c2cd55e2af3c_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_70a67e2860d6_py(void)
+PyMODINIT_FUNC PyInit__branched_c2cd55e2af3c_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_6f1e46b5b48d"
-HASH = "6f1e46b5b48d09ceba0aa4d1856b37869fabd9bce1bddc270e29f0fced1e55c3"
+MODULE = "_quadruped_83a369346a8a"
+HASH = "83a369346a8a17ea452e3ac38beb7ec405b918b6064a84824dd7e64d472fa1a7"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_4f7c17e40f9a"
-HASH = "4f7c17e40f9afef66d4b834f767971d6559651a4bc20ef3089bfe6269ea50b51"
+MODULE = "_rc100_db40eb4874ae"
+HASH = "db40eb4874aef46d115f3300221346da1a3a645115a91710916b1d2665c4824a"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

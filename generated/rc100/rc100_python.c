@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_4f7c17e40f9a_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_db40eb4874ae_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_4f7c17e40f9a_py(void)
+PyMODINIT_FUNC PyInit__rc100_db40eb4874ae_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_1014af789f12"
-HASH = "1014af789f12125baca268e8fd185a5fdc8fb6822ea518964827b63471840dc5"
+MODULE = "_rc20_aa52939b4a63"
+HASH = "aa52939b4a6366fcf39d8de376753d21e80b988a3e196faa3889770504aa2343"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_07a9863657e8"
-HASH = "07a9863657e89e3a5c6f8cea105fa8e13c19bb089a9cc91b65ecabf69dd42424"
+MODULE = "_rc50_48990b35206d"
+HASH = "48990b35206d806468d445455b08955bdc6eb7da4f4b496fd567d5d0fcc484a2"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -187,8 +187,10 @@ def _unroll(tree, names, prefix, method, mass, progress):
     """The FunctionCode of each named function, telling progress which one is unrolled."""
     codes = []
     specs = function_specs(names, tree)
+    # (the frames' columns only where a frame function is asked for: a coupled tree has none)
+    columns = frame_columns(tree) if any("frame_loop" in s.forms for s in specs) else 0
     for i, spec in enumerate(specs, 1):
-        form = code_form(spec, method, mass, tree.nv, related_pairs(tree), frame_columns(tree))
+        form = code_form(spec, method, mass, tree.nv, related_pairs(tree), columns)
         progress(f"unroll: {spec.name} ({i} of {len(specs)}, {FORMS[form]})")
         codes.append(function_code(tree, spec, prefix, form))
     return codes
