@@ -369,6 +369,12 @@ def test_derivative_loops_compiled_out_of_order(tmp_path, rng, monkeypatch):
                   derivatives.inverse_dynamics_derivatives(tree, FloatAlgebra(), list(q), list(qd), list(u))),
                  (dyn.forward_dynamics_derivatives(q, qd, u),
                   derivatives.forward_dynamics_derivatives(tree, FloatAlgebra(), list(q), list(qd), list(u)))]
+        # out= full of NaN: every entry written (M^-1 clears only the unrelated upper entries)
+        minv_out = np.full((tree.nv, tree.nv), np.nan)
+        dyn.mass_matrix_inverse(q, out=minv_out)
+        fdd_out = tuple(np.full((tree.nv, tree.nv), np.nan) for _ in range(3))
+        dyn.forward_dynamics_derivatives(q, qd, u, out=fdd_out)
+        pairs += [(minv_out, pairs[0][1]), (fdd_out, pairs[2][1])]
         for got, ref in pairs:
             got = [got] if isinstance(got, np.ndarray) else got
             for g, r in zip(got, ref):

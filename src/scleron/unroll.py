@@ -436,6 +436,7 @@ class MinvLoop:
     steps: list = field(default_factory=list)
     saves: list = field(default_factory=list)       # per slot: its first column
     dofs: set = field(default_factory=set)
+    unrelated: list = field(default_factory=list)   # unrelated_upper_ranges: zeroed first
 
     def loop_counts(self):
         n = 0
@@ -499,6 +500,22 @@ class LoopBlocks:
         return None
 
 
+def unrelated_upper_ranges(tree):
+    """(row r, first, end): the columns c of the upper triangle (right of r's own block) whose
+    body is not in the subtree of r's body. The column steps write every other entry of the
+    output (own blocks, W leaves to root, X root to leaves, the mirror) but read these as W = 0
+    root to leaves, so only they are cleared first (none on a chain)."""
+    down = [set() for _ in range(tree.nv)]
+    for r, first, end in derivatives.related_ranges(tree)["down"]:
+        down[r].update(range(first, end))
+    out = []
+    for b in tree.bodies:
+        for r in range(b.v_start, b.v_start + b.dof):
+            cols = [c for c in range(b.v_start + b.dof, tree.nv) if c not in down[r]]
+            out += [(r, first, end) for first, end in derivatives.consecutive_runs(cols)]
+    return out
+
+
 def minv_loops_pay(tree):
     return pair_loops_pay(related_pairs(tree))
 
@@ -506,6 +523,7 @@ def minv_loops_pay(tree):
 def unroll_minv_loop(tree, spec, name=None):
     tree, prog, alg, (q,) = _loop_prologue(tree, spec, name)
     blocks = LoopBlocks(prog, tree.nv, spec.outputs[0].name)
+    blocks.loop.unrelated = unrelated_upper_ranges(tree)
     derivatives.mass_matrix_inverse(tree, alg, q, blocks)
     return blocks.loop, prog
 
@@ -541,6 +559,8 @@ def unroll_product_loop(tree, spec, name=None):
     tree, prog, alg, args = _loop_prologue(tree, spec, name)
     dq_name, dqd_name, minv_name = (a.name for a in spec.outputs)
     blocks = LoopBlocks(prog, tree.nv, minv_name) if minv_loops_pay(tree) else None
+    if blocks:
+        blocks.loop.unrelated = unrelated_upper_ranges(tree)
     if pair_loops_pay(related_pairs(tree)):
         dq, dqd, vectors, Minv = derivatives.forward_dynamics_derivative_columns(tree, alg, *args,
                                                                                  blocks=blocks)
