@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_c2cd55e2af3c"
-HASH = "c2cd55e2af3c2a3586ca88ef69edbd929c14559ee8ebbc0631eef007640da1a0"
+MODULE = "_branched_c7f2b75ec746"
+HASH = "c7f2b75ec746e53b706fb2fc89eafe295ef7e27a79231573f120f2e3c73dfdf7"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

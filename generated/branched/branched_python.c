@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_c2cd55e2af3c_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_c7f2b75ec746_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_c2cd55e2af3c_py(void)
+PyMODINIT_FUNC PyInit__branched_c7f2b75ec746_py(void)
 {
     import_array();
     return PyModule_Create(&module);

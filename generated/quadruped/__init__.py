@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_83a369346a8a"
-HASH = "83a369346a8a17ea452e3ac38beb7ec405b918b6064a84824dd7e64d472fa1a7"
+MODULE = "_quadruped_9ceaaee6d721"
+HASH = "9ceaaee6d721127b6e60803281d11a57df49ad5aa61069850891747c01263ad4"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_db40eb4874ae"
-HASH = "db40eb4874aef46d115f3300221346da1a3a645115a91710916b1d2665c4824a"
+MODULE = "_rc100_7d87fa973421"
+HASH = "7d87fa97342166f57760ddfa4aaaf322372fc0c3366fa9f2cce09e0130833baa"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

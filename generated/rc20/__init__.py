@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_aa52939b4a63"
-HASH = "aa52939b4a6366fcf39d8de376753d21e80b988a3e196faa3889770504aa2343"
+MODULE = "_rc20_6007d5433e5d"
+HASH = "6007d5433e5d3bda2748fd7be73719df0e6462eab5c24eb2915142d1ad5c84ad"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

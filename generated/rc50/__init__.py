@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_48990b35206d"
-HASH = "48990b35206d806468d445455b08955bdc6eb7da4f4b496fd567d5d0fcc484a2"
+MODULE = "_rc50_7ed0bd5edfe6"
+HASH = "7ed0bd5edfe68029326e9d4dac8905b459f4d9ff7dbe32f23e0f86e3755ad2ab"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
