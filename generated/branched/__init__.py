@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_c7f2b75ec746"
-HASH = "c7f2b75ec746e53b706fb2fc89eafe295ef7e27a79231573f120f2e3c73dfdf7"
+MODULE = "_branched_f10e8f92e223"
+HASH = "f10e8f92e22318c8484214429604b504ef4598ca43b557e94e0e8764ca7e21db"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

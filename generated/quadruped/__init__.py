@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_9ceaaee6d721"
-HASH = "9ceaaee6d721127b6e60803281d11a57df49ad5aa61069850891747c01263ad4"
+MODULE = "_quadruped_6baf3e079f76"
+HASH = "6baf3e079f769ee924abaeb79b3dea23eb2b3c4e4990a5f559c8e2850e75fe2d"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

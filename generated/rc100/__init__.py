@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_7d87fa973421"
-HASH = "7d87fa97342166f57760ddfa4aaaf322372fc0c3366fa9f2cce09e0130833baa"
+MODULE = "_rc100_9835c8ef8ba4"
+HASH = "9835c8ef8ba4a77892b7e327cfd314e03a638bedda88675a009b699a9d6cdc7e"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_6007d5433e5d"
-HASH = "6007d5433e5d3bda2748fd7be73719df0e6462eab5c24eb2915142d1ad5c84ad"
+MODULE = "_rc20_2840a19bd68c"
+HASH = "2840a19bd68c9a8bcc14498c0556d1236f772e95a3f4f520e07a569c12f68e32"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

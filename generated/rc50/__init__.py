@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_7ed0bd5edfe6"
-HASH = "7ed0bd5edfe68029326e9d4dac8905b459f4d9ff7dbe32f23e0f86e3755ad2ab"
+MODULE = "_rc50_ee1a10db99c5"
+HASH = "ee1a10db99c54de82eca2691a7c9049ce3785ca5c2a51024400d87eaf259dba2"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

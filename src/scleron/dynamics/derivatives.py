@@ -283,7 +283,7 @@ def inverse_dynamics_derivative_columns(tree, alg, q, qd, qdd):
     C code takes them as vectorised loops, scleron.unroll.PairLoop)."""
     kins = recursions.joint_kinematics(tree, alg, q, qd)
     world = world_dynamics(tree, alg, kins, qd, qdd)
-    cols = coordinate_tangents(tree, alg, kins, world, q, qd, qdd)
+    cols = coordinate_tangents(tree, alg, world, q, qd, qdd)
     dq, dqd, M, vectors = composite_backward(tree, alg, world, cols)
     for b in tree.bodies:                   # the joint springs and dampers (passive_forces)
         for k in range(b.dof):
@@ -299,8 +299,9 @@ class WorldBody:
     """One body in world coordinates: its pose (R, t), motion subspace J (columns), twist ov,
     acceleration oa (gravity included as the base's, S&G 22), force F = Y oa + ov x* (Y ov) - f_e
     (S&G 21, 23, the external wrench included), inertia Y and its variation dY; Y, dY and F
-    become those of the body's subtree (composite) once the backward pass has reached it."""
-    __slots__ = ("pose", "J", "ov", "oa", "F", "Y", "dY")
+    become those of the body's subtree (composite) once the backward pass has reached it. ovp,
+    oap: the parent's twist and acceleration (a root's: the world's, gravity as acceleration)."""
+    __slots__ = ("pose", "J", "ov", "oa", "F", "Y", "dY", "ovp", "oap")
 
 
 def world_dynamics(tree, alg, kins, qd, qdd):
@@ -325,8 +326,8 @@ def world_dynamics(tree, alg, kins, qd, qdd):
         w.J = [twist_to_parent(R, t, col) for col in columns(kin[2])]
         w.Y = rigid_inertia_to_parent(R, t, b.inertia)
         vJ = [dot(row, qd[own]) for row in rows(w.J)]                      # J_i qd_i
-        ovp = out[b.parent].ov if b.parent >= 0 else ZERO6
-        oap = out[b.parent].oa if b.parent >= 0 else recursions.to_child(b, kin, base)
+        w.ovp = ovp = out[b.parent].ov if b.parent >= 0 else ZERO6
+        w.oap = oap = out[b.parent].oa if b.parent >= 0 else recursions.to_child(b, kin, base)
         w.ov = vadd(ovp, vJ)                                                # S&G (20)
         w.oa = vadd(vadd(oap, ad(ovp, vJ)),                                 # S&G (19), (22)
                     vadd(twist_to_parent(R, t, kin[3]), [dot(row, qdd[own]) for row in rows(w.J)]))
@@ -366,7 +367,7 @@ class Tangent:
     __slots__ = ("body", "J", "dV", "dA", "dAv", "dS")
 
 
-def coordinate_tangents(tree, alg, kins, world, q, qd, qdd):
+def coordinate_tangents(tree, alg, world, q, qd, qdd):
     """A Tangent per coordinate, from the parent's twist and acceleration:
         dV  = ov_p x J + dS qd_i
         dA  = oa_p x J + ov_p x dV + dS qdd_i + dc + ov_p x (dS qd_i) + (J_i qd_i) x (dS qd_i)
@@ -375,13 +376,11 @@ def coordinate_tangents(tree, alg, kins, world, q, qd, qdd):
     rigid parts J x ov, J x oa are the subtree's motion, accounted for where used). A root's
     parent is the world at rest with gravity as its acceleration (S&G 22), seen from the root's
     frame."""
-    base = [0.0, 0.0, 0.0] + [-g for g in tree.gravity]
     out = []
     for b, w in zip(tree.bodies, world):
         alg.section(f"inverse dynamics derivatives: tangents of joint {b.joint_name}",
                     "inverse dynamics derivatives: tangents", b.index)
-        ovp = world[b.parent].ov if b.parent >= 0 else ZERO6
-        oap = world[b.parent].oa if b.parent >= 0 else recursions.to_child(b, kins[b.index], base)
+        ovp, oap = w.ovp, w.oap
         own = slice(b.v_start, b.v_start + b.dof)
         vJ = [dot(row, qd[own]) for row in rows(w.J)]                          # J_i qd_i
         for k, (dS, dc, dcv) in enumerate(joint_tangents(b, alg, q, qd, w.pose)):
