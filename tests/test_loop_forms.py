@@ -250,7 +250,7 @@ def test_forward_dynamics_derivatives_loop_form_equals_the_reference(fdd_loop, r
     assert dyn.nv >= PRODUCT_LOOP_FROM_NV and related_pairs(tree) >= PAIR_LOOP_FROM_PAIRS
     folder = os.path.dirname(dyn.__file__)
     c = open(os.path.join(folder, "fdd_loop_dynamics.c")).read()
-    assert "fdd_loop_forward_dynamics_derivatives_negated_product(Minv, Dq, dqdd_dq)" in c
+    assert "fdd_loop_forward_dynamics_derivatives_negated_products(Minv, Dq, Dqd, dqdd_dq, dqdd_dqd)" in c
     assert "loop form: -M^-1 dtau/dx as dense products" in c
     assert "fdd_loop_forward_dynamics_derivatives_pairs9(v_YJ, v_dAdV" in c
     assert "fdd_loop_forward_dynamics_derivatives_forward1(mb + " in c
@@ -347,11 +347,15 @@ def test_mass_matrix_inverse_column_steps_out_of_order(tmp_path, rng):
     assert kinds.count("zero") == 1 and kinds.count("restore") == 4 and kinds[-1] == "mirror"
 
 
-def test_derivative_loops_compiled_out_of_order(tmp_path, rng, monkeypatch):
+@pytest.mark.parametrize("fused", [True, False], ids=["fused_products", "row_products"])
+def test_derivative_loops_compiled_out_of_order(tmp_path, rng, monkeypatch, fused):
     """The C loops of the derivatives (pairs, M^-1 column steps with restore and zero, products)
-    on the out-of-order tree with two roots, the loop forms forced by a zero threshold."""
+    on the out-of-order tree with two roots, the loop forms forced by a zero threshold; the
+    products walk each row's runs of related columns (row 0 has zeros: no first-term start),
+    both rows at once or one at a time."""
     import scleron.unroll
     monkeypatch.setattr(scleron.unroll, "PAIR_LOOP_FROM_PAIRS", 0)
+    monkeypatch.setattr(scleron.unroll, "FUSED_PRODUCTS_UP_TO_NV", 16 if fused else 0)
     monkeypatch.setattr(scleron.pipeline, "PRODUCT_LOOP_FROM_NV", 1)
     path = tmp_path / "out_of_order.yaml"
     path.write_text(out_of_order_yaml())
@@ -361,6 +365,7 @@ def test_derivative_loops_compiled_out_of_order(tmp_path, rng, monkeypatch):
     c = open(tmp_path / "build" / "out_of_order_dynamics.c").read()
     assert "A_saved3" in c and "out_of_order_mass_matrix_inverse_forward1" in c
     assert "out_of_order_inverse_dynamics_derivatives_pairs9" in c
+    assert "row 0 of dtau/dx: columns 0..3 (the others are zero)" in c
     tree = Tree(model)
     for _ in range(3):
         q, qd, u = (rng.uniform(-1.5, 1.5, tree.nv) for _ in range(3))
@@ -383,8 +388,8 @@ def test_derivative_loops_compiled_out_of_order(tmp_path, rng, monkeypatch):
 
 
 def test_forward_dynamics_derivatives_form_auto():
-    """The loop form from PRODUCT_LOOP_FROM_NV coordinates on, the unrolled one below (panda, UR5,
-    a 12-joint quadruped keep it); the CUDA code of a loop-form function is its unrolled program."""
+    """The loop form from PRODUCT_LOOP_FROM_NV coordinates on (UR5 and panda take it), the
+    unrolled one below; the CUDA code of a loop-form function is its unrolled program."""
     spec = function_spec("fdd")
     assert code_form(spec, 1, "unrolled", PRODUCT_LOOP_FROM_NV) == "product_loop"
     assert code_form(spec, 1, "unrolled", PRODUCT_LOOP_FROM_NV - 1) == "unrolled"
