@@ -275,14 +275,15 @@ def inverse_dynamics_derivatives(tree, alg, q, qd, qdd):
     return dq, dqd, M
 
 
-def inverse_dynamics_derivative_columns(tree, alg, q, qd, qdd):
+def inverse_dynamics_derivative_columns(tree, alg, q, qd, qdd, world=None):
     """What the inverse dynamics' derivatives are made of: (dq, dqd, M, vectors) with the blocks
     of each body's own coordinates (joint springs, dampers and armature included) filled and
     zeros elsewhere, and the per-coordinate vectors (PAIR_VECTORS) whose dot products give the
     entries between a body and its strict descendants (fill_related_pairs; the loop form of the
-    C code takes them as vectorised loops, scleron.unroll.PairLoop)."""
-    kins = recursions.joint_kinematics(tree, alg, q, qd)
-    world = world_dynamics(tree, alg, kins, qd, qdd)
+    C code takes them as vectorised loops, scleron.unroll.PairLoop). world: world_dynamics at
+    (q, qd, qdd) when the caller has it."""
+    if world is None:
+        world = world_dynamics(tree, alg, recursions.joint_kinematics(tree, alg, q, qd), qd, qdd)
     cols = coordinate_tangents(tree, alg, world, q, qd, qdd)
     dq, dqd, M, vectors = composite_backward(tree, alg, world, cols)
     for b in tree.bodies:                   # the joint springs and dampers (passive_forces)
@@ -338,6 +339,38 @@ def world_dynamics(tree, alg, kins, qd, qdd):
         w.dY = inertia_variation(w.Y, w.ov)
         out.append(w)
     return out
+
+
+def joint_forces_from_world(tree, alg, q, qd, world):
+    """tau_i = J_i . (the sum of F over body i's subtree), less the joint springs and dampers
+    (S&G 24-25 and recursions.passive_forces, in the roots' frames): at q'' = 0 the bias forces h."""
+    F = [w.F for w in world]
+    tau = [None] * tree.nv
+    for b in reversed(tree.bodies):
+        alg.section(f"forward dynamics derivatives: h at body {b.name}",
+                    "forward dynamics derivatives: h = tau(q'' = 0)", b.index)
+        for k, J in enumerate(world[b.index].J):
+            tau[b.v_start + k] = dot(J, F[b.index])
+        if b.parent >= 0:
+            F[b.parent] = vadd(F[b.parent], F[b.index])
+    return recursions.passive_forces(tree, alg, q, qd, tau)
+
+
+def accelerate(tree, alg, world, qdd):
+    """world_dynamics at q'' from its values at q'' = 0, which are linear in q'': every
+    acceleration gains da_i = da_p + J_i qdd_i (S&G 22's J qdd moved down the tree) and every
+    force Y_i da_i."""
+    da = [None] * len(tree.bodies)
+    for b, w in zip(tree.bodies, world):
+        alg.section(f"forward dynamics derivatives: world quantities of body {b.name} at q''",
+                    "forward dynamics derivatives: world quantities at q''", b.index)
+        own = qdd[b.v_start:b.v_start + b.dof]
+        Jq = [dot(row, own) for row in rows(w.J)]
+        da[b.index] = Jq if b.parent < 0 else vadd(da[b.parent], Jq)
+        if b.parent >= 0:
+            w.oap = world[b.parent].oa
+        w.oa = vadd(w.oa, da[b.index])
+        w.F = vadd(w.F, matvec(w.Y, da[b.index]))
 
 
 def inertia_variation(Y, v):
@@ -528,11 +561,24 @@ def forward_dynamics_derivative_factors(tree, alg, q, qd, tau):
 def forward_dynamics_derivative_columns(tree, alg, q, qd, tau, blocks=None):
     """The factors with dtau/dq and dtau/dqd as inverse_dynamics_derivative_columns gives them
     (own blocks, and the vectors of the entries between related bodies): (dq, dqd, vectors,
-    M^-1; blocks: the ColumnBlocks M^-1 is formed by, mass_matrix_inverse). The loop form of the C code forms the pairs and the products -M^-1 dtau/dx in loops
-    (scleron.unroll.ProductLoop)."""
-    qdd = recursions.forward_dynamics(tree, alg, q, qd, tau)
-    dq, dqd, _, vectors = inverse_dynamics_derivative_columns(tree, alg, q, qd, qdd)
-    return dq, dqd, vectors, mass_matrix_inverse(tree, alg, q, blocks)
+    M^-1; blocks: the ColumnBlocks M^-1 is formed by, mass_matrix_inverse). The loop form of the
+    C code forms the pairs and the products -M^-1 dtau/dx in loops (scleron.unroll.ProductLoop).
+    q'' = M^-1 (tau - h) with M^-1 at hand and h from world_dynamics at q'' = 0, which accelerate
+    then carries to q'' (no body-frame passes 1-6); where C loops form M^-1 after this program
+    (blocks given), q'' by the forward dynamics."""
+    if blocks is not None:
+        qdd = recursions.forward_dynamics(tree, alg, q, qd, tau)
+        dq, dqd, _, vectors = inverse_dynamics_derivative_columns(tree, alg, q, qd, qdd)
+        return dq, dqd, vectors, mass_matrix_inverse(tree, alg, q, blocks)
+    Minv = mass_matrix_inverse(tree, alg, q)
+    kins = recursions.joint_kinematics(tree, alg, q, qd)
+    world = world_dynamics(tree, alg, kins, qd, [0.0] * tree.nv)
+    h = joint_forces_from_world(tree, alg, q, qd, world)
+    alg.section("forward dynamics derivatives: q'' = M^-1 (tau - h)")
+    qdd = matvec(Minv, [t - x for t, x in zip(tau, h)])
+    accelerate(tree, alg, world, qdd)
+    dq, dqd, _, vectors = inverse_dynamics_derivative_columns(tree, alg, q, qd, qdd, world)
+    return dq, dqd, vectors, Minv
 
 
 def forward_dynamics_derivatives(tree, alg, q, qd, tau):
