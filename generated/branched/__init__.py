@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_f10e8f92e223"
-HASH = "f10e8f92e22318c8484214429604b504ef4598ca43b557e94e0e8764ca7e21db"
+MODULE = "_branched_cd81252fc586"
+HASH = "cd81252fc5868d0c6128a02f8f90a8113a86f600922e6cb5316fca22baa24d54"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_6baf3e079f76"
-HASH = "6baf3e079f769ee924abaeb79b3dea23eb2b3c4e4990a5f559c8e2850e75fe2d"
+MODULE = "_quadruped_79304bae8457"
+HASH = "79304bae8457cb8468e89f3be00d7854a8a62ab6ef5521c0f38d5ffc1a1e4859"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_9835c8ef8ba4"
-HASH = "9835c8ef8ba4a77892b7e327cfd314e03a638bedda88675a009b699a9d6cdc7e"
+MODULE = "_rc100_d199399ca3fe"
+HASH = "d199399ca3fe15fcb8e691506cba73f991733206530fc0878626a6219479af4b"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

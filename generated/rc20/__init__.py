@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_2840a19bd68c"
-HASH = "2840a19bd68c9a8bcc14498c0556d1236f772e95a3f4f520e07a569c12f68e32"
+MODULE = "_rc20_d98709c6743a"
+HASH = "d98709c6743a6c81d5f7b6f613ecd6d5e4a7eefb059190fb085befdcb988e188"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_ee1a10db99c5"
-HASH = "ee1a10db99c54de82eca2691a7c9049ce3785ca5c2a51024400d87eaf259dba2"
+MODULE = "_rc50_25ce2eb89798"
+HASH = "25ce2eb89798f10417ce89ae98f087cac492edd51c46ebef360155d349bc52bc"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
