@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_cd81252fc586"
-HASH = "cd81252fc5868d0c6128a02f8f90a8113a86f600922e6cb5316fca22baa24d54"
+MODULE = "_branched_07551ff96283"
+HASH = "07551ff96283a7a8b39efe8758e841319c61dbcc487897aa40e492ceda678989"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

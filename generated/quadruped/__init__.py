@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_79304bae8457"
-HASH = "79304bae8457cb8468e89f3be00d7854a8a62ab6ef5521c0f38d5ffc1a1e4859"
+MODULE = "_quadruped_9ff8a5b1dcc0"
+HASH = "9ff8a5b1dcc01d102cb8ae1f07e7b387fcae6fc8cd5a15908b4a108de862ec92"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

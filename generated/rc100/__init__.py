@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_d199399ca3fe"
-HASH = "d199399ca3fe15fcb8e691506cba73f991733206530fc0878626a6219479af4b"
+MODULE = "_rc100_883447f79674"
+HASH = "883447f796743d046a443b2c1e4119cee26140077229bca389308b70fd5c4336"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

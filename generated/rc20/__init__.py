@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_d98709c6743a"
-HASH = "d98709c6743a6c81d5f7b6f613ecd6d5e4a7eefb059190fb085befdcb988e188"
+MODULE = "_rc20_699c225464e3"
+HASH = "699c225464e352d23439e2f2bdf1a2b41a1f355d0480a39cff917d16fa04a843"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

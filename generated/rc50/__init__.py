@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_25ce2eb89798"
-HASH = "25ce2eb89798f10417ce89ae98f087cac492edd51c46ebef360155d349bc52bc"
+MODULE = "_rc50_2770cbb4be97"
+HASH = "2770cbb4be97f76f15a99b454c22b8dad6c0b45f53ac16d17556a97feaa3a49f"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

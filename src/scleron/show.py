@@ -322,6 +322,12 @@ class CountingAlgebra(Algebra):
     def section(self, text, pass_=None, body=None):
         self.tally.section = Section(text, pass_ or text, body)
 
+    def current_section(self):
+        return self.tally.section
+
+    def restore_section(self, section):
+        self.tally.section = section
+
 
 def count_before(tree, spec):
     """{Section: Counts} of the recursion run generically (see the module docstring)."""

@@ -50,11 +50,11 @@ class joint_kinematics:
     def __getitem__(self, i):
         if i not in self.cache:
             b = self.tree.bodies[i]
-            self.alg.section(f"joint {b.joint_name} ({b.joint.type}): Q(q), S, Sdot qd  (S&G 9, 12)",
-                             "joint kinematics: Q(q), S, Sdot qd (S&G 9, 12)", b.index)
             qs = self.q[b.q_start:b.q_start + b.nq]
             qds = self.qd[b.v_start:b.v_start + b.dof] if self.qd is not None else [0.0] * b.dof
-            self.cache[i] = b.joint.kinematics(self.alg, qs, qds)
+            with self.alg.aside(f"joint {b.joint_name} ({b.joint.type}): Q(q), S, Sdot qd  (S&G 9, 12)",
+                                "joint kinematics: Q(q), S, Sdot qd (S&G 9, 12)", b.index):
+                self.cache[i] = b.joint.kinematics(self.alg, qs, qds)
         return self.cache[i]
 
     def __len__(self):

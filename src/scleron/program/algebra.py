@@ -17,6 +17,7 @@ A new elementary function is one entry of MATH_FUNCTIONS plus its meaning in eac
 `function`; an algebra that cannot provide it raises a clear error rather than drifting.
 """
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -68,6 +69,23 @@ class Algebra:
     def section(self, text, pass_=None, body=None):
         pass
 
+    def current_section(self):
+        return None
+
+    def restore_section(self, section):
+        pass
+
+    @contextmanager
+    def aside(self, text, pass_=None, body=None):
+        """A section for work done on demand (the lazy joint kinematics), the section of the
+        work around it restored afterwards."""
+        before = self.current_section()
+        self.section(text, pass_, body)
+        try:
+            yield
+        finally:
+            self.restore_section(before)
+
     # the elementary functions, each defined once in terms of `function`
     def sin(self, x): return self.function("sin", x)
     def cos(self, x): return self.function("cos", x)
@@ -103,6 +121,12 @@ class ProgramAlgebra(Algebra):
 
     def section(self, text, pass_=None, body=None):
         self.prog.set_section(Section(text, pass_ or text, body))
+
+    def current_section(self):
+        return self.prog.section
+
+    def restore_section(self, section):
+        self.prog.set_section(section)
 
 
 # ---- dual numbers: forward-mode derivatives ----------------------------------------------------
@@ -202,6 +226,12 @@ class DualAlgebra(Algebra):
 
     def section(self, text, pass_=None, body=None):
         self.base.section(text, pass_, body)
+
+    def current_section(self):
+        return self.base.current_section()
+
+    def restore_section(self, section):
+        self.base.restore_section(section)
 
 
 def seeded(values, directions=None):
