@@ -106,8 +106,12 @@ def test_identities_with_armature(model):
         assert T == pytest.approx(0.5 * np.array(qd) @ M @ np.array(qd), rel=1e-13)
         Minv = np.array(derivatives.mass_matrix_inverse(tree, ALG, q))
         assert np.abs(Minv @ M - np.eye(model.nv)).max() <= 1e-12
-        _, _, M2 = derivatives.inverse_dynamics_derivatives(tree, ALG, q, qd, list(qdd))
+        dq, dqd, M2 = derivatives.inverse_dynamics_derivatives(tree, ALG, q, qd, list(qdd))
         assert np.abs(np.array(M2) - M).max() <= 1e-14
+        # the forward dynamics' derivatives take q'' = M^-1 (tau - h) (armature in M^-1, not in h)
+        fq, fqd, Minv2 = (np.array(x) for x in derivatives.forward_dynamics_derivatives(tree, ALG, q, qd, tau))
+        for got, ref in ((fq, -Minv @ np.array(dq)), (fqd, -Minv @ np.array(dqd)), (Minv2, Minv)):
+            assert np.abs(got - ref).max() <= 1e-11 * max(1.0, np.abs(ref).max())
 
 
 def test_compiled_loop_forms_carry_the_armature(model, generated):
