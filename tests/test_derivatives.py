@@ -1,7 +1,8 @@
 """Derivatives of the dynamics: M^-1, the inverse and the forward dynamics' derivatives.
 
 Oracles that share no code with scleron's: Pinocchio (computeMinverse, computeRNEADerivatives,
-computeABADerivatives; its own URDF parser and algorithms) on arms and on solo12 with a free
+computeABADerivatives; its own URDF parser and algorithms) on arms, the four-fingered allegro hand
+and on solo12 with a free
 flyer; central finite differences of the generated inverse and forward dynamics, on the manifold
 (q moved by integrate(q, +-h e_k), the tangent convention of the q columns), for every joint type;
 identities between functions computed apart (M^-1 M = I); and for the general joints the same
@@ -29,10 +30,12 @@ ALG = FloatAlgebra()
 FUNCTIONS = ["inverse_dynamics", "mass_matrix", "mass_matrix_inverse",
              "inverse_dynamics_derivatives", "integrate", "forward_dynamics",
              "forward_dynamics_derivatives"]
-# solo12's forward-dynamics derivatives (nv = 18: M^-1 dtau/dq unrolled) take ~10 s to compile:
-# by default solo12 is compiled without them, the slow test compiles them
+# without the forward dynamics' derivatives (TC10, nv = 38: their unrolled code is large)
 NO_FDD = FUNCTIONS[:5]
 SOLO12 = "solo_description/robots/solo12.urdf"
+# four fingers on a fixed palm: four roots, 16 coordinates, rows of dtau/dx a quarter full (the
+# products -M^-1 dtau/dx walk each row's runs of related columns, both rows at once)
+ALLEGRO = "allegro_hand_description/urdf/allegro_right_hand.urdf"
 
 
 def rel_err(a, ref):
@@ -51,16 +54,17 @@ def pin():
 
 
 def pinocchio_robot(pin, which):
-    """(path, load options, Pinocchio model) of panda, ur5 (fixed) or solo12 (free flyer)."""
+    """(path, load options, Pinocchio model) of panda, ur5, allegro (fixed) or solo12 (free
+    flyer)."""
     if which == "solo12":
         path = f"{robots_dir()}/{SOLO12}"
         return path, {"floating": True}, pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
-    path = robot_urdf(which)
+    path = f"{robots_dir()}/{ALLEGRO}" if which == "allegro" else robot_urdf(which)
     return path, None, pin.buildModelFromUrdf(path)
 
 
 def robot_functions(robot):
-    return NO_FDD if robot == "solo12" else FUNCTIONS
+    return FUNCTIONS
 
 
 # ---- M^-1 ---------------------------------------------------------------------------------------
@@ -269,7 +273,7 @@ def test_generated_derivatives_of_general_joints_match_finite_differences(name, 
 
 
 # ---- forward dynamics derivatives ----------------------------------------------------------------
-@pytest.mark.parametrize("robot", ["panda", "ur5", pytest.param("solo12", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("robot", ["panda", "ur5", "solo12", "allegro"])
 def test_forward_dynamics_derivatives_equal_pinocchio(robot, pin, generated, rng):
     """dqdd/dq, dqdd/dqd, M^-1 against computeABADerivatives (its M^-1: upper triangle)."""
     path, options, pm = pinocchio_robot(pin, robot)
@@ -285,7 +289,11 @@ def test_forward_dynamics_derivatives_equal_pinocchio(robot, pin, generated, rng
         assert rel_err(got[1][k], dv) < TOL
         assert rel_err(got[2][k], symmetric(Minv)) < TOL
         assert rel_err(got[2][k], dyn.mass_matrix_inverse(q)) < 1e-13
-    header = open(os.path.join(os.path.dirname(dyn.__file__), f"{robot}_dynamics.h")).read()
+    folder = os.path.dirname(dyn.__file__)
+    if robot == "allegro":           # the products by runs of related columns, both rows at once
+        c = open(os.path.join(folder, f"{robot}_dynamics.c")).read()
+        assert "row 4 of dtau/dx: columns 4..7 (the others are zero)" in c and "c1[j] -= a * B1" in c
+    header = open(os.path.join(folder, f"{robot}_dynamics.h")).read()
     assert (f"void {robot}_forward_dynamics_derivatives(const double *q, const double *qd, "
             "const double *tau, double *dqdd_dq, double *dqdd_dqd, double *Minv);") in header
 
