@@ -2,8 +2,7 @@
 
 Oracles that share no code with scleron's: Pinocchio (computeMinverse, computeRNEADerivatives,
 computeABADerivatives; its own URDF parser and algorithms) on arms, the four-fingered allegro hand
-and on solo12 with a free
-flyer; central finite differences of the generated inverse and forward dynamics, on the manifold
+and solo12 with a free flyer; central finite differences of the generated inverse and forward dynamics, on the manifold
 (q moved by integrate(q, +-h e_k), the tangent convention of the q columns), for every joint type;
 identities between functions computed apart (M^-1 M = I); and for the general joints the same
 derivatives by dual numbers through the inverse dynamics recursion itself (exact, so the
