@@ -252,7 +252,7 @@ def test_forward_dynamics_derivatives_loop_form_equals_the_reference(fdd_loop, r
     c = open(os.path.join(folder, "fdd_loop_dynamics.c")).read()
     assert "fdd_loop_forward_dynamics_derivatives_negated_products(Minv, Dq, Dqd, dqdd_dq, dqdd_dqd)" in c
     assert "loop form: -M^-1 dtau/dx as dense products" in c
-    assert "fdd_loop_forward_dynamics_derivatives_pairs9(v_YJ, v_dAdV" in c
+    assert "fdd_loop_forward_dynamics_derivatives_pairs_9_9(v_YJ, v_dAdV, v_dAvJ" in c
     assert "fdd_loop_forward_dynamics_derivatives_forward1(mb + " in c
     for _ in range(3):
         q, qd, tau = (rng.uniform(-1, 1, dyn.nv) for _ in range(3))
@@ -273,7 +273,7 @@ def test_inverse_dynamics_derivatives_loop_form_equals_the_reference(fdd_loop, r
     tree = Tree(model)
     folder = os.path.dirname(dyn.__file__)
     c = open(os.path.join(folder, "fdd_loop_dynamics.c")).read()
-    assert "fdd_loop_inverse_dynamics_derivatives_pairs9(v_YJ, v_dAdV" in c
+    assert "fdd_loop_inverse_dynamics_derivatives_pairs_6_9_9(v_YJ, v_J, v_dAdV, v_dAvJ" in c
     assert "memset(dtau_dq, 0" in c                     # a branched tree: unrelated entries
     ranges = derivatives.related_ranges(tree)
     related = {(r, c) for r, f, e in ranges["down"] for c in range(f, e)}
@@ -364,7 +364,7 @@ def test_derivative_loops_compiled_out_of_order(tmp_path, rng, monkeypatch, fuse
                            functions=["fdd", "idd", "minv"])
     c = open(tmp_path / "build" / "out_of_order_dynamics.c").read()
     assert "A_saved3" in c and "out_of_order_mass_matrix_inverse_forward1" in c
-    assert "out_of_order_inverse_dynamics_derivatives_pairs9" in c
+    assert "out_of_order_inverse_dynamics_derivatives_pairs_6_6_6(v_J, v_dFdq, v_dFdv, v_YJ" in c
     assert "row 0 of dtau/dx: columns 0..3 (the others are zero)" in c
     tree = Tree(model)
     for _ in range(3):

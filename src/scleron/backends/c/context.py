@@ -101,17 +101,24 @@ def _mass_loop_context(nv, ml):
 
 def _pair_loop_context(pl):
     """Template data of the entries between related bodies in loop form (unroll.PairLoop): the
-    ranges tables, the vector arrays and the calls of the products."""
+    ranges tables, the vector arrays, and the calls of the products, those that share their
+    first vector and ranges in one loop (kernels: the terms of each product of a call)."""
     tables = {which: {"n": len(r), "row": ", ".join(str(x) for x, _, _ in r),
                       "first": ", ".join(str(f) for _, f, _ in r),
                       "end": ", ".join(str(e) for _, _, e in r)}
               for which, r in pl.ranges.items()}
+    groups = {}                     # the products sharing a vector and ranges: one loop
+    for o, a, b, t, w in pl.products:
+        if tables[w]["n"]:
+            groups.setdefault((a, w), []).append((o, b, t))
+    calls = [{"a": a, "which": w, "kernel": "_".join(str(t) for _, _, t in g),
+              "bs": [b for _, b, _ in g], "outs": [o for o, _, _ in g]}
+             for (a, w), g in groups.items()]
+    kernels = {c["kernel"]: [t for _, _, t in groups[c["a"], c["which"]]] for c in calls}
     return {"tables": tables,
             "vectors": [{"name": n, "size": k * pl.nv} for n, k in pl.vectors],
-            "terms": sorted({t for _, _, _, t, _ in pl.products}),
-            "calls": [{"out": o, "a": a, "b": b, "terms": t, "which": w}
-                      for o, a, b, t, w in pl.products if tables[w]["n"]],
-            "outputs": pl.outputs, "full": pl.full, "nv": pl.nv}
+            "kernels": [{"id": k, "terms": ts} for k, ts in kernels.items()],
+            "calls": calls, "outputs": pl.outputs, "full": pl.full, "nv": pl.nv}
 
 
 def _frame_loop_context(fl):
