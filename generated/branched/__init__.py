@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_07551ff96283"
-HASH = "07551ff96283a7a8b39efe8758e841319c61dbcc487897aa40e492ceda678989"
+MODULE = "_branched_ae5b7105a857"
+HASH = "ae5b7105a857936bc5b1dcfa29c2542f5aa92404fe2dd073ed7bb09af8392684"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_9ff8a5b1dcc0"
-HASH = "9ff8a5b1dcc01d102cb8ae1f07e7b387fcae6fc8cd5a15908b4a108de862ec92"
+MODULE = "_quadruped_f637c689e57b"
+HASH = "f637c689e57b0dee528e22f5455275fb618229eaec650847e0e53cf97d1ff0d6"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_883447f79674"
-HASH = "883447f796743d046a443b2c1e4119cee26140077229bca389308b70fd5c4336"
+MODULE = "_rc100_8b7fe484873f"
+HASH = "8b7fe484873f7b00ee920f1a3038a4c44f77295521002fefd7bc470fe81cc158"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

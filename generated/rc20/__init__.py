@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_699c225464e3"
-HASH = "699c225464e352d23439e2f2bdf1a2b41a1f355d0480a39cff917d16fa04a843"
+MODULE = "_rc20_c7ad3a93b2da"
+HASH = "c7ad3a93b2da7d329b58a6506c358135d96ca5b54da3c459f605e64aeefb1e32"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_2770cbb4be97"
-HASH = "2770cbb4be97f76f15a99b454c22b8dad6c0b45f53ac16d17556a97feaa3a49f"
+MODULE = "_rc50_57da1098268f"
+HASH = "57da1098268f1a8f7931781bfc9630328424cd35799e4dd7d9019fb122c16d9d"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
