@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_ae5b7105a857"
-HASH = "ae5b7105a857936bc5b1dcfa29c2542f5aa92404fe2dd073ed7bb09af8392684"
+MODULE = "_branched_0f53e3dae4d6"
+HASH = "0f53e3dae4d63ad05f5e7078f98ade970fb61d6c9a31aad9bf4f6b6927257862"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_ae5b7105a857_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_0f53e3dae4d6_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_ae5b7105a857_py(void)
+PyMODINIT_FUNC PyInit__branched_0f53e3dae4d6_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_f637c689e57b"
-HASH = "f637c689e57b0dee528e22f5455275fb618229eaec650847e0e53cf97d1ff0d6"
+MODULE = "_quadruped_249f527d4373"
+HASH = "249f527d437379056ed0c92b9b1d68e11a86562ca4f36bf140dc857c250c14d5"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

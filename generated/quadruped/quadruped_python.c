@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_f637c689e57b_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_249f527d4373_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_f637c689e57b_py(void)
+PyMODINIT_FUNC PyInit__quadruped_249f527d4373_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_8b7fe484873f"
-HASH = "8b7fe484873f7b00ee920f1a3038a4c44f77295521002fefd7bc470fe81cc158"
+MODULE = "_rc100_d4aa3be69822"
+HASH = "d4aa3be6982207a3ee333f9859373f6cb097c1574a9e298b97aaae04d298345c"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_c7ad3a93b2da"
-HASH = "c7ad3a93b2da7d329b58a6506c358135d96ca5b54da3c459f605e64aeefb1e32"
+MODULE = "_rc20_3c5994f3b525"
+HASH = "3c5994f3b5259117d3256f6c40604a432af943c0ac408c5249182bf108ca0227"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

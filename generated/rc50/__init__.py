@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_57da1098268f"
-HASH = "57da1098268f1a8f7931781bfc9630328424cd35799e4dd7d9019fb122c16d9d"
+MODULE = "_rc50_c8e6022191f5"
+HASH = "c8e6022191f58dfe7007501626cb76cca3745c70c1470b40dadc89b05c7b297e"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

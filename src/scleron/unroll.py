@@ -587,8 +587,8 @@ def related_column_runs(tree):
 
 
 # Up to this many coordinates the two products share each M^-1[i][k] and keep both rows i in
-# registers (panda: 1,726 -> 1,247 instructions); above, one row at a time streams half the data
-# through L1 (fused, RC50 takes 34 % more instructions; solo12 4 %).
+# registers (panda: 1,726 -> 1,247 instructions); above, one product after the other, so that its
+# factor stays in L1 (fused, RC50 takes 34 % more instructions; solo12 4 %).
 FUSED_PRODUCTS_UP_TO_NV = 16
 
 
