@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_0f53e3dae4d6"
-HASH = "0f53e3dae4d63ad05f5e7078f98ade970fb61d6c9a31aad9bf4f6b6927257862"
+MODULE = "_branched_73e0d10f993f"
+HASH = "73e0d10f993ff1168619b9b3e64e08656a0ec2bb94e5244235d9b7dec4aabe09"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_249f527d4373"
-HASH = "249f527d437379056ed0c92b9b1d68e11a86562ca4f36bf140dc857c250c14d5"
+MODULE = "_quadruped_7da28a680175"
+HASH = "7da28a680175225a0b80f6dc4115e03ce862bf2639d2e5751048c4fc687bc10a"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

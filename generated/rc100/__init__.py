@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_d4aa3be69822"
-HASH = "d4aa3be6982207a3ee333f9859373f6cb097c1574a9e298b97aaae04d298345c"
+MODULE = "_rc100_e36ddcff53d4"
+HASH = "e36ddcff53d4e9c36fd429063a9864e09b570b4f409bb6bcab75d551674df801"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_3c5994f3b525"
-HASH = "3c5994f3b5259117d3256f6c40604a432af943c0ac408c5249182bf108ca0227"
+MODULE = "_rc20_5d2b3332f828"
+HASH = "5d2b3332f828c847f19f94eae127d534f32c8930941af63844def451ea87c72f"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

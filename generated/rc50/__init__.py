@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_c8e6022191f5"
-HASH = "c8e6022191f58dfe7007501626cb76cca3745c70c1470b40dadc89b05c7b297e"
+MODULE = "_rc50_582fe51461aa"
+HASH = "582fe51461aad2c744677ca3c7f9ea398ff8b2f839ec6d2baa3d65e4306dff9f"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

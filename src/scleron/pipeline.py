@@ -83,7 +83,8 @@ MASS_FORMS = ("auto", "unrolled", "loop")
 MASS_LOOP_FROM_NV = 30
 # the forward dynamics' derivatives multiply M^-1 by dtau/dx in loops (scleron.unroll.ProductLoop)
 # from this many coordinates on (fewer instructions than straight-line products from 4: UR5 6,556
-# -> 6,219 per call, panda 15,690 -> 13,593; 3 coordinates 1,212 against 1,272); the entries between related bodies and M^-1 take loops from
+# -> 6,219 per call, panda 15,690 -> 13,593; 3 coordinates 1,212 against 1,272); the entries
+# between related bodies and M^-1 take loops from
 # unroll.PAIR_LOOP_FROM_PAIRS pairs on (docs/derivatives.md, "Speed against Pinocchio")
 PRODUCT_LOOP_FROM_NV = 4
 
