@@ -48,6 +48,10 @@ bodies:
     inertia: [0.01, 0.02, 0.02]
 """
 Q = np.array([0.3, -0.7])
+# what the build and cache tests generate: their subject is the folder, not the functions (the
+# defaults of a two-coordinate model would triple each compile)
+FEW = ["forward_dynamics", "mass_matrix"]
+FEW_CLI = ["--functions", "fd,mass"]
 
 
 def tiny(tmp_path, mass=2.0, fname="tiny.yaml"):
@@ -107,7 +111,8 @@ while not os.path.exists(stop):
     time.sleep(0.01)
 print(loads)
 """, str(out), str(tmp_path / "stop")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    procs = [subprocess.Popen([sys.executable, "-m", "scleron", "codegen", path, "-o", str(out), "--force"],
+    procs = [subprocess.Popen([sys.executable, "-m", "scleron", "codegen", path, "-o", str(out), "--force",
+                               *FEW_CLI],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
     results = [p.communicate(timeout=300) + (p.returncode,) for p in procs]
     (tmp_path / "stop").write_text("")
@@ -128,7 +133,7 @@ print(loads)
 def test_kill_9_during_compile_keeps_the_previous_result(tmp_path):
     path = tiny(tmp_path, mass=2.0)
     out = str(tmp_path / "tiny")
-    scleron.generate(scleron.load_model(path), out)
+    scleron.generate(scleron.load_model(path), out, functions=FEW)
     before = json.loads(open(os.path.join(out, "scleron.json")).read())["hash"]
     M_before = scleron.load_generated(out).mass_matrix(Q)
 
@@ -136,7 +141,7 @@ def test_kill_9_during_compile_keeps_the_previous_result(tmp_path):
     marker = tmp_path / "compiling"
     slowcc = script(tmp_path, "slowcc", f'touch "{marker}"\nsleep 60\nexec gcc "$@"\n')
     env = dict(os.environ, CC=slowcc)
-    p = subprocess.Popen([sys.executable, "-m", "scleron", "codegen", path, "-o", out], env=env,
+    p = subprocess.Popen([sys.executable, "-m", "scleron", "codegen", path, "-o", out, *FEW_CLI], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.time() + 60
@@ -162,7 +167,7 @@ def test_kill_9_during_compile_keeps_the_previous_result(tmp_path):
 
     # the next run rebuilds (the model changed) and removes the dead run's folder at once (its
     # owner process is gone: tests/test_bounded_runs.py has the rules)
-    dyn = scleron.generate(scleron.load_model(path), out)
+    dyn = scleron.generate(scleron.load_model(path), out, functions=FEW)
     assert not np.allclose(dyn.mass_matrix(Q), M_before)
     assert np.allclose(dyn.mass_matrix(Q), reference_M(path), rtol=1e-12, atol=1e-14)
     assert debris(out) == []
@@ -224,7 +229,7 @@ def test_cache_hit_only_when_nothing_changed(tmp_path, monkeypatch):
 
     def gen(p=path, **kw):
         rep = pipeline.Report("tiny", 2)
-        dyn = scleron.generate(scleron.load_model(p), out, report=rep, **kw)
+        dyn = scleron.generate(scleron.load_model(p), out, report=rep, **{"functions": FEW, **kw})
         return rep.cache_hit, dyn
 
     hit, dyn = gen()
@@ -308,14 +313,38 @@ def test_missing_compiler_is_one_clear_line(tmp_path, monkeypatch):
     assert not (tmp_path / "new").exists()                   # nothing left, not even parents
 
 
+def test_the_fast_extension_is_optional_and_the_wrappers_unoptimised_only_beside_it(tmp_path):
+    """The fast extension compiles beside the parts; where it fails, the cffi module alone
+    serves every call, its wrappers then compiled with the optimised flags (the hot path)."""
+    path = tiny(tmp_path)
+    log = tmp_path / "cc.log"
+    logcc = script(tmp_path, "logcc", f'echo "$@" >> "{log}"\nexec gcc "$@"\n')
+    nofast = script(tmp_path, "nofast", f'echo "$@" >> "{log}"\n'
+                    'case "$*" in *_python.c*) exit 1;; esac\nexec gcc "$@"\n')
+    want = reference_M(path)
+    for cc, fast in ((logcc, True), (nofast, False)):
+        log.write_text("")
+        out = str(tmp_path / ("fast" if fast else "alone"))
+        r = cli("codegen", path, "-o", out, *FEW_CLI, env=dict(os.environ, CC=cc))
+        assert r.returncode == 0, r.stderr
+        dyn = scleron.load_generated(out)
+        assert (dyn._fast is not None) == fast
+        assert np.allclose(dyn.mass_matrix(Q), want, rtol=1e-12, atol=1e-14)
+        assert np.allclose(dyn.mass_matrix(np.stack([Q, Q]))[1], want, rtol=1e-12, atol=1e-14)
+        wrapper = [ln for ln in log.read_text().splitlines()
+                   if re.search(r"_tiny_\w+\.c\b", ln) and " -c " in f" {ln} "]
+        assert len(wrapper) == 1, log.read_text()
+        assert ("-O0" in wrapper[0].split()) == fast and ("-O2" in wrapper[0].split()) != fast
+
+
 def test_compiler_error_names_the_log_and_keeps_the_old_result(tmp_path):
     path = tiny(tmp_path)
     out = str(tmp_path / "tiny")
-    scleron.generate(scleron.load_model(path), out)
+    scleron.generate(scleron.load_model(path), out, functions=FEW)
     old_hash = json.loads(open(os.path.join(out, "scleron.json")).read())["hash"]
     badcc = script(tmp_path, "badcc", 'echo "tiny_dynamics.c:12:3: error: the sky is falling" >&2\nexit 1\n')
     env = dict(os.environ, CC=badcc)
-    line = one_line_error(cli("codegen", path, "-o", out, "--force", env=env))
+    line = one_line_error(cli("codegen", path, "-o", out, "--force", *FEW_CLI, env=env))
     assert "compiling tiny failed" in line and "the sky is falling" in line
     log = re.search(r"full compiler output in (\S+\.build\.log)", line).group(1)
     text = open(log).read()
@@ -326,7 +355,7 @@ def test_compiler_error_names_the_log_and_keeps_the_old_result(tmp_path):
     assert scleron.load_generated(out).nv == 2 and debris(out) == []
     # a compiler error on a fresh folder leaves no folder at all
     fresh = tmp_path / "fresh" / "tiny"
-    one_line_error(cli("codegen", path, "-o", str(fresh), env=env))
+    one_line_error(cli("codegen", path, "-o", str(fresh), *FEW_CLI, env=env))
     assert not (tmp_path / "fresh").exists()
     for f in os.listdir(os.path.dirname(log)):
         if f.startswith("scleron-tiny-") and f.endswith(".build.log"):

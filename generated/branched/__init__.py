@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_73e0d10f993f"
-HASH = "73e0d10f993ff1168619b9b3e64e08656a0ec2bb94e5244235d9b7dec4aabe09"
+MODULE = "_branched_6e6f674fbe84"
+HASH = "6e6f674fbe847484b3d178cba970cede052d2f1f7abe1fc7dc8202429e51fc6d"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_7da28a680175"
-HASH = "7da28a680175225a0b80f6dc4115e03ce862bf2639d2e5751048c4fc687bc10a"
+MODULE = "_quadruped_4e6f2442a7a5"
+HASH = "4e6f2442a7a59cac65d3c322a085e039ae76a32f76701b183f07026c0e33949c"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

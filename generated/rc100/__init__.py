@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_e36ddcff53d4"
-HASH = "e36ddcff53d4e9c36fd429063a9864e09b570b4f409bb6bcab75d551674df801"
+MODULE = "_rc100_9a627282317c"
+HASH = "9a627282317ca4f2d348c0086c64cfab4367dba406b4b14432cf3ab9bf69f828"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

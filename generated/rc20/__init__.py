@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_5d2b3332f828"
-HASH = "5d2b3332f828c847f19f94eae127d534f32c8930941af63844def451ea87c72f"
+MODULE = "_rc20_c6ad2c8228a6"
+HASH = "c6ad2c8228a68be343a592fab87a9f1bc82e1b89b7ed9b8897009448f684f4a4"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_582fe51461aa"
-HASH = "582fe51461aad2c744677ca3c7f9ea398ff8b2f839ec6d2baa3d65e4306dff9f"
+MODULE = "_rc50_50ebbe1aa7b8"
+HASH = "50ebbe1aa7b8d377562f23aaa54ace69f5cb27f05d4ec2ca6044bd5170f04ffb"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
