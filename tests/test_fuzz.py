@@ -263,7 +263,7 @@ COMMON = dict(deadline=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-@settings(max_examples=40, **COMMON)
+@settings(max_examples=15, **COMMON)
 @given(models(charts=FEW_CHARTS))
 def test_degenerate_models_give_a_named_model_error(example):
     generate_or_refuse(example, FUZZ_FUNCTIONS)

@@ -26,7 +26,7 @@ from scleron.pipeline import MASS_LOOP_FROM_NV, PRODUCT_LOOP_FROM_NV, build_sour
 from scleron.unroll import (PAIR_LOOP_FROM_PAIRS, related_pairs, unroll_mass_loop, unroll_method2,
                             unroll_minv_loop)
 
-from conftest import example
+from conftest import DYNAMICS, example
 
 # rc20: one class repeated; branched: revolute, spherical (ZYX), universal, helical, cylindrical,
 # composite, ball_exp, planar, translational; quadruped: a 6-DOF free root (XYZ chart)
@@ -48,7 +48,7 @@ def variant(build_dir, generated):
         if (name, suffix) not in cache:
             model, default = generated(example(f"{name}.yaml"), name)
             other = scleron.generate(model, os.path.join(build_dir, f"{name}_{suffix}"),
-                                     f"{name}_{suffix}", **options)
+                                     f"{name}_{suffix}", **{"functions": DYNAMICS, **options})
             cache[name, suffix] = (model, default, other)
         return cache[name, suffix]
     return get
