@@ -7,6 +7,7 @@ chain in the default suite (about 15 s of nvcc); every function of RC20 is a slo
 import ctypes
 import os
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from scleron.backends import cuda as cuda_backend
 from scleron.errors import BuildError
 from scleron.functions import FUNCTIONS
 
-from conftest import example
+from conftest import EXAMPLES, example
 
 ARCH = {"arch": "sm_90"}                       # one architecture: half the nvcc time of auto
 RC20_FUNCTIONS = ("forward_dynamics", "inverse_dynamics", "mass_matrix", "kinetic_energy")
@@ -63,6 +64,19 @@ def rc20(generated):
     if not have_nvcc():
         pytest.skip("nvcc (the CUDA toolkit) is not installed")
     return generated(example("rc20.yaml"), "rc20_cuda", functions=RC20_FUNCTIONS, cuda=ARCH)[1]
+
+
+@pytest.fixture(scope="module")
+def rc5(generated, tmp_path_factory):
+    """What the tests without a GPU compile through nvcc: RC5 (RC20's joint class, a quarter of its
+    nvcc time); the GPU's tests compare RC20 itself."""
+    if not have_nvcc():
+        pytest.skip("nvcc (the CUDA toolkit) is not installed")
+    sys.path.insert(0, EXAMPLES)
+    from make_examples import rc_yaml
+    path = tmp_path_factory.mktemp("rc5") / "rc5.yaml"
+    path.write_text(rc_yaml(5))
+    return generated(str(path), "rc5_cuda", functions=RC20_FUNCTIONS, cuda=ARCH)[1]
 
 
 @pytest.fixture(scope="module")
@@ -148,8 +162,8 @@ def test_missing_nvcc_is_one_line(monkeypatch, tmp_path, capsys):
 
 # ---- compiled (nvcc), no GPU needed --------------------------------------------------------------
 @needs_nvcc
-def test_library_loads_without_a_gpu_and_exports_every_launcher(rc20, qball):
-    for dyn in (rc20, qball):
+def test_library_loads_without_a_gpu_and_exports_every_launcher(rc5, qball):
+    for dyn in (rc5, qball):
         cu = dyn.cuda
         assert cu.FUNCTIONS == dyn.FUNCTIONS
         lib = ctypes.CDLL(os.path.join(folder_of(dyn), cu.LIBRARY))      # no driver needed
@@ -163,9 +177,9 @@ def test_library_loads_without_a_gpu_and_exports_every_launcher(rc20, qball):
 
 
 @needs_nvcc
-def test_load_generated_has_cuda(rc20):
-    again = scleron.load_generated(folder_of(rc20))
-    assert again.cuda.FUNCTIONS == rc20.FUNCTIONS and again.cuda.LIBRARY == rc20.cuda.LIBRARY
+def test_load_generated_has_cuda(rc5):
+    again = scleron.load_generated(folder_of(rc5))
+    assert again.cuda.FUNCTIONS == rc5.FUNCTIONS and again.cuda.LIBRARY == rc5.cuda.LIBRARY
 
 
 class FakeDeviceArray:
@@ -177,39 +191,39 @@ class FakeDeviceArray:
 
 
 @needs_nvcc
-def test_arrays_are_checked_before_any_launch(rc20):
-    cu, n = rc20.cuda, 10
-    q, v = FakeDeviceArray((n, 20)), FakeDeviceArray((n, 20))
-    out = FakeDeviceArray((n, 20))
+def test_arrays_are_checked_before_any_launch(rc5):
+    cu, n = rc5.cuda, 10
+    q, v = FakeDeviceArray((n, 5)), FakeDeviceArray((n, 5))
+    out = FakeDeviceArray((n, 5))
     with pytest.raises(ValueError, match="float64"):
-        cu.forward_dynamics(FakeDeviceArray((n, 20), "<f4"), v, v, out=out)
+        cu.forward_dynamics(FakeDeviceArray((n, 5), "<f4"), v, v, out=out)
     with pytest.raises(ValueError, match="C-contiguous"):
-        cu.forward_dynamics(FakeDeviceArray((n, 20), strides=(8, 80)), v, v, out=out)
-    with pytest.raises(ValueError, match=r"shape \(N, 20\)"):
-        cu.forward_dynamics(FakeDeviceArray((20, n)), v, v, out=out)
-    with pytest.raises(ValueError, match=r"shape \(20, N\) in layout soa"):
+        cu.forward_dynamics(FakeDeviceArray((n, 5), strides=(8, 80)), v, v, out=out)
+    with pytest.raises(ValueError, match=r"shape \(N, 5\)"):
+        cu.forward_dynamics(FakeDeviceArray((5, n)), v, v, out=out)
+    with pytest.raises(ValueError, match=r"shape \(5, N\) in layout soa"):
         cu.forward_dynamics(q, v, v, out=out, layout="soa")
     with pytest.raises(ValueError, match="same number of states"):
-        cu.forward_dynamics(q, FakeDeviceArray((n + 1, 20)), v, out=out)
+        cu.forward_dynamics(q, FakeDeviceArray((n + 1, 5)), v, out=out)
     with pytest.raises(ValueError, match="host array"):
-        cu.forward_dynamics(np.zeros((n, 20)), v, v, out=out)
-    with pytest.raises(ValueError, match=r"out \(qdd\).*\(10, 20\)"):
-        cu.forward_dynamics(q, v, v, out=FakeDeviceArray((n, 19)))
+        cu.forward_dynamics(np.zeros((n, 5)), v, v, out=out)
+    with pytest.raises(ValueError, match=r"out \(qdd\).*\(10, 5\)"):
+        cu.forward_dynamics(q, v, v, out=FakeDeviceArray((n, 4)))
     with pytest.raises(ValueError, match="writeable"):
-        cu.forward_dynamics(q, v, v, out=FakeDeviceArray((n, 20), readonly=True))
+        cu.forward_dynamics(q, v, v, out=FakeDeviceArray((n, 5), readonly=True))
     with pytest.raises(ValueError, match="layout"):
         cu.forward_dynamics(q, v, v, out=out, layout="rows")
-    with pytest.raises(ValueError, match=r"out \(M\).*\(20, 20, 10\)"):
-        cu.mass_matrix(FakeDeviceArray((20, n)), out=FakeDeviceArray((n, 20, 20)), layout="soa")
+    with pytest.raises(ValueError, match=r"out \(M\).*\(5, 5, 10\)"):
+        cu.mass_matrix(FakeDeviceArray((5, n)), out=FakeDeviceArray((n, 5, 5)), layout="soa")
 
 
 @needs_nvcc
 @pytest.mark.skipif(cuda_backend.cuda_device_count() > 0, reason="this machine has a GPU")
-def test_no_gpu_is_one_clear_line(rc20):
+def test_no_gpu_is_one_clear_line(rc5):
     n = 4
-    with pytest.raises(rc20.cuda.CudaError, match="no CUDA device") as err:
-        rc20.cuda.forward_dynamics(FakeDeviceArray((n, 20)), FakeDeviceArray((n, 20)),
-                                   FakeDeviceArray((n, 20)), out=FakeDeviceArray((n, 20)))
+    with pytest.raises(rc5.cuda.CudaError, match="no CUDA device") as err:
+        rc5.cuda.forward_dynamics(FakeDeviceArray((n, 5)), FakeDeviceArray((n, 5)),
+                                  FakeDeviceArray((n, 5)), out=FakeDeviceArray((n, 5)))
     assert "\n" not in str(err.value)
 
 
