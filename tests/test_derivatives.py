@@ -15,7 +15,7 @@ import pytest
 
 import scleron
 from scleron.dynamics import configuration, derivatives, recursions
-from scleron.dynamics.tree import Tree
+from scleron.dynamics.tree import Tree, coordinate_ancestors, coordinate_parents
 from scleron.functions import DERIVATIVES_BY_DEFAULT_NV, function_spec
 from scleron.pipeline import selected_functions
 from scleron.program import FloatAlgebra
@@ -222,6 +222,31 @@ def test_general_joints_derivatives_of_the_reference(name, qball, two_roots, rng
         fdqd = np.array([tau(q, np.array(qd) + h * e) - tau(q, np.array(qd) - h * e)
                          for e in np.eye(tree.nv)]).T / (2 * h)
         assert rel_err(dq, fdq) < FD_TOL and rel_err(dqd, fdqd) < FD_TOL
+
+
+@pytest.mark.parametrize("name", ["branched", "quadruped", "qball", "two_roots", "tc10"])
+def test_mass_matrix_inverse_by_factorisation_and_by_articulated_solve(name, qball, two_roots, rng):
+    """The two routes to M^-1 share nothing but the model: the straight-line code's LTDL
+    factorisation of the CRBA mass matrix, whose factor keeps the tree's sparsity (no entry
+    between branches: the roots of two_roots, branched's arms), and the loop form's
+    articulated-body columns (here on lists)."""
+    models = {**general_models(qball, two_roots), "tc10": example("tc10.yaml")}
+    model = scleron.load_model(models[name])
+    tree = Tree(model)
+    parents = coordinate_parents(tree)
+    assert len(parents) == tree.nv and all(p < k for k, p in enumerate(parents))
+    q, _, _ = float_state(model, tree, rng)
+    M = recursions.mass_matrix(tree, ALG, q)
+    ancestors = [coordinate_ancestors(parents, k) for k in range(tree.nv)]
+    L, _ = derivatives.ltdl_factors(ALG, M, ancestors)
+    for k in range(tree.nv):
+        for i in range(k):
+            if i not in ancestors[k]:
+                assert L[k][i] == M[k][i] == 0.0, (k, i)       # untouched: no fill-in
+    by_factors = np.array(derivatives.mass_matrix_inverse(tree, ALG, q))
+    by_columns = np.array(derivatives.articulated_mass_matrix_inverse(tree, ALG, q))
+    assert rel_err(by_factors, by_columns) < 1e-14 * np.linalg.cond(M)
+    assert np.abs(by_factors @ np.array(M) - np.eye(tree.nv)).max() < 1e-12 * np.linalg.cond(M)
 
 
 @pytest.mark.parametrize("name", ["branched", "quadruped", "qball", "two_roots"])

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_6e6f674fbe84"
-HASH = "6e6f674fbe847484b3d178cba970cede052d2f1f7abe1fc7dc8202429e51fc6d"
+MODULE = "_branched_0476a2ba4386"
+HASH = "0476a2ba43861e3b25352471cd305fdaaf510ecaa14e275f58302eea5e734cba"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_4e6f2442a7a5"
-HASH = "4e6f2442a7a59cac65d3c322a085e039ae76a32f76701b183f07026c0e33949c"
+MODULE = "_quadruped_353f0f9b1467"
+HASH = "353f0f9b1467e183bcfa912a5708da33dea62049306c2f3cd7ac3b52ce67d653"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_9a627282317c"
-HASH = "9a627282317ca4f2d348c0086c64cfab4367dba406b4b14432cf3ab9bf69f828"
+MODULE = "_rc100_6e67bc145c12"
+HASH = "6e67bc145c12ae5fb60bdbe2658bf36043a9e047b68a7be5fd2498a882530ccc"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_c6ad2c8228a6"
-HASH = "c6ad2c8228a68be343a592fab87a9f1bc82e1b89b7ed9b8897009448f684f4a4"
+MODULE = "_rc20_11a0fb787eca"
+HASH = "11a0fb787eca74f972dec1037f991bddd70a92cd65c8328058b0ce7fc46d250e"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

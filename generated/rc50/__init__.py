@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_50ebbe1aa7b8"
-HASH = "50ebbe1aa7b8d377562f23aaa54ace69f5cb27f05d4ec2ca6044bd5170f04ffb"
+MODULE = "_rc50_73fe71223f26"
+HASH = "73fe71223f262df38fa5289f2143fca4a8d994dcee1b95f79362e781df344a09"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -181,8 +181,9 @@ FUNCTIONS = {f.name: f for f in [
     FunctionSpec("mass_matrix_inverse", (Q,),
                  (Argument("Minv", ("nv", "nv"), "inverse mass matrix"),),
                  derivatives.mass_matrix_inverse,
-                 "M(q)^-1, row-major nv x nv, from the articulated-body factorisation "
-                 "(Carpentier 2018)", ("minv",), ("unrolled", "minv_loop"),
+                 "M(q)^-1, row-major nv x nv: L^-1 D^-1 L^-T of the mass matrix (Featherstone "
+                 "6.5); in loop form the articulated-body columns (Carpentier 2018)", ("minv",),
+                 ("unrolled", "minv_loop"),
                  by_default=few_coordinates),
     FunctionSpec("inverse_dynamics_derivatives", (Q, QD, QDD),
                  (Argument("dtau_dq", ("nv", "nv"), "d tau / d q (tangent space: nv columns)"),

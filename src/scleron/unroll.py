@@ -425,8 +425,8 @@ def unroll_pair_loop(tree, spec, name=None):
 # ---- the mass matrix inverse in loop form -----------------------------------------------------
 @dataclass
 class MinvLoop:
-    """M^-1 by derivatives.mass_matrix_inverse with its column operations as C loops: the
-    unrolled prologue writes each body's D^-1 S^T, U, D^-1 U^T and S (array "mb", 24 dof entries
+    """M^-1 by derivatives.articulated_mass_matrix_inverse with its column operations as C loops:
+    the unrolled prologue writes each body's D^-1 S^T, U, D^-1 U^T and S (array "mb", 24 dof entries
     per body from offset[body]: SD d x 6, U 6 x d, UD d x 6, S 6 x d, row-major), the own
     blocks of the output and the initial P (6 x nv, entry-major); `steps` are the column
     operations in order: ("backward", dof, offset, v, first, end), ("forward", dof, offset, v),
@@ -524,7 +524,7 @@ def unroll_minv_loop(tree, spec, name=None):
     tree, prog, alg, (q,) = _loop_prologue(tree, spec, name)
     blocks = LoopBlocks(prog, tree.nv, spec.outputs[0].name)
     blocks.loop.unrelated = unrelated_upper_ranges(tree)
-    derivatives.mass_matrix_inverse(tree, alg, q, blocks)
+    derivatives.articulated_mass_matrix_inverse(tree, alg, q, blocks)
     return blocks.loop, prog
 
 

@@ -190,6 +190,34 @@ def _clean(M, tol=1e-15):
     return out.tolist()
 
 
+def coordinate_parents(tree):
+    """Featherstone's expanded parent array lambda over the velocity coordinates (RBDA 6.5): the
+    coordinate before k in its own joint, else the last coordinate of the nearest ancestor body
+    that has one; -1 for none. A coupled tree's (mimic joints) reduced coordinates form one chain:
+    its reduced mass matrix is dense."""
+    if tree.coupling is not None:
+        return list(range(-1, tree.nv - 1))
+    out = []
+    for b in tree.bodies:
+        p = b.parent
+        while p >= 0 and tree.bodies[p].dof == 0:
+            p = tree.bodies[p].parent
+        last = tree.bodies[p].v_start + tree.bodies[p].dof - 1 if p >= 0 else -1
+        if b.dof:
+            out += [last] + [b.v_start + k for k in range(b.dof - 1)]
+    return out
+
+
+def coordinate_ancestors(parents, k):
+    """The strict ancestors of coordinate k, nearest first, by the parent array."""
+    out = []
+    k = parents[k]
+    while k >= 0:
+        out.append(k)
+        k = parents[k]
+    return out
+
+
 def consecutive_runs(indices):
     """Sorted indices as (first, end) ranges of consecutive ones."""
     out = []
