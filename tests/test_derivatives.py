@@ -243,6 +243,11 @@ def test_mass_matrix_inverse_by_factorisation_and_by_articulated_solve(name, qba
         for i in range(k):
             if i not in ancestors[k]:
                 assert L[k][i] == M[k][i] == 0.0, (k, i)       # untouched: no fill-in
+    # the forward dynamics' derivatives factor M formed from the root-frame inertias
+    zeros = [0.0] * tree.nv
+    world = derivatives.world_dynamics(tree, ALG, recursions.joint_kinematics(tree, ALG, q, zeros),
+                                       zeros, zeros)
+    assert rel_err(derivatives.composite_mass_matrix(tree, ALG, world), M) < 1e-13
     by_factors = np.array(derivatives.mass_matrix_inverse(tree, ALG, q))
     by_columns = np.array(derivatives.articulated_mass_matrix_inverse(tree, ALG, q))
     assert rel_err(by_factors, by_columns) < 1e-14 * np.linalg.cond(M)

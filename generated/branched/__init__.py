@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_0476a2ba4386"
-HASH = "0476a2ba43861e3b25352471cd305fdaaf510ecaa14e275f58302eea5e734cba"
+MODULE = "_branched_4398f85b4f99"
+HASH = "4398f85b4f99ee0216102d8e8f771edae703729127f34b0c448d0ad32038e9df"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

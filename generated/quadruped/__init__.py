@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_353f0f9b1467"
-HASH = "353f0f9b1467e183bcfa912a5708da33dea62049306c2f3cd7ac3b52ce67d653"
+MODULE = "_quadruped_bc8fc7fd409c"
+HASH = "bc8fc7fd409cc44d14e0827e9fb1f430550aae1bcf4db23b331aa0ead4837a91"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_6e67bc145c12"
-HASH = "6e67bc145c12ae5fb60bdbe2658bf36043a9e047b68a7be5fd2498a882530ccc"
+MODULE = "_rc100_098fa5baada8"
+HASH = "098fa5baada862caaf93845a209dffacd6f1a3c084b37db2523a22c30663d196"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_11a0fb787eca"
-HASH = "11a0fb787eca74f972dec1037f991bddd70a92cd65c8328058b0ce7fc46d250e"
+MODULE = "_rc20_2d5a0b6446b3"
+HASH = "2d5a0b6446b3f400be077acdad2b532226fd85e97f3eb80eae0b2d54b9ee70aa"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

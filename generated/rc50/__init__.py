@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_73fe71223f26"
-HASH = "73fe71223f262df38fa5289f2143fca4a8d994dcee1b95f79362e781df344a09"
+MODULE = "_rc50_9b70fe4e887a"
+HASH = "9b70fe4e887a4123e23f34afb3db322f171ff803a8e2b635b31936ca9f286e34"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
