@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_4398f85b4f99"
-HASH = "4398f85b4f99ee0216102d8e8f771edae703729127f34b0c448d0ad32038e9df"
+MODULE = "_branched_6d6ba75dab84"
+HASH = "6d6ba75dab84e61d9d25a3cb15ff32bca5a12c0a14f31384a6879e9f86a9f95b"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_bc8fc7fd409c"
-HASH = "bc8fc7fd409cc44d14e0827e9fb1f430550aae1bcf4db23b331aa0ead4837a91"
+MODULE = "_quadruped_7a08e4adb999"
+HASH = "7a08e4adb999902ae0c176d62decb5b128bdb6b502443db28749606213e1a51e"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

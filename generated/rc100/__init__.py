@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_098fa5baada8"
-HASH = "098fa5baada862caaf93845a209dffacd6f1a3c084b37db2523a22c30663d196"
+MODULE = "_rc100_d1f0f41b3cf8"
+HASH = "d1f0f41b3cf84bd890a86877170b11b1969815bcb32137ce23015173e97861c3"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_2d5a0b6446b3"
-HASH = "2d5a0b6446b3f400be077acdad2b532226fd85e97f3eb80eae0b2d54b9ee70aa"
+MODULE = "_rc20_5c5a915e69c7"
+HASH = "5c5a915e69c7fc962feec94f6e8c727f8642ee6d7cce6cc0ccd02c606a1a23e2"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_9b70fe4e887a"
-HASH = "9b70fe4e887a4123e23f34afb3db322f171ff803a8e2b635b31936ca9f286e34"
+MODULE = "_rc50_39ce6c93e81a"
+HASH = "39ce6c93e81a816e18f5d3433f27417c90199435a2fece550ff032b30f97a66b"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

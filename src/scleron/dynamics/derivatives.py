@@ -45,15 +45,11 @@ def factored_mass_matrix_inverse(tree, alg, q):
     parent array lambda of the coordinates, L_ki is nonzero only where i is an ancestor of k (no
     fill-in), and so is (L^-1)_ki; M^-1_ab sums (L^-1)_ak (L^-1)_bk / D_k over the common
     ancestors k of a and b."""
-    M = recursions.mass_matrix(tree, alg, q)
-    parents = coordinate_parents(tree)
-    ancestors = [coordinate_ancestors(parents, k) for k in range(tree.nv)]
-    L, inv_d = ltdl_factors(alg, M, ancestors)
-    return inverse_from_ltdl(alg, L, inv_d, ancestors)
+    return inverse_of_mass_matrix(tree, alg, recursions.mass_matrix(tree, alg, q))
 
 
 def inverse_of_mass_matrix(tree, alg, M):
-    """M^-1 of a mass matrix M of the tree (factored_mass_matrix_inverse's factorisation)."""
+    """M^-1 of a mass matrix M of the tree by its LTDL factors."""
     parents = coordinate_parents(tree)
     ancestors = [coordinate_ancestors(parents, k) for k in range(tree.nv)]
     L, inv_d = ltdl_factors(alg, M, ancestors)
