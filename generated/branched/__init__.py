@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_6d6ba75dab84"
-HASH = "6d6ba75dab84e61d9d25a3cb15ff32bca5a12c0a14f31384a6879e9f86a9f95b"
+MODULE = "_branched_b2eb11af6887"
+HASH = "b2eb11af6887b4d915e6a3e037fc06cdbd08f8b1635d5f07d66637987b263849"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

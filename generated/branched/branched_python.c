@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_6d6ba75dab84_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_b2eb11af6887_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_6d6ba75dab84_py(void)
+PyMODINIT_FUNC PyInit__branched_b2eb11af6887_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_7a08e4adb999"
-HASH = "7a08e4adb999902ae0c176d62decb5b128bdb6b502443db28749606213e1a51e"
+MODULE = "_quadruped_1b7d92fa247d"
+HASH = "1b7d92fa247dc975787bf15874cc8262ef4ba4c26da3a7053eb44dfded8b417c"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

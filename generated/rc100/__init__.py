@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_d1f0f41b3cf8"
-HASH = "d1f0f41b3cf84bd890a86877170b11b1969815bcb32137ce23015173e97861c3"
+MODULE = "_rc100_afd6c1f6ebe4"
+HASH = "afd6c1f6ebe44c8af830a9c66183e706f58cfc2d24eca82338cf610e672307ac"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_5c5a915e69c7"
-HASH = "5c5a915e69c7fc962feec94f6e8c727f8642ee6d7cce6cc0ccd02c606a1a23e2"
+MODULE = "_rc20_360512514385"
+HASH = "36051251438521299df81597bbaa88c751968b932e9a7275e47c97a78fd00643"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_39ce6c93e81a"
-HASH = "39ce6c93e81a816e18f5d3433f27417c90199435a2fece550ff032b30f97a66b"
+MODULE = "_rc50_85dcfdf5d222"
+HASH = "85dcfdf5d2226a5a43668f051fc66e0fcdca3e6106f9404cda7409fb605a57d9"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -76,10 +76,8 @@ def composite_mass_matrix(tree, alg, world):
                 M[r][k] = dot(w.J[a], YJ[k])
         if b.parent >= 0:
             Y[b.parent] = sym_add(Y[b.parent], Y[b.index])
-    J = [w.J[k] for w in world for k in range(len(w.J))]
-    for row, first, end in related_ranges(tree)["down"]:
-        for col in range(first, end):
-            M[row][col] = M[col][row] = dot(J[row][:6], YJ[col][:6])
+    J = [col for w in world for col in w.J]
+    fill_related_pairs(tree, {"J": J, "YJ": YJ}, {"M": M})      # PAIR_PRODUCTS' M, down and up
     return recursions.add_armature(tree, M)
 
 
