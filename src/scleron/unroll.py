@@ -586,6 +586,18 @@ def related_column_runs(tree):
     return [(k, f, e) for k in range(tree.nv) for f, e in derivatives.consecutive_runs(sorted(cols[k]))]
 
 
+def store_runs(prog, array, rows, runs):
+    """Stores the entries of an unrolled factor the products read: those in the runs (every entry
+    if None). The others, between unrelated bodies, are zero and never read: no memset."""
+    nv = len(rows)
+    if runs is None:
+        prog.set_outputs(array, [x for row in rows for x in row])
+        return
+    for k, first, end in runs:
+        for j in range(first, end):
+            prog.outputs.append((array, nv * k + j, rows[k][j]))
+
+
 # Up to this many coordinates the two products share each M^-1[i][k] and keep both rows i in
 # registers (panda: 1,726 -> 1,247 instructions); above, one product after the other, so that its
 # factor stays in L1 (fused, RC50 takes 34 % more instructions; solo12 4 %).
@@ -595,6 +607,8 @@ FUSED_PRODUCTS_UP_TO_NV = 16
 def unroll_product_loop(tree, spec, name=None):
     tree, prog, alg, args = _loop_prologue(tree, spec, name)
     dq_name, dqd_name, minv_name = (a.name for a in spec.outputs)
+    fused = tree.nv <= FUSED_PRODUCTS_UP_TO_NV
+    runs = related_column_runs(tree)
     blocks = LoopBlocks(prog, tree.nv, minv_name) if minv_loops_pay(tree) else None
     if blocks:
         blocks.loop.unrelated = unrelated_upper_ranges(tree)
@@ -605,14 +619,13 @@ def unroll_product_loop(tree, spec, name=None):
                                {"dq": "Dq", "dqd": "Dqd"})
     else:
         dq, dqd, Minv = derivatives.forward_dynamics_derivative_factors(tree, alg, *args)
-        prog.set_outputs("Dq", [x for row in dq for x in row])
-        prog.set_outputs("Dqd", [x for row in dqd for x in row])
+        store_runs(prog, "Dq", dq, runs)
+        store_runs(prog, "Dqd", dqd, runs)
         pairs = None
     if blocks is None:
         prog.set_outputs(minv_name, [x for row in Minv for x in row])
     return ProductLoop(prog, tree.nv, (("Dq", dq_name), ("Dqd", dqd_name)), minv_name, pairs,
-                       blocks.loop if blocks else None, tree.nv <= FUSED_PRODUCTS_UP_TO_NV,
-                       related_column_runs(tree))
+                       blocks.loop if blocks else None, fused, runs)
 
 
 # ---- the frame Jacobians in loop form -----------------------------------------------------------
