@@ -259,7 +259,8 @@ def report(R):
           "Times in ns per call: median (min–max) of the samples; ratio = scleron / Pinocchio, "
           "median / median (min / min – max / max). A shared 2-core machine: samples of one system can "
           "spread 2× or more (solo12, RC50 here); the callgrind column (instructions per call) is the repeatable "
-          "figure.\n"]
+          "figure (both harnesses with glibc's memset kept off `rep stosb`, which callgrind counts once per "
+          "byte: benchmarks/harnesses.py CALLGRIND_ENV).\n"]
     header = ["system", "DOF", "function", "scleron", "Pinocchio", "ratio", "target", "met",
               "callgrind Ir scleron / Pinocchio"]
     rows = []

@@ -253,7 +253,8 @@ def frames_section(R):
 CALLGRIND_INTRO = (
     "`valgrind --tool=callgrind` on the harness running exactly K = 100 calls, minus a K = 0 run, "
     "divided by K (binaries rebuilt with `-mno-avx512f` added, as valgrind 3.19 cannot decode "
-    "AVX-512). Repeatable, unlike the times; instructions are not cycles (sin/cos, divisions and "
+    "AVX-512; glibc's memset kept off `rep stosb`, which callgrind counts once per byte: "
+    "`GLIBC_TUNABLES=glibc.cpu.x86_rep_stosb_threshold=1073741824`). Repeatable, unlike the times; instructions are not cycles (sin/cos, divisions and "
     "cache misses cost more per instruction). The last column, min time / Ir, shows how fast each "
     "instruction stream runs (lower = more work per instruction or more instructions per cycle; "
     "Eigen's SIMD code does several flops per instruction).\n")
