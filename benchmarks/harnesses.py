@@ -141,7 +141,7 @@ def scleron_build_steps(folder, name, cg=False, nframes=0, dynamics=True, deriva
     the four dynamics functions; nframes > 0: the frame functions (the folder's frame_names has
     nframes frames); derivatives: the three derivative functions (fdd, idd, minv)."""
     meta = json.loads(read(os.path.join(folder, "scleron.json")))
-    cflags = meta.get("cflags") or ["-O2", "-g0", "-march=native", "-fno-math-errno", "-std=c99"]
+    cflags = meta.get("cflags") or ["-Os", "-g0", "-march=native", "-fno-math-errno", "-std=c99"]
     cflags = list(cflags) + (NO_AVX512 if cg else [])
     template = read(os.path.join(HARNESS, "scleron_bench.c.in"))
     main_src = template.replace("@NAME_UPPER@", name.upper()).replace("@NAME@", name) \

@@ -95,8 +95,8 @@ def machine_section(R, argv):
 WHAT_IS_TIMED = [
     "## What is timed\n",
     "- **scleron**: `NAME_forward_dynamics`, `_inverse_dynamics`, `_mass_matrix` (full n×n, row-major), "
-    "`_bias_forces`, compiled with the generated folder's own cflags (`-O2 -march=native "
-    "-fno-math-errno`), called from a C harness (`-O2 -march=native`).",
+    "`_bias_forces`, compiled with the generated folder's own cflags (scleron's default `-Os "
+    "-march=native -fno-math-errno`, recorded in scleron.json), called from a C harness (`-O2 -march=native`).",
     "- **Pinocchio** (C++, header-only templates, `-O3 -march=native -DNDEBUG`, same states; "
     "the model is rebuilt in C++ from the one `pin.buildModelFromUrdf`/the RC builder made in Python): "
     "`aba` (LOCAL and WORLD convention), `rnea`, `crba` (LOCAL and WORLD; fills the upper triangle only), "

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_b2eb11af6887"
-HASH = "b2eb11af6887b4d915e6a3e037fc06cdbd08f8b1635d5f07d66637987b263849"
+MODULE = "_branched_7e9d624a7e06"
+HASH = "7e9d624a7e06bd181276d35a8b472e6968227ab10452181dbcd5b32ea8969a05"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

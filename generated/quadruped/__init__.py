@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_1b7d92fa247d"
-HASH = "1b7d92fa247dc975787bf15874cc8262ef4ba4c26da3a7053eb44dfded8b417c"
+MODULE = "_quadruped_99a0b4e0a3ba"
+HASH = "99a0b4e0a3ba64068fb9539848f95dfb792a1d97155f380c704dccae0460fd2b"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

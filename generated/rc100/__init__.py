@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_afd6c1f6ebe4"
-HASH = "afd6c1f6ebe44c8af830a9c66183e706f58cfc2d24eca82338cf610e672307ac"
+MODULE = "_rc100_53f70658222a"
+HASH = "53f70658222a1f8966d92a68cda36259dbae743c86f0363b1d4e59217721ac68"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_360512514385"
-HASH = "36051251438521299df81597bbaa88c751968b932e9a7275e47c97a78fd00643"
+MODULE = "_rc20_19b9dc921856"
+HASH = "19b9dc921856318e8f5ea64ea1d509ba799916852d6eb1ce90036fb0452007f9"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_85dcfdf5d222"
-HASH = "85dcfdf5d2226a5a43668f051fc66e0fcdca3e6106f9404cda7409fb605a57d9"
+MODULE = "_rc50_0691ce141415"
+HASH = "0691ce141415b0cfbebd034419793ef6b5c91a444d288e14ee92b5a5efb8ca82"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

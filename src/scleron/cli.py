@@ -272,9 +272,9 @@ def build_parser():
     c.add_argument("--floating", action="store_true", help="URDF: put a free_flyer joint at the root link")
     c.add_argument("--chunk", type=int, default=1000, metavar="N",
                    help="statements per C function chunk (default 1000)")
-    c.add_argument("--opt", choices=["1", "2", "3"], default=None,
-                   help="gcc optimisation level (default 2; 1 compiles about twice as fast, "
-                        "runs 5-15%% slower: for very large models)")
+    c.add_argument("--opt", choices=["s", "1", "2", "3"], default=None,
+                   help="gcc optimisation level (default s: the generated straight-line code runs "
+                        "fastest and compiles fastest when small; 1, 2, 3 for comparison)")
     c.add_argument("--method", choices=["1", "2"], default="1",
                    help="forward dynamics: 1 = fully unrolled (fastest to run); 2 = passes 4-6 as "
                         "loops over the bodies with one kernel per joint class (Si & Guenter "
