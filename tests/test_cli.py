@@ -104,11 +104,18 @@ def test_codegen_method_and_mass_matrix_options(tmp_path):
     assert r.returncode == 0, r.stderr
     meta = json.loads((out / "scleron.json").read_text())
     assert meta["method"] == 2 and meta["mass_matrix"] == "loop"
+    assert "-Os" in meta["cflags"] and not any(f in meta["cflags"] for f in ("-O1", "-O2", "-O3"))
     lines = {line.split()[0]: line for line in r.stdout.splitlines() if line.strip()}
     assert "Method II" in lines["forward_dynamics"] and "loop form" in lines["mass_matrix"]
     assert lines["inverse_dynamics"].rstrip().endswith("unrolled")
     bad = run("codegen", example("rc20.yaml"), "-o", str(tmp_path / "x"), "--method", "3")
     assert bad.returncode == 2 and "--method" in bad.stderr
+    o2 = tmp_path / "rc20_o2"                      # --opt swaps the level, nothing else
+    r = run("codegen", example("rc20.yaml"), "-o", str(o2), "--opt", "2", "--functions", "fd",
+            "--no-compile")
+    assert r.returncode == 0, r.stderr
+    flags = json.loads((o2 / "scleron.json").read_text())["cflags"]
+    assert flags == ["-O2" if f == "-Os" else f for f in meta["cflags"]]
 
 
 BRANCHED_TREE = """\
