@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_7e9d624a7e06"
-HASH = "7e9d624a7e06bd181276d35a8b472e6968227ab10452181dbcd5b32ea8969a05"
+MODULE = "_branched_aeefb6223c8a"
+HASH = "aeefb6223c8a8cc2f5c136548470f9340de288eef80714a61db59d0dc0468faa"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_99a0b4e0a3ba"
-HASH = "99a0b4e0a3ba64068fb9539848f95dfb792a1d97155f380c704dccae0460fd2b"
+MODULE = "_quadruped_3f1e854a23eb"
+HASH = "3f1e854a23eba5268fe398787ca312b1cbb6e824ca0ca78e844d5deea5a72282"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

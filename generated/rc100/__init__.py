@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_53f70658222a"
-HASH = "53f70658222a1f8966d92a68cda36259dbae743c86f0363b1d4e59217721ac68"
+MODULE = "_rc100_1b3d22966f19"
+HASH = "1b3d22966f198583b8b93a069967cb04c07d78570959e1426dad8943e1f5a4f5"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

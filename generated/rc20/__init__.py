@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_19b9dc921856"
-HASH = "19b9dc921856318e8f5ea64ea1d509ba799916852d6eb1ce90036fb0452007f9"
+MODULE = "_rc20_da20ae879199"
+HASH = "da20ae879199bdb9b26f3770729a650ed2a7c58b5a149fd9e4280a87c6d3ca6f"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_0691ce141415"
-HASH = "0691ce141415b0cfbebd034419793ef6b5c91a444d288e14ee92b5a5efb8ca82"
+MODULE = "_rc50_ec44ba1db327"
+HASH = "ec44ba1db32738a1b5a2d2bfe19c1ad23ce138a6ef21e7e251a4624b0f9f9824"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

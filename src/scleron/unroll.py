@@ -542,7 +542,7 @@ class ProductLoop:
     nv: int
     products: tuple         # ((factor array, output name), ...)
     minv: str               # the output that holds M^-1
-    pairs: PairLoop = None  # None: the prologue writes every entry of Dq, Dqd
+    pairs: PairLoop = None  # None: the prologue writes Dq, Dqd (the entries the products read)
     minv_loop: MinvLoop = None  # None: the prologue writes M^-1
     fused: bool = False     # both products' rows at once (FUSED_PRODUCTS_UP_TO_NV)
     runs: list = None       # related_column_runs of a tree; None: every row of dtau/dx full
