@@ -172,7 +172,7 @@ def test_every_surface_pair_with_spin_and_the_rest_without(case):
 
 
 def test_torus_torus_S_is_compact_and_exact():
-    """The fully simplified contact of two tori: a handful of operations (trigsimp pays), and
+    """The fully simplified contact of two tori: a handful of operations (expansion and sin^2 + cos^2 = 1 pay), and
     the u2 column (the child spinning about its own symmetry axis) exactly constant."""
     jm = joint_model("surface_surface", {"parent_surface": TORUS, "child_surface": TORUS})
     assert not jm.light

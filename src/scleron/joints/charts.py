@@ -47,6 +47,8 @@ import sympy as sp
 from sympy.printing.c import C99CodePrinter
 from sympy.printing.pycode import PythonCodePrinter
 
+from .symbolic import trig_reduce
+
 # The chart names, in Sueda's table order; the joint registry and the model layer read them from
 # here (scleron.model.EULER_CHARTS is this tuple).
 EULER_CHARTS = ("XYX", "XZX", "YXY", "YZY", "ZXZ", "ZYZ",      # proper Euler angles (Sueda Table 1)
@@ -138,8 +140,8 @@ def derive(name):
     """Derive R, dR/dq, Rdot, dRdot/dq, S (6x3), det S, dS/dq, Sdot (6x3) and dSdot/dq for a chart.
 
     This follows Sueda's Appendix A. dRdq, dRdotdq, dSdq and dSdotdq are lists of 3 matrices: entry k is
-    the derivative with respect to q_(k+1). Each entry of S is trigsimp'ed into the short product form of
-    Tables 1 and 2. The result is cached and immutable.
+    the derivative with respect to q_(k+1). Each entry of S is reduced (symbolic.trig_reduce) to the short product
+    form of Tables 1 and 2. The result is cached and immutable.
     """
     _check_name(name)
     q, qd = Q_SYMBOLS, QD_SYMBOLS
@@ -154,8 +156,8 @@ def derive(name):
     for k in range(3):
         w = _vee(R.T * dRdq[k])
         for i in range(3):
-            S3[i, k] = sp.trigsimp(sp.expand(w[i]))
-    detS = sp.trigsimp(sp.expand(S3.det()))
+            S3[i, k] = sp.factor_terms(trig_reduce(w[i]))
+    detS = sp.factor_terms(trig_reduce(S3.det()))
     S = S3.col_join(sp.zeros(3, 3))
     dSdq = [S.diff(qk) for qk in q]
     Sdot = sp.zeros(6, 3)

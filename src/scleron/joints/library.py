@@ -42,7 +42,7 @@ class JointModel:
     Sdot: sp.Matrix = None           # 6 x d, derived
     Sdot_qd: sp.Matrix = None        # 6 x 1: Sdot * qd
     notes: str = ""
-    light: bool = False              # derived on the light path (no expansion / trigsimp)
+    light: bool = False              # derived on the light path (no expansion / trig reduction)
     _lambdas: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -58,7 +58,7 @@ class JointModel:
     def derive(self, S=None, Sdot=None, simplify=simplify_entry, factors=None, simplify_twist=None):
         """S (S&G 9) and Sdot (S&G 12) from R, t; through the product rule when the transform
         is given as factors (joints.symbolic.motion_subspace_factored). `simplify` is applied
-        to every entry (light_entry skips expansion and trigsimp for big joints),
+        to every entry (light_entry skips expansion and trig reduction for big joints),
         `simplify_twist` (default: simplify) to the factors' own twists."""
         self.light = simplify is light_entry
         twist = simplify_twist or simplify

@@ -381,8 +381,8 @@ def _uses_ellipsoid(p):
 
 
 def _contact_simplify(p):
-    """Full local simplification (trigsimp) where it pays and finishes quickly; the light path
-    for ellipsoids (big entries; the program still shares them)."""
+    """Full local simplification (expansion, sin^2 + cos^2 = 1) where it finishes quickly; the
+    light path for ellipsoids (big entries; the program still shares them)."""
     return light_entry if _uses_ellipsoid(p) else simplify_entry
 
 
