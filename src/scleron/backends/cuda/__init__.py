@@ -17,9 +17,8 @@ import importlib
 import os
 from pathlib import Path
 
-import jinja2
-
 from .. import Backend
+from ..c.render import environment
 from .build import compile_cuda, cuda_device_count, find_nvcc     # noqa: F401 (public names)
 from .context import generation_context
 
@@ -74,14 +73,6 @@ def template_texts():
             if p.name.endswith(".j2")}
 
 
-def _environment():
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir())),
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             autoescape=False)
-    env.filters["pyrepr"] = repr
-    return env
-
-
 def library_name(gen):
     return f"_{gen.name}_{gen.key[:12]}_cuda.so"
 
@@ -99,7 +90,7 @@ class CudaBackend(Backend):
         if forms:
             raise ValueError(f"the CUDA backend prints unrolled programs, not {sorted(forms)}")
         ctx = generation_context(gen, library_name(gen), self.options)
-        env = _environment()
+        env = environment(template_dir())
         files = {f.format(name=gen.name): env.get_template(t).render(ctx) for f, t in FILES.items()}
         stats = {f["name"]: (f["statements"], f["counts"]) for f in ctx["functions"]}
         return files, stats
