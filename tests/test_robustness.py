@@ -333,8 +333,9 @@ def test_the_fast_extension_is_optional_and_the_wrappers_unoptimised_only_beside
         assert np.allclose(dyn.mass_matrix(np.stack([Q, Q]))[1], want, rtol=1e-12, atol=1e-14)
         wrapper = [ln for ln in log.read_text().splitlines()
                    if re.search(r"_tiny_\w+\.c\b", ln) and " -c " in f" {ln} "]
-        assert len(wrapper) == 1, log.read_text()
-        assert ("-O0" in wrapper[0].split()) == fast and ("-Os" in wrapper[0].split()) != fast
+        # compiled beside the parts at -O0, and once more optimised where the fast one failed
+        assert len(wrapper) == (1 if fast else 2), log.read_text()
+        assert ("-O0" in wrapper[-1].split()) == fast and ("-Os" in wrapper[-1].split()) != fast
 
 
 def test_compiler_error_names_the_log_and_keeps_the_old_result(tmp_path):

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_aeefb6223c8a"
-HASH = "aeefb6223c8a8cc2f5c136548470f9340de288eef80714a61db59d0dc0468faa"
+MODULE = "_branched_527bb801f250"
+HASH = "527bb801f250e0a63c696c8db3e20d4cc7e094fabd6217f9bff71c2a03cc1e87"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

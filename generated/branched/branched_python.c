@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_aeefb6223c8a_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_527bb801f250_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_aeefb6223c8a_py(void)
+PyMODINIT_FUNC PyInit__branched_527bb801f250_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_3f1e854a23eb"
-HASH = "3f1e854a23eba5268fe398787ca312b1cbb6e824ca0ca78e844d5deea5a72282"
+MODULE = "_quadruped_26ff311f3164"
+HASH = "26ff311f316431c42d695a46906a88aaaac7210836b2bfa2fb8691a044ad45c1"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

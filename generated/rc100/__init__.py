@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_1b3d22966f19"
-HASH = "1b3d22966f198583b8b93a069967cb04c07d78570959e1426dad8943e1f5a4f5"
+MODULE = "_rc100_02f8ab72ef49"
+HASH = "02f8ab72ef49232f78dde4c24a4e0c8a1c65a13316ccb13b874221a8a531019f"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

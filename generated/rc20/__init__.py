@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_da20ae879199"
-HASH = "da20ae879199bdb9b26f3770729a650ed2a7c58b5a149fd9e4280a87c6d3ca6f"
+MODULE = "_rc20_91edbbc5acfb"
+HASH = "91edbbc5acfbf77587803effca66742811ac389c8037bbc4792234fb9cc00b1e"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

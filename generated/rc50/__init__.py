@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_ec44ba1db327"
-HASH = "ec44ba1db32738a1b5a2d2bfe19c1ad23ce138a6ef21e7e251a4624b0f9f9824"
+MODULE = "_rc50_96c1743abe4f"
+HASH = "96c1743abe4fde7261b9ffea4840725673ca78da2f8adfc487ce110bfd2e8de1"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
