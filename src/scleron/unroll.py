@@ -548,6 +548,12 @@ class ProductLoop:
     runs: list = None       # related_column_runs of a tree; None: every row of dtau/dx full
 
     @property
+    def groups(self):
+        """The products formed together (indices into products): all at once where fused."""
+        n = len(self.products)
+        return [tuple(range(n))] if self.fused else [(b,) for b in range(n)]
+
+    @property
     def first_full(self):
         """Row 0 of dtau/dx has no zero (a single root's): its term sets each output row."""
         return self.runs is None or tuple(self.runs[0]) == (0, 0, self.nv)
@@ -599,9 +605,11 @@ def store_runs(prog, array, rows, runs):
 
 
 # Up to this many coordinates the two products share each M^-1[i][k] and keep both rows i in
-# registers (panda: 1,726 -> 1,247 instructions); above, one product after the other, so that its
-# factor stays in L1 (fused, RC50 takes 34 % more instructions; solo12 4 %).
-FUSED_PRODUCTS_UP_TO_NV = 16
+# registers; above, one product after the other (one row in registers, its factor in L1). Both
+# products of random dense factors, instructions per call, fused / one at a time: nv = 18 6,169 /
+# 8,162, 20 6,768 / 8,444, 24 10,878 / 13,295, 28 16,328 / 19,593, 32 27,423 / 27,511, 40
+# 61,951 / 49,429 (the registers run out).
+FUSED_PRODUCTS_UP_TO_NV = 28
 
 
 def unroll_product_loop(tree, spec, name=None):
