@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_527bb801f250"
-HASH = "527bb801f250e0a63c696c8db3e20d4cc7e094fabd6217f9bff71c2a03cc1e87"
+MODULE = "_branched_b3e8c9c3e4be"
+HASH = "b3e8c9c3e4be3544791d5373e69f08553b135932320dc6a97228da2484ffafd2"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

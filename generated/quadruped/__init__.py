@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_26ff311f3164"
-HASH = "26ff311f316431c42d695a46906a88aaaac7210836b2bfa2fb8691a044ad45c1"
+MODULE = "_quadruped_12ee6f1d69a5"
+HASH = "12ee6f1d69a5eb49a79c1d2944b87c62a519a2ffc10ee4f3fb568c7c02830230"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_02f8ab72ef49"
-HASH = "02f8ab72ef49232f78dde4c24a4e0c8a1c65a13316ccb13b874221a8a531019f"
+MODULE = "_rc100_f6ea8eea2ca7"
+HASH = "f6ea8eea2ca705941feb740c53440d39965c2905aef7204fd735758b376a802a"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_91edbbc5acfb"
-HASH = "91edbbc5acfbf77587803effca66742811ac389c8037bbc4792234fb9cc00b1e"
+MODULE = "_rc20_ed8ead4a4898"
+HASH = "ed8ead4a48989b8db63d07ce1b093f8e0f3e5adc69159649527bb47ad4682ade"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -25,8 +25,10 @@
 #endif
 #if defined(__GNUC__)
 #define SCLERON_LOCAL __attribute__((visibility("hidden")))
+#define SCL_ONE_VECTOR _Pragma("GCC unroll 1")      /* a loop of 4 columns kept a loop (columns.c.j2) */
 #else
 #define SCLERON_LOCAL
+#define SCL_ONE_VECTOR
 #endif
 
 /* scl_sincos: sine and cosine of n angles at once. Cody-Waite reduction by pi/2 with a

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_96c1743abe4f"
-HASH = "96c1743abe4fde7261b9ffea4840725673ca78da2f8adfc487ce110bfd2e8de1"
+MODULE = "_rc50_d536ec65e4ac"
+HASH = "d536ec65e4acddf387364e85db435f00c163b784ab3738b7abb08e43a4a89ee0"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -25,8 +25,10 @@
 #endif
 #if defined(__GNUC__)
 #define SCLERON_LOCAL __attribute__((visibility("hidden")))
+#define SCL_ONE_VECTOR _Pragma("GCC unroll 1")      /* a loop of 4 columns kept a loop (columns.c.j2) */
 #else
 #define SCLERON_LOCAL
+#define SCL_ONE_VECTOR
 #endif
 
 /* scl_sincos: sine and cosine of n angles at once. Cody-Waite reduction by pi/2 with a
@@ -32390,10 +32392,25 @@ static void rc50_mass_matrix_products(const double *restrict a, const double *re
         const int r = row[k];
         const double a0 = a[r], a1 = a[50 + r], a2 = a[100 + r];
         const double a3 = a[150 + r], a4 = a[200 + r], a5 = a[250 + r];
-        double *Mr = M + 50 * r;
-        for (int c = first[k]; c < end[k]; ++c) {
-            Mr[c] = a0 * b[c] + a1 * b[50 + c] + a2 * b[100 + c]
-                  + a3 * b[150 + c] + a4 * b[200 + c] + a5 * b[250 + c];
+        double *restrict Mr = M + 50 * r;
+        const int f = first[k], e = end[k];
+        if (e - f >= 4) {        /* blocks of 4 columns; the last, moved back to end at e, redoes a few (same values) */
+            for (int c4 = f; ; c4 += 4) {
+                if (c4 > e - 4)
+                    c4 = e - 4;
+                SCL_ONE_VECTOR
+                for (int c = c4; c < c4 + 4; ++c) {
+                    Mr[c] = a0 * b[c] + a1 * b[50 + c] + a2 * b[100 + c]
+                          + a3 * b[150 + c] + a4 * b[200 + c] + a5 * b[250 + c];
+                }
+                if (c4 == e - 4)
+                    break;
+            }
+        } else {
+            for (int c = f; c < e; ++c) {
+                Mr[c] = a0 * b[c] + a1 * b[50 + c] + a2 * b[100 + c]
+                      + a3 * b[150 + c] + a4 * b[200 + c] + a5 * b[250 + c];
+            }
         }
     }
 }
