@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_b3e8c9c3e4be"
-HASH = "b3e8c9c3e4be3544791d5373e69f08553b135932320dc6a97228da2484ffafd2"
+MODULE = "_branched_d17d09608019"
+HASH = "d17d09608019342ba65ccf785a448aa9441a9d2574ab903a106873a95421119f"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

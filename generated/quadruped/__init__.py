@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_12ee6f1d69a5"
-HASH = "12ee6f1d69a5eb49a79c1d2944b87c62a519a2ffc10ee4f3fb568c7c02830230"
+MODULE = "_quadruped_04e354a5ef3f"
+HASH = "04e354a5ef3fef0eb0035dd1927d204ce29b91eb702bb6645c604e07fe0922d8"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

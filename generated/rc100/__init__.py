@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_f6ea8eea2ca7"
-HASH = "f6ea8eea2ca705941feb740c53440d39965c2905aef7204fd735758b376a802a"
+MODULE = "_rc100_406ffbbd7415"
+HASH = "406ffbbd7415eb113e999e85f751e86f75175feada5f7f2a475d6efbb80876c1"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

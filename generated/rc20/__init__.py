@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_ed8ead4a4898"
-HASH = "ed8ead4a48989b8db63d07ce1b093f8e0f3e5adc69159649527bb47ad4682ade"
+MODULE = "_rc20_3f6c822930e1"
+HASH = "3f6c822930e1caf0c8550fa1a26f6804d8e7a5c7ebbbb87c6a2f91779b3dee3a"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

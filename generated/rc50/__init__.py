@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_d536ec65e4ac"
-HASH = "d536ec65e4acddf387364e85db435f00c163b784ab3738b7abb08e43a4a89ee0"
+MODULE = "_rc50_d2b2621fcd8b"
+HASH = "d2b2621fcd8b5233595d2e5cdd0facead14c5633227f707187cd386c1adc6a27"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -57,14 +57,15 @@ print("SCLERON_BUILT=" + built)
 
 # ---- the C compiler ----------------------------------------------------------------------------
 def find_c_compiler(environ=None):
-    """(compiler command, environment overrides) that distutils will use, or a BuildError.
+    """(compiler command, environment overrides) that the build script (build_NAME.py,
+    its compiler()) will use, or a BuildError.
 
-    distutils runs $CC when it is set, otherwise the compiler Python was built with
+    The build script runs $CC when it is set, otherwise the compiler Python was built with
     (sysconfig CC, usually gcc). When that one is missing but cc, gcc or clang is on PATH, the
-    override {"CC": that} makes distutils use it.
+    override {"CC": that} makes the build script use it.
     """
     env = os.environ if environ is None else environ
-    if os.name == "nt":          # MSVC is found by distutils itself
+    if os.name == "nt":          # no sysconfig CC there: the build script's own error tells
         return None, {}
     cc = env.get("CC", "").strip()
     path = env.get("PATH", os.defpath)
