@@ -14,6 +14,12 @@ QUADRUPEDS = ["solo_description/robots/solo12.urdf", "solo_description/urdf/solo
               "anymal_b_simple_description/robots/anymal.urdf",
               "anymal_c_simple_description/urdf/anymal.urdf"]
 ROBOT_URDFS = {"panda": "panda_description/urdf/panda.urdf", "ur5": "ur_description/urdf/ur5_robot.urdf"}
+# the other fixed-base arms of example-robot-data (python benchmarks/run.py --systems ARMS...)
+ARMS = {"ur3": "ur_description/urdf/ur3_robot.urdf", "ur10": "ur_description/urdf/ur10_robot.urdf",
+        "xarm7": "xarm_description/urdf/xarm7.urdf", "z1": "z1_description/urdf/z1.urdf",
+        "kinova": "kinova_description/robots/kinova.urdf", "so100": "so_arm_description/urdf/so100.urdf",
+        "so101": "so_arm_description/urdf/so101.urdf"}
+ROBOT_URDFS.update(ARMS)
 RC_INERTIA = (1 / 600, 101 / 1200, 101 / 1200)
 RX90 = [[1.0, 0, 0], [0, 0, -1], [0, 1, 0]]
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..joints import joint_model
 from ..joints.registry import joint_type
+from . import body_frames
 
 
 @dataclass
@@ -53,10 +54,11 @@ class Coupling:
 
 
 class Tree:
-    def __init__(self, model, frames=None, *, coupled=True):
+    def __init__(self, model, frames=None, *, coupled=True, turn_frames=True):
         """frames: the names of the frames the frame functions cover, in that order (default:
         every frame of the model, Model.frame_list). coupled=False ignores mimic joints (the
-        full tree of a coupled model)."""
+        full tree of a coupled model). turn_frames=False keeps every body in its model frame
+        (body_frames; the results are the same)."""
         self.coupling, self.full = None, self
         self.name = model.name
         self.gravity = [float(x) for x in model.gravity]
@@ -67,9 +69,9 @@ class Tree:
             X = j.origin
             placement = None
             if not X.is_identity(tol=0.0):
-                placement = (_clean(X.rotation), [float(x) for x in X.translation])
+                placement = constant_placement(X)
             tb = TreeBody(i, body.name, j.name, model.parent_index(i), placement,
-                          jm, _clean(body.inertia.spatial()), k, jm.dof, kq, jm.nq, [])
+                          jm, spatial_inertia(body.inertia), k, jm.dof, kq, jm.nq, [])
             tb.stiffness = _floats(getattr(j, "stiffness", None), jm.dof)
             tb.damping = _floats(getattr(j, "damping", None), jm.dof)
             tb.rest = _floats(getattr(j, "rest", None), jm.dof) or [0.0] * jm.dof
@@ -85,16 +87,23 @@ class Tree:
                 self.bodies[b.parent].children.append(b.index)
         self.nv = k
         self.nq = kq
-        self.frames = select_frames(model, frames)
+        # the bodies' frames turned about their joints' axes where that folds entries away
+        # (body_frames); the user-facing frames keep the model's, re-expressed
+        self.body_turns = body_frames.choose_turns(self.bodies) if turn_frames else \
+            [np.eye(3) for _ in self.bodies]
+        body_frames.turn_bodies(self.bodies, self.body_turns)
+        self.frames = [f if f.body < 0 else
+                       replace(f, placement=body_frames.turn_frame(f.placement, self.body_turns[f.body]))
+                       for f in select_frames(model, frames)]
         if coupled and any(getattr(j, "mimic", None) is not None for j in model.joints):
-            self._couple(model, frames)
+            self._couple(model, frames, turn_frames)
             return
         self.neutral = [float(x) for x in model.neutral()] if hasattr(model, "neutral") else [0.0] * kq
 
-    def _couple(self, model, frames):
+    def _couple(self, model, frames, turn_frames):
         """Become the coupled tree of a model with mimic joints: the independent joints' bodies
         (their coordinates renumbered), the full tree and the Coupling between them."""
-        self.full = Tree(model, frames, coupled=False)
+        self.full = Tree(model, frames, coupled=False, turn_frames=turn_frames)
         index = {j.name: i for i, j in enumerate(model.joints) if j.mimic is None}
         own, k, kq = {}, 0, 0
         for b in self.full.bodies:
@@ -164,8 +173,7 @@ def select_frames(model, names=None):
     out = []
     for f in chosen:
         X = f.origin
-        placement = None if X.is_identity(tol=0.0) else (_clean(X.rotation),
-                                                          [float(x) for x in X.translation])
+        placement = None if X.is_identity(tol=0.0) else constant_placement(X)
         out.append(TreeFrame(f.name, index.get(f.body, -1), placement))
     return out
 
@@ -180,14 +188,33 @@ def _floats(values, n):
     return out if any(out) else None
 
 
+# A placement's rotation entries this close to 0, 1 or -1 are taken as exactly that: pi/2 written
+# to 11 digits (1.57079632679, kinova) leaves cos = 4.9e-12 and sin(pi) = 2.1e-13 in every product
+# with the joint's rotation, thousands of multiplications by noise in the unrolled code (kinova's
+# forward dynamics: 2,501 of them). Results move by ~1e-11 relative, far inside what any file
+# written to 11 digits means. Entries such as cos(1.5708) = -3.7e-6 (xarm7, so101) are real
+# geometry at 1e-9 and stay. Translations below SNAP_LENGTH (metres: CAD exports' 5.6e-17) are 0.
+SNAP_ROTATION = body_frames.SNAP
+SNAP_LENGTH = 1e-12
+
+
+def constant_placement(X):
+    """(R, t) of a constant transform as nested float lists, its near-exact entries snapped."""
+    t = [0.0 if abs(float(x)) <= SNAP_LENGTH else float(x) for x in X.translation]
+    return _clean(X.rotation, SNAP_ROTATION), t
+
+
+def spatial_inertia(inertia):
+    """The 6x6 spatial inertia, entries below 1e-12 of its largest (or below 1e-15) exactly 0:
+    the noise a near-pi rotation leaves in merged links' inertias."""
+    M = np.asarray(inertia.spatial(), dtype=float)
+    return _clean(M, max(1e-15, 1e-12 * float(np.abs(M).max())))
+
+
 def _clean(M, tol=1e-15):
     """Nested float lists with exact 0, 1, -1 where the entry is within tol of them, so that
     rotation matrices like Rx(90 deg) fold to permutations in the unrolled program."""
-    M = np.asarray(M, dtype=float)
-    out = M.copy()
-    for target in (0.0, 1.0, -1.0):
-        out[np.abs(M - target) <= tol] = target
-    return out.tolist()
+    return body_frames.snapped(M, tol).tolist()
 
 
 def coordinate_parents(tree):

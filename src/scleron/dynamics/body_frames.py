@@ -1,0 +1,181 @@
+"""Body frames chosen for sparse code.
+
+The recursions may run in any body frame that moves with the body; the user-facing frames
+(Tree.frames) keep the model's. A revolute or prismatic joint's motion commutes with a rotation
+about its own axis u, so body i's frame may turn by any constant angle a_i about u without
+changing its joint: the placement becomes X_i' = C_p^-1 X_i C_i (C = Rot(u, a)), the inertia and
+constant wrench are re-expressed in the turned frame, and the children's placements pick up
+C_i^-1. (Si & Guenter's frames are likewise free: the joint's successor frame only has to carry
+its motion, S&G section 2.) A file's link frames are often the CAD's, turned about the joint
+axis by angles such as 1.5708 - pi/2: so101's elbow and wrist placements Rz(1.5708) leave
+cos = -3.7e-6 in every product with the joint's rotation. Turning each frame by the angle that
+makes its placement's rotation closest to a signed permutation removes them.
+
+The angle is chosen body by body from the root (the parent's is fixed by then) among those that
+zero one entry of the placement's rotation, or of a child's translation, scored by the nonzero
+entries left in the placement, the inertia and the children's placements (each child at its own
+best angle); the turn is kept only where it removes entries.
+"""
+import math
+
+import numpy as np
+
+SNAP = 1e-10            # rotation entries this close to 0 or +-1 are exact (dynamics.tree.SNAP_ROTATION)
+# what an entry costs, roughly, in the recursions' products: a rotation entry that is not 0 or
+# +-1 enters every twist, wrench and articulated-inertia transform of the body; a translation
+# entry the cross products of those; an inertia entry the products with the body's inertia
+ROTATION_WEIGHT, TRANSLATION_WEIGHT, INERTIA_WEIGHT = 8, 3, 1
+
+
+def commuting_axis(joint):
+    """The unit axis u about which a constant rotation commutes with the joint's motion, or None:
+    one coordinate, S constant and equal to [u; 0] (revolute) or [0; u] (prismatic)."""
+    S = getattr(joint, "S", None)
+    if S is None or joint.dof != 1 or S.free_symbols:
+        return None
+    s = [float(x) for x in S]
+    w, v = np.array(s[:3]), np.array(s[3:])
+    if np.linalg.norm(w) > 0 and np.linalg.norm(v) == 0:
+        u = w
+    elif np.linalg.norm(w) == 0 and np.linalg.norm(v) > 0:
+        u = v
+    else:
+        return None
+    return u / np.linalg.norm(u)
+
+
+def rotation_about(u, a):
+    """Rot(u, a) by Rodrigues' formula."""
+    K = np.array([[0.0, -u[2], u[1]], [u[2], 0.0, -u[0]], [-u[1], u[0], 0.0]])
+    return np.eye(3) + math.sin(a) * K + (1.0 - math.cos(a)) * K @ K
+
+
+def nonzeros(M):
+    """Entries of M that are not within SNAP of 0 (+-1 count: they fold, but are entries)."""
+    return int(np.sum(np.abs(np.asarray(M)) > SNAP))
+
+
+def products(M):
+    """Entries of M that cost a multiplication: not within SNAP of 0, 1 or -1."""
+    A = np.abs(np.asarray(M))
+    return int(np.sum((A > SNAP) & (np.abs(A - 1.0) > SNAP)))
+
+
+def zeroing_angles(A, u, B=None):
+    """Angles a at which an entry of A Rot(u, a) vanishes (B None), or of Rot(u, a)^T B for a
+    3-vector B. Each entry is alpha + beta cos a + gamma sin a (Rodrigues)."""
+    out = []
+    rows = []
+    if B is None:
+        for r in range(3):
+            for k in range(3):
+                e = np.eye(3)[k]
+                rows.append((A[r] @ u * u[k], A[r] @ (e - u * u[k]), A[r] @ np.cross(u, e)))
+    else:
+        for r in range(3):                  # (Rot(u, a)^T B)_r = e_r . Rot(u, -a) B
+            e = np.eye(3)[r]
+            rows.append((e @ u * (u @ B), e @ (B - u * (u @ B)), -(e @ np.cross(u, B))))
+    for alpha, beta, gamma in rows:
+        rho = math.hypot(beta, gamma)
+        if rho < 1e-300 or abs(alpha) > rho:
+            continue
+        base, spread = math.atan2(gamma, beta), math.acos(max(-1.0, min(1.0, -alpha / rho)))
+        out += [base + spread, base - spread]
+    return out
+
+
+def turned_inertia(I, C):
+    """A 6x6 spatial inertia in a frame turned by C about its origin."""
+    T = np.zeros((6, 6))
+    T[:3, :3] = T[3:, 3:] = C
+    return T.T @ np.asarray(I) @ T
+
+
+class Choice:
+    """What turning body b's frame by C changes: the placement's rotation, the inertia, and
+    each child's translation (the child's own turn is chosen later)."""
+
+    def __init__(self, tree_bodies, b, Cp, axes):
+        self.bodies, self.b, self.Cp, self.axes = tree_bodies, b, Cp, axes
+        R, t = b.placement if b.placement is not None else (np.eye(3), np.zeros(3))
+        self.A = Cp.T @ np.asarray(R)          # the placement's rotation before the turn
+
+    def cost(self, C):
+        b = self.b
+        n = ROTATION_WEIGHT * products(self.A @ C) + \
+            INERTIA_WEIGHT * nonzeros(turned_inertia(b.inertia, C))
+        for c in b.children:
+            child = self.bodies[c]
+            R, t = child.placement if child.placement is not None else (np.eye(3), np.zeros(3))
+            n += TRANSLATION_WEIGHT * nonzeros(C.T @ np.asarray(t)) + \
+                ROTATION_WEIGHT * self.child_rotation_cost(C.T @ np.asarray(R), self.axes[c])
+        return n
+
+    @staticmethod
+    def child_rotation_cost(A, u):
+        """The child's placement rotation at its own best turn (or as is)."""
+        if u is None:
+            return products(A)
+        return min(products(A @ rotation_about(u, a)) for a in [0.0] + zeroing_angles(A, u))
+
+
+def choose_turns(bodies):
+    """A 3x3 rotation C_i per body (identity where no turn removes entries), root first."""
+    axes = [commuting_axis(b.joint) for b in bodies]
+    turns = [np.eye(3) for _ in bodies]
+    for b in bodies:
+        u = axes[b.index]
+        if u is None:
+            continue
+        Cp = turns[b.parent] if b.parent >= 0 else np.eye(3)
+        choice = Choice(bodies, b, Cp, axes)
+        angles = zeroing_angles(choice.A, u)
+        for c in b.children:
+            child = bodies[c]
+            if child.placement is not None:
+                angles += zeroing_angles(None, u, np.asarray(child.placement[1]))
+        best, best_cost = np.eye(3), choice.cost(np.eye(3))
+        for a in angles:
+            C = rotation_about(u, a)
+            cost = choice.cost(C)
+            if cost < best_cost:
+                best, best_cost = C, cost
+        turns[b.index] = best
+    return turns
+
+
+def snapped(M, tol=SNAP):
+    """M as a float array with exact 0, 1, -1 where an entry is within tol of them."""
+    M = np.array(M, dtype=float)
+    for target in (0.0, 1.0, -1.0):
+        M[np.abs(M - target) <= tol] = target
+    return M
+
+
+def turn_bodies(bodies, turns):
+    """Re-express the tree's bodies in the turned frames (in place): placements C_p^T X C_i,
+    inertias and constant wrenches in the body's turned frame."""
+    old = [b.placement for b in bodies]
+    for b in bodies:
+        C = turns[b.index]
+        Cp = turns[b.parent] if b.parent >= 0 else np.eye(3)
+        if np.array_equal(C, np.eye(3)) and np.array_equal(Cp, np.eye(3)):
+            continue
+        R, t = old[b.index] if old[b.index] is not None else (np.eye(3), np.zeros(3))
+        b.placement = (snapped(Cp.T @ np.asarray(R) @ C).tolist(),
+                       [0.0 if abs(x) <= 1e-12 else float(x) for x in Cp.T @ np.asarray(t)])
+        if not np.array_equal(C, np.eye(3)):
+            I = turned_inertia(b.inertia, C)
+            b.inertia = snapped(I, 1e-12 * float(np.abs(I).max())).tolist()
+            if b.wrench is not None:
+                w = np.asarray(b.wrench)
+                b.wrench = list(np.concatenate([C.T @ w[:3], C.T @ w[3:]]))
+
+
+def turn_frame(placement, C):
+    """A user frame's placement in its body's turned frame: C^T X."""
+    if np.array_equal(C, np.eye(3)):
+        return placement
+    R, t = placement if placement is not None else (np.eye(3), np.zeros(3))
+    return (snapped(C.T @ np.asarray(R)).tolist(),
+            [0.0 if abs(x) <= 1e-12 else float(x) for x in C.T @ np.asarray(t)])

@@ -1,0 +1,124 @@
+"""Body frames turned about their joints' axes (dynamics.body_frames) and near-exact placements
+snapped (dynamics.tree.constant_placement): the code gets sparser, the results stay the model's.
+Oracles: the same model without turns (the numeric reference, nothing compiled) and Pinocchio
+on example-robot-data's so101, whose CAD frames are turned by 1.5708 (not pi/2) and 3.14159."""
+import math
+
+import numpy as np
+import pytest
+
+import scleron
+from scleron.dynamics import frames as F
+from scleron.dynamics import recursions
+from scleron.dynamics.algebra import FloatAlgebra
+from scleron.dynamics.tree import Tree
+
+from conftest import robots_dir
+
+ALG = FloatAlgebra()
+TOL = 1e-10
+
+
+def rel_err(a, ref):
+    a, ref = np.asarray(a, dtype=float), np.asarray(ref, dtype=float)
+    return float(np.linalg.norm(a - ref) / max(np.linalg.norm(ref), 1e-300))
+
+
+def cad_chain(tmp_path):
+    """Four hinges whose link frames are turned about the hinge axes by 1.5708 and 3.14159,
+    a slider, and a tool frame on the last body."""
+    text = """name: cad
+gravity: [0, 0, -9.81]
+bodies:
+  - {name: a, parent: world, joint: {name: ja, type: revolute, axis: [0, 0, 1], xyz: [0, 0, 0.1]},
+     mass: 1.0, com: [0.1, 0.02, 0], inertia: {ixx: 0.01, iyy: 0.02, izz: 0.03, ixy: 0.001, ixz: 0, iyz: 0}}
+  - {name: b, parent: a, joint: {name: jb, type: revolute, axis: [0, 0, 1], xyz: [0.3, 0.01, 0],
+     rpy: [0, 0, 1.5708]}, mass: 0.8, com: [0.15, 0, 0.01], inertia: {ixx: 0.01, iyy: 0.02, izz: 0.02, ixy: 0, ixz: 0.002, iyz: 0}}
+  - {name: c, parent: b, joint: {name: jc, type: revolute, axis: [0, 0, 1], xyz: [0.25, 0, 0],
+     rpy: [0, 0, 3.14159]}, mass: 0.6, com: [0.1, 0, 0], inertia: [0.004, 0.01, 0.01]}
+  - {name: d, parent: c, joint: {name: jd, type: prismatic, axis: [0, 0, 1], xyz: [0.2, 0, 0],
+     rpy: [0, 0, -1.5708]}, mass: 0.3, com: [0, 0, 0.05], inertia: [0.001, 0.001, 0.002],
+     frames: [{name: tool, xyz: [0.02, 0.01, 0.1], rpy: [0.3, 0, 0]}]}
+"""
+    path = tmp_path / "cad.yaml"
+    path.write_text(text)
+    return scleron.load_model(str(path))
+
+
+def multiplications(R):
+    return sum(1 for row in R for x in row if x not in (0.0, 1.0, -1.0))
+
+
+def test_turned_frames_fold_cad_placements_and_keep_every_result(tmp_path, rng):
+    model = cad_chain(tmp_path)
+    turned, plain = Tree(model), Tree(model, turn_frames=False)
+    assert sum(not np.allclose(C, np.eye(3)) for C in turned.body_turns) == 3
+    # the placements of b, c, d were Rz(1.5708), Rz(3.14159), Rz(-1.5708): now signed permutations
+    for b in turned.bodies[1:]:
+        assert multiplications(b.placement[0]) == 0, b.name
+    assert sum(multiplications(b.placement[0]) for b in plain.bodies[1:]) == 6
+    nv = model.nv
+    # TOL: the plain tree's Rz(1.5708) has sin = 1 - 6.7e-12 snapped to 1 beside cos = -3.7e-6
+    # (tree.SNAP_ROTATION), orthonormal to ~1e-11 only; the turned tree's Rz(pi/2) is exact
+    for _ in range(3):
+        q, qd, qdd, tau = (list(rng.uniform(-1, 1, nv)) for _ in range(4))
+        for fn, args in ((recursions.forward_dynamics, (q, qd, tau)),
+                         (recursions.inverse_dynamics, (q, qd, qdd)),
+                         (recursions.mass_matrix, (q,))):
+            assert rel_err(fn(turned, ALG, *args), fn(plain, ALG, *args)) < TOL, fn.__name__
+        assert rel_err(F.frame_placements(turned, ALG, q), F.frame_placements(plain, ALG, q)) < TOL
+        for ref in ("local", "world", "local_world_aligned"):
+            assert rel_err(F.frame_jacobians(turned, ALG, q, ref),
+                           F.frame_jacobians(plain, ALG, q, ref)) < TOL, ref
+            assert rel_err(F.frame_accelerations(turned, ALG, q, qd, qdd, ref),
+                           F.frame_accelerations(plain, ALG, q, qd, qdd, ref)) < TOL, ref
+        assert rel_err(F.com_jacobian(turned, ALG, q), F.com_jacobian(plain, ALG, q)) < TOL
+
+
+def test_generated_code_of_a_cad_chain_equals_the_plain_tree(tmp_path, generated, rng):
+    model = cad_chain(tmp_path)
+    _, dyn = generated(str(tmp_path / "cad.yaml"), "cad_turned", functions=["fd", "id", "frame_placements"])
+    plain = Tree(model, turn_frames=False)
+    for _ in range(3):
+        q, qd, tau = (rng.uniform(-1, 1, model.nv) for _ in range(3))
+        assert rel_err(dyn.forward_dynamics(q, qd, tau),
+                       recursions.forward_dynamics(plain, ALG, list(q), list(qd), list(tau))) < TOL
+        assert rel_err(dyn.frame_placements(q), F.frame_placements(plain, ALG, list(q))) < TOL
+
+
+def test_near_exact_rotations_are_snapped():
+    """kinova's rpy are pi/2 and pi to 11 digits: every placement folds to a signed permutation."""
+    base = robots_dir()
+    if base is None:
+        pytest.skip("example-robot-data is not installed")
+    tree = Tree(scleron.load_model(f"{base}/kinova_description/robots/kinova.urdf"))
+    for b in tree.bodies:
+        if b.placement is not None:
+            assert multiplications(b.placement[0]) == 0, b.name
+
+
+def test_so101_with_turned_frames_equals_pinocchio(rng):
+    pin = pytest.importorskip("pinocchio")
+    base = robots_dir()
+    if base is None:
+        pytest.skip("example-robot-data is not installed")
+    path = f"{base}/so_arm_description/urdf/so101.urdf"
+    tree = Tree(scleron.load_model(path))
+    assert sum(not np.allclose(C, np.eye(3)) for C in tree.body_turns) >= 2
+    pm = pin.buildModelFromUrdf(path)
+    pd = pm.createData()
+    ids = [pm.getFrameId(f.name) for f in tree.frames]
+    swap = lambda m: np.concatenate([np.asarray(m)[3:], np.asarray(m)[:3]])
+    refs = {"local": pin.LOCAL, "world": pin.WORLD, "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
+    for _ in range(3):
+        q, qd, tau = (rng.uniform(-1.5, 1.5, pm.nv) for _ in range(3))
+        pin.forwardKinematics(pm, pd, q)
+        pin.updateFramePlacements(pm, pd)
+        pin.computeJointJacobians(pm, pd, q)
+        assert rel_err(F.frame_placements(tree, ALG, list(q)), [pd.oMf[i].homogeneous for i in ids]) < 1e-9
+        for ref, pref in refs.items():
+            assert rel_err(F.frame_jacobians(tree, ALG, list(q), ref),
+                           [swap(pin.getFrameJacobian(pm, pd, i, pref)) for i in ids]) < 1e-9, ref
+        assert rel_err(recursions.forward_dynamics(tree, ALG, list(q), list(qd), list(tau)),
+                       pin.aba(pm, pd, q, qd, tau)) < 1e-9
+        assert rel_err(recursions.mass_matrix(tree, ALG, list(q)), pin.crba(pm, pd, q)) < 1e-9
