@@ -409,3 +409,50 @@ def test_forward_dynamics_derivatives_form_auto():
     assert "rc20_forward_dynamics_derivatives" in cu and "negated_product" not in cu
     c = next(text for name, text in files.items() if name.endswith("_dynamics.c"))
     assert "rc20_forward_dynamics_derivatives_negated_product" in c
+
+
+# ---- -M^-1 dtau/dx by prefix and suffix sums on a chain -----------------------------------------
+@pytest.mark.parametrize("name", ["rc20", "spline_chain"])
+def test_chain_products_equal_the_dense_products(name, rng):
+    """derivatives.chain_negated_products (no dtau/dx between bodies) against -M^-1 dtau/dx
+    formed whole, on a chain of hinges and on one of 1- and 4-coordinate spline joints."""
+    tree = Tree(scleron.load_model(example(f"{name}.yaml")))
+    chain = derivatives.chain_bodies(tree)
+    assert chain is not None and sum(d for _, d in chain) == tree.nv
+    alg = FloatAlgebra()
+    for _ in range(2):
+        q = list(np.array(tree.neutral) + rng.uniform(-0.3, 0.3, tree.nq))
+        qd, tau = (list(rng.uniform(-1, 1, tree.nv)) for _ in range(2))
+        dq, dqd, vectors, Minv = derivatives.forward_dynamics_derivative_columns(tree, alg, q, qd, tau)
+        got = derivatives.chain_negated_products(chain, Minv, {"dq": dq, "dqd": dqd}, vectors)
+        ref = derivatives.forward_dynamics_derivatives(tree, alg, q, qd, tau)[:2]
+        for g, r in zip(got, ref):
+            r = np.asarray(r)
+            assert np.max(np.abs(np.asarray(g) - r)) <= 1e-12 * np.max(np.abs(r))
+    branched = Tree(scleron.load_model(example("branched.yaml")))
+    assert derivatives.chain_bodies(branched) is None
+
+
+def test_chain_products_compiled(tmp_path, rng, monkeypatch):
+    """The C steps of the chain products (templates/chainproducts.c.j2), forced on the spline
+    chain (bodies of 1 and 4 coordinates: one step each, chosen per body): equal to the reference,
+    every entry of out= written."""
+    import scleron.unroll
+    monkeypatch.setattr(scleron.unroll, "PAIR_LOOP_FROM_PAIRS", 0)
+    monkeypatch.setattr(scleron.unroll, "CHAIN_PRODUCTS_FROM_NV", 1)
+    monkeypatch.setattr(scleron.pipeline, "PRODUCT_LOOP_FROM_NV", 1)
+    model = scleron.load_model(example("spline_chain.yaml"))
+    dyn = scleron.generate(model, str(tmp_path / "build"), "chain", functions=["fdd"])
+    c = open(tmp_path / "build" / "chain_dynamics.c").read()
+    assert "chain_forward_dynamics_derivatives_chain_up4(s, Minv" in c
+    assert "by prefix and suffix sums along the chain" in c and "_derivatives_negated_products" not in c
+    tree = Tree(model)
+    for _ in range(3):
+        q = np.array(tree.neutral) + rng.uniform(-0.3, 0.3, tree.nq)
+        qd, u = (rng.uniform(-1, 1, tree.nv) for _ in range(2))
+        ref = derivatives.forward_dynamics_derivatives(tree, FloatAlgebra(), list(q), list(qd), list(u))
+        out = tuple(np.full((tree.nv, tree.nv), np.nan) for _ in range(3))
+        dyn.forward_dynamics_derivatives(q, qd, u, out=out)
+        for g, r in zip(out, ref):
+            r = np.asarray(r, dtype=float)
+            assert np.max(np.abs(g - r)) <= 1e-11 * max(1.0, np.max(np.abs(r)))

@@ -38,6 +38,8 @@ class FunctionCode:
 
     @property
     def description(self):
+        if self.form == "product_loop" and self.loops.chain:
+            return "loop form: -M^-1 dtau/dx by prefix and suffix sums along the chain"
         return FORMS[self.form]
 
     @property
@@ -546,6 +548,8 @@ class ProductLoop:
     minv_loop: MinvLoop = None  # None: the prologue writes M^-1
     fused: bool = False     # both products' rows at once (FUSED_PRODUCTS_UP_TO_NV)
     runs: list = None       # related_column_runs of a tree; None: every row of dtau/dx full
+    chain: list = None      # derivatives.chain_bodies where the products go by prefix and suffix
+                            # sums of the pairs' vectors instead (CHAIN_PRODUCTS_FROM_NV)
 
     @property
     def groups(self):
@@ -559,9 +563,9 @@ class ProductLoop:
         return self.runs is None or tuple(self.runs[0]) == (0, 0, self.nv)
 
     def loop_counts(self):
-        n = len(self.products) * self.nv ** 3
+        n = len(self.products) * self.nv ** 3 if self.chain is None else 45 * self.nv ** 2
         counts = OpCounts(mul=n, add=n)
-        for part in (self.pairs, self.minv_loop):
+        for part in (self.minv_loop,) if self.chain else (self.pairs, self.minv_loop):
             if part:
                 c = part.loop_counts()
                 counts = OpCounts(mul=counts.mul + c.mul, add=counts.add + c.add)
@@ -611,12 +615,22 @@ def store_runs(prog, array, rows, runs):
 # 61,951 / 49,429 (the registers run out).
 FUSED_PRODUCTS_UP_TO_NV = 28
 
+# On a chain from this many coordinates, -M^-1 dtau/dx comes from the pairs' vectors by prefix
+# and suffix sums (derivatives.chain_negated_products: 45 nv^2 multiply-adds, no dtau/dx between
+# bodies) instead of the pairs and the two dense products (15 nv^2 + 2 nv^3). Instructions per
+# fdd call (callgrind, -Os), dense / sums: RC20 45,871 / 46,639, RC30 92,890 / 89,871, RC50
+# 228,577 / 195,839 (fastest of 35 timed samples: RC20 6.4 / 6.7 us, RC30 13.2 / 12.9, RC50
+# 38.2 / 31.3). What the sums cost is per coordinate and row of M^-1, stores across columns of
+# the outputs included; what the products cost grows with nv^3.
+CHAIN_PRODUCTS_FROM_NV = 32
+
 
 def unroll_product_loop(tree, spec, name=None):
     tree, prog, alg, args = _loop_prologue(tree, spec, name)
     dq_name, dqd_name, minv_name = (a.name for a in spec.outputs)
     fused = tree.nv <= FUSED_PRODUCTS_UP_TO_NV
     runs = related_column_runs(tree)
+    chain = None
     blocks = LoopBlocks(prog, tree.nv, minv_name) if minv_loops_pay(tree) else None
     if blocks:
         blocks.loop.unrelated = unrelated_upper_ranges(tree)
@@ -625,6 +639,8 @@ def unroll_product_loop(tree, spec, name=None):
                                                                                  blocks=blocks)
         pairs = _pair_prologue(prog, tree, {"dq": dq, "dqd": dqd}, vectors,
                                {"dq": "Dq", "dqd": "Dqd"})
+        if tree.nv >= CHAIN_PRODUCTS_FROM_NV:
+            chain = derivatives.chain_bodies(tree)
     else:
         dq, dqd, Minv = derivatives.forward_dynamics_derivative_factors(tree, alg, *args)
         store_runs(prog, "Dq", dq, runs)
@@ -633,7 +649,7 @@ def unroll_product_loop(tree, spec, name=None):
     if blocks is None:
         prog.set_outputs(minv_name, [x for row in Minv for x in row])
     return ProductLoop(prog, tree.nv, (("Dq", dq_name), ("Dqd", dqd_name)), minv_name, pairs,
-                       blocks.loop if blocks else None, fused, runs)
+                       blocks.loop if blocks else None, fused, runs, chain)
 
 
 # ---- the frame Jacobians in loop form -----------------------------------------------------------

@@ -696,6 +696,58 @@ def forward_dynamics_derivatives(tree, alg, q, qd, tau):
     return [row[:nv] for row in X], [row[nv:] for row in X], Minv
 
 
+def chain_bodies(tree):
+    """(v_start, dof) of each body with coordinates, root first, where the tree is one chain
+    (each such body the child of the one before); else None."""
+    moving = [b for b in tree.bodies if b.dof]
+    for prev, b in zip(moving, moving[1:]):
+        p = b.parent
+        while p >= 0 and tree.bodies[p].dof == 0:
+            p = tree.bodies[p].parent
+        if p != prev.index:
+            return None
+    return [(b.v_start, b.dof) for b in moving] if moving and tree.coupling is None else None
+
+
+def chain_negated_products(chain, Minv, own, vectors):
+    """-M^-1 dtau/dq and -M^-1 dtau/dqd on a chain without forming dtau/dx, in O(nv^2):
+    column c of dtau/dx is the own block's column, J_r . B_c in the rows r of the bodies above
+    c's and YJ_r . D_c in the rows below (PAIR_PRODUCTS: B = dFdq or dFdv, D = dAdV or dAvJ), so
+        M^-1 dtau/dx [:, c] = G_c B_c + H_c D_c + sum over own r of M^-1[:, r] own[r][c]
+    with G_c = sum over the coordinates r above c's body of M^-1[:, r] J_r^T (nv x 6) and H_c the
+    same sum of M^-1[:, r] YJ_r^T (nv x 9) below it: prefix and suffix sums, one rank-1 update
+    per coordinate, which both derivatives share (45 nv^2 multiply-adds against the 2 nv^3 of
+    the products and 15 nv^2 of the pairs). chain: chain_bodies; own: {"dq", "dqd"} -> nv x nv
+    lists of which the own blocks are read; vectors: PAIR_VECTORS. The C loop form
+    (templates/chainproducts.c.j2) runs the same steps."""
+    nv = len(Minv)
+    pairs = (("dq", "dFdq", "dAdV"), ("dqd", "dFdv", "dAvJ"))
+    T = {key: [None] * nv for key, _, _ in pairs}           # columns of M^-1 dtau/dx, by c
+    H = [[0.0] * nv for _ in range(9)]                      # H^T, row k: sum YJ_r[k] M^-1[r]
+    for s, d in reversed(chain):                            # leaves to root: the rows below
+        for c in range(s, s + d):
+            for key, _, D in pairs:
+                Dc = vectors[D][c]
+                T[key][c] = [sum(Dc[k] * H[k][i] for k in range(9)) +
+                             sum(own[key][r][c] * Minv[r][i] for r in range(s, s + d))
+                             for i in range(nv)]
+        for r in range(s, s + d):
+            for k in range(9):
+                H[k] = [h + vectors["YJ"][r][k] * m for h, m in zip(H[k], Minv[r])]
+    G = [[0.0] * nv for _ in range(6)]                      # G^T, row j: sum J_r[j] M^-1[r]
+    out = {key: [[None] * nv for _ in range(nv)] for key, _, _ in pairs}
+    for s, d in chain:                                      # root to leaves: the rows above
+        for c in range(s, s + d):
+            for key, B, _ in pairs:
+                Bc = vectors[B][c]
+                for i in range(nv):
+                    out[key][i][c] = -(T[key][c][i] + sum(Bc[j] * G[j][i] for j in range(6)))
+        for r in range(s, s + d):
+            for j in range(6):
+                G[j] = [g + vectors["J"][r][j] * m for g, m in zip(G[j], Minv[r])]
+    return out["dq"], out["dqd"]
+
+
 def negated_product(A, B):
     """-A B for nested lists (structural zeros of B fold away)."""
     cols = [[-x for x in col] for col in columns(B)]
