@@ -27,14 +27,26 @@ SNAP = 1e-10            # rotation entries this close to 0 or +-1 are exact (dyn
 ROTATION_WEIGHT, TRANSLATION_WEIGHT, INERTIA_WEIGHT = 8, 3, 1
 
 
+_AXES = {}                  # id(joint) -> (joint, its commuting_axis): joint models are shared
+
+
 def commuting_axis(joint):
     """The unit axis u about which a constant rotation commutes with the joint's motion, or None:
     one coordinate, S constant and equal to [u; 0] (revolute) or [0; u] (prismatic)."""
+    known = _AXES.get(id(joint))
+    if known is None or known[0] is not joint:
+        known = _AXES[id(joint)] = (joint, _commuting_axis(joint))
+    return known[1]
+
+
+def _commuting_axis(joint):
     S = getattr(joint, "S", None)
     if S is None or joint.dof != 1 or S.free_symbols:
         return None
-    s = [float(x) for x in S]
-    w, v = np.array(s[:3]), np.array(s[3:])
+    s = np.array([float(x) for x in S])
+    if not np.all(np.isfinite(s)) or np.abs(s).max() > 1e100:
+        return None                 # a degenerate joint: the model's checks name it
+    w, v = s[:3], s[3:]
     if np.linalg.norm(w) > 0 and np.linalg.norm(v) == 0:
         u = w
     elif np.linalg.norm(w) == 0 and np.linalg.norm(v) > 0:
@@ -120,28 +132,41 @@ class Choice:
 
 
 def choose_turns(bodies):
-    """A 3x3 rotation C_i per body (identity where no turn removes entries), root first."""
+    """A 3x3 rotation C_i per body (identity where no turn removes entries), root first. Only
+    a body whose placement or a child's has a rotation entry other than 0 or +-1 is tried (where
+    both are signed permutations there is nothing to fold)."""
     axes = [commuting_axis(b.joint) for b in bodies]
     turns = [np.eye(3) for _ in bodies]
-    for b in bodies:
-        u = axes[b.index]
-        if u is None:
-            continue
-        Cp = turns[b.parent] if b.parent >= 0 else np.eye(3)
-        choice = Choice(bodies, b, Cp, axes)
-        angles = zeroing_angles(choice.A, u)
-        for c in b.children:
-            child = bodies[c]
-            if child.placement is not None:
-                angles += zeroing_angles(None, u, np.asarray(child.placement[1]))
-        best, best_cost = np.eye(3), choice.cost(np.eye(3))
-        for a in angles:
-            C = rotation_about(u, a)
-            cost = choice.cost(C)
-            if cost < best_cost:
-                best, best_cost = C, cost
-        turns[b.index] = best
+    with np.errstate(all="ignore"):
+        for b in bodies:
+            if axes[b.index] is not None and (
+                    not np.array_equal(turns[b.parent] if b.parent >= 0 else np.eye(3), np.eye(3))
+                    or any(rotation_products(bodies[k]) for k in [b.index] + b.children)):
+                turns[b.index] = best_turn(bodies, b, turns, axes)
     return turns
+
+
+def rotation_products(b):
+    return 0 if b.placement is None else products(b.placement[0])
+
+
+def best_turn(bodies, b, turns, axes):
+    """The turn of body b's frame about its axis with the lowest Choice.cost, or the identity."""
+    u = axes[b.index]
+    Cp = turns[b.parent] if b.parent >= 0 else np.eye(3)
+    choice = Choice(bodies, b, Cp, axes)
+    angles = zeroing_angles(choice.A, u)
+    for c in b.children:
+        child = bodies[c]
+        if child.placement is not None:
+            angles += zeroing_angles(None, u, np.asarray(child.placement[1]))
+    best, best_cost = np.eye(3), choice.cost(np.eye(3))
+    for a in angles:
+        C = rotation_about(u, a)
+        cost = choice.cost(C)
+        if cost < best_cost:
+            best, best_cost = C, cost
+    return best
 
 
 def snapped(M, tol=SNAP):
