@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_d17d09608019"
-HASH = "d17d09608019342ba65ccf785a448aa9441a9d2574ab903a106873a95421119f"
+MODULE = "_branched_4ba0c81500a8"
+HASH = "4ba0c81500a8360018a3c306608cc1d91454ab572a29f36d2ba0a166f298e69b"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_04e354a5ef3f"
-HASH = "04e354a5ef3fef0eb0035dd1927d204ce29b91eb702bb6645c604e07fe0922d8"
+MODULE = "_quadruped_67c7e7de8e05"
+HASH = "67c7e7de8e0582813c91e7b9ba575b14b686b5fdd4181a689bd23899255f3629"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_406ffbbd7415"
-HASH = "406ffbbd7415eb113e999e85f751e86f75175feada5f7f2a475d6efbb80876c1"
+MODULE = "_rc100_5ea3c7dac20d"
+HASH = "5ea3c7dac20d140b3f72ac739341333ed54ec03c8f489dfa3cceb3e047c16baa"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

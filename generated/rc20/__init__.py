@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_3f6c822930e1"
-HASH = "3f6c822930e1caf0c8550fa1a26f6804d8e7a5c7ebbbb87c6a2f91779b3dee3a"
+MODULE = "_rc20_a42f00f28c2b"
+HASH = "a42f00f28c2ba8abbfd3c100cfbd763baf28119da80014dbda72e6f7ca519210"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

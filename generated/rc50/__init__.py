@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_d2b2621fcd8b"
-HASH = "d2b2621fcd8b5233595d2e5cdd0facead14c5633227f707187cd386c1adc6a27"
+MODULE = "_rc50_2fcbdae90164"
+HASH = "2fcbdae901645f7d7cec802b913beea59913bfdaa43b11259b8d4e3132889c1f"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
