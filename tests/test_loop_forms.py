@@ -412,15 +412,30 @@ def test_forward_dynamics_derivatives_form_auto():
 
 
 # ---- -M^-1 dtau/dx by prefix and suffix sums on a chain -----------------------------------------
-@pytest.mark.parametrize("name", ["rc20", "spline_chain"])
-def test_chain_products_equal_the_dense_products(name, rng):
+def mixed_chain(tmp_path):
+    """A chain of joints of 1, 2 and 3 coordinates (hinge, ball in an Euler chart, cylinder,
+    slider, universal): the chain sums' step per number of coordinates."""
+    kinds = ["revolute", "spherical", "cylindrical", "prismatic", "universal", "revolute"]
+    lines = ["name: mixed_chain", "gravity: [0, 0, -9.81]", "bodies:"]
+    for k, kind in enumerate(kinds):
+        parent = "world" if k == 0 else f"b{k - 1}"
+        axis = ", axis: [0, 1, 0]" if kind in ("revolute", "prismatic", "cylindrical") else ""
+        lines += [f"- {{name: b{k}, parent: {parent}, mass: {1.0 + 0.2 * k}, com: [0.1, 0.02, 0.01],",
+                  f"   inertia: [0.01, 0.02, 0.015], joint: {{name: j{k}, type: {kind}{axis}, "
+                  f"xyz: [0.3, 0, 0.05], rpy: [0.1, 0, 0.2]}}}}"]
+    path = tmp_path / "mixed_chain.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_chain_products_equal_the_dense_products(tmp_path, rng):
     """derivatives.chain_negated_products (no dtau/dx between bodies) against -M^-1 dtau/dx
-    formed whole, on a chain of hinges and on one of 1- and 4-coordinate spline joints."""
-    tree = Tree(scleron.load_model(example(f"{name}.yaml")))
-    chain = derivatives.chain_bodies(tree)
-    assert chain is not None and sum(d for _, d in chain) == tree.nv
+    formed whole, on RC20 and on a chain of 1-, 2- and 3-coordinate joints."""
     alg = FloatAlgebra()
-    for _ in range(2):
+    for path in (example("rc20.yaml"), str(mixed_chain(tmp_path))):
+        tree = Tree(scleron.load_model(path))
+        chain = derivatives.chain_bodies(tree)
+        assert chain is not None and sum(d for _, d in chain) == tree.nv
         q = list(np.array(tree.neutral) + rng.uniform(-0.3, 0.3, tree.nq))
         qd, tau = (list(rng.uniform(-1, 1, tree.nv)) for _ in range(2))
         dq, dqd, vectors, Minv = derivatives.forward_dynamics_derivative_columns(tree, alg, q, qd, tau)
@@ -434,17 +449,18 @@ def test_chain_products_equal_the_dense_products(name, rng):
 
 
 def test_chain_products_compiled(tmp_path, rng, monkeypatch):
-    """The C steps of the chain products (templates/chainproducts.c.j2), forced on the spline
-    chain (bodies of 1 and 4 coordinates: one step each, chosen per body): equal to the reference,
-    every entry of out= written."""
+    """The C steps of the chain products (templates/chainproducts.c.j2), forced on the mixed
+    chain (bodies of 1, 2 and 3 coordinates: a step each, chosen per body): equal to the
+    reference, every entry of out= written."""
     import scleron.unroll
     monkeypatch.setattr(scleron.unroll, "PAIR_LOOP_FROM_PAIRS", 0)
     monkeypatch.setattr(scleron.unroll, "CHAIN_PRODUCTS_FROM_NV", 1)
     monkeypatch.setattr(scleron.pipeline, "PRODUCT_LOOP_FROM_NV", 1)
-    model = scleron.load_model(example("spline_chain.yaml"))
+    model = scleron.load_model(str(mixed_chain(tmp_path)))
     dyn = scleron.generate(model, str(tmp_path / "build"), "chain", functions=["fdd"])
     c = open(tmp_path / "build" / "chain_dynamics.c").read()
-    assert "chain_forward_dynamics_derivatives_chain_up4(s, Minv" in c
+    for d in (1, 2, 3):
+        assert f"chain_forward_dynamics_derivatives_chain_up{d}(s, Minv" in c
     assert "by prefix and suffix sums along the chain" in c and "_derivatives_negated_products" not in c
     tree = Tree(model)
     for _ in range(3):
