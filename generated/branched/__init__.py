@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_4ba0c81500a8"
-HASH = "4ba0c81500a8360018a3c306608cc1d91454ab572a29f36d2ba0a166f298e69b"
+MODULE = "_branched_2d58155200a2"
+HASH = "2d58155200a2f0474c6cb272aed3a49abe2f56d4ce9611d782f8cb2126102a78"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

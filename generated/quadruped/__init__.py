@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_67c7e7de8e05"
-HASH = "67c7e7de8e0582813c91e7b9ba575b14b686b5fdd4181a689bd23899255f3629"
+MODULE = "_quadruped_806107f69fd0"
+HASH = "806107f69fd02a9bf1c4085e37e09111217177cb1d23c32b56e94911ffe4dac3"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_5ea3c7dac20d"
-HASH = "5ea3c7dac20d140b3f72ac739341333ed54ec03c8f489dfa3cceb3e047c16baa"
+MODULE = "_rc100_961686571865"
+HASH = "961686571865dc8b7325523c03a56bba8ac0ff8464ec52388e4c84a2cad731e4"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_a42f00f28c2b"
-HASH = "a42f00f28c2ba8abbfd3c100cfbd763baf28119da80014dbda72e6f7ca519210"
+MODULE = "_rc20_c397835ecad4"
+HASH = "c397835ecad46d504c640a05383e61d48a7b1f826e91eef9ada739e97027ea05"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

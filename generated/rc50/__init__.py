@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_2fcbdae90164"
-HASH = "2fcbdae901645f7d7cec802b913beea59913bfdaa43b11259b8d4e3132889c1f"
+MODULE = "_rc50_ea51b78b4e30"
+HASH = "ea51b78b4e3023b437f9b39f9c1cddcf3573ab96e23e663ebba26e94552d7e47"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -25,6 +25,8 @@ SNAP = 1e-10            # rotation entries this close to 0 or +-1 are exact (dyn
 # +-1 enters every twist, wrench and articulated-inertia transform of the body; a translation
 # entry the cross products of those; an inertia entry the products with the body's inertia
 ROTATION_WEIGHT, TRANSLATION_WEIGHT, INERTIA_WEIGHT = 8, 3, 1
+SNAP_LENGTH = 1e-12     # translations below this (metres) are 0 (dynamics.tree.SNAP_LENGTH)
+SNAP_INERTIA = 1e-12    # spatial inertia entries below this fraction of the largest are 0
 
 
 _AXES = {}                  # id(joint) -> (joint, its commuting_axis): joint models are shared
@@ -177,6 +179,18 @@ def snapped(M, tol=SNAP):
     return M
 
 
+def snapped_lengths(t):
+    """A translation as floats, entries below SNAP_LENGTH exactly 0."""
+    return [0.0 if abs(x) <= SNAP_LENGTH else float(x) for x in t]
+
+
+def snapped_inertia(I):
+    """A 6x6 spatial inertia as nested floats, entries below SNAP_INERTIA of its largest (or
+    below 1e-15) exactly 0: the noise a near-pi rotation leaves in merged links' inertias."""
+    I = np.asarray(I, dtype=float)
+    return snapped(I, max(1e-15, SNAP_INERTIA * float(np.abs(I).max()))).tolist()
+
+
 def turn_bodies(bodies, turns):
     """Re-express the tree's bodies in the turned frames (in place): placements C_p^T X C_i,
     inertias and constant wrenches in the body's turned frame."""
@@ -188,10 +202,10 @@ def turn_bodies(bodies, turns):
             continue
         R, t = old[b.index] if old[b.index] is not None else (np.eye(3), np.zeros(3))
         b.placement = (snapped(Cp.T @ np.asarray(R) @ C).tolist(),
-                       [0.0 if abs(x) <= 1e-12 else float(x) for x in Cp.T @ np.asarray(t)])
+                       snapped_lengths(Cp.T @ np.asarray(t)))
         if not np.array_equal(C, np.eye(3)):
             I = turned_inertia(b.inertia, C)
-            b.inertia = snapped(I, 1e-12 * float(np.abs(I).max())).tolist()
+            b.inertia = snapped_inertia(I)
             if b.wrench is not None:
                 w = np.asarray(b.wrench)
                 b.wrench = list(np.concatenate([C.T @ w[:3], C.T @ w[3:]]))
@@ -203,4 +217,4 @@ def turn_frame(placement, C):
         return placement
     R, t = placement if placement is not None else (np.eye(3), np.zeros(3))
     return (snapped(C.T @ np.asarray(R)).tolist(),
-            [0.0 if abs(x) <= 1e-12 else float(x) for x in C.T @ np.asarray(t)])
+            snapped_lengths(C.T @ np.asarray(t)))

@@ -195,20 +195,17 @@ def _floats(values, n):
 # written to 11 digits means. Entries such as cos(1.5708) = -3.7e-6 (xarm7, so101) are real
 # geometry at 1e-9 and stay. Translations below SNAP_LENGTH (metres: CAD exports' 5.6e-17) are 0.
 SNAP_ROTATION = body_frames.SNAP
-SNAP_LENGTH = 1e-12
+SNAP_LENGTH = body_frames.SNAP_LENGTH
 
 
 def constant_placement(X):
     """(R, t) of a constant transform as nested float lists, its near-exact entries snapped."""
-    t = [0.0 if abs(float(x)) <= SNAP_LENGTH else float(x) for x in X.translation]
-    return _clean(X.rotation, SNAP_ROTATION), t
+    return _clean(X.rotation, SNAP_ROTATION), body_frames.snapped_lengths(X.translation)
 
 
 def spatial_inertia(inertia):
-    """The 6x6 spatial inertia, entries below 1e-12 of its largest (or below 1e-15) exactly 0:
-    the noise a near-pi rotation leaves in merged links' inertias."""
-    M = np.asarray(inertia.spatial(), dtype=float)
-    return _clean(M, max(1e-15, 1e-12 * float(np.abs(M).max())))
+    """The 6x6 spatial inertia, its noise snapped (body_frames.snapped_inertia)."""
+    return body_frames.snapped_inertia(inertia.spatial())
 
 
 def _clean(M, tol=1e-15):
