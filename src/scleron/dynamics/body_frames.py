@@ -43,8 +43,8 @@ def commuting_axis(joint):
 
 def _commuting_axis(joint):
     S = getattr(joint, "S", None)
-    if S is None or joint.dof != 1 or S.free_symbols:
-        return None
+    if S is None or joint.dof != 1 or not all(x.is_Number for x in S):
+        return None                 # (is_Number: a look at the head, never a walk of the tree)
     s = np.array([float(x) for x in S])
     if not np.all(np.isfinite(s)) or np.abs(s).max() > 1e100:
         return None                 # a degenerate joint: the model's checks name it
