@@ -123,7 +123,7 @@ def inverse_from_ltdl(alg, L, inv_d, ancestors):
 
 
 # M^-1 and M^-1 B by Carpentier 2018 (Featherstone 7.3 on many joint forces at once)
-def articulated_mass_matrix_inverse(tree, alg, q, blocks=None):
+def articulated_mass_matrix_inverse(tree, alg, q, blocks=None, world=None):
     """M(q)^-1, nv x nv: the articulated-body solve of the nv unit joint forces (Carpentier 2018,
     as articulated_solve below), column by column, each step an operation on a range of
     consecutive columns (ColumnBlocks: run here on lists, by the loop form of the C code as
@@ -136,8 +136,8 @@ def articulated_mass_matrix_inverse(tree, alg, q, blocks=None):
     (W_i,c = 0 outside i's subtree). A_c, the acceleration of the body just done in column c, is
     kept in place: a body whose child does not follow it right away saves A after its step,
     and that child restores it (the world's zeros for a second root). The lower triangle is
-    the upper one mirrored."""
-    world = articulated_world(tree, alg, q)
+    the upper one mirrored. world: articulated_world at q when the caller has it."""
+    world = articulated_world(tree, alg, q) if world is None else world
     blocks = ColumnBlocks(tree.nv) if blocks is None else blocks
     for b in tree.bodies:
         blocks.own_columns(b, world[b.index])
@@ -662,18 +662,23 @@ def forward_dynamics_derivative_columns(tree, alg, q, qd, tau, blocks=None):
     M^-1 factors the M of world_dynamics' root-frame inertias (composite_mass_matrix: the
     backward pass's own expressions, so M costs its dot products; panda 12,038 -> 11,255
     instructions per call against the body-frame CRBA's M), and q'' = M^-1 (tau - h) with h from
-    world_dynamics at q'' = 0, which accelerate then carries to q'' (no body-frame passes 1-6);
-    where C loops form M^-1 after this program (blocks given), q'' by the forward dynamics."""
-    if blocks is not None:
-        qdd = recursions.forward_dynamics(tree, alg, q, qd, tau)
-        dq, dqd, _, vectors = inverse_dynamics_derivative_columns(tree, alg, q, qd, qdd)
-        return dq, dqd, vectors, mass_matrix_inverse(tree, alg, q, blocks)
+    world_dynamics at q'' = 0, which accelerate then carries to q'' (no body-frame passes 1-6).
+    Where C loops form M^-1 after this program (blocks given), M^-1 is not a value of the
+    program: q'' = M^-1 (tau - h) is then the articulated-body solve of the one column tau - h
+    (articulated_solve) on the factors the loops take (articulated_world, shared)."""
     kins = recursions.joint_kinematics(tree, alg, q, qd)
     world = world_dynamics(tree, alg, kins, qd, [0.0] * tree.nv)
-    Minv = inverse_of_mass_matrix(tree, alg, composite_mass_matrix(tree, alg, world))
+    if blocks is None:
+        Minv = inverse_of_mass_matrix(tree, alg, composite_mass_matrix(tree, alg, world))
     h = joint_forces_from_world(tree, alg, q, qd, world)
     alg.section("forward dynamics derivatives: q'' = M^-1 (tau - h)")
-    qdd = matvec(Minv, [t - x for t, x in zip(tau, h)])
+    if blocks is None:
+        qdd = matvec(Minv, [t - x for t, x in zip(tau, h)])
+    else:
+        axes = articulated_world(tree, alg, q)
+        solved = articulated_solve(tree, alg, axes, [[t - x for t, x in zip(tau, h)]], lambda b: [0])
+        qdd = [row[0] for row in solved]
+        Minv = articulated_mass_matrix_inverse(tree, alg, q, blocks, axes)
     accelerate(tree, alg, world, qdd)
     dq, dqd, _, vectors = inverse_dynamics_derivative_columns(tree, alg, q, qd, qdd, world)
     return dq, dqd, vectors, Minv
