@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_2d58155200a2"
-HASH = "2d58155200a2f0474c6cb272aed3a49abe2f56d4ce9611d782f8cb2126102a78"
+MODULE = "_branched_e26658f8c31a"
+HASH = "e26658f8c31a9520dd0f8d68f94db27e2b68c1b8ad4a6f0d1d2dfee98b33e647"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_806107f69fd0"
-HASH = "806107f69fd02a9bf1c4085e37e09111217177cb1d23c32b56e94911ffe4dac3"
+MODULE = "_quadruped_f47b6c98c464"
+HASH = "f47b6c98c46445ebbd3203a729fe4456c417b29aa6c1dd596c0ac65ec8074a22"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_961686571865"
-HASH = "961686571865dc8b7325523c03a56bba8ac0ff8464ec52388e4c84a2cad731e4"
+MODULE = "_rc100_7fd557e2c9ec"
+HASH = "7fd557e2c9ec073bc527a5ca4ddd29af7150548435fd3742749703e4f2a16970"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

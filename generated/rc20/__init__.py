@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_c397835ecad4"
-HASH = "c397835ecad46d504c640a05383e61d48a7b1f826e91eef9ada739e97027ea05"
+MODULE = "_rc20_080716b073e5"
+HASH = "080716b073e555b11475a596110695428e21cc350e6fcca5be109519e06db3b6"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

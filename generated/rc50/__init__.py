@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_ea51b78b4e30"
-HASH = "ea51b78b4e3023b437f9b39f9c1cddcf3573ab96e23e663ebba26e94552d7e47"
+MODULE = "_rc50_6fa6f5a7bafd"
+HASH = "6fa6f5a7bafd372285ad70ce62040dbc2d286e376405c835182e1fe4ffc57e06"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
