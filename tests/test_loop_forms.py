@@ -329,6 +329,32 @@ def out_of_order_yaml(wrenches=False):
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.parametrize("n", [3, 8])
+def test_mass_matrix_inverse_mirror_compiled(tmp_path, monkeypatch, rng, n):
+    """M^-1's lower triangle by 4 x 4 blocks transposed in registers (minvsteps.c.j2, mirror):
+    RC3 (entry by entry), RC8 (two diagonal blocks and one transposed, no remainder rows); the
+    loop form forced. Exactly symmetric, the reference's to rounding, every entry of out= written."""
+    import sys
+    import scleron.unroll
+    monkeypatch.setattr(scleron.unroll, "PAIR_LOOP_FROM_PAIRS", 0)
+    sys.path.insert(0, os.path.dirname(example("rc20.yaml")))
+    from make_examples import rc_yaml
+    path = tmp_path / f"rc{n}.yaml"
+    path.write_text(rc_yaml(n))
+    model = scleron.load_model(str(path))
+    dyn = scleron.generate(model, str(tmp_path / "build"), f"rc{n}", functions=["minv"])
+    c = open(tmp_path / "build" / f"rc{n}_dynamics.c").read()
+    assert f"rc{n}_mass_matrix_inverse_mirror(Minv);" in c
+    assert ("SCL_SHUFFLE4(ab0, cd0, 0, 1, 4, 5)" in c) == (n >= 8)
+    tree = Tree(model)
+    for q in rng.uniform(-2, 2, (3, n)):
+        out = np.full((n, n), np.nan)
+        dyn.mass_matrix_inverse(q, out=out)
+        ref = np.array(derivatives.mass_matrix_inverse(tree, FloatAlgebra(), list(q)))
+        assert np.array_equal(out, out.T)
+        assert np.max(np.abs(out - ref)) <= 1e-12 * np.max(np.abs(ref))
+
+
 def test_mass_matrix_inverse_column_steps_out_of_order(tmp_path, rng):
     """The column operations on lists (the unrolled and reference M^-1) and as recorded for the
     C loops, on a tree whose subtrees' columns are not consecutive and that has two roots:

@@ -668,20 +668,27 @@ def forward_dynamics_derivative_columns(tree, alg, q, qd, tau, blocks=None):
     (articulated_solve) on the factors the loops take (articulated_world, shared)."""
     kins = recursions.joint_kinematics(tree, alg, q, qd)
     world = world_dynamics(tree, alg, kins, qd, [0.0] * tree.nv)
-    if blocks is None:
-        Minv = inverse_of_mass_matrix(tree, alg, composite_mass_matrix(tree, alg, world))
-    h = joint_forces_from_world(tree, alg, q, qd, world)
-    alg.section("forward dynamics derivatives: q'' = M^-1 (tau - h)")
-    if blocks is None:
-        qdd = matvec(Minv, [t - x for t, x in zip(tau, h)])
-    else:
-        axes = articulated_world(tree, alg, q)
-        solved = articulated_solve(tree, alg, axes, [[t - x for t, x in zip(tau, h)]], lambda b: [0])
-        qdd = [row[0] for row in solved]
-        Minv = articulated_mass_matrix_inverse(tree, alg, q, blocks, axes)
+    qdd, Minv = accelerations_and_inverse(tree, alg, q, qd, tau, world, blocks)
     accelerate(tree, alg, world, qdd)
     dq, dqd, _, vectors = inverse_dynamics_derivative_columns(tree, alg, q, qd, qdd, world)
     return dq, dqd, vectors, Minv
+
+
+def accelerations_and_inverse(tree, alg, q, qd, tau, world, blocks):
+    """(q'', M^-1) with q'' = M^-1 (tau - h), h from world_dynamics at q'' = 0: M^-1 by the LTDL
+    factors of the composite M where it is a value of the program (blocks None); else formed by
+    the C loops after the program, and q'' the articulated-body solve of the one column tau - h
+    on the factors those loops take."""
+    if blocks is None:
+        Minv = inverse_of_mass_matrix(tree, alg, composite_mass_matrix(tree, alg, world))
+        h = joint_forces_from_world(tree, alg, q, qd, world)
+        alg.section("forward dynamics derivatives: q'' = M^-1 (tau - h)")
+        return matvec(Minv, [t - x for t, x in zip(tau, h)]), Minv
+    h = joint_forces_from_world(tree, alg, q, qd, world)
+    alg.section("forward dynamics derivatives: q'' = M^-1 (tau - h)")
+    axes = articulated_world(tree, alg, q)
+    solved = articulated_solve(tree, alg, axes, [[t - x for t, x in zip(tau, h)]], lambda b: [0])
+    return [row[0] for row in solved], articulated_mass_matrix_inverse(tree, alg, q, blocks, axes)
 
 
 def forward_dynamics_derivatives(tree, alg, q, qd, tau):
