@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_e26658f8c31a"
-HASH = "e26658f8c31a9520dd0f8d68f94db27e2b68c1b8ad4a6f0d1d2dfee98b33e647"
+MODULE = "_branched_08e3d853670b"
+HASH = "08e3d853670bb072f4ca902f3fa87ce164a424af511f65c92ecce51ae01bd153"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

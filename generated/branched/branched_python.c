@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_e26658f8c31a_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_08e3d853670b_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_e26658f8c31a_py(void)
+PyMODINIT_FUNC PyInit__branched_08e3d853670b_py(void)
 {
     import_array();
     return PyModule_Create(&module);

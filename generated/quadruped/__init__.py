@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_f47b6c98c464"
-HASH = "f47b6c98c46445ebbd3203a729fe4456c417b29aa6c1dd596c0ac65ec8074a22"
+MODULE = "_quadruped_59c5ffbde1a4"
+HASH = "59c5ffbde1a41a3b4c2bae1313b4cf44d7bbb464f434fd548574c92f3660a55f"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

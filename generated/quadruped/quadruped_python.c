@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_f47b6c98c464_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_59c5ffbde1a4_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_f47b6c98c464_py(void)
+PyMODINIT_FUNC PyInit__quadruped_59c5ffbde1a4_py(void)
 {
     import_array();
     return PyModule_Create(&module);

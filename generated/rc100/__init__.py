@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_7fd557e2c9ec"
-HASH = "7fd557e2c9ec073bc527a5ca4ddd29af7150548435fd3742749703e4f2a16970"
+MODULE = "_rc100_74740052c8e5"
+HASH = "74740052c8e5fe2e7e687446600c08e0f3a6c9a8f6b1e52bcda902765b015908"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_080716b073e5"
-HASH = "080716b073e555b11475a596110695428e21cc350e6fcca5be109519e06db3b6"
+MODULE = "_rc20_5cb8b4f8de7d"
+HASH = "5cb8b4f8de7d24a5264b6dbc54515733097fc325295acec9f1ee22710f50039f"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

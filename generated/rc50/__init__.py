@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_6fa6f5a7bafd"
-HASH = "6fa6f5a7bafd372285ad70ce62040dbc2d286e376405c835182e1fe4ffc57e06"
+MODULE = "_rc50_e76ace6f4bae"
+HASH = "e76ace6f4bae02e0b74ef49e88a60a87ebaadb74e42c8e6289e4cb557afa123b"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
