@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_08e3d853670b"
-HASH = "08e3d853670bb072f4ca902f3fa87ce164a424af511f65c92ecce51ae01bd153"
+MODULE = "_branched_4360cb2a68c7"
+HASH = "4360cb2a68c70c7fe00820cdeb624ba2ddfd4374d521f5b631682172db8716f4"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

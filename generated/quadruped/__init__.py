@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_59c5ffbde1a4"
-HASH = "59c5ffbde1a41a3b4c2bae1313b4cf44d7bbb464f434fd548574c92f3660a55f"
+MODULE = "_quadruped_b2f61476aed5"
+HASH = "b2f61476aed50597103fe4fbe03d79adb68eb1596017efdef42c5de8b8ec8436"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

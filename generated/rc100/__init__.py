@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_74740052c8e5"
-HASH = "74740052c8e5fe2e7e687446600c08e0f3a6c9a8f6b1e52bcda902765b015908"
+MODULE = "_rc100_9c3f895e2b62"
+HASH = "9c3f895e2b62bd379f0924a23169d9da4d0bb0cc0fa1b47e72ba084e6311f16d"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_5cb8b4f8de7d"
-HASH = "5cb8b4f8de7d24a5264b6dbc54515733097fc325295acec9f1ee22710f50039f"
+MODULE = "_rc20_16e1302a0e6c"
+HASH = "16e1302a0e6cb790f1ee462316559c01a8c6ba44488f2600d002c08d9781771f"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_e76ace6f4bae"
-HASH = "e76ace6f4bae02e0b74ef49e88a60a87ebaadb74e42c8e6289e4cb557afa123b"
+MODULE = "_rc50_5eedec7d45be"
+HASH = "5eedec7d45be37a20f6c7c7155d702b4e83bebcd2e17b781c3979e069039054c"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
