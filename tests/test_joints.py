@@ -130,3 +130,56 @@ def test_every_model_joint_type_is_implemented():
         jm = joint_model(jtype, {})
         assert jm.dof == JOINT_TYPES[jtype][0]
         assert jm.S.shape == (6, jm.dof)
+
+
+def test_tape_replays_the_evaluator_operation_for_operation():
+    """A joint's R, t, S and Sdot qd come from a Tape recorded once (joints.symbolic.Tape): the
+    same floats, bit for bit, as a direct Evaluator walk of the sympy trees, the same program
+    node for node, and the same dual numbers, on a spline curve, a torus contact, a composite
+    joint, a quaternion ball and a custom joint with |x|, sqrt and atan."""
+    import scleron
+    from scleron.dynamics.tree import Tree
+    from scleron.joints.symbolic import Evaluator
+    from scleron.program import FloatAlgebra, ProgramAlgebra
+    from scleron.program.algebra import DualAlgebra, seeded
+    from scleron.program.program import Program
+    from conftest import example
+
+    def direct(j, alg, q, qd):
+        ev = Evaluator(alg, dict(zip(j.q + j.qd, list(q) + list(qd))))
+        return ev.matrix(j.R), ev.vector(j.t), ev.matrix(j.S), ev.vector(j.Sdot_qd)
+
+    def plain(x):
+        """Nested lists of Duals as nested lists of (value, tangents)."""
+        if isinstance(x, (list, tuple)):
+            return [plain(e) for e in x]
+        return (x.a, list(x.b)) if hasattr(x, "b") else x
+
+    def program(j, how):
+        prog = Program()
+        q = [prog.input("q", i) for i in range(j.nq)]
+        qd = [prog.input("qd", i) for i in range(j.dof)]
+        out = how(j, ProgramAlgebra(prog), q, qd)
+        return prog.ops, [tuple(map(repr, a)) for a in prog.args], repr(out)
+
+    custom = joint_model("custom", {"coordinates": ["a"], "translation": ["abs(a - 0.3)", "sqrt(1 + a**2)", "atan(a)"],
+                                    "rotation": [["z", "a"]]})
+    joints = [b.joint for name in ("spline_chain", "branched")
+              for b in Tree(scleron.load_model(example(f"{name}.yaml"))).bodies] + [
+        joint_model("spherical_quat", {}), custom]
+    kinds = set()
+    rng = np.random.default_rng(3)
+    for j in joints:
+        kinds.add(j.type)
+        q = list(rng.uniform(0.1, 0.5, j.nq))
+        qd = list(rng.uniform(-1, 1, j.dof))
+        assert repr(j.kinematics(FloatAlgebra(), q, qd)) == repr(direct(j, FloatAlgebra(), q, qd))
+        tape = j._tape[-1]
+        assert program(j, lambda j, *a: j.kinematics(*a)) == program(j, direct)
+        assert j._tape[-1] is tape                                 # recorded once
+        dual, qx = DualAlgebra(), seeded(q)
+        got, want = j.kinematics(dual, qx, qd), direct(j, dual, qx, qd)
+        assert repr(plain(got)) == repr(plain(want))
+    assert {"spline_curve", "surface_surface", "composite", "spherical_quat", "custom"} <= kinds
+    with pytest.raises(ValueError, match="coordinates"):
+        custom.kinematics(FloatAlgebra(), [0.1, 0.2], [0.0])

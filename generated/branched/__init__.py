@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_4360cb2a68c7"
-HASH = "4360cb2a68c70c7fe00820cdeb624ba2ddfd4374d521f5b631682172db8716f4"
+MODULE = "_branched_e7a9dc9e4966"
+HASH = "e7a9dc9e49668ba6ca705190716253075258c9f6106ec41ac8a0112aa91e1d89"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_b2f61476aed5"
-HASH = "b2f61476aed50597103fe4fbe03d79adb68eb1596017efdef42c5de8b8ec8436"
+MODULE = "_quadruped_9ee97d7b1583"
+HASH = "9ee97d7b15831be68890e6699cb7899fc96540db8726c5a5256247c89be1ee80"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_9c3f895e2b62"
-HASH = "9c3f895e2b62bd379f0924a23169d9da4d0bb0cc0fa1b47e72ba084e6311f16d"
+MODULE = "_rc100_4ad286b4aded"
+HASH = "4ad286b4aded9a457a2b25fed67d2930e9018e9927e88d2138457d35cea50da3"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_16e1302a0e6c"
-HASH = "16e1302a0e6cb790f1ee462316559c01a8c6ba44488f2600d002c08d9781771f"
+MODULE = "_rc20_8c36d18d0108"
+HASH = "8c36d18d01087a2ef01f6b9a1043ffb7c6b13d94a0e3fd287cb009159238f512"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

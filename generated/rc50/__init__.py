@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_5eedec7d45be"
-HASH = "5eedec7d45be37a20f6c7c7155d702b4e83bebcd2e17b781c3979e069039054c"
+MODULE = "_rc50_d74232638f22"
+HASH = "d74232638f225083feae40c383c87360f986203cc11b6985b59953c1b96bde6a"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -15,9 +15,9 @@ import sympy as sp
 from ..program.algebra import FloatAlgebra
 from .registry import REGISTRY, JointType, axis_rotation, joint_type, skew  # noqa: F401
 from .special import numeric_namespace
-from .symbolic import (EXPAND_MAX_TERMS, Evaluator, Part, composite_kinematics, expansion_terms,
-                       light_entry, motion_subspace, motion_subspace_factored, motion_subspace_rate,
-                       product_transform, simplify_entry, tree_size)
+from .symbolic import (EXPAND_MAX_TERMS, Part, Tape, composite_kinematics,
+                       expansion_terms, light_entry, motion_subspace, motion_subspace_factored,
+                       motion_subspace_rate, product_transform, simplify_entry, tree_size)
 
 # Composite joints: the entries of S and Sdot of at most this many nodes (written out as trees)
 # are simplified (exact zeros and constants come out); larger ones are left as built, sharing the
@@ -44,6 +44,7 @@ class JointModel:
     notes: str = ""
     light: bool = False              # derived on the light path (no expansion / trig reduction)
     _lambdas: dict = field(default_factory=dict, repr=False)
+    _tape: tuple = field(default=None, repr=False, compare=False)   # (R, t, S, Sdot_qd, Tape)
 
     @property
     def dof(self):
@@ -88,11 +89,20 @@ class JointModel:
         return reps, reduced
 
     def kinematics(self, alg, q_vals, qd_vals):
-        """R, t, S and Sdot*qd of this joint evaluated in an algebra (nested lists)."""
-        env = dict(zip(self.q, q_vals))
-        env.update(zip(self.qd, qd_vals))
-        ev = Evaluator(alg, env)
-        return ev.matrix(self.R), ev.vector(self.t), ev.matrix(self.S), ev.vector(self.Sdot_qd)
+        """R, t, S and Sdot*qd of this joint evaluated in an algebra (nested lists): what an
+        Evaluator gives, replayed from the joint's Tape (recorded on the first call)."""
+        parts = (self.R, self.t, self.S, self.Sdot_qd)
+        if self._tape is None or any(a is not b for a, b in zip(self._tape, parts)):
+            exprs = [e for M in parts for e in M]              # row by row, as Evaluator.matrix
+            self._tape = parts + (Tape(exprs, self.q + self.qd),)
+        if len(q_vals) != len(self.q) or len(qd_vals) != len(self.qd):
+            raise ValueError(f"{self.type} takes {len(self.q)} coordinates and {len(self.qd)} "
+                             f"velocities, not {len(q_vals)} and {len(qd_vals)}")
+        values = self._tape[-1].run(alg, list(q_vals) + list(qd_vals))
+        d = self.dof
+        R, t, S, c = values[:9], values[9:12], values[12:12 + 6 * d], values[12 + 6 * d:]
+        return ([R[3 * i:3 * i + 3] for i in range(3)], t,
+                [S[d * i:d * i + d] for i in range(6)], c)
 
     def numeric(self, what, q, qd=None):
         """numpy value of R, t, S, Sdot or G (4x4) at q (and qd): for tests and tools."""
@@ -101,8 +111,10 @@ class JointModel:
         key = what
         qd = np.zeros(self.dof) if qd is None else qd
         if self.light:                  # big DAG-shaped entries: evaluate, do not print them
-            ev = Evaluator(_FloatAlgebra, dict(zip(self.q + self.qd, list(map(float, q)) + list(map(float, qd)))))
-            return np.array(ev.matrix(exprs[what]), dtype=float).reshape(exprs[what].shape)
+            if ("tape", key) not in self._lambdas:
+                self._lambdas["tape", key] = Tape(list(exprs[what]), self.q + self.qd)
+            values = self._lambdas["tape", key].run(_FloatAlgebra, [float(x) for x in (*q, *qd)])
+            return np.array(values, dtype=float).reshape(exprs[what].shape)
         if key not in self._lambdas:
             mods = [numeric_namespace(), "numpy"]
             self._lambdas[key] = sp.lambdify(self.q + self.qd, exprs[what], modules=mods)

@@ -283,6 +283,124 @@ class Evaluator:
         return out
 
 
+# ---- the same evaluation, recorded once ----------------------------------------------------------
+class Tape:
+    """The operations an Evaluator performs on a list of expressions, recorded once and replayed
+    in any algebra: tape.run(alg, values) equals [Evaluator(alg, env)(e) for e in exprs] for
+    env = dict(zip(symbols, values)) operation for operation, in the same order and with the same
+    operands (the same floats for the reference, the same nodes for a program), without walking
+    and hashing sympy's trees on every call: a joint's R, t, S and Sdot qd are evaluated once
+    per body and pass, and a spline or contact joint's trees have thousands of nodes.
+
+    Recording runs the Evaluator on placeholders (_Slot): arithmetic between constants folds in
+    Python as it does in a direct evaluation, everything else (and every elementary function
+    and helper call, whatever its argument) becomes one entry (code, a, b) of `ops`, whose
+    operands index the values: the inputs, then the constants, then the results in order."""
+
+    ADD, SUB, MUL, DIV, NEG, FUNCTION, CALL = range(7)
+
+    def __init__(self, exprs, symbols):
+        self.n_inputs = len(symbols)
+        self.consts, recorded = [], []
+        self._recorded = recorded
+        env = {x: _Slot(self, ("in", k)) for k, x in enumerate(symbols)}
+        evaluate = Evaluator(_Recorder(self), env)          # one memo: shared parts once
+        outputs = [self._slot(evaluate(e)) for e in exprs]
+        del self._recorded
+        first_result = self.n_inputs + len(self.consts)
+
+        def index(slot):
+            kind, k = slot.ref
+            return {"in": k, "const": self.n_inputs + k, "op": first_result + k}[kind]
+
+        self.ops = []
+        for code, a, b in recorded:
+            if code not in (Tape.FUNCTION, Tape.CALL):     # b: a slot, or none (NEG)
+                b = None if b is None else index(b)
+            self.ops.append((code, index(a), b))
+        self.outputs = [index(x) for x in outputs]
+
+    def _slot(self, x):
+        """x itself, or a constant's slot."""
+        if isinstance(x, _Slot):
+            return x
+        self.consts.append(x)
+        return _Slot(self, ("const", len(self.consts) - 1))
+
+    def record(self, code, a, b=None):
+        """One entry: an operation on a and b (slots or constants; for FUNCTION and CALL, b
+        is the function's name or the helper)."""
+        if code not in (Tape.FUNCTION, Tape.CALL) and b is not None:
+            b = self._slot(b)
+        self._recorded.append((code, self._slot(a), b))
+        return _Slot(self, ("op", len(self._recorded) - 1))
+
+    def run(self, alg, values):
+        """The values of the expressions in alg, given the symbols' values."""
+        if len(values) != self.n_inputs:
+            raise ValueError(f"the tape takes {self.n_inputs} values, not {len(values)}")
+        v = list(values) + self.consts
+        for code, a, b in self.ops:
+            if code == Tape.ADD:
+                v.append(v[a] + v[b])
+            elif code == Tape.MUL:
+                v.append(v[a] * v[b])
+            elif code == Tape.SUB:
+                v.append(v[a] - v[b])
+            elif code == Tape.DIV:
+                v.append(v[a] / v[b])
+            elif code == Tape.NEG:
+                v.append(-v[a])
+            elif code == Tape.FUNCTION:
+                v.append(alg.function(b, v[a]))
+            else:
+                v.append(alg.call(b, v[a]))
+        return [v[i] for i in self.outputs]
+
+
+class _Slot:
+    """A placeholder value while a Tape records: what computed it (ref)."""
+    __slots__ = ("tape", "ref")
+
+    def __init__(self, tape, ref):
+        self.tape, self.ref = tape, ref
+
+    def __add__(self, o): return self.tape.record(Tape.ADD, self, o)
+    def __radd__(self, o): return self.tape.record(Tape.ADD, o, self)
+    def __sub__(self, o): return self.tape.record(Tape.SUB, self, o)
+    def __rsub__(self, o): return self.tape.record(Tape.SUB, o, self)
+    def __mul__(self, o): return self.tape.record(Tape.MUL, self, o)
+    def __rmul__(self, o): return self.tape.record(Tape.MUL, o, self)
+    def __truediv__(self, o): return self.tape.record(Tape.DIV, self, o)
+    def __rtruediv__(self, o): return self.tape.record(Tape.DIV, o, self)
+    def __neg__(self): return self.tape.record(Tape.NEG, self)
+    def __pos__(self): return self
+
+    def __bool__(self):
+        raise TypeError("a recorded value has no truth value (no branches on values)")
+
+
+class _Recorder:
+    """The algebra a Tape records in: elementary functions and helper calls become entries."""
+
+    def __init__(self, tape):
+        self.tape = tape
+
+    def function(self, name, x):
+        return self.tape.record(Tape.FUNCTION, x, name)
+
+    def call(self, helper, x):
+        return self.tape.record(Tape.CALL, x, helper)
+
+    def sin(self, x): return self.function("sin", x)
+    def cos(self, x): return self.function("cos", x)
+    def tan(self, x): return self.function("tan", x)
+    def exp(self, x): return self.function("exp", x)
+    def log(self, x): return self.function("log", x)
+    def sqrt(self, x): return self.function("sqrt", x)
+    def atan(self, x): return self.function("atan", x)
+
+
 # ---- joints written as products of simple transforms -------------------------------------------
 class Factor:
     """One factor X of a joint transform Q = X_1 X_2 ... X_m: X = (R, t), or its inverse
