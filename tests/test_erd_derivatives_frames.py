@@ -5,9 +5,11 @@ ones included), the centre of mass and its Jacobian.
 
 Compared through the numeric reference (the recursions the C is unrolled from, evaluated in
 floats; tests/test_derivatives.py and tests/test_frames.py hold the compiled code to that
-reference and to Pinocchio on a few robots), so a robot costs a second or two and nothing is
-compiled. The default run takes a quadruped, a quadruped with an arm, a humanoid, an arm whose
-axes are not at right angles and a model with continuous joints; the whole walk is slow.
+reference and to Pinocchio on a few robots), so a robot takes under a second (tiago_dual's 107
+coordinates two) and nothing is compiled. The default run takes a quadruped, a quadruped with
+an arm, a humanoid, an arm whose axes are not at right angles and a model with continuous
+joints; the whole walk (37 s) is slow, and so is the last test, the compiled code of a humanoid
+against Pinocchio.
 
 Mimic joints are read as independent coordinates here (mimic="independent", as Pinocchio's
 model without mimic=True): tests/test_erd_walk.py checks the coupled dynamics. Pinocchio's
@@ -164,3 +166,55 @@ def walked():
 @pytest.mark.parametrize("name, floating", walked())
 def test_every_robot_derivatives_and_frames_equal_pinocchio(name, floating, rng):
     check(name, floating, rng)
+
+
+# ---- the compiled code on a humanoid -------------------------------------------------------------
+COMPILED = ["forward_dynamics", "mass_matrix_inverse", "inverse_dynamics_derivatives",
+            "forward_dynamics_derivatives", "frame_placements", "frame_jacobians",
+            "frame_jacobians_local", "frame_jacobians_world", "frame_velocities",
+            "frame_accelerations", "com_jacobian"]
+
+
+@pytest.mark.slow
+def test_compiled_humanoid_equals_pinocchio(generated, rng):
+    """talos_reduced on a free flyer (38 coordinates, 60 links; its derivatives take the loop
+    forms): the generated C against Pinocchio at five states (generation ~30 s)."""
+    name = "talos_data/robots/talos_reduced.urdf"
+    tree, pm = load(name, True)
+    _, dyn = generated(os.path.join(robots_dir(), name), "talos_reduced_ff",
+                       load_options={"floating": True, "mimic": "independent"}, functions=COMPILED)
+    pd = pm.createData()
+    ids = [pm.getFrameId(n, pin.FrameType.BODY) for n in dyn.frame_names]
+    for _ in range(5):
+        qp = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+        q = np.array(scleron_q(tree, pm, qp))
+        v, a, tau = (rng.uniform(-1, 1, tree.nv) for _ in range(3))
+        M = symmetric(pin.crba(pm, pd, qp))
+        Minv = symmetric(pin.computeMinverse(pm, pd, qp))
+        assert backward_err(M, dyn.mass_matrix_inverse(q), Minv) < TOL
+        dq, dv, M_ = dyn.inverse_dynamics_derivatives(q, v, a)
+        pin.computeRNEADerivatives(pm, pd, qp, v, a)
+        floor = np.linalg.norm(M)
+        assert max(rel_err(dq, pd.dtau_dq, floor), rel_err(dv, pd.dtau_dv, floor),
+                   rel_err(M_, M)) < TOL
+        dq, dv, Mi = dyn.forward_dynamics_derivatives(q, v, tau)
+        pin.computeABADerivatives(pm, pd, qp, v, tau)
+        floor = np.linalg.norm(Minv)
+        assert max(backward_err(M, dq, pd.ddq_dq, floor), backward_err(M, dv, pd.ddq_dv, floor),
+                   backward_err(M, Mi, Minv)) < TOL
+        pin.forwardKinematics(pm, pd, qp, v, a)
+        pin.updateFramePlacements(pm, pd)
+        pin.computeJointJacobians(pm, pd, qp)
+        assert rel_err(dyn.frame_placements(q), [pd.oMf[i].homogeneous for i in ids]) < TOL
+        for ref, pref in REFS.items():
+            assert rel_err(dyn.frame_jacobians(q, reference=ref),
+                           [swap(pin.getFrameJacobian(pm, pd, i, pref)) for i in ids]) < TOL
+        lwa = pin.LOCAL_WORLD_ALIGNED
+        assert rel_err(dyn.frame_velocities(q, v),
+                       [swap(pin.getFrameVelocity(pm, pd, i, lwa).vector) for i in ids]) < TOL
+        assert rel_err(dyn.frame_accelerations(q, v, a),
+                       [swap(pin.getFrameClassicalAcceleration(pm, pd, i, lwa).vector)
+                        for i in ids]) < TOL
+        assert rel_err(dyn.com_jacobian(q), pin.jacobianCenterOfMass(pm, pd, qp)) < TOL
+        qdd = np.linalg.solve(M, tau - pin.nonLinearEffects(pm, pd, qp, v))
+        assert backward_err(M, dyn.forward_dynamics(q, v, tau), qdd) < TOL

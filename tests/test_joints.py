@@ -162,8 +162,8 @@ def test_tape_replays_the_evaluator_operation_for_operation():
         out = how(j, ProgramAlgebra(prog), q, qd)
         return prog.ops, [tuple(map(repr, a)) for a in prog.args], repr(out)
 
-    custom = joint_model("custom", {"coordinates": ["a"], "translation": ["abs(a - 0.3)", "sqrt(1 + a**2)", "atan(a)"],
-                                    "rotation": [["z", "a"]]})
+    custom = joint_model("custom", {"coordinates": ["a"], "rotation": [["z", "a"]],
+                                    "translation": ["abs(a - 0.3)", "sqrt(1 + a**2)", "atan(a)"]})
     joints = [b.joint for name in ("spline_chain", "branched")
               for b in Tree(scleron.load_model(example(f"{name}.yaml"))).bodies] + [
         joint_model("spherical_quat", {}), custom]
