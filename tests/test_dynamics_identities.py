@@ -340,6 +340,31 @@ def test_vectorised_sincos_matches_libm(generated):
     assert np.isnan(bad).any()
 
 
+def test_sincos_of_seven_angles_ends_with_an_overlapping_vector(generated):
+    """Seven angles: scl_sincos takes 0-3 and then 3-6 as two vectors (the overlap computed
+    twice); a chain of seven hinges about alternating axes needs every sine and cosine for its
+    gravity torques, checked against numpy through the reference, with angles past the libm
+    fallback at the first, the overlapped and the last coordinate."""
+    m = scleron.Model("chain_sincos7", gravity=(0.0, 0.0, -9.81))
+    parent = "world"
+    for k in range(7):
+        m.add_body(f"l{k}", parent, joint="revolute", axis=[(0, 1, 0), (0, 0, 1), (1, 0, 0)][k % 3],
+                   mass=1.0 + 0.1 * k, com=(0.3, 0.05 * k, 0.02), inertia=(0.1, 0.1, 0.1),
+                   xyz=(0.5, 0.0, 0.1) if k else (0.0, 0.0, 0.0))
+        parent = f"l{k}"
+    _, dyn = generated(m, "chain_sincos7", functions=["bias_forces"])
+    rng = np.random.default_rng(7)
+    q = rng.uniform(-10, 10, (300, 7))
+    for row, k in ((0, 0), (1, 3), (2, 6), (3, 4)):
+        q[row, k] = rng.choice([-1, 1]) * rng.uniform(1e5, 1e9)
+    h = dyn.bias_forces(q, np.zeros_like(q))
+    tree, alg = Tree(m), FloatAlgebra()
+    ref = np.array([rec.bias_forces(tree, alg, list(qq), [0.0] * 7) for qq in q])
+    np.testing.assert_allclose(h, ref, rtol=0, atol=4e-15 * np.abs(ref).max())
+    bad = dyn.bias_forces(np.array([0.1, 0.2, 0.3, np.inf, 0.5, 0.6, 0.7]), np.zeros(7))
+    assert np.isnan(bad).any()
+
+
 def test_threaded_batch_equals_single_threaded(system, rng):
     name, model, dyn, qrange = system
     Q = rng.uniform(-1, 1, (103, model.nv))

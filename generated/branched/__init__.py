@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_e7a9dc9e4966"
-HASH = "e7a9dc9e49668ba6ca705190716253075258c9f6106ec41ac8a0112aa91e1d89"
+MODULE = "_branched_fb6315424bbe"
+HASH = "fb6315424bbe015df181d58b1b52631a3852d2f77f1cb45a3c669bc6b8ffccf1"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

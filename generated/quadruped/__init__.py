@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_9ee97d7b1583"
-HASH = "9ee97d7b15831be68890e6699cb7899fc96540db8726c5a5256247c89be1ee80"
+MODULE = "_quadruped_76920781d9a9"
+HASH = "76920781d9a9019e849e92d0b6ab399809732e6fe74fa3212f005a6443151267"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

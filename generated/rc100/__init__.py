@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_4ad286b4aded"
-HASH = "4ad286b4aded9a457a2b25fed67d2930e9018e9927e88d2138457d35cea50da3"
+MODULE = "_rc100_0c3b222ecd08"
+HASH = "0c3b222ecd08372a2681d20678786adef0ba49198668e3e542cd0dc46b880364"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_8c36d18d0108"
-HASH = "8c36d18d01087a2ef01f6b9a1043ffb7c6b13d94a0e3fd287cb009159238f512"
+MODULE = "_rc20_f22fdc287ba3"
+HASH = "f22fdc287ba3d7ee7e8da7865a0acf3a54c87f2d11a7ab87be2f820026f3d39a"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

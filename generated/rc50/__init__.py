@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_d74232638f22"
-HASH = "d74232638f225083feae40c383c87360f986203cc11b6985b59953c1b96bde6a"
+MODULE = "_rc50_39a43ce5151c"
+HASH = "39a43ce5151c78e40b2721ea84658c080bc475eb3f62b2c998505d35f9a2cab2"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
