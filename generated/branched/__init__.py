@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_fb6315424bbe"
-HASH = "fb6315424bbe015df181d58b1b52631a3852d2f77f1cb45a3c669bc6b8ffccf1"
+MODULE = "_branched_2b299d70d2a5"
+HASH = "2b299d70d2a55b40828e0bcb2783a8321857b7c8fb7525235a94d3127c57f4c1"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

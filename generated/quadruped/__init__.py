@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_76920781d9a9"
-HASH = "76920781d9a9019e849e92d0b6ab399809732e6fe74fa3212f005a6443151267"
+MODULE = "_quadruped_96041dd8f627"
+HASH = "96041dd8f6277348def3be2a9aec20fb5edbc50a944abfa177399e52b5226d93"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

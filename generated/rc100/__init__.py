@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_0c3b222ecd08"
-HASH = "0c3b222ecd08372a2681d20678786adef0ba49198668e3e542cd0dc46b880364"
+MODULE = "_rc100_7a377f453540"
+HASH = "7a377f453540e72f6f0eae962f05e5cbd848f51ed127985859c3f582e19c3647"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_f22fdc287ba3"
-HASH = "f22fdc287ba3d7ee7e8da7865a0acf3a54c87f2d11a7ab87be2f820026f3d39a"
+MODULE = "_rc20_88d10882967b"
+HASH = "88d10882967b0e26b4dee364ab3ef5cc15a709ad40200ba1f1092f4f10f1e745"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_39a43ce5151c"
-HASH = "39a43ce5151c78e40b2721ea84658c080bc475eb3f62b2c998505d35f9a2cab2"
+MODULE = "_rc50_44af8fdc0fcf"
+HASH = "44af8fdc0fcf17ff00b81b59915868ddc7f2ae49b0ae23b7a2d475c4e3fde19a"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

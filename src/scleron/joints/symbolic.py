@@ -9,6 +9,8 @@ import math
 
 import sympy as sp
 
+from ..program.algebra import Algebra
+
 CHOP = 1e-12
 # Entries bigger than this (sympy count_ops) skip expansion and reduction in simplify_entry:
 # expansion grows very fast with size, and correctness does not depend on it (every joint is
@@ -380,7 +382,7 @@ class _Slot:
         raise TypeError("a recorded value has no truth value (no branches on values)")
 
 
-class _Recorder:
+class _Recorder(Algebra):
     """The algebra a Tape records in: elementary functions and helper calls become entries."""
 
     def __init__(self, tape):
@@ -391,14 +393,6 @@ class _Recorder:
 
     def call(self, helper, x):
         return self.tape.record(Tape.CALL, x, helper)
-
-    def sin(self, x): return self.function("sin", x)
-    def cos(self, x): return self.function("cos", x)
-    def tan(self, x): return self.function("tan", x)
-    def exp(self, x): return self.function("exp", x)
-    def log(self, x): return self.function("log", x)
-    def sqrt(self, x): return self.function("sqrt", x)
-    def atan(self, x): return self.function("atan", x)
 
 
 # ---- joints written as products of simple transforms -------------------------------------------
