@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_2b299d70d2a5"
-HASH = "2b299d70d2a55b40828e0bcb2783a8321857b7c8fb7525235a94d3127c57f4c1"
+MODULE = "_branched_5c5351e0f817"
+HASH = "5c5351e0f817f4de69cc583331e8dc947f524d0cf7c8403fefc9dfdcf096c2a9"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

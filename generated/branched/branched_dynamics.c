@@ -136,16 +136,16 @@ static inline double scl_exp_dc(double x)
 }
 
 
-SCLERON_LOCAL void branched_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void branched_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void branched_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void branched_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void branched_forward_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void branched_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void branched_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void branched_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void branched_forward_dynamics_part2(const double *restrict q, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void branched_forward_dynamics_part3(const double *restrict q, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void branched_forward_dynamics_part4(const double *restrict q, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void branched_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);
 SCLERON_LOCAL void branched_inverse_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
 SCLERON_LOCAL void branched_mass_matrix_part0(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w);
 SCLERON_LOCAL void branched_mass_matrix_part1(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void branched_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void branched_bias_forces_part0(const double *restrict q, const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);
 SCLERON_LOCAL void branched_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
 SCLERON_LOCAL void branched_kinetic_energy_part0(const double *restrict q, const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq);
 SCLERON_LOCAL void branched_potential_energy_part0(const double *restrict q, double *restrict V, const double *restrict sq, const double *restrict cq);
@@ -170,7 +170,7 @@ int branched_openmp(void)
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(0)
-SCLERON_LOCAL void branched_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void branched_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* joint a_shoulder (spherical): Q(q), S, Sdot qd  (S&G 9, 12) */
     const double t0 = cq[1] * cq[2];
@@ -1293,7 +1293,7 @@ SCLERON_LOCAL void branched_forward_dynamics_part0(const double *restrict q, con
 #endif
 
 #if SCLERON_IN_PART(1)
-SCLERON_LOCAL void branched_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void branched_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* joint c_plane (planar): Q(q), S, Sdot qd  (S&G 9, 12) */
     const double t999 = w[0];
@@ -2491,7 +2491,7 @@ SCLERON_LOCAL void branched_forward_dynamics_part1(const double *restrict q, con
 #endif
 
 #if SCLERON_IN_PART(2)
-SCLERON_LOCAL void branched_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void branched_forward_dynamics_part2(const double *restrict q, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body b_hand */
     const double t1999 = w[105];
@@ -3589,7 +3589,7 @@ SCLERON_LOCAL void branched_forward_dynamics_part2(const double *restrict q, con
 #endif
 
 #if SCLERON_IN_PART(3)
-SCLERON_LOCAL void branched_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void branched_forward_dynamics_part3(const double *restrict q, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body a_hand */
     const double t2999 = w[132];
@@ -4782,7 +4782,7 @@ SCLERON_LOCAL void branched_forward_dynamics_part3(const double *restrict q, con
 #endif
 
 #if SCLERON_IN_PART(4)
-SCLERON_LOCAL void branched_forward_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void branched_forward_dynamics_part4(const double *restrict q, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 5 (S&G 31-33): articulated bias of body a_upper */
     const double t3394 = w[215];
@@ -5463,11 +5463,11 @@ void branched_forward_dynamics(const double *q, const double *qd, const double *
     double sq[20], cq[20];
     scl_sincos(q + 1, sq + 1, cq + 1, 16);
     double w[278];
-    branched_forward_dynamics_part0(q, qd, tau, qdd, sq, cq, w);
-    branched_forward_dynamics_part1(q, qd, tau, qdd, sq, cq, w);
-    branched_forward_dynamics_part2(q, qd, tau, qdd, sq, cq, w);
-    branched_forward_dynamics_part3(q, qd, tau, qdd, sq, cq, w);
-    branched_forward_dynamics_part4(q, qd, tau, qdd, sq, cq, w);
+    branched_forward_dynamics_part0(q, qd, sq, cq, w);
+    branched_forward_dynamics_part1(q, qd, tau, sq, cq, w);
+    branched_forward_dynamics_part2(q, sq, cq, w);
+    branched_forward_dynamics_part3(q, qdd, sq, cq, w);
+    branched_forward_dynamics_part4(q, qdd, sq, cq, w);
 }
 
 void branched_forward_dynamics_batch(int n, const double *q, const double *qd, const double *tau, double *qdd)
@@ -5494,7 +5494,7 @@ void branched_forward_dynamics_batch_threads(int n, int threads, const double *q
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(5)
-SCLERON_LOCAL void branched_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void branched_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* joint a_shoulder (spherical): Q(q), S, Sdot qd  (S&G 9, 12) */
     const double t0 = cq[1] * cq[2];
@@ -7499,7 +7499,7 @@ void branched_inverse_dynamics(const double *q, const double *qd, const double *
     double sq[20], cq[20];
     scl_sincos(q + 1, sq + 1, cq + 1, 16);
     double w[104];
-    branched_inverse_dynamics_part0(q, qd, qdd, tau, sq, cq, w);
+    branched_inverse_dynamics_part0(q, qd, sq, cq, w);
     branched_inverse_dynamics_part1(q, qd, qdd, tau, sq, cq, w);
 }
 
@@ -9128,7 +9128,7 @@ void branched_mass_matrix_batch_threads(int n, int threads, const double *q, dou
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(9)
-SCLERON_LOCAL void branched_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void branched_bias_forces_part0(const double *restrict q, const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* joint a_shoulder (spherical): Q(q), S, Sdot qd  (S&G 9, 12) */
     const double t0 = cq[1] * cq[2];
@@ -11000,7 +11000,7 @@ void branched_bias_forces(const double *q, const double *qd, double *h)
     double sq[20], cq[20];
     scl_sincos(q + 1, sq + 1, cq + 1, 16);
     double w[105];
-    branched_bias_forces_part0(q, qd, h, sq, cq, w);
+    branched_bias_forces_part0(q, qd, sq, cq, w);
     branched_bias_forces_part1(q, qd, h, sq, cq, w);
 }
 

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_96041dd8f627"
-HASH = "96041dd8f6277348def3be2a9aec20fb5edbc50a944abfa177399e52b5226d93"
+MODULE = "_quadruped_e40df886fe80"
+HASH = "e40df886fe808a60c7aeee1a9747439460844a632bfacc27c185a3a7a7392928"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -86,17 +86,17 @@ static inline void scl_sincos(const double *restrict x, double *restrict s, doub
 }
 
 
-SCLERON_LOCAL void quadruped_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void quadruped_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void quadruped_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void quadruped_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void quadruped_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void quadruped_inverse_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void quadruped_mass_matrix_part1(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void quadruped_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void quadruped_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void quadruped_kinetic_energy_part0(const double *restrict q, const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq);
+SCLERON_LOCAL void quadruped_forward_dynamics_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void quadruped_forward_dynamics_part1(const double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void quadruped_forward_dynamics_part2(const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void quadruped_forward_dynamics_part3(double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void quadruped_inverse_dynamics_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void quadruped_inverse_dynamics_part1(const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void quadruped_mass_matrix_part0(double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void quadruped_mass_matrix_part1(double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void quadruped_bias_forces_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void quadruped_bias_forces_part1(double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void quadruped_kinetic_energy_part0(const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq);
 SCLERON_LOCAL void quadruped_potential_energy_part0(const double *restrict q, double *restrict V, const double *restrict sq, const double *restrict cq);
 SCLERON_LOCAL void quadruped_center_of_mass_part0(const double *restrict q, double *restrict com, const double *restrict sq, const double *restrict cq);
 SCLERON_LOCAL void quadruped_integrate_part0(const double *restrict q, const double *restrict v, const double *restrict dt, double *restrict q_next);
@@ -119,7 +119,7 @@ int quadruped_openmp(void)
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(0)
-SCLERON_LOCAL void quadruped_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void quadruped_forward_dynamics_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* joint root (free): Q(q), S, Sdot qd  (S&G 9, 12) */
     const double t0 = cq[4] * cq[5];
@@ -1282,7 +1282,7 @@ SCLERON_LOCAL void quadruped_forward_dynamics_part0(const double *restrict q, co
 #endif
 
 #if SCLERON_IN_PART(1)
-SCLERON_LOCAL void quadruped_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void quadruped_forward_dynamics_part1(const double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body hr_calf, joint hr_knee_joint */
     const double t940 = w[0];
@@ -2506,7 +2506,7 @@ SCLERON_LOCAL void quadruped_forward_dynamics_part1(const double *restrict q, co
 #endif
 
 #if SCLERON_IN_PART(2)
-SCLERON_LOCAL void quadruped_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void quadruped_forward_dynamics_part2(const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body hr_hip */
     const double t1977 = w[143];
@@ -3601,7 +3601,7 @@ SCLERON_LOCAL void quadruped_forward_dynamics_part2(const double *restrict q, co
 #endif
 
 #if SCLERON_IN_PART(3)
-SCLERON_LOCAL void quadruped_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void quadruped_forward_dynamics_part3(double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body trunk */
     const double t2958 = w[159];
@@ -4453,10 +4453,10 @@ void quadruped_forward_dynamics(const double *q, const double *qd, const double 
     double sq[18], cq[18];
     scl_sincos(q + 3, sq + 3, cq + 3, 15);
     double w[241];
-    quadruped_forward_dynamics_part0(q, qd, tau, qdd, sq, cq, w);
-    quadruped_forward_dynamics_part1(q, qd, tau, qdd, sq, cq, w);
-    quadruped_forward_dynamics_part2(q, qd, tau, qdd, sq, cq, w);
-    quadruped_forward_dynamics_part3(q, qd, tau, qdd, sq, cq, w);
+    quadruped_forward_dynamics_part0(qd, sq, cq, w);
+    quadruped_forward_dynamics_part1(tau, sq, cq, w);
+    quadruped_forward_dynamics_part2(sq, cq, w);
+    quadruped_forward_dynamics_part3(qdd, sq, cq, w);
 }
 
 void quadruped_forward_dynamics_batch(int n, const double *q, const double *qd, const double *tau, double *qdd)
@@ -4483,7 +4483,7 @@ void quadruped_forward_dynamics_batch_threads(int n, int threads, const double *
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(4)
-SCLERON_LOCAL void quadruped_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void quadruped_inverse_dynamics_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* joint root (free): Q(q), S, Sdot qd  (S&G 9, 12) */
     const double t0 = cq[4] * cq[5];
@@ -5646,7 +5646,7 @@ SCLERON_LOCAL void quadruped_inverse_dynamics_part0(const double *restrict q, co
 #endif
 
 #if SCLERON_IN_PART(5)
-SCLERON_LOCAL void quadruped_inverse_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void quadruped_inverse_dynamics_part1(const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body hr_calf, joint hr_knee_joint */
     const double t940 = w[0];
@@ -6686,8 +6686,8 @@ void quadruped_inverse_dynamics(const double *q, const double *qd, const double 
     double sq[18], cq[18];
     scl_sincos(q + 3, sq + 3, cq + 3, 15);
     double w[143];
-    quadruped_inverse_dynamics_part0(q, qd, qdd, tau, sq, cq, w);
-    quadruped_inverse_dynamics_part1(q, qd, qdd, tau, sq, cq, w);
+    quadruped_inverse_dynamics_part0(qd, sq, cq, w);
+    quadruped_inverse_dynamics_part1(qdd, tau, sq, cq, w);
 }
 
 void quadruped_inverse_dynamics_batch(int n, const double *q, const double *qd, const double *qdd, double *tau)
@@ -6714,7 +6714,7 @@ void quadruped_inverse_dynamics_batch_threads(int n, int threads, const double *
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(6)
-SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void quadruped_mass_matrix_part0(double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* mass matrix (Featherstone Table 6.2): composite inertia of body hr_calf */
     const double t0 = -0.020000000000000004 * cq[17];
@@ -7940,7 +7940,7 @@ SCLERON_LOCAL void quadruped_mass_matrix_part0(const double *restrict q, double 
 #endif
 
 #if SCLERON_IN_PART(7)
-SCLERON_LOCAL void quadruped_mass_matrix_part1(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void quadruped_mass_matrix_part1(double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* mass matrix (Featherstone Table 6.2): column of joint fl_hip_joint */
     const double t987 = w[0];
@@ -8222,8 +8222,8 @@ void quadruped_mass_matrix(const double *q, double *M)
     double sq[18], cq[18];
     scl_sincos(q + 3, sq + 3, cq + 3, 15);
     double w[22];
-    quadruped_mass_matrix_part0(q, M, sq, cq, w);
-    quadruped_mass_matrix_part1(q, M, sq, cq, w);
+    quadruped_mass_matrix_part0(M, sq, cq, w);
+    quadruped_mass_matrix_part1(M, sq, cq, w);
 }
 
 void quadruped_mass_matrix_batch(int n, const double *q, double *M)
@@ -8250,7 +8250,7 @@ void quadruped_mass_matrix_batch_threads(int n, int threads, const double *q, do
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(8)
-SCLERON_LOCAL void quadruped_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void quadruped_bias_forces_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* joint root (free): Q(q), S, Sdot qd  (S&G 9, 12) */
     const double t0 = cq[4] * cq[5];
@@ -9413,7 +9413,7 @@ SCLERON_LOCAL void quadruped_bias_forces_part0(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(9)
-SCLERON_LOCAL void quadruped_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void quadruped_bias_forces_part1(double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body hr_calf, joint hr_knee_joint */
     const double t940 = w[0];
@@ -10404,8 +10404,8 @@ void quadruped_bias_forces(const double *q, const double *qd, double *h)
     double sq[18], cq[18];
     scl_sincos(q + 3, sq + 3, cq + 3, 15);
     double w[143];
-    quadruped_bias_forces_part0(q, qd, h, sq, cq, w);
-    quadruped_bias_forces_part1(q, qd, h, sq, cq, w);
+    quadruped_bias_forces_part0(qd, sq, cq, w);
+    quadruped_bias_forces_part1(h, sq, cq, w);
 }
 
 void quadruped_bias_forces_batch(int n, const double *q, const double *qd, double *h)
@@ -10432,7 +10432,7 @@ void quadruped_bias_forces_batch_threads(int n, int threads, const double *q, co
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(10)
-SCLERON_LOCAL void quadruped_kinetic_energy_part0(const double *restrict q, const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq)
+SCLERON_LOCAL void quadruped_kinetic_energy_part0(const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq)
 {
     /* joint root (free): Q(q), S, Sdot qd  (S&G 9, 12) */
     const double t0 = cq[4] * cq[5];
@@ -11029,7 +11029,7 @@ void quadruped_kinetic_energy(const double *q, const double *qd, double *T)
 {
     double sq[18], cq[18];
     scl_sincos(q + 3, sq + 3, cq + 3, 15);
-    quadruped_kinetic_energy_part0(q, qd, T, sq, cq);
+    quadruped_kinetic_energy_part0(qd, T, sq, cq);
 }
 
 void quadruped_kinetic_energy_batch(int n, const double *q, const double *qd, double *T)

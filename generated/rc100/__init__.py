@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_7a377f453540"
-HASH = "7a377f453540e72f6f0eae962f05e5cbd848f51ed127985859c3f582e19c3647"
+MODULE = "_rc100_89a7a14e1112"
+HASH = "89a7a14e1112d802443367fe986329ff5de45fffef49e6bd651b3163db33e6db"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_88d10882967b"
-HASH = "88d10882967b0e26b4dee364ab3ef5cc15a709ad40200ba1f1092f4f10f1e745"
+MODULE = "_rc20_39d86eefaa7c"
+HASH = "39d86eefaa7c235d3ac52ee0a0baf9e6191142dd0cb8df82e30ddc1bec0b2ce7"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -86,25 +86,25 @@ static inline void scl_sincos(const double *restrict x, double *restrict s, doub
 }
 
 
-SCLERON_LOCAL void rc20_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc20_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc20_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc20_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc20_forward_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc20_forward_dynamics_part5(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc20_inverse_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc20_inverse_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc20_bias_forces_part2(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc20_kinetic_energy_part0(const double *restrict q, const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq);
-SCLERON_LOCAL void rc20_potential_energy_part0(const double *restrict q, double *restrict V, const double *restrict sq, const double *restrict cq);
-SCLERON_LOCAL void rc20_center_of_mass_part0(const double *restrict q, double *restrict com, const double *restrict sq, const double *restrict cq);
+SCLERON_LOCAL void rc20_forward_dynamics_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc20_forward_dynamics_part1(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc20_forward_dynamics_part2(const double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc20_forward_dynamics_part3(const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc20_forward_dynamics_part4(const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc20_forward_dynamics_part5(double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc20_inverse_dynamics_part1(const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc20_inverse_dynamics_part2(double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc20_mass_matrix_part0(double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc20_mass_matrix_part1(double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc20_mass_matrix_part2(double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc20_mass_matrix_part3(double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc20_bias_forces_part2(double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc20_kinetic_energy_part0(const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq);
+SCLERON_LOCAL void rc20_potential_energy_part0(double *restrict V, const double *restrict sq, const double *restrict cq);
+SCLERON_LOCAL void rc20_center_of_mass_part0(double *restrict com, const double *restrict sq, const double *restrict cq);
 SCLERON_LOCAL void rc20_integrate_part0(const double *restrict q, const double *restrict v, const double *restrict dt, double *restrict q_next);
 SCLERON_LOCAL void rc20_difference_part0(const double *restrict q0, const double *restrict q1, double *restrict v);
 
@@ -125,7 +125,7 @@ int rc20_openmp(void)
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(0)
-SCLERON_LOCAL void rc20_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc20_forward_dynamics_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link1, joint joint1 */
     const double t0 = 0.5 * qd[0];
@@ -1324,7 +1324,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part0(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(1)
-SCLERON_LOCAL void rc20_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc20_forward_dynamics_part1(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link18, joint joint18 */
     const double t965 = w[0];
@@ -2598,7 +2598,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part1(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(2)
-SCLERON_LOCAL void rc20_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc20_forward_dynamics_part2(const double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 3 (S&G 24-25): force on body link9, joint joint9 */
     const double t1998 = w[175];
@@ -3766,7 +3766,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part2(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(3)
-SCLERON_LOCAL void rc20_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc20_forward_dynamics_part3(const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body link13 */
     const double t2980 = w[234];
@@ -4881,7 +4881,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part3(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(4)
-SCLERON_LOCAL void rc20_forward_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc20_forward_dynamics_part4(const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body link5 */
     const double t3998 = w[257];
@@ -6092,7 +6092,7 @@ SCLERON_LOCAL void rc20_forward_dynamics_part4(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(5)
-SCLERON_LOCAL void rc20_forward_dynamics_part5(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc20_forward_dynamics_part5(double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 6 (S&G 34-35): acceleration of body link10, joint joint10 */
     const double t4998 = w[397];
@@ -6474,12 +6474,12 @@ void rc20_forward_dynamics(const double *q, const double *qd, const double *tau,
     double sq[20], cq[20];
     scl_sincos(q + 1, sq + 1, cq + 1, 19);
     double w[418];
-    rc20_forward_dynamics_part0(q, qd, tau, qdd, sq, cq, w);
-    rc20_forward_dynamics_part1(q, qd, tau, qdd, sq, cq, w);
-    rc20_forward_dynamics_part2(q, qd, tau, qdd, sq, cq, w);
-    rc20_forward_dynamics_part3(q, qd, tau, qdd, sq, cq, w);
-    rc20_forward_dynamics_part4(q, qd, tau, qdd, sq, cq, w);
-    rc20_forward_dynamics_part5(q, qd, tau, qdd, sq, cq, w);
+    rc20_forward_dynamics_part0(qd, sq, cq, w);
+    rc20_forward_dynamics_part1(qd, sq, cq, w);
+    rc20_forward_dynamics_part2(tau, sq, cq, w);
+    rc20_forward_dynamics_part3(sq, cq, w);
+    rc20_forward_dynamics_part4(tau, qdd, sq, cq, w);
+    rc20_forward_dynamics_part5(qdd, sq, cq, w);
 }
 
 void rc20_forward_dynamics_batch(int n, const double *q, const double *qd, const double *tau, double *qdd)
@@ -6506,7 +6506,7 @@ void rc20_forward_dynamics_batch_threads(int n, int threads, const double *q, co
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(6)
-SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link1, joint joint1 */
     const double t0 = 0.5 * qd[0];
@@ -7704,7 +7704,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(7)
-SCLERON_LOCAL void rc20_inverse_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc20_inverse_dynamics_part1(const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link18, joint joint18 */
     const double t965 = w[0];
@@ -8987,7 +8987,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part1(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(8)
-SCLERON_LOCAL void rc20_inverse_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc20_inverse_dynamics_part2(double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 3 (S&G 24-25): force on body link11, joint joint11 */
     const double t1997 = w[174];
@@ -9257,9 +9257,9 @@ void rc20_inverse_dynamics(const double *q, const double *qd, const double *qdd,
     double sq[20], cq[20];
     scl_sincos(q + 1, sq + 1, cq + 1, 19);
     double w[234];
-    rc20_inverse_dynamics_part0(q, qd, qdd, tau, sq, cq, w);
-    rc20_inverse_dynamics_part1(q, qd, qdd, tau, sq, cq, w);
-    rc20_inverse_dynamics_part2(q, qd, qdd, tau, sq, cq, w);
+    rc20_inverse_dynamics_part0(qd, sq, cq, w);
+    rc20_inverse_dynamics_part1(qd, qdd, tau, sq, cq, w);
+    rc20_inverse_dynamics_part2(tau, sq, cq, w);
 }
 
 void rc20_inverse_dynamics_batch(int n, const double *q, const double *qd, const double *qdd, double *tau)
@@ -9286,7 +9286,7 @@ void rc20_inverse_dynamics_batch_threads(int n, int threads, const double *q, co
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(9)
-SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc20_mass_matrix_part0(double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link20 */
     const double t0 = 0.5 * cq[19];
@@ -10484,7 +10484,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part0(const double *restrict q, double *rest
 #endif
 
 #if SCLERON_IN_PART(10)
-SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc20_mass_matrix_part1(double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* mass matrix (Featherstone Table 6.2): column of joint joint20 */
     const double t998 = w[0];
@@ -11689,7 +11689,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part1(const double *restrict q, double *rest
 #endif
 
 #if SCLERON_IN_PART(11)
-SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc20_mass_matrix_part2(double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* mass matrix (Featherstone Table 6.2): column of joint joint15 */
     const double t1965 = w[37];
@@ -12915,7 +12915,7 @@ SCLERON_LOCAL void rc20_mass_matrix_part2(const double *restrict q, double *rest
 #endif
 
 #if SCLERON_IN_PART(12)
-SCLERON_LOCAL void rc20_mass_matrix_part3(const double *restrict q, double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc20_mass_matrix_part3(double *restrict M, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* mass matrix (Featherstone Table 6.2): column of joint joint7 */
     const double t2987 = w[89];
@@ -13083,10 +13083,10 @@ void rc20_mass_matrix(const double *q, double *M)
     double sq[20], cq[20];
     scl_sincos(q + 1, sq + 1, cq + 1, 19);
     double w[114];
-    rc20_mass_matrix_part0(q, M, sq, cq, w);
-    rc20_mass_matrix_part1(q, M, sq, cq, w);
-    rc20_mass_matrix_part2(q, M, sq, cq, w);
-    rc20_mass_matrix_part3(q, M, sq, cq, w);
+    rc20_mass_matrix_part0(M, sq, cq, w);
+    rc20_mass_matrix_part1(M, sq, cq, w);
+    rc20_mass_matrix_part2(M, sq, cq, w);
+    rc20_mass_matrix_part3(M, sq, cq, w);
 }
 
 void rc20_mass_matrix_batch(int n, const double *q, double *M)
@@ -13113,7 +13113,7 @@ void rc20_mass_matrix_batch_threads(int n, int threads, const double *q, double 
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(13)
-SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link1, joint joint1 */
     const double t0 = 0.5 * qd[0];
@@ -14312,7 +14312,7 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict q, const double
 #endif
 
 #if SCLERON_IN_PART(14)
-SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link18, joint joint18 */
     const double t965 = w[0];
@@ -15587,7 +15587,7 @@ SCLERON_LOCAL void rc20_bias_forces_part1(const double *restrict q, const double
 #endif
 
 #if SCLERON_IN_PART(15)
-SCLERON_LOCAL void rc20_bias_forces_part2(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc20_bias_forces_part2(double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 3 (S&G 24-25): force on body link9, joint joint9 */
     const double t1998 = w[175];
@@ -15799,9 +15799,9 @@ void rc20_bias_forces(const double *q, const double *qd, double *h)
     double sq[20], cq[20];
     scl_sincos(q + 1, sq + 1, cq + 1, 19);
     double w[223];
-    rc20_bias_forces_part0(q, qd, h, sq, cq, w);
-    rc20_bias_forces_part1(q, qd, h, sq, cq, w);
-    rc20_bias_forces_part2(q, qd, h, sq, cq, w);
+    rc20_bias_forces_part0(qd, sq, cq, w);
+    rc20_bias_forces_part1(qd, h, sq, cq, w);
+    rc20_bias_forces_part2(h, sq, cq, w);
 }
 
 void rc20_bias_forces_batch(int n, const double *q, const double *qd, double *h)
@@ -15828,7 +15828,7 @@ void rc20_bias_forces_batch_threads(int n, int threads, const double *q, const d
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(16)
-SCLERON_LOCAL void rc20_kinetic_energy_part0(const double *restrict q, const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq)
+SCLERON_LOCAL void rc20_kinetic_energy_part0(const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq)
 {
     /* pass 1 (S&G 18-21): velocity of body link1, joint joint1 */
     const double t0 = 0.5 * qd[0];
@@ -16577,7 +16577,7 @@ void rc20_kinetic_energy(const double *q, const double *qd, double *T)
 {
     double sq[20], cq[20];
     scl_sincos(q + 1, sq + 1, cq + 1, 19);
-    rc20_kinetic_energy_part0(q, qd, T, sq, cq);
+    rc20_kinetic_energy_part0(qd, T, sq, cq);
 }
 
 void rc20_kinetic_energy_batch(int n, const double *q, const double *qd, double *T)
@@ -16604,7 +16604,7 @@ void rc20_kinetic_energy_batch_threads(int n, int threads, const double *q, cons
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(17)
-SCLERON_LOCAL void rc20_potential_energy_part0(const double *restrict q, double *restrict V, const double *restrict sq, const double *restrict cq)
+SCLERON_LOCAL void rc20_potential_energy_part0(double *restrict V, const double *restrict sq, const double *restrict cq)
 {
     /* potential energy: world pose and centre of mass of body link2 */
     const double t0 = 4.905 * sq[1];
@@ -16822,7 +16822,7 @@ void rc20_potential_energy(const double *q, double *V)
 {
     double sq[20], cq[20];
     scl_sincos(q + 1, sq + 1, cq + 1, 19);
-    rc20_potential_energy_part0(q, V, sq, cq);
+    rc20_potential_energy_part0(V, sq, cq);
 }
 
 void rc20_potential_energy_batch(int n, const double *q, double *V)
@@ -16849,7 +16849,7 @@ void rc20_potential_energy_batch_threads(int n, int threads, const double *q, do
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(18)
-SCLERON_LOCAL void rc20_center_of_mass_part0(const double *restrict q, double *restrict com, const double *restrict sq, const double *restrict cq)
+SCLERON_LOCAL void rc20_center_of_mass_part0(double *restrict com, const double *restrict sq, const double *restrict cq)
 {
     /* centre of mass: world pose and first moment of body link1 */
     const double t0 = 0.5 * cq[0];
@@ -17415,7 +17415,7 @@ void rc20_center_of_mass(const double *q, double *com)
 {
     double sq[20], cq[20];
     scl_sincos(q + 0, sq + 0, cq + 0, 20);
-    rc20_center_of_mass_part0(q, com, sq, cq);
+    rc20_center_of_mass_part0(com, sq, cq);
 }
 
 void rc20_center_of_mass_batch(int n, const double *q, double *com)

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_44af8fdc0fcf"
-HASH = "44af8fdc0fcf17ff00b81b59915868ddc7f2ae49b0ae23b7a2d475c4e3fde19a"
+MODULE = "_rc50_5aae3c2af4f6"
+HASH = "5aae3c2af4f67708a75a8ce1c0f0aec5a9dcdedefeff8af4b51f2f82472c8740"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

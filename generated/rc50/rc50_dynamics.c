@@ -86,44 +86,44 @@ static inline void scl_sincos(const double *restrict x, double *restrict s, doub
 }
 
 
-SCLERON_LOCAL void rc50_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_forward_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_forward_dynamics_part5(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_forward_dynamics_part6(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_forward_dynamics_part7(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_forward_dynamics_part8(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_forward_dynamics_part9(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_forward_dynamics_part10(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_forward_dynamics_part11(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_forward_dynamics_part12(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_forward_dynamics_part13(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_forward_dynamics_part14(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_inverse_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_inverse_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_inverse_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_inverse_dynamics_part5(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_mass_matrix_part2(const double *restrict q, double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_mass_matrix_part3(const double *restrict q, double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_mass_matrix_part4(const double *restrict q, double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_mass_matrix_part5(const double *restrict q, double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_bias_forces_part2(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_bias_forces_part3(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_bias_forces_part4(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_bias_forces_part5(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_kinetic_energy_part0(const double *restrict q, const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_kinetic_energy_part1(const double *restrict q, const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_potential_energy_part0(const double *restrict q, double *restrict V, const double *restrict sq, const double *restrict cq);
-SCLERON_LOCAL void rc50_center_of_mass_part0(const double *restrict q, double *restrict com, const double *restrict sq, const double *restrict cq, double *restrict w);
-SCLERON_LOCAL void rc50_center_of_mass_part1(const double *restrict q, double *restrict com, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part1(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part2(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part3(const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part4(const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part5(const double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part6(const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part7(const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part8(const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part9(const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part10(const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part11(const double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part12(double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part13(double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_forward_dynamics_part14(double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_inverse_dynamics_part2(const double *restrict qd, const double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_inverse_dynamics_part3(const double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_inverse_dynamics_part4(const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_inverse_dynamics_part5(double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part2(double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part3(double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part4(double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_mass_matrix_part5(double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_bias_forces_part2(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_bias_forces_part3(const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_bias_forces_part4(double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_bias_forces_part5(double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_kinetic_energy_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_kinetic_energy_part1(const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_potential_energy_part0(double *restrict V, const double *restrict sq, const double *restrict cq);
+SCLERON_LOCAL void rc50_center_of_mass_part0(const double *restrict sq, const double *restrict cq, double *restrict w);
+SCLERON_LOCAL void rc50_center_of_mass_part1(double *restrict com, const double *restrict sq, const double *restrict cq, double *restrict w);
 SCLERON_LOCAL void rc50_integrate_part0(const double *restrict q, const double *restrict v, const double *restrict dt, double *restrict q_next);
 SCLERON_LOCAL void rc50_difference_part0(const double *restrict q0, const double *restrict q1, double *restrict v);
 
@@ -144,7 +144,7 @@ int rc50_openmp(void)
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(0)
-SCLERON_LOCAL void rc50_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_forward_dynamics_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link1, joint joint1 */
     const double t0 = 0.5 * qd[0];
@@ -1343,7 +1343,7 @@ SCLERON_LOCAL void rc50_forward_dynamics_part0(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(1)
-SCLERON_LOCAL void rc50_forward_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_forward_dynamics_part1(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link18, joint joint18 */
     const double t965 = w[0];
@@ -2548,7 +2548,7 @@ SCLERON_LOCAL void rc50_forward_dynamics_part1(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(2)
-SCLERON_LOCAL void rc50_forward_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_forward_dynamics_part2(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link35, joint joint35 */
     const double t1944 = w[11];
@@ -3752,7 +3752,7 @@ SCLERON_LOCAL void rc50_forward_dynamics_part2(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(3)
-SCLERON_LOCAL void rc50_forward_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_forward_dynamics_part3(const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 2 (S&G 22-23): acceleration of body link3 */
     const double t3 = w[19];
@@ -5249,7 +5249,7 @@ SCLERON_LOCAL void rc50_forward_dynamics_part3(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(4)
-SCLERON_LOCAL void rc50_forward_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_forward_dynamics_part4(const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 2 (S&G 22-23): acceleration of body link31 */
     const double t3942 = w[308];
@@ -6550,7 +6550,7 @@ SCLERON_LOCAL void rc50_forward_dynamics_part4(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(5)
-SCLERON_LOCAL void rc50_forward_dynamics_part5(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_forward_dynamics_part5(const double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 3 (S&G 24-25): force on body link36, joint joint36 */
     const double t4998 = w[516];
@@ -7907,7 +7907,7 @@ SCLERON_LOCAL void rc50_forward_dynamics_part5(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(6)
-SCLERON_LOCAL void rc50_forward_dynamics_part6(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_forward_dynamics_part6(const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body link47 */
     const double t5970 = w[740];
@@ -9013,7 +9013,7 @@ SCLERON_LOCAL void rc50_forward_dynamics_part6(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(7)
-SCLERON_LOCAL void rc50_forward_dynamics_part7(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_forward_dynamics_part7(const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body link39 */
     const double t6950 = w[760];
@@ -10120,7 +10120,7 @@ SCLERON_LOCAL void rc50_forward_dynamics_part7(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(8)
-SCLERON_LOCAL void rc50_forward_dynamics_part8(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_forward_dynamics_part8(const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body link31 */
     const double t7948 = w[780];
@@ -11223,7 +11223,7 @@ SCLERON_LOCAL void rc50_forward_dynamics_part8(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(9)
-SCLERON_LOCAL void rc50_forward_dynamics_part9(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_forward_dynamics_part9(const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body link24 */
     const double t8985 = w[804];
@@ -12331,7 +12331,7 @@ SCLERON_LOCAL void rc50_forward_dynamics_part9(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(10)
-SCLERON_LOCAL void rc50_forward_dynamics_part10(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_forward_dynamics_part10(const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body link16 */
     const double t9960 = w[823];
@@ -13449,7 +13449,7 @@ SCLERON_LOCAL void rc50_forward_dynamics_part10(const double *restrict q, const 
 #endif
 
 #if SCLERON_IN_PART(11)
-SCLERON_LOCAL void rc50_forward_dynamics_part11(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_forward_dynamics_part11(const double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 4 (S&G 27-28): articulated inertia of body link8 */
     const double t10950 = w[848];
@@ -14648,7 +14648,7 @@ SCLERON_LOCAL void rc50_forward_dynamics_part11(const double *restrict q, const 
 #endif
 
 #if SCLERON_IN_PART(12)
-SCLERON_LOCAL void rc50_forward_dynamics_part12(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_forward_dynamics_part12(double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 5 (S&G 31-33): articulated bias of body link38 */
     const double t11998 = w[962];
@@ -16015,7 +16015,7 @@ SCLERON_LOCAL void rc50_forward_dynamics_part12(const double *restrict q, const 
 #endif
 
 #if SCLERON_IN_PART(13)
-SCLERON_LOCAL void rc50_forward_dynamics_part13(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_forward_dynamics_part13(double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 6 (S&G 34-35): acceleration of body link3, joint joint3 */
     const double t11542 = w[1222];
@@ -17367,7 +17367,7 @@ SCLERON_LOCAL void rc50_forward_dynamics_part13(const double *restrict q, const 
 #endif
 
 #if SCLERON_IN_PART(14)
-SCLERON_LOCAL void rc50_forward_dynamics_part14(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_forward_dynamics_part14(double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 6 (S&G 34-35): acceleration of body link38, joint joint38 */
     const double t13970 = w[1274];
@@ -17845,21 +17845,21 @@ void rc50_forward_dynamics(const double *q, const double *qd, const double *tau,
     double sq[50], cq[50];
     scl_sincos(q + 1, sq + 1, cq + 1, 49);
     double w[1294];
-    rc50_forward_dynamics_part0(q, qd, tau, qdd, sq, cq, w);
-    rc50_forward_dynamics_part1(q, qd, tau, qdd, sq, cq, w);
-    rc50_forward_dynamics_part2(q, qd, tau, qdd, sq, cq, w);
-    rc50_forward_dynamics_part3(q, qd, tau, qdd, sq, cq, w);
-    rc50_forward_dynamics_part4(q, qd, tau, qdd, sq, cq, w);
-    rc50_forward_dynamics_part5(q, qd, tau, qdd, sq, cq, w);
-    rc50_forward_dynamics_part6(q, qd, tau, qdd, sq, cq, w);
-    rc50_forward_dynamics_part7(q, qd, tau, qdd, sq, cq, w);
-    rc50_forward_dynamics_part8(q, qd, tau, qdd, sq, cq, w);
-    rc50_forward_dynamics_part9(q, qd, tau, qdd, sq, cq, w);
-    rc50_forward_dynamics_part10(q, qd, tau, qdd, sq, cq, w);
-    rc50_forward_dynamics_part11(q, qd, tau, qdd, sq, cq, w);
-    rc50_forward_dynamics_part12(q, qd, tau, qdd, sq, cq, w);
-    rc50_forward_dynamics_part13(q, qd, tau, qdd, sq, cq, w);
-    rc50_forward_dynamics_part14(q, qd, tau, qdd, sq, cq, w);
+    rc50_forward_dynamics_part0(qd, sq, cq, w);
+    rc50_forward_dynamics_part1(qd, sq, cq, w);
+    rc50_forward_dynamics_part2(qd, sq, cq, w);
+    rc50_forward_dynamics_part3(sq, cq, w);
+    rc50_forward_dynamics_part4(sq, cq, w);
+    rc50_forward_dynamics_part5(tau, sq, cq, w);
+    rc50_forward_dynamics_part6(sq, cq, w);
+    rc50_forward_dynamics_part7(sq, cq, w);
+    rc50_forward_dynamics_part8(sq, cq, w);
+    rc50_forward_dynamics_part9(sq, cq, w);
+    rc50_forward_dynamics_part10(sq, cq, w);
+    rc50_forward_dynamics_part11(tau, sq, cq, w);
+    rc50_forward_dynamics_part12(qdd, sq, cq, w);
+    rc50_forward_dynamics_part13(qdd, sq, cq, w);
+    rc50_forward_dynamics_part14(qdd, sq, cq, w);
 }
 
 void rc50_forward_dynamics_batch(int n, const double *q, const double *qd, const double *tau, double *qdd)
@@ -17886,7 +17886,7 @@ void rc50_forward_dynamics_batch_threads(int n, int threads, const double *q, co
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(15)
-SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link1, joint joint1 */
     const double t0 = 0.5 * qd[0];
@@ -19084,7 +19084,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(16)
-SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link18, joint joint18 */
     const double t965 = w[0];
@@ -20289,7 +20289,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(17)
-SCLERON_LOCAL void rc50_inverse_dynamics_part2(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_inverse_dynamics_part2(const double *restrict qd, const double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link35, joint joint35 */
     const double t1944 = w[11];
@@ -21490,7 +21490,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part2(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(18)
-SCLERON_LOCAL void rc50_inverse_dynamics_part3(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_inverse_dynamics_part3(const double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 2 (S&G 22-23): acceleration of body link2 */
     const double t2998 = w[21];
@@ -22969,7 +22969,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part3(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(19)
-SCLERON_LOCAL void rc50_inverse_dynamics_part4(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_inverse_dynamics_part4(const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 2 (S&G 22-23): acceleration of body link29 */
     const double t3993 = w[295];
@@ -24319,7 +24319,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part4(const double *restrict q, const d
 #endif
 
 #if SCLERON_IN_PART(20)
-SCLERON_LOCAL void rc50_inverse_dynamics_part5(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_inverse_dynamics_part5(double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 3 (S&G 24-25): force on body link40, joint joint40 */
     const double t4998 = w[521];
@@ -25391,12 +25391,12 @@ void rc50_inverse_dynamics(const double *q, const double *qd, const double *qdd,
     double sq[50], cq[50];
     scl_sincos(q + 1, sq + 1, cq + 1, 49);
     double w[755];
-    rc50_inverse_dynamics_part0(q, qd, qdd, tau, sq, cq, w);
-    rc50_inverse_dynamics_part1(q, qd, qdd, tau, sq, cq, w);
-    rc50_inverse_dynamics_part2(q, qd, qdd, tau, sq, cq, w);
-    rc50_inverse_dynamics_part3(q, qd, qdd, tau, sq, cq, w);
-    rc50_inverse_dynamics_part4(q, qd, qdd, tau, sq, cq, w);
-    rc50_inverse_dynamics_part5(q, qd, qdd, tau, sq, cq, w);
+    rc50_inverse_dynamics_part0(qd, sq, cq, w);
+    rc50_inverse_dynamics_part1(qd, sq, cq, w);
+    rc50_inverse_dynamics_part2(qd, qdd, sq, cq, w);
+    rc50_inverse_dynamics_part3(qdd, sq, cq, w);
+    rc50_inverse_dynamics_part4(qdd, tau, sq, cq, w);
+    rc50_inverse_dynamics_part5(tau, sq, cq, w);
 }
 
 void rc50_inverse_dynamics_batch(int n, const double *q, const double *qd, const double *qdd, double *tau)
@@ -25423,7 +25423,7 @@ void rc50_inverse_dynamics_batch_threads(int n, int threads, const double *q, co
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(21)
-SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link50 */
     const double t0 = 0.5 * cq[49];
@@ -26564,7 +26564,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part0(const double *restrict q, double *rest
 #endif
 
 #if SCLERON_IN_PART(22)
-SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link29 */
     const double t970 = w[0];
@@ -27713,7 +27713,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part1(const double *restrict q, double *rest
 #endif
 
 #if SCLERON_IN_PART(23)
-SCLERON_LOCAL void rc50_mass_matrix_part2(const double *restrict q, double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_mass_matrix_part2(double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* mass matrix (Featherstone Table 6.2): composite inertia of body link9 */
     const double t1986 = w[13];
@@ -28908,7 +28908,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part2(const double *restrict q, double *rest
 #endif
 
 #if SCLERON_IN_PART(24)
-SCLERON_LOCAL void rc50_mass_matrix_part3(const double *restrict q, double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_mass_matrix_part3(double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* mass matrix: world pose, S and Ic S of joint joint12 */
     const double t2936 = w[39];
@@ -30221,7 +30221,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part3(const double *restrict q, double *rest
 #endif
 
 #if SCLERON_IN_PART(25)
-SCLERON_LOCAL void rc50_mass_matrix_part4(const double *restrict q, double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_mass_matrix_part4(double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* mass matrix: world pose, S and Ic S of joint joint26 */
     const double t3998 = w[134];
@@ -31530,7 +31530,7 @@ SCLERON_LOCAL void rc50_mass_matrix_part4(const double *restrict q, double *rest
 #endif
 
 #if SCLERON_IN_PART(26)
-SCLERON_LOCAL void rc50_mass_matrix_part5(const double *restrict q, double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_mass_matrix_part5(double *restrict Sw, double *restrict Fw, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* mass matrix: world pose, S and Ic S of joint joint41 */
     const double t4933 = w[222];
@@ -32438,12 +32438,12 @@ void rc50_mass_matrix(const double *q, double *M)
     scl_sincos(q + 0, sq + 0, cq + 0, 50);
     double w[283];
     double Sw[300], Fw[300];
-    rc50_mass_matrix_part0(q, Sw, Fw, sq, cq, w);
-    rc50_mass_matrix_part1(q, Sw, Fw, sq, cq, w);
-    rc50_mass_matrix_part2(q, Sw, Fw, sq, cq, w);
-    rc50_mass_matrix_part3(q, Sw, Fw, sq, cq, w);
-    rc50_mass_matrix_part4(q, Sw, Fw, sq, cq, w);
-    rc50_mass_matrix_part5(q, Sw, Fw, sq, cq, w);
+    rc50_mass_matrix_part0(sq, cq, w);
+    rc50_mass_matrix_part1(sq, cq, w);
+    rc50_mass_matrix_part2(Sw, Fw, sq, cq, w);
+    rc50_mass_matrix_part3(Sw, Fw, sq, cq, w);
+    rc50_mass_matrix_part4(Sw, Fw, sq, cq, w);
+    rc50_mass_matrix_part5(Sw, Fw, sq, cq, w);
     /* upper triangle: M_rc = Sw_r . Fw_c; lower: M_cr = Fw_c . Sw_r */
     rc50_mass_matrix_products(Sw, Fw, rc50_mu_row, rc50_mu_first, rc50_mu_end, 50, M);
     rc50_mass_matrix_products(Fw, Sw, rc50_ml_row, rc50_ml_first, rc50_ml_end, 49, M);
@@ -32473,7 +32473,7 @@ void rc50_mass_matrix_batch_threads(int n, int threads, const double *q, double 
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(27)
-SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link1, joint joint1 */
     const double t0 = 0.5 * qd[0];
@@ -33672,7 +33672,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict q, const double
 #endif
 
 #if SCLERON_IN_PART(28)
-SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link18, joint joint18 */
     const double t965 = w[0];
@@ -34877,7 +34877,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict q, const double
 #endif
 
 #if SCLERON_IN_PART(29)
-SCLERON_LOCAL void rc50_bias_forces_part2(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_bias_forces_part2(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link35, joint joint35 */
     const double t1944 = w[11];
@@ -36081,7 +36081,7 @@ SCLERON_LOCAL void rc50_bias_forces_part2(const double *restrict q, const double
 #endif
 
 #if SCLERON_IN_PART(30)
-SCLERON_LOCAL void rc50_bias_forces_part3(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_bias_forces_part3(const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 2 (S&G 22-23): acceleration of body link3 */
     const double t3 = w[19];
@@ -37578,7 +37578,7 @@ SCLERON_LOCAL void rc50_bias_forces_part3(const double *restrict q, const double
 #endif
 
 #if SCLERON_IN_PART(31)
-SCLERON_LOCAL void rc50_bias_forces_part4(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_bias_forces_part4(double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 2 (S&G 22-23): acceleration of body link31 */
     const double t3942 = w[308];
@@ -38880,7 +38880,7 @@ SCLERON_LOCAL void rc50_bias_forces_part4(const double *restrict q, const double
 #endif
 
 #if SCLERON_IN_PART(32)
-SCLERON_LOCAL void rc50_bias_forces_part5(const double *restrict q, const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_bias_forces_part5(double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 3 (S&G 24-25): force on body link36, joint joint36 */
     const double t4998 = w[516];
@@ -39848,12 +39848,12 @@ void rc50_bias_forces(const double *q, const double *qd, double *h)
     double sq[50], cq[50];
     scl_sincos(q + 1, sq + 1, cq + 1, 49);
     double w[726];
-    rc50_bias_forces_part0(q, qd, h, sq, cq, w);
-    rc50_bias_forces_part1(q, qd, h, sq, cq, w);
-    rc50_bias_forces_part2(q, qd, h, sq, cq, w);
-    rc50_bias_forces_part3(q, qd, h, sq, cq, w);
-    rc50_bias_forces_part4(q, qd, h, sq, cq, w);
-    rc50_bias_forces_part5(q, qd, h, sq, cq, w);
+    rc50_bias_forces_part0(qd, sq, cq, w);
+    rc50_bias_forces_part1(qd, sq, cq, w);
+    rc50_bias_forces_part2(qd, sq, cq, w);
+    rc50_bias_forces_part3(sq, cq, w);
+    rc50_bias_forces_part4(h, sq, cq, w);
+    rc50_bias_forces_part5(h, sq, cq, w);
 }
 
 void rc50_bias_forces_batch(int n, const double *q, const double *qd, double *h)
@@ -39880,7 +39880,7 @@ void rc50_bias_forces_batch_threads(int n, int threads, const double *q, const d
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(33)
-SCLERON_LOCAL void rc50_kinetic_energy_part0(const double *restrict q, const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_kinetic_energy_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link1, joint joint1 */
     const double t0 = 0.5 * qd[0];
@@ -41318,7 +41318,7 @@ SCLERON_LOCAL void rc50_kinetic_energy_part0(const double *restrict q, const dou
 #endif
 
 #if SCLERON_IN_PART(34)
-SCLERON_LOCAL void rc50_kinetic_energy_part1(const double *restrict q, const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_kinetic_energy_part1(const double *restrict qd, double *restrict T, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* pass 1 (S&G 18-21): velocity of body link41, joint joint41 */
     const double t999 = w[0];
@@ -42619,8 +42619,8 @@ void rc50_kinetic_energy(const double *q, const double *qd, double *T)
     double sq[50], cq[50];
     scl_sincos(q + 1, sq + 1, cq + 1, 49);
     double w[391];
-    rc50_kinetic_energy_part0(q, qd, T, sq, cq, w);
-    rc50_kinetic_energy_part1(q, qd, T, sq, cq, w);
+    rc50_kinetic_energy_part0(qd, sq, cq, w);
+    rc50_kinetic_energy_part1(qd, T, sq, cq, w);
 }
 
 void rc50_kinetic_energy_batch(int n, const double *q, const double *qd, double *T)
@@ -42647,7 +42647,7 @@ void rc50_kinetic_energy_batch_threads(int n, int threads, const double *q, cons
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(35)
-SCLERON_LOCAL void rc50_potential_energy_part0(const double *restrict q, double *restrict V, const double *restrict sq, const double *restrict cq)
+SCLERON_LOCAL void rc50_potential_energy_part0(double *restrict V, const double *restrict sq, const double *restrict cq)
 {
     /* potential energy: world pose and centre of mass of body link2 */
     const double t0 = 4.905 * sq[1];
@@ -43225,7 +43225,7 @@ void rc50_potential_energy(const double *q, double *V)
 {
     double sq[50], cq[50];
     scl_sincos(q + 1, sq + 1, cq + 1, 49);
-    rc50_potential_energy_part0(q, V, sq, cq);
+    rc50_potential_energy_part0(V, sq, cq);
 }
 
 void rc50_potential_energy_batch(int n, const double *q, double *V)
@@ -43252,7 +43252,7 @@ void rc50_potential_energy_batch_threads(int n, int threads, const double *q, do
  * ====================================================================================== */
 
 #if SCLERON_IN_PART(36)
-SCLERON_LOCAL void rc50_center_of_mass_part0(const double *restrict q, double *restrict com, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_center_of_mass_part0(const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* centre of mass: world pose and first moment of body link1 */
     const double t0 = 0.5 * cq[0];
@@ -44314,7 +44314,7 @@ SCLERON_LOCAL void rc50_center_of_mass_part0(const double *restrict q, double *r
 #endif
 
 #if SCLERON_IN_PART(37)
-SCLERON_LOCAL void rc50_center_of_mass_part1(const double *restrict q, double *restrict com, const double *restrict sq, const double *restrict cq, double *restrict w)
+SCLERON_LOCAL void rc50_center_of_mass_part1(double *restrict com, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
     /* centre of mass: world pose and first moment of body link36 */
     const double t968 = w[0];
@@ -44796,8 +44796,8 @@ void rc50_center_of_mass(const double *q, double *com)
     double sq[50], cq[50];
     scl_sincos(q + 0, sq + 0, cq + 0, 50);
     double w[20];
-    rc50_center_of_mass_part0(q, com, sq, cq, w);
-    rc50_center_of_mass_part1(q, com, sq, cq, w);
+    rc50_center_of_mass_part0(sq, cq, w);
+    rc50_center_of_mass_part1(com, sq, cq, w);
 }
 
 void rc50_center_of_mass_batch(int n, const double *q, double *com)

@@ -219,7 +219,6 @@ def function_context(code, prefix, chunk, first_index):
                   _pair_loop_context(code.loops.pairs)
                   if code.form == "product_loop" and code.loops.pairs else None),
         "sincos": cf.sincos, "statements": cf.statements, "counts": cf.counts,
-        "chunk_params": cf.chunk_params, "chunk_args": cf.chunk_args,
         "public_params": ", ".join(_pointer(a, o) for a, o in args),
         "batch_args": ", ".join(f"{a.name} + (long)k * {a.size(sizes)}" for a, _ in args),
         "inputs": [{"name": a.name, "size": a.size(sizes), "doc": a.doc} for a in ins],

@@ -5,6 +5,7 @@ programs are split into static functions of about `chunk` statements; values tha
 chunk boundary travel through a local work array w[] of the public function.
 """
 import math
+import re
 from dataclasses import dataclass, field
 
 from ...program.program import Var
@@ -36,6 +37,8 @@ class Chunk:
     name: str
     index: int = 0           # global number of the chunk in the C file (for parallel builds)
     lines: list = field(default_factory=list)
+    params: str = ""         # its parameters: the arrays its lines use, in the function's order
+    args: str = ""           # the arguments that call it
 
 
 @dataclass
@@ -43,8 +46,7 @@ class CFunction:
     """One public C function: its chunks, its work-array size and its statistics."""
     name: str
     params: str              # C parameter list of the public function
-    chunk_params: str        # parameter list of the static chunk functions
-    chunk_args: str          # argument list used to call them
+    chunk_params: str        # every pointer a chunk may take (a chunk's own: Chunk.params)
     chunks: list
     nwork: int
     statements: int
@@ -173,6 +175,16 @@ class CStatements:
         return lines
 
 
+def _own_parameters(chunk, pointers):
+    """A chunk takes only the arrays its lines use (name[...] or a memset of it): each further
+    pointer is one more argument to pass at every call, on the stack from the seventh."""
+    text = "\n".join(chunk.lines)
+    mine = [(n, decl) for n, decl in pointers
+            if re.search(rf"\b{re.escape(n)}\[", text) or f"memset({n}," in text]
+    chunk.params = ", ".join(decl for _, decl in mine) or "void"
+    chunk.args = ", ".join(n for n, _ in mine)
+
+
 def print_program(prog, fname, arrays, chunk=1000, first_index=0, sincos_of=None):
     """arrays: ordered list of (name, is_output) naming the C pointer parameters.
 
@@ -227,10 +239,13 @@ def print_program(prog, fname, arrays, chunk=1000, first_index=0, sincos_of=None
     def param(name, is_out):
         return f"double *restrict {name}" if is_out else f"const double *restrict {name}"
     params = ", ".join(param(n, o) for n, o in arrays)
-    chunk_params = params + (", const double *restrict sq, const double *restrict cq" if trig else "") \
-        + (", double *restrict w" if crossing else "")
-    chunk_args = ", ".join(n for n, _ in arrays) + (", sq, cq" if trig else "") + (", w" if crossing else "")
+    pointers = [(n, param(n, o)) for n, o in arrays] + (
+        [("sq", "const double *restrict sq"), ("cq", "const double *restrict cq")] if trig else []) + (
+        [("w", "double *restrict w")] if crossing else [])
+    chunk_params = ", ".join(decl for _, decl in pointers)
+    for ch in chunks:
+        _own_parameters(ch, pointers)
     used = sorted({idx for _, idx in trig.values()})
     sincos = (used[0], used[-1] + 1 - used[0]) if used else None
-    return CFunction(fname, params, chunk_params, chunk_args, chunks, len(crossing),
+    return CFunction(fname, params, chunk_params, chunks, len(crossing),
                      len(live), prog.op_counts(), sincos)
