@@ -75,6 +75,26 @@ def test_turned_frames_fold_cad_placements_and_keep_every_result(tmp_path, rng):
         assert rel_err(F.com_jacobian(turned, ALG, q), F.com_jacobian(plain, ALG, q)) < TOL
 
 
+def test_a_hinge_off_its_frames_origin_is_not_turned(rng):
+    """A custom joint turning about z after a constant offset (0.3, 0.1, 0) has S = [e_z; 0], but
+    its axis does not pass through the parent-side origin, so a turn about z does not commute with
+    it (turning it anyway moved tau by 3.3). Its frame stays; the hinges around it still turn."""
+    model = scleron.Model("offset")
+    model.add_body("a", joint="revolute", axis=[0, 0, 1], com=[0.1, 0.2, 0.3], rpy=[0.3, 0.2, 0.1])
+    model.add_body("b", "a", joint="custom", coordinates=["x"], rotation=[["z", "x"]],
+                   translation=["0.3", "0.1", "0"], com=[0.2, 0.1, 0.05],
+                   inertia=[[2, .1, .2], [.1, 2, .3], [.2, .3, 3]], rpy=[0.4, 0.1, 0.2], xyz=[0.1, 0.2, 0.3])
+    model.add_body("c", "b", joint="revolute", axis=[1, 0, 0], com=[0.1, 0, 0], rpy=[0.5, 0.2, 0.3],
+                   xyz=[0.2, 0.3, 0.1])
+    turned, plain = Tree(model), Tree(model, turn_frames=False)
+    assert np.array_equal(turned.body_turns[1], np.eye(3))
+    assert not np.allclose(turned.body_turns[0], np.eye(3)) and not np.allclose(turned.body_turns[2], np.eye(3))
+    for _ in range(3):
+        q, qd, qdd = (list(rng.uniform(-1, 1, 3)) for _ in range(3))
+        assert rel_err(recursions.inverse_dynamics(turned, ALG, q, qd, qdd),
+                       recursions.inverse_dynamics(plain, ALG, q, qd, qdd)) < TOL
+
+
 def test_generated_code_of_a_cad_chain_equals_the_plain_tree(tmp_path, generated, rng):
     model = cad_chain(tmp_path)
     _, dyn = generated(str(tmp_path / "cad.yaml"), "cad_turned", functions=["fd", "id", "frame_placements"])

@@ -55,7 +55,20 @@ def _commuting_axis(joint):
         u = v
     else:
         return None
-    return u / np.linalg.norm(u)
+    u = u / np.linalg.norm(u)
+    return u if commutes_with_turns(joint, u) else None
+
+
+def commutes_with_turns(joint, u):
+    """Whether the joint's transform Q(q) = Q(0) exp(S q) commutes with every Rot(u, a): with S
+    constant that holds where Q(0) does, i.e. its rotation keeps u and its translation lies
+    along u. A custom joint such as rotation z(a) after a constant offset (0.3, 0.1, 0) has
+    S = [e_z; 0] yet moves the axis off the frame's origin: no turn commutes with it."""
+    zeros = np.zeros(joint.nq)
+    R, t = joint.numeric("R", zeros), joint.numeric("t", zeros).reshape(3)
+    scale = max(1.0, float(np.abs(t).max()))
+    return bool(np.allclose(R @ u, u, rtol=0.0, atol=SNAP)
+                and np.allclose(t - u * (u @ t), 0.0, rtol=0.0, atol=SNAP * scale))
 
 
 def rotation_about(u, a):
