@@ -75,6 +75,36 @@ def test_turned_frames_fold_cad_placements_and_keep_every_result(tmp_path, rng):
         assert rel_err(F.com_jacobian(turned, ALG, q), F.com_jacobian(plain, ALG, q)) < TOL
 
 
+def test_frames_slid_along_their_axes_keep_every_result(rng):
+    """A hinge whose centre of mass and child sit 0.05 up its axis: its frame slides up by 0.05
+    (the child's placement and the inertia lose their axial entries); the slider's frame moves
+    along its own axis. The dynamics, a constant wrench (its moment re-taken about the new origin),
+    a user frame and the frame functions stay the unslid tree's."""
+    model = scleron.Model("slid")
+    model.add_body("a", joint="revolute", axis=[0, 0, 1], xyz=[0, 0, 0.1], com=[0.1, 0.0, 0.05],
+                   inertia=[0.01, 0.02, 0.03])
+    model.add_frame("tool", "a", xyz=[0.02, 0.01, 0.1], rpy=[0.3, 0, 0])
+    model.add_body("b", "a", joint="prismatic", axis=[1, 0, 0], xyz=[0.3, 0, 0.05], com=[0.2, 0.0, 0.0],
+                   inertia=[0.01, 0.02, 0.02], wrench=[0.1, -0.2, 0.3, 1.0, 2.0, -0.5])
+    model.add_body("c", "b", joint="revolute", axis=[0, 1, 0], xyz=[0.45, 0.0, 0.0], rpy=[0.2, 0, 0],
+                   com=[0.0, 0.1, 0.0], inertia=[0.004, 0.01, 0.01])
+    slid, plain = Tree(model), Tree(model, turn_frames=False)
+    assert np.allclose(slid.body_slides[0], [0, 0, 0.05]) and slid.body_slides[1][0] != 0
+    assert slid.bodies[1].placement[1][2] == 0.0 and slid.bodies[0].inertia[1][3] == 0.0   # m c_z
+    for _ in range(3):
+        q, qd, qdd, tau = (list(rng.uniform(-1, 1, 3)) for _ in range(4))
+        for fn, args in ((recursions.forward_dynamics, (q, qd, tau)),
+                         (recursions.inverse_dynamics, (q, qd, qdd)),
+                         (recursions.mass_matrix, (q,))):
+            assert rel_err(fn(slid, ALG, *args), fn(plain, ALG, *args)) < TOL, fn.__name__
+        assert rel_err(F.frame_placements(slid, ALG, q), F.frame_placements(plain, ALG, q)) < TOL
+        for ref in ("local", "world", "local_world_aligned"):
+            assert rel_err(F.frame_jacobians(slid, ALG, q, ref), F.frame_jacobians(plain, ALG, q, ref)) < TOL
+            assert rel_err(F.frame_accelerations(slid, ALG, q, qd, qdd, ref),
+                           F.frame_accelerations(plain, ALG, q, qd, qdd, ref)) < TOL, ref
+        assert rel_err(F.com_jacobian(slid, ALG, q), F.com_jacobian(plain, ALG, q)) < TOL
+
+
 def test_a_hinge_off_its_frames_origin_is_not_turned(rng):
     """A custom joint turning about z after a constant offset (0.3, 0.1, 0) has S = [e_z; 0], but
     its axis does not pass through the parent-side origin, so a turn about z does not commute with

@@ -91,9 +91,12 @@ class Tree:
         # (body_frames); the user-facing frames keep the model's, re-expressed
         self.body_turns = body_frames.choose_turns(self.bodies) if turn_frames else \
             [np.eye(3) for _ in self.bodies]
-        body_frames.turn_bodies(self.bodies, self.body_turns)
+        self.body_slides = body_frames.choose_slides(self.bodies, self.body_turns) if turn_frames else \
+            [np.zeros(3) for _ in self.bodies]
+        body_frames.turn_bodies(self.bodies, self.body_turns, self.body_slides)
         self.frames = [f if f.body < 0 else
-                       replace(f, placement=body_frames.turn_frame(f.placement, self.body_turns[f.body]))
+                       replace(f, placement=body_frames.turn_frame(f.placement, self.body_turns[f.body],
+                                                                   self.body_slides[f.body]))
                        for f in select_frames(model, frames)]
         if coupled and any(getattr(j, "mimic", None) is not None for j in model.joints):
             self._couple(model, frames, turn_frames)
