@@ -389,3 +389,31 @@ def test_threads_with_and_without_openmp(tmp_path, monkeypatch, rng):
     for dyn in (with_omp, without):
         np.testing.assert_array_equal(dyn.forward_dynamics(Q, Q, Q, threads=2), want)
         np.testing.assert_array_equal(dyn.mass_matrix(Q, threads=4), with_omp.mass_matrix(Q))
+
+
+def test_newton_euler_about_the_centre_of_mass_equals_the_spatial_products(rng):
+    """spatial.body_wrench (Newton-Euler about the centre of mass, what passes 2-3 run) against
+    Featherstone's I a + v x* I v with numpy's 6x6 matrices: a general body, a point mass (no
+    inertia about its centre) and a massless rotor (inertia, no mass)."""
+    from scleron.dynamics.spatial import body_wrench
+
+    def skew(x):
+        return np.array([[0, -x[2], x[1]], [x[2], 0, -x[0]], [-x[1], x[0], 0]])
+
+    def spatial_inertia(m, c, Ic):
+        return np.block([[Ic - m * skew(c) @ skew(c), m * skew(c)], [-m * skew(c), m * np.eye(3)]])
+
+    def cross_force(v):               # Featherstone's v x*: -(v x)^T
+        X = np.block([[skew(v[:3]), np.zeros((3, 3))], [skew(v[3:]), skew(v[:3])]])
+        return -X.T
+
+    A = rng.normal(size=(3, 3))
+    bodies = [(1.7, rng.normal(size=3), A @ A.T + np.eye(3)), (0.4, rng.normal(size=3), np.zeros((3, 3))),
+              (0.0, np.zeros(3), np.diag([0.1, 0.2, 0.25]))]
+    for m, c, Ic in bodies:
+        J = spatial_inertia(m, c, Ic)
+        for _ in range(3):
+            a, v = rng.normal(size=6), rng.normal(size=6)
+            got = body_wrench(J.tolist(), list(a), list(v))
+            want = J @ a + cross_force(v) @ J @ v
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())

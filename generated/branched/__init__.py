@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_5c5351e0f817"
-HASH = "5c5351e0f817f4de69cc583331e8dc947f524d0cf7c8403fefc9dfdcf096c2a9"
+MODULE = "_branched_73f8f2a17e6a"
+HASH = "73f8f2a17e6abee45a0a5d060f1ffe91ffc41e6d582479ba555f2bf02a1bb0e5"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

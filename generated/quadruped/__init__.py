@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_e40df886fe80"
-HASH = "e40df886fe808a60c7aeee1a9747439460844a632bfacc27c185a3a7a7392928"
+MODULE = "_quadruped_d4a529f8ff4c"
+HASH = "d4a529f8ff4c9857033b1a03596e3853666141a1d390e9c205b53bdacab0c588"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

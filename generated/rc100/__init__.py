@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_89a7a14e1112"
-HASH = "89a7a14e1112d802443367fe986329ff5de45fffef49e6bd651b3163db33e6db"
+MODULE = "_rc100_b976fa1b84ea"
+HASH = "b976fa1b84ea5edb8f20a0238b18ab6644ebc6ee8db151ec885c856106e7d50d"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

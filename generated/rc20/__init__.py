@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_39d86eefaa7c"
-HASH = "39d86eefaa7c235d3ac52ee0a0baf9e6191142dd0cb8df82e30ddc1bec0b2ce7"
+MODULE = "_rc20_ae0f873e456d"
+HASH = "ae0f873e456d30234ba29e733b5643fc8bd40f81b6f4c3937e811d0cd9756392"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_39d86eefaa7c_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_ae0f873e456d_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc20_39d86eefaa7c_py(void)
+PyMODINIT_FUNC PyInit__rc20_ae0f873e456d_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_5aae3c2af4f6"
-HASH = "5aae3c2af4f67708a75a8ce1c0f0aec5a9dcdedefeff8af4b51f2f82472c8740"
+MODULE = "_rc50_dde89cc31888"
+HASH = "dde89cc3188855f7fce117090276fb9793c6eb562ce832741e229ef0fc0b2296"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

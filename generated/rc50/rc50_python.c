@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_5aae3c2af4f6_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_dde89cc31888_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc50_5aae3c2af4f6_py(void)
+PyMODINIT_FUNC PyInit__rc50_dde89cc31888_py(void)
 {
     import_array();
     return PyModule_Create(&module);

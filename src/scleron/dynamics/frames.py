@@ -236,7 +236,7 @@ def frame_velocities(tree, alg, q, qd, reference="local_world_aligned"):
     """The twist [w; v] of every frame (S&G pass 1, 18-20, then moved into the frame)."""
     check_reference(reference)
     kins = joint_kinematics(tree, alg, q, qd)
-    v, _, _ = velocity_pass(tree, alg, kins, qd)
+    v, _ = velocity_pass(tree, alg, kins, qd)
     poses = body_poses(tree, alg, kins, "frame velocities", frame_bodies(tree)) if reference != "local" else None
     out = []
     for f in tree.frames:
@@ -249,7 +249,7 @@ def frame_velocities(tree, alg, q, qd, reference="local_world_aligned"):
 def body_accelerations(tree, alg, kins, qd, qdd):
     """The spatial accelerations of the bodies without gravity: alpha_k = Ad alpha_parent
     + a_k + S qdd_k (S&G 19, 22; the derivative of the body twist in body coordinates)."""
-    _, a, _ = velocity_pass(tree, alg, kins, qd)
+    _, a = velocity_pass(tree, alg, kins, qd)
     alpha = []
     for b, kin, ak in zip(tree.bodies, kins, a):
         alg.section(f"acceleration of body {b.name} (S&G 22, no gravity)",
@@ -269,7 +269,7 @@ def frame_accelerations(tree, alg, q, qd, qdd, reference="local_world_aligned"):
     w x v added to its linear part (w, v the frame's twist in the same reference)."""
     check_reference(reference)
     kins = joint_kinematics(tree, alg, q, qd)
-    v, _, _ = velocity_pass(tree, alg, kins, qd)
+    v, _ = velocity_pass(tree, alg, kins, qd)
     alpha = body_accelerations(tree, alg, kins, qd, qdd)
     poses = body_poses(tree, alg, kins, "frame accelerations", frame_bodies(tree)) if reference != "local" else None
     out = []

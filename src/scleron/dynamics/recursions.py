@@ -23,7 +23,7 @@ from typing import Callable
 
 from ..errors import ModelError
 
-from .spatial import (ad, ad_star, columns, dot, inertia_to_parent, matmul, matvec, mat_t_vec,
+from .spatial import (ad, ad_star, body_wrench, columns, dot, inertia_to_parent, matmul, matvec, mat_t_vec,
                       rigid_inertia_to_parent, sym_add, twist_to_child, twist_to_parent, vadd,
                       vscale, vsub, wrench_to_parent)
 
@@ -237,41 +237,62 @@ def coupled_forward_dynamics(tree, alg, q, qd, tau):
 
 
 # ---- passes 1-3: velocities, velocity-product accelerations, forces ----------------------------
+def velocity_step(b, kin, v_parent, qds):
+    """S&G (18-20) for one body: its twist v_k and velocity-product acceleration a_k."""
+    vp = to_child(b, kin, v_parent) if v_parent is not None else ZERO6      # (18)
+    vJ = S_times(kin, qds)
+    ak = vadd(vscale(-1.0, ad(vJ, vp)), kin[3])                          # (19)
+    return vadd(vp, vJ), ak                                              # (20)
+
+
+def acceleration_step(b, kin, alpha_parent, vk, ak, qdds=None):
+    """S&G (22-23) for one body: alpha_k = Ad alpha_parent + a_k (+ S qdd for inverse dynamics)
+    and alpha_bar_k = J_k alpha_k + b_k, with the bias b_k = -ad*_v J_k v_k - f_e of (21): the
+    first two terms together by Newton-Euler about the centre of mass (spatial.body_wrench)."""
+    al = vadd(to_child(b, kin, alpha_parent), ak)                          # (22)
+    if qdds is not None:
+        al = vadd(al, S_times(kin, qdds))
+    fk = body_wrench(b.inertia, al, vk)                                  # (23) with (21)
+    if b.wrench is not None:
+        fk = vsub(fk, b.wrench)                                          # (21): - f_e
+    return al, fk
+
+
 def velocity_pass(tree, alg, kins, qd):
-    """S&G pass 1 (18-21): body twists v_k, velocity-product accelerations a_k, bias wrenches b_k."""
-    v, a, bias = [], [], []
+    """S&G pass 1 (18-20): body twists v_k and velocity-product accelerations a_k."""
+    v, a = [], []
     for b, kin in zip(tree.bodies, kins):
-        alg.section(f"pass 1 (S&G 18-21): velocity of body {b.name}, joint {b.joint_name}",
-                    "pass 1 (S&G 18-21): velocity", b.index)
-        qds = qd[b.v_start:b.v_start + b.dof]
-        vp = to_child(b, kin, v[b.parent]) if b.parent >= 0 else ZERO6      # (18)
-        vJ = S_times(kin, qds)
-        ak = vadd(vscale(-1.0, ad(vJ, vp)), kin[3])                          # (19)
-        vk = vadd(vp, vJ)                                                    # (20)
-        bk = vscale(-1.0, ad_star(vk, matvec(b.inertia, vk)))                # (21), gravity as a_0
-        if b.wrench is not None:
-            bk = vsub(bk, b.wrench)                                          # (21): - f_e
+        _velocity_section(alg, b)
+        vk, ak = velocity_step(b, kin, v[b.parent] if b.parent >= 0 else None,
+                               qd[b.v_start:b.v_start + b.dof])
         v.append(vk)
         a.append(ak)
-        bias.append(bk)
-    return v, a, bias
+    return v, a
 
 
-def acceleration_pass(tree, alg, kins, a, bias, qdd=None):
-    """S&G pass 2 (22-23): alpha_k = Ad alpha_parent + a_k (+ S qdd for inverse dynamics),
-    alpha_bar_k = J_k alpha_k + b_k. alpha_0 = [0; -g] carries gravity."""
-    base = [0.0, 0.0, 0.0] + [-g for g in tree.gravity]
-    alpha, f = [], []
-    for b, kin, ak, bk in zip(tree.bodies, kins, a, bias):
-        alg.section(f"pass 2 (S&G 22-23): acceleration of body {b.name}",
-                    "pass 2 (S&G 22-23): acceleration", b.index)
-        parent = alpha[b.parent] if b.parent >= 0 else base
-        al = vadd(to_child(b, kin, parent), ak)                              # (22)
-        if qdd is not None:
-            al = vadd(al, S_times(kin, qdd[b.v_start:b.v_start + b.dof]))
+def motion_pass(tree, alg, kins, qd, qdd=None):
+    """S&G passes 1 and 2 in one sweep, root to leaves (both run in that order; each body's
+    twist is used at once rather than kept for a second sweep): the bodies' accelerations
+    alpha_k and wrenches alpha_bar_k. alpha_0 = [0; -g] carries gravity."""
+    v, alpha, f = [], [], []
+    for b, kin in zip(tree.bodies, kins):
+        _velocity_section(alg, b)
+        vk, ak = velocity_step(b, kin, v[b.parent] if b.parent >= 0 else None,
+                               qd[b.v_start:b.v_start + b.dof])
+        alg.section(f"pass 2 (S&G 21-23): acceleration and force of body {b.name}",
+                    "pass 2 (S&G 21-23): acceleration and force", b.index)
+        base = alpha[b.parent] if b.parent >= 0 else [0.0, 0.0, 0.0] + [-g for g in tree.gravity]
+        al, fk = acceleration_step(b, kin, base, vk, ak,
+                                   qdd[b.v_start:b.v_start + b.dof] if qdd is not None else None)
+        v.append(vk)
         alpha.append(al)
-        f.append(vadd(matvec(b.inertia, al), bk))                            # (23)
+        f.append(fk)
     return alpha, f
+
+
+def _velocity_section(alg, b):
+    alg.section(f"pass 1 (S&G 18-20): velocity of body {b.name}, joint {b.joint_name}",
+                "pass 1 (S&G 18-20): velocity", b.index)
 
 
 def force_pass(tree, alg, kins, f):
@@ -332,8 +353,7 @@ def add_armature(tree, M):
 def inverse_dynamics(tree, alg, q, qd, qdd):
     """Recursive Newton-Euler (S&G passes 1-3 with qdd): tau = M qdd + h."""
     kins = joint_kinematics(tree, alg, q, qd)
-    _, a, bias = velocity_pass(tree, alg, kins, qd)
-    _, f = acceleration_pass(tree, alg, kins, a, bias, qdd)
+    _, f = motion_pass(tree, alg, kins, qd, qdd)
     tau = passive_forces(tree, alg, q, qd, force_pass(tree, alg, kins, f))
     return armature_forces(tree, alg, qdd, tau)
 
@@ -342,8 +362,7 @@ def inverse_dynamics(tree, alg, q, qd, qdd):
 def bias_forces(tree, alg, q, qd):
     """h = C(q, qd) qd + phi(q) - tau_p: inverse dynamics at qdd = 0 (S&G passes 1-3)."""
     kins = joint_kinematics(tree, alg, q, qd)
-    _, a, bias = velocity_pass(tree, alg, kins, qd)
-    _, f = acceleration_pass(tree, alg, kins, a, bias)
+    _, f = motion_pass(tree, alg, kins, qd)
     return passive_forces(tree, alg, q, qd, force_pass(tree, alg, kins, f))
 
 
@@ -452,8 +471,7 @@ def run_body_pass(tree, alg, kins, bp, state):
 
 def tau_bar_pass(tree, alg, kins, q, qd, tau):
     """S&G passes 1-3 and (26): tau_bar = tau - h."""
-    _, a, bias = velocity_pass(tree, alg, kins, qd)
-    _, f = acceleration_pass(tree, alg, kins, a, bias)
+    _, f = motion_pass(tree, alg, kins, qd)
     h = passive_forces(tree, alg, q, qd, force_pass(tree, alg, kins, f))
     alg.section("pass 3 (S&G 26): tau_bar = tau - h")
     return [t - x for t, x in zip(tau, h)]                                   # (26)
@@ -592,7 +610,7 @@ def mass_matrix_world(tree, alg, q):
 def kinetic_energy(tree, alg, q, qd):
     """T = 1/2 sum_k v_k^T J_k v_k with the body twists v_k of S&G pass 1 (18, 20)."""
     kins = joint_kinematics(tree, alg, q, qd)
-    v, _, _ = velocity_pass(tree, alg, kins, qd)
+    v, _ = velocity_pass(tree, alg, kins, qd)
     alg.section("kinetic energy: 1/2 sum v^T J v (S&G 5, 20)", "kinetic energy")
     T = 0.0
     for b, vk in zip(tree.bodies, v):
