@@ -57,22 +57,26 @@ def test_turned_frames_fold_cad_placements_and_keep_every_result(tmp_path, rng):
     for b in turned.bodies[1:]:
         assert multiplications(b.placement[0]) == 0, b.name
     assert sum(multiplications(b.placement[0]) for b in plain.bodies[1:]) == 6
-    nv = model.nv
     # TOL: the plain tree's Rz(1.5708) has sin = 1 - 6.7e-12 snapped to 1 beside cos = -3.7e-6
     # (tree.SNAP_ROTATION), orthonormal to ~1e-11 only; the turned tree's Rz(pi/2) is exact
+    assert_same_results(turned, plain, model.nv, rng)
+
+
+def assert_same_results(tree, plain, nv, rng):
+    """FD, ID, M and every frame function of two trees of one model agree at random states."""
     for _ in range(3):
         q, qd, qdd, tau = (list(rng.uniform(-1, 1, nv)) for _ in range(4))
         for fn, args in ((recursions.forward_dynamics, (q, qd, tau)),
                          (recursions.inverse_dynamics, (q, qd, qdd)),
                          (recursions.mass_matrix, (q,))):
-            assert rel_err(fn(turned, ALG, *args), fn(plain, ALG, *args)) < TOL, fn.__name__
-        assert rel_err(F.frame_placements(turned, ALG, q), F.frame_placements(plain, ALG, q)) < TOL
+            assert rel_err(fn(tree, ALG, *args), fn(plain, ALG, *args)) < TOL, fn.__name__
+        assert rel_err(F.frame_placements(tree, ALG, q), F.frame_placements(plain, ALG, q)) < TOL
         for ref in ("local", "world", "local_world_aligned"):
-            assert rel_err(F.frame_jacobians(turned, ALG, q, ref),
+            assert rel_err(F.frame_jacobians(tree, ALG, q, ref),
                            F.frame_jacobians(plain, ALG, q, ref)) < TOL, ref
-            assert rel_err(F.frame_accelerations(turned, ALG, q, qd, qdd, ref),
+            assert rel_err(F.frame_accelerations(tree, ALG, q, qd, qdd, ref),
                            F.frame_accelerations(plain, ALG, q, qd, qdd, ref)) < TOL, ref
-        assert rel_err(F.com_jacobian(turned, ALG, q), F.com_jacobian(plain, ALG, q)) < TOL
+        assert rel_err(F.com_jacobian(tree, ALG, q), F.com_jacobian(plain, ALG, q)) < TOL
 
 
 def test_frames_slid_along_their_axes_keep_every_result(rng):
@@ -91,18 +95,7 @@ def test_frames_slid_along_their_axes_keep_every_result(rng):
     slid, plain = Tree(model), Tree(model, turn_frames=False)
     assert np.allclose(slid.body_slides[0], [0, 0, 0.05]) and slid.body_slides[1][0] != 0
     assert slid.bodies[1].placement[1][2] == 0.0 and slid.bodies[0].inertia[1][3] == 0.0   # m c_z
-    for _ in range(3):
-        q, qd, qdd, tau = (list(rng.uniform(-1, 1, 3)) for _ in range(4))
-        for fn, args in ((recursions.forward_dynamics, (q, qd, tau)),
-                         (recursions.inverse_dynamics, (q, qd, qdd)),
-                         (recursions.mass_matrix, (q,))):
-            assert rel_err(fn(slid, ALG, *args), fn(plain, ALG, *args)) < TOL, fn.__name__
-        assert rel_err(F.frame_placements(slid, ALG, q), F.frame_placements(plain, ALG, q)) < TOL
-        for ref in ("local", "world", "local_world_aligned"):
-            assert rel_err(F.frame_jacobians(slid, ALG, q, ref), F.frame_jacobians(plain, ALG, q, ref)) < TOL
-            assert rel_err(F.frame_accelerations(slid, ALG, q, qd, qdd, ref),
-                           F.frame_accelerations(plain, ALG, q, qd, qdd, ref)) < TOL, ref
-        assert rel_err(F.com_jacobian(slid, ALG, q), F.com_jacobian(plain, ALG, q)) < TOL
+    assert_same_results(slid, plain, 3, rng)
 
 
 def test_a_hinge_off_its_frames_origin_is_not_turned(rng):
