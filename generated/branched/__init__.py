@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_73f8f2a17e6a"
-HASH = "73f8f2a17e6abee45a0a5d060f1ffe91ffc41e6d582479ba555f2bf02a1bb0e5"
+MODULE = "_branched_0242b9712ff8"
+HASH = "0242b9712ff8c6c77723a8b9e49114de61ed09174377cb814870b8b9686c8cb3"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

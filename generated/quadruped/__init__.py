@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_d4a529f8ff4c"
-HASH = "d4a529f8ff4c9857033b1a03596e3853666141a1d390e9c205b53bdacab0c588"
+MODULE = "_quadruped_f83340b86c55"
+HASH = "f83340b86c553e13dff25146e1b85e90845177f02295ac5352754bbc3dc46679"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

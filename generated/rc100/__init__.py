@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_b976fa1b84ea"
-HASH = "b976fa1b84ea5edb8f20a0238b18ab6644ebc6ee8db151ec885c856106e7d50d"
+MODULE = "_rc100_240ea26f8063"
+HASH = "240ea26f8063fcc64fbd3fd8d135a403746601c7dbfed19afdb75bbe962b93eb"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

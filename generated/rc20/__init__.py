@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_ae0f873e456d"
-HASH = "ae0f873e456d30234ba29e733b5643fc8bd40f81b6f4c3937e811d0cd9756392"
+MODULE = "_rc20_3ddd44d6c67b"
+HASH = "3ddd44d6c67b424ac643c71f2f3df38cc87dc6692bd02f12bcb886227d6d9adb"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_dde89cc31888"
-HASH = "dde89cc3188855f7fce117090276fb9793c6eb562ce832741e229ef0fc0b2296"
+MODULE = "_rc50_8776dccb07d9"
+HASH = "8776dccb07d97c82fe19abce3daebd65cf074c2248e3641f416b670db1b0d88b"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

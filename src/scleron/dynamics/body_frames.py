@@ -225,13 +225,13 @@ def turn_bodies(bodies, turns, slides=None):
     for b in bodies:
         C, s = turns[b.index], np.asarray(slides[b.index], dtype=float)
         Cp = turns[b.parent] if b.parent >= 0 else np.eye(3)
-        sp_ = np.asarray(slides[b.parent], dtype=float) if b.parent >= 0 else np.zeros(3)
-        if np.array_equal(C, np.eye(3)) and np.array_equal(Cp, np.eye(3)) and not s.any() and not sp_.any():
+        s_parent = np.asarray(slides[b.parent], dtype=float) if b.parent >= 0 else np.zeros(3)
+        if np.array_equal(C, np.eye(3)) and np.array_equal(Cp, np.eye(3)) and not s.any() and not s_parent.any():
             continue
         R, t = old[b.index] if old[b.index] is not None else (np.eye(3), np.zeros(3))
         R, t = np.asarray(R, dtype=float), np.asarray(t, dtype=float)
         b.placement = (snapped(Cp.T @ R @ C).tolist(),
-                       snapped_lengths(Cp.T @ (t + R @ s - sp_)))
+                       snapped_lengths(Cp.T @ (t + R @ s - s_parent)))
         if not np.array_equal(C, np.eye(3)) or s.any():
             I = turned_inertia(b.inertia, C, s)
             b.inertia = snapped_inertia(I)

@@ -23,7 +23,7 @@ from typing import Callable
 
 from ..errors import ModelError
 
-from .spatial import (ad, ad_star, body_wrench, columns, dot, inertia_to_parent, matmul, matvec, mat_t_vec,
+from .spatial import (ad, body_wrench, columns, dot, inertia_to_parent, matmul, matvec, mat_t_vec,
                       rigid_inertia_to_parent, sym_add, twist_to_child, twist_to_parent, vadd,
                       vscale, vsub, wrench_to_parent)
 
