@@ -99,7 +99,7 @@ def build(key, model, split, arch, functions):
     opts = {"arch": arch, "split": None if split == "0" else
             ("auto" if split == "auto" else int(split))}
     t = time.perf_counter()
-    dyn = scleron.generate(model, folder, f"{key}_gpu", functions=[FUNCS[f] for f in functions],
+    dyn = scleron.generate(model, folder, f"{key}_gpu", functions=[FUNCS[f] for f in functions] + ["integrate"],
                            cuda=opts)
     log(f"{key} split {split}: generated and built in {time.perf_counter() - t:.0f} s")
     return dyn
@@ -108,7 +108,7 @@ def build(key, model, split, arch, functions):
 def states(dyn, n, rng):
     """n random states: q through integrate (quaternions stay unit), qd and tau in [-1, 1]."""
     v = rng.uniform(-1, 1, (n, dyn.nv))
-    q = dyn.integrate(np.tile(dyn.neutral(), (n, 1)), v, np.ones(n))
+    q = dyn.integrate(np.tile(dyn.neutral(), (n, 1)), v, np.ones((n, 1)))
     return q, rng.uniform(-1, 1, (n, dyn.nv)), rng.uniform(-1, 1, (n, dyn.nv))
 
 

@@ -20,7 +20,8 @@ from scleron.functions import FUNCTIONS
 from conftest import EXAMPLES, example
 
 ARCH = {"arch": "sm_90"}                       # one architecture: half the nvcc time of auto
-RC20_FUNCTIONS = ("forward_dynamics", "inverse_dynamics", "mass_matrix", "kinetic_energy")
+RC20_FUNCTIONS = ("forward_dynamics", "inverse_dynamics", "mass_matrix", "kinetic_energy",
+                  "integrate")          # random_inputs draws q through integrate
 QBALL_FUNCTIONS = ("forward_dynamics", "mass_matrix", "integrate", "frame_placements")
 
 QBALL = """
