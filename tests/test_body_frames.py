@@ -52,14 +52,40 @@ def multiplications(R):
 def test_turned_frames_fold_cad_placements_and_keep_every_result(tmp_path, rng):
     model = cad_chain(tmp_path)
     turned, plain = Tree(model), Tree(model, turn_frames=False)
-    assert sum(not np.allclose(C, np.eye(3)) for C in turned.body_turns) == 3
+    assert any(not np.allclose(C, np.eye(3)) for C in turned.body_turns)
     # the placements of b, c, d were Rz(1.5708), Rz(3.14159), Rz(-1.5708): now signed permutations
-    for b in turned.bodies[1:]:
+    # (frames turned about the hinge axes, or the turn moved into the hinge's motion)
+    for b in turned.bodies:
         assert multiplications(b.placement[0]) == 0, b.name
     assert sum(multiplications(b.placement[0]) for b in plain.bodies[1:]) == 6
     # TOL: the plain tree's Rz(1.5708) has sin = 1 - 6.7e-12 snapped to 1 beside cos = -3.7e-6
     # (tree.SNAP_ROTATION), orthonormal to ~1e-11 only; the turned tree's Rz(pi/2) is exact
     assert_same_results(turned, plain, model.nv, rng)
+
+
+def test_a_placement_turned_about_its_hinge_moves_the_turn_into_the_motion(rng):
+    """so101's wrist roll: the placement's rotation is Rx(-pi/2) Rz(0.0487) (rpy -pi/2, 0.0487,
+    0), a turn about the hinge's own axis after a right angle. The turn leaves the placement for the hinge's motion,
+    Q(q) Rot(z, 0.0487) = Q(q + 0.0487) (body_frames.offset_motions): the placement becomes a
+    signed permutation, the body's frame (its inertia, its child's placement, its user frame)
+    stays the model's, and every result stays the plain tree's."""
+    model = scleron.Model("offset")
+    model.add_body("a", joint="revolute", axis=[0, 0, 1], xyz=[0, 0, 0.1], com=[0.1, 0.02, 0.0],
+                   inertia=[0.01, 0.02, 0.03])
+    model.add_body("b", "a", joint="revolute", axis=[0, 0, 1], xyz=[0.3, 0.0, 0.0],
+                   rpy=[-math.pi / 2, 0.0487, 0.0], com=[0.1, 0.0, 0.01], inertia=[0.01, 0.02, 0.02])
+    model.add_frame("tool", "b", xyz=[0.02, 0.01, 0.1], rpy=[0.3, 0, 0])
+    model.add_body("c", "b", joint="revolute", axis=[0, 0, 1], xyz=[0.2, 0.0, 0.0],
+                   rpy=[math.pi / 2, 0.0, 0.0], com=[0.05, 0.0, 0.0], inertia=[0.001, 0.002, 0.002])
+    tree, plain = Tree(model), Tree(model, turn_frames=False)
+    b, b0 = tree.bodies[1], plain.bodies[1]
+    assert multiplications(b0.placement[0]) == 4
+    assert multiplications(b.placement[0]) == 0 and b.turn_after is not None
+    assert np.allclose(tree.body_turns[1], np.eye(3)) and np.allclose(b.inertia, b0.inertia)
+    assert np.allclose(tree.bodies[2].placement[0], plain.bodies[2].placement[0])
+    tool, tool0 = ([f for f in t.frames if f.name == "tool"][0] for t in (tree, plain))
+    assert np.allclose(tool.placement[0], tool0.placement[0])
+    assert_same_results(tree, plain, model.nv, rng)
 
 
 def assert_same_results(tree, plain, nv, rng):
@@ -101,7 +127,8 @@ def test_frames_slid_along_their_axes_keep_every_result(rng):
 def test_a_hinge_off_its_frames_origin_is_not_turned(rng):
     """A custom joint turning about z after a constant offset (0.3, 0.1, 0) has S = [e_z; 0], but
     its axis does not pass through the parent-side origin, so a turn about z does not commute with
-    it (turning it anyway moved tau by 3.3). Its frame stays; the hinges around it still turn."""
+    it (turning it anyway moved tau by 3.3). Its frame and motion stay; the hinges around it still
+    turn, or move their placements' turns into their motions."""
     model = scleron.Model("offset")
     model.add_body("a", joint="revolute", axis=[0, 0, 1], com=[0.1, 0.2, 0.3], rpy=[0.3, 0.2, 0.1])
     model.add_body("b", "a", joint="custom", coordinates=["x"], rotation=[["z", "x"]],
@@ -110,8 +137,9 @@ def test_a_hinge_off_its_frames_origin_is_not_turned(rng):
     model.add_body("c", "b", joint="revolute", axis=[1, 0, 0], com=[0.1, 0, 0], rpy=[0.5, 0.2, 0.3],
                    xyz=[0.2, 0.3, 0.1])
     turned, plain = Tree(model), Tree(model, turn_frames=False)
-    assert np.array_equal(turned.body_turns[1], np.eye(3))
-    assert not np.allclose(turned.body_turns[0], np.eye(3)) and not np.allclose(turned.body_turns[2], np.eye(3))
+    assert np.array_equal(turned.body_turns[1], np.eye(3)) and turned.bodies[1].turn_after is None
+    for k in (0, 2):
+        assert not np.allclose(turned.body_turns[k], np.eye(3)) or turned.bodies[k].turn_after is not None
     for _ in range(3):
         q, qd, qdd = (list(rng.uniform(-1, 1, 3)) for _ in range(3))
         assert rel_err(recursions.inverse_dynamics(turned, ALG, q, qd, qdd),

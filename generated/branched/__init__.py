@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_0242b9712ff8"
-HASH = "0242b9712ff8c6c77723a8b9e49114de61ed09174377cb814870b8b9686c8cb3"
+MODULE = "_branched_8c59636831db"
+HASH = "8c59636831dbbf648580698dd926d3ceddfa4e5fce33952e08b8469d3e615739"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

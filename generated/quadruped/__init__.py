@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_f83340b86c55"
-HASH = "f83340b86c553e13dff25146e1b85e90845177f02295ac5352754bbc3dc46679"
+MODULE = "_quadruped_6c8adac954dc"
+HASH = "6c8adac954dc48b40741f3dca88bf02edee4ee837ee5764a31ba36c55d72b16b"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_f83340b86c55_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_6c8adac954dc_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_f83340b86c55_py(void)
+PyMODINIT_FUNC PyInit__quadruped_6c8adac954dc_py(void)
 {
     import_array();
     return PyModule_Create(&module);

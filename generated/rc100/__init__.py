@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_240ea26f8063"
-HASH = "240ea26f8063fcc64fbd3fd8d135a403746601c7dbfed19afdb75bbe962b93eb"
+MODULE = "_rc100_10b6419417fb"
+HASH = "10b6419417fbf8ad535bef09519d89c73a56ab796f48d23670fde222c4ed7d01"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_3ddd44d6c67b"
-HASH = "3ddd44d6c67b424ac643c71f2f3df38cc87dc6692bd02f12bcb886227d6d9adb"
+MODULE = "_rc20_420087919db0"
+HASH = "420087919db0d9c935d492547256b78b500c5911149113d38dbe785b5e442d61"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

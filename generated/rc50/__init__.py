@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_8776dccb07d9"
-HASH = "8776dccb07d97c82fe19abce3daebd65cf074c2248e3641f416b670db1b0d88b"
+MODULE = "_rc50_b1785b8ae587"
+HASH = "b1785b8ae587c09c9b26f02ec7d65b5aad298fd58b5a925e06b4bbb16cd6a021"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -21,6 +21,12 @@ may slide by d_i u: URDF links often put the centre of mass, or the next joint, 
 up the axis (kinova, z1, panda), and the shift that zeroes that coordinate removes entries from
 the inertia and the children's translations (kinova: FD 1,699 -> 1,634 instructions, M 600 ->
 567). The frames' poses become D_p^-1 X_i D_i with D_i = (C_i, d_i u).
+
+A revolute joint's motion also absorbs a turn about its axis that follows it: X Q(q) = (X Rot(u,
+a)) (Q(q) Rot(u, -a)), and Q(q) Rot(u, -a) = Q(q - a) is a few products once per call. So each
+placement's trailing turn about its own joint's axis moves into the motion (offset_motions; the
+frame itself stays), and a body's own turn is chosen for its inertia and its children alone.
+so101 FD 2,455 -> 2,186 instructions, panda 2,169 -> 2,064.
 """
 import math
 
@@ -142,8 +148,9 @@ class Choice:
 
     def cost(self, C):
         b = self.b
-        n = ROTATION_WEIGHT * products(self.A @ C) + \
-            INERTIA_WEIGHT * nonzeros(turned_inertia(b.inertia, C))
+        n = INERTIA_WEIGHT * nonzeros(turned_inertia(b.inertia, C))
+        if rotation_axis(b.joint) is None:      # (a revolute's own placement: offset_motions)
+            n += ROTATION_WEIGHT * products(self.A @ C)
         for c in b.children:
             child = self.bodies[c]
             R, t = child.placement if child.placement is not None else (np.eye(3), np.zeros(3))
@@ -188,12 +195,52 @@ def best_turn(bodies, b, turns, axes):
         child = bodies[c]
         if child.placement is not None:
             angles += zeroing_angles(None, u, np.asarray(child.placement[1]))
+            for column in np.asarray(child.placement[0], dtype=float).T:
+                angles += zeroing_angles(None, u, column)
     best, best_cost = np.eye(3), choice.cost(np.eye(3))
     for a in angles:
         C = rotation_about(u, a)
         cost = choice.cost(C)
         if cost < best_cost:
             best, best_cost = C, cost
+    return best
+
+
+def rotation_axis(joint):
+    """u for a joint whose motion is a rotation about the axis u through its frame's origin
+    (commuting_axis with S = [u; 0]): a constant turn about u may follow its motion."""
+    u = commuting_axis(joint)
+    if u is None or not any(float(x) for x in joint.S[:3]):
+        return None
+    return u
+
+
+def offset_motions(bodies):
+    """Move the turn about a revolute joint's own axis out of its placement into its motion:
+    X Q(q) = (X Rot(u, a)) (Q(q) Rot(u, -a)), and Q(q) Rot(u, -a) = Q(q - a) costs a few products
+    once per call where X's rotation enters every product of the passes with the body (so101's
+    wrist roll: a placement turned 2.8 degrees about the joint's axis). Unlike a turn of the
+    body's frame (choose_turns) this leaves the frame, hence the inertia, the children's
+    placements and the user frames, as they are. The angle: among those zeroing an entry of X's
+    rotation, the one leaving the fewest products; none where no angle lowers them."""
+    for b in bodies:
+        u = rotation_axis(b.joint)
+        if u is None or b.placement is None:
+            continue
+        R = np.asarray(b.placement[0], dtype=float)
+        a = best_offset(R, u)
+        if a is not None:
+            b.placement = (snapped(R @ rotation_about(u, a)).tolist(), b.placement[1])
+            b.turn_after = snapped(rotation_about(u, -a)).tolist()
+
+
+def best_offset(A, u):
+    """The angle a with the fewest products in A Rot(u, a), or None where a = 0 is as good."""
+    best, fewest = None, products(A)
+    for a in zeroing_angles(A, u):
+        n = products(A @ rotation_about(u, a))
+        if n < fewest:
+            best, fewest = a, n
     return best
 
 

@@ -54,7 +54,10 @@ class joint_kinematics:
             qds = self.qd[b.v_start:b.v_start + b.dof] if self.qd is not None else [0.0] * b.dof
             with self.alg.aside(f"joint {b.joint_name} ({b.joint.type}): Q(q), S, Sdot qd  (S&G 9, 12)",
                                 "joint kinematics: Q(q), S, Sdot qd (S&G 9, 12)", b.index):
-                self.cache[i] = b.joint.kinematics(self.alg, qs, qds)
+                R, t, S, c = b.joint.kinematics(self.alg, qs, qds)
+                if b.turn_after is not None:        # Q(q) Rot(u, c): S and Sdot keep (body_frames)
+                    R = matmul(R, b.turn_after)
+                self.cache[i] = R, t, S, c
         return self.cache[i]
 
     def __len__(self):

@@ -36,6 +36,8 @@ class TreeBody:
     rest: list = None            # spring rest coordinates (default 0)
     wrench: list = None          # constant external wrench [n; f] in the body frame (S&G 21)
     armature: list = None        # per coordinate, added to M's diagonal; None: none
+    turn_after: list = None      # a constant rotation about a revolute joint's axis that follows its
+                                 # motion, Q(q) Rot(u, c) = Q(q + c); None: none (body_frames)
 
 
 @dataclass
@@ -94,6 +96,8 @@ class Tree:
         self.body_slides = body_frames.choose_slides(self.bodies, self.body_turns) if turn_frames else \
             [np.zeros(3) for _ in self.bodies]
         body_frames.turn_bodies(self.bodies, self.body_turns, self.body_slides)
+        if turn_frames:
+            body_frames.offset_motions(self.bodies)
         self.frames = [f if f.body < 0 else
                        replace(f, placement=body_frames.turn_frame(f.placement, self.body_turns[f.body],
                                                                    self.body_slides[f.body]))
