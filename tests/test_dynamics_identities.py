@@ -417,3 +417,42 @@ def test_newton_euler_about_the_centre_of_mass_equals_the_spatial_products(rng):
             got = body_wrench(J.tolist(), list(a), list(v))
             want = J @ a + cross_force(v) @ J @ v
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+
+
+def test_turns_about_a_coordinate_axis_equal_the_matrix_products(rng):
+    """spatial.inertia_to_parent takes a turn about a coordinate axis (a hinge's Q(q), or a
+    placement such as Rx(pi/2 - 3.7e-6)) block by block at twice the angle (rotate_about_axis)
+    and a turned-and-moved placement as a turn, then a move: against numpy's X^T A X with
+    X = Ad_{G^-1}, for each axis, a symmetric and a general block, and rotation_product of two
+    turns about one axis against the matrix product."""
+    from scleron.dynamics.spatial import (coordinate_rotation, inertia_to_parent,
+                                          rotate_about_axis, rotation_product)
+
+    def turn(k, angle):
+        R, (i, j) = np.eye(3), ((k + 1) % 3, (k + 2) % 3)
+        R[i, i] = R[j, j] = np.cos(angle)
+        R[j, i], R[i, j] = np.sin(angle), -np.sin(angle)
+        return R
+
+    def skew(x):
+        return np.array([[0, -x[2], x[1]], [x[2], 0, -x[0]], [-x[1], x[0], 0]])
+
+    for k in range(3):
+        for angle in (rng.uniform(-3, 3), np.pi / 2 - 3.7e-6):
+            R = turn(k, angle)
+            k_, c, s = coordinate_rotation(R.tolist())
+            assert (k_, c, s) == (k, R[(k + 1) % 3, (k + 1) % 3], R[(k + 2) % 3, (k + 1) % 3])
+            M = rng.normal(size=(3, 3))
+            np.testing.assert_allclose(rotate_about_axis(M.tolist(), k, c, s, False), R @ M @ R.T,
+                                       atol=1e-14)
+            np.testing.assert_allclose(rotate_about_axis((M + M.T).tolist(), k, c, s, True),
+                                       R @ (M + M.T) @ R.T, atol=1e-14)
+            B = rng.normal(size=(6, 6))
+            A = B @ B.T
+            for t in (np.zeros(3), rng.normal(size=3)):
+                X = np.block([[R.T, np.zeros((3, 3))], [-R.T @ skew(t), R.T]])
+                np.testing.assert_allclose(inertia_to_parent(R.tolist(), t.tolist(), A.tolist()),
+                                           X.T @ A @ X, atol=1e-12)
+            np.testing.assert_allclose(rotation_product(R.tolist(), turn(k, 0.3).tolist()),
+                                       turn(k, angle + 0.3), atol=1e-15)
+    assert coordinate_rotation(turn(0, 0.2) @ turn(1, 0.3)) is None

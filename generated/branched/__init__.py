@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_8c59636831db"
-HASH = "8c59636831dbbf648580698dd926d3ceddfa4e5fce33952e08b8469d3e615739"
+MODULE = "_branched_f361f11bb7c0"
+HASH = "f361f11bb7c0d53bd09c29d3a9d6bb6053a86f99f2dbab572f3cc680869e8cec"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

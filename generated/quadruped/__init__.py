@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_6c8adac954dc"
-HASH = "6c8adac954dc48b40741f3dca88bf02edee4ee837ee5764a31ba36c55d72b16b"
+MODULE = "_quadruped_1453427e3ecb"
+HASH = "1453427e3ecb882dbdd9296d35f035e4fb884bdc5a67d8803b21930fd770f3b4"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

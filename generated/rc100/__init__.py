@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_10b6419417fb"
-HASH = "10b6419417fbf8ad535bef09519d89c73a56ab796f48d23670fde222c4ed7d01"
+MODULE = "_rc100_045329c51afe"
+HASH = "045329c51afea51b195cecf123f0d0b52c1e1ec77ede9bfc0668605ab43008fd"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

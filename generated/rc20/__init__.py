@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_420087919db0"
-HASH = "420087919db0d9c935d492547256b78b500c5911149113d38dbe785b5e442d61"
+MODULE = "_rc20_29702cf7bd32"
+HASH = "29702cf7bd32325b1786a06d2370a04d6d9f2771d7e2eded1feb61a351140fcb"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_b1785b8ae587"
-HASH = "b1785b8ae587c09c9b26f02ec7d65b5aad298fd58b5a925e06b4bbb16cd6a021"
+MODULE = "_rc50_f966665f60d1"
+HASH = "f966665f60d10da1ce6e4933275123e07db90ace3622b0d109746070bd0dce81"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -24,8 +24,8 @@ from typing import Callable
 from ..errors import ModelError
 
 from .spatial import (ad, body_wrench, columns, dot, inertia_to_parent, matmul, matvec, mat_t_vec,
-                      rigid_inertia_to_parent, sym_add, twist_to_child, twist_to_parent, vadd,
-                      vscale, vsub, wrench_to_parent)
+                      rigid_inertia_to_parent, rotation_product, sym_add, twist_to_child,
+                      twist_to_parent, vadd, vscale, vsub, wrench_to_parent)
 
 ZERO6 = [0.0] * 6
 
@@ -56,7 +56,7 @@ class joint_kinematics:
                                 "joint kinematics: Q(q), S, Sdot qd (S&G 9, 12)", b.index):
                 R, t, S, c = b.joint.kinematics(self.alg, qs, qds)
                 if b.turn_after is not None:        # Q(q) Rot(u, c): S and Sdot keep (body_frames)
-                    R = matmul(R, b.turn_after)
+                    R = rotation_product(R, b.turn_after)
                 self.cache[i] = R, t, S, c
         return self.cache[i]
 
