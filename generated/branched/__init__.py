@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_f361f11bb7c0"
-HASH = "f361f11bb7c0d53bd09c29d3a9d6bb6053a86f99f2dbab572f3cc680869e8cec"
+MODULE = "_branched_3add6a3f8026"
+HASH = "3add6a3f80265579215e7a7ccbd6dfd69fa6da3f95aa0a29e8a09274225a2393"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

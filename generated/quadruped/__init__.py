@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_1453427e3ecb"
-HASH = "1453427e3ecb882dbdd9296d35f035e4fb884bdc5a67d8803b21930fd770f3b4"
+MODULE = "_quadruped_ceac3913d3ea"
+HASH = "ceac3913d3ea701a7e3a8fed4051d886d25bb9c97fd8ae85f14b3afdd7c0b839"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_045329c51afe"
-HASH = "045329c51afea51b195cecf123f0d0b52c1e1ec77ede9bfc0668605ab43008fd"
+MODULE = "_rc100_b8299b6c8c0c"
+HASH = "b8299b6c8c0cba05d0755433ed5bfbf77d2668b8420361ab432270d6d846634c"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_29702cf7bd32"
-HASH = "29702cf7bd32325b1786a06d2370a04d6d9f2771d7e2eded1feb61a351140fcb"
+MODULE = "_rc20_ab70eaa631ac"
+HASH = "ab70eaa631aca7288b2f0a7d3a302e35c10ef738baa7a1b28386813c0eb3d538"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_f966665f60d1"
-HASH = "f966665f60d10da1ce6e4933275123e07db90ace3622b0d109746070bd0dce81"
+MODULE = "_rc50_0accfeee4347"
+HASH = "0accfeee4347ef160c8e572266324c12ebf06e268817e9a090bf62e34630ec59"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -36,7 +36,7 @@ SNAP = 1e-10            # rotation entries this close to 0 or +-1 are exact (dyn
 # what an entry costs, roughly, in the recursions' products: a rotation entry that is not 0 or
 # +-1 enters every twist, wrench and articulated-inertia transform of the body; a translation
 # entry the cross products of those; an inertia entry the products with the body's inertia
-ROTATION_WEIGHT, TRANSLATION_WEIGHT, INERTIA_WEIGHT = 8, 6, 1
+ROTATION_WEIGHT, TRANSLATION_WEIGHT, INERTIA_WEIGHT = 8, 7, 1
 SNAP_LENGTH = 1e-12     # translations below this (metres) are 0 (dynamics.tree.SNAP_LENGTH)
 SNAP_INERTIA = 1e-12    # spatial inertia entries below this fraction of the largest are 0
 
