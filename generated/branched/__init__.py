@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_3add6a3f8026"
-HASH = "3add6a3f80265579215e7a7ccbd6dfd69fa6da3f95aa0a29e8a09274225a2393"
+MODULE = "_branched_af5b000e2c60"
+HASH = "af5b000e2c6002aee99465611a5e5fc837b18cac3e31ee962e6df9e9f571fe57"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

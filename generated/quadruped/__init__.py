@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_ceac3913d3ea"
-HASH = "ceac3913d3ea701a7e3a8fed4051d886d25bb9c97fd8ae85f14b3afdd7c0b839"
+MODULE = "_quadruped_c895a41373ce"
+HASH = "c895a41373cea5e9ab9c662af9a26970c41bef5e923298b9bda791ac814e6a36"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_ceac3913d3ea_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_c895a41373ce_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_ceac3913d3ea_py(void)
+PyMODINIT_FUNC PyInit__quadruped_c895a41373ce_py(void)
 {
     import_array();
     return PyModule_Create(&module);

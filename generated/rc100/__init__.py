@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_b8299b6c8c0c"
-HASH = "b8299b6c8c0cba05d0755433ed5bfbf77d2668b8420361ab432270d6d846634c"
+MODULE = "_rc100_2f6424a0f2bf"
+HASH = "2f6424a0f2bfa49ea555b1420708ff50b87fd8ac4a47f1b2f2640cf1ef55d657"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_ab70eaa631ac"
-HASH = "ab70eaa631aca7288b2f0a7d3a302e35c10ef738baa7a1b28386813c0eb3d538"
+MODULE = "_rc20_1032bae5c426"
+HASH = "1032bae5c426b2e6e5f18833243d2709d6cafb6ce38b23417b6adcf1b857ee8f"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

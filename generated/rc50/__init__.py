@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_0accfeee4347"
-HASH = "0accfeee4347ef160c8e572266324c12ebf06e268817e9a090bf62e34630ec59"
+MODULE = "_rc50_e51a768e382a"
+HASH = "e51a768e382a75ed32f2b4b69e51288d079dfd807171fa5f8e530e3e589296ba"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -121,9 +121,9 @@ def inertia_to_parent(R, t, A):
     """Ad_{G^-1}^T A Ad_{G^-1}: a (articulated) inertia in the child frame seen in the parent.
     For a pure turn about a coordinate axis (a revolute joint's Q(q)) that is blockdiag(R, R) A
     blockdiag(R, R)^T, block by block (rotate_about_axis)."""
-    turn = coordinate_rotation(R)
-    if turn is None or all(_is_folding(x) for x in turn[1:]):
-        return congruence(adjoint_inverse_matrix(R, t), A)     # (a signed permutation folds)
+    turn = costly_turn(R)
+    if turn is None:
+        return congruence(adjoint_inverse_matrix(R, t), A)
     if not all(_is_constant(x, 0.0) for x in t):     # G = (1, t) (R, 0): turn, then move
         return congruence(adjoint_inverse_matrix(IDENTITY3, t), inertia_to_parent(R, [0.0] * 3, A))
     top = rotate_about_axis([row[:3] for row in A[:3]], *turn, symmetric=True)
@@ -164,6 +164,16 @@ def coordinate_rotation(R):
         if _same(R[j][j], c) and _same(R[i][j], -s):
             return k, c, s
     return None
+
+
+def costly_turn(R):
+    """coordinate_rotation(R) where its cosine or sine costs multiplications; None also for a
+    signed permutation, which the general products fold to a reordering (the block formulas
+    would leave a - (a - d) where the entry is d)."""
+    turn = coordinate_rotation(R)
+    if turn is None or all(_is_folding(x) for x in turn[1:]):
+        return None
+    return turn
 
 
 def rotation_product(A, B):
@@ -259,7 +269,7 @@ def rigid_matrix(m, h, Ibar):
 
 def rotate_symmetric(R, A):
     """R A R^T for symmetric 3x3 A (upper triangle computed, mirrored)."""
-    turn = coordinate_rotation(R)
+    turn = costly_turn(R)
     if turn is not None:
         return rotate_about_axis(A, *turn, symmetric=True)
     RA = matmul(R, A)
