@@ -124,6 +124,20 @@ def test_frames_slid_along_their_axes_keep_every_result(rng):
     assert_same_results(slid, plain, 3, rng)
 
 
+def test_a_slide_beyond_floats_is_not_taken():
+    """A hinge placed 1e155 m away (found by tests/test_fuzz.py): the slide that zeroes its axial
+    coordinate would move the inertia by 5e154 m, whose square overflows; it is not taken, with
+    no floating-point warning (the pipeline treats one as a failure), and the code is generated."""
+    model = scleron.Model("far")
+    model.add_body("b0", joint="revolute", axis=[0, 0, 1], xyz=[1e155, 0, 5e154],
+                   inertia=[1 / 6, 1 / 6, 1 / 6])
+    with np.errstate(all="raise"):
+        tree = Tree(model)
+    assert np.array_equal(tree.body_slides[0], np.zeros(3))
+    files, _, _ = scleron.pipeline.build_sources(model, functions=["forward_dynamics"])
+    assert "far_forward_dynamics" in files["far_dynamics.c"]
+
+
 def test_a_hinge_off_its_frames_origin_is_not_turned(rng):
     """A custom joint turning about z after a constant offset (0.3, 0.1, 0) has S = [e_z; 0], but
     its axis does not pass through the parent-side origin, so a turn about z does not commute with

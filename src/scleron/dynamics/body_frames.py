@@ -306,9 +306,10 @@ def choose_slides(bodies, turns):
     an axis' worth of lever (|e . u| < 0.1) is not tried: it would be long and cancel."""
     axes = [commuting_axis(b.joint) for b in bodies]
     slides = [np.zeros(3) for _ in bodies]
-    for b in bodies:
-        if axes[b.index] is not None:
-            slides[b.index] = best_slide(bodies, b, turns, slides, axes[b.index])
+    with np.errstate(all="ignore"):         # overflowing shifts are not finite: not taken
+        for b in bodies:
+            if axes[b.index] is not None:
+                slides[b.index] = best_slide(bodies, b, turns, slides, axes[b.index])
     return slides
 
 
@@ -323,9 +324,13 @@ def best_slide(bodies, b, turns, slides, u):
 
     def cost(d):
         s = d * u
-        n = TRANSLATION_WEIGHT * nonzeros(snapped_lengths(Cp.T @ (t + R @ s - sp)))
-        n += INERTIA_WEIGHT * nonzeros(snapped_inertia(turned_inertia(I, C, s)))
-        return n + sum(TRANSLATION_WEIGHT * nonzeros(snapped_lengths(C.T @ (tc - s))) for tc in kids)
+        own, inertia = Cp.T @ (t + R @ s - sp), turned_inertia(I, C, s)
+        children = [C.T @ (tc - s) for tc in kids]
+        if not all(np.isfinite(x).all() for x in [own, inertia, *children]):
+            return math.inf         # a shift beyond floats (a model placed 1e155 m away): not taken
+        n = TRANSLATION_WEIGHT * nonzeros(snapped_lengths(own))
+        n += INERTIA_WEIGHT * nonzeros(snapped_inertia(inertia))
+        return n + sum(TRANSLATION_WEIGHT * nonzeros(snapped_lengths(x)) for x in children)
 
     candidates = []
     for e in Cp.T:                          # own translation entries: e . (t - s_p + d R u) = 0
@@ -337,7 +342,7 @@ def best_slide(bodies, b, turns, slides, u):
     if I[3, 3] > 0:                         # the centre of mass (m [c]x is the upper right block)
         candidates.append(np.array([I[2, 4], I[0, 5], I[1, 3]]) @ u / I[3, 3])
     best, best_cost = 0.0, cost(0.0)
-    for d in sorted(candidates):
+    for d in sorted(d for d in candidates if math.isfinite(d)):
         if cost(d) < best_cost:
             best, best_cost = d, cost(d)
     return best * u
