@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_af5b000e2c60"
-HASH = "af5b000e2c6002aee99465611a5e5fc837b18cac3e31ee962e6df9e9f571fe57"
+MODULE = "_branched_2c26ff896e42"
+HASH = "2c26ff896e420bd984dc7d3a6aafe1693bfa70c133e695697464a5930ef83266"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_c895a41373ce"
-HASH = "c895a41373cea5e9ab9c662af9a26970c41bef5e923298b9bda791ac814e6a36"
+MODULE = "_quadruped_4eeff6520fcc"
+HASH = "4eeff6520fcc03a69151b56deaa069ae2dabe23844d6b32c16e62cd76e5b20f6"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_2f6424a0f2bf"
-HASH = "2f6424a0f2bfa49ea555b1420708ff50b87fd8ac4a47f1b2f2640cf1ef55d657"
+MODULE = "_rc100_6b88e74c8bee"
+HASH = "6b88e74c8bee553fc333375ace69a1e1b44409173b33d892a62ce05d3da550d8"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

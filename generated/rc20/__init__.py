@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_1032bae5c426"
-HASH = "1032bae5c426b2e6e5f18833243d2709d6cafb6ce38b23417b6adcf1b857ee8f"
+MODULE = "_rc20_ad141a491806"
+HASH = "ad141a49180664efc12b019f85eb9308475688df708b50d495c741e349876e53"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

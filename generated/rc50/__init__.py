@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_e51a768e382a"
-HASH = "e51a768e382a75ed32f2b4b69e51288d079dfd807171fa5f8e530e3e589296ba"
+MODULE = "_rc50_e73cc76b5ef4"
+HASH = "e73cc76b5ef420d03f6ae1659660adb8375c927cdad1cfbdc881a779f6581178"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
