@@ -23,8 +23,8 @@ from ..joints import manifolds
 from ..program.algebra import Dual, DualAlgebra
 from . import configuration, recursions
 from .tree import consecutive_runs, coordinate_ancestors, coordinate_parents
-from .spatial import (ad, ad_star, columns, dot, matmul, matvec, rigid_inertia_to_parent, sym_add,
-                      transpose, twist_to_parent, vadd, vscale, wrench_to_parent)
+from .spatial import (ad, ad_star, columns, constant_rigid_inertia_to_parent, dot, matmul, matvec,
+                      sym_add, transpose, twist_to_parent, vadd, vscale, wrench_to_parent)
 
 
 # ---- M^-1 ----------------------------------------------------------------------------------------
@@ -421,7 +421,7 @@ def world_dynamics(tree, alg, kins, qd, qdd):
         w.pose = R, t = pose[b.index]
         own = slice(b.v_start, b.v_start + b.dof)
         w.J = [twist_to_parent(R, t, col) for col in columns(kin[2])]
-        w.Y = rigid_inertia_to_parent(R, t, b.inertia)
+        w.Y = constant_rigid_inertia_to_parent(R, t, b.inertia)
         vJ = [dot(row, qd[own]) for row in rows(w.J)]                      # J_i qd_i
         w.ovp = ovp = out[b.parent].ov if b.parent >= 0 else ZERO6
         w.oap = oap = out[b.parent].oa if b.parent >= 0 else recursions.to_child(b, kin, base)
@@ -500,7 +500,7 @@ def coordinate_tangents(tree, alg, world, q, qd, qdd):
     """A Tangent per coordinate, from the parent's twist and acceleration:
         dV  = ov_p x J + dS qd_i
         dA  = oa_p x J + ov_p x dV + dS qdd_i + dc + ov_p x (dS qd_i) + (J_i qd_i) x (dS qd_i)
-        dAv = (ov_p + ov_i) x J + dc_v
+        dAv = (ov_p + ov_i) x J + dc_v = 2 ov_p x J + (J_i qd_i) x J + dc_v
     (dS, dc, dc_v: the joint's own dS/dq, d(Sdot qd)/dq, d(Sdot qd)/dqd in the world; the
     rigid parts J x ov, J x oa are the subtree's motion, accounted for where used). A root's
     parent is the world at rest with gravity as its acceleration (S&G 22), seen from the root's
@@ -517,10 +517,14 @@ def coordinate_tangents(tree, alg, world, q, qd, qdd):
             t.body, t.J, t.dS = b.index, w.J[k], dS
             dSqd = [dot(row, qd[own]) for row in rows(dS)]
             dSqdd = [dot(row, qdd[own]) for row in rows(dS)]
-            t.dV = vadd(ad(ovp, t.J), dSqd)
+            pJ = ad(ovp, t.J)
+            t.dV = vadd(pJ, dSqd)
             t.dA = vadd(vadd(vadd(ad(oap, t.J), ad(ovp, t.dV)), vadd(dSqdd, dc)),
                         vadd(ad(ovp, dSqd), ad(vJ, dSqd)))
-            t.dAv = vadd(ad(vadd(ovp, w.ov), t.J), dcv)
+            # (ov_p + ov_i) x J = 2 ov_p x J + (J_i qd_i) x J, whose last term is 0 for one
+            # coordinate (J_i qd_i = qd J): a sum instead of a cross product
+            vJxJ = ad(vJ, t.J) if b.dof > 1 else ZERO6
+            t.dAv = vadd(vadd(vadd(pJ, pJ), vJxJ), dcv)
             out.append(t)
     return out
 
