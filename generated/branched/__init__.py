@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_2c26ff896e42"
-HASH = "2c26ff896e420bd984dc7d3a6aafe1693bfa70c133e695697464a5930ef83266"
+MODULE = "_branched_3d3e2c5ad9b4"
+HASH = "3d3e2c5ad9b409e39cdde44bfef53e4b2ebed7fe2a0ccf1775563992be870692"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

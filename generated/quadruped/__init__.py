@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_4eeff6520fcc"
-HASH = "4eeff6520fcc03a69151b56deaa069ae2dabe23844d6b32c16e62cd76e5b20f6"
+MODULE = "_quadruped_0e92764d5ae5"
+HASH = "0e92764d5ae57ba5f30a2267a2709c91a8ca1d0cc2311087961de395e58558d5"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

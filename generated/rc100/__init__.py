@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_6b88e74c8bee"
-HASH = "6b88e74c8bee553fc333375ace69a1e1b44409173b33d892a62ce05d3da550d8"
+MODULE = "_rc100_192ab44bb76e"
+HASH = "192ab44bb76e048ac67dae8f316ced038361afe6ec13481efb700305b59bad93"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

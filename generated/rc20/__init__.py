@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_ad141a491806"
-HASH = "ad141a49180664efc12b019f85eb9308475688df708b50d495c741e349876e53"
+MODULE = "_rc20_c4799085c369"
+HASH = "c4799085c3695df4dd4f45ff0547c18063f1f71827aafdd23a49b8a6a0f0d9e4"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_e73cc76b5ef4"
-HASH = "e73cc76b5ef420d03f6ae1659660adb8375c927cdad1cfbdc881a779f6581178"
+MODULE = "_rc50_7dc4f795b378"
+HASH = "7dc4f795b378b4e18fe0f808275f83dae13be9e0307225a8296018d6e56b290c"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
