@@ -50,10 +50,15 @@ def factored_mass_matrix_inverse(tree, alg, q):
 
 def inverse_of_mass_matrix(tree, alg, M):
     """M^-1 of a mass matrix M of the tree by its LTDL factors."""
+    return inverse_from_ltdl(alg, *mass_matrix_factors(tree, alg, M))
+
+
+def mass_matrix_factors(tree, alg, M):
+    """(L, 1/D, ancestors) of M = L^T D L over the expanded parent array of the coordinates."""
     parents = coordinate_parents(tree)
     ancestors = [coordinate_ancestors(parents, k) for k in range(tree.nv)]
     L, inv_d = ltdl_factors(alg, M, ancestors)
-    return inverse_from_ltdl(alg, L, inv_d, ancestors)
+    return L, inv_d, ancestors
 
 
 def composite_mass_matrix(tree, alg, world):
@@ -120,6 +125,21 @@ def inverse_from_ltdl(alg, L, inv_d, ancestors):
                     s = s + v * W[b][k]
             Minv[a][b] = Minv[b][a] = s
     return Minv
+
+
+def ltdl_solve(alg, L, inv_d, ancestors, b):
+    """x = M^-1 b from M = L^T D L (Featherstone Table 6.4, the tree's sparsity): L^T z = b leaves
+    to root, y = D^-1 z, L x = y root to leaves; 2 nnz(L) + nv multiply-adds against the nv^2 of
+    M^-1 b (solo12: 432 against 648 operations)."""
+    z = list(b)
+    for k in reversed(range(len(z))):
+        for i in ancestors[k]:
+            z[i] = z[i] - L[k][i] * z[k]
+    x = [zk * d for zk, d in zip(z, inv_d)]
+    for k in range(len(x)):
+        for i in ancestors[k]:
+            x[k] = x[k] - L[k][i] * x[i]
+    return x
 
 
 # M^-1 and M^-1 B by Carpentier 2018 (Featherstone 7.3 on many joint forces at once)
@@ -684,10 +704,11 @@ def accelerations_and_inverse(tree, alg, q, qd, tau, world, blocks):
     the C loops after the program, and q'' the articulated-body solve of the one column tau - h
     on the factors those loops take."""
     if blocks is None:
-        Minv = inverse_of_mass_matrix(tree, alg, composite_mass_matrix(tree, alg, world))
+        factors = mass_matrix_factors(tree, alg, composite_mass_matrix(tree, alg, world))
+        Minv = inverse_from_ltdl(alg, *factors)
         h = joint_forces_from_world(tree, alg, q, qd, world)
-        alg.section("forward dynamics derivatives: q'' = M^-1 (tau - h)")
-        return matvec(Minv, [t - x for t, x in zip(tau, h)]), Minv
+        alg.section("forward dynamics derivatives: q'' = M^-1 (tau - h) by the LTDL factors")
+        return ltdl_solve(alg, *factors, [t - x for t, x in zip(tau, h)]), Minv
     h = joint_forces_from_world(tree, alg, q, qd, world)
     alg.section("forward dynamics derivatives: q'' = M^-1 (tau - h)")
     axes = articulated_world(tree, alg, q)
