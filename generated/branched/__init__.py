@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_3d3e2c5ad9b4"
-HASH = "3d3e2c5ad9b409e39cdde44bfef53e4b2ebed7fe2a0ccf1775563992be870692"
+MODULE = "_branched_e08a2f5dc01e"
+HASH = "e08a2f5dc01e14bc338cd9e3a4d03c5205d9fa94f51dd3ff5c877dbf99f98fc8"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

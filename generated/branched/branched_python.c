@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_3d3e2c5ad9b4_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_e08a2f5dc01e_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_3d3e2c5ad9b4_py(void)
+PyMODINIT_FUNC PyInit__branched_e08a2f5dc01e_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_0e92764d5ae5"
-HASH = "0e92764d5ae57ba5f30a2267a2709c91a8ca1d0cc2311087961de395e58558d5"
+MODULE = "_quadruped_71548dff1290"
+HASH = "71548dff12905078aa6b140fc49d0b1c2ca9c1f1dd3bf84786fc210045d2460b"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

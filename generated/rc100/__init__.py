@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_192ab44bb76e"
-HASH = "192ab44bb76e048ac67dae8f316ced038361afe6ec13481efb700305b59bad93"
+MODULE = "_rc100_00b78f0d8087"
+HASH = "00b78f0d80874e2ee2410d564ea45bf2aedfbbb0c3eaf747a82ca3423f3596a1"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

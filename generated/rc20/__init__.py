@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_c4799085c369"
-HASH = "c4799085c3695df4dd4f45ff0547c18063f1f71827aafdd23a49b8a6a0f0d9e4"
+MODULE = "_rc20_617fd94928d2"
+HASH = "617fd94928d2805365b4485eb6e0346d4a6c39eaf52c4e3f3b16c9420e9242ff"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

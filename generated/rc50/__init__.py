@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_7dc4f795b378"
-HASH = "7dc4f795b378b4e18fe0f808275f83dae13be9e0307225a8296018d6e56b290c"
+MODULE = "_rc50_115848696e38"
+HASH = "115848696e38cfe43aabbbec426c3e62889df5d992ab8e9cda6cf519053f9f6c"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
