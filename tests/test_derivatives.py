@@ -229,7 +229,7 @@ def test_mass_matrix_inverse_by_factorisation_and_by_articulated_solve(name, qba
     """The two routes to M^-1 share nothing but the model: the straight-line code's LTDL
     factorisation of the CRBA mass matrix, whose factor keeps the tree's sparsity (no entry
     between branches: the roots of two_roots, branched's arms), and the loop form's
-    articulated-body columns (here on lists)."""
+    articulated-body columns (here on lists); and the factors' solve of M x = b against numpy."""
     models = {**general_models(qball, two_roots), "tc10": example("tc10.yaml")}
     model = scleron.load_model(models[name])
     tree = Tree(model)
@@ -252,6 +252,10 @@ def test_mass_matrix_inverse_by_factorisation_and_by_articulated_solve(name, qba
     by_columns = np.array(derivatives.articulated_mass_matrix_inverse(tree, ALG, q))
     assert rel_err(by_factors, by_columns) < 1e-14 * np.linalg.cond(M)
     assert np.abs(by_factors @ np.array(M) - np.eye(tree.nv)).max() < 1e-12 * np.linalg.cond(M)
+    # the factors' sparse solves (q'' = M^-1 (tau - h) in the forward dynamics' derivatives)
+    b = rng.normal(size=tree.nv)
+    x = derivatives.ltdl_solve(*derivatives.mass_matrix_factors(tree, ALG, M), list(b))
+    assert rel_err(np.array(x), np.linalg.solve(np.array(M), b)) < 1e-14 * np.linalg.cond(M)
 
 
 @pytest.mark.parametrize("name", ["branched", "quadruped", "qball", "two_roots"])

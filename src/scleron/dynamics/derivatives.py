@@ -127,7 +127,7 @@ def inverse_from_ltdl(alg, L, inv_d, ancestors):
     return Minv
 
 
-def ltdl_solve(alg, L, inv_d, ancestors, b):
+def ltdl_solve(L, inv_d, ancestors, b):
     """x = M^-1 b from M = L^T D L (Featherstone Table 6.4, the tree's sparsity): L^T z = b leaves
     to root, y = D^-1 z, L x = y root to leaves; 2 nnz(L) + nv multiply-adds against the nv^2 of
     M^-1 b (solo12: 432 against 648 operations)."""
@@ -708,7 +708,7 @@ def accelerations_and_inverse(tree, alg, q, qd, tau, world, blocks):
         Minv = inverse_from_ltdl(alg, *factors)
         h = joint_forces_from_world(tree, alg, q, qd, world)
         alg.section("forward dynamics derivatives: q'' = M^-1 (tau - h) by the LTDL factors")
-        return ltdl_solve(alg, *factors, [t - x for t, x in zip(tau, h)]), Minv
+        return ltdl_solve(*factors, [t - x for t, x in zip(tau, h)]), Minv
     h = joint_forces_from_world(tree, alg, q, qd, world)
     alg.section("forward dynamics derivatives: q'' = M^-1 (tau - h)")
     axes = articulated_world(tree, alg, q)

@@ -287,7 +287,7 @@ def constant_rigid_inertia_to_parent(R, t, J):
     Ibar'_ii = (R Ic R^T)_ii + sum over k != i of h'_k^2 / m, Ibar'_ij = (R Ic R^T)_ij - h'_i h'_j / m
     (h' as a sum, not m times c: products of a scaled value take two multiplications).
     R Ic R^T takes Ic's principal form where Ic is diagonal (rotate_diagonal). For a dense R
-    (the bodies' world poses) about half the work of the general form (RC20: 95 -> 35
+    (the bodies' world poses) about half the work of the general form (RC20: 95 -> 34
     operations per body); other J (symbolic, massless) take rigid_inertia_to_parent."""
     central = central_inertia(J)
     if central is None or costly_turn(R) is not None:
