@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_e08a2f5dc01e"
-HASH = "e08a2f5dc01e14bc338cd9e3a4d03c5205d9fa94f51dd3ff5c877dbf99f98fc8"
+MODULE = "_branched_082b70e35a43"
+HASH = "082b70e35a439485395e54f4d3483ab00f83ca8ee7aa1fe90239ec598aef9546"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

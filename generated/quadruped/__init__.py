@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_71548dff1290"
-HASH = "71548dff12905078aa6b140fc49d0b1c2ca9c1f1dd3bf84786fc210045d2460b"
+MODULE = "_quadruped_6bdb3e0f9ab1"
+HASH = "6bdb3e0f9ab11dec4ee45878aceb5c1852d1fe7b0e34d08bbdcd1de38b684a30"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

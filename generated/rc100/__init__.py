@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_00b78f0d8087"
-HASH = "00b78f0d80874e2ee2410d564ea45bf2aedfbbb0c3eaf747a82ca3423f3596a1"
+MODULE = "_rc100_1004cb8fb83f"
+HASH = "1004cb8fb83fe479cb937337f5916f0316cac490794759e5e7dae68349f41705"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_617fd94928d2"
-HASH = "617fd94928d2805365b4485eb6e0346d4a6c39eaf52c4e3f3b16c9420e9242ff"
+MODULE = "_rc20_71f868bb49e9"
+HASH = "71f868bb49e9d3d06c20582b47cbde68263b9894edc7c95cf50ad228766e3069"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_115848696e38"
-HASH = "115848696e38cfe43aabbbec426c3e62889df5d992ab8e9cda6cf519053f9f6c"
+MODULE = "_rc50_3d902e580a84"
+HASH = "3d902e580a846c6fde5b6bf1e020e1a3e401c18e172433b756b774b1ec0f117f"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
