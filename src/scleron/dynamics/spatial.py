@@ -9,6 +9,8 @@ A placement (R, t) maps points p_parent = R p_child + t. With G = (R, t):
   Ad_{G^-1}^T [n; f] = [R n + t x (R f); R f]            (child wrench -> parent frame)
   Ad_G [w; v]        = [R w; R v + t x (R w)]            (child twist -> parent frame)
 """
+import numpy as np
+
 
 
 def vadd(a, b):
@@ -285,17 +287,16 @@ def constant_rigid_inertia_to_parent(R, t, J):
     mass: with Ic the inertia about the centre (a constant), h' = R h + m t = m c (c the moved
     centre) and (Featherstone 2.63) Ibar' = R Ic R^T + m [c]^T [c], i.e.
     Ibar'_ii = (R Ic R^T)_ii + sum over k != i of h'_k^2 / m, Ibar'_ij = (R Ic R^T)_ij - h'_i h'_j / m
-    (h' as a sum, not m times c: products of a scaled value take two multiplications).
-    R Ic R^T takes Ic's principal form where Ic is diagonal (rotate_diagonal). For a dense R
-    (the bodies' world poses) about half the work of the general form (RC20: 95 -> 34
-    operations per body); other J (symbolic, massless) take rigid_inertia_to_parent."""
+    (h' as a sum, not m times c: products of a scaled value take two multiplications), and
+    R Ic R^T in Ic's principal form (rotate_principal). For a dense R (the bodies' world poses)
+    about half the work of the general form (RC20: 95 -> 34 operations per body); other J
+    (symbolic, massless) take rigid_inertia_to_parent."""
     central = central_inertia(J)
     if central is None or costly_turn(R) is not None:
         return rigid_inertia_to_parent(R, t, J)
-    m, h, Ic = central
+    m, h, moments, axes = central
     h2 = vadd(matvec(R, h), vscale(m, t))
-    diagonal = all(Ic[i][j] == 0.0 for i in range(3) for j in range(3) if i != j)
-    I = rotate_diagonal(R, Ic) if diagonal else rotate_symmetric(R, Ic)
+    I = rotate_principal(R, moments, axes)
     hh = [[h2[i] * h2[j] for j in range(3)] for i in range(3)]          # m^2 c_i c_j
     for i in range(3):
         j, k = (i + 1) % 3, (i + 2) % 3
@@ -306,41 +307,56 @@ def constant_rigid_inertia_to_parent(R, t, J):
 
 
 def central_inertia(J):
-    """(m, h, Ic) of a constant rigid-body inertia J (all entries floats, m > 0): Ic the
-    rotational inertia about the centre of mass h / m, its entries below SNAP_CENTRAL of its
-    largest exactly 0 (the round-off of Ic = Ibar - m [com]^T [com] where Ic was diagonal).
-    None otherwise."""
+    """(m, h, moments, axes) of a constant rigid-body inertia J (all entries floats, m > 0): the
+    principal moments and axes (unit 3-vectors) of its inertia about the centre of mass h / m,
+    Ic = sum over k of moments[k] axes[k] axes[k]^T. Where Ic is diagonal (its off-diagonal
+    entries below SNAP_CENTRAL of its largest: the round-off of Ic = Ibar - m [com]^T [com]),
+    the axes are exactly the coordinate axes; else numpy's eigh, axis entries below
+    SNAP_CENTRAL exactly 0 (a block-diagonal Ic keeps its zeros). None for other J."""
     m, h, Ibar = rigid_parts(J)
     if not all(isinstance(x, float) for row in J for x in row) or m <= 0.0:
         return None
     com = [x / m for x in h]
     cc = sum(x * x for x in com)
-    Ic = [[Ibar[i][j] - m * ((cc if i == j else 0.0) - com[i] * com[j]) for j in range(3)]
-          for i in range(3)]
-    big = max(abs(x) for row in Ic for x in row)
-    Ic = [[0.0 if abs(x) <= SNAP_CENTRAL * big else x for x in row] for row in Ic]
-    return m, h, Ic
+    Ic = np.array([[Ibar[i][j] - m * ((cc if i == j else 0.0) - com[i] * com[j])
+                    for j in range(3)] for i in range(3)])
+    big = np.abs(Ic).max()
+    off = Ic - np.diag(np.diag(Ic))
+    if np.abs(off).max() <= SNAP_CENTRAL * big:
+        return m, h, [float(x) for x in np.diag(Ic)], [[float(i == k) for i in range(3)] for k in range(3)]
+    moments, U = np.linalg.eigh(Ic)
+    U[np.abs(U) <= SNAP_CENTRAL] = 0.0
+    return m, h, [float(x) for x in moments], [[float(x) for x in U[:, k]] for k in range(3)]
 
 
 SNAP_CENTRAL = 1e-12
 
 
-def rotate_diagonal(R, D):
-    """R D R^T for a constant diagonal D = diag(d) and a rotation R (R R^T = 1): with b the most
-    repeated of the d_k, R D R^T = b 1 + sum over k with d_k != b of (d_k - b) r_k r_k^T, r_k
-    the columns of R. 27 operations for three distinct moments, 12 for two, 0 for one, against
-    39 by the two products."""
-    d = [D[k][k] for k in range(3)]
-    b = max(d, key=d.count)
-    scaled = [(vscale(d[k] - b, [R[i][k] for i in range(3)]), [R[i][k] for i in range(3)])
-              for k in range(3) if d[k] != b]
-    out = [[0.0] * 3 for _ in range(3)]
+def rotate_principal(R, moments, axes):
+    """R Ic R^T for a constant Ic = sum over k of d_k u_k u_k^T (moments d, unit axes u) and a
+    rotation R (R R^T = 1): with b a base moment, R Ic R^T = b 1 + sum over the other k of
+    (d_k - b) (R u_k)(R u_k)^T. b is a repeated moment where there is one (moments within
+    SNAP_CENTRAL of each other count as one), else the one of the densest axis, whose R u is
+    then not needed. Coordinate axes: 27 operations for three distinct moments, 12 for two, 0
+    for one, against 39 by the two products; a general Ic 57 against 75."""
+    d = list(moments)
+    scale = max(abs(x) for x in d) or 1.0
+    same = [[j for j in range(3) if abs(d[j] - d[k]) <= SNAP_CENTRAL * scale] for k in range(3)]
+    dense = [sum(1 for x in u if x != 0.0) for u in axes]
+    base = max(range(3), key=lambda k: (len(same[k]), dense[k]))
+    b = d[base]
+    out = [[b if i == j else 0.0 for j in range(3)] for i in range(3)]
+    for k in range(3):
+        if k in same[base]:
+            continue
+        Ru = matvec(R, axes[k])
+        s = vscale(d[k] - b, Ru)
+        for i in range(3):
+            for j in range(i, 3):
+                out[i][j] = out[i][j] + s[i] * Ru[j]
     for i in range(3):
-        for j in range(i, 3):
-            x = b if i == j else 0.0
-            for s, r in scaled:
-                x = x + s[i] * r[j]
-            out[i][j] = out[j][i] = x
+        for j in range(i):
+            out[i][j] = out[j][i]
     return out
 
 
