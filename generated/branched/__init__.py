@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_082b70e35a43"
-HASH = "082b70e35a439485395e54f4d3483ab00f83ca8ee7aa1fe90239ec598aef9546"
+MODULE = "_branched_e395f85de4d0"
+HASH = "e395f85de4d0324b3e0e6364cf584d68c1c4d38db19f4e6eca8f80cf6c9f8842"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

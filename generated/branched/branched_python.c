@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_082b70e35a43_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_e395f85de4d0_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_082b70e35a43_py(void)
+PyMODINIT_FUNC PyInit__branched_e395f85de4d0_py(void)
 {
     import_array();
     return PyModule_Create(&module);

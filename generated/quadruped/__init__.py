@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_6bdb3e0f9ab1"
-HASH = "6bdb3e0f9ab11dec4ee45878aceb5c1852d1fe7b0e34d08bbdcd1de38b684a30"
+MODULE = "_quadruped_7b248bf699c7"
+HASH = "7b248bf699c7368878f276af86e2e2a09b26b04fbfbac0da4926da9792066581"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

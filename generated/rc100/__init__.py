@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_1004cb8fb83f"
-HASH = "1004cb8fb83fe479cb937337f5916f0316cac490794759e5e7dae68349f41705"
+MODULE = "_rc100_9038b19cafd0"
+HASH = "9038b19cafd01cc3532ea0b32ccd9be992046b40a593815db006800926abf05c"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

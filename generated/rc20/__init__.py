@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_71f868bb49e9"
-HASH = "71f868bb49e9d3d06c20582b47cbde68263b9894edc7c95cf50ad228766e3069"
+MODULE = "_rc20_8c2ed781adc3"
+HASH = "8c2ed781adc37a0a33ed2365480c2d89323bd9b15a1447396c033e6a3af07d3f"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

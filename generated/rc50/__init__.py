@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_3d902e580a84"
-HASH = "3d902e580a846c6fde5b6bf1e020e1a3e401c18e172433b756b774b1ec0f117f"
+MODULE = "_rc50_f09d21cf34e6"
+HASH = "f09d21cf34e696c103002ff4d8e14f238b2b230602c17c732d41ca787c0fb6be"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
