@@ -466,7 +466,8 @@ def test_constant_inertia_moved_by_its_centre_equals_the_congruence(rng):
     z (the fallback).
     And the saving it exists for: fewer operations than rigid_inertia_to_parent on a symbolic
     rotation."""
-    from scleron.dynamics.spatial import constant_rigid_inertia_to_parent, rigid_inertia_to_parent
+    from scleron.dynamics.spatial import (central_inertia, constant_rigid_inertia_to_parent,
+                                          rigid_inertia_to_parent)
     from scleron.program.program import Program
 
     def skew(x):
@@ -499,3 +500,9 @@ def test_constant_inertia_moved_by_its_centre_equals_the_congruence(rng):
         return prog.op_counts().mul + prog.op_counts().add
     for Ic in central[:5]:
         assert operations(constant_rigid_inertia_to_parent, Ic) < operations(rigid_inertia_to_parent, Ic)
+    # a point mass off the origin: Ibar - m [c]^T [c] leaves round-off (~1e-17) in Ic, which is
+    # snapped to 0 rather than rotated as a general inertia
+    point = spatial_inertia(1.3, np.array([0.2, -0.1, 0.3]), np.zeros((3, 3))).tolist()
+    assert central_inertia(point)[2:] == ([0.0] * 3, np.eye(3).tolist())
+    assert operations(constant_rigid_inertia_to_parent, np.zeros((3, 3))) < \
+        operations(constant_rigid_inertia_to_parent, np.diag([0.2, 0.2, 0.2]))

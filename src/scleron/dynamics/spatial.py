@@ -309,10 +309,11 @@ def constant_rigid_inertia_to_parent(R, t, J):
 def central_inertia(J):
     """(m, h, moments, axes) of a constant rigid-body inertia J (all entries floats, m > 0): the
     principal moments and axes (unit 3-vectors) of its inertia about the centre of mass h / m,
-    Ic = sum over k of moments[k] axes[k] axes[k]^T. Where Ic is diagonal (its off-diagonal
-    entries below SNAP_CENTRAL of its largest: the round-off of Ic = Ibar - m [com]^T [com]),
-    the axes are exactly the coordinate axes; else numpy's eigh, axis entries below
-    SNAP_CENTRAL exactly 0 (a block-diagonal Ic keeps its zeros). None for other J."""
+    Ic = sum over k of moments[k] axes[k] axes[k]^T. Entries of Ic below SNAP_CENTRAL of the
+    largest of Ic and Ibar are exactly 0 (the round-off of Ic = Ibar - m [com]^T [com]: a point
+    mass off the origin, icub's legs, leaves ~1e-18 there); where Ic is then diagonal the axes
+    are exactly the coordinate axes, else numpy's eigh, axis entries below SNAP_CENTRAL exactly
+    0 (a block-diagonal Ic keeps its zeros). None for other J."""
     m, h, Ibar = rigid_parts(J)
     if not all(isinstance(x, float) for row in J for x in row) or m <= 0.0:
         return None
@@ -320,9 +321,8 @@ def central_inertia(J):
     cc = sum(x * x for x in com)
     Ic = np.array([[Ibar[i][j] - m * ((cc if i == j else 0.0) - com[i] * com[j])
                     for j in range(3)] for i in range(3)])
-    big = np.abs(Ic).max()
-    off = Ic - np.diag(np.diag(Ic))
-    if np.abs(off).max() <= SNAP_CENTRAL * big:
+    Ic[np.abs(Ic) <= SNAP_CENTRAL * max(np.abs(Ic).max(), np.abs(np.array(Ibar)).max())] = 0.0
+    if not (Ic - np.diag(np.diag(Ic))).any():
         return m, h, [float(x) for x in np.diag(Ic)], [[float(i == k) for i in range(3)] for k in range(3)]
     moments, U = np.linalg.eigh(Ic)
     U[np.abs(U) <= SNAP_CENTRAL] = 0.0
