@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_e395f85de4d0"
-HASH = "e395f85de4d0324b3e0e6364cf584d68c1c4d38db19f4e6eca8f80cf6c9f8842"
+MODULE = "_branched_9adc288736ae"
+HASH = "9adc288736ae63a9d830a8adf43ef1ddee158a853a96e5c5d465a5595d6313c8"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

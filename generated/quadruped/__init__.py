@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_7b248bf699c7"
-HASH = "7b248bf699c7368878f276af86e2e2a09b26b04fbfbac0da4926da9792066581"
+MODULE = "_quadruped_3fbf8d7008b6"
+HASH = "3fbf8d7008b6af37607f72de4f41af77ca0924c082712f1d1579041f04b5a065"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_9038b19cafd0"
-HASH = "9038b19cafd01cc3532ea0b32ccd9be992046b40a593815db006800926abf05c"
+MODULE = "_rc100_6f7f0e0b8b35"
+HASH = "6f7f0e0b8b355d933dbe65ae4e40c1ddeb9e6eabaa95aef2f2b16dc1de00ba32"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_8c2ed781adc3"
-HASH = "8c2ed781adc37a0a33ed2365480c2d89323bd9b15a1447396c033e6a3af07d3f"
+MODULE = "_rc20_b38c8542be23"
+HASH = "b38c8542be23c92edcd1a246be0b7b1301480a0906be01cede0ef6d919c60f07"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_f09d21cf34e6"
-HASH = "f09d21cf34e696c103002ff4d8e14f238b2b230602c17c732d41ca787c0fb6be"
+MODULE = "_rc50_00ddc3a046b8"
+HASH = "00ddc3a046b84dbe218392476d0fd0e00ace74f3bff742c50de5eb27535a29b6"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
