@@ -12,7 +12,6 @@ A placement (R, t) maps points p_parent = R p_child + t. With G = (R, t):
 import numpy as np
 
 
-
 def vadd(a, b):
     return [x + y for x, y in zip(a, b)]
 
