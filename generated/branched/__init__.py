@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_9adc288736ae"
-HASH = "9adc288736ae63a9d830a8adf43ef1ddee158a853a96e5c5d465a5595d6313c8"
+MODULE = "_branched_10f0c2e3ddf2"
+HASH = "10f0c2e3ddf2b8cb699262f897ad6e9c095af7b2db96586f3ee75b3fb2b30dbd"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

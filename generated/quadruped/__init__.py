@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_3fbf8d7008b6"
-HASH = "3fbf8d7008b6af37607f72de4f41af77ca0924c082712f1d1579041f04b5a065"
+MODULE = "_quadruped_76cc9baa4dd0"
+HASH = "76cc9baa4dd057a61d6f34c0e3eb4738df410b75273a2a3920b9c9fa35ff0b16"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

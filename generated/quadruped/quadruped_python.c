@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_3fbf8d7008b6_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_76cc9baa4dd0_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_3fbf8d7008b6_py(void)
+PyMODINIT_FUNC PyInit__quadruped_76cc9baa4dd0_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_6f7f0e0b8b35"
-HASH = "6f7f0e0b8b355d933dbe65ae4e40c1ddeb9e6eabaa95aef2f2b16dc1de00ba32"
+MODULE = "_rc100_2527cc87ea31"
+HASH = "2527cc87ea3172126ed1492338a80ae2489ece26133bde5195c87d018910d5e3"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

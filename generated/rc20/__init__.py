@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_b38c8542be23"
-HASH = "b38c8542be23c92edcd1a246be0b7b1301480a0906be01cede0ef6d919c60f07"
+MODULE = "_rc20_67277fbecfc8"
+HASH = "67277fbecfc8ee8c59e7c1926987eeb30b83c6140ff0413154d5c645bd7abb96"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

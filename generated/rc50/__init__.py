@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_00ddc3a046b8"
-HASH = "00ddc3a046b84dbe218392476d0fd0e00ace74f3bff742c50de5eb27535a29b6"
+MODULE = "_rc50_94f1529795df"
+HASH = "94f1529795df1a517ff77d41a8a18cce28c8cb3fddbc4081ab5d53819fa3548b"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
