@@ -283,6 +283,53 @@ def test_forward_dynamics_derivatives_by_product_and_by_articulated_solve(name, 
         assert rel_err(got[2], Minv) < 1e-10
 
 
+FREE_ROOT = """
+name: free_root
+gravity: [1.0, -2.0, -9.0]
+bodies:
+  - {name: base, parent: world, mass: 3, com: [0.1, 0.05, -0.02], inertia: [0.2, 0.3, 0.4],
+     wrench: [0.3, -0.2, 0.1, 1.5, 0.5, -2.0], joint: {type: free_flyer ROOT_EXTRA}}
+  - {name: arm, parent: base, mass: 1, com: [0, 0, -0.3], inertia: [0.05, 0.06, 0.01],
+     joint: {type: spherical_quat, xyz: [0.2, 0.1, 0], rpy: [0.3, 0, 0.2], armature: [0.1, 0, 0]}}
+  - {name: hand, parent: arm, mass: 0.5, com: [0, 0.05, 0], inertia: [0.01, 0.01, 0.02],
+     wrench: [0, 0.1, 0, 0.5, 0, 0.2],
+     joint: {type: revolute, axis: [0, 1, 0], xyz: [0, 0, -0.6], stiffness: 2, damping: 0.3}}
+"""
+
+
+@pytest.mark.parametrize("extra", ["", ", damping: [0, 0, 0, 0.4, 0.5, 0.6]",
+                                   ", armature: [0.2, 0.2, 0.2, 0, 0, 0]"])
+def test_free_root_columns_in_closed_form(tmp_path, extra, rng, monkeypatch):
+    """derivatives.free_root_columns: along a free flyer root's tangents (no spring, damper or
+    armature of its own) dqdd/dq and dqdd/dqd (its translations) are the root's rows of
+    -S^-1 (a_g x J_k) and -S^-1 (ov x J_k) and zero below, whatever the gravity, the body
+    wrenches and the joints' springs and armature below; equal to -M^-1 dtau/dx formed with
+    numpy from the inverse dynamics' derivatives. Where the root has a damper or an armature
+    the identity does not hold and the columns are not taken. The straight-line code is smaller
+    with them taken (the products' columns fold away)."""
+    path = tmp_path / "free_root.yaml"
+    path.write_text(FREE_ROOT.replace("ROOT_EXTRA", extra))
+    model = scleron.load_model(str(path))
+    tree = Tree(model)
+    assert len(derivatives.free_roots(tree)) == (0 if extra else 1)
+    for _ in range(3):
+        q, qd, tau = float_state(model, tree, rng, scale=1.5)
+        got = [np.array(x) for x in derivatives.forward_dynamics_derivatives(tree, ALG, q, qd, tau)]
+        qdd = recursions.forward_dynamics(tree, ALG, q, qd, tau)
+        dq, dqd, _ = derivatives.inverse_dynamics_derivatives(tree, ALG, q, qd, qdd)
+        Minv = np.linalg.inv(recursions.mass_matrix(tree, ALG, q))
+        assert rel_err(got[0], -Minv @ dq) < 1e-11 and rel_err(got[1], -Minv @ dqd) < 1e-11
+        if not extra:                       # what the closed form says, zeros included
+            assert np.abs((-Minv @ dq)[6:, :6]).max() < 1e-11 * np.abs(dq).max()
+            assert np.abs((-Minv @ dqd)[6:, :3]).max() < 1e-11 * np.abs(dqd).max()
+            assert np.abs(got[0][6:, :6]).max() == 0.0 and np.abs(got[1][6:, :3]).max() == 0.0
+    if not extra:
+        from scleron.unroll import unroll
+        taken = unroll(tree, "forward_dynamics_derivatives").op_counts().total
+        monkeypatch.setattr(derivatives, "free_roots", lambda tree: [])
+        assert taken < unroll(tree, "forward_dynamics_derivatives").op_counts().total
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["branched", "quadruped", "spline_chain", "tc10"])
 def test_generated_derivatives_of_general_joints_match_finite_differences(name, qball, generated,

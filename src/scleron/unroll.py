@@ -550,6 +550,9 @@ class ProductLoop:
     runs: list = None       # related_column_runs of a tree; None: every row of dtau/dx full
     chain: list = None      # derivatives.chain_bodies where the products go by prefix and suffix
                             # sums of the pairs' vectors instead (CHAIN_PRODUCTS_FROM_NV)
+    free: tuple = ()        # (output, index): the entries of the free roots' columns in closed
+                            # form (derivatives.free_root_columns), in the order of the array
+                            # "Dfree" the prologue writes, copied over the products' zeros there
 
     @property
     def groups(self):
@@ -635,21 +638,28 @@ def unroll_product_loop(tree, spec, name=None):
     if blocks:
         blocks.loop.unrelated = unrelated_upper_ranges(tree)
     if pair_loops_pay(related_pairs(tree)):
-        dq, dqd, vectors, Minv = derivatives.forward_dynamics_derivative_columns(tree, alg, *args,
-                                                                                 blocks=blocks)
+        dq, dqd, vectors, Minv, free = derivatives.forward_dynamics_derivative_columns(
+            tree, alg, *args, blocks=blocks)
         pairs = _pair_prologue(prog, tree, {"dq": dq, "dqd": dqd}, vectors,
                                {"dq": "Dq", "dqd": "Dqd"})
         if tree.nv >= CHAIN_PRODUCTS_FROM_NV:
             chain = derivatives.chain_bodies(tree)
     else:
-        dq, dqd, Minv = derivatives.forward_dynamics_derivative_factors(tree, alg, *args)
+        # (a free root's columns, zero in dq and dqd, stay in the runs: leaving them out breaks
+        # the shared runs of both products and took more instructions, solo12 5,142 -> 5,553)
+        dq, dqd, Minv, free = derivatives.forward_dynamics_derivative_factors(tree, alg, *args)
         store_runs(prog, "Dq", dq, runs)
         store_runs(prog, "Dqd", dqd, runs)
         pairs = None
     if blocks is None:
         prog.set_outputs(minv_name, [x for row in Minv for x in row])
+    names = {"dq": dq_name, "dqd": dqd_name}
+    closed = [(names[key], r * tree.nv + c, value) for key, r, c, value in free
+              if not derivatives.is_zero(value)]
+    prog.set_outputs("Dfree", [value for _, _, value in closed])
     return ProductLoop(prog, tree.nv, (("Dq", dq_name), ("Dqd", dqd_name)), minv_name, pairs,
-                       blocks.loop if blocks else None, fused, runs, chain)
+                       blocks.loop if blocks else None, fused, runs, chain,
+                       tuple((out, i) for out, i, _ in closed))
 
 
 # ---- the frame Jacobians in loop form -----------------------------------------------------------

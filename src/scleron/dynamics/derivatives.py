@@ -369,6 +369,13 @@ def is_zero(x):
     return isinstance(x, float) and x == 0.0
 
 
+def is_signed_permutation(A):
+    """A square matrix of constants with one entry +-1 in each row and column, zeros elsewhere."""
+    return (all(isinstance(x, float) and x in (0.0, 1.0, -1.0) for row in A for x in row)
+            and all(sum(abs(x) for x in row) == 1.0 for row in A)
+            and all(sum(abs(x) for x in col) == 1.0 for col in zip(*A)))
+
+
 # ---- inverse dynamics (Carpentier & Mansard, RSS 2018; Pinocchio's RNEA derivatives) ----------
 # In world coordinates, moving coordinate k of joint j along its tangent moves the whole subtree of
 # j rigidly by the world twist J_k (S&G 9: dG/dq = G S^), and changes the velocity and
@@ -671,17 +678,18 @@ SOLVE_FROM_NV = 24
 
 
 def forward_dynamics_derivative_factors(tree, alg, q, qd, tau):
-    """(dtau/dq, dtau/dqd, M^-1) at qdd = FD(q, qd, tau): what the forward dynamics' derivatives
-    are made of."""
-    dq, dqd, vectors, Minv = forward_dynamics_derivative_columns(tree, alg, q, qd, tau)
+    """(dtau/dq, dtau/dqd, M^-1, free) at qdd = FD(q, qd, tau): what the forward dynamics'
+    derivatives are made of (free: the free roots' columns, free_root_columns)."""
+    dq, dqd, vectors, Minv, free = forward_dynamics_derivative_columns(tree, alg, q, qd, tau)
     fill_related_pairs(tree, vectors, {"dq": dq, "dqd": dqd})
-    return dq, dqd, Minv
+    return dq, dqd, Minv, free
 
 
 def forward_dynamics_derivative_columns(tree, alg, q, qd, tau, blocks=None):
     """The factors with dtau/dq and dtau/dqd as inverse_dynamics_derivative_columns gives them
     (own blocks, and the vectors of the entries between related bodies): (dq, dqd, vectors,
-    M^-1; blocks: the ColumnBlocks M^-1 is formed by, mass_matrix_inverse). The loop form of the
+    M^-1, free; blocks: the ColumnBlocks M^-1 is formed by, mass_matrix_inverse; free: the
+    columns of free roots in closed form, taken out of dq, dqd: free_root_columns). The loop form of the
     C code forms the pairs and the products -M^-1 dtau/dx in loops (scleron.unroll.ProductLoop).
     M^-1 factors the M of world_dynamics' root-frame inertias (composite_mass_matrix: the
     backward pass's own expressions, so M costs its dot products; panda 12,038 -> 11,255
@@ -695,7 +703,55 @@ def forward_dynamics_derivative_columns(tree, alg, q, qd, tau, blocks=None):
     qdd, Minv = accelerations_and_inverse(tree, alg, q, qd, tau, world, blocks)
     accelerate(tree, alg, world, qdd)
     dq, dqd, _, vectors = inverse_dynamics_derivative_columns(tree, alg, q, qd, qdd, world)
-    return dq, dqd, vectors, Minv
+    return dq, dqd, vectors, Minv, free_root_columns(tree, alg, world, dq, dqd, vectors)
+
+
+# ---- a free-floating root: its columns of dqdd/dx in closed form ---------------------------------
+def free_roots(tree):
+    """The roots that move freely in space and feel nothing from the world but uniform gravity:
+    joint configuration "se3" (q moves along the root's body twists J_k = S e_k, S square and
+    constant: the free flyer), no spring, damper or armature of their own, no mimic coupling."""
+    if tree.coupling is not None:
+        return []
+    return [b for b in tree.bodies if b.parent < 0 and b.dof == 6
+            and configuration.configuration_space(b) == "se3"
+            and b.stiffness is None and b.damping is None and b.armature is None]
+
+
+def free_root_columns(tree, alg, world, dq, dqd, vectors):
+    """The forward dynamics' derivatives along a free root's tangents (free_roots), in closed
+    form, and those columns taken out of dtau/dq, dtau/dqd (set to zero, own blocks and pair
+    vectors) so that -M^-1 dtau/dx gives zeros there. Returns [(output, row, column, value)]:
+    what to write over the product's zeros (rows of other bodies stay zero).
+    Uniform gravity is the world's acceleration a_g; seen from the root's frame it enters only
+    as the root's parent acceleration (S&G 22), which the root's own q'' could take: tau(a_g +
+    da) = tau(a_g) + M[:, root] S^-1 da. Moving the whole subtree along the root's tangent J_k
+    changes nothing else (the bodies' relative motion and their body-frame wrenches stay), and
+    turns a_g seen from the root by a_g x J_k, so dtau/dq_k = M[:, root] S^-1 (a_g x J_k) and
+        dqdd/dq_k = -M^-1 dtau/dq_k = -S^-1 (a_g x J_k)  in the root's rows, 0 in all others.
+    A velocity J_k that is a pure translation (no angular part) adds the same linear velocity
+    to every point and changes no classical acceleration (Galilean invariance); the spatial
+    accelerations change by J_k x ov below the root, which the root's q'' takes up:
+        dqdd/dqd_k = -S^-1 (ov_root x J_k)  in the root's rows, 0 in all others."""
+    out = []
+    for b in free_roots(tree):
+        alg.section(f"forward dynamics derivatives: free root {b.name} in closed form",
+                    "forward dynamics derivatives: free roots in closed form", b.index)
+        w = world[b.index]
+        own = range(b.v_start, b.v_start + b.dof)
+        Sinv = transpose(rows(w.J))                 # S is a signed permutation: S^-1 = S^T
+        if not is_signed_permutation(Sinv):
+            continue
+        translations = [k for k in own if all(is_zero(x) for x in w.J[k - b.v_start][:3])]
+        for key, D, cols, factor, x in (("dq", dq, own, "dAdV", w.oap),
+                                        ("dqd", dqd, translations, "dAvJ", w.ov)):
+            for k in cols:
+                vectors[factor][k] = [0.0] * PAIR_VECTORS[factor]
+                for r in own:
+                    D[r][k] = 0.0
+                moved = matvec(Sinv, ad(x, w.J[k - b.v_start]))
+                out += [(key, r, k, -moved[r - b.v_start]) for r in own]
+    return out
 
 
 def accelerations_and_inverse(tree, alg, q, qd, tau, world, blocks):
@@ -721,16 +777,20 @@ def forward_dynamics_derivatives(tree, alg, q, qd, tau):
     tau gives dqdd/dx = -M^-1 dtau/dx at qdd = FD(q, qd, tau), and dqdd/dtau = M^-1.
     Pinocchio's computeABADerivatives (q columns in the tangent space)."""
     nv = tree.nv
-    dq, dqd, Minv = forward_dynamics_derivative_factors(tree, alg, q, qd, tau)
+    dq, dqd, Minv, free = forward_dynamics_derivative_factors(tree, alg, q, qd, tau)
     if nv < SOLVE_FROM_NV:
         alg.section("forward dynamics derivatives: -M^-1 dtau/dq, -M^-1 dtau/dqd",
                     "forward dynamics derivatives: products")
-        return negated_product(Minv, dq), negated_product(Minv, dqd), Minv
-    forces = [[-dq[r][c] for r in range(nv)] for c in range(nv)]
-    forces += [[-dqd[r][c] for r in range(nv)] for c in range(nv)]
-    X = articulated_solve(tree, alg, articulated_world(tree, alg, q), forces,
-                          lambda b: range(2 * nv))
-    return [row[:nv] for row in X], [row[nv:] for row in X], Minv
+        out = {"dq": negated_product(Minv, dq), "dqd": negated_product(Minv, dqd)}
+    else:
+        forces = [[-dq[r][c] for r in range(nv)] for c in range(nv)]
+        forces += [[-dqd[r][c] for r in range(nv)] for c in range(nv)]
+        X = articulated_solve(tree, alg, articulated_world(tree, alg, q), forces,
+                              lambda b: range(2 * nv))
+        out = {"dq": [row[:nv] for row in X], "dqd": [row[nv:] for row in X]}
+    for key, r, c, value in free:                     # the free roots' columns (zero above)
+        out[key][r][c] = value
+    return out["dq"], out["dqd"], Minv
 
 
 def chain_bodies(tree):

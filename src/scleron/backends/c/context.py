@@ -168,6 +168,7 @@ def _printed(code, prefix, chunk, first_index):
         arrays += [("Sw", True), ("Fw", True)]
     elif code.form == "product_loop":
         arrays += [(a, True) for a, _ in code.loops.products] + [(code.loops.minv, True)]
+        arrays += [("Dfree", True)] if code.loops.free else []
         if code.loops.pairs:
             arrays += [(v["name"], True) for v in _pair_loop_context(code.loops.pairs)["vectors"]]
         if code.loops.minv_loop:
