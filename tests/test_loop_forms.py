@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import scleron
-from scleron.dynamics import derivatives, recursions as rec
+from scleron.dynamics import configuration, derivatives, recursions as rec
 from scleron.dynamics.algebra import FloatAlgebra
 from scleron.dynamics.tree import Tree
 from scleron.functions import function_spec
@@ -438,10 +438,13 @@ def test_forward_dynamics_derivatives_form_auto():
 
 
 # ---- -M^-1 dtau/dx by prefix and suffix sums on a chain -----------------------------------------
-def mixed_chain(tmp_path):
+def mixed_chain(tmp_path, floating=False):
     """A chain of joints of 1, 2 and 3 coordinates (hinge, ball in an Euler chart, cylinder,
-    slider, universal): the chain sums' step per number of coordinates."""
+    slider, universal): the chain sums' step per number of coordinates. floating: on a free
+    flyer (whose columns derivatives.free_root_columns writes in closed form)."""
     kinds = ["revolute", "spherical", "cylindrical", "prismatic", "universal", "revolute"]
+    if floating:
+        kinds[0] = "free_flyer"
     lines = ["name: mixed_chain", "gravity: [0, 0, -9.81]", "bodies:"]
     for k, kind in enumerate(kinds):
         parent = "world" if k == 0 else f"b{k - 1}"
@@ -449,21 +452,30 @@ def mixed_chain(tmp_path):
         lines += [f"- {{name: b{k}, parent: {parent}, mass: {1.0 + 0.2 * k}, com: [0.1, 0.02, 0.01],",
                   f"   inertia: [0.01, 0.02, 0.015], joint: {{name: j{k}, type: {kind}{axis}, "
                   f"xyz: [0.3, 0, 0.05], rpy: [0.1, 0, 0.2]}}}}"]
-    path = tmp_path / "mixed_chain.yaml"
+    path = tmp_path / ("floating_chain.yaml" if floating else "mixed_chain.yaml")
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
+def chain_state(tree, rng):
+    """q near the neutral configuration (quaternions kept unit), qd and a force."""
+    alg = FloatAlgebra()
+    q = configuration.integrate(tree, alg, list(tree.neutral),
+                                list(rng.uniform(-0.3, 0.3, tree.nv)), [1.0])
+    return q, list(rng.uniform(-1, 1, tree.nv)), list(rng.uniform(-1, 1, tree.nv))
+
+
 def test_chain_products_equal_the_dense_products(tmp_path, rng):
     """derivatives.chain_negated_products (no dtau/dx between bodies) against -M^-1 dtau/dx
-    formed whole, on RC20 and on a chain of 1-, 2- and 3-coordinate joints."""
+    formed whole, on RC20 and on a chain of 1-, 2- and 3-coordinate joints, fixed and on a free
+    flyer."""
     alg = FloatAlgebra()
-    for path in (example("rc20.yaml"), str(mixed_chain(tmp_path))):
+    for path in (example("rc20.yaml"), str(mixed_chain(tmp_path)),
+                 str(mixed_chain(tmp_path, floating=True))):
         tree = Tree(scleron.load_model(path))
         chain = derivatives.chain_bodies(tree)
         assert chain is not None and sum(d for _, d in chain) == tree.nv
-        q = list(np.array(tree.neutral) + rng.uniform(-0.3, 0.3, tree.nq))
-        qd, tau = (list(rng.uniform(-1, 1, tree.nv)) for _ in range(2))
+        q, qd, tau = chain_state(tree, rng)
         dq, dqd, vectors, Minv, free = derivatives.forward_dynamics_derivative_columns(
             tree, alg, q, qd, tau)
         got = derivatives.chain_negated_products(chain, Minv, {"dq": dq, "dqd": dqd}, vectors)
@@ -479,24 +491,26 @@ def test_chain_products_equal_the_dense_products(tmp_path, rng):
     assert derivatives.chain_bodies(branched) is None
 
 
-def test_chain_products_compiled(tmp_path, rng, monkeypatch):
+@pytest.mark.parametrize("floating", [False, True])
+def test_chain_products_compiled(tmp_path, rng, monkeypatch, floating):
     """The C steps of the chain products (templates/chainproducts.c.j2), forced on the mixed
-    chain (bodies of 1, 2 and 3 coordinates: a step each, chosen per body): equal to the
-    reference, every entry of out= written."""
+    chain (bodies of 1, 2 and 3 coordinates: a step each, chosen per body), fixed and on a
+    free flyer (its columns copied in closed form after the sums): equal to the reference,
+    every entry of out= written."""
     import scleron.unroll
     monkeypatch.setattr(scleron.unroll, "PAIR_LOOP_FROM_PAIRS", 0)
     monkeypatch.setattr(scleron.unroll, "CHAIN_PRODUCTS_FROM_NV", 1)
     monkeypatch.setattr(scleron.pipeline, "PRODUCT_LOOP_FROM_NV", 1)
-    model = scleron.load_model(str(mixed_chain(tmp_path)))
+    model = scleron.load_model(str(mixed_chain(tmp_path, floating)))
     dyn = scleron.generate(model, str(tmp_path / "build"), "chain", functions=["fdd"])
     c = open(tmp_path / "build" / "chain_dynamics.c").read()
-    for d in (1, 2, 3):
+    for d in (1, 2, 3) + ((6,) if floating else ()):
         assert f"chain_forward_dynamics_derivatives_chain_up{d}(s, Minv" in c
     assert "by prefix and suffix sums along the chain" in c and "_derivatives_negated_products" not in c
+    assert ("= Dfree[" in c) == floating
     tree = Tree(model)
     for _ in range(3):
-        q = np.array(tree.neutral) + rng.uniform(-0.3, 0.3, tree.nq)
-        qd, u = (rng.uniform(-1, 1, tree.nv) for _ in range(2))
+        q, qd, u = (np.array(x) for x in chain_state(tree, rng))
         ref = derivatives.forward_dynamics_derivatives(tree, FloatAlgebra(), list(q), list(qd), list(u))
         out = tuple(np.full((tree.nv, tree.nv), np.nan) for _ in range(3))
         dyn.forward_dynamics_derivatives(q, qd, u, out=out)
