@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_10f0c2e3ddf2"
-HASH = "10f0c2e3ddf2b8cb699262f897ad6e9c095af7b2db96586f3ee75b3fb2b30dbd"
+MODULE = "_branched_c047d5024d23"
+HASH = "c047d5024d23a987aac6b3bc0021cee7b011ad1be3fdc7ee4e505221f8e38b27"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

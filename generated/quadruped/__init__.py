@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_76cc9baa4dd0"
-HASH = "76cc9baa4dd057a61d6f34c0e3eb4738df410b75273a2a3920b9c9fa35ff0b16"
+MODULE = "_quadruped_d55bd9b12efe"
+HASH = "d55bd9b12efee3700fdcc6ba09b46a92e1f70b9064f2d315793d008bbe90cfcc"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_2527cc87ea31"
-HASH = "2527cc87ea3172126ed1492338a80ae2489ece26133bde5195c87d018910d5e3"
+MODULE = "_rc100_60333f8a8e0c"
+HASH = "60333f8a8e0cf13e2c5043fa697ef7e3db8ac7781c251ab8096310a885c24e47"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

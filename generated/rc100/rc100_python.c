@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_2527cc87ea31_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_60333f8a8e0c_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_2527cc87ea31_py(void)
+PyMODINIT_FUNC PyInit__rc100_60333f8a8e0c_py(void)
 {
     import_array();
     return PyModule_Create(&module);

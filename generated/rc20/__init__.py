@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_67277fbecfc8"
-HASH = "67277fbecfc8ee8c59e7c1926987eeb30b83c6140ff0413154d5c645bd7abb96"
+MODULE = "_rc20_6dd186be3dd0"
+HASH = "6dd186be3dd024e3ee7b9611ffb992541585c63beabac0ddd4367c988a951a4a"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

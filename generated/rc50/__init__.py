@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_94f1529795df"
-HASH = "94f1529795df1a517ff77d41a8a18cce28c8cb3fddbc4081ab5d53819fa3548b"
+MODULE = "_rc50_2af3b6ed01d8"
+HASH = "2af3b6ed01d801c8bed846adab917147553bd7a15f230a5b625648c31dd89bb6"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
