@@ -57,9 +57,12 @@ def test_turned_frames_fold_cad_placements_and_keep_every_result(tmp_path, rng):
     # (frames turned about the hinge axes, or the turn moved into the hinge's motion)
     for b in turned.bodies:
         assert multiplications(b.placement[0]) == 0, b.name
-    assert sum(multiplications(b.placement[0]) for b in plain.bodies[1:]) == 6
-    # TOL: the plain tree's Rz(1.5708) has sin = 1 - 6.7e-12 snapped to 1 beside cos = -3.7e-6
-    # (tree.SNAP_ROTATION), orthonormal to ~1e-11 only; the turned tree's Rz(pi/2) is exact
+    # the plain tree's Rz(+-1.5708) keep cos = -3.7e-6 and sin = 1 - 6.7e-12 (snapping the sin
+    # alone would leave no rotation: body_frames.snapped_rotation), Rz(3.14159) likewise
+    assert sum(multiplications(b.placement[0]) for b in plain.bodies[1:]) == 12
+    for b in plain.bodies + turned.bodies:
+        R = np.asarray(b.placement[0])
+        assert np.abs(R.T @ R - np.eye(3)).max() < 1e-15, b.name
     assert_same_results(turned, plain, model.nv, rng)
 
 
@@ -208,3 +211,48 @@ def test_so101_with_turned_frames_equals_pinocchio(rng):
         assert rel_err(recursions.forward_dynamics(tree, ALG, list(q), list(qd), list(tau)),
                        pin.aba(pm, pd, q, qd, tau)) < 1e-9
         assert rel_err(recursions.mass_matrix(tree, ALG, list(q)), pin.crba(pm, pd, q)) < 1e-9
+
+
+def test_snapped_rotations_stay_rotations():
+    """pi/2 to 11 digits folds to the exact right angle; 1.57079 keeps its cos = 6.3e-6 and its
+    sin = 1 - 2e-11 (snapped alone, that sin would scale the rotation); a rotation by 1.4e-5
+    keeps its cos = 1 - 9.8e-11."""
+    from scleron.dynamics.body_frames import rotation_about, snapped_rotation
+    x = np.array([1.0, 0.0, 0.0])
+    R = snapped_rotation(rotation_about(x, 1.57079632679))
+    assert np.array_equal(R, [[1, 0, 0], [0, 0, -1], [0, 1, 0]])
+    for angle in (1.57079, 1.4e-5, -3.14159):
+        R0 = rotation_about(x, angle)
+        R = snapped_rotation(R0)
+        assert np.abs(R - R0).max() <= 1e-15, angle
+        assert np.abs(R.T @ R - np.eye(3)).max() <= 1e-15, angle
+
+
+def test_chains_of_small_turns_equal_pinocchio(tmp_path, rng):
+    """Twelve hinges placed by rpy (1.4e-5, 1.4e-5, 1.4e-5) or (1.57079, 0, 1.4e-5): every
+    placement keeps its geometry, inverse dynamics and frames agree with Pinocchio to rounding
+    (1e-9 along such a chain when near-1 entries were snapped one by one)."""
+    pin = pytest.importorskip("pinocchio")
+    links = ['<link name="l0"/>']
+    for i in range(1, 13):
+        rpy = "1.4e-5 1.4e-5 1.4e-5" if i % 3 else "1.57079 0 1.4e-5"
+        links.append(f'<link name="l{i}"><inertial><origin xyz="0.15 0.01 0"/><mass value="1.0"/>'
+                     f'<inertia ixx="0.002" iyy="0.02" izz="0.02" ixy="0" ixz="0" iyz="0"/></inertial></link>')
+        links.append(f'<joint name="j{i}" type="revolute"><parent link="l{i - 1}"/><child link="l{i}"/>'
+                     f'<origin xyz="{0.3 if i > 1 else 0} 0 0" rpy="{rpy}"/><axis xyz="0 {i % 2} {1 - i % 2}"/>'
+                     f'<limit lower="-3" upper="3" effort="1" velocity="1"/></joint>')
+    path = tmp_path / "small_turns.urdf"
+    path.write_text('<robot name="small_turns">' + "".join(links) + "</robot>")
+    tree = Tree(scleron.load_model(str(path)))
+    for b in tree.bodies:
+        R = np.asarray(b.placement[0])
+        assert np.abs(R.T @ R - np.eye(3)).max() < 1e-15, b.name
+    pm = pin.buildModelFromUrdf(str(path))
+    pd = pm.createData()
+    ids = [pm.getFrameId(f.name) for f in tree.frames]
+    for _ in range(3):
+        q, qd, qdd = (rng.uniform(-1.0, 1.0, pm.nv) for _ in range(3))
+        pin.framesForwardKinematics(pm, pd, q)
+        assert rel_err(recursions.inverse_dynamics(tree, ALG, list(q), list(qd), list(qdd)),
+                       pin.rnea(pm, pd, q, qd, qdd)) < 1e-13
+        assert rel_err(F.frame_placements(tree, ALG, list(q)), [pd.oMf[i].homogeneous for i in ids]) < 1e-13

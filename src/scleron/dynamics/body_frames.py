@@ -94,10 +94,10 @@ def nonzeros(M):
     return int(np.sum(np.abs(np.asarray(M)) > SNAP))
 
 
-def products(M):
-    """Entries of M that cost a multiplication: not within SNAP of 0, 1 or -1."""
-    A = np.abs(np.asarray(M))
-    return int(np.sum((A > SNAP) & (np.abs(A - 1.0) > SNAP)))
+def products(R):
+    """Entries of the rotation R that cost a multiplication: not 0, 1 or -1 once snapped."""
+    A = np.abs(snapped_rotation(R, TURNED))
+    return int(np.sum((A != 0.0) & (A != 1.0)))
 
 
 def zeroing_angles(A, u, B=None):
@@ -230,8 +230,8 @@ def offset_motions(bodies):
         R = np.asarray(b.placement[0], dtype=float)
         a = best_offset(R, u)
         if a is not None:
-            b.placement = (snapped(R @ rotation_about(u, a)).tolist(), b.placement[1])
-            b.turn_after = snapped(rotation_about(u, -a)).tolist()
+            b.placement = (snapped_rotation(R @ rotation_about(u, a), TURNED).tolist(), b.placement[1])
+            b.turn_after = snapped_rotation(rotation_about(u, -a), TURNED).tolist()
 
 
 def best_offset(A, u):
@@ -244,12 +244,33 @@ def best_offset(A, u):
     return best
 
 
-def snapped(M, tol=SNAP):
-    """M as a float array with exact 0, 1, -1 where an entry is within tol of them."""
+def snapped(M, tol=SNAP, targets=(0.0, 1.0, -1.0)):
+    """M as a float array with exact 0, 1, -1 (targets) where an entry is within tol of them."""
     M = np.array(M, dtype=float)
-    for target in (0.0, 1.0, -1.0):
+    for target in targets:
         M[np.abs(M - target) <= tol] = target
     return M
+
+
+ORTHONORMAL = 1e-14     # |R^T R - 1| a snapped rotation may have (float products leave ~1e-16)
+NOISE = 1e-15           # entries this close to 0, 1, -1 are rounding noise, snapped always
+# the turned placements (products of rotations already snapped and the turns chosen to zero
+# entries) have only rounding noise to snap: an entry that is merely small there (3e-12 from
+# two 1.4e-5 rad turns) is geometry
+TURNED = 1e-12
+
+
+def snapped_rotation(R, tol=SNAP):
+    """A rotation with its entries within tol of 0, 1, -1 exact where it stays a rotation.
+    Entries are not independent: pi/2 written to 11 digits leaves cos = 4.9e-12 beside sin =
+    1.0 (snapping the cos gives Rx(pi/2) exactly), but 1.57079 leaves cos = 6.3e-6 beside sin =
+    1 - 2e-11, and snapping that sin alone would scale the rotation by 2e-11 at every joint
+    (errors of 1e-9 along a chain). So: all of them, else the zeros alone, if the result is
+    orthonormal to ORTHONORMAL; otherwise only the rounding noise (NOISE)."""
+    for S in (snapped(R, tol), snapped(R, tol, targets=(0.0,))):
+        if np.abs(S.T @ S - np.eye(3)).max() <= ORTHONORMAL:
+            return S
+    return snapped(R, NOISE)
 
 
 def snapped_lengths(t):
@@ -277,7 +298,7 @@ def turn_bodies(bodies, turns, slides=None):
             continue
         R, t = old[b.index] if old[b.index] is not None else (np.eye(3), np.zeros(3))
         R, t = np.asarray(R, dtype=float), np.asarray(t, dtype=float)
-        b.placement = (snapped(Cp.T @ R @ C).tolist(),
+        b.placement = (snapped_rotation(Cp.T @ R @ C, TURNED).tolist(),
                        snapped_lengths(Cp.T @ (t + R @ s - s_parent)))
         if not np.array_equal(C, np.eye(3)) or s.any():
             I = turned_inertia(b.inertia, C, s)
@@ -293,7 +314,7 @@ def turn_frame(placement, C, s=None):
     if np.array_equal(C, np.eye(3)) and not s.any():
         return placement
     R, t = placement if placement is not None else (np.eye(3), np.zeros(3))
-    return (snapped(C.T @ np.asarray(R)).tolist(),
+    return (snapped_rotation(C.T @ np.asarray(R), TURNED).tolist(),
             snapped_lengths(C.T @ (np.asarray(t, dtype=float) - s)))
 
 

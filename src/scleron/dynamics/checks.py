@@ -23,7 +23,7 @@ from .recursions import bias_forces, expand, mass_matrix
 # a pivot below this fraction of the mass matrix's largest diagonal entry counts as zero
 # (rounding leaves ~1e-16 of it; real robots' smallest pivots are above ~1e-10 of it)
 PIVOT_RTOL = 1e-12
-# the tree keeps entries of the spatial inertias below this as exact zeros (dynamics.tree._clean)
+# the tree keeps entries of the spatial inertias below this as exact zeros (dynamics.body_frames.snapped_inertia)
 ROUNDED_TO_ZERO = 1e-15
 SAMPLES = 2                     # random configurations besides q = 0
 SEED = 20240531

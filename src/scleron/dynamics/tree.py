@@ -200,25 +200,21 @@ def _floats(values, n):
 # with the joint's rotation, thousands of multiplications by noise in the unrolled code (kinova's
 # forward dynamics: 2,501 of them). Results move by ~1e-11 relative, far inside what any file
 # written to 11 digits means. Entries such as cos(1.5708) = -3.7e-6 (xarm7, so101) are real
-# geometry at 1e-9 and stay. Translations below SNAP_LENGTH (metres: CAD exports' 5.6e-17) are 0.
+# geometry at 1e-9 and stay, and so does the sin = 1 - 7e-12 beside them: snapped alone it
+# would scale the rotation (body_frames.snapped_rotation snaps only what keeps R orthonormal). Translations below SNAP_LENGTH (metres: CAD exports' 5.6e-17) are 0.
 SNAP_ROTATION = body_frames.SNAP
 SNAP_LENGTH = body_frames.SNAP_LENGTH
 
 
 def constant_placement(X):
     """(R, t) of a constant transform as nested float lists, its near-exact entries snapped."""
-    return _clean(X.rotation, SNAP_ROTATION), body_frames.snapped_lengths(X.translation)
+    return (body_frames.snapped_rotation(X.rotation, SNAP_ROTATION).tolist(),
+            body_frames.snapped_lengths(X.translation))
 
 
 def spatial_inertia(inertia):
     """The 6x6 spatial inertia, its noise snapped (body_frames.snapped_inertia)."""
     return body_frames.snapped_inertia(inertia.spatial())
-
-
-def _clean(M, tol=1e-15):
-    """Nested float lists with exact 0, 1, -1 where the entry is within tol of them, so that
-    rotation matrices like Rx(90 deg) fold to permutations in the unrolled program."""
-    return body_frames.snapped(M, tol).tolist()
 
 
 def coordinate_parents(tree):
