@@ -63,6 +63,10 @@ def check_against_pinocchio(pin, dyn, pm, rng, states=4):
         dt = rng.uniform(0.01, 2.0)
         q1 = dyn.integrate(q, v, dt)
         assert rel_err(q1, pin.integrate(pm, q, v * dt)) < TOL
+        # past half a turn the free flyer's quaternion keeps q's half of the sphere, as Pinocchio's
+        spin = v.copy()
+        spin[3:6] = 4.0 * rng.normal(size=3) + 2.0
+        assert rel_err(dyn.integrate(q, spin, 1.0), pin.integrate(pm, q, spin)) < TOL
         q2 = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
         assert rel_err(dyn.difference(q, q2), pin.difference(pm, q, q2)) < TOL
         assert rel_err(dyn.difference(q, q1), v * dt) < 1e-12
@@ -128,6 +132,8 @@ def test_quaternion_ball_chain_equals_pinocchio(tmp_path, pin, generated, rng):
         assert rel_err(dyn.forward_dynamics(q, v, tau), pin.aba(pm, pd, q, v, tau)) < TOL
         assert rel_err(dyn.bias_forces(q, v), pin.nle(pm, pd, q, v)) < TOL
         assert rel_err(dyn.integrate(q, v, 0.7), pin.integrate(pm, q, 0.7 * v)) < TOL
+        # past half a turn Pinocchio's spherical joint keeps q exp(w) as it is (no flip)
+        assert rel_err(dyn.integrate(q, 5.0 * v, 1.0), pin.integrate(pm, q, 5.0 * v)) < TOL
         q2 = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
         assert rel_err(dyn.difference(q, q2), pin.difference(pm, q, q2)) < TOL
 

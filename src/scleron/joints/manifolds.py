@@ -9,7 +9,8 @@ difference). Pinocchio's definitions, so that arrays move between the two as the
   M0 exp6(v) and log6(M0^-1 M1), the exponential and logarithm of SE(3) (Murray, Li & Sastry
   (2.36); Pinocchio's exp6 / log6).
 
-After a product the quaternion gets Pinocchio's first-order normalisation q (3 - |q|^2) / 2.
+After a product the quaternion gets Pinocchio's first-order normalisation q (3 - |q|^2) / 2, and
+a free flyer's stays in the half of the sphere of the q it started from, as Pinocchio's does.
 The logarithm is taken of the relative quaternion u + w: theta = 2 atan(|u| / w), so that it
 needs no branch; it is undefined only at exactly half a turn (w = 0).
 """
@@ -48,6 +49,12 @@ SE3_D = _series_helper(
     lambda x: (1 - math.sqrt(x) * math.sin(math.sqrt(x)) / (2 * (1 - math.cos(math.sqrt(x))))) / x,
     "(1.0 - th * sin(th) / (2.0 * (1.0 - cos(th)))) / x",
     "scl_se3_d: (1 - th sin th / (2 (1 - cos th))) / th^2, series below th^2 = 0.1")
+
+
+# the sign of x, +1 at 0: which half of the quaternion sphere a product landed in
+HEMISPHERE = Helper("scl_hemisphere", lambda x: -1.0 if x < 0.0 else 1.0,
+                    ("return x < 0.0 ? -1.0 : 1.0;",),
+                    "scl_hemisphere: -1 where x < 0, else 1", lambda alg, x: 0.0)
 
 
 # ---- small vector and quaternion algebra on lists of scalars ------------------------------------
@@ -117,7 +124,12 @@ def integrate(kind, alg, q, v):
         B, C = alg.call(ExpB.helper, x), alg.call(ExpC.helper, x)
         step = [lin[k] + B * wl[k] + C * wwl[k] for k in range(3)]
         moved = quaternion_rotate(q[3:], step)
-        quat = first_order_normalize(quaternion_product(q[3:], quaternion_exp(alg, w)))
+        # q exp(w) and -q exp(w) are one rotation; Pinocchio's free flyer returns the one in q's
+        # half of the sphere (q . q exp(w) = |q|^2 cos(|w| / 2) >= 0), so past half a turn the sign
+        # flips, where its spherical joint (and "quaternion" here) keeps q exp(w) as it is
+        e = quaternion_exp(alg, w)
+        side = alg.call(HEMISPHERE, e[3])
+        quat = first_order_normalize([side * x for x in quaternion_product(q[3:], e)])
         return [q[k] + moved[k] for k in range(3)] + quat
     raise ValueError(f"unknown configuration space {kind!r}")
 
