@@ -311,8 +311,8 @@ def test_one_frame_velocity_and_acceleration_equal_the_all_frames_ones(tmp_path,
     path.write_text(YAML)
     model = scleron.load_model(str(path))
     _, dyn = generated(model, "armtool_va", functions=[
-        "frame_jacobians", "frame_velocities", "frame_accelerations", "frame_velocity",
-        "frame_acceleration"])
+        "frame_jacobians", "frame_velocities", "frame_accelerations", "frame_velocity_local",
+        "frame_acceleration"])                 # a one-frame name with a reference: all of them
     q, qd, qdd = (rng.uniform(-1, 1, 2) for _ in range(3))
     for ref in REFS:
         V = dyn.frame_velocities(q, qd, reference=ref)
@@ -330,6 +330,7 @@ def test_one_frame_velocity_and_acceleration_equal_the_all_frames_ones(tmp_path,
     ("[{name: t, xyz: [0, 0]}]", "xyz"),
     ("[{name: t, colour: red}]", "colour"),
     ("{name: t}", "frames must be a list"),
+    ("[{name: world}]", "reserved for the fixed base"),
 ])
 def test_bad_yaml_frames_are_refused_naming_them(tmp_path, frames, problem):
     text = YAML.split("    frames:")[0] + f"    frames: {frames}\n"
@@ -363,3 +364,13 @@ def test_merged_links_keep_their_placement():
     R = np.array([[np.cos(0.5), -np.sin(0.5), 0], [np.sin(0.5), np.cos(0.5), 0], [0, 0, 1]])
     assert np.allclose(frames["c"].origin.translation, [1, 0, 0] + R @ [0, 2, 0])
     assert np.allclose(frames["tip"].origin.translation, [1, 0, 0] + R @ [0, 2, 3])
+
+
+def test_a_function_not_generated_is_named_with_how_to_get_it(tmp_path, generated):
+    path = tmp_path / "armtool.yaml"
+    path.write_text(YAML)
+    _, dyn = generated(scleron.load_model(str(path)), "armtool_fd_only", functions=["fd"])
+    assert not hasattr(dyn, "frame_jacobians")
+    with pytest.raises(AttributeError, match="'frame_jacobians' is not among the functions generated"
+                                             r".*\(forward_dynamics\).*--functions"):
+        dyn.frame_jacobians

@@ -164,6 +164,14 @@ def test_integrate_batches_and_stays_on_the_unit_sphere(tmp_path, generated, rng
     assert np.allclose(np.linalg.norm(Q1[:, 7:11], axis=1), 1.0, atol=1e-12)
     for k in range(6):
         assert np.allclose(Q1[k], dyn.integrate(Q[k], V[k], 0.5), rtol=0, atol=1e-15)
+    # dt: a scalar or (1,) for every state, (N,) or (N, 1) one per state
+    assert np.array_equal(dyn.integrate(Q, V, [0.5]), Q1)
+    steps = np.linspace(0.1, 0.6, 6)
+    per_state = np.array([dyn.integrate(Q[k], V[k], steps[k]) for k in range(6)])
+    assert np.array_equal(dyn.integrate(Q, V, steps), per_state)
+    assert np.array_equal(dyn.integrate(Q, V, steps[:, None]), per_state)
+    with pytest.raises(ValueError, match="dt must have shape"):
+        dyn.integrate(Q, V, steps[:4])
     # difference undoes integrate below half a turn, the small rotations included
     D = dyn.difference(Q, Q1)
     small = np.linalg.norm(V[:, 3:6], axis=1) * 0.5 < 3.0

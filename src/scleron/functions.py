@@ -257,6 +257,16 @@ FRAME_FUNCTIONS = {f.name: f for f in [
 ]}
 
 
+def frame_family(name):
+    """The FRAME_FUNCTIONS family a one-frame function's name belongs to, a reference suffix
+    allowed (frame_jacobian, frame_jacobian_local -> frame_jacobian), or None."""
+    for fam in FRAME_FUNCTIONS.values():
+        refs = frames.REFERENCES[1:] if fam.referenced else ()
+        if name == fam.name or name in (f"{fam.name}_{ref}" for ref in refs):
+            return fam.name
+    return None
+
+
 def function_spec(name):
     """The spec of a function by its name or alias; ValueError naming the choices."""
     if name in FUNCTIONS:
@@ -266,4 +276,5 @@ def function_spec(name):
             return f
     choices = ", ".join(f"{f.name} ({'/'.join(f.aliases)})" if f.aliases else f.name
                         for f in FUNCTIONS.values())
-    raise ValueError(f"unknown function {name!r} (one of {choices})")
+    raise ValueError(f"unknown function {name!r} (one of {choices}; the one-frame functions "
+                     f"{', '.join(FRAME_FUNCTIONS)}, each with all its references)")

@@ -21,7 +21,7 @@ from .backends.folders import (clean_stale, discard_temp_folder, edited_sources,
 from .dynamics.checks import check_model_dynamics
 from .dynamics.frames import frame_columns
 from .dynamics.tree import Tree, configuration_meanings
-from .functions import FRAME_FUNCTIONS, FUNCTIONS, function_spec
+from .functions import FRAME_FUNCTIONS, FUNCTIONS, frame_family, function_spec
 from .model import model_to_dict
 from .unroll import FORMS, frame_loops_pay, function_code, pair_loops_pay, related_pairs
 
@@ -124,7 +124,7 @@ def _options(name, chunk, cflags, method, mass, functions=None, frames=None, cud
 def selected_functions(functions=None, tree=None):
     """The names of the functions to generate, in FUNCTIONS then FRAME_FUNCTIONS order: those
     named (names or aliases; naming a function with variants, e.g. frame_jacobians, takes them
-    all), or by default every function whose spec's by_default(tree) allows it (the frame
+    all, and so does a one-frame function: frame_velocity_local names frame_velocity), or by default every function whose spec's by_default(tree) allows it (the frame
     Jacobians: their code grows with the frames' columns)."""
     every = {**FUNCTIONS, **FRAME_FUNCTIONS}
     if functions is None:
@@ -132,7 +132,7 @@ def selected_functions(functions=None, tree=None):
                 if s.by_default is None or tree is None or s.by_default(tree)]
     if isinstance(functions, str):
         functions = [functions]
-    wanted = {f if f in FRAME_FUNCTIONS else function_spec(f).name for f in functions}
+    wanted = {frame_family(f) or function_spec(f).name for f in functions}
     wanted |= {s.name for s in FUNCTIONS.values() if s.variant and s.variant[0] in wanted}
     if not wanted:
         raise ValueError("functions: name at least one function")

@@ -363,6 +363,8 @@ class Model:
             raise err("frame name must be a non-empty string")
         if name in self.frame_names():
             raise err("a body or another frame has this name")
+        if name == WORLD and body != WORLD:
+            raise err(f"the name '{WORLD}' is reserved for the fixed base (a frame on it may take it)")
         if body != WORLD and body not in self._names("bodies"):
             raise err(f"body '{body}' does not exist (add the body before its frames)")
         if origin is None:
