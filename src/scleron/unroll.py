@@ -371,7 +371,10 @@ PAIR_LOOP_FROM_PAIRS = 120
 
 
 def related_pairs(tree):
-    """How many entries of dtau/dq lie between a body and a strict descendant (above the diagonal)."""
+    """How many entries of dtau/dq lie between a body and a strict descendant (above the
+    diagonal). A coupled tree's (mimic joints) reduced coordinates form one chain: all of them."""
+    if tree.coupling is not None:
+        return tree.nv * (tree.nv - 1) // 2
     return sum(e - f for _, f, e in derivatives.related_ranges(tree)["down"])
 
 

@@ -110,8 +110,8 @@ def support(tree, body):
 
 def frame_columns(tree):
     """The sum over the frames of the coordinates that move each: the nonzero columns of all
-    frame Jacobians, which their code grows with."""
-    return sum(len(support(tree, f.body)) for f in tree.frames)
+    frame Jacobians, which their code grows with (a coupled tree's frames: in its full tree)."""
+    return sum(len(support(tree.full, f.body)) for f in tree.frames)
 
 
 def world_motion_columns(tree, alg, kins, poses):
