@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_6dd186be3dd0"
-HASH = "6dd186be3dd024e3ee7b9611ffb992541585c63beabac0ddd4367c988a951a4a"
+MODULE = "_rc20_660fe153c573"
+HASH = "660fe153c573fd8e496b45d78ab840741ffd8dfa5bed5fce4226748df621effb"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -164,6 +164,17 @@ def _as_input(x, name, width):
     raise ValueError(f"{name} must have shape ({width},) or (N, {width}), got {a.shape}")
 
 
+def _per_state(x, count):
+    """A one-number input (dt) of N states: a scalar or (1,) for every state, (N,) or (N, 1)
+    one per state."""
+    a = np.asarray(x)
+    if a.dtype.kind in "fiu" and a.ndim <= 1 and a.size == 1:
+        return np.full((count, 1), a.reshape(()), dtype=np.float64)
+    if a.dtype.kind in "fiu" and a.shape == (count,):
+        return a.reshape(count, 1)
+    return x
+
+
 def _as_output(out, want, label):
     if (not isinstance(out, np.ndarray) or out.shape != want or out.dtype != np.float64
             or not out.flags.c_contiguous or not out.flags.writeable):
@@ -202,8 +213,8 @@ def _call(function, values, out, threads=1):
     single, batch, parallel = _CFUNCS[function]
     arrays, count = [], None
     for i, ((name, width), x) in enumerate(zip(inputs, values)):
-        if width == 1 and count is not None and np.ndim(x) == 0:
-            x = np.full((count, 1), x, dtype=np.float64)     # a scalar (dt) for every state
+        if width == 1 and count is not None:
+            x = _per_state(x, count)
         a, n = _as_input(x, name, width)
         if i and (n is None) != (count is None) or (n is not None and count is not None and n != count):
             raise ValueError(f"{name} has shape {a.shape}, but {inputs[0][0]} has "
@@ -551,3 +562,16 @@ def bind(function, *arrays):
             raise ValueError(f"{label} must be a C-contiguous float64 array of shape {want}")
         ptrs.append(_fb(_D, a, is_out))
     return functools.partial(getattr(lib, "rc20_" + function), *ptrs)
+
+
+_VARIANTS = ()
+
+
+def __getattr__(attr):
+    """A name this module lacks (PEP 562): most often a function it was not generated with."""
+    if attr.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+    raise AttributeError(
+        f"{attr!r} is not among the functions generated into {HERE} ({', '.join(_VARIANTS + FUNCTIONS)}); "
+        f"name it when generating: `scleron codegen MODEL --functions NAME,...` or "
+        f"scleron.generate(model, ..., functions=[...])")

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_2af3b6ed01d8"
-HASH = "2af3b6ed01d801c8bed846adab917147553bd7a15f230a5b625648c31dd89bb6"
+MODULE = "_rc50_0bcca24955fd"
+HASH = "0bcca24955fd185aa1a9a66e6cd48fa0851bc14c6751f28dbdc15140aae66209"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -164,6 +164,17 @@ def _as_input(x, name, width):
     raise ValueError(f"{name} must have shape ({width},) or (N, {width}), got {a.shape}")
 
 
+def _per_state(x, count):
+    """A one-number input (dt) of N states: a scalar or (1,) for every state, (N,) or (N, 1)
+    one per state."""
+    a = np.asarray(x)
+    if a.dtype.kind in "fiu" and a.ndim <= 1 and a.size == 1:
+        return np.full((count, 1), a.reshape(()), dtype=np.float64)
+    if a.dtype.kind in "fiu" and a.shape == (count,):
+        return a.reshape(count, 1)
+    return x
+
+
 def _as_output(out, want, label):
     if (not isinstance(out, np.ndarray) or out.shape != want or out.dtype != np.float64
             or not out.flags.c_contiguous or not out.flags.writeable):
@@ -202,8 +213,8 @@ def _call(function, values, out, threads=1):
     single, batch, parallel = _CFUNCS[function]
     arrays, count = [], None
     for i, ((name, width), x) in enumerate(zip(inputs, values)):
-        if width == 1 and count is not None and np.ndim(x) == 0:
-            x = np.full((count, 1), x, dtype=np.float64)     # a scalar (dt) for every state
+        if width == 1 and count is not None:
+            x = _per_state(x, count)
         a, n = _as_input(x, name, width)
         if i and (n is None) != (count is None) or (n is not None and count is not None and n != count):
             raise ValueError(f"{name} has shape {a.shape}, but {inputs[0][0]} has "
@@ -551,3 +562,16 @@ def bind(function, *arrays):
             raise ValueError(f"{label} must be a C-contiguous float64 array of shape {want}")
         ptrs.append(_fb(_D, a, is_out))
     return functools.partial(getattr(lib, "rc50_" + function), *ptrs)
+
+
+_VARIANTS = ()
+
+
+def __getattr__(attr):
+    """A name this module lacks (PEP 562): most often a function it was not generated with."""
+    if attr.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+    raise AttributeError(
+        f"{attr!r} is not among the functions generated into {HERE} ({', '.join(_VARIANTS + FUNCTIONS)}); "
+        f"name it when generating: `scleron codegen MODEL --functions NAME,...` or "
+        f"scleron.generate(model, ..., functions=[...])")
