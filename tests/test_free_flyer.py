@@ -170,7 +170,7 @@ def test_integrate_batches_and_stays_on_the_unit_sphere(tmp_path, generated, rng
     per_state = np.array([dyn.integrate(Q[k], V[k], steps[k]) for k in range(6)])
     assert np.array_equal(dyn.integrate(Q, V, steps), per_state)
     assert np.array_equal(dyn.integrate(Q, V, steps[:, None]), per_state)
-    with pytest.raises(ValueError, match="dt must have shape"):
+    with pytest.raises(ValueError, match=r"dt must be a number, or one per state: shape \(N,\)"):
         dyn.integrate(Q, V, steps[:4])
     # difference undoes integrate below half a turn, the small rotations included
     D = dyn.difference(Q, Q1)
