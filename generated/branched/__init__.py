@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_c0737a20181d"
-HASH = "c0737a20181de4c541dfb1b81bc0698e241770b4baaba2c9f7eae742b366dc57"
+MODULE = "_branched_1bcc61426153"
+HASH = "1bcc6142615385ec0f5d8e302e17880cd8c15a194e7ee5f9722b4f2a9d9250ee"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -161,6 +161,8 @@ def _as_input(x, name, width):
         return np.ascontiguousarray(a), None
     if a.ndim == 2 and a.shape[1] == width:
         return np.ascontiguousarray(a), a.shape[0]
+    if width == 1:
+        raise ValueError(f"{name} must be a number, or one per state: shape (N,) or (N, 1); got {a.shape}")
     raise ValueError(f"{name} must have shape ({width},) or (N, {width}), got {a.shape}")
 
 

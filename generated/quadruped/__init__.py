@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_eb0cf4c9df0e"
-HASH = "eb0cf4c9df0ee79d46c6a058ca2a991548779f0de00822ed5e6025bbab8da842"
+MODULE = "_quadruped_b1f6844058fd"
+HASH = "b1f6844058fdfd64b998a0f05004fd2e31bb2dc1285a514e5339ed0fd36c9b17"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -161,6 +161,8 @@ def _as_input(x, name, width):
         return np.ascontiguousarray(a), None
     if a.ndim == 2 and a.shape[1] == width:
         return np.ascontiguousarray(a), a.shape[0]
+    if width == 1:
+        raise ValueError(f"{name} must be a number, or one per state: shape (N,) or (N, 1); got {a.shape}")
     raise ValueError(f"{name} must have shape ({width},) or (N, {width}), got {a.shape}")
 
 

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_e8a8f2eac74d"
-HASH = "e8a8f2eac74de4dd8553e94b940c894cc022a44d6f48cc23aa8c5230fb437acb"
+MODULE = "_rc100_f9300d848fb1"
+HASH = "f9300d848fb111fbd0b148fa94372a38e628b64279a06160d31a9a0ac2998768"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -161,6 +161,8 @@ def _as_input(x, name, width):
         return np.ascontiguousarray(a), None
     if a.ndim == 2 and a.shape[1] == width:
         return np.ascontiguousarray(a), a.shape[0]
+    if width == 1:
+        raise ValueError(f"{name} must be a number, or one per state: shape (N,) or (N, 1); got {a.shape}")
     raise ValueError(f"{name} must have shape ({width},) or (N, {width}), got {a.shape}")
 
 

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_660fe153c573"
-HASH = "660fe153c573fd8e496b45d78ab840741ffd8dfa5bed5fce4226748df621effb"
+MODULE = "_rc20_0eb0cf75099e"
+HASH = "0eb0cf75099ecc60758ffb1fd22e7e0a3f8afac66b32afc3e3abd194ee51eb64"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -161,6 +161,8 @@ def _as_input(x, name, width):
         return np.ascontiguousarray(a), None
     if a.ndim == 2 and a.shape[1] == width:
         return np.ascontiguousarray(a), a.shape[0]
+    if width == 1:
+        raise ValueError(f"{name} must be a number, or one per state: shape (N,) or (N, 1); got {a.shape}")
     raise ValueError(f"{name} must have shape ({width},) or (N, {width}), got {a.shape}")
 
 

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_0bcca24955fd"
-HASH = "0bcca24955fd185aa1a9a66e6cd48fa0851bc14c6751f28dbdc15140aae66209"
+MODULE = "_rc50_1da7730cf39a"
+HASH = "1da7730cf39adc070f9bbb46683909eb60d8c83c34e9deadbc9156dfac16d49c"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -161,6 +161,8 @@ def _as_input(x, name, width):
         return np.ascontiguousarray(a), None
     if a.ndim == 2 and a.shape[1] == width:
         return np.ascontiguousarray(a), a.shape[0]
+    if width == 1:
+        raise ValueError(f"{name} must be a number, or one per state: shape (N,) or (N, 1); got {a.shape}")
     raise ValueError(f"{name} must have shape ({width},) or (N, {width}), got {a.shape}")
 
 
