@@ -712,3 +712,17 @@ def test_singular_or_overflowing_models_are_named_before_any_code(tmp_path, text
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and needle in lines[0] and "m.yaml" in lines[0], r.stderr
     assert not out.exists()
+
+
+def test_a_folder_whose_path_has_glob_characters_loads(tmp_path):
+    """The generated module finds its compiled library by a pattern in its own folder: a path
+    with [ ], * or ? in it (a folder named after options, "build[-O1]") must still load, and
+    the CLI's list of binaries must see it."""
+    model = scleron.load_model(os.path.join(ROOT, "examples", "rc20.yaml"))
+    folder = tmp_path / "out [a*?]" / "rc20"
+    dyn = scleron.generate(model, str(folder), functions=["mass"])
+    q = np.linspace(-1, 1, 20)
+    ref = recursions.mass_matrix(Tree(model), FloatAlgebra(), list(q))
+    assert np.allclose(dyn.mass_matrix(q), ref, rtol=1e-12, atol=1e-14)
+    from scleron import cli
+    assert cli._binaries(str(folder))

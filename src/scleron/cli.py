@@ -65,7 +65,7 @@ def _binaries(folder):
     """The compiled modules in a folder, with their modification times."""
     out = {}
     for pattern in ("*.so", "*.pyd"):
-        for path in glob.glob(os.path.join(folder, pattern)):
+        for path in glob.glob(os.path.join(glob.escape(folder), pattern)):
             try:
                 out[path] = os.path.getmtime(path)
             except OSError:
