@@ -1,4 +1,5 @@
 """The scleron command: codegen, show, charts, and one-line errors with exit status 2."""
+import json
 import os
 import subprocess
 import sys
@@ -96,7 +97,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, content, needle):
     assert not out.exists()
 
 
-def test_codegen_method_and_mass_matrix_options(tmp_path):
+def test_codegen_method_and_mass_matrix_options(tmp_path, monkeypatch):
+    monkeypatch.delenv("SCLERON_OPT", raising=False)     # the shipped default flags
     import json
     out = tmp_path / "rc20_m2"
     r = run("codegen", example("rc20.yaml"), "-o", str(out), "--method", "2", "--mass-matrix", "loop",
@@ -116,6 +118,16 @@ def test_codegen_method_and_mass_matrix_options(tmp_path):
     assert r.returncode == 0, r.stderr
     flags = json.loads((o2 / "scleron.json").read_text())["cflags"]
     assert flags == ["-O2" if f == "-Os" else f for f in meta["cflags"]]
+    monkeypatch.setenv("SCLERON_OPT", "0")         # the environment's level, when no --opt
+    o0 = tmp_path / "rc20_o0"
+    r = run("codegen", example("rc20.yaml"), "-o", str(o0), "--functions", "fd", "--no-compile")
+    assert r.returncode == 0, r.stderr
+    flags = json.loads((o0 / "scleron.json").read_text())["cflags"]
+    assert flags == ["-O0" if f == "-Os" else f for f in meta["cflags"]]
+    monkeypatch.setenv("SCLERON_OPT", "fast")
+    bad = run("codegen", example("rc20.yaml"), "-o", str(tmp_path / "y"), "--functions", "fd")
+    assert bad.returncode == 2 and "SCLERON_OPT='fast'" in bad.stderr and "Traceback" not in bad.stderr
+    assert not (tmp_path / "y").exists()
 
 
 BRANCHED_TREE = """\
@@ -213,3 +225,23 @@ def test_synopsis_refresh_rewrites_only_the_block(tmp_path):
     r = subprocess.run([sys.executable, "-m", "scleron.cli", "--synopsis", str(readme)],
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0 and "up to date" in r.stdout
+
+
+def test_the_shipped_flags_and_opt_0_compute_the_same(tmp_path, monkeypatch):
+    """The suite builds at -O0 (conftest): the shipped -Os build of the same sources gives the
+    same numbers (to rounding: -Os fuses multiply-adds), and is a different, cached build."""
+    import numpy as np
+    import scleron
+    model = scleron.load_model(example("quadruped.yaml"))
+    monkeypatch.delenv("SCLERON_OPT", raising=False)
+    shipped = scleron.generate(model, str(tmp_path / "os"), "quad_os", functions=["fd", "mass"])
+    monkeypatch.setenv("SCLERON_OPT", "0")
+    quick = scleron.generate(model, str(tmp_path / "o0"), "quad_o0", functions=["fd", "mass"])
+    flags = [json.loads((tmp_path / f / "scleron.json").read_text())["cflags"] for f in ("os", "o0")]
+    assert "-Os" in flags[0] and "-O0" in flags[1]
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        q, qd, tau = (rng.uniform(-1, 1, model.nv) for _ in range(3))
+        assert np.allclose(shipped.forward_dynamics(q, qd, tau), quick.forward_dynamics(q, qd, tau),
+                           rtol=1e-11, atol=1e-11)
+        assert np.allclose(shipped.mass_matrix(q), quick.mass_matrix(q), rtol=1e-12, atol=1e-13)

@@ -313,9 +313,10 @@ def test_missing_compiler_is_one_clear_line(tmp_path, monkeypatch):
     assert not (tmp_path / "new").exists()                   # nothing left, not even parents
 
 
-def test_the_fast_extension_is_optional_and_the_wrappers_unoptimised_only_beside_it(tmp_path):
+def test_the_fast_extension_is_optional_and_the_wrappers_unoptimised_only_beside_it(tmp_path, monkeypatch):
     """The fast extension compiles beside the parts; where it fails, the cffi module alone
     serves every call, its wrappers then compiled with the optimised flags (the hot path)."""
+    monkeypatch.delenv("SCLERON_OPT", raising=False)       # the shipped flags
     path = tiny(tmp_path)
     log = tmp_path / "cc.log"
     logcc = script(tmp_path, "logcc", f'echo "$@" >> "{log}"\nexec gcc "$@"\n')

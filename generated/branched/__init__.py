@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_1bcc61426153"
-HASH = "1bcc6142615385ec0f5d8e302e17880cd8c15a194e7ee5f9722b4f2a9d9250ee"
+MODULE = "_branched_5b6465f43808"
+HASH = "5b6465f4380809e086614c4e93d267c271f1efdf753cca7cfbaf68bb8ec3326f"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -74,14 +74,14 @@ def neutral():
 
 
 def _compiled_paths():
-    return sorted(glob.glob(os.path.join(HERE, MODULE + ".*.so"))
-                  + glob.glob(os.path.join(HERE, MODULE + ".*.pyd")))
+    return sorted(glob.glob(os.path.join(glob.escape(HERE), MODULE + ".*.so"))
+                  + glob.glob(os.path.join(glob.escape(HERE), MODULE + ".*.pyd")))
 
 
 def _load_fast():
     """The optional METH_FASTCALL extension (branched_python.c), or None."""
-    paths = sorted(glob.glob(os.path.join(HERE, MODULE + "_py.*.so"))
-                   + glob.glob(os.path.join(HERE, MODULE + "_py.*.pyd")))
+    paths = sorted(glob.glob(os.path.join(glob.escape(HERE), MODULE + "_py.*.so"))
+                   + glob.glob(os.path.join(glob.escape(HERE), MODULE + "_py.*.pyd")))
     if not paths:
         return None
     try:

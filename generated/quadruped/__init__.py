@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_b1f6844058fd"
-HASH = "b1f6844058fdfd64b998a0f05004fd2e31bb2dc1285a514e5339ed0fd36c9b17"
+MODULE = "_quadruped_1dd46dbcfa52"
+HASH = "1dd46dbcfa527e834fba383829daf0bb82d5af0066c73ecd1a1cd1b798a93f1f"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -74,14 +74,14 @@ def neutral():
 
 
 def _compiled_paths():
-    return sorted(glob.glob(os.path.join(HERE, MODULE + ".*.so"))
-                  + glob.glob(os.path.join(HERE, MODULE + ".*.pyd")))
+    return sorted(glob.glob(os.path.join(glob.escape(HERE), MODULE + ".*.so"))
+                  + glob.glob(os.path.join(glob.escape(HERE), MODULE + ".*.pyd")))
 
 
 def _load_fast():
     """The optional METH_FASTCALL extension (quadruped_python.c), or None."""
-    paths = sorted(glob.glob(os.path.join(HERE, MODULE + "_py.*.so"))
-                   + glob.glob(os.path.join(HERE, MODULE + "_py.*.pyd")))
+    paths = sorted(glob.glob(os.path.join(glob.escape(HERE), MODULE + "_py.*.so"))
+                   + glob.glob(os.path.join(glob.escape(HERE), MODULE + "_py.*.pyd")))
     if not paths:
         return None
     try:

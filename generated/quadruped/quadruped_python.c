@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_b1f6844058fd_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_1dd46dbcfa52_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_b1f6844058fd_py(void)
+PyMODINIT_FUNC PyInit__quadruped_1dd46dbcfa52_py(void)
 {
     import_array();
     return PyModule_Create(&module);

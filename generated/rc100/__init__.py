@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_f9300d848fb1"
-HASH = "f9300d848fb111fbd0b148fa94372a38e628b64279a06160d31a9a0ac2998768"
+MODULE = "_rc100_ebb36edd3971"
+HASH = "ebb36edd39715b44bb58622559b1a5307f80129a18bad9f4e20d99c90ba3d193"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -74,14 +74,14 @@ def neutral():
 
 
 def _compiled_paths():
-    return sorted(glob.glob(os.path.join(HERE, MODULE + ".*.so"))
-                  + glob.glob(os.path.join(HERE, MODULE + ".*.pyd")))
+    return sorted(glob.glob(os.path.join(glob.escape(HERE), MODULE + ".*.so"))
+                  + glob.glob(os.path.join(glob.escape(HERE), MODULE + ".*.pyd")))
 
 
 def _load_fast():
     """The optional METH_FASTCALL extension (rc100_python.c), or None."""
-    paths = sorted(glob.glob(os.path.join(HERE, MODULE + "_py.*.so"))
-                   + glob.glob(os.path.join(HERE, MODULE + "_py.*.pyd")))
+    paths = sorted(glob.glob(os.path.join(glob.escape(HERE), MODULE + "_py.*.so"))
+                   + glob.glob(os.path.join(glob.escape(HERE), MODULE + "_py.*.pyd")))
     if not paths:
         return None
     try:

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_0eb0cf75099e"
-HASH = "0eb0cf75099ecc60758ffb1fd22e7e0a3f8afac66b32afc3e3abd194ee51eb64"
+MODULE = "_rc20_40c268578d5e"
+HASH = "40c268578d5ea68cf6cb1264031caf732abf4881a3c6c7e19975e654a59aaacd"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -74,14 +74,14 @@ def neutral():
 
 
 def _compiled_paths():
-    return sorted(glob.glob(os.path.join(HERE, MODULE + ".*.so"))
-                  + glob.glob(os.path.join(HERE, MODULE + ".*.pyd")))
+    return sorted(glob.glob(os.path.join(glob.escape(HERE), MODULE + ".*.so"))
+                  + glob.glob(os.path.join(glob.escape(HERE), MODULE + ".*.pyd")))
 
 
 def _load_fast():
     """The optional METH_FASTCALL extension (rc20_python.c), or None."""
-    paths = sorted(glob.glob(os.path.join(HERE, MODULE + "_py.*.so"))
-                   + glob.glob(os.path.join(HERE, MODULE + "_py.*.pyd")))
+    paths = sorted(glob.glob(os.path.join(glob.escape(HERE), MODULE + "_py.*.so"))
+                   + glob.glob(os.path.join(glob.escape(HERE), MODULE + "_py.*.pyd")))
     if not paths:
         return None
     try:

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_1da7730cf39a"
-HASH = "1da7730cf39adc070f9bbb46683909eb60d8c83c34e9deadbc9156dfac16d49c"
+MODULE = "_rc50_a05f5a1c7b2c"
+HASH = "a05f5a1c7b2cbf594751849358cba825e5977425d71d05a697a2a0bf23c0bd29"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -74,14 +74,14 @@ def neutral():
 
 
 def _compiled_paths():
-    return sorted(glob.glob(os.path.join(HERE, MODULE + ".*.so"))
-                  + glob.glob(os.path.join(HERE, MODULE + ".*.pyd")))
+    return sorted(glob.glob(os.path.join(glob.escape(HERE), MODULE + ".*.so"))
+                  + glob.glob(os.path.join(glob.escape(HERE), MODULE + ".*.pyd")))
 
 
 def _load_fast():
     """The optional METH_FASTCALL extension (rc50_python.c), or None."""
-    paths = sorted(glob.glob(os.path.join(HERE, MODULE + "_py.*.so"))
-                   + glob.glob(os.path.join(HERE, MODULE + "_py.*.pyd")))
+    paths = sorted(glob.glob(os.path.join(glob.escape(HERE), MODULE + "_py.*.so"))
+                   + glob.glob(os.path.join(glob.escape(HERE), MODULE + "_py.*.pyd")))
     if not paths:
         return None
     try:

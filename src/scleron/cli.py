@@ -168,8 +168,8 @@ def cmd_codegen(args):
     try:
         cflags = None
         if args.opt is not None:
-            from .pipeline import DEFAULT_CFLAGS
-            cflags = [f"-O{args.opt}" if f.startswith("-O") else f for f in DEFAULT_CFLAGS]
+            from .pipeline import cflags_at
+            cflags = cflags_at(args.opt)
         t0 = time.perf_counter()
         progress = CodegenProgress(len(model.bodies))
         try:
@@ -272,9 +272,11 @@ def build_parser():
     c.add_argument("--floating", action="store_true", help="URDF: put a free_flyer joint at the root link")
     c.add_argument("--chunk", type=int, default=1000, metavar="N",
                    help="statements per C function chunk (default 1000)")
-    c.add_argument("--opt", choices=["s", "1", "2", "3"], default=None,
-                   help="gcc optimisation level (default s: the generated straight-line code runs "
-                        "fastest and compiles fastest when small; 1, 2, 3 for comparison)")
+    c.add_argument("--opt", choices=["0", "s", "1", "2", "3"], default=None,
+                   help="gcc optimisation level (default s, or $SCLERON_OPT: the generated "
+                        "straight-line code runs fastest and compiles fastest when small; 0 "
+                        "compiles in a tenth of the time and runs slower, for tests and "
+                        "debugging; 1, 2, 3 for comparison)")
     c.add_argument("--method", choices=["1", "2"], default="1",
                    help="forward dynamics: 1 = fully unrolled (fastest to run); 2 = passes 4-6 as "
                         "loops over the bodies with one kernel per joint class (Si & Guenter "

@@ -36,6 +36,29 @@ from .unroll import FORMS, frame_loops_pay, function_code, pair_loops_pay, relat
 DEFAULT_CFLAGS = ["-Os", "-g0", "-march=native", "-fno-math-errno", "-fno-trapping-math",
                   "-ffp-contract=fast", "-std=c99"]
 
+# the levels `scleron codegen --opt` and $SCLERON_OPT choose between: 0 compiles in about a tenth
+# of the time and runs several times slower (for test suites and debugging the generated C)
+OPT_LEVELS = ("0", "s", "1", "2", "3")
+
+
+def cflags_at(level):
+    """DEFAULT_CFLAGS with the optimisation level swapped for -O<level>, nothing else."""
+    if level not in OPT_LEVELS:
+        raise ValueError(f"optimisation level must be one of {', '.join(OPT_LEVELS)}, not {level!r}")
+    return [f"-O{level}" if f.startswith("-O") else f for f in DEFAULT_CFLAGS]
+
+
+def default_cflags(environ=os.environ):
+    """The flags of a build that names none: DEFAULT_CFLAGS, at the level of $SCLERON_OPT when
+    it is set (part of the cache key like any flags: changing it rebuilds)."""
+    level = environ.get("SCLERON_OPT", "").strip()
+    if not level:
+        return list(DEFAULT_CFLAGS)
+    try:
+        return cflags_at(level)
+    except ValueError as exc:
+        raise ValueError(f"SCLERON_OPT={level!r}: {exc}") from None
+
 
 @dataclass
 class Report:
@@ -217,7 +240,7 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
     progress: None, or a callable taking one line of text per stage and function."""
     progress = progress or _silent
     name = c_identifier(name or model.name)
-    cflags = list(cflags or DEFAULT_CFLAGS)
+    cflags = list(cflags or default_cflags())
     report = report or Report(name, model.nv)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, not {method!r}")
@@ -327,7 +350,7 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
         model = load_model(model)
     name = c_identifier(name or model.name)
     out_dir = out_dir or os.path.join("generated", name)
-    cflags = list(cflags or DEFAULT_CFLAGS)
+    cflags = list(cflags or default_cflags())
     report = report if report is not None else Report(name, model.nv)
     progress = progress or _silent
     if cuda and compile:
