@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_5b6465f43808"
-HASH = "5b6465f4380809e086614c4e93d267c271f1efdf753cca7cfbaf68bb8ec3326f"
+MODULE = "_branched_1cc16a05b439"
+HASH = "1cc16a05b439f99fbd111856b15252d148033fca92a035f34241d115661f4993"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_1dd46dbcfa52"
-HASH = "1dd46dbcfa527e834fba383829daf0bb82d5af0066c73ecd1a1cd1b798a93f1f"
+MODULE = "_quadruped_f297be605281"
+HASH = "f297be605281e9c0093b1f4726cd5a2f19e6820c70dabc4a9b5443efcdad1729"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

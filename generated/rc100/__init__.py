@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_ebb36edd3971"
-HASH = "ebb36edd39715b44bb58622559b1a5307f80129a18bad9f4e20d99c90ba3d193"
+MODULE = "_rc100_44b8b06e16c0"
+HASH = "44b8b06e16c0707ee151a29c1f0740bd7fa1c4c0a3c7fc01db0dd6c74c0f25d0"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

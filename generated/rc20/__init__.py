@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_40c268578d5e"
-HASH = "40c268578d5ea68cf6cb1264031caf732abf4881a3c6c7e19975e654a59aaacd"
+MODULE = "_rc20_a7177af5f713"
+HASH = "a7177af5f71319f224aea3eb65001f4fafcb96c59e186eb919cdab9adffe547b"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_a05f5a1c7b2c"
-HASH = "a05f5a1c7b2cbf594751849358cba825e5977425d71d05a697a2a0bf23c0bd29"
+MODULE = "_rc50_d24e0b6e4938"
+HASH = "d24e0b6e493867c523c6d4f130d2fe63d663330b5c0431ef2e6a6c7248e8adc1"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

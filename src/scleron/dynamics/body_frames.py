@@ -96,8 +96,29 @@ def nonzeros(M):
 
 def products(R):
     """Entries of the rotation R that cost a multiplication: not 0, 1 or -1 once snapped."""
-    A = np.abs(snapped_rotation(R, TURNED))
-    return int(np.sum((A != 0.0) & (A != 1.0)))
+    return int(products_of_each(np.asarray(R, dtype=float)[None])[0])
+
+
+def products_of_each(Rs):
+    """products() of each rotation of a stack (k, 3, 3), at once."""
+    A = np.abs(snapped_rotations(Rs, TURNED))
+    return np.sum((A != 0.0) & (A != 1.0), axis=(1, 2))
+
+
+def rotations_about(u, angles):
+    """Rot(u, a) for each angle, stacked (k, 3, 3): rotation_about of each."""
+    K = skew(u)
+    a = np.asarray(angles, dtype=float)[:, None, None]
+    return np.eye(3) + np.sin(a) * K + (1.0 - np.cos(a)) * (K @ K)
+
+
+def fewest_products(A, u):
+    """The fewest products() of A Rot(u, a) over a = 0 and the angles zeroing one of its
+    entries (zeroing_angles)."""
+    return int(products_of_each(A @ rotations_about(u, [0.0] + zeroing_angles(A, u))).min())
+
+
+_UNIT = np.eye(3)
 
 
 def zeroing_angles(A, u, B=None):
@@ -106,14 +127,14 @@ def zeroing_angles(A, u, B=None):
     out = []
     rows = []
     if B is None:
+        K = skew(u)                         # column k: u x e_k
         for r in range(3):
             for k in range(3):
-                e = np.eye(3)[k]
-                rows.append((A[r] @ u * u[k], A[r] @ (e - u * u[k]), A[r] @ np.cross(u, e)))
+                rows.append((A[r] @ u * u[k], A[r] @ (_UNIT[k] - u * u[k]), A[r] @ K[:, k]))
     else:
+        uxB = np.cross(u, B)
         for r in range(3):                  # (Rot(u, a)^T B)_r = e_r . Rot(u, -a) B
-            e = np.eye(3)[r]
-            rows.append((e @ u * (u @ B), e @ (B - u * (u @ B)), -(e @ np.cross(u, B))))
+            rows.append((u[r] * (u @ B), B[r] - u[r] * (u @ B), -uxB[r]))
     for alpha, beta, gamma in rows:
         rho = math.hypot(beta, gamma)
         if rho < 1e-300 or abs(alpha) > rho:
@@ -161,9 +182,7 @@ class Choice:
     @staticmethod
     def child_rotation_cost(A, u):
         """The child's placement rotation at its own best turn (or as is)."""
-        if u is None:
-            return products(A)
-        return min(products(A @ rotation_about(u, a)) for a in [0.0] + zeroing_angles(A, u))
+        return products(A) if u is None else fewest_products(A, u)
 
 
 def choose_turns(bodies):
@@ -367,3 +386,13 @@ def best_slide(bodies, b, turns, slides, u):
         if cost(d) < best_cost:
             best, best_cost = d, cost(d)
     return best * u
+
+
+def snapped_rotations(Rs, tol=SNAP):
+    """snapped_rotation of each rotation of a stack (k, 3, 3), at once."""
+    Rs = np.asarray(Rs, dtype=float)
+    out = snapped(Rs, NOISE)
+    for S in (snapped(Rs, tol, targets=(0.0,)), snapped(Rs, tol)):     # the first that holds wins
+        gap = np.abs(np.swapaxes(S, 1, 2) @ S - np.eye(3)).max(axis=(1, 2))
+        out = np.where((gap <= ORTHONORMAL)[:, None, None], S, out)
+    return out
