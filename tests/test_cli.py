@@ -102,7 +102,7 @@ def test_codegen_method_and_mass_matrix_options(tmp_path, monkeypatch):
     import json
     out = tmp_path / "rc20_m2"
     r = run("codegen", example("rc20.yaml"), "-o", str(out), "--method", "2", "--mass-matrix", "loop",
-            "--no-compile")
+            "--functions", "fd,id,mass", "--no-compile")
     assert r.returncode == 0, r.stderr
     meta = json.loads((out / "scleron.json").read_text())
     assert meta["method"] == 2 and meta["mass_matrix"] == "loop"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_1cc16a05b439"
-HASH = "1cc16a05b439f99fbd111856b15252d148033fca92a035f34241d115661f4993"
+MODULE = "_branched_7ae076b70daf"
+HASH = "7ae076b70dafcb2d8d1ff8cb6596523f4008ef17957a84c6eca557d457a528f0"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

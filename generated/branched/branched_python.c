@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_1cc16a05b439_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_7ae076b70daf_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_1cc16a05b439_py(void)
+PyMODINIT_FUNC PyInit__branched_7ae076b70daf_py(void)
 {
     import_array();
     return PyModule_Create(&module);

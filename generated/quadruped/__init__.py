@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_f297be605281"
-HASH = "f297be605281e9c0093b1f4726cd5a2f19e6820c70dabc4a9b5443efcdad1729"
+MODULE = "_quadruped_216cf7fee836"
+HASH = "216cf7fee836d7aa1ccd457d130570457180b33d98de51a13c834f202eaede8c"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

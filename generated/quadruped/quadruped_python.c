@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_f297be605281_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_216cf7fee836_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_f297be605281_py(void)
+PyMODINIT_FUNC PyInit__quadruped_216cf7fee836_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_44b8b06e16c0"
-HASH = "44b8b06e16c0707ee151a29c1f0740bd7fa1c4c0a3c7fc01db0dd6c74c0f25d0"
+MODULE = "_rc100_3698e1748576"
+HASH = "3698e1748576ed8658644695c6d12d52dc591212dc99be745e39a0d599573ac6"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_44b8b06e16c0_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_3698e1748576_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_44b8b06e16c0_py(void)
+PyMODINIT_FUNC PyInit__rc100_3698e1748576_py(void)
 {
     import_array();
     return PyModule_Create(&module);

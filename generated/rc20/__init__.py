@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_a7177af5f713"
-HASH = "a7177af5f71319f224aea3eb65001f4fafcb96c59e186eb919cdab9adffe547b"
+MODULE = "_rc20_f9f4b674aeaf"
+HASH = "f9f4b674aeaf0b04f82ab9848ec460d86f59eda514a1d49c9fc0e2ae0c30c3c5"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

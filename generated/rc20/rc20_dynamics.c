@@ -35,8 +35,9 @@
  * three-part constant and the minimax kernels of fdlibm on [-pi/4, pi/4], written without
  * branches so that gcc vectorises the loop (libm's sin/cos are the largest single cost of
  * unrolled dynamics otherwise). About 1 ulp for |x| < 1e5; larger or non-finite angles fall
- * back to libm. */
-#if defined(__GNUC__) && !defined(__clang__)
+ * back to libm. The optimize attributes, here and in the loop forms, apply to an optimised build
+ * only: at -O0 (scleron codegen --opt 0, SCLERON_OPT=0) every function compiles at -O0, quickly. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__)
 __attribute__((optimize("O3")))          /* full-width vectors for this one loop */
 #endif
 static inline void scl_sincos_loop(const double *restrict x, double *restrict s, double *restrict c, int n)
@@ -66,7 +67,7 @@ static inline void scl_sincos_loop(const double *restrict x, double *restrict s,
  * more vector, overlapping the one before (those angles computed twice, to the same values):
  * gcc's scalar remainder of up to three angles cost more than a whole vector (7 angles: 269 ->
  * 172 instructions, 34-53 -> 31 ns; README, The generated code). */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__)
 __attribute__((optimize("O3")))
 #endif
 static inline void scl_sincos(const double *restrict x, double *restrict s, double *restrict c, int n)

@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_a7177af5f713_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_f9f4b674aeaf_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc20_a7177af5f713_py(void)
+PyMODINIT_FUNC PyInit__rc20_f9f4b674aeaf_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_d24e0b6e4938"
-HASH = "d24e0b6e493867c523c6d4f130d2fe63d663330b5c0431ef2e6a6c7248e8adc1"
+MODULE = "_rc50_5f12faacab16"
+HASH = "5f12faacab168292714dcbaa9030cb3be792c5705b151dfd1d0e37e9945f951d"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

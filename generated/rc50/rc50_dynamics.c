@@ -35,8 +35,9 @@
  * three-part constant and the minimax kernels of fdlibm on [-pi/4, pi/4], written without
  * branches so that gcc vectorises the loop (libm's sin/cos are the largest single cost of
  * unrolled dynamics otherwise). About 1 ulp for |x| < 1e5; larger or non-finite angles fall
- * back to libm. */
-#if defined(__GNUC__) && !defined(__clang__)
+ * back to libm. The optimize attributes, here and in the loop forms, apply to an optimised build
+ * only: at -O0 (scleron codegen --opt 0, SCLERON_OPT=0) every function compiles at -O0, quickly. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__)
 __attribute__((optimize("O3")))          /* full-width vectors for this one loop */
 #endif
 static inline void scl_sincos_loop(const double *restrict x, double *restrict s, double *restrict c, int n)
@@ -66,7 +67,7 @@ static inline void scl_sincos_loop(const double *restrict x, double *restrict s,
  * more vector, overlapping the one before (those angles computed twice, to the same values):
  * gcc's scalar remainder of up to three angles cost more than a whole vector (7 angles: 269 ->
  * 172 instructions, 34-53 -> 31 ns; README, The generated code). */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__)
 __attribute__((optimize("O3")))
 #endif
 static inline void scl_sincos(const double *restrict x, double *restrict s, double *restrict c, int n)
@@ -27140,7 +27141,7 @@ static const int rc50_ml_first[49] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 static const int rc50_ml_end[49] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49 };
 
 /* M[row][first..end) = a[row] . b[first..end), a and b 6 x 50 by component */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__)
 __attribute__((optimize("O3")))          /* vectorise the rows across columns */
 #endif
 static void rc50_mass_matrix_products(const double *restrict a, const double *restrict b,

@@ -369,10 +369,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_d24e0b6e4938_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_5f12faacab16_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc50_d24e0b6e4938_py(void)
+PyMODINIT_FUNC PyInit__rc50_5f12faacab16_py(void)
 {
     import_array();
     return PyModule_Create(&module);
