@@ -148,6 +148,25 @@ def test_scalar_out_and_bad_out(generated, rng):
     assert T[0] == dyn.kinetic_energy(Q[0], QD[0])
 
 
+def test_byte_swapped_and_unaligned_arrays_are_converted_or_refused(generated, rng):
+    """The single-state fast path hands float64 arrays to C as they lie in memory: one in the
+    other byte order ('>f8' here), or unaligned, must take the checked path (converted as an
+    input, refused as out=), never be read or written raw."""
+    model, dyn = generated(example("branched.yaml"), "branched")
+    q, qd, tau = rng.uniform(-1, 1, dyn.nq), rng.uniform(-1, 1, dyn.nv), rng.uniform(-1, 1, dyn.nv)
+    want = dyn.forward_dynamics(q, qd, tau)
+    swapped = q.astype(q.dtype.newbyteorder())
+    assert swapped.dtype.kind == "f" and swapped.dtype.itemsize == 8 and not swapped.dtype.isnative
+    np.testing.assert_array_equal(dyn.forward_dynamics(swapped, qd, tau), want)
+    raw = bytearray(8 * dyn.nq + 1)
+    unaligned = np.frombuffer(raw, np.float64, dyn.nq, 1)
+    unaligned[:] = q
+    assert not unaligned.flags.aligned
+    np.testing.assert_array_equal(dyn.forward_dynamics(unaligned, qd, tau), want)
+    with pytest.raises(ValueError, match="out"):
+        dyn.forward_dynamics(q, qd, tau, out=np.empty(dyn.nv, want.dtype.newbyteorder()))
+
+
 def test_coordinate_names_are_names(generated):
     model, dyn = generated(example("branched.yaml"), "branched")
     assert dyn.coordinate_names == Tree(model).coordinate_names()
