@@ -222,6 +222,28 @@ def test_never_replaces_a_folder_scleron_did_not_write(tmp_path):
     assert sorted(os.listdir(precious)) == ["thesis.tex"]
 
 
+def test_never_deletes_what_the_user_put_into_a_generated_folder(tmp_path):
+    """A generated folder the user keeps the model, notes or a .git in is refused, not
+    replaced (replacing it used to delete them silently); a link to a folder is named as one."""
+    out = tmp_path / "keep"
+    scleron.generate(scleron.load_model(tiny(tmp_path)), str(out), functions=FEW)
+    (out / "my_model.yaml").write_text(open(tiny(tmp_path)).read())
+    (out / ".git").mkdir()
+    (out / "NOTES.txt").write_text("mine")
+    line = one_line_error(cli("codegen", str(out / "my_model.yaml"), "-o", str(out), "--force",
+                              *FEW_CLI))
+    assert "scleron did not write (.git, NOTES.txt, my_model.yaml)" in line
+    assert {"my_model.yaml", ".git", "NOTES.txt", "scleron.json"} <= set(os.listdir(out))
+    assert scleron.load_generated(str(out)).nv == 2 and debris(out) == []
+    for name in (".git", "NOTES.txt", "my_model.yaml"):       # scleron's own files alone: replaced
+        shutil.rmtree(out / name) if name == ".git" else os.remove(out / name)
+    assert cli("codegen", tiny(tmp_path), "-o", str(out), "--force", *FEW_CLI).returncode == 0
+    link = tmp_path / "link"
+    link.symlink_to(out, target_is_directory=True)
+    line = one_line_error(cli("codegen", tiny(tmp_path), "-o", str(link), "--force", *FEW_CLI))
+    assert "is a symbolic link" in line and "no scleron.json" not in line
+
+
 # ---- the cache -----------------------------------------------------------------------------------
 def test_cache_hit_only_when_nothing_changed(tmp_path, monkeypatch):
     path = tiny(tmp_path, mass=2.0)

@@ -15,10 +15,13 @@
   the two renames of an install leaves the previous folder under `.NAME.old-*`; the next
   install or load renames it back.
 - An existing output folder is only ever replaced when it is empty or a scleron output folder
-  (it has a scleron.json): `-o ~/Documents` is refused, not deleted.
+  (it has a scleron.json) holding nothing scleron did not write: `-o ~/Documents` is refused,
+  not deleted, and so is a generated folder the user has put a model file or notes into.
 """
+import fnmatch
 import glob
 import hashlib
+import json
 import os
 import shutil
 import socket
@@ -110,11 +113,51 @@ def is_output_folder(path):
         not os.listdir(path) or os.path.isfile(os.path.join(path, "scleron.json")))
 
 
+# what a build leaves in an output folder besides scleron.json and its sources: the compiled
+# modules, Python's bytecode, the CUDA build's resource report, and the logs and build folders
+# of a compile in progress (on import, or killed)
+BUILD_PRODUCTS = ("*.so", "*.pyd", "*.dll", "__pycache__", "*_cuda_resources.txt", "build.log",
+                  "build_cuda.log", "_build-*", ".build-*")
+
+
+def foreign_entries(folder):
+    """The entries of a scleron output folder that scleron did not write (not scleron.json, a
+    source its "sources" list, or a BUILD_PRODUCTS name): a user's notes, data, model file or
+    .git, which replacing the folder would delete. Empty where scleron.json has no "sources"
+    (a folder of an older scleron: nothing to tell them by)."""
+    try:
+        with open(os.path.join(folder, "scleron.json")) as fh:
+            sources = json.load(fh).get("sources")
+    except (OSError, ValueError, AttributeError):
+        return []
+    if not isinstance(sources, dict):
+        return []
+    ours = {"scleron.json", *sources}
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(n for n in names if n not in ours
+                  and not any(fnmatch.fnmatch(n, pattern) for pattern in BUILD_PRODUCTS))
+
+
 def _check_replaceable(out_dir):
-    if os.path.lexists(out_dir) and not is_output_folder(out_dir):
+    if not os.path.lexists(out_dir):
+        return
+    if os.path.islink(out_dir):
+        raise BuildError(f"{out_dir} is a symbolic link (to {os.readlink(out_dir)}): scleron "
+                         "replaces its output folder by renaming, which would replace the link; "
+                         "give the folder it points to")
+    if not is_output_folder(out_dir):
         what = "a folder" if os.path.isdir(out_dir) else "a file"
         raise BuildError(f"{out_dir} exists and is {what} that scleron did not write (no "
                          "scleron.json): refusing to replace it; choose another output folder")
+    foreign = foreign_entries(out_dir)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise BuildError(f"{out_dir} holds files scleron did not write ({shown}): replacing the "
+                         "folder would delete them; move them elsewhere, or choose another "
+                         "output folder")
 
 
 def _write_owner(folder):
