@@ -420,6 +420,31 @@ def test_the_generated_variants_are_cached(files, build):
     assert before == after
 
 
+SWINGER = """\
+name: swinger
+bodies:
+  - name: a
+    parent: world
+    joint: {name: s, type: spherical, chart: ZYX}
+    mass: 1.0
+    com: [0.1, 0.05, -0.2]
+    inertia: [0.01, 0.02, 0.03]
+"""
+
+
+def test_a_switch_to_a_proper_euler_chart_is_generated_and_conserves_energy(tmp_path, build):
+    """Near ZYX's gimbal lock at q = (-2, 1.45, -1) the best chart is XYX, whose own gimbal lock
+    is q = 0, the model's initial configuration: the variant must still be generated (it was
+    refused as singular at q = 0), and the run conserve energy across the switch."""
+    path = tmp_path / "swinger.yaml"
+    path.write_text(SWINGER)
+    traj = simulate(str(path), 0.5, 1e-3, q0=[-2.0, 1.45, -1.0], qd0=[1.0, 2.0, 0.5],
+                    out_dir=build, progress=False)
+    assert [(s.old, s.new) for s in traj.switches][:1] == [("ZYX", "XYX")]
+    E = traj.kinetic + traj.potential
+    assert np.abs(E - E[0]).max() <= 1e-8 * max(1.0, abs(E[0]))
+
+
 def test_sprung_joints_keep_their_chart():
     """A sprung Euler joint (a `stiffness` attribute or parameter) is not switched: its spring
     ½ k (q - rest)² lives in its chart."""

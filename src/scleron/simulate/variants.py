@@ -3,7 +3,10 @@
 build_dir/<name>_<charts> and cached there by content hash (pipeline.generate)."""
 import copy
 import hashlib
+import math
 import os
+
+import numpy as np
 
 from ..pipeline import c_identifier
 
@@ -12,6 +15,12 @@ from ..pipeline import c_identifier
 # (<name>[_charts]_implicit) so that switching integrators does not regenerate a cached one.
 SIMULATED = ("forward_dynamics", "integrate", "kinetic_energy", "potential_energy")
 DERIVATIVES = ("inverse_dynamics", "inverse_dynamics_derivatives")
+
+
+def regular_angles(chart):
+    """Three angles of an Euler chart away from its gimbal lock: the middle angle pi/2 for a
+    proper-Euler chart (first axis = last), 0 for a Tait-Bryan one."""
+    return [0.0, math.pi / 2 if chart[0] == chart[2] else 0.0, 0.0]
 
 
 def default_build_dir(name):
@@ -46,12 +55,21 @@ class Variants:
         return f"{self.base[:48]}_{hashlib.sha256(full.encode()).hexdigest()[:12]}"
 
     def model_for(self, key):
-        """A copy of the model with each Euler joint's chart set from key."""
+        """A copy of the model with each Euler joint's chart set from key. Generation checks a
+        model at its initial configuration, and q = 0 is the gimbal lock of a proper-Euler chart
+        (XYX, ZXZ, ...: the middle angle 0): a joint switched to another chart than the
+        model's starts, in the copy, at a regular point of its chart (the same for every switch,
+        so the generated variant stays cached)."""
         if not key:
             return self.model
         m = copy.deepcopy(self.model)
+        q0 = np.array(m.q0 if m.q0 is not None else m.neutral(), dtype=float)
         for sw, chart in zip(self.euler, key):
-            m.joints[sw.joint].params = dict(m.joints[sw.joint].params, chart=chart)
+            joint = m.joints[sw.joint]
+            if chart != joint.params.get("chart", "XYZ"):
+                q0[sw.start:sw.start + 3] = regular_angles(chart)
+            joint.params = dict(joint.params, chart=chart)
+        m.q0 = q0
         return m
 
     def get(self, key):
