@@ -445,6 +445,28 @@ def test_a_switch_to_a_proper_euler_chart_is_generated_and_conserves_energy(tmp_
     assert np.abs(E - E[0]).max() <= 1e-8 * max(1.0, abs(E[0]))
 
 
+def test_a_codegen_folder_as_build_folder_is_used_not_replaced(tmp_path):
+    """simulate's build folder may hold `scleron codegen` output of the same model: a folder
+    with more functions is loaded as it is, one with other functions keeps them (simulate used
+    to replace either by its own four functions)."""
+    path = tmp_path / "swinger.yaml"
+    path.write_text(SWINGER.replace("chart: ZYX", "chart: ZYX, stiffness: 1.0"))   # no switching
+    model = scleron.load_model(str(path))
+    full = scleron.generate(model, str(tmp_path / "a" / "swinger"),
+                            functions=["fd", "mass", "ke", "pe", "integrate"])
+    meta = tmp_path / "a" / "swinger" / "scleron.json"
+    stamp = meta.stat().st_mtime_ns
+    traj = simulate(str(path), 0.05, 1e-3, out_dir=str(tmp_path / "a"), progress=False)
+    assert meta.stat().st_mtime_ns == stamp and traj.q.shape[1] == 3
+    other = scleron.generate(model, str(tmp_path / "b" / "swinger"), functions=["mass", "com"])
+    simulate(str(path), 0.05, 1e-3, out_dir=str(tmp_path / "b"), progress=False)
+    again = scleron.load_generated(str(tmp_path / "b" / "swinger"))
+    assert {"mass_matrix", "center_of_mass", "forward_dynamics"} <= set(again.FUNCTIONS)
+    q = np.array([0.3, -0.2, 0.1])
+    np.testing.assert_allclose(again.mass_matrix(q), full.mass_matrix(q), rtol=1e-14)
+    np.testing.assert_allclose(again.center_of_mass(q), other.center_of_mass(q), rtol=1e-14)
+
+
 def test_sprung_joints_keep_their_chart():
     """A sprung Euler joint (a `stiffness` attribute or parameter) is not switched: its spring
     ½ k (q - rest)² lives in its chart."""

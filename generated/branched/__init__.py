@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_7ae076b70daf"
-HASH = "7ae076b70dafcb2d8d1ff8cb6596523f4008ef17957a84c6eca557d457a528f0"
+MODULE = "_branched_bd8808fedff5"
+HASH = "bd8808fedff555363f78f725a9eebe2697053af6fda0553ec17ad7f7adb03bb9"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

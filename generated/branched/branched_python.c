@@ -19,6 +19,7 @@ static PyObject *fallback[NFUNCS];      /* the checked Python functions, set by 
 static int is_vector(PyObject *o, npy_intp n)
 {
     return PyArray_Check(o) && PyArray_TYPE((PyArrayObject *)o) == NPY_DOUBLE
+        && PyArray_ISNOTSWAPPED((PyArrayObject *)o) && PyArray_ISALIGNED((PyArrayObject *)o)
         && PyArray_NDIM((PyArrayObject *)o) == 1 && PyArray_DIM((PyArrayObject *)o, 0) == n
         && PyArray_IS_C_CONTIGUOUS((PyArrayObject *)o);
 }
@@ -28,6 +29,7 @@ static int is_output(PyObject *o, int ndim, const npy_intp *dims)
 {
     PyArrayObject *a = (PyArrayObject *)o;
     if (!PyArray_Check(o) || PyArray_TYPE(a) != NPY_DOUBLE || PyArray_NDIM(a) != ndim
+            || !PyArray_ISNOTSWAPPED(a) || !PyArray_ISALIGNED(a)
             || !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISWRITEABLE(a)) {
         return 0;
     }
@@ -369,10 +371,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_7ae076b70daf_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_bd8808fedff5_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_7ae076b70daf_py(void)
+PyMODINIT_FUNC PyInit__branched_bd8808fedff5_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_216cf7fee836"
-HASH = "216cf7fee836d7aa1ccd457d130570457180b33d98de51a13c834f202eaede8c"
+MODULE = "_quadruped_d15b8a6aeac2"
+HASH = "d15b8a6aeac2111ea4d5ea392b00b1644ebc66420be74d3b50de2aea4f69feca"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_3698e1748576"
-HASH = "3698e1748576ed8658644695c6d12d52dc591212dc99be745e39a0d599573ac6"
+MODULE = "_rc100_274ad6b5817e"
+HASH = "274ad6b5817ecfba2c32258da7318c638465b6070159db05902a624a799007fd"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

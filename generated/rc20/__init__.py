@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_f9f4b674aeaf"
-HASH = "f9f4b674aeaf0b04f82ab9848ec460d86f59eda514a1d49c9fc0e2ae0c30c3c5"
+MODULE = "_rc20_5ecc6f8217a8"
+HASH = "5ecc6f8217a81000e731061c85170b7bcb225f75a57a6f8e977f8f1d9ad5860b"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_5f12faacab16"
-HASH = "5f12faacab168292714dcbaa9030cb3be792c5705b151dfd1d0e37e9945f951d"
+MODULE = "_rc50_224dbad6fea6"
+HASH = "224dbad6fea6b5bdb6e87beaa4f6c9eab2e4b25b8e7b2f68b55f5014f0393d56"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

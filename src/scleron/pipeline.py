@@ -19,6 +19,7 @@ from .backends.cuda import compile_cuda, cuda_options, find_nvcc
 from .backends.folders import (clean_stale, discard_temp_folder, edited_sources, install_folder,
                                make_temp_folder)
 from .dynamics.checks import check_model_dynamics
+from .errors import ModelError
 from .dynamics.frames import frame_columns
 from .dynamics.tree import Tree, configuration_meanings
 from .functions import FRAME_FUNCTIONS, FUNCTIONS, frame_family, function_spec
@@ -248,7 +249,8 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         raise ValueError(f"chunk must be a positive number of statements, not {chunk!r}")
     model.validate()          # a model built or changed in Python gets the loaders' checks
     mass = mass_form(model.nv, mass_matrix)
-    key = cache_key(model, _options(name, chunk, cflags, method, mass, functions, frames, cuda))
+    options = _options(name, chunk, cflags, method, mass, functions, frames, cuda)
+    key = cache_key(model, options)
     t0 = time.perf_counter()
     progress(f"derive: {len(model.bodies)} bodies, nv = {model.nv}: the joints, then the checks "
              "of the dynamics before unrolling")
@@ -281,6 +283,7 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         "method": method, "mass_matrix": mass,
         "functions": {f: {"statements": s, "ops": str(c)} for f, (s, c) in report.functions.items()},
         "ops_note": "statements as written; ops executed per call (loops counted per iteration)",
+        "options": options,              # what the hash was taken of, with the model (covering)
         "sources": sources,
     }, indent=1) + "\n"
     report.times["render"] = time.perf_counter() - t2
@@ -381,6 +384,46 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     finally:
         discard_temp_folder(tmp)
     return _load(out_dir) if compile else None
+
+
+def generate_covering(model, out_dir, name, functions, **options):
+    """generate() for a caller that needs at least these functions (the simulator's chart
+    variants): a folder generated from this very model with these functions and more (under
+    any options: `scleron codegen` output) is loaded as it is, and a folder generated with
+    other functions keeps them when it is regenerated, so that a build folder shared with
+    `scleron codegen` is neither rebuilt nor replaced by a smaller one."""
+    wanted = selected_functions(functions)
+    meta = _meta(out_dir)
+    if meta is not None:
+        if _covers(model, out_dir, meta, wanted):
+            clean_stale(out_dir)
+            return _load(out_dir)
+        every = {**FUNCTIONS, **FRAME_FUNCTIONS}
+        kept = [f for f in meta.get("functions") or {} if f in every]
+        if kept:
+            try:
+                return generate(model, out_dir, name, functions=wanted + kept, **options)
+            except ModelError:           # what it had cannot be generated for this model now
+                pass
+    return generate(model, out_dir, name, functions=wanted, **options)
+
+
+def _meta(folder):
+    try:
+        with open(os.path.join(folder, "scleron.json")) as fh:
+            meta = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def _covers(model, folder, meta, wanted):
+    """Whether folder holds an unedited generation of this model (its recorded options give
+    its hash) with every function in wanted."""
+    options = meta.get("options")
+    return (isinstance(options, dict) and set(wanted) <= set(meta.get("functions") or {})
+            and cache_key(model, options) == meta.get("hash")
+            and not edited_sources(folder, meta))
 
 
 def load_generated(folder):

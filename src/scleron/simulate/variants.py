@@ -75,7 +75,7 @@ class Variants:
     def get(self, key):
         mod = self.modules.get(key)
         if mod is None:
-            from ..pipeline import Report, generate
+            from ..pipeline import Report, generate_covering
             if not self.modules and self.log is not None:
                 self.log(f"generated dynamics: {self.build_dir} (cached there, one folder per "
                          f"chart combination; --build-dir / out_dir= to change)")
@@ -84,7 +84,7 @@ class Variants:
             m = self.model_for(key)
             report = Report(name, m.nv)
             folder = os.path.join(self.build_dir, name)
-            mod = generate(m, folder, name, report=report, functions=self.functions)
+            mod = generate_covering(m, folder, name, self.functions, report=report)
             self.modules[key] = mod
             self.reports[key] = report
         return mod
