@@ -202,6 +202,25 @@ def test_initial_state_of_a_quaternion_joint_has_nq_and_nv_entries(tmp_path):
         scleron.load_model(str(bad))
 
 
+def test_initial_quaternions_are_unit_or_refused(tmp_path):
+    """A quaternion written to four digits is normalised; zeros (no rotation at all) or a length
+    far from 1 name the joint (a zero free-flyer quaternion used to simulate garbage)."""
+    path = tmp_path / "init.yaml"
+    path.write_text(BALL_CHAIN + "initial:\n  q: {arm_joint: [0, 0, 0.7071, 0.7071]}\n")
+    q = scleron.load_model(str(path)).q0
+    np.testing.assert_allclose(q[7:11], [0, 0, 2 ** -0.5, 2 ** -0.5], rtol=1e-15)
+    for quaternion in ("[0, 0, 0, 0]", "[0, 0, 0, 2]"):
+        path.write_text(BALL_CHAIN + f"initial:\n  q: {{arm_joint: {quaternion}}}\n")
+        with pytest.raises(ModelError, match="joint 'arm_joint': its quaternion .* not 1") as e:
+            scleron.load_model(str(path))
+        assert "init.yaml" in str(e.value)
+    path.write_text(BALL_CHAIN)
+    q0 = scleron.load_model(str(path)).neutral()
+    q0[3:7] = 0.0                                          # the free flyer's
+    with pytest.raises(ValueError, match="q0: joint .* has length 0"):
+        scleron.simulate(str(path), 0.01, 1e-3, q0=q0, out_dir=str(tmp_path / "b"), progress=False)
+
+
 def test_loop_forms_take_quaternion_configurations(tmp_path, pin, generated, rng):
     """Method II and the mass matrix's loop form read q (nq entries) apart from qd (nv)."""
     path = tmp_path / "qball.yaml"

@@ -13,8 +13,12 @@ import numpy as np
 from ..errors import ModelError
 from . import params as P
 from .load import MAX_BODIES
-from .joint_types import (EULER_CHARTS, JOINT_TYPES, composite_part_problem, joint_dof,
-                          joint_neutral, joint_nq)
+from .joint_types import (EULER_CHARTS, JOINT_TYPES, composite_part_problem, joint_configuration,
+                          joint_dof, joint_neutral, joint_nq)
+
+# where a joint's q holds its quaternion [x, y, z, w] (Pinocchio's order), by configuration space
+QUATERNION_AT = {"quaternion": 0, "se3": 3}
+UNIT_TOLERANCE = 1e-2    # |q| this close to 1: a unit quaternion written to a few digits
 
 WORLD = "world"
 
@@ -508,6 +512,26 @@ class Model:
             if j.mimic is None:
                 out += joint_neutral(j.type, j.params)
         return np.array(out, dtype=float)
+
+    def unit_quaternions(self, q, error=ModelError):
+        """q (nq,) with each joint's quaternion [x, y, z, w] normalised (0.7071 written for cos
+        45 degrees is fine); raises error(message) where one is not within UNIT_TOLERANCE of
+        unit length: zeros are no rotation at all."""
+        q = np.array(q, dtype=float)
+        k = 0
+        for j in self.joints:
+            if j.mimic is not None:
+                continue
+            at = QUATERNION_AT.get(joint_configuration(j.type))
+            if at is not None:
+                part = slice(k + at, k + at + 4)
+                norm = float(np.linalg.norm(q[part]))
+                if not abs(norm - 1.0) <= UNIT_TOLERANCE:
+                    raise error(f"joint '{j.name}': its quaternion [x, y, z, w] = {q[part].tolist()} "
+                                f"has length {norm:.6g}, not 1 (the identity is [0, 0, 0, 1])")
+                q[part] /= norm
+            k += j.nq
+        return q
 
     def merged_fixed(self):
         """A copy without fixed joints: each fixed child is merged into its parent body.

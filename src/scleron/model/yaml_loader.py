@@ -469,8 +469,10 @@ class _Builder:
         for key in INITIAL_KEYS:
             vec = model.neutral() if key == "q" else np.zeros(model.nv)
             if key in init:
-                vec = self.state(model, init[key], key, where.at(element=f"initial {key}",
-                                                                 line=_key_line(init, key)))
+                kw = where.at(element=f"initial {key}", line=_key_line(init, key))
+                vec = self.state(model, init[key], key, kw)
+                if key == "q":
+                    vec = model.unit_quaternions(vec, kw.error)
             setattr(model, "q0" if key == "q" else "qd0", vec)
 
     def state(self, model, value, key, where):

@@ -93,6 +93,7 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     nv, names = model.nv, coordinate_labels(model, velocities=True)
     q0 = _vector(q0 if q0 is not None else (model.q0 if model.q0 is not None else model.neutral()),
                  model.nq, "q0", coordinate_labels(model), size="nq")
+    q0 = model.unit_quaternions(q0, lambda problem: ValueError(f"q0: {problem}"))
     qd0 = _vector(qd0 if qd0 is not None else (model.qd0 if model.qd0 is not None else np.zeros(nv)),
                   nv, "qd0", names)
     if tau is None:
