@@ -434,6 +434,18 @@ def test_draw_kinematics():
         assert np.allclose(b[:3, 3], Rz @ a[:3, 3])
 
 
+def test_a_configuration_names_each_entry_of_q_and_wants_unit_quaternions():
+    from scleron.kinematics import configuration
+    model = scleron.Model("ball")
+    model.add_body("a", mass=1.0, inertia=(0.1, 0.1, 0.1), joint="spherical_quat", joint_name="ball")
+    with pytest.raises(ValueError, match=r"nq = 4 numbers \(in order: ball\[0\], ball\[1\], "
+                                         r"ball\[2\], ball\[3\]\), got 1"):
+        configuration(model, [1.0])
+    with pytest.raises(ValueError, match="q: joint 'ball': its quaternion .* length 0"):
+        configuration(model, [0.0, 0.0, 0.0, 0.0])
+    np.testing.assert_allclose(configuration(model, [0, 0, 0, 0.9999]), [0, 0, 0, 1.0], rtol=1e-15)
+
+
 def test_draw_kinematics_match_pinocchio(rng):
     pin = pytest.importorskip("pinocchio")
     from scleron.draw import forward_kinematics

@@ -36,12 +36,13 @@ def configuration(model, q=None):
     if q.size != model.nq:
         names = []
         for j in model.joints:
-            names += [j.name] if j.dof == 1 else [f"{j.name}[{k}]" for k in range(j.dof)]
+            if j.mimic is None:
+                names += [j.name] if j.nq == 1 else [f"{j.name}[{k}]" for k in range(j.nq)]
         shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
         raise ValueError(f"q must have nq = {model.nq} numbers (in order: {shown}), got {q.size}")
     if not np.all(np.isfinite(q)):
         raise ValueError("q must be finite")
-    return q
+    return model.unit_quaternions(q, lambda problem: ValueError(f"q: {problem}"))
 
 
 def homogeneous(R, t):
