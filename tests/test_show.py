@@ -461,6 +461,14 @@ def test_draw_kinematics_match_pinocchio(rng):
             assert np.allclose(T, data.oMi[i + 1].homogeneous, atol=1e-12), model.bodies[i].name
 
 
+@pytest.mark.parametrize("option", ["--azim", "--elev"])
+def test_draw_view_angles_must_be_finite(small, tmp_path, option):
+    r = subprocess.run([sys.executable, "-m", "scleron", "draw", small, "-o", str(tmp_path / "x.png"),
+                        option, "nan"], capture_output=True, text=True, timeout=120)
+    one_line_error(r, f"argument {option}: must be a finite number, not 'nan'")
+    assert os.listdir(tmp_path) == []
+
+
 def test_draw_without_matplotlib_is_one_line(small, tmp_path):
     code = ("import sys; sys.modules['matplotlib'] = None; from scleron.cli import main; "
             f"sys.exit(main(['draw', {small!r}, '-o', {str(tmp_path / 'x.png')!r}]))")

@@ -8,6 +8,7 @@ for it), draw writes its picture whole or not at all.
 import argparse
 import glob
 import json
+import math
 import os
 import sys
 import threading
@@ -257,6 +258,17 @@ def cmd_charts(args):
     return 0
 
 
+def finite_float(text):
+    """An option's number, finite (argparse's float takes nan and inf)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, not {text!r}")
+    return value
+
+
 def build_parser():
     p = _Parser(prog="scleron", description="Linear-time dynamics code generation "
                 "for multibody systems with general scleronomic joints.")
@@ -340,9 +352,9 @@ def build_parser():
                    help="picture file (.png, .pdf, .svg)")
     d.add_argument("--q", nargs="+", type=float, metavar="X",
                    help="the nq coordinates in order (default: the model's initial q, else 0)")
-    d.add_argument("--elev", type=float, default=20.0, metavar="DEG",
+    d.add_argument("--elev", type=finite_float, default=20.0, metavar="DEG",
                    help="view elevation in degrees (default 20)")
-    d.add_argument("--azim", type=float, default=-60.0, metavar="DEG",
+    d.add_argument("--azim", type=finite_float, default=-60.0, metavar="DEG",
                    help="view azimuth in degrees (default -60)")
     d.add_argument("--no-labels", action="store_true", help="do not write body names")
     d.add_argument("--floating", action="store_true", help="URDF: put a free_flyer joint at the root link")
