@@ -467,6 +467,22 @@ def test_a_codegen_folder_as_build_folder_is_used_not_replaced(tmp_path):
     np.testing.assert_allclose(again.center_of_mass(q), other.center_of_mass(q), rtol=1e-14)
 
 
+@pytest.mark.parametrize("option, needle", [
+    ({"output": "missing/run.npz"}, "output missing/run.npz: the folder"),
+    ({"output": "."}, "is a folder"),
+    ({"plot": "run.pngx"}, "matplotlib cannot write .pngx files"),
+])
+def test_outputs_are_checked_before_the_run(files, tmp_path, monkeypatch, option, needle):
+    """A path that cannot be written is refused before anything is generated or run (it was
+    found only after the whole run, whose result was then lost)."""
+    pytest.importorskip("matplotlib")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        simulate(files["chain3"], 0.01, 1e-3, out_dir=str(tmp_path / "build"), progress=False,
+                 **option)
+    assert not (tmp_path / "build").exists()
+
+
 def test_sprung_joints_keep_their_chart():
     """A sprung Euler joint (a `stiffness` attribute or parameter) is not switched: its spring
     ½ k (q - rest)² lives in its chart."""

@@ -5,7 +5,7 @@ import os
 import numpy as np
 
 from .integrators import INTEGRATORS
-from .plot import plot_trajectory, require_matplotlib
+from .plot import check_plot_path, plot_trajectory
 from .simulator import Simulator, coordinate_labels
 from .variants import default_build_dir
 
@@ -27,6 +27,16 @@ def _vector(value, n, what, names=None, size="nv"):
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{what} must be finite")
     return a
+
+
+def _check_writable(path, what):
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ValueError(f"{what} {path} is a folder: give a file name")
+    if not os.path.isdir(folder):
+        raise ValueError(f"{what} {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"{what} {path}: the folder {folder} is not writable")
 
 
 def _positive(value, what):
@@ -87,8 +97,11 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
         raise ValueError("exp_limit must lie in [pi, 2 pi)")
     if not isinstance(record_every, int) or isinstance(record_every, bool) or record_every < 1:
         raise ValueError(f"record_every must be a positive integer, got {record_every!r}")
+    for what, path in (("output", output), ("plot", plot)):
+        if path is not None:
+            _check_writable(path, what)         # before the run, not after it
     if plot is not None:
-        require_matplotlib()
+        check_plot_path(plot)
     model = _load(model_or_path, floating)
     nv, names = model.nv, coordinate_labels(model, velocities=True)
     q0 = _vector(q0 if q0 is not None else (model.q0 if model.q0 is not None else model.neutral()),

@@ -7,6 +7,7 @@ no curve is flattened by another. Every panel has a legend with the coordinate n
 the axes, in columns when there are many). Chart switches are dotted vertical lines.
 """
 import math
+import os
 
 import numpy as np
 
@@ -78,6 +79,19 @@ def _plot_coordinates(ax, traj, indices, names):
     ncol = max(1, math.ceil(len(indices) / LEGEND_ROWS))
     ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize="small", ncol=ncol,
               frameon=False, handlelength=1.8, borderaxespad=0.0)
+
+
+def check_plot_path(path):
+    """Before a run: a path matplotlib can write a figure to (a known extension, an existing
+    folder), else ValueError naming it."""
+    require_matplotlib()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    ext = os.path.splitext(path)[1].lower().lstrip(".") or "png"
+    supported = FigureCanvasAgg(Figure()).get_supported_filetypes()
+    if ext not in supported:
+        raise ValueError(f"plot {path}: matplotlib cannot write .{ext} files "
+                         f"(use one of: {', '.join(sorted(supported))})")
 
 
 def plot_trajectory(traj, path):
