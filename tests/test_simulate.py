@@ -483,6 +483,16 @@ def test_outputs_are_checked_before_the_run(files, tmp_path, monkeypatch, option
     assert not (tmp_path / "build").exists()
 
 
+def test_rk45_is_bounded_in_steps_like_the_fixed_step_integrators(files, build, monkeypatch):
+    """rk45 counts its steps against MAX_STEPS as the fixed-step integrators do before a run
+    (a duration of 1e6 s ran for hours)."""
+    import importlib
+    simulator = importlib.import_module("scleron.simulate.simulator")   # (scleron.simulate: the function)
+    monkeypatch.setattr(simulator, "MAX_STEPS", 40)
+    with pytest.raises(SimulationError, match="rk45 took 40 steps by t = "):
+        simulate(files["chain3"], 1e6, 1e-2, integrator="rk45", out_dir=build, progress=False)
+
+
 def test_sprung_joints_keep_their_chart():
     """A sprung Euler joint (a `stiffness` attribute or parameter) is not switched: its spring
     ½ k (q - rest)² lives in its chart."""

@@ -6,12 +6,11 @@ import numpy as np
 
 from .integrators import INTEGRATORS
 from .plot import check_plot_path, plot_trajectory
-from .simulator import Simulator, coordinate_labels
+from .simulator import MAX_STEPS, Simulator, coordinate_labels
 from .variants import default_build_dir
 
 DEFAULT_SWITCH_THRESHOLD = 0.2      # |det S| below which an Euler chart is switched
 EXP_LIMIT = math.pi                 # ‖q‖ above which an exp-coordinate ball joint is reparameterised
-MAX_STEPS = 100_000_000
 
 
 def _vector(value, n, what, names=None, size="nv"):

@@ -14,6 +14,8 @@ from .progress import Progress
 from .trajectory import SimulationError, Switch, Trajectory
 from .variants import Variants
 
+MAX_STEPS = 100_000_000      # steps of a run, fixed (checked before it) or adaptive (rk45)
+
 
 def coordinate_labels(model, velocities=False):
     """Short names of the entries of q (or of qd): the joint's name, with [k] for a joint of
@@ -215,6 +217,10 @@ class Simulator:
         fac_max = 5.0
         while t < T * (1 - 1e-15) and T - t > 1e-15 * max(1.0, T):
             h = min(h, self.dt, T - t)
+            if accepted + rejected >= MAX_STEPS:
+                raise SimulationError(f"rk45 took {MAX_STEPS} steps by t = {t:.6g} s of {T:g} s "
+                                      f"(h = {h:.3g} s): a shorter --duration, or larger "
+                                      f"--rtol/--atol")
             if h < 1e-14 * max(1.0, abs(t)):
                 raise SimulationError(f"step size underflow at t = {t:.6g} s (the tolerances "
                                       f"cannot be met; try a larger --rtol/--atol)")
