@@ -196,6 +196,21 @@ def test_stale_temporary_folders(tmp_path):
     shutil.rmtree(held)
 
 
+def test_build_folders_a_killed_compile_left_inside_are_cleaned(tmp_path):
+    """A compile on import killed with kill -9 leaves its .build-* folder inside the generated
+    folder; the next codegen (a cache hit) removes it once it is old, a young one stays."""
+    out = tmp_path / "tiny"
+    scleron.generate(scleron.load_model(tiny(tmp_path)), str(out), functions=FEW)
+    dead, young = out / ".build-dead", out / "_build-young"
+    for f in (dead, young):
+        f.mkdir()
+        (f / "part.o").write_bytes(b"\0" * 64)
+    old = time.time() - 2 * build.STALE_AFTER
+    os.utime(dead, (old, old))
+    scleron.generate(scleron.load_model(tiny(tmp_path)), str(out), functions=FEW)   # cache hit
+    assert not dead.exists() and young.exists()
+
+
 def test_interrupted_install_is_repaired(tmp_path):
     """A run killed between `out -> .out.old-*` and `tmp -> out` leaves no out folder: the next
     load (or install) puts the previous result back."""

@@ -197,8 +197,9 @@ def _is_debris(path, age, max_age):
 
 def clean_stale(out_dir, max_age=STALE_AFTER):
     """Removes leftover `.NAME.tmp-*` folders of killed runs, held by no process: at once when
-    their owner process is dead, otherwise once older than max_age seconds. Returns the
-    removed paths."""
+    their owner process is dead, otherwise once older than max_age seconds; and the build
+    folders a killed compile left inside out_dir, once older than max_age. Returns the removed
+    paths."""
     out_dir, parent, base = _parts(out_dir)
     removed = []
     now = time.time()
@@ -210,6 +211,17 @@ def clean_stale(out_dir, max_age=STALE_AFTER):
         if _is_debris(path, age, max_age):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
+    # inside: the build folders of a compile on import that was killed (they have no owner
+    # file: the age rule alone)
+    for pattern in ("_build-*", ".build-*"):
+        for path in glob.glob(os.path.join(glob.escape(out_dir), pattern)):
+            try:
+                age = now - os.lstat(path).st_mtime
+            except OSError:
+                continue
+            if _is_debris(path, age, max_age):
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
     return removed
 
 
