@@ -196,6 +196,14 @@ def test_stale_temporary_folders(tmp_path):
     shutil.rmtree(held)
 
 
+def test_an_output_path_through_a_file_names_the_file(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    line = one_line_error(cli("codegen", tiny(tmp_path), "-o", str(tmp_path / "afile" / "sub"),
+                              "--no-compile", *FEW_CLI))
+    assert f"{tmp_path / 'afile'} is a file" in line and "Errno" not in line
+    assert (tmp_path / "afile").read_text() == "x"
+
+
 def test_build_folders_a_killed_compile_left_inside_are_cleaned(tmp_path):
     """A compile on import killed with kill -9 leaves its .build-* folder inside the generated
     folder; the next codegen (a cache hit) removes it once it is old, a young one stays."""

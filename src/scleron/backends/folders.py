@@ -235,14 +235,31 @@ def make_temp_folder(out_dir):
     while up and not os.path.exists(up) and os.path.dirname(up) != up:
         missing.append(up)
         up = os.path.dirname(up)
-    os.makedirs(parent, exist_ok=True)
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as e:
+        raise BuildError(f"{out_dir}: cannot create the folder {parent} "
+                         f"({_blocking_file(parent) or e.strerror or e})") from None
     clean_stale(out_dir)
-    tmp = tempfile.mkdtemp(prefix=f".{base}.tmp-", dir=parent)
+    try:
+        tmp = tempfile.mkdtemp(prefix=f".{base}.tmp-", dir=parent)
+    except OSError as e:
+        raise BuildError(f"{out_dir}: cannot write into {parent} ({e.strerror or e})") from None
     os.chmod(tmp, 0o755)
     _hold(tmp)
     _write_owner(tmp)
     _made[os.path.abspath(tmp)] = missing
     return tmp
+
+
+def _blocking_file(path):
+    """The first component of path that exists and is not a folder, described, or None."""
+    up = path
+    while up and os.path.dirname(up) != up:
+        if os.path.lexists(up) and not os.path.isdir(up):
+            return f"{up} is a file"
+        up = os.path.dirname(up)
+    return None
 
 
 def discard_temp_folder(tmp):
