@@ -321,6 +321,10 @@ def custom_joint(function, coordinates="a"):
     (osim_text(joint=custom_joint("<LinearFunction name='function'><coefficients>1 0"
                                   "</coefficients></LinearFunction>", "a c")),
      "LinearFunction of 2 coordinate"),
+    (osim_text(joint=custom_joint("<LinearFunction name='function'><coefficients>1 0"
+                                  "</coefficients></LinearFunction>", "zz").replace(
+        "<SpatialTransform>", "<coordinates><Coordinate name='a'/></coordinates><SpatialTransform>")),
+     "uses coordinate 'zz', which the joint does not declare"),
     (osim_text(joint="<ScapulothoracicJoint name='s'/>"), "joint type ScapulothoracicJoint"),
     (osim_text(body="<Body name='c'><mass>1</mass></Body>"), "the body has no joint"),
     (osim_text(joint="""<PinJoint name="pin"><socket_parent_frame>/ground/nowhere

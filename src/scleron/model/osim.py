@@ -379,6 +379,10 @@ def _joints(el, ctx, frames, bodies):
         declared = _coordinates(j, ctx)
         if j.tag == "CustomJoint":
             names, params = _custom(j, ctx)
+            unknown = [n for n in names if declared and n not in declared]
+            if unknown:
+                raise ctx.error(j, f"its SpatialTransform uses coordinate '{unknown[0]}', which the "
+                                f"joint does not declare (its <coordinates>: {', '.join(declared)})")
         else:
             names, params = _fixed_form(j, ctx, declared)
         coords = []
