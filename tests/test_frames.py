@@ -374,3 +374,9 @@ def test_a_function_not_generated_is_named_with_how_to_get_it(tmp_path, generate
     with pytest.raises(AttributeError, match="'frame_jacobians' is not among the functions generated"
                                              r".*\(forward_dynamics\).*--functions"):
         dyn.frame_jacobians
+    _, dyn = generated(scleron.load_model(str(path)), "armtool_fd_jac",
+                       functions=["fd", "frame_jacobians"])
+    with pytest.raises(AttributeError) as e:
+        dyn.mass_matrix
+    listed = re.search(r"generated into .* \((.*)\); name it", str(e.value)).group(1).split(", ")
+    assert "frame_jacobians" in listed and len(listed) == len(set(listed))      # each name once

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_bd8808fedff5"
-HASH = "bd8808fedff555363f78f725a9eebe2697053af6fda0553ec17ad7f7adb03bb9"
+MODULE = "_branched_71631570c5ec"
+HASH = "71631570c5ec3a919ed378aa5ea615023a57f13cbaca73b3530fe8d9fe0cec90"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -574,6 +574,6 @@ def __getattr__(attr):
     if attr.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
     raise AttributeError(
-        f"{attr!r} is not among the functions generated into {HERE} ({', '.join(_VARIANTS + FUNCTIONS)}); "
+        f"{attr!r} is not among the functions generated into {HERE} ({', '.join(dict.fromkeys(_VARIANTS + FUNCTIONS))}); "
         f"name it when generating: `scleron codegen MODEL --functions NAME,...` or "
         f"scleron.generate(model, ..., functions=[...])")

@@ -371,10 +371,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_bd8808fedff5_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_71631570c5ec_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_bd8808fedff5_py(void)
+PyMODINIT_FUNC PyInit__branched_71631570c5ec_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_d15b8a6aeac2"
-HASH = "d15b8a6aeac2111ea4d5ea392b00b1644ebc66420be74d3b50de2aea4f69feca"
+MODULE = "_quadruped_681e256e70dc"
+HASH = "681e256e70dc1fc7b3a09ca3f370c21de1a7040ec7e528869f4f29f89287f4c5"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -574,6 +574,6 @@ def __getattr__(attr):
     if attr.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
     raise AttributeError(
-        f"{attr!r} is not among the functions generated into {HERE} ({', '.join(_VARIANTS + FUNCTIONS)}); "
+        f"{attr!r} is not among the functions generated into {HERE} ({', '.join(dict.fromkeys(_VARIANTS + FUNCTIONS))}); "
         f"name it when generating: `scleron codegen MODEL --functions NAME,...` or "
         f"scleron.generate(model, ..., functions=[...])")

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_274ad6b5817e"
-HASH = "274ad6b5817ecfba2c32258da7318c638465b6070159db05902a624a799007fd"
+MODULE = "_rc100_3d44c22025cd"
+HASH = "3d44c22025cdb21059b6d29ba7eed093490e6906c9fd103bde5cfc95e9b0e165"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -574,6 +574,6 @@ def __getattr__(attr):
     if attr.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
     raise AttributeError(
-        f"{attr!r} is not among the functions generated into {HERE} ({', '.join(_VARIANTS + FUNCTIONS)}); "
+        f"{attr!r} is not among the functions generated into {HERE} ({', '.join(dict.fromkeys(_VARIANTS + FUNCTIONS))}); "
         f"name it when generating: `scleron codegen MODEL --functions NAME,...` or "
         f"scleron.generate(model, ..., functions=[...])")

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_5ecc6f8217a8"
-HASH = "5ecc6f8217a81000e731061c85170b7bcb225f75a57a6f8e977f8f1d9ad5860b"
+MODULE = "_rc20_264902479fa1"
+HASH = "264902479fa17737ce079649efd6ace43a15b3c36a0c7708492a53868acef746"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -574,6 +574,6 @@ def __getattr__(attr):
     if attr.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
     raise AttributeError(
-        f"{attr!r} is not among the functions generated into {HERE} ({', '.join(_VARIANTS + FUNCTIONS)}); "
+        f"{attr!r} is not among the functions generated into {HERE} ({', '.join(dict.fromkeys(_VARIANTS + FUNCTIONS))}); "
         f"name it when generating: `scleron codegen MODEL --functions NAME,...` or "
         f"scleron.generate(model, ..., functions=[...])")

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_224dbad6fea6"
-HASH = "224dbad6fea6b5bdb6e87beaa4f6c9eab2e4b25b8e7b2f68b55f5014f0393d56"
+MODULE = "_rc50_cf5bdc9dafdd"
+HASH = "cf5bdc9dafdd403fce8bf5611ff6fb94f1bdf91c56ea4074df2f71197ae71c0f"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -574,6 +574,6 @@ def __getattr__(attr):
     if attr.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
     raise AttributeError(
-        f"{attr!r} is not among the functions generated into {HERE} ({', '.join(_VARIANTS + FUNCTIONS)}); "
+        f"{attr!r} is not among the functions generated into {HERE} ({', '.join(dict.fromkeys(_VARIANTS + FUNCTIONS))}); "
         f"name it when generating: `scleron codegen MODEL --functions NAME,...` or "
         f"scleron.generate(model, ..., functions=[...])")
