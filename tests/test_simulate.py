@@ -493,6 +493,16 @@ def test_rk45_is_bounded_in_steps_like_the_fixed_step_integrators(files, build, 
         simulate(files["chain3"], 1e6, 1e-2, integrator="rk45", out_dir=build, progress=False)
 
 
+def test_loading_what_is_not_a_trajectory_says_so(files, tmp_path):
+    np.savez(tmp_path / "other.npz", a=np.zeros(3))
+    for path in (tmp_path / "other.npz", files["chain3"]):
+        with pytest.raises(ValueError, match=re.escape(f"{path}: not a trajectory written by "
+                                                       "scleron simulate")):
+            Trajectory.load(str(path))
+    with pytest.raises(ValueError, match="dt must be a number, got True"):
+        simulate(files["chain3"], 0.01, True, progress=False, out_dir=str(tmp_path / "b"))
+
+
 def test_sprung_joints_keep_their_chart():
     """A sprung Euler joint (a `stiffness` attribute or parameter) is not switched: its spring
     ½ k (q - rest)² lives in its chart."""

@@ -39,6 +39,8 @@ def _check_writable(path, what):
 
 
 def _positive(value, what):
+    if isinstance(value, bool):
+        raise ValueError(f"{what} must be a number, got {value!r}")
     try:
         v = float(value)
     except (TypeError, ValueError):

@@ -4,6 +4,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+# what every file written by Trajectory.save holds (later additions are optional on load)
+TRAJECTORY_KEYS = ("t", "q", "qd", "energy", "kinetic", "potential", "charts", "chart_joints",
+                   "joint_names", "coordinate_names", "switch_time", "switch_step", "switch_joint",
+                   "switch_old", "switch_new", "model_name", "integrator", "dt", "steps", "rejected")
+
 
 class SimulationError(RuntimeError):
     """The integration cannot go on (non-finite state, step-size underflow, a jump over a singularity)."""
@@ -91,16 +96,36 @@ class Trajectory:
 
     @classmethod
     def load(cls, path):
-        """A trajectory written by save (files from before coordinate_units/switch_detail load too)."""
-        with np.load(path, allow_pickle=False) as z:
-            n_sw = len(z["switch_time"])
-            details = [str(x) for x in z["switch_detail"]] if "switch_detail" in z else [""] * n_sw
-            sw = [Switch(float(t), str(j), str(o), str(n), int(k), d) for t, j, o, n, k, d in
-                  zip(z["switch_time"], z["switch_joint"], z["switch_old"], z["switch_new"],
-                      z["switch_step"], details)]
-            units = [str(x) for x in z["coordinate_units"]] if "coordinate_units" in z else []
-            return cls(z["t"], z["q"], z["qd"], z["energy"], z["kinetic"], z["potential"], sw,
-                       z["charts"], [str(x) for x in z["chart_joints"]],
-                       [str(x) for x in z["joint_names"]], [str(x) for x in z["coordinate_names"]],
-                       str(z["model_name"]), str(z["integrator"]), float(z["dt"]), int(z["steps"]),
-                       int(z["rejected"]), coordinate_units=units)
+        """A trajectory written by save (files from before coordinate_units/switch_detail load too).
+        Any other file is a ValueError naming it."""
+        with open(path, "rb") as fh:
+            if fh.read(4) != b"PK\x03\x04":          # every .npz is a zip archive
+                raise ValueError(f"{path}: not a trajectory written by scleron simulate (not a "
+                                 ".npz file)")
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                missing = [k for k in TRAJECTORY_KEYS if k not in z]
+                if missing:
+                    raise ValueError(f"{path}: not a trajectory written by scleron simulate (no "
+                                     f"{', '.join(missing[:4])})")
+                return cls._from_arrays(z)
+        except ValueError as exc:
+            if str(exc).startswith(f"{path}:"):
+                raise
+            raise ValueError(f"{path}: not a trajectory written by scleron simulate (.npz): "
+                             f"{exc}") from None
+
+    @classmethod
+    def _from_arrays(cls, z):
+        """The Trajectory of the arrays of a saved file."""
+        n_sw = len(z["switch_time"])
+        details = [str(x) for x in z["switch_detail"]] if "switch_detail" in z else [""] * n_sw
+        sw = [Switch(float(t), str(j), str(o), str(n), int(k), d) for t, j, o, n, k, d in
+              zip(z["switch_time"], z["switch_joint"], z["switch_old"], z["switch_new"],
+                  z["switch_step"], details)]
+        units = [str(x) for x in z["coordinate_units"]] if "coordinate_units" in z else []
+        return cls(z["t"], z["q"], z["qd"], z["energy"], z["kinetic"], z["potential"], sw,
+                   z["charts"], [str(x) for x in z["chart_joints"]],
+                   [str(x) for x in z["joint_names"]], [str(x) for x in z["coordinate_names"]],
+                   str(z["model_name"]), str(z["integrator"]), float(z["dt"]), int(z["steps"]),
+                   int(z["rejected"]), coordinate_units=units)
