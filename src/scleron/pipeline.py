@@ -224,7 +224,12 @@ def _unroll(tree, names, prefix, method, mass, progress):
     for i, spec in enumerate(specs, 1):
         form = code_form(spec, method, mass, tree.nv, related_pairs(tree), columns)
         progress(f"unroll: {spec.name} ({i} of {len(specs)}, {FORMS[form]})")
-        codes.append(function_code(tree, spec, prefix, form))
+        try:
+            codes.append(function_code(tree, spec, prefix, form))
+        except ModelError as exc:       # which function: the recursions do not know their name
+            raise ModelError(f"{spec.name}: {exc.problem}", source=exc.source,
+                             element=exc.element, line=exc.line, body=exc.body,
+                             joint=exc.joint) from None
     return codes
 
 
