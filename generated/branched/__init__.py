@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_71631570c5ec"
-HASH = "71631570c5ec3a919ed378aa5ea615023a57f13cbaca73b3530fe8d9fe0cec90"
+MODULE = "_branched_093ee24f6c2f"
+HASH = "093ee24f6c2f372c4339b6af352736c1991c362a723297640bd6cb48948ddaa1"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_681e256e70dc"
-HASH = "681e256e70dc1fc7b3a09ca3f370c21de1a7040ec7e528869f4f29f89287f4c5"
+MODULE = "_quadruped_a6b8dea3a7a1"
+HASH = "a6b8dea3a7a18241ce3432c9cd5e0a9aaddeece2bf3b2a863a82e2c4b8d160ac"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

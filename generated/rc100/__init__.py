@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_3d44c22025cd"
-HASH = "3d44c22025cdb21059b6d29ba7eed093490e6906c9fd103bde5cfc95e9b0e165"
+MODULE = "_rc100_63e3e694fff3"
+HASH = "63e3e694fff3a5bcee2f10f3a3c4bbe6c842de64331730cd7a7b3d2db170d689"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -371,10 +371,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_3d44c22025cd_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_63e3e694fff3_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_3d44c22025cd_py(void)
+PyMODINIT_FUNC PyInit__rc100_63e3e694fff3_py(void)
 {
     import_array();
     return PyModule_Create(&module);

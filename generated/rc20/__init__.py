@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_264902479fa1"
-HASH = "264902479fa17737ce079649efd6ace43a15b3c36a0c7708492a53868acef746"
+MODULE = "_rc20_7c887b1effb7"
+HASH = "7c887b1effb77fc1e8848accb37d815b87611c1be58e52681ff2654ab6d63c68"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_cf5bdc9dafdd"
-HASH = "cf5bdc9dafdd403fce8bf5611ff6fb94f1bdf91c56ea4074df2f71197ae71c0f"
+MODULE = "_rc50_b0acee4fe2bd"
+HASH = "b0acee4fe2bda0662bec0d9c8de8f9ab1281bfe4ae88e2fb188a93e6b946f4bf"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
