@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_093ee24f6c2f"
-HASH = "093ee24f6c2f372c4339b6af352736c1991c362a723297640bd6cb48948ddaa1"
+MODULE = "_branched_c7e493a22e45"
+HASH = "c7e493a22e450f3a760ce9be16a84c5d53470063e97a33a193db3ccc05b93169"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_a6b8dea3a7a1"
-HASH = "a6b8dea3a7a18241ce3432c9cd5e0a9aaddeece2bf3b2a863a82e2c4b8d160ac"
+MODULE = "_quadruped_5753df88c7a3"
+HASH = "5753df88c7a39a0ba6837b3232bd34f035a0acbe1069d94c8636f6a715bde8f1"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

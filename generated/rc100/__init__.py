@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_63e3e694fff3"
-HASH = "63e3e694fff3a5bcee2f10f3a3c4bbe6c842de64331730cd7a7b3d2db170d689"
+MODULE = "_rc100_9cd9eb4c1e3c"
+HASH = "9cd9eb4c1e3cd09cd0ae0e3c4b2961184442694ea774489690060cb1b65cb29f"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -371,10 +371,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_63e3e694fff3_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_9cd9eb4c1e3c_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_63e3e694fff3_py(void)
+PyMODINIT_FUNC PyInit__rc100_9cd9eb4c1e3c_py(void)
 {
     import_array();
     return PyModule_Create(&module);

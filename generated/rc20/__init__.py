@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_7c887b1effb7"
-HASH = "7c887b1effb77fc1e8848accb37d815b87611c1be58e52681ff2654ab6d63c68"
+MODULE = "_rc20_83b060267ff7"
+HASH = "83b060267ff7b43c4e11f362deb1a96fd8b8e6ca404e9b20f025831d17db22f4"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

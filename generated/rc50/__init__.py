@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_b0acee4fe2bd"
-HASH = "b0acee4fe2bda0662bec0d9c8de8f9ab1281bfe4ae88e2fb188a93e6b946f4bf"
+MODULE = "_rc50_2c70d1fb7c4b"
+HASH = "2c70d1fb7c4b806e881e22ae11dacc3dd62242d4d7fc4ec149f9dbb9cd476a06"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

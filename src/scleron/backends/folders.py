@@ -201,9 +201,13 @@ def clean_stale(out_dir, max_age=STALE_AFTER):
     folders a killed compile left inside out_dir, once older than max_age. Returns the removed
     paths."""
     out_dir, parent, base = _parts(out_dir)
+    # inside: the build folders of a compile on import that was killed (no owner file: the
+    # age rule alone)
+    inside = [path for pattern in ("_build-*", ".build-*")
+              for path in glob.glob(os.path.join(glob.escape(out_dir), pattern))]
     removed = []
     now = time.time()
-    for path in _siblings(parent, base, "tmp"):
+    for path in _siblings(parent, base, "tmp") + inside:
         try:
             age = now - os.lstat(path).st_mtime
         except OSError:
@@ -211,17 +215,6 @@ def clean_stale(out_dir, max_age=STALE_AFTER):
         if _is_debris(path, age, max_age):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
-    # inside: the build folders of a compile on import that was killed (they have no owner
-    # file: the age rule alone)
-    for pattern in ("_build-*", ".build-*"):
-        for path in glob.glob(os.path.join(glob.escape(out_dir), pattern)):
-            try:
-                age = now - os.lstat(path).st_mtime
-            except OSError:
-                continue
-            if _is_debris(path, age, max_age):
-                shutil.rmtree(path, ignore_errors=True)
-                removed.append(path)
     return removed
 
 
