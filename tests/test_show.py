@@ -389,6 +389,8 @@ def test_cli_show_function(small):
     (["show", "{small}", "--function", "frame_jacobian"], "give --frame NAME"),
     (["show"], "the following arguments are required"),
     (["show", "{small}", "--tree", "--function", "fd"], "cannot be combined"),
+    (["show", "{small}", "--tree", "--format", "latex"], "--tree prints text only"),
+    (["show", "{small}", "--function", "fd", "--what", "S"], "does not apply to --function"),
     (["draw", "{small}", "-o", "{tmp}/x.png", "--q", "1", "2"], "nq = 7 numbers"),
     (["draw", "{small}", "-o", "{tmp}/x.unknownformat"], "cannot write .unknownformat"),
     (["draw", "{small}", "-o", "{tmp}/no/such/dir/x.png"], "does not exist"),

@@ -261,6 +261,21 @@ def test_constant_torque_does_work_tau_dot_dq(files, build):
     assert (traj.energy[-1] - traj.energy[0]) == pytest.approx(work, abs=1e-9)
 
 
+@pytest.mark.parametrize("integrator", ["rk4", "rk45", "implicit"])
+@pytest.mark.parametrize("tau, needle", [
+    (lambda t, q, qd: np.full(3, np.nan) if t > 0.01 else np.zeros(3), "returned nan for coordinate 0 (and 2 more)"),
+    (lambda t, q, qd: np.zeros(2), "returned shape (2,), not (3,)"),
+    (lambda t, q, qd: ["a", 0, 0], "did not return numbers"),
+])
+def test_a_bad_tau_function_is_named_not_blamed_on_the_step(files, build, integrator, tau, needle):
+    """A tau(t, q, qd) returning NaN, the wrong shape or no numbers is the function's fault:
+    the error says so (it said 'the state became non-finite ... a smaller --dt')."""
+    with pytest.raises(SimulationError, match=re.escape(needle)) as info:
+        simulate(files["chain3"], 0.05, 1e-3, integrator=integrator, tau=tau, out_dir=build,
+                 progress=False)
+    assert "tau(t, q, qd) at t = " in str(info.value) and "dt" not in str(info.value)
+
+
 def test_integrator_orders(files, build):
     model = scleron.load_model(files["chain3"])
     ref = simulate(model, 0.5, 0.01, integrator="rk45", out_dir=build, progress=False,

@@ -755,7 +755,12 @@ def show(model, joint=None, what="all", fmt="text", tree=False, function=None, b
          frame=None):
     if fmt not in FORMATS:
         raise ModelError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+    if what != "all" and (tree or function is not None):
+        raise ModelError(f"--what {what} selects a joint's quantity: it does not apply to "
+                         + ("--tree" if tree else "--function"))
     if tree:
+        if fmt != "text":
+            raise ModelError(f"--tree prints text only, not --format {fmt}")
         return tree_text(model)
     if function is not None:
         return function_text(model, function, body=body, fmt=fmt, frame=frame)

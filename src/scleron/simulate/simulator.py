@@ -76,9 +76,22 @@ class Simulator:
 
     # -- dynamics --------------------------------------------------------------------------------
     def tau_at(self, t, q, qd):
-        if callable(self.tau):
-            return np.asarray(self.tau(t, q, qd), dtype=float)
-        return self.tau
+        """The joint forces at (t, q, qd): the constant, or the user's tau(t, q, qd), which must
+        give nv finite numbers (its fault named as its own, not as the step's)."""
+        if not callable(self.tau):
+            return self.tau
+        try:
+            tau = np.asarray(self.tau(t, q, qd), dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise SimulationError(f"tau(t, q, qd) at t = {t:.6g} s did not return numbers: {exc}") from None
+        if tau.shape != (self.nv,):
+            raise SimulationError(f"tau(t, q, qd) at t = {t:.6g} s returned shape {tau.shape}, "
+                                  f"not ({self.nv},): one force per velocity coordinate")
+        if not np.all(np.isfinite(tau)):
+            bad = [i for i in range(self.nv) if not math.isfinite(tau[i])]
+            raise SimulationError(f"tau(t, q, qd) at t = {t:.6g} s returned {tau[bad[0]]} for "
+                                  f"coordinate {bad[0]}" + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
+        return tau
 
     def qdd(self, t, q, qd):
         """q̈ = M⁻¹ (τ - h) from the generated forward dynamics of the current charts."""
