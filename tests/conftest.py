@@ -1,4 +1,6 @@
-"""Shared fixtures: generated models are compiled once per test session, cached by name and content."""
+"""Shared fixtures: generated models are compiled once per test run, cached by name and content
+(and shared by the run's xdist workers)."""
+import contextlib
 import hashlib
 import json
 import os
@@ -50,6 +52,34 @@ def build_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("generated")
 
 
+@pytest.fixture(scope="session")
+def shared_build_dir(tmp_path_factory):
+    """One folder for all the xdist workers of this run (their base folders' parent is the run's):
+    a model one worker compiled, the others load (a cache hit of scleron.generate)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return tmp_path_factory.mktemp("generated-shared")
+    path = tmp_path_factory.getbasetemp().parent / "generated-shared"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+@contextlib.contextmanager
+def folder_lock(folder):
+    """Held while one process builds or loads `folder`: the other workers wait for it, then find
+    it built (POSIX flock; elsewhere no lock, and a second build of the same folder is harmless)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(folder + ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 # what most tests call; a test of other functions names them (functions=[...], or None for all),
 # which keeps the suite's compile time where it was before the frame functions
 DYNAMICS = ("forward_dynamics", "inverse_dynamics", "mass_matrix", "bias_forces", "kinetic_energy",
@@ -65,9 +95,10 @@ class GeneratedModels:
     returns the first module, while a different model (or options) under a name already used
     is built in a folder of its own (name-<hash>): never silently the first one's module."""
 
-    def __init__(self, build_dir, generate=None):
+    def __init__(self, build_dir, generate=None, shared=False):
         self.build_dir = str(build_dir)
         self.generate = generate
+        self.shared = shared     # build_dir shared by processes: folders name-<hash>, locked
         self.cache = {}          # (name, digest) -> (model, module)
         self.folders = {}        # name -> digest of the model built in folder `name`
 
@@ -78,6 +109,8 @@ class GeneratedModels:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def folder(self, name, digest):
+        if self.shared:                     # another process may own the plain name
+            return os.path.join(self.build_dir, f"{name}-{digest}")
         owner = self.folders.setdefault(name, digest)
         return os.path.join(self.build_dir, name if owner == digest else f"{name}-{digest}")
 
@@ -87,19 +120,22 @@ class GeneratedModels:
             model = scleron.load_model(model, **(load_options or {}))
         elif load_options:
             raise TypeError("load_options apply to a model file, not to a Model")
-        key = (name, self.digest(model, generate_options))
+        options = {**generate_options, "SCLERON_OPT": os.environ.get("SCLERON_OPT")}
+        key = (name, self.digest(model, options))
         if key not in self.cache:
             generate = self.generate or scleron.generate
-            module = generate(model, self.folder(*key), name, **generate_options)
+            folder = self.folder(*key)
+            with folder_lock(folder) if self.shared else contextlib.nullcontext():
+                module = generate(model, folder, name, **generate_options)
             self.cache[key] = (model, module)
         return self.cache[key]
 
 
 @pytest.fixture(scope="session")
-def generated(build_dir):
+def generated(shared_build_dir):
     """generated(model_or_path, name, load_options=None, **generate_options) -> (model, module),
-    compiled once per session per distinct model and options (GeneratedModels)."""
-    return GeneratedModels(build_dir)
+    compiled once per run per distinct model and options (GeneratedModels)."""
+    return GeneratedModels(shared_build_dir, shared=True)
 
 
 @pytest.fixture
