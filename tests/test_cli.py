@@ -245,3 +245,22 @@ def test_the_shipped_flags_and_opt_0_compute_the_same(tmp_path, monkeypatch):
         assert np.allclose(shipped.forward_dynamics(q, qd, tau), quick.forward_dynamics(q, qd, tau),
                            rtol=1e-11, atol=1e-11)
         assert np.allclose(shipped.mass_matrix(q), quick.mass_matrix(q), rtol=1e-12, atol=1e-13)
+
+
+def test_the_summary_groups_the_one_frame_functions(capsys):
+    """A robot with 60 frames got 180 summary rows of frame_jacobian_<k>[_local|_world]; each
+    family is one row now: all its statements, one frame's operations from the fewest to the
+    most."""
+    from scleron.cli import _table
+    rows = {"forward_dynamics": (100, "60m + 40a + 4 fn"),
+            "frame_placement_0": (3, "2m + 1a + 0 fn"), "frame_placement_1": (7, "5m + 4a + 2 fn"),
+            "frame_jacobian_0_local": (10, "6m + 4a + 0 fn"),
+            "frame_jacobian_1_local": (20, "12m + 9a + 2 fn"),
+            "frame_jacobian_2_local": (30, "20m + 10a + 2 fn")}
+    _table(rows, {"forward_dynamics": "unrolled", "frame_placement_0": "unrolled",
+                  "frame_placement_1": "unrolled"})
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4, lines
+    assert lines[1].split() == ["forward_dynamics", "100", "60m", "+", "40a", "+", "4", "fn", "unrolled"]
+    assert lines[2].split() == ["frame_placement_<k>", "10", "2", "frames,", "3-9", "ops", "each", "unrolled"]
+    assert lines[3].split() == ["frame_jacobian_<k>_local", "60", "3", "frames,", "10-30", "ops", "each"]

@@ -10,6 +10,7 @@ import glob
 import json
 import math
 import os
+import re
 import sys
 import threading
 import time
@@ -86,11 +87,46 @@ def _stored_functions(folder):
         return {}
 
 
+# a one-frame function's C name: its family, the frame's index, the reference (frame_jacobian_7_local)
+ONE_FRAME_NAME = re.compile(r"(frame_[a-z]+?)_(\d+)(_[a-z]+)?")
+
+
+def _operations(counts):
+    """Multiplications + additions of an operation count ('21m + 11a + 0 fn'), or None."""
+    m = re.fullmatch(r"\s*(\d+)m \+ (\d+)a\b.*", str(counts))
+    return int(m.group(1)) + int(m.group(2)) if m else None
+
+
+def _grouped(rows, forms):
+    """The summary's rows with the one-frame functions of a family (frame_jacobian_0_local,
+    frame_jacobian_1_local, ...) as one row: frame_jacobian_<k>_local, the statements of all
+    of them, the operations of one call (the fewest and the most over the frames)."""
+    out, groups = {}, {}
+    for fname, (stmts, counts) in rows.items():
+        m = ONE_FRAME_NAME.fullmatch(fname)
+        if m is None:
+            out[fname] = (stmts, counts, (forms or {}).get(fname, ""))
+            continue
+        key = f"{m.group(1)}_<k>{m.group(3) or ''}"
+        groups.setdefault(key, []).append((stmts, counts, (forms or {}).get(fname, "")))
+        out.setdefault(key, None)
+    for key, members in groups.items():
+        stmts = [s for s, _, _ in members]
+        ops = [_operations(c) for _, c, _ in members]
+        total = sum(stmts) if all(isinstance(s, int) for s in stmts) else "?"
+        per = (f"{len(members)} frames, {min(ops)}-{max(ops)} ops each" if None not in ops
+               else f"{len(members)} frames")
+        forms_seen = sorted({f for _, _, f in members})
+        out[key] = (total, per, forms_seen[0] if len(forms_seen) == 1 else ", ".join(forms_seen))
+    return out
+
+
 def _table(rows, forms=None):
+    rows = _grouped(rows, forms)
     width = max([18] + [len(f) for f in rows])
     print(f"{'function':<{width}} {'statements':>10}  {'operations per call':<30} code")
-    for fname, (stmts, counts) in rows.items():
-        print(f"{fname:<{width}} {stmts:>10}  {str(counts):<30} {(forms or {}).get(fname, '')}".rstrip())
+    for fname, (stmts, counts, form) in rows.items():
+        print(f"{fname:<{width}} {stmts:>10}  {str(counts):<30} {form}".rstrip())
 
 
 class CodegenProgress:
