@@ -394,6 +394,22 @@ def test_forward_dynamics_derivatives_match_finite_differences(qball, generated,
         tq, tqd, M = dyn.inverse_dynamics_derivatives(q, qd, dyn.forward_dynamics(q, qd, tau))
         assert rel_err(dq, -Minv @ tq) < 1e-12 and rel_err(dqd, -Minv @ tqd) < 1e-12
         assert rel_err(M @ dq, -tq) < 1e-10
+    # out=: three results into one array (or two overlapping views) would return mixed entries
+    q, qd, tau = random_configuration(model, dyn, rng, 1.0), *rng.uniform(-2, 2, (2, dyn.nv))
+    one = np.empty((dyn.nv, dyn.nv))
+    with pytest.raises(ValueError, match="overlap"):
+        dyn.forward_dynamics_derivatives(q, qd, tau, out=(one, one, one))
+    big = np.empty((2 * dyn.nv, dyn.nv))
+    with pytest.raises(ValueError, match="overlap"):
+        dyn.forward_dynamics_derivatives(q, qd, tau, out=(big[:dyn.nv], big[1:dyn.nv + 1],
+                                                          np.empty((dyn.nv, dyn.nv))))
+    outs = (big[:dyn.nv], big[dyn.nv:], np.empty((dyn.nv, dyn.nv)))      # apart: fine
+    assert dyn.forward_dynamics_derivatives(q, qd, tau, out=outs) is outs
+    assert rel_err(outs[0], dq_at(dyn, q, qd, tau)) == 0.0
+
+
+def dq_at(dyn, q, qd, tau):
+    return dyn.forward_dynamics_derivatives(q, qd, tau)[0]
 
 
 # ---- which trees get them by default -------------------------------------------------------------

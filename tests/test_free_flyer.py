@@ -34,10 +34,26 @@ def pin():
     return pytest.importorskip("pinocchio")
 
 
+def check_normalize(pin, dyn, pm, rng):
+    """dyn.normalize scales each quaternion to unit length and nothing else, as pin.normalize;
+    a batch row by row; a zero quaternion is refused."""
+    Q = np.array([pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq)) for _ in range(3)])
+    Q *= rng.uniform(0.5, 2.0, Q.shape)               # quaternions and the rest off their values
+    want = np.array([pin.normalize(pm, q) for q in Q])
+    np.testing.assert_allclose(dyn.normalize(Q), want, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(dyn.normalize(Q[1]), want[1], rtol=1e-15, atol=1e-15)
+    assert dyn._QUATERNIONS and not np.array_equal(dyn.normalize(Q[0]), Q[0])
+    zero = Q[0].copy()
+    zero[dyn._QUATERNIONS[0]:dyn._QUATERNIONS[0] + 4] = 0.0
+    with pytest.raises(ValueError, match="zero quaternion"):
+        dyn.normalize(zero)
+
+
 def check_against_pinocchio(pin, dyn, pm, rng, states=4):
     pd = pm.createData()
     assert (dyn.nq, dyn.nv) == (pm.nq, pm.nv)
     assert np.array_equal(dyn.neutral(), pin.neutral(pm))
+    check_normalize(pin, dyn, pm, rng)
     for _ in range(states):
         q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
         v, a, tau = (rng.uniform(-1, 1, pm.nv) for _ in range(3))

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_c7e493a22e45"
-HASH = "c7e493a22e450f3a760ce9be16a84c5d53470063e97a33a193db3ccc05b93169"
+MODULE = "_branched_b80789b08963"
+HASH = "b80789b08963d3d7bbd99c53e61bab6a50fe2c8dab82b5e75eaf5c285d8008fb"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -66,11 +66,28 @@ coordinate_descriptions = ['hub_turn: revolute joint of body hub, angle about th
 gravity = [0.0, 0.0, -9.81]
 frame_names = ['hub', 'a_upper', 'a_lower', 'a_hand', 'b_upper', 'b_lower', 'b_hand', 'c_slider', 'c_tip']     # the frames of the frame functions, in their order
 _NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+_QUATERNIONS = []     # where each quaternion joint's [x, y, z, w] starts in q
 
 
 def neutral():
     """The neutral configuration q (nq,): zeros, with identity quaternions [0, 0, 0, 1]."""
     return np.array(_NEUTRAL)
+
+
+def normalize(q):
+    """q (nq,) or (N, nq) with each quaternion joint's [x, y, z, w] scaled to unit length (a new
+    array; Pinocchio's normalize). Every function takes unit quaternions and computes with what
+    it is given: a quaternion off unit length by e (an integrator of one's own) moves results by
+    about as much, in some functions more. integrate() keeps them unit."""
+    q = np.array(q, dtype=np.float64)
+    if q.ndim not in (1, 2) or q.shape[-1] != nq:
+        raise ValueError(f"q must have shape ({nq},) or (N, {nq}), got {q.shape}")
+    for k in _QUATERNIONS:
+        norm = np.linalg.norm(q[..., k:k + 4], axis=-1, keepdims=True)
+        if not np.all(norm > 0):
+            raise ValueError(f"q[{k}:{k + 4}] is a zero quaternion: no rotation to normalise")
+        q[..., k:k + 4] /= norm
+    return q
 
 
 def _compiled_paths():
@@ -233,6 +250,8 @@ def _call(function, values, out, threads=1):
             raise ValueError(f"out must be a tuple of {len(outputs)} arrays "
                              f"({', '.join(n for n, _ in outputs)})")
         outs = [_as_output(o, w, n) for o, w, (n, _) in zip(out, wants, outputs)]
+        if any(np.may_share_memory(a, b) for i, a in enumerate(outs) for b in outs[:i]):
+            raise ValueError("out: the arrays overlap; each result needs its own array")
     ptrs = [_fb(_D, a) for a in arrays] + [_fb(_D, o, True) for o in outs]
     if count is None:
         single(*ptrs)

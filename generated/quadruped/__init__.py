@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_5753df88c7a3"
-HASH = "5753df88c7a39a0ba6837b3232bd34f035a0acbe1069d94c8636f6a715bde8f1"
+MODULE = "_quadruped_98b4da1c719c"
+HASH = "98b4da1c719cd48ac85ae65aa1882705727165c8864e7da198302852c24fb92b"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -66,11 +66,28 @@ coordinate_descriptions = ['root[0]: free joint of body trunk, x (m)', 'root[1]:
 gravity = [0.0, 0.0, -9.81]
 frame_names = ['trunk', 'fl_hip', 'fl_thigh', 'fl_calf', 'fr_hip', 'fr_thigh', 'fr_calf', 'hl_hip', 'hl_thigh', 'hl_calf', 'hr_hip', 'hr_thigh', 'hr_calf']     # the frames of the frame functions, in their order
 _NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+_QUATERNIONS = []     # where each quaternion joint's [x, y, z, w] starts in q
 
 
 def neutral():
     """The neutral configuration q (nq,): zeros, with identity quaternions [0, 0, 0, 1]."""
     return np.array(_NEUTRAL)
+
+
+def normalize(q):
+    """q (nq,) or (N, nq) with each quaternion joint's [x, y, z, w] scaled to unit length (a new
+    array; Pinocchio's normalize). Every function takes unit quaternions and computes with what
+    it is given: a quaternion off unit length by e (an integrator of one's own) moves results by
+    about as much, in some functions more. integrate() keeps them unit."""
+    q = np.array(q, dtype=np.float64)
+    if q.ndim not in (1, 2) or q.shape[-1] != nq:
+        raise ValueError(f"q must have shape ({nq},) or (N, {nq}), got {q.shape}")
+    for k in _QUATERNIONS:
+        norm = np.linalg.norm(q[..., k:k + 4], axis=-1, keepdims=True)
+        if not np.all(norm > 0):
+            raise ValueError(f"q[{k}:{k + 4}] is a zero quaternion: no rotation to normalise")
+        q[..., k:k + 4] /= norm
+    return q
 
 
 def _compiled_paths():
@@ -233,6 +250,8 @@ def _call(function, values, out, threads=1):
             raise ValueError(f"out must be a tuple of {len(outputs)} arrays "
                              f"({', '.join(n for n, _ in outputs)})")
         outs = [_as_output(o, w, n) for o, w, (n, _) in zip(out, wants, outputs)]
+        if any(np.may_share_memory(a, b) for i, a in enumerate(outs) for b in outs[:i]):
+            raise ValueError("out: the arrays overlap; each result needs its own array")
     ptrs = [_fb(_D, a) for a in arrays] + [_fb(_D, o, True) for o in outs]
     if count is None:
         single(*ptrs)

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_83b060267ff7"
-HASH = "83b060267ff7b43c4e11f362deb1a96fd8b8e6ca404e9b20f025831d17db22f4"
+MODULE = "_rc20_ccf287ea8319"
+HASH = "ccf287ea83193ef9bebe42c94161a83a19404b2c8fb05d059886af0a7ac0fd43"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -66,11 +66,28 @@ coordinate_descriptions = ['joint1: revolute joint of body link1, angle about th
 gravity = [0.0, 0.0, -9.81]
 frame_names = ['link1', 'link2', 'link3', 'link4', 'link5', 'link6', 'link7', 'link8', 'link9', 'link10', 'link11', 'link12', 'link13', 'link14', 'link15', 'link16', 'link17', 'link18', 'link19', 'link20']     # the frames of the frame functions, in their order
 _NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+_QUATERNIONS = []     # where each quaternion joint's [x, y, z, w] starts in q
 
 
 def neutral():
     """The neutral configuration q (nq,): zeros, with identity quaternions [0, 0, 0, 1]."""
     return np.array(_NEUTRAL)
+
+
+def normalize(q):
+    """q (nq,) or (N, nq) with each quaternion joint's [x, y, z, w] scaled to unit length (a new
+    array; Pinocchio's normalize). Every function takes unit quaternions and computes with what
+    it is given: a quaternion off unit length by e (an integrator of one's own) moves results by
+    about as much, in some functions more. integrate() keeps them unit."""
+    q = np.array(q, dtype=np.float64)
+    if q.ndim not in (1, 2) or q.shape[-1] != nq:
+        raise ValueError(f"q must have shape ({nq},) or (N, {nq}), got {q.shape}")
+    for k in _QUATERNIONS:
+        norm = np.linalg.norm(q[..., k:k + 4], axis=-1, keepdims=True)
+        if not np.all(norm > 0):
+            raise ValueError(f"q[{k}:{k + 4}] is a zero quaternion: no rotation to normalise")
+        q[..., k:k + 4] /= norm
+    return q
 
 
 def _compiled_paths():
@@ -233,6 +250,8 @@ def _call(function, values, out, threads=1):
             raise ValueError(f"out must be a tuple of {len(outputs)} arrays "
                              f"({', '.join(n for n, _ in outputs)})")
         outs = [_as_output(o, w, n) for o, w, (n, _) in zip(out, wants, outputs)]
+        if any(np.may_share_memory(a, b) for i, a in enumerate(outs) for b in outs[:i]):
+            raise ValueError("out: the arrays overlap; each result needs its own array")
     ptrs = [_fb(_D, a) for a in arrays] + [_fb(_D, o, True) for o in outs]
     if count is None:
         single(*ptrs)

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_2c70d1fb7c4b"
-HASH = "2c70d1fb7c4b806e881e22ae11dacc3dd62242d4d7fc4ec149f9dbb9cd476a06"
+MODULE = "_rc50_6cbbe6e1f657"
+HASH = "6cbbe6e1f657dbc756c37b6cd7d2a8fa6b7991749e6143eee0e697979ac49ca7"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -66,11 +66,28 @@ coordinate_descriptions = ['joint1: revolute joint of body link1, angle about th
 gravity = [0.0, 0.0, -9.81]
 frame_names = ['link1', 'link2', 'link3', 'link4', 'link5', 'link6', 'link7', 'link8', 'link9', 'link10', 'link11', 'link12', 'link13', 'link14', 'link15', 'link16', 'link17', 'link18', 'link19', 'link20', 'link21', 'link22', 'link23', 'link24', 'link25', 'link26', 'link27', 'link28', 'link29', 'link30', 'link31', 'link32', 'link33', 'link34', 'link35', 'link36', 'link37', 'link38', 'link39', 'link40', 'link41', 'link42', 'link43', 'link44', 'link45', 'link46', 'link47', 'link48', 'link49', 'link50']     # the frames of the frame functions, in their order
 _NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+_QUATERNIONS = []     # where each quaternion joint's [x, y, z, w] starts in q
 
 
 def neutral():
     """The neutral configuration q (nq,): zeros, with identity quaternions [0, 0, 0, 1]."""
     return np.array(_NEUTRAL)
+
+
+def normalize(q):
+    """q (nq,) or (N, nq) with each quaternion joint's [x, y, z, w] scaled to unit length (a new
+    array; Pinocchio's normalize). Every function takes unit quaternions and computes with what
+    it is given: a quaternion off unit length by e (an integrator of one's own) moves results by
+    about as much, in some functions more. integrate() keeps them unit."""
+    q = np.array(q, dtype=np.float64)
+    if q.ndim not in (1, 2) or q.shape[-1] != nq:
+        raise ValueError(f"q must have shape ({nq},) or (N, {nq}), got {q.shape}")
+    for k in _QUATERNIONS:
+        norm = np.linalg.norm(q[..., k:k + 4], axis=-1, keepdims=True)
+        if not np.all(norm > 0):
+            raise ValueError(f"q[{k}:{k + 4}] is a zero quaternion: no rotation to normalise")
+        q[..., k:k + 4] /= norm
+    return q
 
 
 def _compiled_paths():
@@ -233,6 +250,8 @@ def _call(function, values, out, threads=1):
             raise ValueError(f"out must be a tuple of {len(outputs)} arrays "
                              f"({', '.join(n for n, _ in outputs)})")
         outs = [_as_output(o, w, n) for o, w, (n, _) in zip(out, wants, outputs)]
+        if any(np.may_share_memory(a, b) for i, a in enumerate(outs) for b in outs[:i]):
+            raise ValueError("out: the arrays overlap; each result needs its own array")
     ptrs = [_fb(_D, a) for a in arrays] + [_fb(_D, o, True) for o in outs]
     if count is None:
         single(*ptrs)

@@ -201,6 +201,7 @@ class Generation:
     joint_names: list
     frame_names: list
     neutral: list
+    quaternions: list           # the index in q of each quaternion joint's [x, y, z, w]
     coordinate_names: list
     coordinate_descriptions: list
     gravity: list
@@ -270,7 +271,7 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         name=name, model_name=model.name,
         source=os.path.basename(str(model.source)) if model.source else "Python model",
         version=__version__, key=key, nq=tree.nq, nv=tree.nv, joint_names=tree.joint_names,
-        frame_names=[f.name for f in tree.frames], neutral=tree.neutral, coordinate_names=tree.coordinate_names(), coordinate_descriptions=_coordinate_doc(tree),
+        frame_names=[f.name for f in tree.frames], neutral=tree.neutral, quaternions=tree.quaternions, coordinate_names=tree.coordinate_names(), coordinate_descriptions=_coordinate_doc(tree),
         gravity=tree.gravity, functions=codes, chunk=chunk, cflags=cflags, method=method,
         mass_form=mass)
     progress(f"render: {backend.upper()} code of {len(codes)} functions")

@@ -106,6 +106,7 @@ class Tree:
             self._couple(model, frames, turn_frames)
             return
         self.neutral = [float(x) for x in model.neutral()] if hasattr(model, "neutral") else [0.0] * kq
+        self.quaternions = [k for _, k in model.quaternions()] if hasattr(model, "quaternions") else []
 
     def _couple(self, model, frames, turn_frames):
         """Become the coupled tree of a model with mimic joints: the independent joints' bodies
@@ -131,6 +132,7 @@ class Tree:
         self.nv, self.nq = k, kq
         self.coupling = Coupling(q_map, v_map)
         self.neutral = [float(x) for x in model.neutral()]
+        self.quaternions = [k for _, k in model.quaternions()]
 
     @property
     def nframes(self):

@@ -513,24 +513,30 @@ class Model:
                 out += joint_neutral(j.type, j.params)
         return np.array(out, dtype=float)
 
-    def unit_quaternions(self, q, error=ModelError):
-        """q (nq,) with each joint's quaternion [x, y, z, w] normalised (0.7071 written for cos
-        45 degrees is fine); raises error(message) where one is not within UNIT_TOLERANCE of
-        unit length: zeros are no rotation at all."""
-        q = np.array(q, dtype=float)
-        k = 0
+    def quaternions(self):
+        """[(joint name, k)]: the quaternion joints, each with the index in q of its [x, y, z, w]."""
+        out, k = [], 0
         for j in self.joints:
             if j.mimic is not None:
                 continue
             at = QUATERNION_AT.get(joint_configuration(j.type))
             if at is not None:
-                part = slice(k + at, k + at + 4)
-                norm = float(np.linalg.norm(q[part]))
-                if not abs(norm - 1.0) <= UNIT_TOLERANCE:
-                    raise error(f"joint '{j.name}': its quaternion [x, y, z, w] = {q[part].tolist()} "
-                                f"has length {norm:.6g}, not 1 (the identity is [0, 0, 0, 1])")
-                q[part] /= norm
+                out.append((j.name, k + at))
             k += j.nq
+        return out
+
+    def unit_quaternions(self, q, error=ModelError):
+        """q (nq,) with each joint's quaternion [x, y, z, w] normalised (0.7071 written for cos
+        45 degrees is fine); raises error(message) where one is not within UNIT_TOLERANCE of
+        unit length: zeros are no rotation at all."""
+        q = np.array(q, dtype=float)
+        for name, k in self.quaternions():
+            part = slice(k, k + 4)
+            norm = float(np.linalg.norm(q[part]))
+            if not abs(norm - 1.0) <= UNIT_TOLERANCE:
+                raise error(f"joint '{name}': its quaternion [x, y, z, w] = {q[part].tolist()} "
+                            f"has length {norm:.6g}, not 1 (the identity is [0, 0, 0, 1])")
+            q[part] /= norm
         return q
 
     def merged_fixed(self):
