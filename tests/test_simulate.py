@@ -378,8 +378,12 @@ def test_cli_bad_model_path_is_one_line_exit_2(tmp_path):
     (["--duration", "-1", "--dt", "0.1"], "duration"),
     (["--duration", "1", "--dt", "0"], "dt"),
     (["--duration", "1", "--dt", "0.1", "--tau", "1", "2"], "tau"),
+    (["--duration", "1", "--dt", "0.1", "--rtol", "1e-6"], "--rtol set the error control of rk45, not of rk4"),
+    (["--duration", "1", "--dt", "0.1", "-o", "{tmp}/out.csv"], "written as numpy's .npz"),
+    (["--duration", "1", "--dt", "0.1", "--plot", "{tmp}/p"], "give the picture a file extension"),
 ])
-def test_cli_bad_options_are_one_line_exit_2(files, build, capsys, argv, needle):
+def test_cli_bad_options_are_one_line_exit_2(files, build, capsys, tmp_path, argv, needle):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     assert cmd_simulate(parse([files["chain3"], *argv, "--build-dir", build, "-q"])) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and needle in err and err.startswith("scleron: error:")
@@ -498,6 +502,15 @@ def test_outputs_are_checked_before_the_run(files, tmp_path, monkeypatch, option
     assert not (tmp_path / "build").exists()
 
 
+def test_rk45_ends_at_the_duration_without_a_sliver_step(files, build):
+    """2 s at dt = 1e-3 with loose tolerances: 2000 steps of 1e-3 sum to 2 - 1.1e-13 in floating
+    point; the run used to take a 2001st step of 1.1e-13 s and record it as a sample."""
+    traj = simulate(files["chain3"], 2.0, 1e-3, integrator="rk45", rtol=1e-3, atol=1e-3,
+                    out_dir=build, progress=False)
+    assert traj.t[-1] == 2.0 and traj.steps == 2000 and len(traj.t) == 2001
+    assert np.diff(traj.t).min() > 0.5e-3
+
+
 def test_rk45_is_bounded_in_steps_like_the_fixed_step_integrators(files, build, monkeypatch):
     """rk45 counts its steps against MAX_STEPS as the fixed-step integrators do before a run
     (a duration of 1e6 s ran for hours)."""
@@ -569,6 +582,8 @@ def test_plot_panels_keep_a_large_coordinate_from_flattening_the_others():
     assert coordinate_panels(q[:, :2], ["rad", "rad"]) == [("rad", [0, 1])]
     q[:, 3] *= 1e-16                                     # a length that stays at zero: no panel of its own
     assert coordinate_panels(q, ["rad", "rad", "rad", "m", "m"])[2] == ("m", [3, 4])
+    noise = np.outer(t, [2e-16, 9e-16, 4e-17])           # a standing robot's legs: one panel
+    assert coordinate_panels(noise, ["rad"] * 3) == [("rad", [0, 1, 2])]
     many = np.outer(t, 10.0 ** np.arange(8))          # 8 sizes a decade apart: merged to 4 panels
     assert len(coordinate_panels(many, ["rad"] * 8)) == 4
     assert sorted(k for _, ks in coordinate_panels(many, ["rad"] * 8) for k in ks) == list(range(8))

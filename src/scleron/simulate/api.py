@@ -101,6 +101,9 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     for what, path in (("output", output), ("plot", plot)):
         if path is not None:
             _check_writable(path, what)         # before the run, not after it
+    if output is not None and not os.fspath(output).lower().endswith(".npz"):
+        raise ValueError(f"output {output}: a trajectory is written as numpy's .npz: name the "
+                         "file ....npz (Trajectory.load reads it back)")
     if plot is not None:
         check_plot_path(plot)
     model = _load(model_or_path, floating)

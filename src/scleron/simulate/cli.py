@@ -28,8 +28,8 @@ def add_parser(subparsers):
                    help="rk4 (default), semi-implicit (symplectic Euler), rk45 (Dormand-Prince, "
                         "error control) or implicit (linearly implicit Euler with the generated "
                         "derivatives: for stiff joint springs and dampers)")
-    p.add_argument("--rtol", type=float, default=1e-8, help="rk45 relative tolerance (1e-8)")
-    p.add_argument("--atol", type=float, default=1e-10, help="rk45 absolute tolerance (1e-10)")
+    p.add_argument("--rtol", type=float, help="rk45 relative tolerance (1e-8)")
+    p.add_argument("--atol", type=float, help="rk45 absolute tolerance (1e-10)")
     p.add_argument("--tau", type=float, nargs="+", metavar="X",
                    help="constant joint forces: nv numbers, or one for all (default 0)")
     p.add_argument("--plot", metavar="FILE.png", help="plot coordinates and energy (needs matplotlib)")
@@ -74,12 +74,16 @@ def summary(traj, driven):
 def cmd_simulate(args):
     """Runs `scleron simulate`; errors are one line on stderr and exit status 2."""
     try:
+        tolerances = {k: v for k, v in (("rtol", args.rtol), ("atol", args.atol)) if v is not None}
+        if tolerances and args.integrator != "rk45":
+            raise ValueError(f"--{' and --'.join(tolerances)} set the error control of rk45, not "
+                             f"of {args.integrator} (its error is set by --dt)")
         if args.plot:
             require_matplotlib()
         traj = simulate(args.model, args.duration, args.dt, integrator=args.integrator,
                         tau=args.tau, plot=args.plot, output=args.output,
-                        progress=not args.quiet, out_dir=args.build_dir, rtol=args.rtol,
-                        atol=args.atol, switch_threshold=args.switch_threshold,
+                        progress=not args.quiet, out_dir=args.build_dir, **tolerances,
+                        switch_threshold=args.switch_threshold,
                         record_every=args.every, floating=args.floating, log=_say)
     except (ModelError, BuildError, SimulationError, ValueError, OSError) as exc:
         print(f"scleron: error: {_one_line(exc)}", file=sys.stderr)

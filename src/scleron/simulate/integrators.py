@@ -11,7 +11,8 @@ it); `bracket` is the Lie bracket of the velocities (zero on vector coordinates)
 
 rk4: classic Runge-Kutta, 4th order (Hairer, Nørsett & Wanner I, Table 1.2).
 semi-implicit: symplectic Euler, v+ = v + h a(t, q, v), q+ = q + h v+ (1st order, Hairer,
-    Lubich & Wanner, Geometric Numerical Integration, eq. I.1.10).
+    Lubich & Wanner, Geometric Numerical Integration, eq. I.1.10); symplectic in (q, p) only,
+    so in (q, v) only where M is constant: with M(q) its energy drifts (docs/simulation.md).
 rk45: Dormand-Prince 5(4) with FSAL, error control on the 5th-order solution (HNW I, Table 5.2,
     step-size rule eq. II.4.13).
 implicit: linearly implicit Euler, backward Euler (BDF1, Sueda §3.4.1 eq. 3.60) with the

@@ -16,6 +16,7 @@ from .trajectory import SimulationError
 RANGE_RATIO = 10.0          # a panel's largest |q| over its smallest, at most
 MAX_COORDINATE_PANELS = 4
 NEGLIGIBLE = 1e-9           # of the largest size of a unit: "stays at zero up to rounding"
+ROUNDING = 1e-12            # rad or m: below this a coordinate stays at zero up to rounding too
 LEGEND_ROWS = 14            # legend entries per column
 UNIT_WORDS = {"rad": "angles (rad)", "m": "lengths (m)", "": "coordinates"}
 
@@ -33,7 +34,8 @@ def coordinate_panels(q, units):
     """[(unit, [coordinate indices])]: one group per unit (rad, m, other), split where a
     coordinate's size max|q| exceeds RANGE_RATIO times the smallest size in its group; at most
     MAX_COORDINATE_PANELS groups (the largest ones merged). Sizes below NEGLIGIBLE times the
-    largest of their unit (coordinates that stay at 0 up to rounding) join the smallest group."""
+    largest of their unit, or below ROUNDING (coordinates that stay at 0 up to rounding: a
+    standing robot's legs at 1e-16), join the smallest group."""
     q = np.asarray(q, dtype=float).reshape(len(q), -1)
     units = list(units) + [""] * (q.shape[1] - len(units))
     size = np.abs(q).max(axis=0) if len(q) else np.zeros(q.shape[1])
@@ -42,7 +44,7 @@ def coordinate_panels(q, units):
         members = [k for k in range(q.shape[1]) if units[k] == unit]
         if not members:
             continue
-        floor = NEGLIGIBLE * float(size[members].max())
+        floor = max(NEGLIGIBLE * float(size[members].max()), ROUNDING)
         group, smallest = [], None          # smallest: of the group's non-negligible sizes
         for k in sorted(members, key=lambda k: size[k]):
             s = float(size[k])
@@ -87,8 +89,10 @@ def check_plot_path(path):
     require_matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    ext = os.path.splitext(path)[1].lower().lstrip(".") or "png"
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
     supported = FigureCanvasAgg(Figure()).get_supported_filetypes()
+    if not ext:                      # matplotlib would write path + ".png", not path
+        raise ValueError(f"plot {path}: give the picture a file extension (.png, .svg, .pdf, ...)")
     if ext not in supported:
         raise ValueError(f"plot {path}: matplotlib cannot write .{ext} files "
                          f"(use one of: {', '.join(sorted(supported))})")

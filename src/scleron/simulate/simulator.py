@@ -230,6 +230,8 @@ class Simulator:
         fac_max = 5.0
         while t < T * (1 - 1e-15) and T - t > 1e-15 * max(1.0, T):
             h = min(h, self.dt, T - t)
+            if T - (t + h) <= 1e-6 * h:         # reach T now, not after a sliver of rounding
+                h = T - t
             if accepted + rejected >= MAX_STEPS:
                 raise SimulationError(f"rk45 took {MAX_STEPS} steps by t = {t:.6g} s of {T:g} s "
                                       f"(h = {h:.3g} s): a shorter --duration, or larger "
@@ -269,10 +271,13 @@ class Simulator:
             self.switch(0.0, 0)
             self.record(0.0)
             self.progress.start()
-            if self.integrator == "rk45":
-                steps, rejected = self.run_rk45()
-            else:
-                steps, rejected = self.run_fixed()
+            # a state running off to infinity is caught by check_finite (one error that says
+            # when), not announced first by numpy's overflow warnings along the way
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                if self.integrator == "rk45":
+                    steps, rejected = self.run_rk45()
+                else:
+                    steps, rejected = self.run_fixed()
             self.progress.update(self.duration, f"switches {len(self.switches)}", force=True)
         finally:
             self.progress.close()
