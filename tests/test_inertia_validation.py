@@ -283,3 +283,27 @@ def test_model_errors_name_their_element_as_data(tmp_path):
     with pytest.raises(scleron.ModelError) as e:
         scleron.load_model(str(path))
     assert (e.value.body, e.value.joint, e.value.line) == ("b", "j2", 8)
+
+
+def test_the_commands_take_inertia_relaxed_and_mimic_and_warn_once(tmp_path, capsys):
+    """The refusal says `--inertia relaxed`; the commands have it (and --mimic), a YAML file is
+    told it takes neither, and each warning of a load is printed once (the reader and
+    load_model both validated, so every relaxed body was announced twice)."""
+    from scleron.cli import main
+    path = tmp_path / "flat.urdf"
+    path.write_text(urdf('ixx="1" iyy="1" izz="3" ixy="0" ixz="0" iyz="0"'))
+    assert main(["show", str(path), "--tree"]) == 2
+    assert "--inertia relaxed" in capsys.readouterr().err
+    assert main(["show", str(path), "--tree", "--inertia", "relaxed"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "triangle inequality" in err[0] and "accepted" in err[0], err
+    gripper = os.path.join(os.path.dirname(__file__), "data", "urdf", "mimic_gripper.urdf")
+    assert main(["show", gripper, "--tree", "--mimic", "couple"]) == 0
+    coupled = capsys.readouterr().out
+    assert main(["show", gripper, "--tree"]) == 0
+    independent = capsys.readouterr().out
+    assert coupled.splitlines()[0] != independent.splitlines()[0]      # fewer coordinates
+    yaml_path = tmp_path / "m.yaml"
+    yaml_path.write_text("bodies:\n- {name: a, parent: world, mass: 1, inertia: [1, 1, 1]}\n")
+    assert main(["show", str(yaml_path), "--tree", "--inertia", "relaxed"]) == 2
+    assert "applies to URDF, MJCF and OpenSim files, not to YAML" in capsys.readouterr().err

@@ -18,6 +18,8 @@ import warnings
 
 from . import __version__
 from .errors import BuildError, ModelError
+from .model.model import INERTIA_CHECKS
+from .model.urdf import MIMIC
 from .functions import FUNCTIONS
 from .show import one_frame_families
 from .simulate import add_parser as add_simulate_parser
@@ -36,10 +38,29 @@ class _Parser(argparse.ArgumentParser):
 
 def _load(path, args):
     from .model import load_model
+    return load_model(path, **load_options(args))
+
+
+def load_options(args):
+    """load_model's keywords from the options of add_load_options (those given)."""
     kw = {}
     if getattr(args, "floating", False):
         kw["floating"] = True
-    return load_model(path, **kw)
+    for option in ("inertia", "mimic"):
+        if getattr(args, option, None):
+            kw[option] = getattr(args, option)
+    return kw
+
+
+def add_load_options(p):
+    """The options of reading a model file, on every command that reads one."""
+    p.add_argument("--floating", action="store_true", help="URDF: put a free_flyer joint at the root link")
+    p.add_argument("--inertia", choices=INERTIA_CHECKS,
+                   help="URDF, MJCF, OpenSim: 'relaxed' accepts inertias that break the triangle "
+                        "inequality (as Pinocchio does) with a warning (default physical)")
+    p.add_argument("--mimic", choices=MIMIC,
+                   help="URDF <mimic>: 'couple' makes the joint follow its leader (one "
+                        "coordinate), 'independent' gives it its own (default, as Pinocchio's)")
 
 
 def _missing_ancestors(path):
@@ -317,7 +338,7 @@ def build_parser():
     c.add_argument("model", help="model file (.yaml, .yml, .urdf, .osim; .xml or .mjcf: URDF or MJCF by its root element)")
     c.add_argument("-o", "--output", metavar="DIR", help="output folder (default generated/<name>)")
     c.add_argument("--name", help="C prefix and package name (default: the model's name)")
-    c.add_argument("--floating", action="store_true", help="URDF: put a free_flyer joint at the root link")
+    add_load_options(c)
     c.add_argument("--chunk", type=int, default=1000, metavar="N",
                    help="statements per C function chunk (default 1000)")
     c.add_argument("--opt", choices=["0", "s", "1", "2", "3"], default=None,
@@ -379,7 +400,7 @@ def build_parser():
     s.add_argument("--tree", action="store_true",
                    help="print the body tree: each body under its parent, with its joint's type "
                         "and DOF")
-    s.add_argument("--floating", action="store_true", help="URDF: put a free_flyer joint at the root link")
+    add_load_options(s)
     s.set_defaults(func=cmd_show)
 
     d = sub.add_parser("draw", help="draw a 3-D stick figure of the model (needs matplotlib)")
@@ -393,7 +414,7 @@ def build_parser():
     d.add_argument("--azim", type=finite_float, default=-60.0, metavar="DEG",
                    help="view azimuth in degrees (default -60)")
     d.add_argument("--no-labels", action="store_true", help="do not write body names")
-    d.add_argument("--floating", action="store_true", help="URDF: put a free_flyer joint at the root link")
+    add_load_options(d)
     d.set_defaults(func=cmd_draw)
     add_simulate_parser(sub)
 

@@ -8,6 +8,7 @@ import io
 import os
 import re
 import stat
+import warnings
 from pathlib import Path
 
 from ..errors import ModelError
@@ -120,6 +121,13 @@ def model_format(path):
                      source=name)
 
 
+# the options each reader takes (load_model's keywords), besides the path
+LOAD_OPTIONS = {YAML_FORMAT: ("merge_fixed",),
+                URDF_FORMAT: ("floating", "merge_fixed", "order", "mimic", "inertia"),
+                MJCF_FORMAT: ("inertia", "merge_fixed"),
+                OSIM_FORMAT: ("inertia", "merge_fixed")}
+
+
 def load_model(path, **kw):
     """Load a model file and return it with fixed joints merged and validated.
 
@@ -138,16 +146,40 @@ def load_model(path, **kw):
                  MJCF_FORMAT: "in MJCF give the root body a <freejoint/>",
                  OSIM_FORMAT: "in OpenSim give the root body a FreeJoint"}[fmt]
         raise ModelError(f"floating=True (--floating) applies to URDF files; {where}", source=name)
+    for option in kw:
+        if option not in LOAD_OPTIONS[fmt]:
+            takes = [f for f, opts in LOAD_OPTIONS.items() if option in opts]
+            raise ModelError(f"{option}= (--{option}) applies to "
+                             + ((", ".join(takes[:-1]) + " and " if len(takes) > 1 else "") + takes[-1] + " files"
+                                if takes else "no model file")
+                             + f", not to {fmt}", source=name)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = _read(fmt, path, kw).merged_fixed().validate()
+    _warn_once(caught)
+    return model
+
+
+def _read(fmt, path, kw):
     if fmt == YAML_FORMAT:
         from .yaml_loader import load_yaml
-        model = load_yaml(path, **kw)
-    elif fmt == URDF_FORMAT:
+        return load_yaml(path, **kw)
+    if fmt == URDF_FORMAT:
         from .urdf import load_urdf
-        model = load_urdf(path, **kw)
-    elif fmt == MJCF_FORMAT:
+        return load_urdf(path, **kw)
+    if fmt == MJCF_FORMAT:
         from .mjcf import load_mjcf
-        model = load_mjcf(path, **kw)
-    else:
-        from .osim import load_osim
-        model = load_osim(path, **kw)
-    return model.merged_fixed().validate()
+        return load_mjcf(path, **kw)
+    from .osim import load_osim
+    return load_osim(path, **kw)
+
+
+def _warn_once(caught):
+    """The warnings of a load, each text once: the reader validates the model it reads and
+    load_model the merged one, and a body both check gave the same InertiaWarning twice."""
+    seen = set()
+    for w in caught:
+        key = (w.category, str(w.message))
+        if key not in seen:
+            seen.add(key)
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

@@ -167,8 +167,8 @@ INERTIA_RTOL = 1e-9
 INERTIA_ATOL = 1e-15
 TRIANGLE_HAIR = 1e-3
 INERTIA_CHECKS = ("physical", "relaxed")
-RELAX_HINT = ("load it with inertia='relaxed' (scleron.load_model(path, inertia='relaxed')) to "
-              "accept it, as Pinocchio does, with a warning")
+RELAX_HINT = ("load it with inertia='relaxed' (scleron.load_model(path, inertia='relaxed'); "
+              "the commands' --inertia relaxed) to accept it, as Pinocchio does, with a warning")
 
 
 class InertiaWarning(UserWarning):

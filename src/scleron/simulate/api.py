@@ -50,10 +50,13 @@ def _positive(value, what):
     return v
 
 
-def _load(model_or_path, floating):
+def _load(model_or_path, floating, inertia=None, mimic=None):
     if isinstance(model_or_path, (str, os.PathLike)):
         from ..model import load_model
-        return load_model(model_or_path, **({"floating": True} if floating else {}))
+        kw = {k: v for k, v in (("floating", floating), ("inertia", inertia), ("mimic", mimic)) if v}
+        return load_model(model_or_path, **kw)
+    if inertia or mimic:
+        raise ValueError("inertia= and mimic= are options of reading a model file, not of a Model")
     model = model_or_path
     if any(j.type == "fixed" for j in model.joints):
         model = model.merged_fixed()
@@ -64,11 +67,11 @@ def _load(model_or_path, floating):
 def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, tau=None, plot=None,
              output=None, progress=True, out_dir=None, *, rtol=1e-8, atol=1e-10,
              switch_threshold=DEFAULT_SWITCH_THRESHOLD, exp_limit=EXP_LIMIT, record_every=1,
-             floating=False, log=None):
+             floating=False, inertia=None, mimic=None, log=None):
     """Integrate a model from its initial state and return a Trajectory.
 
     model_or_path: a Model or a model file (.yaml/.yml/.urdf; floating=True adds a free root to a
-    URDF). integrator: "rk4", "semi-implicit", "rk45" or "implicit" (linearly implicit Euler
+    URDF; inertia=, mimic=: load_model's, for a file). integrator: "rk4", "semi-implicit", "rk45" or "implicit" (linearly implicit Euler
     with the generated forward-dynamics derivatives: stable on stiff joint springs at steps where
     rk4 blows up; first order). duration, dt: seconds; dt is the step of rk4, semi-implicit and
     implicit, and the first and largest step of rk45 (whose step is chosen by the error control:
@@ -106,7 +109,7 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
                          "file ....npz (Trajectory.load reads it back)")
     if plot is not None:
         check_plot_path(plot)
-    model = _load(model_or_path, floating)
+    model = _load(model_or_path, floating, inertia, mimic)
     nv, names = model.nv, coordinate_labels(model, velocities=True)
     q0 = _vector(q0 if q0 is not None else (model.q0 if model.q0 is not None else model.neutral()),
                  model.nq, "q0", coordinate_labels(model), size="nq")

@@ -4,6 +4,8 @@ import argparse
 import sys
 
 from ..errors import BuildError, ModelError
+from ..model.model import INERTIA_CHECKS
+from ..model.urdf import MIMIC
 from .api import DEFAULT_SWITCH_THRESHOLD, simulate
 from .integrators import INTEGRATORS
 from .plot import require_matplotlib
@@ -35,6 +37,12 @@ def add_parser(subparsers):
     p.add_argument("--plot", metavar="FILE.png", help="plot coordinates and energy (needs matplotlib)")
     p.add_argument("-o", "--output", metavar="FILE.npz", help="write the trajectory (.npz)")
     p.add_argument("--floating", action="store_true", help="URDF: add a free joint at the root")
+    p.add_argument("--inertia", choices=INERTIA_CHECKS,
+                   help="URDF, MJCF, OpenSim: 'relaxed' accepts inertias that break the triangle "
+                        "inequality (as Pinocchio does) with a warning (default physical)")
+    p.add_argument("--mimic", choices=MIMIC,
+                   help="URDF <mimic>: 'couple' makes the joint follow its leader (one "
+                        "coordinate), 'independent' gives it its own (default, as Pinocchio's)")
     p.add_argument("--build-dir", metavar="DIR",
                    help="folder for the generated dynamics (default ~/.cache/scleron/<name>)")
     p.add_argument("--switch-threshold", type=float, default=DEFAULT_SWITCH_THRESHOLD, metavar="D",
@@ -84,7 +92,8 @@ def cmd_simulate(args):
                         tau=args.tau, plot=args.plot, output=args.output,
                         progress=not args.quiet, out_dir=args.build_dir, **tolerances,
                         switch_threshold=args.switch_threshold,
-                        record_every=args.every, floating=args.floating, log=_say)
+                        record_every=args.every, floating=args.floating, inertia=args.inertia,
+                        mimic=args.mimic, log=_say)
     except (ModelError, BuildError, SimulationError, ValueError, OSError) as exc:
         print(f"scleron: error: {_one_line(exc)}", file=sys.stderr)
         return 2
