@@ -18,8 +18,7 @@ import warnings
 
 from . import __version__
 from .errors import BuildError, ModelError
-from .model.model import INERTIA_CHECKS
-from .model.urdf import MIMIC
+from .model.load import add_load_arguments, load_arguments
 from .functions import FUNCTIONS
 from .show import one_frame_families
 from .simulate import add_parser as add_simulate_parser
@@ -38,29 +37,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _load(path, args):
     from .model import load_model
-    return load_model(path, **load_options(args))
-
-
-def load_options(args):
-    """load_model's keywords from the options of add_load_options (those given)."""
-    kw = {}
-    if getattr(args, "floating", False):
-        kw["floating"] = True
-    for option in ("inertia", "mimic"):
-        if getattr(args, option, None):
-            kw[option] = getattr(args, option)
-    return kw
-
-
-def add_load_options(p):
-    """The options of reading a model file, on every command that reads one."""
-    p.add_argument("--floating", action="store_true", help="URDF: put a free_flyer joint at the root link")
-    p.add_argument("--inertia", choices=INERTIA_CHECKS,
-                   help="URDF, MJCF, OpenSim: 'relaxed' accepts inertias that break the triangle "
-                        "inequality (as Pinocchio does) with a warning (default physical)")
-    p.add_argument("--mimic", choices=MIMIC,
-                   help="URDF <mimic>: 'couple' makes the joint follow its leader (one "
-                        "coordinate), 'independent' gives it its own (default, as Pinocchio's)")
+    return load_model(path, **load_arguments(args))
 
 
 def _missing_ancestors(path):
@@ -338,7 +315,7 @@ def build_parser():
     c.add_argument("model", help="model file (.yaml, .yml, .urdf, .osim; .xml or .mjcf: URDF or MJCF by its root element)")
     c.add_argument("-o", "--output", metavar="DIR", help="output folder (default generated/<name>)")
     c.add_argument("--name", help="C prefix and package name (default: the model's name)")
-    add_load_options(c)
+    add_load_arguments(c)
     c.add_argument("--chunk", type=int, default=1000, metavar="N",
                    help="statements per C function chunk (default 1000)")
     c.add_argument("--opt", choices=["0", "s", "1", "2", "3"], default=None,
@@ -400,7 +377,7 @@ def build_parser():
     s.add_argument("--tree", action="store_true",
                    help="print the body tree: each body under its parent, with its joint's type "
                         "and DOF")
-    add_load_options(s)
+    add_load_arguments(s)
     s.set_defaults(func=cmd_show)
 
     d = sub.add_parser("draw", help="draw a 3-D stick figure of the model (needs matplotlib)")
@@ -414,7 +391,7 @@ def build_parser():
     d.add_argument("--azim", type=finite_float, default=-60.0, metavar="DEG",
                    help="view azimuth in degrees (default -60)")
     d.add_argument("--no-labels", action="store_true", help="do not write body names")
-    add_load_options(d)
+    add_load_arguments(d)
     d.set_defaults(func=cmd_draw)
     add_simulate_parser(sub)
 

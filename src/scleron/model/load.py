@@ -128,6 +128,30 @@ LOAD_OPTIONS = {YAML_FORMAT: ("merge_fixed",),
                 OSIM_FORMAT: ("inertia", "merge_fixed")}
 
 
+def add_load_arguments(parser, floating_help="URDF: put a free_flyer joint at the root link"):
+    """The options of reading a model file (--floating, --inertia, --mimic) on an argparse parser:
+    every command that reads one takes them (load_arguments turns them into load_model's)."""
+    from .model import INERTIA_CHECKS
+    from .urdf import MIMIC
+    parser.add_argument("--floating", action="store_true", help=floating_help)
+    parser.add_argument("--inertia", choices=INERTIA_CHECKS,
+                        help="URDF, MJCF, OpenSim: 'relaxed' accepts inertias that break the "
+                             "triangle inequality (as Pinocchio does) with a warning (default "
+                             "physical)")
+    parser.add_argument("--mimic", choices=MIMIC,
+                        help="URDF <mimic>: 'couple' makes the joint follow its leader (one "
+                             "coordinate), 'independent' gives it its own (default, as Pinocchio's)")
+
+
+def load_arguments(args):
+    """load_model's keywords from the parsed options of add_load_arguments (those given)."""
+    kw = {"floating": True} if getattr(args, "floating", False) else {}
+    for option in ("inertia", "mimic"):
+        if getattr(args, option, None):
+            kw[option] = getattr(args, option)
+    return kw
+
+
 def load_model(path, **kw):
     """Load a model file and return it with fixed joints merged and validated.
 

@@ -4,8 +4,7 @@ import argparse
 import sys
 
 from ..errors import BuildError, ModelError
-from ..model.model import INERTIA_CHECKS
-from ..model.urdf import MIMIC
+from ..model.load import add_load_arguments, load_arguments
 from .api import DEFAULT_SWITCH_THRESHOLD, simulate
 from .integrators import INTEGRATORS
 from .plot import require_matplotlib
@@ -36,13 +35,7 @@ def add_parser(subparsers):
                    help="constant joint forces: nv numbers, or one for all (default 0)")
     p.add_argument("--plot", metavar="FILE.png", help="plot coordinates and energy (needs matplotlib)")
     p.add_argument("-o", "--output", metavar="FILE.npz", help="write the trajectory (.npz)")
-    p.add_argument("--floating", action="store_true", help="URDF: add a free joint at the root")
-    p.add_argument("--inertia", choices=INERTIA_CHECKS,
-                   help="URDF, MJCF, OpenSim: 'relaxed' accepts inertias that break the triangle "
-                        "inequality (as Pinocchio does) with a warning (default physical)")
-    p.add_argument("--mimic", choices=MIMIC,
-                   help="URDF <mimic>: 'couple' makes the joint follow its leader (one "
-                        "coordinate), 'independent' gives it its own (default, as Pinocchio's)")
+    add_load_arguments(p, "URDF: add a free joint at the root")
     p.add_argument("--build-dir", metavar="DIR",
                    help="folder for the generated dynamics (default ~/.cache/scleron/<name>)")
     p.add_argument("--switch-threshold", type=float, default=DEFAULT_SWITCH_THRESHOLD, metavar="D",
@@ -92,8 +85,7 @@ def cmd_simulate(args):
                         tau=args.tau, plot=args.plot, output=args.output,
                         progress=not args.quiet, out_dir=args.build_dir, **tolerances,
                         switch_threshold=args.switch_threshold,
-                        record_every=args.every, floating=args.floating, inertia=args.inertia,
-                        mimic=args.mimic, log=_say)
+                        record_every=args.every, log=_say, **load_arguments(args))
     except (ModelError, BuildError, SimulationError, ValueError, OSError) as exc:
         print(f"scleron: error: {_one_line(exc)}", file=sys.stderr)
         return 2
