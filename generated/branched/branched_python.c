@@ -371,10 +371,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_b80789b08963_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_e2cb94c026d8_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_b80789b08963_py(void)
+PyMODINIT_FUNC PyInit__branched_e2cb94c026d8_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -371,10 +371,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_98b4da1c719c_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_bc4f99806b6a_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_98b4da1c719c_py(void)
+PyMODINIT_FUNC PyInit__quadruped_bc4f99806b6a_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -371,10 +371,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_efc4d298f64e_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_1bec1b611750_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_efc4d298f64e_py(void)
+PyMODINIT_FUNC PyInit__rc100_1bec1b611750_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -371,10 +371,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_ccf287ea8319_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_bd42d2785660_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc20_ccf287ea8319_py(void)
+PyMODINIT_FUNC PyInit__rc20_bd42d2785660_py(void)
 {
     import_array();
     return PyModule_Create(&module);

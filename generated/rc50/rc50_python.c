@@ -371,10 +371,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_6cbbe6e1f657_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_2e7f111e6ca9_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc50_6cbbe6e1f657_py(void)
+PyMODINIT_FUNC PyInit__rc50_2e7f111e6ca9_py(void)
 {
     import_array();
     return PyModule_Create(&module);
