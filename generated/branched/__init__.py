@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_e2cb94c026d8"
-HASH = "e2cb94c026d8055b9a7e4bfd922e1a0149f0f1518973c636d5b460dc093362c4"
+MODULE = "_branched_6857139b7af6"
+HASH = "6857139b7af6586cf7ce6119a4abd651f1333f51350b783e6ff6d265d27b382e"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

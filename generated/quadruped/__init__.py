@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_bc4f99806b6a"
-HASH = "bc4f99806b6a0cd5a5b2cd7459afc5e0319a47c87752018390b64719b363a4df"
+MODULE = "_quadruped_f37f836cb10a"
+HASH = "f37f836cb10ac05ea9c5e8423e4f098a2ddf44f86adf662de5bfbf6759d8de04"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_1bec1b611750"
-HASH = "1bec1b61175054d5057e76e76c1db35ad1ecdfa5dfbe0d4bcded6779825aa7b9"
+MODULE = "_rc100_e10898ee3051"
+HASH = "e10898ee30512a6715311fbb1a3f1d0d5e428d218a05e06e18a2098a8ce72dd7"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

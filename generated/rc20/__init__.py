@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_bd42d2785660"
-HASH = "bd42d2785660a3c4fc5982124fc9ba5d20c597a130353b449f02a6b6e75d3bd3"
+MODULE = "_rc20_b824d57d3fe2"
+HASH = "b824d57d3fe2360eba828568d3bb22f60c9c359b7b56555e791c57a24810d7e4"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

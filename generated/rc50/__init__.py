@@ -53,8 +53,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_2e7f111e6ca9"
-HASH = "2e7f111e6ca9d670e9a455d1861656eeeebb55826f1bc1ac24c671fcf2c21623"
+MODULE = "_rc50_71aeb3b931f5"
+HASH = "71aeb3b931f5847ec0c35cc4a8041293b9e27c392e2c021bf10da87e5f76a19d"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
