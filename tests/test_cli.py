@@ -264,3 +264,12 @@ def test_the_summary_groups_the_one_frame_functions(capsys):
     assert lines[1].split() == ["forward_dynamics", "100", "60m", "+", "40a", "+", "4", "fn", "unrolled"]
     assert lines[2].split() == ["frame_placement_<k>", "10", "2", "frames,", "3-9", "ops", "each", "unrolled"]
     assert lines[3].split() == ["frame_jacobian_<k>_local", "60", "3", "frames,", "10-30", "ops", "each"]
+
+
+def test_a_comma_within_a_frame_name_is_written_with_a_backslash():
+    """--frames a,b splits at commas; a URDF link named "arm,left" is written arm\\,left."""
+    from scleron.cli import CommandError, _comma_list
+    assert _comma_list(r"tool, arm\,left ,foot", "--frames") == ["tool", "arm,left", "foot"]
+    assert _comma_list(None, "--frames") is None
+    with pytest.raises(CommandError, match="--frames needs at least one name"):
+        _comma_list(" , ", "--frames")

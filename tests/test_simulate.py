@@ -381,6 +381,8 @@ def test_cli_bad_model_path_is_one_line_exit_2(tmp_path):
     (["--duration", "1", "--dt", "0.1", "--rtol", "1e-6"], "--rtol set the error control of rk45, not of rk4"),
     (["--duration", "1", "--dt", "0.1", "-o", "{tmp}/out.csv"], "written as numpy's .npz"),
     (["--duration", "1", "--dt", "0.1", "--plot", "{tmp}/p"], "give the picture a file extension"),
+    (["--duration", "1", "--dt", "0.1", "--switch-threshold", "0.3"],
+     "chain3 has no Euler-angle joint whose chart may switch"),
 ])
 def test_cli_bad_options_are_one_line_exit_2(files, build, capsys, tmp_path, argv, needle):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
@@ -568,6 +570,24 @@ def test_spring_energy_comes_from_the_generated_potential(tmp_path, build):
     assert traj.kinetic == pytest.approx(0.5 * (0.02 + 0.09) * traj.qd[:, 0] ** 2, abs=1e-14)
     assert traj.potential[0] == pytest.approx(0.09) and np.ptp(traj.kinetic) > 0.05
     assert traj.energy_drift < 1e-9
+
+
+def test_the_summary_names_what_does_work_and_where_the_drift_was_measured(tmp_path, build, capsys):
+    """A damped spring loses energy: the summary says the dampers do it (as it says "tau is not
+    zero" for a driven run); with --every the drift is that of the recorded states, and says so."""
+    path = tmp_path / "damped1.yaml"
+    path.write_text(SPRING.replace("name: spring1", "name: damped1").replace("rest: 0.1", "rest: 0.1, damping: 0.05"))
+    assert cmd_simulate(parse([str(path), "--duration", "0.5", "--dt", "1e-3", "--every", "10",
+                               "--build-dir", build, "-q"])) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("energy:"))
+    assert "at the 51 recorded states (dampers dissipate (hinge))" in line, line
+    assert float(line.split("drift ")[1].split()[0]) > 1e-3        # and the energy did go down
+    assert cmd_simulate(parse([str(path), "--duration", "0.5", "--dt", "1e-3", "--tau", "0.1",
+                               "--build-dir", build, "-q"])) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("energy:"))
+    assert line.endswith("(tau is not zero: work is done) (dampers dissipate (hinge))"), line
+    assert "recorded" not in line
 
 
 # -------------------------------------------------------------------------------------------------

@@ -180,10 +180,11 @@ class CodegenProgress:
 
 
 def _comma_list(text, option):
-    """A comma-separated option as a list of names (None when not given)."""
+    """A comma-separated option as a list of names (None when not given); a name that holds a
+    comma writes it as \\, (URDF link names may hold any character)."""
     if text is None:
         return None
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    names = [n.strip().replace("\\,", ",") for n in re.split(r"(?<!\\),", text) if n.strip()]
     if not names:
         raise CommandError(f"{option} needs at least one name")
     return names
@@ -336,7 +337,7 @@ def build_parser():
                         "default all)")
     c.add_argument("--frames", metavar="A,B,...",
                    help="the frames the frame functions cover, in this order (default: every "
-                        "body, URDF link and declared frame)")
+                        "body, URDF link and declared frame; a comma within a name as \\,)")
     c.add_argument("--cuda", action="store_true",
                    help="also write NAME_dynamics.cu and build it with nvcc: every function on a "
                         "GPU, one thread per state (dyn.cuda; docs/cuda.md)")

@@ -6,6 +6,7 @@ import numpy as np
 
 from .integrators import INTEGRATORS
 from .plot import check_plot_path, plot_trajectory
+from .charts import switchables
 from .simulator import MAX_STEPS, Simulator, coordinate_labels
 from .variants import default_build_dir
 
@@ -66,7 +67,7 @@ def _load(model_or_path, floating, inertia=None, mimic=None):
 
 def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, tau=None, plot=None,
              output=None, progress=True, out_dir=None, *, rtol=1e-8, atol=1e-10,
-             switch_threshold=DEFAULT_SWITCH_THRESHOLD, exp_limit=EXP_LIMIT, record_every=1,
+             switch_threshold=None, exp_limit=EXP_LIMIT, record_every=1,
              floating=False, inertia=None, mimic=None, log=None):
     """Integrate a model from its initial state and return a Trajectory.
 
@@ -84,7 +85,8 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     dynamics live (one subfolder per chart combination; default ~/.cache/scleron/<name>, or
     $XDG_CACHE_HOME/scleron/<name>; the trajectory's build_dir says which). log: a function
     called with one line of text saying where the dynamics are generated (the CLI prints it).
-    switch_threshold: |det S| below which an Euler chart is switched; exp_limit: ‖q‖ above which
+    switch_threshold: |det S| below which an Euler chart is switched (default 0.2; given for a
+    model with no Euler-angle joint that may switch, it is refused: it would do nothing); exp_limit: ‖q‖ above which
     a ball_exp joint is reparameterised. record_every: keep every n-th step (and the last).
     """
     if integrator not in INTEGRATORS:
@@ -93,7 +95,9 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     if integrator != "rk45" and duration / dt > MAX_STEPS:
         raise ValueError(f"duration / dt = {duration / dt:.3g} steps is more than {MAX_STEPS}")
     rtol, atol = _positive(rtol, "rtol"), _positive(atol, "atol")
-    switch_threshold = _positive(switch_threshold, "switch_threshold")
+    threshold_given = switch_threshold is not None
+    switch_threshold = _positive(switch_threshold if threshold_given else DEFAULT_SWITCH_THRESHOLD,
+                                 "switch_threshold")
     if switch_threshold >= 0.8:
         raise ValueError("switch_threshold must be below 0.8 (a fresh chart has |det S| >= 0.816)")
     exp_limit = _positive(exp_limit, "exp_limit")
@@ -110,6 +114,9 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     if plot is not None:
         check_plot_path(plot)
     model = _load(model_or_path, floating, inertia, mimic)
+    if threshold_given and not any(s.kind == "euler" for s in switchables(model)):
+        raise ValueError(f"switch_threshold: {model.name} has no Euler-angle joint whose chart may "
+                         "switch (spherical or free without a spring), so it would change nothing")
     nv, names = model.nv, coordinate_labels(model, velocities=True)
     q0 = _vector(q0 if q0 is not None else (model.q0 if model.q0 is not None else model.neutral()),
                  model.nq, "q0", coordinate_labels(model), size="nq")

@@ -38,7 +38,7 @@ def add_parser(subparsers):
     add_load_arguments(p, "URDF: add a free joint at the root")
     p.add_argument("--build-dir", metavar="DIR",
                    help="folder for the generated dynamics (default ~/.cache/scleron/<name>)")
-    p.add_argument("--switch-threshold", type=float, default=DEFAULT_SWITCH_THRESHOLD, metavar="D",
+    p.add_argument("--switch-threshold", type=float, metavar="D",
                    help=f"switch an Euler chart when |det S| < D (default {DEFAULT_SWITCH_THRESHOLD})")
     p.add_argument("--every", type=int, default=1, metavar="N", help="record every N-th step")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
@@ -55,7 +55,7 @@ def _say(text):
     print(text, flush=True)
 
 
-def summary(traj, driven):
+def summary(traj):
     """The lines `scleron simulate` prints after a run."""
     e0 = float(traj.energy[0])
     nq, nv = traj.q.shape[1], traj.qd.shape[1]
@@ -64,12 +64,18 @@ def summary(traj, driven):
              f"t = {traj.t[-1]:g} s in {traj.steps} steps"
              + (f" ({traj.rejected} rejected)" if traj.rejected else "") + f", {traj.wall_time:.2f} s",
              f"energy: E(0) = {e0:.10g} J, E(end) = {float(traj.energy[-1]):.10g} J, max relative "
-             f"drift {traj.energy_drift:.3e}" + (" (tau is not zero: work is done)" if driven else ""),
+             f"drift {traj.energy_drift:.3e}" + _over(traj) + "".join(f" ({w})" for w in traj.work),
              f"chart switches: {len(traj.switches)}"]
     lines += [f"  {s}" for s in traj.switches[:SHOWN_SWITCHES]]
     if len(traj.switches) > SHOWN_SWITCHES:
         lines.append(f"  ... and {len(traj.switches) - SHOWN_SWITCHES} more")
     return lines
+
+
+def _over(traj):
+    """Where the drift was measured, when not at every step (--every N)."""
+    n = len(traj.t)
+    return f" at the {n} recorded states" if n < traj.steps + 1 else ""
 
 
 def cmd_simulate(args):
@@ -89,8 +95,7 @@ def cmd_simulate(args):
     except (ModelError, BuildError, SimulationError, ValueError, OSError) as exc:
         print(f"scleron: error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    driven = args.tau is not None and any(x != 0 for x in args.tau)
-    for line in summary(traj, driven):
+    for line in summary(traj):
         print(line)
     for path in (args.output, args.plot):
         if path:

@@ -294,4 +294,24 @@ class Simulator:
                           [j.name for j in self.model.joints], coordinate_labels(self.model),
                           self.model.name, self.integrator, self.dt, steps, rejected, wall_time,
                           coordinate_units=coordinate_units(self.dyn, self.model.nq),
-                          build_dir=self.variants.build_dir)
+                          build_dir=self.variants.build_dir, work=self.work())
+
+    def work(self):
+        """What adds or takes energy (for the summary): the joint forces, the dampers, the
+        external wrenches; springs and gravity are in the potential energy."""
+        out = []
+        if callable(self.tau):
+            out.append("tau(t, q, qd) does work")
+        elif np.any(self.tau != 0):
+            out.append("tau is not zero: work is done")
+        dampers = [j.name for j in self.model.joints if j.damping is not None and any(j.damping)]
+        if dampers:
+            out.append(f"dampers dissipate ({_names(dampers)})")
+        wrenches = [b.name for b in self.model.bodies if b.wrench is not None and any(b.wrench)]
+        if wrenches:
+            out.append(f"external wrenches do work ({_names(wrenches)})")
+        return out
+
+
+def _names(names, shown=3):
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")

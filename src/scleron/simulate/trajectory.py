@@ -46,7 +46,8 @@ class Trajectory:
     t (N,), q (N, nq), qd (N, nv) in the charts current at each sample (charts (N, J), the chart of
     each joint in chart_joints), energy = kinetic + potential (N,) in J, switches (list of Switch).
     coordinate_units: "rad", "m" or "" per coordinate (what the plot groups by); build_dir: the
-    folder of the generated dynamics (one subfolder per chart combination).
+    folder of the generated dynamics (one subfolder per chart combination). work: what adds or
+    takes energy, so that E need not stay constant ("tau", "dampers of ...", "wrenches on ...").
     """
     t: np.ndarray
     q: np.ndarray
@@ -67,6 +68,7 @@ class Trajectory:
     wall_time: float = 0.0
     coordinate_units: list = field(default_factory=list)
     build_dir: str = ""
+    work: list = field(default_factory=list)
 
     @property
     def energy_drift(self):
@@ -91,7 +93,8 @@ class Trajectory:
                      switch_new=_strings([s.new for s in sw]),
                      switch_detail=_strings([s.detail for s in sw]), model_name=np.array(self.model_name),
                      integrator=np.array(self.integrator), dt=np.array(self.dt),
-                     steps=np.array(self.steps), rejected=np.array(self.rejected))
+                     steps=np.array(self.steps), rejected=np.array(self.rejected),
+                     work=_strings(self.work))
         return path
 
     @classmethod
@@ -124,8 +127,9 @@ class Trajectory:
               zip(z["switch_time"], z["switch_joint"], z["switch_old"], z["switch_new"],
                   z["switch_step"], details)]
         units = [str(x) for x in z["coordinate_units"]] if "coordinate_units" in z else []
+        work = [str(x) for x in z["work"]] if "work" in z else []
         return cls(z["t"], z["q"], z["qd"], z["energy"], z["kinetic"], z["potential"], sw,
                    z["charts"], [str(x) for x in z["chart_joints"]],
                    [str(x) for x in z["joint_names"]], [str(x) for x in z["coordinate_names"]],
                    str(z["model_name"]), str(z["integrator"]), float(z["dt"]), int(z["steps"]),
-                   int(z["rejected"]), coordinate_units=units)
+                   int(z["rejected"]), coordinate_units=units, work=work)
