@@ -772,3 +772,28 @@ def test_a_folder_whose_path_has_glob_characters_loads(tmp_path):
     assert np.allclose(dyn.mass_matrix(q), ref, rtol=1e-12, atol=1e-14)
     from scleron import cli
     assert cli._binaries(str(folder))
+
+
+def test_a_terminated_first_import_leaves_no_build_folder(tmp_path):
+    """`timeout` or a job manager sends SIGTERM while `import NAME` compiles: the process ends with
+    status 143 at once, through the build's cleanup (compilers killed, the temporary .build-*
+    folder removed), not leaving both behind. The compiler is made slow on purpose."""
+    scleron.generate(scleron.load_model(tiny(tmp_path)), str(tmp_path / "tiny"), functions=FEW,
+                     compile=False)
+    slow = tmp_path / "slowcc"
+    slow.write_text("#!/bin/sh\nsleep 60\nexec cc \"$@\"\n")
+    slow.chmod(0o755)
+    env = dict(os.environ, CC=str(slow), SCLERON_NO_OPENMP="1")
+    proc = subprocess.Popen([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import tiny"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not glob.glob(str(tmp_path / "tiny" / ".build-*")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)                                  # the compilers are started
+    assert glob.glob(str(tmp_path / "tiny" / ".build-*")), "the build did not start"
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGTERM and time.monotonic() - t0 < 10
+    assert not glob.glob(str(tmp_path / "tiny" / ".build-*"))
+    assert not glob.glob(str(tmp_path / "tiny" / "*.so"))

@@ -43,18 +43,21 @@ calls with no arguments (update the arrays in place between calls):
 A batch can be split over threads: forward_dynamics(Q, Qd, Tau, threads=2) runs OpenMP threads
 in C when the compiler had OpenMP at build time (gcc does; `_openmp` says), else Python threads.
 """
+import contextlib
 import functools
 import glob
 import numbers
 import importlib.util
 import os
+import signal
 import tempfile
+import threading
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_6857139b7af6"
-HASH = "6857139b7af6586cf7ce6119a4abd651f1333f51350b783e6ff6d265d27b382e"
+MODULE = "_branched_7bfaa30d0694"
+HASH = "7bfaa30d069402aaface014d853af45a2909f2ece800761dccdf8b29f7dcd78d"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -110,13 +113,33 @@ def _load_fast():
         return None
 
 
+@contextlib.contextmanager
+def _terminate_unwinds():
+    """A SIGTERM (`timeout`, a job manager) during the build ends the process as it would, but
+    through the build's cleanup: its compilers killed and its temporary folder removed, not left
+    behind. Only where nobody else handles SIGTERM (the main thread, the default handler)."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+
+    def terminate(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _build():
     """Compile this folder's C code (once); the result is moved into place atomically."""
     spec = importlib.util.spec_from_file_location("_scleron_build_branched",
                                                   os.path.join(HERE, "build_branched.py"))
     builder = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(builder)
-    with tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
+    with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
         built = builder.build(tmpdir=tmp)
         os.replace(built, os.path.join(HERE, os.path.basename(built)))
 

@@ -43,18 +43,21 @@ calls with no arguments (update the arrays in place between calls):
 A batch can be split over threads: forward_dynamics(Q, Qd, Tau, threads=2) runs OpenMP threads
 in C when the compiler had OpenMP at build time (gcc does; `_openmp` says), else Python threads.
 """
+import contextlib
 import functools
 import glob
 import numbers
 import importlib.util
 import os
+import signal
 import tempfile
+import threading
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_f37f836cb10a"
-HASH = "f37f836cb10ac05ea9c5e8423e4f098a2ddf44f86adf662de5bfbf6759d8de04"
+MODULE = "_quadruped_5a86ae7a1403"
+HASH = "5a86ae7a14037969c17f95fcab61a046c43b84b37b1a431aa1e797149f9ff403"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -110,13 +113,33 @@ def _load_fast():
         return None
 
 
+@contextlib.contextmanager
+def _terminate_unwinds():
+    """A SIGTERM (`timeout`, a job manager) during the build ends the process as it would, but
+    through the build's cleanup: its compilers killed and its temporary folder removed, not left
+    behind. Only where nobody else handles SIGTERM (the main thread, the default handler)."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+
+    def terminate(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _build():
     """Compile this folder's C code (once); the result is moved into place atomically."""
     spec = importlib.util.spec_from_file_location("_scleron_build_quadruped",
                                                   os.path.join(HERE, "build_quadruped.py"))
     builder = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(builder)
-    with tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
+    with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
         built = builder.build(tmpdir=tmp)
         os.replace(built, os.path.join(HERE, os.path.basename(built)))
 

@@ -43,18 +43,21 @@ calls with no arguments (update the arrays in place between calls):
 A batch can be split over threads: forward_dynamics(Q, Qd, Tau, threads=2) runs OpenMP threads
 in C when the compiler had OpenMP at build time (gcc does; `_openmp` says), else Python threads.
 """
+import contextlib
 import functools
 import glob
 import numbers
 import importlib.util
 import os
+import signal
 import tempfile
+import threading
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_e10898ee3051"
-HASH = "e10898ee30512a6715311fbb1a3f1d0d5e428d218a05e06e18a2098a8ce72dd7"
+MODULE = "_rc100_eefb17403960"
+HASH = "eefb174039606796f9664f6e3b6fcadae0bad6644df8720037a05d4e2d8aab78"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -110,13 +113,33 @@ def _load_fast():
         return None
 
 
+@contextlib.contextmanager
+def _terminate_unwinds():
+    """A SIGTERM (`timeout`, a job manager) during the build ends the process as it would, but
+    through the build's cleanup: its compilers killed and its temporary folder removed, not left
+    behind. Only where nobody else handles SIGTERM (the main thread, the default handler)."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+
+    def terminate(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _build():
     """Compile this folder's C code (once); the result is moved into place atomically."""
     spec = importlib.util.spec_from_file_location("_scleron_build_rc100",
                                                   os.path.join(HERE, "build_rc100.py"))
     builder = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(builder)
-    with tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
+    with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
         built = builder.build(tmpdir=tmp)
         os.replace(built, os.path.join(HERE, os.path.basename(built)))
 
