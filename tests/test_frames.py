@@ -78,6 +78,12 @@ def test_frame_functions_equal_pinocchio(robot, pin, generated, rng):
                 assert np.allclose(dyn.frame_jacobian(q, name, reference=ref), Jf, rtol=0, atol=1e-14)
         assert rel_err(dyn.center_of_mass(q), pin.centerOfMass(pm, pd, q)) < TOL
         assert rel_err(dyn.com_jacobian(q), pin.jacobianCenterOfMass(pm, pd, q)) < TOL
+        # a contact's drift term J̇ q̇ (Pinocchio's getFrameJacobianTimeVariation, world-aligned)
+        # is the classical acceleration at q̈ = 0 (README, Frames)
+        pin.computeJointJacobiansTimeVariation(pm, pd, q, qd)
+        drift = [swap(pin.getFrameJacobianTimeVariation(pm, pd, i, pin.LOCAL_WORLD_ALIGNED) @ qd)
+                 for i in ids]
+        assert rel_err(dyn.frame_accelerations(q, qd, np.zeros(pm.nv)), drift) < TOL
 
 
 def test_one_frame_costs_only_its_own_work(generated, rng):
