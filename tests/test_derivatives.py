@@ -224,6 +224,27 @@ def test_general_joints_derivatives_of_the_reference(name, qball, two_roots, rng
         assert rel_err(dq, fdq) < FD_TOL and rel_err(dqd, fdqd) < FD_TOL
 
 
+@pytest.mark.parametrize("name,knots", [("spline_surface.yaml", [2.0, 1.0]), ("spline_chain.yaml", [1.0]),
+                                         ("spline_surface.yaml", [0.0, 0.0])])
+def test_spline_joint_derivatives_at_the_knots(name, knots, rng):
+    """A spline parameter on a knot (an integer; 0 is the neutral q): the derivatives are finite
+    and equal central differences (the symmetric derivative: the third derivative of the cubic
+    pieces jumps there), where sqrt(x * x) differentiated at its kink gave 0 * inf = NaN."""
+    model = scleron.load_model(example(name))
+    tree = Tree(model)
+    q = list(model.q0)
+    q[:len(knots)] = knots                       # the spline joint is each model's first
+    qd, qdd = list(rng.uniform(-1, 1, tree.nv)), list(rng.uniform(-1, 1, tree.nv))
+    dq, dqd, _ = (np.array(x) for x in derivatives.inverse_dynamics_derivatives(tree, ALG, q, qd, qdd))
+    assert np.isfinite(dq).all() and np.isfinite(dqd).all()
+    tau = lambda x: np.array(recursions.inverse_dynamics(tree, ALG, list(x), qd, qdd))
+    h = 1e-6
+    fdq = np.array([tau(np.array(q) + h * e) - tau(np.array(q) - h * e) for e in np.eye(tree.nv)]).T / (2 * h)
+    assert rel_err(dq, fdq) < 1e-5
+    dq_fd, _, _ = (np.array(x) for x in derivatives.forward_dynamics_derivatives(tree, ALG, q, qd, qdd))
+    assert np.isfinite(dq_fd).all()
+
+
 @pytest.mark.parametrize("name", ["branched", "quadruped", "qball", "two_roots", "tc10"])
 def test_mass_matrix_inverse_by_factorisation_and_by_articulated_solve(name, qball, two_roots, rng):
     """The two routes to M^-1 share nothing but the model: the straight-line code's LTDL

@@ -21,7 +21,7 @@ from scleron.simulate.charts import switchables
 from scleron.simulate.plot import coordinate_panels, trajectory_figure
 from scleron.simulate.progress import Progress
 
-from conftest import ROOT
+from conftest import ROOT, example
 
 # One free body (6 DOF: x, y, z, then XYZ Tait-Bryan angles) with an asymmetric inertia and an
 # offset centre of mass, thrown upwards and spinning so that its orientation passes within a few
@@ -655,3 +655,15 @@ def test_quaternion_joints_integrate_on_the_manifold_at_full_order(tmp_path, bui
     s1, s2 = error("semi-implicit", 0.02), error("semi-implicit", 0.01)
     assert 1.7 < s1 / s2 < 2.3
     assert error("rk45", 0.05, rtol=1e-11, atol=1e-11) < 1e-8
+
+
+def test_the_implicit_integrator_starts_on_a_spline_knot(build):
+    """spline_surface's initial state sits on a knot of its surface (v = 1.0), where the
+    derivatives the implicit integrator takes were NaN (sqrt(x * x) differentiated at x = 0):
+    the run failed at its first step. It now follows rk4 to first order."""
+    path = example("spline_surface.yaml")
+    implicit = simulate(path, 0.05, 1e-3, integrator="implicit", out_dir=build, progress=False)
+    rk4 = simulate(path, 0.05, 1e-3, out_dir=build, progress=False)
+    assert implicit.steps == 50 and np.isfinite(implicit.q).all()
+    assert np.abs(implicit.q[-1] - rk4.q[-1]).max() < 1e-3
+    assert np.abs(implicit.q[-1] - implicit.q[0]).max() > 1e-3          # and it did move

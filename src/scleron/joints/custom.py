@@ -97,6 +97,10 @@ class _Floats:
     def call(name, x, numeric):
         return numeric(x)
 
+    @staticmethod
+    def piece(cls, x):
+        return float(cls.numeric(x))
+
 
 def validate_custom(params):
     """The normalised parameters of a custom joint; ExpressionError (a ValueError) naming the

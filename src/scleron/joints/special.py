@@ -133,11 +133,14 @@ GUARDED = {cls.c_name: cls for cls in (ExpA, ExpB, ExpC, ExpDB, ExpDC, ExpDDB, E
 # The generated code has no branches on state, so the few non-smooth primitives the spline and
 # custom joints need are sympy Functions that the Evaluator (joints.symbolic) writes with
 # arithmetic and sqrt only:  max(x, 0) = (x + sqrt(x*x)) / 2  and  |x| = sqrt(x*x).  Their
-# derivatives are again such functions, so sympy differentiates through them.
+# derivatives are again such functions, so sympy differentiates through them; forward-mode
+# dual numbers (the derivative functions' joint tangents) take the same rule (`derivative`),
+# not the formula's: sqrt(x*x) differentiated at its kink x = 0 would give 0 * inf.
 
 class _Piece(sp.Function):
-    """A one-argument function with a numpy value (numeric) and a way to write it in any
-    algebra with +, *, / and sqrt (scl_algebra(evaluator, expr))."""
+    """A one-argument function with a numpy value (numeric), its formula in any algebra with +,
+    *, / and sqrt (formula(alg, x); alg.piece(cls, x) evaluates it), and its derivative in that
+    algebra (derivative(alg, x), the same rule as sympy's fdiff)."""
     nargs = 1
 
     @classmethod
@@ -167,9 +170,12 @@ class PosPart(_Piece):
         return np.maximum(x, 0.0)
 
     @staticmethod
-    def scl_algebra(ev, e):
-        x = ev(e.args[0])
-        return 0.5 * (x + ev.alg.sqrt(x * x))
+    def formula(alg, x):
+        return 0.5 * (x + alg.sqrt(x * x))
+
+    @staticmethod
+    def derivative(alg, x):
+        return alg.piece(Step, x)
 
     def fdiff(self, argindex=1):
         return Step(self.args[0])
@@ -186,9 +192,13 @@ class PosPart2(_Piece):
         return np.maximum(x, 0.0) ** 2
 
     @staticmethod
-    def scl_algebra(ev, e):
-        p = ev(PosPart(e.args[0]))
+    def formula(alg, x):
+        p = alg.piece(PosPart, x)
         return p * p
+
+    @staticmethod
+    def derivative(alg, x):
+        return 2.0 * alg.piece(PosPart, x)
 
     def fdiff(self, argindex=1):
         return 2 * PosPart(self.args[0])
@@ -205,9 +215,13 @@ class PosPart3(_Piece):
         return np.maximum(x, 0.0) ** 3
 
     @staticmethod
-    def scl_algebra(ev, e):
-        p = ev(PosPart(e.args[0]))
+    def formula(alg, x):
+        p = alg.piece(PosPart, x)
         return p * p * p
+
+    @staticmethod
+    def derivative(alg, x):
+        return 3.0 * alg.piece(PosPart2, x)
 
     def fdiff(self, argindex=1):
         return 3 * PosPart2(self.args[0])
@@ -228,9 +242,12 @@ class Step(_Piece):
         return 0.5 * (1.0 + np.sign(x))
 
     @staticmethod
-    def scl_algebra(ev, e):
-        x = ev(e.args[0])
-        return 0.5 + 0.5 * (x / ev.alg.sqrt(x * x + _SIGN_TINY))
+    def formula(alg, x):
+        return 0.5 + 0.5 * (x / alg.sqrt(x * x + _SIGN_TINY))
+
+    @staticmethod
+    def derivative(alg, x):
+        return 0.0
 
     def fdiff(self, argindex=1):
         return sp.Integer(0)
@@ -247,9 +264,12 @@ class SclAbs(_Piece):
         return np.abs(x)
 
     @staticmethod
-    def scl_algebra(ev, e):
-        x = ev(e.args[0])
-        return ev.alg.sqrt(x * x)
+    def formula(alg, x):
+        return alg.sqrt(x * x)
+
+    @staticmethod
+    def derivative(alg, x):
+        return alg.piece(SclSign, x)
 
     def fdiff(self, argindex=1):
         return SclSign(self.args[0])
@@ -266,9 +286,12 @@ class SclSign(_Piece):
         return np.sign(x)
 
     @staticmethod
-    def scl_algebra(ev, e):
-        x = ev(e.args[0])
-        return x / ev.alg.sqrt(x * x + _SIGN_TINY)
+    def formula(alg, x):
+        return x / alg.sqrt(x * x + _SIGN_TINY)
+
+    @staticmethod
+    def derivative(alg, x):
+        return 0.0
 
     def fdiff(self, argindex=1):
         return sp.Integer(0)

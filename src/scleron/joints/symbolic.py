@@ -267,9 +267,8 @@ class Evaluator:
                 return self._atan(x)
             a = self._atan(x / self.alg.sqrt(1.0 - x * x))     # asin x, |x| < 1
             return a if fn == "asin" else math.pi / 2 - a
-        piece = getattr(type(e), "scl_algebra", None)
-        if piece is not None:          # a branch-free piece (joints.special): +, *, /, sqrt only
-            return piece(self, e)
+        if getattr(type(e), "formula", None) is not None:   # a branch-free piece (joints.special)
+            return self.alg.piece(type(e), self(e.args[0]))
         numeric = getattr(type(e), "numeric", None)
         if numeric is not None:        # a series-guarded helper (see joints.special)
             return self.alg.call(type(e).helper, self(e.args[0]))
@@ -299,7 +298,7 @@ class Tape:
     and helper call, whatever its argument) becomes one entry (code, a, b) of `ops`, whose
     operands index the values: the inputs, then the constants, then the results in order."""
 
-    ADD, SUB, MUL, DIV, NEG, FUNCTION, CALL = range(7)
+    ADD, SUB, MUL, DIV, NEG, FUNCTION, CALL, PIECE = range(8)
 
     def __init__(self, exprs, symbols):
         self.n_inputs = len(symbols)
@@ -317,7 +316,7 @@ class Tape:
 
         self.ops = []
         for code, a, b in recorded:
-            if code not in (Tape.FUNCTION, Tape.CALL):     # b: a slot, or none (NEG)
+            if code not in (Tape.FUNCTION, Tape.CALL, Tape.PIECE):     # b: a slot, or none (NEG)
                 b = None if b is None else index(b)
             self.ops.append((code, index(a), b))
         self.outputs = [index(x) for x in outputs]
@@ -330,9 +329,9 @@ class Tape:
         return _Slot(self, ("const", len(self.consts) - 1))
 
     def record(self, code, a, b=None):
-        """One entry: an operation on a and b (slots or constants; for FUNCTION and CALL, b
-        is the function's name or the helper)."""
-        if code not in (Tape.FUNCTION, Tape.CALL) and b is not None:
+        """One entry: an operation on a and b (slots or constants; for FUNCTION, CALL and PIECE,
+        b is the function's name, the helper or the piece's class)."""
+        if code not in (Tape.FUNCTION, Tape.CALL, Tape.PIECE) and b is not None:
             b = self._slot(b)
         self._recorded.append((code, self._slot(a), b))
         return _Slot(self, ("op", len(self._recorded) - 1))
@@ -355,6 +354,8 @@ class Tape:
                 v.append(-v[a])
             elif code == Tape.FUNCTION:
                 v.append(alg.function(b, v[a]))
+            elif code == Tape.PIECE:
+                v.append(alg.piece(b, v[a]))
             else:
                 v.append(alg.call(b, v[a]))
         return [v[i] for i in self.outputs]
@@ -393,6 +394,9 @@ class _Recorder(Algebra):
 
     def call(self, helper, x):
         return self.tape.record(Tape.CALL, x, helper)
+
+    def piece(self, cls, x):
+        return self.tape.record(Tape.PIECE, x, cls)
 
 
 # ---- joints written as products of simple transforms -------------------------------------------

@@ -66,6 +66,11 @@ class Algebra:
     def call(self, helper, x):
         raise NotImplementedError(f"{type(self).__name__} cannot call helper {helper.name}")
 
+    def piece(self, cls, x):
+        """A branch-free piece (max(x, 0), |x|, ...: joints.special) at x, by its formula in
+        +, *, / and sqrt; DualAlgebra differentiates it by its own derivative rule instead."""
+        return cls.formula(self, x)
+
     def section(self, text, pass_=None, body=None):
         pass
 
@@ -215,6 +220,15 @@ class DualAlgebra(Algebra):
         else:
             raise NotImplementedError(f"no derivative rule for {name}")
         return Dual(v, [d * t for t in x.b])
+
+    def piece(self, cls, x):
+        """A branch-free piece by its derivative rule (cls.derivative, the sympy fdiff's), not
+        through its formula: sqrt(x * x) differentiated at x = 0 is 0 * inf, NaN, where the kink's
+        rule gives Step(0) = 1/2 for max(x, 0) and 0 for the derivative of sign(x)."""
+        if not isinstance(x, Dual):
+            return self.base.piece(cls, x)
+        d = cls.derivative(self.base, x.a)
+        return Dual(self.base.piece(cls, x.a), [d * t for t in x.b])
 
     def call(self, helper, x):
         if not isinstance(x, Dual):
