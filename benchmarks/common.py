@@ -30,14 +30,16 @@ MJ_VARIANTS = {"fd": ["fd_min", "forward"], "id": ["id_min", "inverse"], "M": ["
 # frame kinematics (issue 10), fixed-base systems: the scleron harness's labels, their titles, the
 # generated C function of each, and the Pinocchio harness's equivalent (harness/pin_bench.cpp):
 # forwardKinematics + updateFramePlacements; computeJointJacobians + getFrameJacobian of every
-# frame (LOCAL_WORLD_ALIGNED, LOCAL); jacobianCenterOfMass
-FRAME_FUNCS = ["placements", "jacobians", "jacobians_local", "com_jacobian"]
+# frame (LOCAL_WORLD_ALIGNED, LOCAL); jacobianCenterOfMass; computeCentroidalMap
+FRAME_FUNCS = ["placements", "jacobians", "jacobians_local", "com_jacobian", "centroidal_map"]
 FRAME_TITLE = {"placements": "frame placements", "jacobians": "frame Jacobians (LOCAL_WORLD_ALIGNED)",
-               "jacobians_local": "frame Jacobians (LOCAL)", "com_jacobian": "centre-of-mass Jacobian"}
+               "jacobians_local": "frame Jacobians (LOCAL)", "com_jacobian": "centre-of-mass Jacobian",
+               "centroidal_map": "centroidal momentum matrix"}
 FRAME_FULL_NAME = {"placements": "frame_placements", "jacobians": "frame_jacobians",
-                   "jacobians_local": "frame_jacobians_local", "com_jacobian": "com_jacobian"}
+                   "jacobians_local": "frame_jacobians_local", "com_jacobian": "com_jacobian",
+                   "centroidal_map": "centroidal_momentum_matrix"}
 PIN_FRAME = {"placements": "fk_frames", "jacobians": "jac_frames_lwa", "jacobians_local": "jac_frames_local",
-             "com_jacobian": "jcom"}
+             "com_jacobian": "jcom", "centroidal_map": "ccrba"}
 FRAME_TARGET = 0.3     # issue 10: scleron / Pinocchio, medians, at most this
 NSTATES = 100          # states per timing pass
 NBATCH = 1000          # states per batched Python call

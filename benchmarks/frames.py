@@ -1,7 +1,8 @@
 """Frame kinematics against Pinocchio (issue 10): scleron's frame placements, frame Jacobians
 (local_world_aligned and local) and centre-of-mass Jacobian against Pinocchio's
 forwardKinematics + updateFramePlacements, computeJointJacobians + getFrameJacobian of every
-frame, and jacobianCenterOfMass, on every system (the floating solo12 included).
+frame, and jacobianCenterOfMass, on every system (the floating solo12 included); and the
+centroidal momentum matrix against computeCentroidalMap (not an issue's target).
 
 scleron's side is a folder of its own, generated with only the frame functions
 (build/SYSTEM/frames/SYSTEM; the default generation may leave the frame Jacobians out on long
@@ -25,7 +26,7 @@ ROWS = [3, 4, 5, 0, 1, 2]      # Pinocchio's [v; w] rows in scleron's order [w; 
 TOL = 1e-9
 NCHECK = 5                     # states of the Python check
 # the functions of the frames folder (naming frame_jacobians brings its _local and _world variants)
-GENERATED = ["frame_placements", "frame_jacobians", "com_jacobian"]
+GENERATED = ["frame_placements", "frame_jacobians", "com_jacobian", "centroidal_momentum_matrix"]
 
 
 def pin_reference(S, pq):
@@ -38,17 +39,19 @@ def pin_reference(S, pq):
     for f, rf in [("jacobians", pin.ReferenceFrame.LOCAL_WORLD_ALIGNED), ("jacobians_local", pin.ReferenceFrame.LOCAL)]:
         out[f] = np.array([pin.getFrameJacobian(pm, pd, i, rf)[ROWS] for i in S.pin_frame_ids])
     out["com_jacobian"] = np.array(pin.jacobianCenterOfMass(pm, pd, pq))
+    out["centroidal_map"] = np.array(pin.computeCentroidalMap(pm, pd, pq))[ROWS]      # [l; k] -> [k; l]
     return out
 
 
 def scleron_python(dyn, q):
     return {"placements": dyn.frame_placements(q), "jacobians": dyn.frame_jacobians(q),
-            "jacobians_local": dyn.frame_jacobians(q, reference="local"), "com_jacobian": dyn.com_jacobian(q)}
+            "jacobians_local": dyn.frame_jacobians(q, reference="local"), "com_jacobian": dyn.com_jacobian(q),
+            "centroidal_map": dyn.centroidal_momentum_matrix(q)}
 
 
 def shapes(nf, nv):
     return {"placements": (nf, 4, 4), "jacobians": (nf, 6, nv), "jacobians_local": (nf, 6, nv),
-            "com_jacobian": (3, nv)}
+            "com_jacobian": (3, nv), "centroidal_map": (6, nv)}
 
 
 def from_scleron_harness(out, nf, nv):
@@ -62,6 +65,7 @@ def from_pin_harness(out, nf, nv):
     res = {f: out[PIN_FRAME[f]].reshape(sh[f]) for f in FRAME_FUNCS}
     for f in ("jacobians", "jacobians_local"):
         res[f] = res[f][:, ROWS, :]
+    res["centroidal_map"] = res["centroidal_map"][ROWS]
     return res
 
 

@@ -193,14 +193,16 @@ def peer_variants_section(R):
 PIN_FRAME_CALLS = {"placements": "`forwardKinematics` + `updateFramePlacements`",
                    "jacobians": "`computeJointJacobians` + `getFrameJacobian(LOCAL_WORLD_ALIGNED)` per frame",
                    "jacobians_local": "`computeJointJacobians` + `getFrameJacobian(LOCAL)` per frame",
-                   "com_jacobian": "`jacobianCenterOfMass`"}
+                   "com_jacobian": "`jacobianCenterOfMass`",
+                   "centroidal_map": "`computeCentroidalMap`"}
 
 FRAMES_INTRO = (
     "scleron: `NAME_frame_placements` (nframes × 4 × 4), `NAME_frame_jacobians` (local_world_aligned) and "
-    "`NAME_frame_jacobians_local` (nframes × 6 × nv, rows [ω; v]), `NAME_com_jacobian` (3 × nv), every frame of "
+    "`NAME_frame_jacobians_local` (nframes × 6 × nv, rows [ω; v]), `NAME_com_jacobian` (3 × nv), "
+    "`NAME_centroidal_momentum_matrix` (6 × nv, rows [k; l]; no issue's target), every frame of "
     "the module's `frame_names` (bodies, URDF links merged by fixed joints, the fixed root link), from a folder "
     "generated with only the frame functions (`functions=[\"frame_placements\", \"frame_jacobians\", "
-    "\"com_jacobian\"]`, build/SYSTEM/frames/) and a harness of its own. "
+    "\"com_jacobian\", \"centroidal_momentum_matrix\"]`, build/SYSTEM/frames/) and a harness of its own. "
     "Pinocchio C++: the same frames (`model.getFrameId(name)` in the Python model, added to the C++ model "
     "with `addFrame` in that order; the C++ model holds no other frame but the universe), "
     + "; ".join(f"{FRAME_TITLE[f]}: {PIN_FRAME_CALLS[f]}" for f in FRAME_FUNCS)

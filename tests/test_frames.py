@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import scleron
-from scleron.dynamics import frames as F
+from scleron.dynamics import centroidal as C, frames as F
 from scleron.dynamics.algebra import FloatAlgebra
 from scleron.dynamics.tree import Tree
 from scleron.errors import ModelError
@@ -44,6 +44,7 @@ def pin():
 # placements and Jacobians; not the dynamics, their derivatives and the one-frame velocities and
 # accelerations (functions=None: three times the compile time; those have a test of their own)
 FRAME_TEST_FUNCTIONS = ["frame_placements", "center_of_mass", "com_jacobian",
+                        "centroidal_momentum_matrix", "centroidal_momentum",
                         *(f"frame_{kind}{ref}" for kind in ("jacobians", "velocities", "accelerations")
                           for ref in ("", "_local", "_world")),
                         "frame_placement", "frame_jacobian"]
@@ -78,6 +79,10 @@ def test_frame_functions_equal_pinocchio(robot, pin, generated, rng):
                 assert np.allclose(dyn.frame_jacobian(q, name, reference=ref), Jf, rtol=0, atol=1e-14)
         assert rel_err(dyn.center_of_mass(q), pin.centerOfMass(pm, pd, q)) < TOL
         assert rel_err(dyn.com_jacobian(q), pin.jacobianCenterOfMass(pm, pd, q)) < TOL
+        # centroidal momentum (rows [k; l] here, [l; k] in Pinocchio)
+        assert rel_err(dyn.centroidal_momentum_matrix(q), swap(pin.computeCentroidalMap(pm, pd, q))) < TOL
+        pin.computeCentroidalMomentum(pm, pd, q, qd)
+        assert rel_err(dyn.centroidal_momentum(q, qd), swap(pd.hg.vector)) < TOL
         # a contact's drift term J̇ q̇ (Pinocchio's getFrameJacobianTimeVariation, world-aligned)
         # is the classical acceleration at q̈ = 0 (README, Frames)
         pin.computeJointJacobiansTimeVariation(pm, pd, q, qd)
@@ -266,6 +271,27 @@ def test_general_joint_jacobians_match_finite_differences(name, rng):
     Jc = np.array(F.com_jacobian(tree, ALG, list(q)))
     fd = np.array([(com(q + e * 1e-6) - com(q - e * 1e-6)) / 2e-6 for e in np.eye(len(q))]).T
     assert rel_err(Jc, fd) < 1e-6
+    # the centroidal momentum is the bodies' momenta about the centre of mass, each from its
+    # frame's placement and twist; A_G qd is the same
+    hg = np.array(C.centroidal_momentum(tree, ALG, list(q), list(qd)))
+    assert rel_err(hg, momentum_from_frames(model, tree, P, V)) < 1e-12
+    assert rel_err(np.array(C.centroidal_momentum_matrix(tree, ALG, list(q))) @ qd, hg) < 1e-12
+
+
+def momentum_from_frames(model, tree, P, V):
+    """[k_G; l] = sum over the bodies of [R I_c R^T w + m (c - G) x dc/dt; m dc/dt], c = p + R com,
+    from every body's frame (placement P, twist V = [w; dp/dt], local_world_aligned)."""
+    names = [f.name for f in tree.frames]
+    parts = []
+    for b in model.bodies:
+        k = names.index(b.name)
+        R, p, w, dp = P[k][:3, :3], P[k][:3, 3], V[k][:3], V[k][3:]
+        c = p + R @ b.inertia.com
+        parts.append((b.inertia.mass, c, dp + np.cross(w, R @ b.inertia.com), R @ b.inertia.inertia @ R.T @ w))
+    mass = sum(m for m, _, _, _ in parts)
+    G = sum(m * c for m, c, _, _ in parts) / mass
+    k = sum(Iw + m * np.cross(c - G, dc) for m, c, dc, Iw in parts)
+    return np.concatenate([k, sum(m * dc for m, _, dc, _ in parts)])
 
 
 def test_generated_frames_equal_the_float_reference_on_a_torus_chain(generated, rng):

@@ -16,7 +16,8 @@ ROBOTS = {"solo12": "solo_description/robots/solo12.urdf",
           "talos": "talos_data/robots/talos_reduced.urdf"}
 FUNCTIONS = ["forward_dynamics", "inverse_dynamics", "mass_matrix", "bias_forces",
              "center_of_mass", "com_jacobian", "frame_placements", "frame_jacobians",
-             "frame_accelerations", "integrate", "difference"]
+             "frame_accelerations", "integrate", "difference", "centroidal_momentum_matrix",
+             "centroidal_momentum"]
 
 
 def rel_err(a, ref):
@@ -65,6 +66,10 @@ def check_against_pinocchio(pin, dyn, pm, rng, states=4):
         assert rel_err(dyn.bias_forces(q, v), pin.nle(pm, pd, q, v)) < TOL
         assert rel_err(dyn.center_of_mass(q), pin.centerOfMass(pm, pd, q)) < TOL
         assert rel_err(dyn.com_jacobian(q), pin.jacobianCenterOfMass(pm, pd, q)) < TOL
+        # centroidal momentum: Pinocchio's rows are [l; k], scleron's [k; l]
+        assert rel_err(dyn.centroidal_momentum_matrix(q), swap(pin.computeCentroidalMap(pm, pd, q))) < TOL
+        pin.computeCentroidalMomentum(pm, pd, q, v)
+        assert rel_err(dyn.centroidal_momentum(q, v), swap(pd.hg.vector)) < TOL
         pin.forwardKinematics(pm, pd, q, v, a)
         pin.updateFramePlacements(pm, pd)
         pin.computeJointJacobians(pm, pd, q)

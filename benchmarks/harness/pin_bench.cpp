@@ -10,6 +10,7 @@
 //   jac_frames_lwa    computeJointJacobians + getFrameJacobian(LOCAL_WORLD_ALIGNED) of every listed frame
 //   jac_frames_local  the same, LOCAL
 //   jcom              jacobianCenterOfMass
+//   ccrba             computeCentroidalMap (the centroidal momentum matrix Ag)
 // and the derivatives (issue 11; named only by benchmarks/derivatives.py)
 //   aba_derivs        computeABADerivatives (ddq, ddq_dq, ddq_dv, Minv)
 //   rnea_derivs       computeRNEADerivatives (dtau_dq, dtau_dv, M)
@@ -30,6 +31,7 @@
 #include <pinocchio/algorithm/frames.hpp>
 #include <pinocchio/algorithm/jacobian.hpp>
 #include <pinocchio/algorithm/center-of-mass.hpp>
+#include <pinocchio/algorithm/centroidal.hpp>
 #include <pinocchio/algorithm/aba-derivatives.hpp>
 #include <pinocchio/algorithm/rnea-derivatives.hpp>
 #include <vector>
@@ -89,6 +91,12 @@ void run_jcom(const pinocchio::Model &model, pinocchio::Data &data, const double
     ConstMap Q(q, model.nq);
     pinocchio::jacobianCenterOfMass(model, data, Q);
 }
+void run_ccrba(const pinocchio::Model &model, pinocchio::Data &data, const double *q)
+{
+    ConstMap Q(q, model.nq);
+    pinocchio::computeCentroidalMap(model, data, Q);
+}
+
 void run_aba_derivatives(const pinocchio::Model &model, pinocchio::Data &data, const double *q,
                          const double *v, const double *tau)
 {
@@ -244,6 +252,7 @@ int main(int argc, char **argv)
 #define CALL_JAC_LWA run_frame_jacobians(model, data, P_Q, frames, Jf, false)
 #define CALL_JAC_LOCAL run_frame_jacobians(model, data, P_Q, frames, Jf, true)
 #define CALL_JCOM run_jcom(model, data, P_Q)
+#define CALL_CCRBA run_ccrba(model, data, P_Q)
 #define CALL_ABA_D run_aba_derivatives(model, data, P_Q, P_V, P_U)
 #define CALL_RNEA_D run_rnea_derivatives(model, data, P_Q, P_V, P_U)
 #define CALL_MINV run_minv(model, data, P_Q)
@@ -263,6 +272,7 @@ int main(int argc, char **argv)
             if (bench_wants(&a, "jac_frames_lwa")) BENCH_TIME("jac_frames_lwa", a.R, a.target_ns, NS, CALL_JAC_LWA);
             if (bench_wants(&a, "jac_frames_local")) BENCH_TIME("jac_frames_local", a.R, a.target_ns, NS, CALL_JAC_LOCAL);
             if (bench_wants(&a, "jcom")) BENCH_TIME("jcom", a.R, a.target_ns, NS, CALL_JCOM);
+            if (bench_wants(&a, "ccrba")) BENCH_TIME("ccrba", a.R, a.target_ns, NS, CALL_CCRBA);
         }
     } else if (a.mode == BENCH_CALLS_MODE) {
         std::string f = a.funcs[0];
@@ -279,6 +289,7 @@ int main(int argc, char **argv)
         else if (have_frames && f == "jac_frames_lwa") BENCH_CALLS(a.K, NS, CALL_JAC_LWA);
         else if (have_frames && f == "jac_frames_local") BENCH_CALLS(a.K, NS, CALL_JAC_LOCAL);
         else if (have_frames && f == "jcom") BENCH_CALLS(a.K, NS, CALL_JCOM);
+        else if (have_frames && f == "ccrba") BENCH_CALLS(a.K, NS, CALL_CCRBA);
         else { std::cerr << "unknown function " << f << "\n"; return 2; }
         printf("DONE %ld\n", a.K);
     } else {
@@ -312,6 +323,10 @@ int main(int argc, char **argv)
             CALL_JCOM;
             append_row_major(buf, data.Jcom);
             bench_print_out("jcom", buf.data(), (int)buf.size());
+            buf.clear();
+            CALL_CCRBA;
+            append_row_major(buf, data.Ag);
+            bench_print_out("ccrba", buf.data(), (int)buf.size());
         }
     }
     return 0;

@@ -13,7 +13,7 @@ from typing import Callable
 from functools import partial
 from math import prod
 
-from .dynamics import configuration, derivatives, frames, recursions
+from .dynamics import centroidal, configuration, derivatives, frames, recursions
 from .program import Program, ProgramAlgebra
 
 
@@ -166,6 +166,16 @@ FUNCTIONS = {f.name: f for f in [
     FunctionSpec("com_jacobian", (Q,), (Argument("Jcom", (3, "nv"), "centre of mass Jacobian"),),
                  frames.com_jacobian, "d com / d q (world), row-major 3 x nv", ("jcom",),
                  by_default=uncoupled),
+    FunctionSpec("centroidal_momentum_matrix", (Q,),
+                 (Argument("Ag", (6, "nv"), "centroidal momentum matrix"),),
+                 centroidal.centroidal_momentum_matrix,
+                 "A_G(q) with h_G = A_G qd, rows [k; l]: angular momentum about the centre of mass "
+                 "(world axes), then linear momentum; row-major 6 x nv", ("ag",),
+                 by_default=uncoupled),
+    FunctionSpec("centroidal_momentum", (Q, QD), (Argument("hg", (6,), "centroidal momentum [k; l]"),),
+                 centroidal.centroidal_momentum,
+                 "h_G = [k; l]: the angular momentum about the centre of mass (world axes) and the "
+                 "linear momentum", ("hg",), by_default=uncoupled),
     FunctionSpec("frame_placements", (Q,), (Argument("oMf", ("nframes", 4, 4), "frame placements"),),
                  frames.frame_placements,
                  "the world placement [[R, p], [0, 1]] of every frame (frame_names)", ("placements",),

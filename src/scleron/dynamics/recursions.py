@@ -501,12 +501,12 @@ def forward_dynamics(tree, alg, q, qd, tau):
 
 
 # ---- mass matrix: composite rigid bodies (Featherstone Tab 6.2) -------------------------------
-def composite_inertias(tree, alg, kins):
+def composite_inertias(tree, alg, kins, label="mass matrix"):
     """Ic_k = J_k + sum over children Ad^T Ic_i Ad, leaves to root (compact rigid form)."""
     Ic = [b.inertia for b in tree.bodies]
     for b, kin in zip(reversed(tree.bodies), reversed(kins)):
-        alg.section(f"mass matrix (Featherstone Table 6.2): composite inertia of body {b.name}",
-                    "mass matrix (Featherstone Table 6.2): composite inertia", b.index)
+        alg.section(f"{label} (Featherstone Table 6.2): composite inertia of body {b.name}",
+                    f"{label} (Featherstone Table 6.2): composite inertia", b.index)
         if b.parent >= 0:
             Ic[b.parent] = sym_add(Ic[b.parent], composite_inertia_into_parent(b, kin, Ic[b.index]))
     return Ic
@@ -550,18 +550,18 @@ def world_pose_step(b, kin, pose):
     return R, t
 
 
-def world_columns(tree, alg, q):
+def world_columns(tree, alg, q, label="mass matrix"):
     """Every coordinate's motion axis Sw_c and the momentum Fw_c = Ic S_c of the composite body it
     moves, both in world coordinates (Featherstone 6.2 in the world frame, as Pinocchio's WORLD
     convention). Twist-wrench pairing is frame-invariant, so M_rc = Sw_r . Fw_c wherever the body
     of r is the body of c or one of its ancestors (mass_matrix_from_world_columns). O(n) work."""
     kins = joint_kinematics(tree, alg, q, None)
-    Ic = composite_inertias(tree, alg, kins)
+    Ic = composite_inertias(tree, alg, kins, label)
     pose = [None] * len(tree.bodies)
     Sw, Fw = [None] * tree.nv, [None] * tree.nv
     for b, kin in zip(tree.bodies, kins):
-        alg.section(f"mass matrix: world pose, S and Ic S of joint {b.joint_name}",
-                    "mass matrix: world pose, S and Ic S", b.index)
+        alg.section(f"{label}: world pose, S and Ic S of joint {b.joint_name}",
+                    f"{label}: world pose, S and Ic S", b.index)
         pose[b.index] = R, t = world_pose_step(b, kin, pose)
         for k, col in enumerate(columns(kin[2])):
             Sw[b.v_start + k] = twist_to_parent(R, t, col)
