@@ -112,6 +112,12 @@ def test_codegen_method_and_mass_matrix_options(tmp_path, monkeypatch):
     assert lines["inverse_dynamics"].rstrip().endswith("unrolled")
     bad = run("codegen", example("rc20.yaml"), "-o", str(tmp_path / "x"), "--method", "3")
     assert bad.returncode == 2 and "--method" in bad.stderr
+    for options, needle in ((["--method", "2", "--functions", "fdd"], "--method 2) changes only forward_dynamics"),
+                            (["--mass-matrix", "loop", "--functions", "fd,minv"], "changes only mass_matrix"),
+                            (["--frames", "link3", "--functions", "fd"], "changes only the frame functions")):
+        bad = run("codegen", example("rc20.yaml"), "-o", str(tmp_path / "x"), *options, "--no-compile")
+        assert bad.returncode == 2 and needle in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+    assert not (tmp_path / "x").exists()
     o2 = tmp_path / "rc20_o2"                      # --opt swaps the level, nothing else
     r = run("codegen", example("rc20.yaml"), "-o", str(o2), "--opt", "2", "--functions", "fd",
             "--no-compile")
@@ -273,3 +279,14 @@ def test_a_comma_within_a_frame_name_is_written_with_a_backslash():
     assert _comma_list(None, "--frames") is None
     with pytest.raises(CommandError, match="--frames needs at least one name"):
         _comma_list(" , ", "--frames")
+
+
+def test_a_name_made_into_an_identifier_is_said(tmp_path):
+    """--name 1bad generates m_1bad_dynamics.c and the module m_1bad: the summary says so."""
+    r = run("codegen", example("rc20.yaml"), "-o", str(tmp_path / "g"), "--name", "1bad",
+            "--functions", "fd", "--no-compile")
+    assert r.returncode == 0, r.stderr
+    assert "(module and C prefix m_1bad: '1bad' is not usable as a C and Python name)" in r.stdout
+    assert (tmp_path / "g" / "m_1bad_dynamics.c").exists()
+    r = run("codegen", example("rc20.yaml"), "-o", str(tmp_path / "h"), "--functions", "fd", "--no-compile")
+    assert "module and C prefix" not in r.stdout

@@ -5,6 +5,7 @@ parser and frame algorithms; rows [v; w] there, [w; v] here) and central finite 
 the placements (general joints: torus chain, spline joints, windmill, where Pinocchio has no
 equivalent), through the identities J qd = twist and d/dt twist = classical acceleration in the
 local_world_aligned reference."""
+import json
 import os
 import re
 
@@ -379,6 +380,21 @@ def test_unknown_frame_selection_is_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown frame 'gripper'"):
         scleron.generate(str(path), str(tmp_path / "out"), frames=["gripper"], compile=False)
     assert not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match="'tool' is named twice"):
+        scleron.generate(str(path), str(tmp_path / "out"), frames=["tool", "lower", "tool"], compile=False)
+    assert not (tmp_path / "out").exists()
+
+
+def test_one_frame_may_be_named_by_a_string(tmp_path):
+    """frames="tool" is the frame tool (as functions="fd" is one function), not t, o, o, l."""
+    path = tmp_path / "armtool.yaml"
+    path.write_text(YAML)
+    scleron.generate(str(path), str(tmp_path / "out"), frames="tool", functions=["frame_placements"],
+                     compile=False)
+    meta = json.loads((tmp_path / "out" / "scleron.json").read_text())
+    assert meta["options"]["frames"] == ["tool"]
+    assert "frame_names = ['tool']" in (tmp_path / "out" / "__init__.py").read_text()
+    assert [f.name for f in Tree(scleron.load_model(str(path)), "tool").frames] == ["tool"]
 
 
 def test_merged_links_keep_their_placement():

@@ -173,6 +173,20 @@ def test_damping_on_a_quaternion_ball_acts_on_its_angular_velocity(tmp_path, gen
     assert np.allclose(np.delete(extra, [6, 7, 8]), 0.0, atol=1e-14)
 
 
+@pytest.mark.parametrize("spring", ["stiffness: [1, 1, 1, 1]", "stiffness: [1, 1, 1]", "rest: 0.1"])
+def test_a_spring_on_a_quaternion_ball_is_refused_first(tmp_path, spring):
+    """A spring on a quaternion says so, whatever its length (it said "stiffness must be a list
+    of 3 numbers" for 4, then refused the 3)."""
+    path = tmp_path / "qspring.yaml"
+    path.write_text(BALL_CHAIN.replace("damping: [0.1, 0.2, 0.3]", spring))
+    with pytest.raises(ModelError, match="spherical_quat joint's q holds a quaternion: it takes "
+                                         "damping but no stiffness or rest"):
+        scleron.load_model(str(path))
+    with pytest.raises(ModelError, match="holds a quaternion"):
+        scleron.Model("qspring_py").add_body("ball", joint="spherical_quat", mass=1.0,
+                                             inertia=(0.1, 0.1, 0.1), stiffness=1.0)
+
+
 def test_integrate_batches_and_stays_on_the_unit_sphere(tmp_path, generated, rng):
     path = tmp_path / "qball.yaml"
     path.write_text(BALL_CHAIN)

@@ -612,6 +612,8 @@ MORE_BAD_YAML = {
     "chart_lowercase": ("type: revolute, axis: [0, 1, 0]", "type: spherical, chart: zyx", ["joint 'jb'", "unknown Euler chart 'zyx'"]),
     "chart_number": ("type: revolute, axis: [0, 1, 0]", "type: spherical, chart: 3", ["joint 'jb'", "unknown Euler chart"]),
     "pitch_nan": ("type: revolute, axis: [0, 1, 0]", "type: helical, axis: [0, 1, 0], pitch: .nan", ["joint 'jb'", "pitch"]),
+    "pitch_missing": ("type: revolute, axis: [0, 1, 0]", "type: helical, axis: [0, 1, 0]",
+                      ["joint 'jb'", "a helical joint needs 'pitch'"]),
 }
 URDF_BASE = ('<robot name="r"><link name="base"/><link name="a"><inertial><origin xyz="0 0 0" rpy="0 0 0"/>'
              '<mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>\n'

@@ -222,7 +222,11 @@ def cmd_codegen(args):
         _remove_empty(created)
         raise
     sizes = f"nq = nv = {model.nv}" if model.nq == model.nv else f"nq = {model.nq}, nv = {model.nv}"
-    print(f"{model.name}: {len(model.bodies)} bodies, {sizes} -> {out}")
+    from .pipeline import c_identifier
+    asked = args.name or model.name
+    renamed = (f" (module and C prefix {c_identifier(asked)}: {asked!r} is not usable as a C "
+               "and Python name)" if c_identifier(asked) != asked else "")
+    print(f"{model.name}: {len(model.bodies)} bodies, {sizes} -> {out}{renamed}")
     if report.edited:
         print(f"regenerated: {', '.join(report.edited)} differed from what scleron wrote "
               "(edited by hand?); the folder now holds the generated sources again")

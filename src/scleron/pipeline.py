@@ -137,7 +137,7 @@ def _options(name, chunk, cflags, method, mass, functions=None, frames=None, cud
     if functions is not None:                       # else the defaults, a function of the model
         opts["functions"] = selected_functions(functions)
     if frames is not None:
-        opts["frames"] = list(frames)
+        opts["frames"] = [frames] if isinstance(frames, str) else list(frames)   # one name, or several
     if method != 1:
         opts["method"] = method
     if mass != "unrolled":
@@ -216,6 +216,21 @@ def _silent(message):
     pass
 
 
+def check_options_apply(names, method, mass_matrix, frames):
+    """A ValueError for an option that none of the functions to generate takes (it would change
+    nothing, silently): method=2 without the forward dynamics, a mass_matrix form without the
+    mass matrix, frames without a frame function."""
+    def refuse(option, takes):
+        raise ValueError(f"{option} changes only {takes}, and none is generated here (the "
+                         f"functions: {', '.join(names[:6])}{', ...' if len(names) > 6 else ''})")
+    if method == 2 and "forward_dynamics" not in names:
+        refuse("method=2 (--method 2)", "forward_dynamics")
+    if mass_matrix != "auto" and "mass_matrix" not in names:
+        refuse(f"mass_matrix={mass_matrix!r} (--mass-matrix)", "mass_matrix")
+    if frames is not None and not any(n.startswith("frame_") for n in names):
+        refuse("frames= (--frames)", "the frame functions (frame_placements, frame_jacobians, ...)")
+
+
 def _unroll(tree, names, prefix, method, mass, progress):
     """The FunctionCode of each named function, telling progress which one is unrolled."""
     codes = []
@@ -264,7 +279,9 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
     check_model_dynamics(tree, source=model.source, q0=model.q0)   # clear errors, not NaNs
     t1 = time.perf_counter()
     report.times["derive"] = t1 - t0
-    codes = _unroll(tree, selected_functions(functions, tree), name, method, mass, progress)
+    names = selected_functions(functions, tree)
+    check_options_apply(names, method, mass_matrix, frames)
+    codes = _unroll(tree, names, name, method, mass, progress)
     t2 = time.perf_counter()
     report.times["unroll"] = t2 - t1
     gen = Generation(

@@ -172,12 +172,17 @@ def select_frames(model, names=None):
     if names is None:
         chosen = every
     else:
+        names = [names] if isinstance(names, str) else list(names)         # one name, or several
         unknown = [n for n in names if n not in by_name]
         if unknown:
             raise ValueError(f"unknown frame {unknown[0]!r} (the model's frames: "
                              f"{', '.join(list(by_name)[:20])}{', ...' if len(by_name) > 20 else ''})")
-        if len(set(names)) != len(names) or not names:
-            raise ValueError("frames must name each frame once, and at least one")
+        if not names:
+            raise ValueError("frames must name at least one frame")
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"frames must name each frame once: {', '.join(map(repr, twice))} "
+                             "is named twice")
         chosen = [by_name[n] for n in names]
     out = []
     for f in chosen:

@@ -428,6 +428,9 @@ class Model:
                 if n < 1e-12:
                     raise err(f"{key} has zero length (|{key}| = {n:.3g}, below 1e-12)")
                 j.params[key] = tuple(float(x) for x in unit / np.linalg.norm(unit))
+        if j.type == "helical" and "pitch" not in j.params:
+            raise err("a helical joint needs 'pitch', its translation per radian along the axis "
+                      "(pitch 0 is a revolute joint)")
         if "pitch" in j.params:
             p = j.params["pitch"]
             if not isinstance(p, (int, float)) or isinstance(p, bool) or not math.isfinite(p):
@@ -457,9 +460,6 @@ class Model:
         if not np.all(np.isfinite(j.origin.rotation)) or not np.all(np.isfinite(j.origin.translation)):
             raise err("origin must be finite")
         P.spring(j, err)
-        if j.nq != j.dof and (j.stiffness is not None or j.rest is not None):
-            raise err(f"a {j.type} joint's q holds a quaternion: it takes damping but no "
-                      "stiffness or rest (a spring on a quaternion has no single meaning)")
 
     @staticmethod
     def _check_general(j, err):

@@ -209,9 +209,15 @@ def per_coordinate(value, dof, what, err):
     return (number(value, what, err),) * dof
 
 
+QUATERNION_SPRING = ("it takes damping but no stiffness or rest (a spring on a quaternion has no "
+                     "single meaning)")
+
+
 def spring(joint, err):
     """Normalise joint.stiffness / damping / rest / armature in place (None: absent)."""
     dof = joint.dof
+    if joint.nq != dof and (joint.stiffness is not None or joint.rest is not None):
+        raise err(f"a {joint.type} joint's q holds a quaternion: {QUATERNION_SPRING}")
     for key in ("stiffness", "damping", "rest", "armature"):
         value = getattr(joint, key)
         if value is None:

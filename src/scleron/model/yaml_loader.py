@@ -17,7 +17,7 @@ from yaml.nodes import ScalarNode
 
 from ..errors import ModelError
 from . import params as P
-from .joint_types import EULER_CHARTS, JOINT_TYPES, SPRING_KEYS, composite_part_problem, joint_dof
+from .joint_types import EULER_CHARTS, JOINT_TYPES, SPRING_KEYS, composite_part_problem, joint_dof, joint_nq
 from .load import MAX_BODIES, MAX_DEPTH, describe, read_source, sanitize_identifier
 from .model import WORLD, Inertia, Model, Transform, check_inertia, rotation_from_rpy
 
@@ -460,6 +460,8 @@ class _Builder:
                 kw = where.at(line=_key_line(j, key))
                 if dof == 0:
                     raise kw.error(f"{key}: a {jtype} joint has no coordinates")
+                if key in ("stiffness", "rest") and joint_nq(jtype, params) != dof:
+                    raise kw.error(f"{key}: a {jtype} joint's q holds a quaternion: {P.QUATERNION_SPRING}")
                 springs[key] = P.per_coordinate(j[key], dof, key, kw.error)
         return jtype, jname, Transform(R, np.array(xyz)), params, where, springs
 
