@@ -45,7 +45,7 @@ def pin():
 # placements and Jacobians; not the dynamics, their derivatives and the one-frame velocities and
 # accelerations (functions=None: three times the compile time; those have a test of their own)
 FRAME_TEST_FUNCTIONS = ["frame_placements", "center_of_mass", "com_jacobian",
-                        "centroidal_momentum_matrix", "centroidal_momentum",
+                        "centroidal_momentum_matrix", "centroidal_momentum", "centroidal_momentum_rate",
                         *(f"frame_{kind}{ref}" for kind in ("jacobians", "velocities", "accelerations")
                           for ref in ("", "_local", "_world")),
                         "frame_placement", "frame_jacobian"]
@@ -84,6 +84,8 @@ def test_frame_functions_equal_pinocchio(robot, pin, generated, rng):
         assert rel_err(dyn.centroidal_momentum_matrix(q), swap(pin.computeCentroidalMap(pm, pd, q))) < TOL
         pin.computeCentroidalMomentum(pm, pd, q, qd)
         assert rel_err(dyn.centroidal_momentum(q, qd), swap(pd.hg.vector)) < TOL
+        pin.computeCentroidalMomentumTimeVariation(pm, pd, q, qd, qdd)
+        assert rel_err(dyn.centroidal_momentum_rate(q, qd, qdd), swap(pd.dhg.vector)) < TOL
         # a contact's drift term J̇ q̇ (Pinocchio's getFrameJacobianTimeVariation, world-aligned)
         # is the classical acceleration at q̈ = 0 (README, Frames)
         pin.computeJointJacobiansTimeVariation(pm, pd, q, qd)
@@ -277,6 +279,11 @@ def test_general_joint_jacobians_match_finite_differences(name, rng):
     hg = np.array(C.centroidal_momentum(tree, ALG, list(q), list(qd)))
     assert rel_err(hg, momentum_from_frames(model, tree, P, V)) < 1e-12
     assert rel_err(np.array(C.centroidal_momentum_matrix(tree, ALG, list(q))) @ qd, hg) < 1e-12
+    # and its rate is d/dt h_G along q(t) = q + qd t + qdd t^2 / 2
+    momentum = lambda t: np.array(C.centroidal_momentum(tree, ALG, list(q + qd * t + qdd * t * t / 2),
+                                                        list(qd + qdd * t)))
+    rate = np.array(C.centroidal_momentum_rate(tree, ALG, list(q), list(qd), list(qdd)))
+    assert rel_err(rate, (momentum(h) - momentum(-h)) / (2 * h)) < 1e-6
 
 
 def momentum_from_frames(model, tree, P, V):

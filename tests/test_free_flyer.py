@@ -17,7 +17,7 @@ ROBOTS = {"solo12": "solo_description/robots/solo12.urdf",
 FUNCTIONS = ["forward_dynamics", "inverse_dynamics", "mass_matrix", "bias_forces",
              "center_of_mass", "com_jacobian", "frame_placements", "frame_jacobians",
              "frame_accelerations", "integrate", "difference", "centroidal_momentum_matrix",
-             "centroidal_momentum"]
+             "centroidal_momentum", "centroidal_momentum_rate"]
 
 
 def rel_err(a, ref):
@@ -70,6 +70,8 @@ def check_against_pinocchio(pin, dyn, pm, rng, states=4):
         assert rel_err(dyn.centroidal_momentum_matrix(q), swap(pin.computeCentroidalMap(pm, pd, q))) < TOL
         pin.computeCentroidalMomentum(pm, pd, q, v)
         assert rel_err(dyn.centroidal_momentum(q, v), swap(pd.hg.vector)) < TOL
+        pin.computeCentroidalMomentumTimeVariation(pm, pd, q, v, a)
+        assert rel_err(dyn.centroidal_momentum_rate(q, v, a), swap(pd.dhg.vector)) < TOL
         pin.forwardKinematics(pm, pd, q, v, a)
         pin.updateFramePlacements(pm, pd)
         pin.computeJointJacobians(pm, pd, q)

@@ -176,6 +176,11 @@ FUNCTIONS = {f.name: f for f in [
                  centroidal.centroidal_momentum,
                  "h_G = [k; l]: the angular momentum about the centre of mass (world axes) and the "
                  "linear momentum", ("hg",), by_default=uncoupled),
+    FunctionSpec("centroidal_momentum_rate", (Q, QD, QDD),
+                 (Argument("dhg", (6,), "rate of the centroidal momentum [dk/dt; dl/dt]"),),
+                 centroidal.centroidal_momentum_rate,
+                 "dh_G/dt = A_G qdd + dA_G/dt qd (at qdd = 0: the centroidal drift dA_G/dt qd)",
+                 ("dhg",), by_default=uncoupled),
     FunctionSpec("frame_placements", (Q,), (Argument("oMf", ("nframes", 4, 4), "frame placements"),),
                  frames.frame_placements,
                  "the world placement [[R, p], [0, 1]] of every frame (frame_names)", ("placements",),

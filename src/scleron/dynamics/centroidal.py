@@ -6,9 +6,9 @@ Momenta are wrenches here, in scleron's order [k; l]: the angular momentum about
 the linear momentum (Pinocchio's Force, hence its A_G rows and hg, is [l; k]). A momentum
 [k_O; l] about the world origin is [k_O - c x l; l] about the point c (Featherstone 2.21).
 """
-from .recursions import (ZERO6, center_of_mass, first_moment, joint_kinematics, to_parent,
-                         velocity_pass, world_columns, world_pose_step)
-from .spatial import cross, matvec, vadd, vscale, vsub, wrench_to_parent
+from .recursions import (ZERO6, S_times, center_of_mass, first_moment, joint_kinematics, to_child,
+                         to_parent, velocity_pass, world_columns, world_pose_step)
+from .spatial import body_wrench, cross, matvec, vadd, vscale, vsub, wrench_to_parent
 
 
 def about_point(h, c):
@@ -35,19 +35,44 @@ def centroidal_momentum_matrix(tree, alg, q):
 
 
 def centroidal_momentum(tree, alg, q, qd):
-    """h_G = [k; l]: the bodies' momenta J_k v_k (S&G pass 1's twists, each in its body frame) and
-    first moments m_k c_k, summed leaves to root in the parents' frames as pass 3 sums forces
-    (S&G 14), then from each root's frame into the world; the momentum about the world origin
-    moved to G = (sum of first moments) / (total mass). No world pose below the roots."""
+    """h_G = [k; l]: the bodies' momenta J_k v_k (S&G pass 1's twists, each in its body frame)
+    summed about G (about_centre_of_mass)."""
     kins = joint_kinematics(tree, alg, q, qd)
     v, _ = velocity_pass(tree, alg, kins, qd)
-    h = [matvec(b.inertia, v[b.index]) for b in tree.bodies]
+    momenta = [matvec(b.inertia, v[b.index]) for b in tree.bodies]
+    return about_centre_of_mass(tree, alg, kins, momenta, "centroidal momentum")
+
+
+def centroidal_momentum_rate(tree, alg, q, qd, qdd):
+    """dh_G/dt = A_G qdd + dA_G/dt qd (Pinocchio's computeCentroidalMomentumTimeVariation;
+    at qdd = 0 the centroidal drift dA_G/dt qd): each body's momentum changes by J a + v x* J v
+    (Featherstone 2.15, spatial.body_wrench; a from S&G 22 with no gravity, S qdd added), summed
+    about G. About the moving G the rate is dk_O/dt - c x dl/dt, since dc/dt x l = 0."""
+    kins = joint_kinematics(tree, alg, q, qd)
+    v, a = velocity_pass(tree, alg, kins, qd)
+    alpha, rates = [None] * len(tree.bodies), [None] * len(tree.bodies)
+    for b, kin in zip(tree.bodies, kins):
+        alg.section(f"centroidal momentum rate: acceleration and momentum rate of body {b.name}",
+                    "centroidal momentum rate: body accelerations and momentum rates", b.index)
+        base = to_child(b, kin, alpha[b.parent]) if b.parent >= 0 else ZERO6          # (22)
+        alpha[b.index] = vadd(vadd(base, a[b.index]), S_times(kin, qdd[b.v_start:b.v_start + b.dof]))
+        rates[b.index] = body_wrench(b.inertia, alpha[b.index], v[b.index])
+    return about_centre_of_mass(tree, alg, kins, rates, "centroidal momentum rate")
+
+
+def about_centre_of_mass(tree, alg, kins, quantities, label):
+    """The sum over the bodies of a momentum-like 6-vector [n; f] given in each body's frame, in
+    the world about G: with the bodies' first moments m_k c_k, summed leaves to root in the
+    parents' frames as S&G pass 3 sums forces (14), then from each root's frame into the world;
+    moved from the world origin to G = (sum of first moments) / (total mass). No world pose
+    below the roots."""
+    h = list(quantities)
     moment = [first_moment(b) for b in tree.bodies]
     mass = [b.inertia[3][3] for b in tree.bodies]              # of the subtrees, once summed
     total, total_moment = ZERO6, ZERO6[:3]
     for b in reversed(tree.bodies):
-        alg.section(f"centroidal momentum: momentum and first moment of the subtree of body {b.name}",
-                    "centroidal momentum: subtree momentum and first moment", b.index)
+        alg.section(f"{label}: sum over the subtree of body {b.name}, first moment",
+                    f"{label}: subtree sums and first moments", b.index)
         if b.parent >= 0:
             h[b.parent] = vadd(h[b.parent], to_parent(b, kins[b.index], h[b.index]))
             moment[b.parent] = vadd(moment[b.parent],
