@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_7bfaa30d0694"
-HASH = "7bfaa30d069402aaface014d853af45a2909f2ece800761dccdf8b29f7dcd78d"
+MODULE = "_branched_fe966c5e72e0"
+HASH = "fe966c5e72e01a59607b26e0f4e3c59b4d04bfff495801802580bb8885cc47f8"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -588,7 +588,8 @@ def _option_error(options, values):
     for (name, allowed), value in zip(options, values):
         if not (isinstance(value, str) and value in allowed):
             shown = ", ".join(repr(a) for a in allowed[:20]) + (", ..." if len(allowed) > 20 else "")
-            return ValueError(f"{name} must be one of {shown}; got {value!r}")
+            return ValueError(f"{name} must be one of {shown} (those this module was generated "
+                              f"for); got {value!r}")
     return ValueError(f"no generated function for {values!r}")
 
 

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_5a86ae7a1403"
-HASH = "5a86ae7a14037969c17f95fcab61a046c43b84b37b1a431aa1e797149f9ff403"
+MODULE = "_quadruped_4a78be88bc22"
+HASH = "4a78be88bc223a0c5f291593caef930fe3c6355b9a2ce357a3c1b4677693a1e4"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -588,7 +588,8 @@ def _option_error(options, values):
     for (name, allowed), value in zip(options, values):
         if not (isinstance(value, str) and value in allowed):
             shown = ", ".join(repr(a) for a in allowed[:20]) + (", ..." if len(allowed) > 20 else "")
-            return ValueError(f"{name} must be one of {shown}; got {value!r}")
+            return ValueError(f"{name} must be one of {shown} (those this module was generated "
+                              f"for); got {value!r}")
     return ValueError(f"no generated function for {values!r}")
 
 

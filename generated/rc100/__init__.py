@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_eefb17403960"
-HASH = "eefb174039606796f9664f6e3b6fcadae0bad6644df8720037a05d4e2d8aab78"
+MODULE = "_rc100_03effd1f8ec7"
+HASH = "03effd1f8ec71010431ec58ecf92b14c97eeec7783747ca8c6e0191cb5149b6f"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -588,7 +588,8 @@ def _option_error(options, values):
     for (name, allowed), value in zip(options, values):
         if not (isinstance(value, str) and value in allowed):
             shown = ", ".join(repr(a) for a in allowed[:20]) + (", ..." if len(allowed) > 20 else "")
-            return ValueError(f"{name} must be one of {shown}; got {value!r}")
+            return ValueError(f"{name} must be one of {shown} (those this module was generated "
+                              f"for); got {value!r}")
     return ValueError(f"no generated function for {values!r}")
 
 

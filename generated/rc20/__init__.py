@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_6d9f004005fe"
-HASH = "6d9f004005fe24ba7c48be141c4c5bdfd6dc6cffca3f7586e488c35ac308afd4"
+MODULE = "_rc20_17e7a63059c8"
+HASH = "17e7a63059c8743e9a03facd8904ab5cda6eb0b7f63e92aaa44713c14513ab0e"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -588,7 +588,8 @@ def _option_error(options, values):
     for (name, allowed), value in zip(options, values):
         if not (isinstance(value, str) and value in allowed):
             shown = ", ".join(repr(a) for a in allowed[:20]) + (", ..." if len(allowed) > 20 else "")
-            return ValueError(f"{name} must be one of {shown}; got {value!r}")
+            return ValueError(f"{name} must be one of {shown} (those this module was generated "
+                              f"for); got {value!r}")
     return ValueError(f"no generated function for {values!r}")
 
 

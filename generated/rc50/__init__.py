@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_36be115968d3"
-HASH = "36be115968d3e4fd45e9f5f830973d80f704be9506fc918aecaee19cc2d4b232"
+MODULE = "_rc50_e43fe546d168"
+HASH = "e43fe546d168394008f81fcde7e539300a58488b923936e04238c234eb5e3835"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -588,7 +588,8 @@ def _option_error(options, values):
     for (name, allowed), value in zip(options, values):
         if not (isinstance(value, str) and value in allowed):
             shown = ", ".join(repr(a) for a in allowed[:20]) + (", ..." if len(allowed) > 20 else "")
-            return ValueError(f"{name} must be one of {shown}; got {value!r}")
+            return ValueError(f"{name} must be one of {shown} (those this module was generated "
+                              f"for); got {value!r}")
     return ValueError(f"no generated function for {values!r}")
 
 
