@@ -224,6 +224,60 @@ def test_general_joints_derivatives_of_the_reference(name, qball, two_roots, rng
         assert rel_err(dq, fdq) < FD_TOL and rel_err(dqd, fdqd) < FD_TOL
 
 
+ARMED = """
+name: armed
+gravity: [0, 0, 0]
+bodies:
+  - {name: hull, parent: world, mass: 2, com: [0.1, -0.05, 0.02], inertia: [0.2, 0.3, 0.4],
+     joint: {type: free_flyer, armature: [0.3, 0.1, 0.2, 0, 0, 0]}}
+"""
+
+
+def test_a_free_flyers_linear_armature_turns_with_it(tmp_path, rng):
+    """Armature on a free flyer's body-frame linear velocity v (MuJoCo's free joint, equal on the
+    axes, or any diagonal A: an added mass in the body's axes) is a momentum A v at the body origin
+    that turns with it. The physics, not the formula: a free body in no gravity keeps its world
+    spatial momentum, the rigid body's and the armature's, along q'' = FD (it drifted at O(1)
+    without the turning terms); the analytical derivatives equal forward mode through the
+    recursion and central differences. (Armature on the angular velocity is MuJoCo's, a diagonal
+    of M without a turning term, as MuJoCo's ball and free joints have it.)"""
+    path = tmp_path / "armed.yaml"
+    path.write_text(ARMED)
+    model = scleron.load_model(str(path))
+    tree = Tree(model)
+    (hull,) = tree.bodies
+    q, qd, tau = float_state(model, tree, rng)
+    qdd = recursions.forward_dynamics(tree, ALG, q, qd, [0.0] * 6)
+
+    def world_momentum(t):
+        """At q(t) = q (+) (qd t + qdd t^2 / 2): [n; f] about the world origin."""
+        x = configuration.integrate(tree, ALG, q, list((np.array(qd) + np.array(qdd) * t / 2) * t), [1.0])
+        v = np.array(qd) + np.array(qdd) * t                        # [linear; angular], body frame
+        twist = np.concatenate([v[3:], v[:3]])                      # scleron's [w; v]
+        body = np.array(hull.inertia) @ twist + np.concatenate([[0, 0, 0], np.multiply(hull.linear_armature, v[:3])])
+        R = np.array(frame_rotation(x))
+        return np.concatenate([R @ body[:3] + np.cross(x[:3], R @ body[3:]), R @ body[3:]])
+
+    h = 1e-5
+    rate = (world_momentum(h) - world_momentum(-h)) / (2 * h)
+    assert np.abs(rate).max() < 1e-8 * np.abs(world_momentum(0.0)).max()
+    qdd = recursions.forward_dynamics(tree, ALG, q, qd, tau)
+    dq, dqd, _ = (np.array(x) for x in derivatives.inverse_dynamics_derivatives(tree, ALG, q, qd, qdd))
+    rq, rqd = derivatives.inverse_dynamics_jacobians_by_duals(tree, ALG, q, qd, qdd)
+    assert rel_err(dq, rq) < 1e-12 and rel_err(dqd, rqd) < 1e-12
+    ID = lambda y: np.array(recursions.inverse_dynamics(tree, ALG, q, list(y), qdd))
+    fdqd = np.array([ID(np.array(qd) + h * e) - ID(np.array(qd) - h * e) for e in np.eye(tree.nv)]).T / (2 * h)
+    assert rel_err(dqd, fdqd) < FD_TOL
+
+
+def frame_rotation(q):
+    """R of a free flyer's q = [x, y, z, qx, qy, qz, qw]."""
+    x, y, z, w = q[3:7]
+    return [[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]]
+
+
 @pytest.mark.parametrize("name,knots", [("spline_surface.yaml", [2.0, 1.0]), ("spline_chain.yaml", [1.0]),
                                          ("spline_surface.yaml", [0.0, 0.0])])
 def test_spline_joint_derivatives_at_the_knots(name, knots, rng):

@@ -177,6 +177,16 @@ def test_every_joint_kind_equals_mujoco(tmp_path):
     compare_dynamics(model, path, reference(model))
 
 
+def test_a_free_joint_with_armature_equals_mujoco(tmp_path):
+    """MuJoCo applies a free joint's armature to the world-frame linear acceleration: a (dv/dt + w x v)
+    in the free flyer's body-frame coordinates (the w x v term was missing: 2e-4 off in h)."""
+    text = ALL_KINDS.replace('<freejoint name="root"/>', '<joint name="root" type="free" armature="0.3"/>')
+    path = write(tmp_path, text)
+    model = load_quiet(path)
+    assert model.joints[0].type == "free_flyer" and model.joints[0].armature[:3] == (0.3, 0.3, 0.3)
+    compare_dynamics(model, path, reference(model))
+
+
 def test_compiled_module_equals_mujoco_and_places_bodies_and_sites(tmp_path, generated):
     """The generated C of the file, and every MuJoCo body and named site as a frame at
     MuJoCo's world pose (xpos, xmat, site_xpos, site_xmat)."""

@@ -23,7 +23,7 @@ from ..joints import manifolds
 from ..program.algebra import Dual, DualAlgebra
 from . import configuration, recursions
 from .tree import consecutive_runs, coordinate_ancestors, coordinate_parents
-from .spatial import (ad, ad_star, columns, constant_rigid_inertia_to_parent, dot, matmul, matvec,
+from .spatial import (ad, ad_star, columns, constant_rigid_inertia_to_parent, cross, dot, matmul, matvec,
                       sym_add, transpose, twist_to_parent, vadd, vscale, wrench_to_parent)
 
 
@@ -416,7 +416,26 @@ def inverse_dynamics_derivative_columns(tree, alg, q, qd, qdd, world=None):
                 dq[i][i] = dq[i][i] + b.stiffness[k]
             if b.damping is not None:
                 dqd[i][i] = dqd[i][i] + b.damping[k]
+        if b.linear_armature is not None:
+            add_turning_armature(b, qd, dqd)
     return dq, dqd, recursions.add_armature(tree, M), vectors
+
+
+def add_turning_armature(b, qd, dqd):
+    """d/dqd of recursions.turning_armature_forces, [w x p; v x p] with p = A v, into the joint's
+    block of dqd (in place): by v_k, [w x A e_k; e_k x p + v x A e_k]; by w_k, [e_k x p; 0]."""
+    s = b.v_start
+    v, w = qd[s:s + 3], qd[s + 3:s + 6]
+    p = [a * x for a, x in zip(b.linear_armature, v)]
+    for k in range(3):
+        e = [1.0 if r == k else 0.0 for r in range(3)]
+        Ae = vscale(b.linear_armature[k], e)
+        by_v = cross(w, Ae) + vadd(cross(e, p), cross(v, Ae))
+        by_w = cross(e, p)
+        for r in range(6):
+            dqd[s + r][s + k] = dqd[s + r][s + k] + by_v[r]
+        for r in range(3):
+            dqd[s + r][s + 3 + k] = dqd[s + r][s + 3 + k] + by_w[r]
 
 
 class WorldBody:

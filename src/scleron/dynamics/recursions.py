@@ -23,7 +23,7 @@ from typing import Callable
 
 from ..errors import ModelError
 
-from .spatial import (ad, body_wrench, columns, dot, inertia_to_parent, matmul, matvec, mat_t_vec,
+from .spatial import (ad, body_wrench, columns, cross, dot, inertia_to_parent, matmul, matvec, mat_t_vec,
                       rigid_inertia_to_parent, rotation_product, sym_add, twist_to_child,
                       twist_to_parent, vadd, vscale, vsub, wrench_to_parent)
 
@@ -314,8 +314,9 @@ def force_pass(tree, alg, kins, f):
 
 def passive_forces(tree, alg, q, qd, tau):
     """tau - tau_p with tau_p = -K (q - q_rest) - D qd (Sueda 2.79, 2.81): the joint springs and
-    dampers, diagonal per coordinate. Coordinates without either are left as they are."""
-    out = list(tau)
+    dampers, diagonal per coordinate. Coordinates without either are left as they are. Also the
+    velocity term of a free flyer's linear armature (turning_armature_forces)."""
+    out = turning_armature_forces(tree, alg, qd, list(tau))
     for b in tree.bodies:
         if b.stiffness is None and b.damping is None:
             continue
@@ -328,6 +329,26 @@ def passive_forces(tree, alg, q, qd, tau):
             if b.damping is not None and b.damping[k] != 0.0:
                 out[i] = out[i] + b.damping[k] * qd[i]
     return out
+
+
+def turning_armature_forces(tree, alg, qd, tau):
+    """tau + [w x p; v x p], p = A v, for a joint whose linear velocity v is in the body's own
+    turning frame (the free flyer, w its angular velocity) with an armature A = diag(a) on it: the
+    rotor momentum p turns with the body (the Euler-Poincare equations of T = 1/2 v^T A v in the
+    body frame: dp/dt + w x p on the linear rows, v x p on the angular ones; A dv/dt is M's
+    diagonal). For equal a the angular term is 0 and the linear one a (dv/dt + w x v) = a R^T
+    d/dt (R v): MuJoCo's free joint, whose armature acts on the world-frame velocity R v.
+    Modified in place and returned."""
+    for b in tree.bodies:
+        if b.linear_armature is None:
+            continue
+        alg.section(f"joint {b.joint_name}: linear armature turning with the body",
+                    "armature turning with the body", b.index)
+        v, w = qd[b.v_start:b.v_start + 3], qd[b.v_start + 3:b.v_start + 6]
+        p = [a * x for a, x in zip(b.linear_armature, v)]
+        for k, f in enumerate(cross(w, p) + cross(v, p)):
+            tau[b.v_start + k] = tau[b.v_start + k] + f
+    return tau
 
 
 def armature_forces(tree, alg, qdd, tau):

@@ -36,6 +36,9 @@ class TreeBody:
     rest: list = None            # spring rest coordinates (default 0)
     wrench: list = None          # constant external wrench [n; f] in the body frame (S&G 21)
     armature: list = None        # per coordinate, added to M's diagonal; None: none
+    linear_armature: list = None  # the armature of linear velocity coordinates in the moving
+                                 # body's frame (an se3 joint: the free flyer), whose rotor
+                                 # momentum A v turns with the body: None where none
     turn_after: list = None      # a constant rotation about a revolute joint's axis that follows its
                                  # motion, Q(q) Rot(u, c) = Q(q + c); None: none (body_frames)
 
@@ -79,6 +82,8 @@ class Tree:
             tb.rest = _floats(getattr(j, "rest", None), jm.dof) or [0.0] * jm.dof
             armature = _floats(getattr(j, "armature", None), jm.dof)
             tb.armature = armature if armature is not None and any(armature) else None
+            if tb.armature is not None and joint_type(j.type).configuration == "se3" and any(armature[:3]):
+                tb.linear_armature = armature[:3]
             wrench = getattr(body, "wrench", None)
             tb.wrench = [float(x) for x in wrench] if wrench is not None and any(wrench) else None
             self.bodies.append(tb)
