@@ -177,6 +177,19 @@ def test_every_joint_kind_equals_mujoco(tmp_path):
     compare_dynamics(model, path, reference(model))
 
 
+@pytest.mark.parametrize("flags", ['damper="disable"', 'spring="disable"', 'damper="disable" spring="disable"'])
+def test_disabled_springs_and_dampers_are_not_read(tmp_path, flags):
+    """<option><flag damper="disable"/> (or spring=) turns MuJoCo's joint dampers (springs) off:
+    scleron reads none either (it read them: h off by K (q - q_spring) + D qd)."""
+    text = ALL_KINDS.replace('<option gravity="0.3 -0.2 -9.81"/>',
+                             f'<option gravity="0.3 -0.2 -9.81"><flag {flags}/></option>')
+    path = write(tmp_path, text)
+    model = load_quiet(path)
+    h1 = next(j for j in model.joints if j.name == "h1")
+    assert (h1.damping is None) == ("damper" in flags) and (h1.stiffness is None) == ("spring" in flags)
+    compare_dynamics(model, path, reference(model))
+
+
 def test_a_free_joint_with_armature_equals_mujoco(tmp_path):
     """MuJoCo applies a free joint's armature to the world-frame linear acceleration: a (dv/dt + w x v)
     in the free flyer's body-frame coordinates (the w x v term was missing: 2e-4 off in h)."""

@@ -15,7 +15,8 @@ MuJoCo; scleron reads the compiled model (docs/mjcf.md):
 - hinge and slide `ref` (qpos0): MuJoCo turns a hinge by qpos - ref; the constant turn by -ref is
   folded into the joint's placement, so q is MuJoCo's qpos unchanged;
 - per degree of freedom `armature` (added to M's diagonal), `damping`, and per joint `stiffness`
-  with `springref` (qpos_spring) for hinges and slides;
+  with `springref` (qpos_spring) for hinges and slides (none where <flag damper="disable"/> or
+  spring="disable", as MuJoCo applies none);
 - gravity (opt.gravity; zero when the model disables gravity); sites become frames.
 
 Where a joint's anchor is not at the body origin, the scleron body frame sits at the anchor of
@@ -209,6 +210,8 @@ def _joint_spec(m, j, kind, err_name, source):
     """add_body's joint keywords of MuJoCo joint j: type, axis, damping, armature, stiffness."""
     dof, nv = int(m.jnt_dofadr[j]), {FREE: 6, BALL: 3, SLIDE: 1, HINGE: 1}[kind]
     damping = [float(x) for x in m.dof_damping[dof:dof + nv]]
+    if _disabled(m, "mjDSBL_DAMPER"):             # <flag damper="disable"/>: MuJoCo applies none
+        damping = [0.0] * nv
     armature = [float(x) for x in m.dof_armature[dof:dof + nv]]
     spec = {}
     if kind == FREE:
@@ -224,7 +227,7 @@ def _joint_spec(m, j, kind, err_name, source):
     else:
         spec["joint"] = "revolute" if kind == HINGE else "prismatic"
         spec["axis"] = tuple(float(x) for x in m.jnt_axis[j])
-        stiffness = float(m.jnt_stiffness[j])
+        stiffness = 0.0 if _disabled(m, "mjDSBL_SPRING") else float(m.jnt_stiffness[j])
         if stiffness:
             spec["stiffness"] = stiffness
             spec["rest"] = float(m.qpos_spring[m.jnt_qposadr[j]])
@@ -248,6 +251,12 @@ def _add_sites(model, m, names, body_names):
         model.add_frame(names.unique("body", wanted, f"site{s}"), body_names[b], origin=origin)
 
 
+def _disabled(m, flag):
+    """Whether the model's <option><flag .../> disables `flag` (an mjtDisableBit name)."""
+    import mujoco
+    return bool(m.opt.disableflags & int(getattr(mujoco.mjtDisableBit, flag)))
+
+
 def _report(m):
     """What the compiled model holds that scleron does not use, as one line (or "")."""
     parts = []
@@ -265,7 +274,8 @@ def _report(m):
     count(int(np.count_nonzero(m.body_gravcomp)), "bodies' gravity compensation")
     count(getattr(m, "nflex", 0), "flexes")
     count(m.nmocap, "mocap bodies (fixed here)")
-    spring = [j for j in range(m.njnt) if m.jnt_type[j] in (0, 1) and m.jnt_stiffness[j]]
+    spring = [j for j in range(m.njnt) if m.jnt_type[j] in (0, 1) and m.jnt_stiffness[j]
+              and not _disabled(m, "mjDSBL_SPRING")]
     count(len(spring), "ball/free joint stiffness")
     if m.opt.density or m.opt.viscosity or np.any(m.opt.wind):
         parts.append("fluid forces (density, viscosity, wind)")
