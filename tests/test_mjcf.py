@@ -277,6 +277,8 @@ def test_what_is_not_read_is_reported_in_one_line(tmp_path):
     ("<mujoco><worldbody><body><joint name='f' type='free' damping='1'/><geom size='.1'/></body>"
      "</worldbody></mujoco>".replace("damping='1'", "armature='1'"), None),
     ("<mujoco><worldbody><geom size='.1'/></worldbody></mujoco>", "no moving bodies"),
+    ('<!DOCTYPE m [<!ENTITY p "0 0 1">]><mujoco><worldbody><body pos="&p;"><joint/><geom '
+     "size='.1'/></body></worldbody></mujoco>", "document type and entity declarations"),
     ("<mujoco><worldbody><body", "MuJoCo cannot compile it"),
 ])
 def test_refused_with_a_clear_error(tmp_path, text, problem):

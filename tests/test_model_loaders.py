@@ -388,6 +388,9 @@ def test_load_model_dispatch_and_missing(tmp_path):
     (tmp_path / "dir.yaml").mkdir()
     msg = error_of(tmp_path / "dir.yaml")
     assert "dir.yaml" in msg and "not a regular file" in msg
+    (tmp_path / "models").mkdir()                 # a folder without a suffix: said as such
+    msg = error_of(tmp_path / "models")
+    assert "models" in msg and "a folder, not a model file" in msg
     p = tmp_path / "huge.yaml"
     with open(p, "wb") as f:
         f.truncate(21 * 1024 * 1024)              # sparse: refused before it is read

@@ -325,6 +325,9 @@ def custom_joint(function, coordinates="a"):
                                   "</coefficients></LinearFunction>", "zz").replace(
         "<SpatialTransform>", "<coordinates><Coordinate name='a'/></coordinates><SpatialTransform>")),
      "uses coordinate 'zz', which the joint does not declare"),
+    (osim_text(joint="""<UniversalJoint name="u"><socket_parent_frame>/ground</socket_parent_frame>
+        <socket_child_frame>/bodyset/b</socket_child_frame><coordinates><Coordinate name="s"/>
+        <Coordinate name="s"/></coordinates></UniversalJoint>"""), "coordinate 's' is declared twice"),
     (osim_text(joint="<ScapulothoracicJoint name='s'/>"), "joint type ScapulothoracicJoint"),
     (osim_text(body="<Body name='c'><mass>1</mass></Body>"), "the body has no joint"),
     (osim_text(joint="""<PinJoint name="pin"><socket_parent_frame>/ground/nowhere

@@ -116,6 +116,8 @@ def model_format(path):
         if root == "mujoco":
             return MJCF_FORMAT
         return URDF_FORMAT      # <robot>, or not XML at all: the URDF reader names the problem
+    if os.path.isdir(name):
+        raise ModelError("a folder, not a model file", source=name)
     raise ModelError(f"unknown model file type {suffix or '(no suffix)'!r}: expected "
                      + ", ".join(YAML_SUFFIXES + (".urdf",) + MJCF_SUFFIXES + OSIM_SUFFIXES),
                      source=name)

@@ -78,7 +78,10 @@ def translation(p):
 def compile_mjcf(path):
     """MuJoCo's compiled model of an MJCF file, or a ModelError naming the file."""
     name = os.fsdecode(os.fspath(path))
-    read_source(name)                   # missing, unreadable or oversized: refused before MuJoCo
+    text = read_source(name)            # missing, unreadable or oversized: refused before MuJoCo
+    if b"<!DOCTYPE" in text or b"<!ENTITY" in text:     # (MuJoCo's parser would misreport them)
+        raise ModelError("document type and entity declarations (<!DOCTYPE>, <!ENTITY>) are not "
+                         "allowed in an MJCF file", source=name)
     try:
         import mujoco
     except ImportError:

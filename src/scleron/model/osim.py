@@ -348,6 +348,9 @@ def _coordinates(node, ctx):
     for c in holder.all("Coordinate") if holder is not None else []:
         if not c.name:
             raise ctx.error(c, "a coordinate needs a name")
+        if c.name in out:
+            raise ctx.error(c, f"coordinate '{c.name}' is declared twice in this joint (OpenSim "
+                            f"renames the second '{c.name}_0' with a warning): give each its own name")
         out[c.name] = {
             "default": ctx.numbers(c, "default_value", 1, (0.0,))[0],
             "speed": ctx.numbers(c, "default_speed_value", 1, (0.0,))[0],
