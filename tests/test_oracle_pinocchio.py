@@ -334,3 +334,24 @@ def test_energies_com_and_mass_matrix_on_other_robots(pin, generated, rng, rel):
         assert abs(dyn.potential_energy(q) - V) <= TOL * max(abs(V), 1.0)
         assert rel_err(dyn.center_of_mass(q), pin.centerOfMass(pm, pdata, q_pin)) <= TOL
         assert rel_err(dyn.mass_matrix(q), J.T @ Mp @ J) <= TOL
+
+
+@pytest.mark.parametrize("damping", ["read", "ignore"])
+def test_urdf_damping_read_on_request(pin, rng, damping):
+    """<dynamics damping=d> is dropped by default (as Pinocchio's rnea/nle drop it) and, with
+    damping="read" (--damping read), is the joint's damper: h = Pinocchio's nle + d qd, where
+    Pinocchio keeps d in model.damping (panda: 0.003 on its arm, 0.3 on its fingers)."""
+    path = robot_urdf("panda")
+    with pytest.warns(UserWarning):                    # (its finger's <mimic>)
+        model = scleron.load_model(path, damping=damping)
+    pm = pin.buildModelFromUrdf(path)
+    pd = pm.createData()
+    assert np.any(pm.damping)
+    tree = Tree(model)
+    q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+    v = rng.uniform(-1, 1, pm.nv)
+    h = np.array(rec.bias_forces(tree, FloatAlgebra(), list(q), list(v)))
+    want = pin.nle(pm, pd, q, v) + (pm.damping * v if damping == "read" else 0.0)
+    assert np.abs(h - want).max() <= 1e-12 * np.abs(want).max()
+    with pytest.raises(scleron.ModelError, match="damping= \\(--damping\\) applies to URDF files"):
+        scleron.load_model(example("rc20.yaml"), damping="read")

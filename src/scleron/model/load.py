@@ -125,16 +125,17 @@ def model_format(path):
 
 # the options each reader takes (load_model's keywords), besides the path
 LOAD_OPTIONS = {YAML_FORMAT: ("merge_fixed",),
-                URDF_FORMAT: ("floating", "merge_fixed", "order", "mimic", "inertia"),
+                URDF_FORMAT: ("floating", "merge_fixed", "order", "mimic", "inertia", "damping"),
                 MJCF_FORMAT: ("inertia", "merge_fixed"),
                 OSIM_FORMAT: ("inertia", "merge_fixed")}
 
 
 def add_load_arguments(parser, floating_help="URDF: put a free_flyer joint at the root link"):
-    """The options of reading a model file (--floating, --inertia, --mimic) on an argparse parser:
-    every command that reads one takes them (load_arguments turns them into load_model's)."""
+    """The options of reading a model file (--floating, --inertia, --mimic, --damping) on an
+    argparse parser: every command that reads one takes them (load_arguments turns them into
+    load_model's)."""
     from .model import INERTIA_CHECKS
-    from .urdf import MIMIC
+    from .urdf import DAMPING, MIMIC
     parser.add_argument("--floating", action="store_true", help=floating_help)
     parser.add_argument("--inertia", choices=INERTIA_CHECKS,
                         help="URDF, MJCF, OpenSim: 'relaxed' accepts inertias that break the "
@@ -143,12 +144,15 @@ def add_load_arguments(parser, floating_help="URDF: put a free_flyer joint at th
     parser.add_argument("--mimic", choices=MIMIC,
                         help="URDF <mimic>: 'couple' makes the joint follow its leader (one "
                              "coordinate), 'independent' gives it its own (default, as Pinocchio's)")
+    parser.add_argument("--damping", choices=DAMPING,
+                        help="URDF <dynamics damping=d>: 'read' makes it the joint's damper (tau = "
+                             "-d qd), 'ignore' drops it (default, as Pinocchio's dynamics)")
 
 
 def load_arguments(args):
     """load_model's keywords from the parsed options of add_load_arguments (those given)."""
     kw = {"floating": True} if getattr(args, "floating", False) else {}
-    for option in ("inertia", "mimic"):
+    for option in ("inertia", "mimic", "damping"):
         if getattr(args, option, None):
             kw[option] = getattr(args, option)
     return kw

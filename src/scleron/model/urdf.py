@@ -34,6 +34,7 @@ import warnings
 
 from ..errors import ModelError
 from .load import MAX_BODIES, MAX_DEPTH, read_source, sanitize_identifier
+from .joint_types import joint_dof
 from .model import (INERTIA_CHECKS, WORLD, Inertia, InertiaWarning, Model, Transform,
                     inertia_problems, rotation_from_rpy)
 
@@ -50,6 +51,9 @@ ROOT_JOINTS = {True: ("free_flyer", {}), "free_flyer": ("free_flyer", {}),
 # coordinate of its own (Pinocchio's default, mimic=False), with a MimicWarning
 MIMIC = ("couple", "independent")
 MIMIC_DEFAULT = "independent"
+# damping= of the loader: <dynamics damping> "ignore"d (Pinocchio's dynamics ignore it too) or
+# "read" as the joint's damper, tau = -d qd on each of its coordinates (friction is not read)
+DAMPING = ("ignore", "read")
 
 
 class MimicWarning(UserWarning):
@@ -128,7 +132,7 @@ def parse_xml(data, source=None):
 
 # ---- public API ------------------------------------------------------------------------------
 def load_urdf(path, floating=False, *, merge_fixed=True, order="pinocchio", mimic=MIMIC_DEFAULT,
-              inertia="physical"):
+              inertia="physical", damping="ignore"):
     """Load a URDF file.
 
     floating=True adds a free joint ("root_joint") between the world and the root link: the
@@ -138,21 +142,24 @@ def load_urdf(path, floating=False, *, merge_fixed=True, order="pinocchio", mimi
     joints (one body per link, not validated as a whole). order: "pinocchio" (siblings by joint
     name, as urdfdom and Pinocchio order them) or "file" (siblings in file order). mimic:
     "couple" (a <mimic> joint follows the joint it names, docs/mimic.md) or "independent".
-    inertia: "physical" or "relaxed" (docs/inertia-checks.md).
+    inertia: "physical" or "relaxed" (docs/inertia-checks.md). damping: "ignore" (the default, as
+    Pinocchio's dynamics) or "read" (<dynamics damping=d> becomes the joint's damper, tau = -d qd).
     """
     data = read_source(path)
     source = os.fsdecode(os.fspath(path))
     return model_from_urdf(parse_xml(data, source), source, floating=floating,
-                           merge_fixed=merge_fixed, order=order, mimic=mimic, inertia=inertia)
+                           merge_fixed=merge_fixed, order=order, mimic=mimic, inertia=inertia,
+                           damping=damping)
 
 
 def load_urdf_string(text, source="<string>", floating=False, *, merge_fixed=True, order="pinocchio",
-                     mimic=MIMIC_DEFAULT, inertia="physical"):
+                     mimic=MIMIC_DEFAULT, inertia="physical", damping="ignore"):
     """Like load_urdf, for URDF text already in memory."""
     if isinstance(text, (str, bytes)) and len(text) > 20 * 1024 * 1024:
         raise ModelError("the URDF text is more than 20 MB", source=source)
     return model_from_urdf(parse_xml(text, source), source, floating=floating,
-                           merge_fixed=merge_fixed, order=order, mimic=mimic, inertia=inertia)
+                           merge_fixed=merge_fixed, order=order, mimic=mimic, inertia=inertia,
+                           damping=damping)
 
 
 # ---- building the model ----------------------------------------------------------------------
@@ -227,8 +234,10 @@ def _link_inertia(link, ctx):
 
 
 def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, order="pinocchio",
-                    mimic=MIMIC_DEFAULT, inertia="physical"):
+                    mimic=MIMIC_DEFAULT, inertia="physical", damping="ignore"):
     """Build a Model from a parsed URDF element tree (see parse_xml)."""
+    if damping not in DAMPING:
+        raise ValueError(f"damping must be one of {DAMPING}, not {damping!r}")
     if order not in ("pinocchio", "file"):
         raise ValueError("order must be 'pinocchio' or 'file'")
     if mimic not in MIMIC:
@@ -344,6 +353,8 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
         reached.add(child)
         stack.extend((child, n) for n in reversed(kids(child)))
     _mimic(model, joints, ctx, mimic)
+    if damping == "read":
+        _damping(model, joints, ctx)
 
     if len(reached) != len(links):
         lost = [n for n in links if n not in reached]
@@ -392,6 +403,21 @@ def _mimic(model, joints, ctx, how):
             t2, a2, b2, _ = read[target]
             target, a, b = t2, a * a2, a * b2 + b
         by_name[jname].mimic = (target, a, b)
+
+
+def _damping(model, joints, ctx):
+    """Joint.damping from <dynamics damping=d> of each moving joint not coupled as a mimic: d on
+    every coordinate of the joint (MuJoCo's and Gazebo's reading)."""
+    by_name = {j.name: j for j in model.joints}
+    for jname, (j, jtype, _, _) in joints.items():
+        d = j.find("dynamics")
+        if d is None or jtype == "fixed" or by_name[jname].mimic is not None:
+            continue
+        value = _floats(d.attrib.get("damping", "0"), 1, "dynamics damping",
+                        ctx.at(element=f"joint '{jname[:200]}'", line=d.line))[0]
+        if value:
+            joint = by_name[jname]
+            joint.damping = (value,) * joint_dof(joint.type, joint.params)
 
 
 def _warn_welded(unmerged, merged, links, source):
