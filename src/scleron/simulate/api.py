@@ -51,13 +51,15 @@ def _positive(value, what):
     return v
 
 
-def _load(model_or_path, floating, inertia=None, mimic=None):
+def _load(model_or_path, floating, **options):
+    """The model: a Model as it is, or a file read with load_model's options (those given)."""
+    options = {k: v for k, v in options.items() if v}
     if isinstance(model_or_path, (str, os.PathLike)):
         from ..model import load_model
-        kw = {k: v for k, v in (("floating", floating), ("inertia", inertia), ("mimic", mimic)) if v}
-        return load_model(model_or_path, **kw)
-    if inertia or mimic:
-        raise ValueError("inertia= and mimic= are options of reading a model file, not of a Model")
+        return load_model(model_or_path, **({"floating": True} if floating else {}), **options)
+    if options:
+        raise ValueError(f"{'= and '.join(options)}= are options of reading a model file, not of "
+                         "a Model")
     model = model_or_path
     if any(j.type == "fixed" for j in model.joints):
         model = model.merged_fixed()
@@ -68,11 +70,11 @@ def _load(model_or_path, floating, inertia=None, mimic=None):
 def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, tau=None, plot=None,
              output=None, progress=True, out_dir=None, *, rtol=1e-8, atol=1e-10,
              switch_threshold=None, exp_limit=EXP_LIMIT, record_every=1,
-             floating=False, inertia=None, mimic=None, log=None):
+             floating=False, inertia=None, mimic=None, damping=None, log=None):
     """Integrate a model from its initial state and return a Trajectory.
 
     model_or_path: a Model or a model file (.yaml/.yml/.urdf; floating=True adds a free root to a
-    URDF; inertia=, mimic=: load_model's, for a file). integrator: "rk4", "semi-implicit", "rk45" or "implicit" (linearly implicit Euler
+    URDF; inertia=, mimic=, damping=: load_model's, for a file). integrator: "rk4", "semi-implicit", "rk45" or "implicit" (linearly implicit Euler
     with the generated forward-dynamics derivatives: stable on stiff joint springs at steps where
     rk4 blows up; first order). duration, dt: seconds; dt is the step of rk4, semi-implicit and
     implicit, and the first and largest step of rk45 (whose step is chosen by the error control:
@@ -113,7 +115,7 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
                          "file ....npz (Trajectory.load reads it back)")
     if plot is not None:
         check_plot_path(plot)
-    model = _load(model_or_path, floating, inertia, mimic)
+    model = _load(model_or_path, floating, inertia=inertia, mimic=mimic, damping=damping)
     if threshold_given and not any(s.kind == "euler" for s in switchables(model)):
         raise ValueError(f"switch_threshold: {model.name} has no Euler-angle joint whose chart may "
                          "switch (spherical or free without a spring), so it would change nothing")
