@@ -82,8 +82,8 @@ def folder_lock(folder):
 
 # what most tests call; a test of other functions names them (functions=[...], or None for all),
 # which keeps the suite's compile time where it was before the frame functions
-DYNAMICS = ("forward_dynamics", "inverse_dynamics", "mass_matrix", "bias_forces", "kinetic_energy",
-            "potential_energy", "center_of_mass")
+DYNAMICS = ("forward_dynamics", "inverse_dynamics", "mass_matrix", "bias_forces", "static_forces",
+            "kinetic_energy", "potential_energy", "center_of_mass")
 
 
 class GeneratedModels:

@@ -271,6 +271,8 @@ def test_potential_energy_matches_gravity_forces(system, rng):
     grad = np.array([(potential_energy(model, q + eps * e) - potential_energy(model, q - eps * e)) / (2 * eps)
                      for e in np.eye(model.nv)[ks]])
     assert np.abs(grad - g[ks]).max() <= 1e-6 * max(1.0, np.abs(g).max())
+    # static_forces is h(q, 0) generated on its own (the velocity terms folded away)
+    assert rel_err(dyn.static_forces(q), g) <= 1e-12
 
 
 # ---- Featherstone's 6-link planar zigzag (RBDA Fig. 10.3) ---------------------------------------------

@@ -17,7 +17,7 @@ ROBOTS = {"solo12": "solo_description/robots/solo12.urdf",
 FUNCTIONS = ["forward_dynamics", "inverse_dynamics", "mass_matrix", "bias_forces",
              "center_of_mass", "com_jacobian", "frame_placements", "frame_jacobians",
              "frame_accelerations", "integrate", "difference", "centroidal_momentum_matrix",
-             "centroidal_momentum", "centroidal_momentum_rate"]
+             "centroidal_momentum", "centroidal_momentum_rate", "static_forces"]
 
 
 def rel_err(a, ref):
@@ -64,6 +64,7 @@ def check_against_pinocchio(pin, dyn, pm, rng, states=4):
         M = np.triu(M) + np.triu(M, 1).T
         assert rel_err(dyn.mass_matrix(q), M) < TOL
         assert rel_err(dyn.bias_forces(q, v), pin.nle(pm, pd, q, v)) < TOL
+        assert rel_err(dyn.static_forces(q), pin.computeGeneralizedGravity(pm, pd, q)) < TOL
         assert rel_err(dyn.center_of_mass(q), pin.centerOfMass(pm, pd, q)) < TOL
         assert rel_err(dyn.com_jacobian(q), pin.jacobianCenterOfMass(pm, pd, q)) < TOL
         # centroidal momentum: Pinocchio's rows are [l; k], scleron's [k; l]

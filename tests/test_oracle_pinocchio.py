@@ -210,6 +210,12 @@ def test_generated_equals_reference_equals_pinocchio(pin, generated, rng, system
             assert rel_err(gen, want) <= TOL, f"{system} {key}: generated vs Pinocchio {rel_err(gen, want):.3g}"
             assert rel_err(ref, want) <= TOL, f"{system} {key}: reference vs Pinocchio {rel_err(ref, want):.3g}"
             assert rel_err(gen, ref) <= TOL, f"{system} {key}: generated vs reference {rel_err(gen, ref):.3g}"
+        # h(q, 0): gravity alone (the quadruped's Euler-angle root maps to Pinocchio's free
+        # flyer, so there its h(q, 0), checked against Pinocchio's nle above)
+        want = (pin.computeGeneralizedGravity(pm, pdata, q) if pm.nq == model.nq
+                else np.array(rec.bias_forces(tree, alg, q, [0.0] * model.nv)))
+        assert rel_err(dyn.static_forces(q), want) <= TOL
+        assert rel_err(np.array(rec.static_forces(tree, alg, q)), want) <= TOL
     print(f"\n{system}: max relative error vs Pinocchio " + ", ".join(f"{k} {v:.2e}" for k, v in errs.items()))
 
 

@@ -153,6 +153,9 @@ FUNCTIONS = {f.name: f for f in [
                  ("mass",), ("unrolled", "mass_loop")),
     FunctionSpec("bias_forces", (Q, QD), (_in("h", doc="bias forces"),), recursions.bias_forces,
                  "h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau", ("bias",)),
+    FunctionSpec("static_forces", (Q,), (_in("g", doc="static joint forces"),), recursions.static_forces,
+                 "g(q) = h(q, 0): the joint forces that hold q at rest (gravity, springs, body "
+                 "wrenches)", ("gravity", "static")),
     FunctionSpec("kinetic_energy", (Q, QD), (Argument("T", (), "kinetic energy"),),
                  recursions.kinetic_energy, "T(q, qd) = 1/2 qd^T M(q) qd, from the body twists",
                  ("ke",)),

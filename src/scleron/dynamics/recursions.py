@@ -390,6 +390,13 @@ def bias_forces(tree, alg, q, qd):
     return passive_forces(tree, alg, q, qd, force_pass(tree, alg, kins, f))
 
 
+def static_forces(tree, alg, q):
+    """The joint forces that hold q at rest: gravity, the joint springs and the constant body
+    wrenches, h(q, 0) (Pinocchio's computeGeneralizedGravity where there are no springs or
+    wrenches; the velocity terms fold away as products with qd = 0)."""
+    return bias_forces(tree, alg, q, [0.0] * tree.nv)
+
+
 # ---- passes 4-6: articulated inertias and the factored solve ----------------------------------
 # Each pass is a loop over bodies around one per-body step. Method I (`forward_dynamics`) runs
 # the loops here, so the steps unroll into straight-line code; Method II (S&G section 4) runs the
