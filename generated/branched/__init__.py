@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_fe966c5e72e0"
-HASH = "fe966c5e72e01a59607b26e0f4e3c59b4d04bfff495801802580bb8885cc47f8"
+MODULE = "_branched_9fa1602d3b31"
+HASH = "9fa1602d3b3113c76c9ae4d20763542882dd90fe3e7a7fbda62a5a3bf48948d2"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

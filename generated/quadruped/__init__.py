@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_4a78be88bc22"
-HASH = "4a78be88bc223a0c5f291593caef930fe3c6355b9a2ce357a3c1b4677693a1e4"
+MODULE = "_quadruped_ddefd7d619b2"
+HASH = "ddefd7d619b2a7810c2ecd6daf730f4bbce2f1303f3ee8fd43bb1a3ce386bb3c"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_03effd1f8ec7"
-HASH = "03effd1f8ec71010431ec58ecf92b14c97eeec7783747ca8c6e0191cb5149b6f"
+MODULE = "_rc100_8fe82004305c"
+HASH = "8fe82004305c12be3b03dea6d8d63aecb8a09e9ff96b76a6eab526be7be429b9"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

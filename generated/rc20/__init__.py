@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_17e7a63059c8"
-HASH = "17e7a63059c8743e9a03facd8904ab5cda6eb0b7f63e92aaa44713c14513ab0e"
+MODULE = "_rc20_43e943b705f6"
+HASH = "43e943b705f6faa188d4d07d30c09c5bacb2c2c39a770fe4e5d2cd26506d5c57"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_e43fe546d168"
-HASH = "e43fe546d168394008f81fcde7e539300a58488b923936e04238c234eb5e3835"
+MODULE = "_rc50_6e3a246ed311"
+HASH = "6e3a246ed311bc65e17402b7703d540c11c60d1adc03066ff10bb216af54d79b"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
