@@ -169,12 +169,13 @@ def test_a_mimic_joint_with_children_generates_by_default_what_coupling_has(tmp_
     path.write_text(MIDDLE_MIMIC)
     model, dyn = generated(str(path), "middle_mimic", load_options={"mimic": "couple"},
                            functions=None)                    # the default set
-    assert set(dyn.FUNCTIONS) == set(FUNCTIONS) | {"integrate", "difference"}
+    assert set(dyn.FUNCTIONS) == set(FUNCTIONS) | {"integrate", "difference", "static_forces"}
     pm = pin.buildModelFromUrdf(str(path), mimic=True)
     pd = pm.createData()
     for _ in range(3):
         q, v, a = (rng.uniform(-1, 1, 2) for _ in range(3))
         assert rel_err(dyn.inverse_dynamics(q, v, a), pin.rnea(pm, pd, q, v, a)) < TOL
+        assert rel_err(dyn.static_forces(q), pin.computeGeneralizedGravity(pm, pm.createData(), q)) < TOL
         # (a fresh Data: Pinocchio 4's crba with mimic joints on the Data its rnea just used
         # gave an off-diagonal entry that neither its own rnea nor ours has)
         M = pin.crba(pm, pm.createData(), q)
