@@ -39,7 +39,7 @@ FRAME_FULL_NAME = {"placements": "frame_placements", "jacobians": "frame_jacobia
                    "jacobians_local": "frame_jacobians_local", "com_jacobian": "com_jacobian",
                    "centroidal_map": "centroidal_momentum_matrix"}
 PIN_FRAME = {"placements": "fk_frames", "jacobians": "jac_frames_lwa", "jacobians_local": "jac_frames_local",
-             "com_jacobian": "jcom", "centroidal_map": "ccrba"}
+             "com_jacobian": "jcom", "centroidal_map": "cmap"}
 FRAME_TARGET = 0.3     # issue 10: scleron / Pinocchio, medians, at most this
 NSTATES = 100          # states per timing pass
 NBATCH = 1000          # states per batched Python call

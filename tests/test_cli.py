@@ -114,7 +114,7 @@ def test_codegen_method_and_mass_matrix_options(tmp_path, monkeypatch):
     assert bad.returncode == 2 and "--method" in bad.stderr
     for options, needle in ((["--method", "2", "--functions", "fdd"], "--method 2) changes only forward_dynamics"),
                             (["--mass-matrix", "loop", "--functions", "fd,minv"], "changes only mass_matrix"),
-                            (["--frames", "link3", "--functions", "fd"], "changes only the frame functions")):
+                            (["--frames", "link3", "--functions", "fd"], "changes only frame_placements, frame_jacobians")):
         bad = run("codegen", example("rc20.yaml"), "-o", str(tmp_path / "x"), *options, "--no-compile")
         assert bad.returncode == 2 and needle in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
     assert not (tmp_path / "x").exists()

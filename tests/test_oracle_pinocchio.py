@@ -361,3 +361,19 @@ def test_urdf_damping_read_on_request(pin, rng, damping):
     assert np.abs(h - want).max() <= 1e-12 * np.abs(want).max()
     with pytest.raises(scleron.ModelError, match="damping= \\(--damping\\) applies to URDF files"):
         scleron.load_model(example("rc20.yaml"), damping="read")
+
+
+@pytest.mark.parametrize("text, problem", [
+    ('<robot name="n"><link name="base"/><link name="b"><inertial><mass value="1"/><inertia ixx="1" '
+     'iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="j1" type="revolute">'
+     '<parent link="base"/><child link="b"/><axis xyz="0 0 1"/><dynamics damping="-1"/></joint></robot>',
+     "joint 'j1': <dynamics damping=-1>: a damper takes no negative damping"),
+    ('<robot name="c"><link name="base"/><link name="b"/><link name="c"/><joint name="j1" type="revolute">'
+     '<parent link="b"/><child link="c"/><dynamics damping="0.1"/></joint><joint name="j2" '
+     'type="revolute"><parent link="c"/><child link="b"/><dynamics damping="0.1"/></joint></robot>',
+     "their joints form a cycle"),
+])
+def test_urdf_damping_read_refuses_what_it_cannot_read(text, problem):
+    from scleron.model.urdf import load_urdf_string
+    with pytest.raises(scleron.ModelError, match=problem):
+        load_urdf_string(text, "d.urdf", damping="read")

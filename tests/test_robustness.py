@@ -777,13 +777,14 @@ def test_a_folder_whose_path_has_glob_characters_loads(tmp_path):
 
 
 def test_a_terminated_first_import_leaves_no_build_folder(tmp_path):
-    """`timeout` or a job manager sends SIGTERM while `import NAME` compiles: the process ends with
-    status 143 at once, through the build's cleanup (compilers killed, the temporary .build-*
-    folder removed), not leaving both behind. The compiler is made slow on purpose."""
+    """`timeout` or a job manager sends SIGTERM while `import NAME` compiles: the process ends by
+    that signal at once, through the build's cleanup (the compilers and what they started killed,
+    the temporary .build-* folder removed), not leaving both behind. The compiler is made slow on
+    purpose: a shell that sleeps, then runs cc."""
     scleron.generate(scleron.load_model(tiny(tmp_path)), str(tmp_path / "tiny"), functions=FEW,
                      compile=False)
     slow = tmp_path / "slowcc"
-    slow.write_text("#!/bin/sh\nsleep 60\nexec cc \"$@\"\n")
+    slow.write_text("#!/bin/sh\nsleep 61.4142\nexec cc \"$@\"\n")      # a sleep to look for
     slow.chmod(0o755)
     env = dict(os.environ, CC=str(slow), SCLERON_NO_OPENMP="1")
     proc = subprocess.Popen([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import tiny"],
@@ -796,6 +797,10 @@ def test_a_terminated_first_import_leaves_no_build_folder(tmp_path):
     t0 = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=30)
-    assert proc.returncode == 128 + signal.SIGTERM and time.monotonic() - t0 < 10
+    assert proc.returncode == -signal.SIGTERM and time.monotonic() - t0 < 10
     assert not glob.glob(str(tmp_path / "tiny" / ".build-*"))
     assert not glob.glob(str(tmp_path / "tiny" / "*.so"))
+    time.sleep(0.2)
+    survivors = subprocess.run(["pgrep", "-f", f"{slow}|sleep 61.4142"], capture_output=True,
+                               text=True).stdout
+    assert survivors.strip() == "", survivors             # no compiler (nor its sleep) left running

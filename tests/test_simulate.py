@@ -667,3 +667,14 @@ def test_the_implicit_integrator_starts_on_a_spline_knot(build):
     assert implicit.steps == 50 and np.isfinite(implicit.q).all()
     assert np.abs(implicit.q[-1] - rk4.q[-1]).max() < 1e-3
     assert np.abs(implicit.q[-1] - implicit.q[0]).max() > 1e-3          # and it did move
+
+
+def test_the_load_options_reach_load_model():
+    """floating="free" is the Euler-angle free joint (whose charts switch), not the free flyer
+    every other true value gives; options of reading a file are refused with a Model."""
+    from scleron.simulate.api import _load
+    assert _load(example("rc20.urdf"), "free").joints[0].type == "free"
+    assert _load(example("rc20.urdf"), True).joints[0].type == "free_flyer"
+    assert _load(example("rc20.urdf"), False).joints[0].type == "revolute"
+    with pytest.raises(ValueError, match="damping= is an option of reading a model file"):
+        _load(scleron.load_model(example("rc20.yaml")), False, damping="read")

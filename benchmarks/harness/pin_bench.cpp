@@ -10,7 +10,7 @@
 //   jac_frames_lwa    computeJointJacobians + getFrameJacobian(LOCAL_WORLD_ALIGNED) of every listed frame
 //   jac_frames_local  the same, LOCAL
 //   jcom              jacobianCenterOfMass
-//   ccrba             computeCentroidalMap (the centroidal momentum matrix Ag)
+//   cmap              computeCentroidalMap (the centroidal momentum matrix Ag)
 // and the derivatives (issue 11; named only by benchmarks/derivatives.py)
 //   aba_derivs        computeABADerivatives (ddq, ddq_dq, ddq_dv, Minv)
 //   rnea_derivs       computeRNEADerivatives (dtau_dq, dtau_dv, M)
@@ -91,7 +91,7 @@ void run_jcom(const pinocchio::Model &model, pinocchio::Data &data, const double
     ConstMap Q(q, model.nq);
     pinocchio::jacobianCenterOfMass(model, data, Q);
 }
-void run_ccrba(const pinocchio::Model &model, pinocchio::Data &data, const double *q)
+void run_cmap(const pinocchio::Model &model, pinocchio::Data &data, const double *q)
 {
     ConstMap Q(q, model.nq);
     pinocchio::computeCentroidalMap(model, data, Q);
@@ -252,7 +252,7 @@ int main(int argc, char **argv)
 #define CALL_JAC_LWA run_frame_jacobians(model, data, P_Q, frames, Jf, false)
 #define CALL_JAC_LOCAL run_frame_jacobians(model, data, P_Q, frames, Jf, true)
 #define CALL_JCOM run_jcom(model, data, P_Q)
-#define CALL_CCRBA run_ccrba(model, data, P_Q)
+#define CALL_CMAP run_cmap(model, data, P_Q)
 #define CALL_ABA_D run_aba_derivatives(model, data, P_Q, P_V, P_U)
 #define CALL_RNEA_D run_rnea_derivatives(model, data, P_Q, P_V, P_U)
 #define CALL_MINV run_minv(model, data, P_Q)
@@ -272,7 +272,7 @@ int main(int argc, char **argv)
             if (bench_wants(&a, "jac_frames_lwa")) BENCH_TIME("jac_frames_lwa", a.R, a.target_ns, NS, CALL_JAC_LWA);
             if (bench_wants(&a, "jac_frames_local")) BENCH_TIME("jac_frames_local", a.R, a.target_ns, NS, CALL_JAC_LOCAL);
             if (bench_wants(&a, "jcom")) BENCH_TIME("jcom", a.R, a.target_ns, NS, CALL_JCOM);
-            if (bench_wants(&a, "ccrba")) BENCH_TIME("ccrba", a.R, a.target_ns, NS, CALL_CCRBA);
+            if (bench_wants(&a, "cmap")) BENCH_TIME("cmap", a.R, a.target_ns, NS, CALL_CMAP);
         }
     } else if (a.mode == BENCH_CALLS_MODE) {
         std::string f = a.funcs[0];
@@ -289,7 +289,7 @@ int main(int argc, char **argv)
         else if (have_frames && f == "jac_frames_lwa") BENCH_CALLS(a.K, NS, CALL_JAC_LWA);
         else if (have_frames && f == "jac_frames_local") BENCH_CALLS(a.K, NS, CALL_JAC_LOCAL);
         else if (have_frames && f == "jcom") BENCH_CALLS(a.K, NS, CALL_JCOM);
-        else if (have_frames && f == "ccrba") BENCH_CALLS(a.K, NS, CALL_CCRBA);
+        else if (have_frames && f == "cmap") BENCH_CALLS(a.K, NS, CALL_CMAP);
         else { std::cerr << "unknown function " << f << "\n"; return 2; }
         printf("DONE %ld\n", a.K);
     } else {
@@ -324,9 +324,9 @@ int main(int argc, char **argv)
             append_row_major(buf, data.Jcom);
             bench_print_out("jcom", buf.data(), (int)buf.size());
             buf.clear();
-            CALL_CCRBA;
+            CALL_CMAP;
             append_row_major(buf, data.Ag);
-            bench_print_out("ccrba", buf.data(), (int)buf.size());
+            bench_print_out("cmap", buf.data(), (int)buf.size());
         }
     }
     return 0;

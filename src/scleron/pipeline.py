@@ -218,17 +218,20 @@ def _silent(message):
 
 def check_options_apply(names, method, mass_matrix, frames):
     """A ValueError for an option that none of the functions to generate takes (it would change
-    nothing, silently): method=2 without the forward dynamics, a mass_matrix form without the
-    mass matrix, frames without a frame function."""
-    def refuse(option, takes):
-        raise ValueError(f"{option} changes only {takes}, and none is generated here (the "
-                         f"functions: {', '.join(names[:6])}{', ...' if len(names) > 6 else ''})")
-    if method == 2 and "forward_dynamics" not in names:
-        refuse("method=2 (--method 2)", "forward_dynamics")
-    if mass_matrix != "auto" and "mass_matrix" not in names:
-        refuse(f"mass_matrix={mass_matrix!r} (--mass-matrix)", "mass_matrix")
-    if frames is not None and not any(n.startswith("frame_") for n in names):
-        refuse("frames= (--frames)", "the frame functions (frame_placements, frame_jacobians, ...)")
+    nothing, silently): method=2 and a mass_matrix form without a function that has that code
+    form (FunctionSpec.forms), frames without a function that covers frames."""
+    def taking(form):
+        return [f for f, spec in FUNCTIONS.items() if form in spec.forms]
+    covering_frames = [f for f, spec in FUNCTIONS.items()
+                       if any("nframes" in out.shape for out in spec.outputs)] + list(FRAME_FUNCTIONS)
+    for option, given, takes in (("method=2 (--method 2)", method == 2, taking("method2")),
+                                 (f"mass_matrix={mass_matrix!r} (--mass-matrix)",
+                                  mass_matrix != "auto", taking("mass_loop")),
+                                 ("frames= (--frames)", frames is not None, covering_frames)):
+        if given and not set(takes) & set(names):
+            raise ValueError(f"{option} changes only {', '.join(takes[:4])}"
+                             f"{', ...' if len(takes) > 4 else ''}, and none is generated here (the "
+                             f"functions: {', '.join(names[:6])}{', ...' if len(names) > 6 else ''})")
 
 
 def _unroll(tree, names, prefix, method, mass, progress):

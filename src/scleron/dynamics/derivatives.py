@@ -422,20 +422,14 @@ def inverse_dynamics_derivative_columns(tree, alg, q, qd, qdd, world=None):
 
 
 def add_turning_armature(b, qd, dqd):
-    """d/dqd of recursions.turning_armature_forces, [w x p; v x p] with p = A v, into the joint's
-    block of dqd (in place): by v_k, [w x A e_k; e_k x p + v x A e_k]; by w_k, [e_k x p; 0]."""
+    """d/dqd of recursions.turning_armature_force, by forward mode (dual numbers) through that
+    one function, into the joint's 6 x 6 block of dqd (in place)."""
     s = b.v_start
-    v, w = qd[s:s + 3], qd[s + 3:s + 6]
-    p = [a * x for a, x in zip(b.linear_armature, v)]
-    for k in range(3):
-        e = [1.0 if r == k else 0.0 for r in range(3)]
-        Ae = vscale(b.linear_armature[k], e)
-        by_v = cross(w, Ae) + vadd(cross(e, p), cross(v, Ae))
-        by_w = cross(e, p)
-        for r in range(6):
-            dqd[s + r][s + k] = dqd[s + r][s + k] + by_v[r]
-        for r in range(3):
-            dqd[s + r][s + 3 + k] = dqd[s + r][s + 3 + k] + by_w[r]
+    v = [Dual(x, unit(k, 6)) for k, x in enumerate(qd[s:s + 6])]
+    force = recursions.turning_armature_force(b, v)
+    for r in range(6):
+        for k, d in enumerate(tangents(force[r], 6)):
+            dqd[s + r][s + k] = dqd[s + r][s + k] + d
 
 
 class WorldBody:

@@ -338,17 +338,24 @@ def turning_armature_forces(tree, alg, qd, tau):
     body frame: dp/dt + w x p on the linear rows, v x p on the angular ones; A dv/dt is M's
     diagonal). For equal a the angular term is 0 and the linear one a (dv/dt + w x v) = a R^T
     d/dt (R v): MuJoCo's free joint, whose armature acts on the world-frame velocity R v.
+    Armature on angular velocities stays M's diagonal alone, as MuJoCo has it (with unequal
+    entries a free body's world angular momentum then drifts; no work is done, energy holds).
     Modified in place and returned."""
     for b in tree.bodies:
         if b.linear_armature is None:
             continue
         alg.section(f"joint {b.joint_name}: linear armature turning with the body",
                     "armature turning with the body", b.index)
-        v, w = qd[b.v_start:b.v_start + 3], qd[b.v_start + 3:b.v_start + 6]
-        p = [a * x for a, x in zip(b.linear_armature, v)]
-        for k, f in enumerate(cross(w, p) + cross(v, p)):
+        for k, f in enumerate(turning_armature_force(b, qd[b.v_start:b.v_start + 6])):
             tau[b.v_start + k] = tau[b.v_start + k] + f
     return tau
+
+
+def turning_armature_force(b, v):
+    """[w x p; v x p], p = A v_lin, for the joint's own velocity v = [v_lin; w]."""
+    lin, w = v[:3], v[3:]
+    p = [a * x for a, x in zip(b.linear_armature, lin)]
+    return cross(w, p) + cross(lin, p)
 
 
 def armature_forces(tree, alg, qdd, tau):

@@ -187,7 +187,7 @@ def select_frames(model, names=None):
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"frames must name each frame once: {', '.join(map(repr, twice))} "
-                             "is named twice")
+                             f"{'is' if len(twice) == 1 else 'are'} named twice")
         chosen = [by_name[n] for n in names]
     out = []
     for f in chosen:

@@ -38,6 +38,7 @@ world-frame velocity, scleron's free_flyer to the body-frame one: equal only whe
 """
 import math
 import os
+import re
 import warnings
 
 import numpy as np
@@ -79,7 +80,8 @@ def compile_mjcf(path):
     """MuJoCo's compiled model of an MJCF file, or a ModelError naming the file."""
     name = os.fsdecode(os.fspath(path))
     text = read_source(name)            # missing, unreadable or oversized: refused before MuJoCo
-    if b"<!DOCTYPE" in text or b"<!ENTITY" in text:     # (MuJoCo's parser would misreport them)
+    prolog = re.sub(rb"<!--.*?-->", b"", text, flags=re.S).split(b"<mujoco", 1)[0]
+    if b"<!DOCTYPE" in prolog or b"<!ENTITY" in prolog:   # (MuJoCo's parser would misreport them)
         raise ModelError("document type and entity declarations (<!DOCTYPE>, <!ENTITY>) are not "
                          "allowed in an MJCF file", source=name)
     try:

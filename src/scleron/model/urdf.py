@@ -353,14 +353,14 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
         reached.add(child)
         stack.extend((child, n) for n in reversed(kids(child)))
     _mimic(model, joints, ctx, mimic)
-    if damping == "read":
-        _damping(model, joints, ctx)
 
     if len(reached) != len(links):
         lost = [n for n in links if n not in reached]
         shown = ", ".join(f"'{n[:100]}'" for n in lost[:5])
         raise ctx.error(f"links {shown}{', ...' if len(lost) > 5 else ''} are not connected to the root "
                         f"link '{root[:200]}': their joints form a cycle", links[lost[0]].line)
+    if damping == "read":
+        _damping(model, joints, ctx)
     if merge_fixed:
         merged = _validate(model.merged_fixed(), model, links, source)
         _warn_welded(model, merged, links, source)
@@ -413,8 +413,11 @@ def _damping(model, joints, ctx):
         d = j.find("dynamics")
         if d is None or jtype == "fixed" or by_name[jname].mimic is not None:
             continue
-        value = _floats(d.attrib.get("damping", "0"), 1, "dynamics damping",
-                        ctx.at(element=f"joint '{jname[:200]}'", line=d.line))[0]
+        dctx = ctx.at(element=f"joint '{jname[:200]}'", line=d.line)
+        value = _floats(d.attrib.get("damping", "0"), 1, "dynamics damping", dctx)[0]
+        if value < 0:
+            raise dctx.error(f"<dynamics damping={value:g}>: a damper takes no negative damping "
+                             "(it would add energy)")
         if value:
             joint = by_name[jname]
             joint.damping = (value,) * joint_dof(joint.type, joint.params)

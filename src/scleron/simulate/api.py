@@ -56,10 +56,10 @@ def _load(model_or_path, floating, **options):
     options = {k: v for k, v in options.items() if v}
     if isinstance(model_or_path, (str, os.PathLike)):
         from ..model import load_model
-        return load_model(model_or_path, **({"floating": True} if floating else {}), **options)
+        return load_model(model_or_path, **({"floating": floating} if floating else {}), **options)
     if options:
-        raise ValueError(f"{'= and '.join(options)}= are options of reading a model file, not of "
-                         "a Model")
+        raise ValueError(f"{'= and '.join(options)}= {'are options' if len(options) > 1 else 'is an option'}"
+                         " of reading a model file, not of a Model")
     model = model_or_path
     if any(j.type == "fixed" for j in model.joints):
         model = model.merged_fixed()
@@ -87,8 +87,8 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     dynamics live (one subfolder per chart combination; default ~/.cache/scleron/<name>, or
     $XDG_CACHE_HOME/scleron/<name>; the trajectory's build_dir says which). log: a function
     called with one line of text saying where the dynamics are generated (the CLI prints it).
-    switch_threshold: |det S| below which an Euler chart is switched (default 0.2; given for a
-    model with no Euler-angle joint that may switch, it is refused: it would do nothing); exp_limit: ‖q‖ above which
+    switch_threshold: |det S| below which an Euler chart is switched (default 0.2; another value
+    for a model with no Euler-angle joint that may switch is refused: it would do nothing); exp_limit: ‖q‖ above which
     a ball_exp joint is reparameterised. record_every: keep every n-th step (and the last).
     """
     if integrator not in INTEGRATORS:
@@ -97,7 +97,7 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     if integrator != "rk45" and duration / dt > MAX_STEPS:
         raise ValueError(f"duration / dt = {duration / dt:.3g} steps is more than {MAX_STEPS}")
     rtol, atol = _positive(rtol, "rtol"), _positive(atol, "atol")
-    threshold_given = switch_threshold is not None
+    threshold_given = switch_threshold not in (None, DEFAULT_SWITCH_THRESHOLD)   # (the default: harmless)
     switch_threshold = _positive(switch_threshold if threshold_given else DEFAULT_SWITCH_THRESHOLD,
                                  "switch_threshold")
     if switch_threshold >= 0.8:

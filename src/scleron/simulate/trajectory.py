@@ -47,7 +47,8 @@ class Trajectory:
     each joint in chart_joints), energy = kinetic + potential (N,) in J, switches (list of Switch).
     coordinate_units: "rad", "m" or "" per coordinate (what the plot groups by); build_dir: the
     folder of the generated dynamics (one subfolder per chart combination). work: what adds or
-    takes energy, so that E need not stay constant ("tau", "dampers of ...", "wrenches on ...").
+    takes energy, so that E need not stay constant ("tau is not zero: work is done", "dampers
+    dissipate (...)", "external wrenches do work (...)").
     """
     t: np.ndarray
     q: np.ndarray
