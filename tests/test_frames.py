@@ -435,3 +435,32 @@ def test_a_function_not_generated_is_named_with_how_to_get_it(tmp_path, generate
         dyn.mass_matrix
     listed = re.search(r"generated into .* \((.*)\); name it", str(e.value)).group(1).split(", ")
     assert "frame_jacobians" in listed and len(listed) == len(set(listed))      # each name once
+
+
+@pytest.mark.parametrize("which", ["two_roots", "qball"])
+def test_centroidal_momentum_on_two_roots_and_quaternion_joints(tmp_path, which, rng):
+    """Two roots with bodies out of depth-first order (the roots' sum into the world) and a free
+    flyer carrying a quaternion ball: h_G from the bodies' frames, A_G qd = h_G, and the rate
+    against central differences along q (+) (qd t + qdd t^2 / 2)."""
+    from scleron.dynamics import configuration
+    from test_derivatives import QBALL
+    from test_loop_forms import out_of_order_yaml
+    path = tmp_path / f"{which}.yaml"
+    path.write_text(out_of_order_yaml(wrenches=True) if which == "two_roots" else QBALL)
+    model = scleron.load_model(str(path))
+    tree = Tree(model)
+    q0 = model.q0 if model.q0 is not None else tree.neutral
+    q = configuration.integrate(tree, ALG, list(q0), list(rng.uniform(-0.5, 0.5, tree.nv)), [1.0])
+    qd, qdd = rng.uniform(-1, 1, tree.nv), rng.uniform(-1, 1, tree.nv)
+    P = placements(tree, q)
+    V = np.array(F.frame_velocities(tree, ALG, list(q), list(qd)))
+    hg = np.array(C.centroidal_momentum(tree, ALG, list(q), list(qd)))
+    assert rel_err(hg, momentum_from_frames(model, tree, P, V)) < 1e-12
+    assert rel_err(np.array(C.centroidal_momentum_matrix(tree, ALG, list(q))) @ qd, hg) < 1e-12
+
+    def momentum(t):
+        x = configuration.integrate(tree, ALG, list(q), list((qd + qdd * t / 2) * t), [1.0])
+        return np.array(C.centroidal_momentum(tree, ALG, x, list(qd + qdd * t)))
+    h = 1e-5
+    rate = np.array(C.centroidal_momentum_rate(tree, ALG, list(q), list(qd), list(qdd)))
+    assert rel_err(rate, (momentum(h) - momentum(-h)) / (2 * h)) < 1e-6
