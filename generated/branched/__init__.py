@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_9fa1602d3b31"
-HASH = "9fa1602d3b3113c76c9ae4d20763542882dd90fe3e7a7fbda62a5a3bf48948d2"
+MODULE = "_branched_eeafe0567b26"
+HASH = "eeafe0567b26e84778d95f54bc20a96db1567227b47a7992e3605dcd2d5123a3"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -113,22 +113,32 @@ def _load_fast():
         return None
 
 
+class _Terminated(BaseException):
+    """A SIGTERM during the build, raised to unwind it."""
+
+
 @contextlib.contextmanager
 def _terminate_unwinds():
     """A SIGTERM (`timeout`, a job manager) during the build ends the process as it would, but
-    through the build's cleanup: its compilers killed and its temporary folder removed, not left
-    behind. Only where nobody else handles SIGTERM (the main thread, the default handler)."""
+    through the build's cleanup first: its compilers killed and its temporary folder removed, not
+    left behind (a second SIGTERM waits for the cleanup). Only where nobody else handles SIGTERM
+    (the main thread, the default handler)."""
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
         yield
         return
 
     def terminate(signum, frame):
-        raise SystemExit(128 + signum)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise _Terminated()
 
     signal.signal(signal.SIGTERM, terminate)
     try:
         yield
+    except _Terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)        # ended by the signal, as without the build
+        raise
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_ddefd7d619b2"
-HASH = "ddefd7d619b2a7810c2ecd6daf730f4bbce2f1303f3ee8fd43bb1a3ce386bb3c"
+MODULE = "_quadruped_73beed8ae28c"
+HASH = "73beed8ae28c15df235d525676ff71f7c94534030bad45fab5057134812efa97"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -113,22 +113,32 @@ def _load_fast():
         return None
 
 
+class _Terminated(BaseException):
+    """A SIGTERM during the build, raised to unwind it."""
+
+
 @contextlib.contextmanager
 def _terminate_unwinds():
     """A SIGTERM (`timeout`, a job manager) during the build ends the process as it would, but
-    through the build's cleanup: its compilers killed and its temporary folder removed, not left
-    behind. Only where nobody else handles SIGTERM (the main thread, the default handler)."""
+    through the build's cleanup first: its compilers killed and its temporary folder removed, not
+    left behind (a second SIGTERM waits for the cleanup). Only where nobody else handles SIGTERM
+    (the main thread, the default handler)."""
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
         yield
         return
 
     def terminate(signum, frame):
-        raise SystemExit(128 + signum)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise _Terminated()
 
     signal.signal(signal.SIGTERM, terminate)
     try:
         yield
+    except _Terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)        # ended by the signal, as without the build
+        raise
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_8fe82004305c"
-HASH = "8fe82004305c12be3b03dea6d8d63aecb8a09e9ff96b76a6eab526be7be429b9"
+MODULE = "_rc100_a2031697cdd1"
+HASH = "a2031697cdd12d99a1cf60f97909ecb103eab5858a01bb461226d3b918475832"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -113,22 +113,32 @@ def _load_fast():
         return None
 
 
+class _Terminated(BaseException):
+    """A SIGTERM during the build, raised to unwind it."""
+
+
 @contextlib.contextmanager
 def _terminate_unwinds():
     """A SIGTERM (`timeout`, a job manager) during the build ends the process as it would, but
-    through the build's cleanup: its compilers killed and its temporary folder removed, not left
-    behind. Only where nobody else handles SIGTERM (the main thread, the default handler)."""
+    through the build's cleanup first: its compilers killed and its temporary folder removed, not
+    left behind (a second SIGTERM waits for the cleanup). Only where nobody else handles SIGTERM
+    (the main thread, the default handler)."""
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
         yield
         return
 
     def terminate(signum, frame):
-        raise SystemExit(128 + signum)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise _Terminated()
 
     signal.signal(signal.SIGTERM, terminate)
     try:
         yield
+    except _Terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)        # ended by the signal, as without the build
+        raise
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 

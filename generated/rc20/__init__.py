@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_43e943b705f6"
-HASH = "43e943b705f6faa188d4d07d30c09c5bacb2c2c39a770fe4e5d2cd26506d5c57"
+MODULE = "_rc20_b69e38e6e131"
+HASH = "b69e38e6e131f76d1d420487c69d5f391f7e340dce9106e22dd53b0e437325f2"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -113,22 +113,32 @@ def _load_fast():
         return None
 
 
+class _Terminated(BaseException):
+    """A SIGTERM during the build, raised to unwind it."""
+
+
 @contextlib.contextmanager
 def _terminate_unwinds():
     """A SIGTERM (`timeout`, a job manager) during the build ends the process as it would, but
-    through the build's cleanup: its compilers killed and its temporary folder removed, not left
-    behind. Only where nobody else handles SIGTERM (the main thread, the default handler)."""
+    through the build's cleanup first: its compilers killed and its temporary folder removed, not
+    left behind (a second SIGTERM waits for the cleanup). Only where nobody else handles SIGTERM
+    (the main thread, the default handler)."""
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
         yield
         return
 
     def terminate(signum, frame):
-        raise SystemExit(128 + signum)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise _Terminated()
 
     signal.signal(signal.SIGTERM, terminate)
     try:
         yield
+    except _Terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)        # ended by the signal, as without the build
+        raise
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_6e3a246ed311"
-HASH = "6e3a246ed311bc65e17402b7703d540c11c60d1adc03066ff10bb216af54d79b"
+MODULE = "_rc50_09722299450c"
+HASH = "09722299450c2ffde3ea7c67f31e83b3ca13b364c5c202f051edd2268529e466"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -113,22 +113,32 @@ def _load_fast():
         return None
 
 
+class _Terminated(BaseException):
+    """A SIGTERM during the build, raised to unwind it."""
+
+
 @contextlib.contextmanager
 def _terminate_unwinds():
     """A SIGTERM (`timeout`, a job manager) during the build ends the process as it would, but
-    through the build's cleanup: its compilers killed and its temporary folder removed, not left
-    behind. Only where nobody else handles SIGTERM (the main thread, the default handler)."""
+    through the build's cleanup first: its compilers killed and its temporary folder removed, not
+    left behind (a second SIGTERM waits for the cleanup). Only where nobody else handles SIGTERM
+    (the main thread, the default handler)."""
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
         yield
         return
 
     def terminate(signum, frame):
-        raise SystemExit(128 + signum)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise _Terminated()
 
     signal.signal(signal.SIGTERM, terminate)
     try:
         yield
+    except _Terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)        # ended by the signal, as without the build
+        raise
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
