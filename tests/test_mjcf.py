@@ -190,6 +190,16 @@ def test_disabled_springs_and_dampers_are_not_read(tmp_path, flags):
     compare_dynamics(model, path, reference(model))
 
 
+def test_the_initial_state_is_mujocos_qpos0(tmp_path):
+    """The model's q0 (where scleron simulate starts) is MuJoCo's qpos0, as mj_resetData starts:
+    the free body at its <body pos>, the hinge and slide at their ref (it started at q = 0)."""
+    path = write(tmp_path, ALL_KINDS)
+    model = load_quiet(path)
+    m, _ = oracle(path)
+    assert np.array_equal(MujocoLayout(model).qpos(model.q0), m.qpos0)
+    assert model.q0[:3].tolist() == [0.1, 0.2, 1.0] and model.q0[8] == pytest.approx(0.1)
+
+
 def test_a_free_joint_with_armature_equals_mujoco(tmp_path):
     """MuJoCo applies a free joint's armature to the world-frame linear acceleration: a (dv/dt + w x v)
     in the free flyer's body-frame coordinates (the w x v term was missing: 2e-4 off in h)."""

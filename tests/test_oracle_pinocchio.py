@@ -377,3 +377,21 @@ def test_urdf_damping_read_refuses_what_it_cannot_read(text, problem):
     from scleron.model.urdf import load_urdf_string
     with pytest.raises(scleron.ModelError, match=problem):
         load_urdf_string(text, "d.urdf", damping="read")
+
+
+def test_urdf_damping_of_a_coupled_mimic_joint_is_said_not_read(tmp_path):
+    """A coupled <mimic> joint has no coordinate to damp: its <dynamics damping> is not read (as
+    Pinocchio's mimic=True) and a MimicWarning names it, where it was dropped silently."""
+    from scleron.model.urdf import MimicWarning
+    link = ('<link name="{}"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" '
+            'ixy="0" ixz="0" iyz="0"/></inertial></link>')
+    path = tmp_path / "mm.urdf"
+    path.write_text('<robot name="mm"><link name="base"/>' + link.format("a") + link.format("b")
+                    + '<joint name="j1" type="revolute"><parent link="base"/><child link="a"/>'
+                    '<axis xyz="0 0 1"/><dynamics damping="0.7"/></joint><joint name="j2" '
+                    'type="revolute"><parent link="a"/><child link="b"/><origin xyz="1 0 0"/>'
+                    '<axis xyz="0 0 1"/><mimic joint="j1" multiplier="-0.5"/><dynamics '
+                    'damping="1.5"/></joint></robot>')
+    with pytest.warns(MimicWarning, match=r"damping> of 1 coupled <mimic> joint \(j2\) not read"):
+        model = scleron.load_model(str(path), mimic="couple", damping="read")
+    assert [j.damping for j in model.joints] == [(0.7,), None]

@@ -40,8 +40,9 @@ class joint_kinematics:
     def __init__(self, tree, alg, q, qd):
         if tree.coupling is not None:       # docs/mimic.md: only through_coupling's functions
             raise ModelError("this function is not available yet for a model with mimic joints "
-                             "(docs/mimic.md: forward and inverse dynamics, mass matrix, bias "
-                             "forces, energies and centre of mass are); load the URDF with "
+                             "(docs/mimic.md: forward and inverse dynamics, mass matrix, bias and "
+                             "static forces, energies, centre of mass, integrate and difference "
+                             "are); load the URDF with "
                              "mimic='independent' to give each joint its own coordinate",
                              source=None, element=f"model '{tree.name}'")
         self.tree, self.alg, self.q, self.qd = tree, alg, q, qd

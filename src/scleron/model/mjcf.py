@@ -17,7 +17,9 @@ MuJoCo; scleron reads the compiled model (docs/mjcf.md):
 - per degree of freedom `armature` (added to M's diagonal), `damping`, and per joint `stiffness`
   with `springref` (qpos_spring) for hinges and slides (none where <flag damper="disable"/> or
   spring="disable", as MuJoCo applies none);
-- gravity (opt.gravity; zero when the model disables gravity); sites become frames.
+- gravity (opt.gravity; zero when the model disables gravity); sites become frames;
+- MuJoCo's initial configuration qpos0 (free bodies at their <body pos>, hinges at their ref) as
+  the model's initial q, where `scleron simulate` starts, as mj_resetData does.
 
 Where a joint's anchor is not at the body origin, the scleron body frame sits at the anchor of
 the body's last joint and the MuJoCo body hangs from it, fixed: merging fixed joints folds the
@@ -144,6 +146,9 @@ def load_mjcf(path, *, inertia="physical", merge_fixed=True):
     for b in range(1, m.nbody):
         _add_body(model, m, names, body_names, b, name)
     _add_sites(model, m, names, body_names)
+    layout = MujocoLayout(model)
+    if np.any(np.asarray(m.qpos0, dtype=float) != layout.qpos(model.neutral())):
+        model.q0 = layout.q(m.qpos0)     # MuJoCo's initial state (mj_resetData): where simulate starts
     report = _report(m)
     if report:
         warnings.warn(f"{name}: not read: {report}", MjcfWarning, stacklevel=3)

@@ -406,21 +406,30 @@ def _mimic(model, joints, ctx, how):
 
 
 def _damping(model, joints, ctx):
-    """Joint.damping from <dynamics damping=d> of each moving joint not coupled as a mimic: d on
-    every coordinate of the joint (MuJoCo's and Gazebo's reading)."""
+    """Joint.damping from <dynamics damping=d> of each moving joint: d on every coordinate of the
+    joint (MuJoCo's and Gazebo's reading). A joint coupled as a mimic has no coordinate of its
+    own to damp: its damping is not read (as Pinocchio's mimic=True), with a MimicWarning."""
     by_name = {j.name: j for j in model.joints}
+    dropped = []
     for jname, (j, jtype, _, _) in joints.items():
         d = j.find("dynamics")
-        if d is None or jtype == "fixed" or by_name[jname].mimic is not None:
+        if d is None or jtype == "fixed":
             continue
         dctx = ctx.at(element=f"joint '{jname[:200]}'", line=d.line)
         value = _floats(d.attrib.get("damping", "0"), 1, "dynamics damping", dctx)[0]
         if value < 0:
             raise dctx.error(f"<dynamics damping={value:g}>: a damper takes no negative damping "
                              "(it would add energy)")
-        if value:
+        if value and by_name[jname].mimic is not None:
+            dropped.append(jname)
+        elif value:
             joint = by_name[jname]
             joint.damping = (value,) * joint_dof(joint.type, joint.params)
+    if dropped:
+        warnings.warn(f"{ctx.source}: the <dynamics damping> of {len(dropped)} coupled <mimic> "
+                      f"joint{'s' if len(dropped) > 1 else ''} ({', '.join(dropped[:5])}"
+                      f"{', ...' if len(dropped) > 5 else ''}) not read: a coupled joint has no "
+                      "coordinate of its own (mimic='independent' reads it)", MimicWarning, stacklevel=4)
 
 
 def _warn_welded(unmerged, merged, links, source):

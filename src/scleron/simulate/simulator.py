@@ -173,7 +173,8 @@ class Simulator:
     def check_finite(self, t):
         if not np.isfinite(self.q.sum() + self.qd.sum()):
             raise SimulationError(f"the state became non-finite at t = {t:.6g} s "
-                                  f"(a smaller --dt or rk45 may help)")
+                                  f"(a smaller --dt, rk45, or the implicit integrator for stiff "
+                                  f"springs and dampers may help)")
 
     # -- the loops -------------------------------------------------------------------------------
     def run_fixed(self):
