@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_eeafe0567b26"
-HASH = "eeafe0567b26e84778d95f54bc20a96db1567227b47a7992e3605dcd2d5123a3"
+MODULE = "_branched_3a1eb942393a"
+HASH = "3a1eb942393abf0faeaf4aa4d6713216d5d0c09d9a3701ab1ef1cafd9c39dbdf"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_73beed8ae28c"
-HASH = "73beed8ae28c15df235d525676ff71f7c94534030bad45fab5057134812efa97"
+MODULE = "_quadruped_58a39c1bebf1"
+HASH = "58a39c1bebf10c82aaafb0ffbafe272d9b895daca337416f415016ea6281376f"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

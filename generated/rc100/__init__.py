@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_a2031697cdd1"
-HASH = "a2031697cdd12d99a1cf60f97909ecb103eab5858a01bb461226d3b918475832"
+MODULE = "_rc100_177dc3d0dc17"
+HASH = "177dc3d0dc175e376ad8d0743ec4734d38bfe05f705d5d050979294eaf56aa5f"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_b69e38e6e131"
-HASH = "b69e38e6e131f76d1d420487c69d5f391f7e340dce9106e22dd53b0e437325f2"
+MODULE = "_rc20_d5e2256381d1"
+HASH = "d5e2256381d171826c3d67b2d38714a9dd309cf1423a83d70b8d4c79736a5f66"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_09722299450c"
-HASH = "09722299450c2ffde3ea7c67f31e83b3ca13b364c5c202f051edd2268529e466"
+MODULE = "_rc50_1c8e56253898"
+HASH = "1c8e56253898f3eb7b06abf1e725e825ae4a059fe668e50251b9020fda5390b8"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
