@@ -279,6 +279,44 @@ def test_what_is_not_read_is_reported_in_one_line(tmp_path):
     assert line.startswith(str(tmp_path / "m.xml"))
 
 
+def test_center_of_mass_is_that_of_the_moving_bodies(tmp_path):
+    """A static body (no joint, below the world) is merged into the world: the centre of mass
+    is MuJoCo's subtree_com of the moving subtree, not subtree_com[0] (Pinocchio's convention,
+    README)."""
+    path = write(tmp_path, """<mujoco><worldbody>
+  <body name="base" pos="1 0 0"><geom type="box" size=".2 .2 .2" mass="5"/></body>
+  <body name="arm" pos="0 0 0.5"><joint axis="0 0 1"/><geom type="sphere" pos="0.3 0.1 0" size=".05" mass="1"/>
+    <body pos="0.3 0 0"><joint axis="0 1 0"/><geom type="sphere" pos="0 0 0.2" size=".05" mass="2"/></body>
+  </body></worldbody></mujoco>""")
+    model = load_quiet(path)
+    m, d = oracle(path)
+    q = np.array([0.4, -0.7])
+    d.qpos[:] = q
+    mujoco.mj_forward(m, d)
+    com = recursions.center_of_mass(Tree(model), ALG, list(q))
+    assert np.allclose(com, d.subtree_com[m.body("arm").id], rtol=0, atol=1e-14)
+    assert not np.allclose(com, d.subtree_com[0], atol=1e-3)
+
+
+def test_an_error_in_an_included_file_names_the_included_files(tmp_path):
+    """MuJoCo reports an element of an included file at line 0 of the main file; the message
+    then names the files it includes."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "part.xml").write_text('<mujoco><default><joint damping="abc"/></default>'
+                                               "</mujoco>")
+    path = write(tmp_path, ARM.replace("<worldbody>", '<include file="sub/part.xml"/><worldbody>', 1))
+    with pytest.raises(ModelError, match=r"line 0.*includes.*sub/part\.xml"):
+        load_quiet(path)
+
+
+def test_contacts_switched_off_are_not_reported(tmp_path):
+    """<flag contact="disable"/>: MuJoCo computes no contacts, so none are left out."""
+    text = ARM.replace("<worldbody>", '<option><flag contact="disable"/></option><worldbody>', 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MjcfWarning)
+        scleron.load_model(write(tmp_path, text))
+
+
 @pytest.mark.parametrize("text, problem", [
     ("<mujoco><worldbody><body><joint type='hinge' axis='0 0 0'/><geom size='.1'/></body>"
      "</worldbody></mujoco>", "MuJoCo cannot compile it"),

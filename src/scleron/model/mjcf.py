@@ -95,14 +95,28 @@ def compile_mjcf(path):
     try:
         m = mujoco.MjModel.from_xml_path(name)
     except Exception as e:              # MuJoCo's compiler errors are ValueErrors with its text
-        text = " ".join(str(e).split())
-        raise ModelError(f"MuJoCo cannot compile it: {text}", source=name) from None
+        said_text = " ".join(str(e).split())
+        raise ModelError(f"MuJoCo cannot compile it: {said_text}{_include_hint(said_text, text)}",
+                         source=name) from None
     finally:
         mujoco.set_mju_user_warning(previous)
     for text in said:
         warnings.warn(f"{name}: MuJoCo's compiler warns: {' '.join(text.split())}", MjcfWarning,
                       stacklevel=4)
     return mujoco, m
+
+
+def _include_hint(message, text):
+    """Where MuJoCo's message says "line 0", the element came from an <include>d file, which
+    MuJoCo does not name: the files this one includes, as written in it."""
+    if not re.search(r"\bline 0\b", message):
+        return ""
+    uncommented = re.sub(rb"<!--.*?-->", b"", text, flags=re.S)
+    files = re.findall(rb"<include\s[^>]*?file\s*=\s*[\"']([^\"']*)[\"']", uncommented)
+    if not files:
+        return ""
+    names = ", ".join(dict.fromkeys(f.decode("utf-8", "replace") for f in files))
+    return f" (line 0: the element is in a file this one includes, directly or not: {names})"
 
 
 class _Names:
@@ -274,8 +288,9 @@ def _report(m):
     def count(n, what):
         if n:
             parts.append(f"{n} {what}")
-    collide = int(np.count_nonzero((m.geom_contype != 0) | (m.geom_conaffinity != 0)))
-    count(collide, "colliding geoms (contacts)")
+    if not _disabled(m, "mjDSBL_CONTACT"):          # (<flag contact="disable"/>: none to leave out)
+        collide = int(np.count_nonzero((m.geom_contype != 0) | (m.geom_conaffinity != 0)))
+        count(collide, "colliding geoms (contacts)")
     count(int(np.count_nonzero(m.jnt_limited)), "joint limits")
     count(m.ntendon, "tendons")
     count(m.neq, "equality constraints")
