@@ -12,6 +12,7 @@ make_models.py with the OpenSim API: every joint type and function kind) and the
 and arm26 in ../shared/data/osim (skipped where absent).
 """
 import math
+import re
 import warnings
 from pathlib import Path
 
@@ -268,6 +269,88 @@ def test_simm_spline_equals_opensim():
             scale = max(1.0, abs(want))
             assert abs(osj.spline_value(x, y, at) - want) < 1e-14 * scale
             assert abs(Evaluator(ALG, {x_: float(at)})(expr) - want) < 1e-14 * scale
+
+
+def without_constraints(text):
+    """osim_text without its coupler (whose dependent coordinate OpenSim needs to exist)."""
+    return re.sub(r"<ConstraintSet.*</ConstraintSet>", "", text, flags=re.S)
+
+
+def spline_joint(x, y):
+    """A CustomJoint whose translation along x is a SimmSpline of its coordinate a."""
+    def axis(name, direction, function="<Constant name='function'><value>0</value></Constant>",
+             coordinates=""):
+        return (f"<TransformAxis name='{name}'><coordinates>{coordinates}</coordinates>"
+                f"<axis>{direction}</axis>{function}</TransformAxis>")
+    spline = (f"<SimmSpline name='function'><x>{' '.join(map(str, x))}</x>"
+              f"<y>{' '.join(map(str, y))}</y></SimmSpline>")
+    axes = [axis("rotation1", "0 0 1"), axis("rotation2", "0 1 0"), axis("rotation3", "1 0 0"),
+            axis("translation1", "1 0 0", spline, "a"), axis("translation2", "0 1 0"),
+            axis("translation3", "0 0 1")]
+    return f"""<CustomJoint name="cj"><socket_parent_frame>/ground</socket_parent_frame>
+      <socket_child_frame>/bodyset/b</socket_child_frame>
+      <coordinates><Coordinate name="a"/></coordinates>
+      <SpatialTransform>{''.join(axes)}</SpatialTransform></CustomJoint>"""
+
+
+def test_spline_velocity_terms_at_the_knots_equal_simbody(tmp_path):
+    """On a knot, inside and at both ends, f'' is one segment's (OpenSim's): the clamped
+    segment variables once had u' = 1/2 there, and the velocity term f' f'' qd^2 came out half."""
+    x, y = [-1.0, 0.0, 0.5, 1.0], [0.0, 0.2, 0.1, 0.5]
+    path = write(tmp_path, without_constraints(osim_text(joint=spline_joint(x, y))).replace(
+        "<gravity>0 -9.81 0</gravity>", "<gravity>0 0 0</gravity>"))
+    model = load(path)
+    tree = Tree(model)
+    oracle = Simbody(path, coordinate_names(model))
+    for at in x + [0.25, -1.5, 1.5]:
+        q, qd, qdd = np.array([at]), np.array([1.3]), np.array([0.4])
+        tau = recursions.inverse_dynamics(tree, ALG, list(q), list(qd), list(qdd))
+        assert relative(tau, oracle.inverse_dynamics(q, qd, qdd)) < TOL, at
+
+
+def test_ball_joint_default_speeds_become_rates(tmp_path):
+    """A BallJoint's default_speed_values are Simbody's u = omega (parent frame): the model's
+    qd0 is the q-dot that gives OpenSim's initial velocity, W(q0) qd0 = u0."""
+    coords = "".join(f"<Coordinate name='{n}'><default_value>{v}</default_value><default_speed_value>"
+                     f"{w}</default_speed_value></Coordinate>"
+                     for n, v, w in [("r1", 0.3, 0.0), ("r2", 0.5, 1.0), ("r3", -0.2, 0.5)])
+    joint = f"""<BallJoint name="ball"><socket_parent_frame>/ground</socket_parent_frame>
+        <socket_child_frame>/bodyset/b</socket_child_frame><coordinates>{coords}</coordinates>
+        </BallJoint>"""
+    path = write(tmp_path, without_constraints(osim_text(joint=joint)))
+    model = load(path)
+    oracle = Simbody(path, coordinate_names(model))
+    u0 = oracle.model.initSystem().getU().to_numpy()[oracle.perm]
+    assert np.allclose(model.q0, [0.3, 0.5, -0.2])
+    assert np.allclose(oracle.W(model.q0) @ model.qd0, u0, rtol=0, atol=1e-14)
+    assert not np.allclose(model.qd0, u0, atol=1e-3)
+
+
+def test_one_sided_steps_are_exact_at_and_near_zero():
+    """The generated formulas of the one-sided pieces (no branch): StepRight(0) = 1,
+    StepLeft(0) = 0, and both the plain step away from 0."""
+    from scleron.joints.special import StepLeft, StepRight
+    for x, right, left in [(0.0, 1.0, 0.0), (1e-100, 1.0, 1.0), (-1e-100, 0.0, 0.0),
+                           (3.0, 1.0, 1.0), (-3.0, 0.0, 0.0)]:
+        assert StepRight.formula(ALG, x) == right == StepRight.numeric(x)
+        assert StepLeft.formula(ALG, x) == left == StepLeft.numeric(x)
+
+
+def test_axis_without_function_is_constant_zero_as_opensim(tmp_path):
+    """A TransformAxis that names a coordinate but has no function: OpenSim 4 gives it its
+    default Constant(0), so only the other axis turns (said in a warning)."""
+    linear = "<LinearFunction name='function'><coefficients>1 0</coefficients></LinearFunction>"
+    joint = spline_joint([0.0, 1.0], [0.0, 0.0]).replace(      # (a zero spline: no translation)
+        "<coordinates></coordinates><axis>0 0 1</axis>", f"<coordinates>a</coordinates><axis>0 0 1</axis>",
+        1).replace("<axis>0 0 1</axis><Constant name='function'><value>0</value></Constant>",
+                   f"<axis>0 0 1</axis>{linear}", 1).replace(
+        "<coordinates></coordinates><axis>0 1 0</axis><Constant name='function'><value>0</value>"
+        "</Constant>", "<coordinates>a</coordinates><axis>0 1 0</axis>", 1)
+    path = write(tmp_path, without_constraints(osim_text(joint=joint)))
+    with pytest.warns(OsimWarning, match=r"rotation2'> names coordinate a but has no function"):
+        scleron.load_model(path)
+    worst = compare(path, k=2)
+    assert max(worst.values()) < TOL, worst
 
 
 def osim_text(body="", joint=None, version="40000"):

@@ -32,12 +32,15 @@ with (segment k) y_k + b_k u + c_k u^2 + d_k u^3 the spline's cubic. On segment 
 k < m are complete (g_k(h_k) = y_{k+1} - y_k: they telescope to y_m), those k > m are 0, so f is
 the segment's cubic; every term stays bounded (no cancellation of large truncated powers), and
 x_+ = (x + sqrt(x^2)) / 2 needs no branch in the generated code (joints.special.PosPart).
+The clamps are one-sided pieces (PosPartRight, PosPartLeft): at a knot u_k' is 1 or 0, never
+1/2, so the chain rule's u_k'^2 gives one segment's f'' there (the right one inside, the
+inner one at the ends, as OpenSim's calcDerivative), not half of it.
 """
 import numpy as np
 import sympy as sp
 
 from . import charts
-from .special import PosPart
+from .special import PosPartLeft, PosPartRight
 from .surfaces import num
 from .symbolic import Factor, light_entry, simplify_entry
 
@@ -101,11 +104,15 @@ def spline_expression(x, y, arg):
     """The SimmSpline as one branch-free sympy expression of arg (module docstring)."""
     b, c, d = spline_coefficients(x, y)
     knots = [num(v) for v in x]
-    out = num(y[0]) - num(b[0]) * PosPart(knots[0] - arg)       # b_0 min(x - x_0, 0)
-    for k in range(len(x) - 1):
-        u = PosPart(arg - knots[k]) - PosPart(arg - knots[k + 1])
+    last = len(x) - 1
+    # one-sided pieces (joints.special): at a knot every derivative is one segment's, the inner
+    # one at the ends and the right one inside (OpenSim's), not a mix that halves f''
+    lower = [PosPartRight(arg - k) for k in knots[:-1]] + [PosPartLeft(arg - knots[-1])]
+    out = num(y[0]) - num(b[0]) * PosPartLeft(knots[0] - arg)   # b_0 min(x - x_0, 0)
+    for k in range(last):
+        u = lower[k] - lower[k + 1]
         out += u * (num(b[k]) + u * (num(c[k]) + u * num(d[k])))
-    return out + num(b[-1]) * PosPart(arg - knots[-1])
+    return out + num(b[-1]) * lower[-1]
 
 
 # ---- the functions ---------------------------------------------------------------------------

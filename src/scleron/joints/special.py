@@ -297,7 +297,82 @@ class SclSign(_Piece):
         return sp.Integer(0)
 
 
-PIECES = {cls.__name__: cls for cls in (PosPart, PosPart2, PosPart3, Step, SclAbs, SclSign)}
+# One-sided pieces, for a function made of polynomial segments (OpenSim's SimmSpline) whose
+# derivatives at a knot must come from one segment: with Step(0) = 1/2, a clamped segment
+# variable u = x_+ - (x - h)_+ has u' = 1/2 at the knot, and the chain rule's u'^2 would halve
+# the second derivative there. StepRight(0) = 1, StepLeft(0) = 0: shifted by a power of two so
+# small that it vanishes in any |x| above 1e-114 and is exactly +-1 under _SIGN_TINY.
+_SIDE = 2.0 ** -430
+
+
+class StepRight(_Piece):
+    """Heaviside step with the value 1 at 0; its derivative is taken as 0."""
+    @classmethod
+    def _exact(cls, x):
+        return sp.Integer(1) if x >= 0 else sp.Integer(0)
+
+    @staticmethod
+    def numeric(x):
+        return np.where(np.asarray(x) >= 0, 1.0, 0.0)
+
+    @staticmethod
+    def formula(alg, x):
+        s = x + _SIDE
+        return 0.5 + 0.5 * (s / alg.sqrt(s * s + _SIGN_TINY))
+
+    @staticmethod
+    def derivative(alg, x):
+        return 0.0
+
+    def fdiff(self, argindex=1):
+        return sp.Integer(0)
+
+
+class StepLeft(_Piece):
+    """Heaviside step with the value 0 at 0; its derivative is taken as 0."""
+    @classmethod
+    def _exact(cls, x):
+        return sp.Integer(1) if x > 0 else sp.Integer(0)
+
+    @staticmethod
+    def numeric(x):
+        return np.where(np.asarray(x) > 0, 1.0, 0.0)
+
+    @staticmethod
+    def formula(alg, x):
+        s = x - _SIDE
+        return 0.5 + 0.5 * (s / alg.sqrt(s * s + _SIGN_TINY))
+
+    @staticmethod
+    def derivative(alg, x):
+        return 0.0
+
+    def fdiff(self, argindex=1):
+        return sp.Integer(0)
+
+
+class PosPartRight(PosPart):
+    """max(x, 0) whose derivative at 0 is the right one, 1 (StepRight)."""
+    @staticmethod
+    def derivative(alg, x):
+        return alg.piece(StepRight, x)
+
+    def fdiff(self, argindex=1):
+        return StepRight(self.args[0])
+
+
+class PosPartLeft(PosPart):
+    """max(x, 0) whose derivative at 0 is the left one, 0 (StepLeft)."""
+    @staticmethod
+    def derivative(alg, x):
+        return alg.piece(StepLeft, x)
+
+    def fdiff(self, argindex=1):
+        return StepLeft(self.args[0])
+
+
+PIECES = {cls.__name__: cls for cls in (PosPart, PosPart2, PosPart3, Step, SclAbs, SclSign,
+                                        StepRight, StepLeft, PosPartRight, PosPartLeft)}
 
 
 def numeric_namespace():

@@ -393,11 +393,34 @@ def _joints(el, ctx, frames, bodies):
             info = declared.get(name) or {"default": 0.0, "speed": 0.0, "range": None,
                                           "locked": False, "clamped": False, "prescribed": False}
             coords.append(dict(info, name=name))
+        if j.tag in ROTATION_SPEEDS_IN_PARENT:
+            _speeds_to_rates(j, coords, ctx)
         params["coordinates"] = tuple(names)
         params["ranges"] = tuple(tuple(c["range"]) if c["range"] else (-math.inf, math.inf)
                                  for c in coords)
         out.append(_Joint(j, params, ends[0], ends[1], coords))
     return out
+
+
+# Simbody's speeds of these joints' rotations are the angular velocity in the parent frame
+# (docs/opensim.md, "Velocities are q-dot"), so their default_speed_values are omega
+ROTATION_SPEEDS_IN_PARENT = ("BallJoint", "FreeJoint", "EllipsoidJoint")
+
+
+def _speeds_to_rates(j, coords, ctx):
+    """The default speeds of a Ball, Free or Ellipsoid joint's three rotation coordinates (in
+    place): Simbody's u = omega = E(q) q-dot, E = [x, R_x(q1) y, R_x(q1) R_y(q2) z], to q-dot."""
+    u = np.array([c["speed"] for c in coords[:3]])
+    if not u.any():
+        return
+    a, b = coords[0]["default"], coords[1]["default"]
+    ca, sa, cb, sb = math.cos(a), math.sin(a), math.cos(b), math.sin(b)
+    if abs(cb) < 1e-9:
+        raise ctx.error(j, f"default speeds at the gimbal lock of its rotations ({coords[1]['name']} "
+                        "= +-90 deg), where they give no rotation rates")
+    E = np.array([[1.0, 0.0, sb], [0.0, ca, -sa * cb], [0.0, sa, ca * cb]])
+    for c, rate in zip(coords[:3], np.linalg.solve(E, u)):
+        c["speed"] = float(rate)
 
 
 def _fixed_form(j, ctx, declared):
@@ -450,15 +473,20 @@ def _custom(j, ctx):
 
 
 def _axis_function(ax, used, names, ctx):
-    """The function of a TransformAxis: a LinearFunction(1, 0) of its one coordinate, or 0,
-    where none is given (as OpenSim)."""
+    """The function of a TransformAxis; where none is given, OpenSim 4's default Constant(0)
+    (TransformAxis constructs its function property so: checked against OpenSim 4.6), said in
+    an OsimWarning when the axis names a coordinate, which then does not move it."""
     f = _function_node(ax, ctx)
     args = tuple(names.index(n) for n in used)
     if f is None:
         if len(used) > 1:
             raise ctx.error(ax, "an axis of several coordinates needs a function")
-        return ({"kind": "linear", "args": args, "coefficients": (1.0, 0.0)} if used
-                else {"kind": "constant", "value": 0.0})
+        if used:
+            warnings.warn(f"{ctx.source}: line {ax.line}: <TransformAxis name='{ax.name}'> names "
+                          f"coordinate {used[0]} but has no function: OpenSim 4 gives it "
+                          "Constant(0), so the coordinate does not move this axis (give it a "
+                          "LinearFunction to make it follow)", OsimWarning, stacklevel=2)
+        return {"kind": "constant", "value": 0.0}
     return _function(f, args, ctx)
 
 
