@@ -174,6 +174,10 @@ def test_body_filter(small):
     assert S.function_text(model, "id", body="shoulder") == text  # a joint names its body too
     with pytest.raises(scleron.ModelError, match="no body or joint named 'elbow'"):
         S.function_text(model, "id", body="elbow")
+    tooled = scleron.load_model(small)                      # a frame names its body
+    tooled.add_frame("tool", "hand", xyz=(0.1, 0, 0))
+    with pytest.raises(scleron.ModelError, match="'tool' is a frame on body 'hand'.*--body hand"):
+        S.function_text(tooled, "id", body="tool")
     c = S.function_text(model, "mass", body="hand", fmt="c")
     assert "composite inertia of body hand" in c and "body arm" not in c
     assert all(re.match(r"\s*M\[(\d+)\]", ln) is None or int(re.match(r"\s*M\[(\d+)\]", ln).group(1)) // 7 in (4, 5, 6)

@@ -533,8 +533,14 @@ def _find_body(tree, body):
     for b in tree.bodies:
         if b.joint_name == body:
             return b
+    frame = next((f for f in tree.frames if f.name == body), None)
+    if frame is not None and frame.body >= 0:   # e.g. a link merged by a fixed joint, a site
+        owner = tree.bodies[frame.body]
+        raise ModelError(f"{body!r} is a frame on body {owner.name!r}, not a body with a joint of "
+                         f"its own: use --body {owner.name}")
     raise ModelError(f"no body or joint named {body!r} (bodies: "
-                     + ", ".join(b.name for b in tree.bodies) + ")")
+                     + ", ".join(b.name for b in tree.bodies) + "; joints: "
+                     + ", ".join(b.joint_name for b in tree.bodies) + ")")
 
 
 def one_frame_families():
