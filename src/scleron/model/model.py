@@ -197,7 +197,7 @@ def inertia_problems(inertia):
     if excess > tol:
         out.append(("triangle", f"principal moments {shown} violate the triangle inequality (the "
                     f"largest, {ev[2]:.6g}, exceeds the sum of the other two by "
-                    f"{excess / ev[2]:.2g} of itself)", excess / ev[2]))
+                    f"{100 * excess / ev[2]:.3g} % of itself)", excess / ev[2]))
     if m == 0 and ev[2] > tol:
         out.append(("massless", f"mass must be positive for a body with rotational inertia "
                     f"(principal moments {shown}), got 0", 1.0))
