@@ -97,12 +97,20 @@ def _sprung(joint):
     return k is not None and bool(np.any(np.asarray(k, dtype=float) != 0))
 
 
+def _with_armature(joint):
+    """Whether a joint carries an armature (per coordinate, not all zero)."""
+    a = getattr(joint, "armature", None)
+    return a is not None and bool(np.any(np.asarray(a, dtype=float) != 0))
+
+
 def switchables(model):
     """The joints whose coordinates may switch, in model order. A sprung joint keeps its chart:
-    its spring ½ k (q - rest)² is written in that chart, switching would change the physics."""
+    its spring ½ k (q - rest)² is written in that chart, switching would change the physics. So
+    does a joint with armature: its kinetic energy ½ a q-dot² is in the chart's angle rates,
+    which a switch changes at the same angular velocity (energy jumped by 2 % at a switch)."""
     out, k, kv = [], 0, 0
     for i, j in enumerate(model.joints):
-        if not _sprung(j):
+        if not _sprung(j) and not _with_armature(j):
             if j.type in ("spherical", "free"):
                 skip = 3 if j.type == "free" else 0
                 out.append(Switchable(i, j.name, "euler", k + skip, j.params.get("chart", "XYZ"),
