@@ -391,6 +391,14 @@ def test_threads_with_and_without_openmp(tmp_path, monkeypatch, rng):
     for dyn in (with_omp, without):
         np.testing.assert_array_equal(dyn.forward_dynamics(Q, Q, Q, threads=2), want)
         np.testing.assert_array_equal(dyn.mass_matrix(Q, threads=4), with_omp.mass_matrix(Q))
+    # the C entry point takes any int: below 1 is one thread (OpenMP's num_threads(-1) aborted)
+    got = np.empty_like(Q)
+    fb = with_omp.ffi.from_buffer
+    for threads in (0, -1):
+        with_omp.lib.omp_with_forward_dynamics_batch_threads(
+            len(Q), threads, fb("double[]", Q), fb("double[]", Q), fb("double[]", Q),
+            fb("double[]", got))
+        np.testing.assert_array_equal(got, want)
 
 
 def test_newton_euler_about_the_centre_of_mass_equals_the_spatial_products(rng):

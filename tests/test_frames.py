@@ -144,6 +144,9 @@ def test_frame_functions_batch_out_and_reference_errors(generated, rng):
     assert "mostly zeros" in c
     with pytest.raises(ValueError, match="reference must be one of"):
         dyn.frame_jacobians(Q[0], reference="LOCAL")
+    for name in ("frame_jacobians", "frame_velocities", "frame_accelerations"):   # every value
+        assert all(f"'{r}'" in getattr(dyn, name).__doc__
+                   for r in ("local", "local_world_aligned", "world")), getattr(dyn, name).__doc__
     assert dyn.com_jacobian(Q).shape == (5, 3, dyn.nv)
 
 

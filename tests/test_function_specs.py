@@ -104,6 +104,8 @@ def test_generated_module_follows_the_specs(generated, rng, spec_tree_path):
     assert (tree.nq, tree.nv) == (7, 6)
     header = open(os.path.join(folder, "spec_tree_dynamics.h")).read()
     per_frame = [f for f in dyn.FUNCTIONS if f not in FUNCTIONS]   # frame_jacobian_<k>, ...
+    assert f"#define SPEC_TREE_NFRAMES {len(dyn.frame_names)}\n" in header
+    assert all(f" *   {k}: {name}\n" in header for k, name in enumerate(dyn.frame_names))
     assert dyn.FUNCTIONS[:len(FUNCTIONS)] == tuple(FUNCTIONS)
     assert per_frame and all(re.fullmatch(r"frame_(placement|jacobian)_\d+(_local|_world)?", f)
                              for f in per_frame)
@@ -111,6 +113,9 @@ def test_generated_module_follows_the_specs(generated, rng, spec_tree_path):
         params = ", ".join([f"const double \\*{a.name}" for a in spec.inputs]
                            + [f"double \\*{a.name}" for a in spec.outputs])
         assert re.search(rf"void spec_tree_{spec.name}\({params}\);", header), spec.name
+        sized = ", ".join(f"{a.name}[{a.size(sizes)}]" for a in spec.inputs)   # its sizes above it
+        assert re.search(rf"\* {re.escape(sized)} -> {spec.outputs[0].name}\[\d+\].*\*/\n"
+                         rf"void spec_tree_{spec.name}\(", header), spec.name
         args = [rng.uniform(-1, 1, a.size(sizes)) for a in spec.inputs]
         single = getattr(dyn, spec.name)(*args)
         results = single if len(spec.outputs) > 1 else (single,)

@@ -219,6 +219,18 @@ def test_build_folders_a_killed_compile_left_inside_are_cleaned(tmp_path):
     assert not dead.exists() and young.exists()
 
 
+def test_compile_on_import_without_a_compiler_is_one_clear_import_error(tmp_path):
+    """A --no-compile folder imported where CC names no program: an ImportError naming the
+    folder and the compiler, not a FileNotFoundError from subprocess."""
+    out = tmp_path / "tiny"
+    scleron.generate(scleron.load_model(tiny(tmp_path)), str(out), functions=FEW, compile=False)
+    r = subprocess.run([sys.executable, "-c", "import tiny"], cwd=tmp_path, capture_output=True,
+                       text=True, env={**os.environ, "CC": "no-such-cc-here"}, timeout=120)
+    last = r.stderr.strip().splitlines()[-1]
+    assert r.returncode != 0 and last.startswith("ImportError: ") and str(out) in last
+    assert "CC='no-such-cc-here'" in last and not list(out.glob(".build-*"))
+
+
 def test_interrupted_install_is_repaired(tmp_path):
     """A run killed between `out -> .out.old-*` and `tmp -> out` leaves no out folder: the next
     load (or install) puts the previous result back."""

@@ -391,6 +391,13 @@ def test_cli_bad_options_are_one_line_exit_2(files, build, capsys, tmp_path, arg
     assert len(err.strip().splitlines()) == 1 and needle in err and err.startswith("scleron: error:")
 
 
+def test_cli_every_must_be_positive_naming_the_option(capsys):
+    with pytest.raises(SystemExit) as info:
+        parse(["m.yaml", "--duration", "1", "--every", "0"])
+    assert info.value.code == 2 and "argument --every: invalid positive integer value: '0'" in \
+        capsys.readouterr().err
+
+
 def test_cli_plot_without_matplotlib_says_pip_install(files, build, tmp_path, capsys, monkeypatch):
     for name in list(sys.modules):
         if name == "matplotlib" or name.startswith("matplotlib."):

@@ -40,10 +40,22 @@ def add_parser(subparsers):
                    help="folder for the generated dynamics (default ~/.cache/scleron/<name>)")
     p.add_argument("--switch-threshold", type=float, metavar="D",
                    help=f"switch an Euler chart when |det S| < D (default {DEFAULT_SWITCH_THRESHOLD})")
-    p.add_argument("--every", type=int, default=1, metavar="N", help="record every N-th step")
+    p.add_argument("--every", type=_positive_int, default=1, metavar="N",
+                   help="record every N-th step")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_simulate)
     return p
+
+
+def _positive_int(text):
+    """--every's type: argparse names the option in its error."""
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+_positive_int.__name__ = "positive integer"      # argparse: "invalid positive integer value"
 
 
 def _one_line(exc):

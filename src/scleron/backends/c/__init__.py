@@ -27,6 +27,7 @@ class CBackend(Backend):
             "joint_names": gen.joint_names, "gravity": " ".join(f"{g:g}" for g in gen.gravity),
             "gravity_list": list(gen.gravity), "functions": functions,
             "variants": variants_context(functions), "frame_names": list(gen.frame_names),
+            "frame_comments": [c_comment(f) for f in gen.frame_names],
             "neutral": [float(x) for x in gen.neutral], "quaternions": list(gen.quaternions),
             "helpers": helpers_context([p for code in gen.functions for p in code.programs]),
             "cflags": repr(gen.cflags), "nchunks": nchunks, "method": gen.method,

@@ -244,14 +244,14 @@ def variants_context(functions):
                                   "options": [{"name": o, "default": d, "values": []}
                                               for o, _, d in options],
                                   "doc": f["doc"].split(", reference")[0].split(" of frame ")[0]})
-        # the values as they appear in the docstring: names from the model file, made harmless
-        v["shown"] = {o: ", ".join(c_comment(repr(x)) for x in slot["values"][:6])
-                      + (", ..." if len(slot["values"]) > 6 else "")
-                      for o, slot in ((s["name"], s) for s in v["options"])}
         for slot, (_, value, _) in zip(v["options"], options):
             if value not in slot["values"]:
                 slot["values"].append(value)
         v["table"][tuple(value for _, value, _ in options)] = f["name"]
+    for v in out.values():
+        # the values as they appear in the docstring: names from the model file, made harmless
+        v["shown"] = {s["name"]: ", ".join(c_comment(repr(x)) for x in s["values"][:6])
+                      + (", ..." if len(s["values"]) > 6 else "") for s in v["options"]}
     return list(out.values())
 
 
