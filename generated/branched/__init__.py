@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_3a1eb942393a"
-HASH = "3a1eb942393abf0faeaf4aa4d6713216d5d0c09d9a3701ab1ef1cafd9c39dbdf"
+MODULE = "_branched_09618588ec43"
+HASH = "09618588ec434e5185e30e36641fd15adb009e9ce755651b3e7e699fcc6c8ccc"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -149,9 +149,19 @@ def _build():
                                                   os.path.join(HERE, "build_branched.py"))
     builder = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(builder)
-    with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
-        built = builder.build(tmpdir=tmp)
-        os.replace(built, os.path.join(HERE, os.path.basename(built)))
+    try:
+        with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
+            built = builder.build(tmpdir=tmp)
+            os.replace(built, os.path.join(HERE, os.path.basename(built)))
+    except PermissionError as e:
+        raise ImportError(f"{HERE}: no compiled module, and it cannot be compiled here ({e.strerror}: "
+                          f"{e.filename}): compile it where it is writable (`scleron codegen`, or "
+                          "`python build_branched.py` in a writable copy of the folder)") from None
+    except FileNotFoundError as e:
+        cc = " ".join(builder.compiler())
+        raise ImportError(f"{HERE}: no compiled module, and compiling it failed: {e.strerror}: "
+                          f"{e.filename} (the C compiler is CC={cc!r}: install it, or set CC to an "
+                          "installed C compiler, e.g. CC=gcc)") from None
 
 
 def _edited():

@@ -5041,6 +5041,8 @@ void branched_forward_dynamics_batch(int n, const double *q, const double *qd, c
 
 void branched_forward_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *tau, double *qdd)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -6920,6 +6922,8 @@ void branched_inverse_dynamics_batch(int n, const double *q, const double *qd, c
 
 void branched_inverse_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *qdd, double *tau)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -8439,6 +8443,8 @@ void branched_mass_matrix_batch(int n, const double *q, double *M)
 
 void branched_mass_matrix_batch_threads(int n, int threads, const double *q, double *M)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -10133,6 +10139,8 @@ void branched_bias_forces_batch(int n, const double *q, const double *qd, double
 
 void branched_bias_forces_batch_threads(int n, int threads, const double *q, const double *qd, double *h)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -10706,6 +10714,8 @@ void branched_kinetic_energy_batch(int n, const double *q, const double *qd, dou
 
 void branched_kinetic_energy_batch_threads(int n, int threads, const double *q, const double *qd, double *T)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -10888,6 +10898,8 @@ void branched_potential_energy_batch(int n, const double *q, double *V)
 
 void branched_potential_energy_batch_threads(int n, int threads, const double *q, double *V)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -11288,6 +11300,8 @@ void branched_center_of_mass_batch(int n, const double *q, double *com)
 
 void branched_center_of_mass_batch_threads(int n, int threads, const double *q, double *com)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -11392,6 +11406,8 @@ void branched_integrate_batch(int n, const double *q, const double *v, const dou
 
 void branched_integrate_batch_threads(int n, int threads, const double *q, const double *v, const double *dt, double *q_next)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -11476,6 +11492,8 @@ void branched_difference_batch(int n, const double *q0, const double *q1, double
 
 void branched_difference_batch_threads(int n, int threads, const double *q0, const double *q1, double *v)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif

@@ -24,8 +24,19 @@
  *   19: c_shift[2]: translational joint of body c_tip, z (m)
  *
  * Conventions: twists [w; v] in body coordinates; gravity (0 0 -9.81) m/s^2 in the world frame.
- * All arrays are row-major doubles; inputs are read only, outputs written only, and an output
- * must not overlap an input (the parameters are restrict-qualified).
+ * All arrays are row-major doubles; inputs are read only, outputs written only (every entry),
+ * and an output must not overlap an input (the code may assume it does not).
+ *
+ * Frames (BRANCHED_NFRAMES, in this order: the frame functions' first index):
+ *   0: hub
+ *   1: a_upper
+ *   2: a_lower
+ *   3: a_hand
+ *   4: b_upper
+ *   5: b_lower
+ *   6: b_hand
+ *   7: c_slider
+ *   8: c_tip
  */
 #ifndef BRANCHED_DYNAMICS_H
 #define BRANCHED_DYNAMICS_H
@@ -36,71 +47,99 @@ extern "C" {
 
 #define BRANCHED_NQ 20
 #define BRANCHED_NV 20
+#define BRANCHED_NFRAMES 9
 
 /* 1 when compiled with OpenMP */
 int branched_openmp(void);
 
-/* qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6 */
+/* qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
+ * q[20], qd[20], tau[20] -> qdd[20] */
 void branched_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void branched_forward_dynamics_batch(int n, const double *q, const double *qd, const double *tau, double *qdd);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void branched_forward_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *tau, double *qdd);
 
-/* tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3) */
+/* tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
+ * q[20], qd[20], qdd[20] -> tau[20] */
 void branched_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *tau);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void branched_inverse_dynamics_batch(int n, const double *q, const double *qd, const double *qdd, double *tau);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void branched_inverse_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *qdd, double *tau);
 
-/* M(q), row-major nv x nv, composite rigid bodies */
+/* M(q), row-major nv x nv, composite rigid bodies
+ * q[20] -> M[400] (20 x 20) */
 void branched_mass_matrix(const double *q, double *M);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void branched_mass_matrix_batch(int n, const double *q, double *M);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void branched_mass_matrix_batch_threads(int n, int threads, const double *q, double *M);
 
-/* h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau */
+/* h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
+ * q[20], qd[20] -> h[20] */
 void branched_bias_forces(const double *q, const double *qd, double *h);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void branched_bias_forces_batch(int n, const double *q, const double *qd, double *h);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void branched_bias_forces_batch_threads(int n, int threads, const double *q, const double *qd, double *h);
 
-/* T(q, qd) = 1/2 qd^T M(q) qd, from the body twists */
+/* T(q, qd) = 1/2 qd^T M(q) qd, from the body twists
+ * q[20], qd[20] -> T[1] */
 void branched_kinetic_energy(const double *q, const double *qd, double *T);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void branched_kinetic_energy_batch(int n, const double *q, const double *qd, double *T);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void branched_kinetic_energy_batch_threads(int n, int threads, const double *q, const double *qd, double *T);
 
-/* V(q): gravity (-sum m g . c, world centres of mass) plus joint springs */
+/* V(q): gravity (-sum m g . c, world centres of mass) plus joint springs
+ * q[20] -> V[1] */
 void branched_potential_energy(const double *q, double *V);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void branched_potential_energy_batch(int n, const double *q, double *V);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void branched_potential_energy_batch_threads(int n, int threads, const double *q, double *V);
 
-/* the whole tree's centre of mass in world coordinates */
+/* the whole tree's centre of mass in world coordinates
+ * q[20] -> com[3] */
 void branched_center_of_mass(const double *q, double *com);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void branched_center_of_mass_batch(int n, const double *q, double *com);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void branched_center_of_mass_batch_threads(int n, int threads, const double *q, double *com);
 
-/* q (+) v dt on each joint's configuration space (quaternions: q exp(v dt)) */
+/* q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
+ * q[20], v[20], dt[1] -> q_next[20] */
 void branched_integrate(const double *q, const double *v, const double *dt, double *q_next);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void branched_integrate_batch(int n, const double *q, const double *v, const double *dt, double *q_next);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void branched_integrate_batch_threads(int n, int threads, const double *q, const double *v, const double *dt, double *q_next);
 
-/* q1 (-) q0: the v with integrate(q0, v, 1) = q1 */
+/* q1 (-) q0: the v with integrate(q0, v, 1) = q1
+ * q0[20], q1[20] -> v[20] */
 void branched_difference(const double *q0, const double *q1, double *v);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void branched_difference_batch(int n, const double *q0, const double *q1, double *v);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void branched_difference_batch_threads(int n, int threads, const double *q0, const double *q1, double *v);
 
 #ifdef __cplusplus

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_58a39c1bebf1"
-HASH = "58a39c1bebf10c82aaafb0ffbafe272d9b895daca337416f415016ea6281376f"
+MODULE = "_quadruped_f431a8f580de"
+HASH = "f431a8f580de2f24de9b127605e0b9b7c0d144dae0053a8ba202d095e3550d20"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -149,9 +149,19 @@ def _build():
                                                   os.path.join(HERE, "build_quadruped.py"))
     builder = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(builder)
-    with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
-        built = builder.build(tmpdir=tmp)
-        os.replace(built, os.path.join(HERE, os.path.basename(built)))
+    try:
+        with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
+            built = builder.build(tmpdir=tmp)
+            os.replace(built, os.path.join(HERE, os.path.basename(built)))
+    except PermissionError as e:
+        raise ImportError(f"{HERE}: no compiled module, and it cannot be compiled here ({e.strerror}: "
+                          f"{e.filename}): compile it where it is writable (`scleron codegen`, or "
+                          "`python build_quadruped.py` in a writable copy of the folder)") from None
+    except FileNotFoundError as e:
+        cc = " ".join(builder.compiler())
+        raise ImportError(f"{HERE}: no compiled module, and compiling it failed: {e.strerror}: "
+                          f"{e.filename} (the C compiler is CC={cc!r}: install it, or set CC to an "
+                          "installed C compiler, e.g. CC=gcc)") from None
 
 
 def _edited():

@@ -3939,6 +3939,8 @@ void quadruped_forward_dynamics_batch(int n, const double *q, const double *qd, 
 
 void quadruped_forward_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *tau, double *qdd)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -5734,6 +5736,8 @@ void quadruped_inverse_dynamics_batch(int n, const double *q, const double *qd, 
 
 void quadruped_inverse_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *qdd, double *tau)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -7214,6 +7218,8 @@ void quadruped_mass_matrix_batch(int n, const double *q, double *M)
 
 void quadruped_mass_matrix_batch_threads(int n, int threads, const double *q, double *M)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -8978,6 +8984,8 @@ void quadruped_bias_forces_batch(int n, const double *q, const double *qd, doubl
 
 void quadruped_bias_forces_batch_threads(int n, int threads, const double *q, const double *qd, double *h)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -9602,6 +9610,8 @@ void quadruped_kinetic_energy_batch(int n, const double *q, const double *qd, do
 
 void quadruped_kinetic_energy_batch_threads(int n, int threads, const double *q, const double *qd, double *T)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -9811,6 +9821,8 @@ void quadruped_potential_energy_batch(int n, const double *q, double *V)
 
 void quadruped_potential_energy_batch_threads(int n, int threads, const double *q, double *V)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -10291,6 +10303,8 @@ void quadruped_center_of_mass_batch(int n, const double *q, double *com)
 
 void quadruped_center_of_mass_batch_threads(int n, int threads, const double *q, double *com)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -10393,6 +10407,8 @@ void quadruped_integrate_batch(int n, const double *q, const double *v, const do
 
 void quadruped_integrate_batch_threads(int n, int threads, const double *q, const double *v, const double *dt, double *q_next)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -10477,6 +10493,8 @@ void quadruped_difference_batch(int n, const double *q0, const double *q1, doubl
 
 void quadruped_difference_batch_threads(int n, int threads, const double *q0, const double *q1, double *v)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif

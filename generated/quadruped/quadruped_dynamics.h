@@ -22,8 +22,23 @@
  *   17: hr_knee_joint: revolute joint of body hr_calf, angle about the axis (rad)
  *
  * Conventions: twists [w; v] in body coordinates; gravity (0 0 -9.81) m/s^2 in the world frame.
- * All arrays are row-major doubles; inputs are read only, outputs written only, and an output
- * must not overlap an input (the parameters are restrict-qualified).
+ * All arrays are row-major doubles; inputs are read only, outputs written only (every entry),
+ * and an output must not overlap an input (the code may assume it does not).
+ *
+ * Frames (QUADRUPED_NFRAMES, in this order: the frame functions' first index):
+ *   0: trunk
+ *   1: fl_hip
+ *   2: fl_thigh
+ *   3: fl_calf
+ *   4: fr_hip
+ *   5: fr_thigh
+ *   6: fr_calf
+ *   7: hl_hip
+ *   8: hl_thigh
+ *   9: hl_calf
+ *   10: hr_hip
+ *   11: hr_thigh
+ *   12: hr_calf
  */
 #ifndef QUADRUPED_DYNAMICS_H
 #define QUADRUPED_DYNAMICS_H
@@ -34,71 +49,99 @@ extern "C" {
 
 #define QUADRUPED_NQ 18
 #define QUADRUPED_NV 18
+#define QUADRUPED_NFRAMES 13
 
 /* 1 when compiled with OpenMP */
 int quadruped_openmp(void);
 
-/* qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6 */
+/* qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
+ * q[18], qd[18], tau[18] -> qdd[18] */
 void quadruped_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void quadruped_forward_dynamics_batch(int n, const double *q, const double *qd, const double *tau, double *qdd);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void quadruped_forward_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *tau, double *qdd);
 
-/* tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3) */
+/* tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
+ * q[18], qd[18], qdd[18] -> tau[18] */
 void quadruped_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *tau);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void quadruped_inverse_dynamics_batch(int n, const double *q, const double *qd, const double *qdd, double *tau);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void quadruped_inverse_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *qdd, double *tau);
 
-/* M(q), row-major nv x nv, composite rigid bodies */
+/* M(q), row-major nv x nv, composite rigid bodies
+ * q[18] -> M[324] (18 x 18) */
 void quadruped_mass_matrix(const double *q, double *M);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void quadruped_mass_matrix_batch(int n, const double *q, double *M);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void quadruped_mass_matrix_batch_threads(int n, int threads, const double *q, double *M);
 
-/* h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau */
+/* h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
+ * q[18], qd[18] -> h[18] */
 void quadruped_bias_forces(const double *q, const double *qd, double *h);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void quadruped_bias_forces_batch(int n, const double *q, const double *qd, double *h);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void quadruped_bias_forces_batch_threads(int n, int threads, const double *q, const double *qd, double *h);
 
-/* T(q, qd) = 1/2 qd^T M(q) qd, from the body twists */
+/* T(q, qd) = 1/2 qd^T M(q) qd, from the body twists
+ * q[18], qd[18] -> T[1] */
 void quadruped_kinetic_energy(const double *q, const double *qd, double *T);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void quadruped_kinetic_energy_batch(int n, const double *q, const double *qd, double *T);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void quadruped_kinetic_energy_batch_threads(int n, int threads, const double *q, const double *qd, double *T);
 
-/* V(q): gravity (-sum m g . c, world centres of mass) plus joint springs */
+/* V(q): gravity (-sum m g . c, world centres of mass) plus joint springs
+ * q[18] -> V[1] */
 void quadruped_potential_energy(const double *q, double *V);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void quadruped_potential_energy_batch(int n, const double *q, double *V);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void quadruped_potential_energy_batch_threads(int n, int threads, const double *q, double *V);
 
-/* the whole tree's centre of mass in world coordinates */
+/* the whole tree's centre of mass in world coordinates
+ * q[18] -> com[3] */
 void quadruped_center_of_mass(const double *q, double *com);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void quadruped_center_of_mass_batch(int n, const double *q, double *com);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void quadruped_center_of_mass_batch_threads(int n, int threads, const double *q, double *com);
 
-/* q (+) v dt on each joint's configuration space (quaternions: q exp(v dt)) */
+/* q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
+ * q[18], v[18], dt[1] -> q_next[18] */
 void quadruped_integrate(const double *q, const double *v, const double *dt, double *q_next);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void quadruped_integrate_batch(int n, const double *q, const double *v, const double *dt, double *q_next);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void quadruped_integrate_batch_threads(int n, int threads, const double *q, const double *v, const double *dt, double *q_next);
 
-/* q1 (-) q0: the v with integrate(q0, v, 1) = q1 */
+/* q1 (-) q0: the v with integrate(q0, v, 1) = q1
+ * q0[18], q1[18] -> v[18] */
 void quadruped_difference(const double *q0, const double *q1, double *v);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void quadruped_difference_batch(int n, const double *q0, const double *q1, double *v);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void quadruped_difference_batch_threads(int n, int threads, const double *q0, const double *q1, double *v);
 
 #ifdef __cplusplus

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_177dc3d0dc17"
-HASH = "177dc3d0dc175e376ad8d0743ec4734d38bfe05f705d5d050979294eaf56aa5f"
+MODULE = "_rc100_2dc3f703498c"
+HASH = "2dc3f703498cf4b77e5670cb1e73013746269530457a0af0def5dd78f64bd8fd"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -149,9 +149,19 @@ def _build():
                                                   os.path.join(HERE, "build_rc100.py"))
     builder = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(builder)
-    with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
-        built = builder.build(tmpdir=tmp)
-        os.replace(built, os.path.join(HERE, os.path.basename(built)))
+    try:
+        with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
+            built = builder.build(tmpdir=tmp)
+            os.replace(built, os.path.join(HERE, os.path.basename(built)))
+    except PermissionError as e:
+        raise ImportError(f"{HERE}: no compiled module, and it cannot be compiled here ({e.strerror}: "
+                          f"{e.filename}): compile it where it is writable (`scleron codegen`, or "
+                          "`python build_rc100.py` in a writable copy of the folder)") from None
+    except FileNotFoundError as e:
+        cc = " ".join(builder.compiler())
+        raise ImportError(f"{HERE}: no compiled module, and compiling it failed: {e.strerror}: "
+                          f"{e.filename} (the C compiler is CC={cc!r}: install it, or set CC to an "
+                          "installed C compiler, e.g. CC=gcc)") from None
 
 
 def _edited():

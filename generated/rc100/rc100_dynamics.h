@@ -104,8 +104,110 @@
  *   99: joint100: revolute joint of body link100, angle about the axis (rad)
  *
  * Conventions: twists [w; v] in body coordinates; gravity (0 0 -9.81) m/s^2 in the world frame.
- * All arrays are row-major doubles; inputs are read only, outputs written only, and an output
- * must not overlap an input (the parameters are restrict-qualified).
+ * All arrays are row-major doubles; inputs are read only, outputs written only (every entry),
+ * and an output must not overlap an input (the code may assume it does not).
+ *
+ * Frames (RC100_NFRAMES, in this order: the frame functions' first index):
+ *   0: link1
+ *   1: link2
+ *   2: link3
+ *   3: link4
+ *   4: link5
+ *   5: link6
+ *   6: link7
+ *   7: link8
+ *   8: link9
+ *   9: link10
+ *   10: link11
+ *   11: link12
+ *   12: link13
+ *   13: link14
+ *   14: link15
+ *   15: link16
+ *   16: link17
+ *   17: link18
+ *   18: link19
+ *   19: link20
+ *   20: link21
+ *   21: link22
+ *   22: link23
+ *   23: link24
+ *   24: link25
+ *   25: link26
+ *   26: link27
+ *   27: link28
+ *   28: link29
+ *   29: link30
+ *   30: link31
+ *   31: link32
+ *   32: link33
+ *   33: link34
+ *   34: link35
+ *   35: link36
+ *   36: link37
+ *   37: link38
+ *   38: link39
+ *   39: link40
+ *   40: link41
+ *   41: link42
+ *   42: link43
+ *   43: link44
+ *   44: link45
+ *   45: link46
+ *   46: link47
+ *   47: link48
+ *   48: link49
+ *   49: link50
+ *   50: link51
+ *   51: link52
+ *   52: link53
+ *   53: link54
+ *   54: link55
+ *   55: link56
+ *   56: link57
+ *   57: link58
+ *   58: link59
+ *   59: link60
+ *   60: link61
+ *   61: link62
+ *   62: link63
+ *   63: link64
+ *   64: link65
+ *   65: link66
+ *   66: link67
+ *   67: link68
+ *   68: link69
+ *   69: link70
+ *   70: link71
+ *   71: link72
+ *   72: link73
+ *   73: link74
+ *   74: link75
+ *   75: link76
+ *   76: link77
+ *   77: link78
+ *   78: link79
+ *   79: link80
+ *   80: link81
+ *   81: link82
+ *   82: link83
+ *   83: link84
+ *   84: link85
+ *   85: link86
+ *   86: link87
+ *   87: link88
+ *   88: link89
+ *   89: link90
+ *   90: link91
+ *   91: link92
+ *   92: link93
+ *   93: link94
+ *   94: link95
+ *   95: link96
+ *   96: link97
+ *   97: link98
+ *   98: link99
+ *   99: link100
  */
 #ifndef RC100_DYNAMICS_H
 #define RC100_DYNAMICS_H
@@ -116,71 +218,99 @@ extern "C" {
 
 #define RC100_NQ 100
 #define RC100_NV 100
+#define RC100_NFRAMES 100
 
 /* 1 when compiled with OpenMP */
 int rc100_openmp(void);
 
-/* qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6 */
+/* qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
+ * q[100], qd[100], tau[100] -> qdd[100] */
 void rc100_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void rc100_forward_dynamics_batch(int n, const double *q, const double *qd, const double *tau, double *qdd);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void rc100_forward_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *tau, double *qdd);
 
-/* tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3) */
+/* tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
+ * q[100], qd[100], qdd[100] -> tau[100] */
 void rc100_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *tau);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void rc100_inverse_dynamics_batch(int n, const double *q, const double *qd, const double *qdd, double *tau);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void rc100_inverse_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *qdd, double *tau);
 
-/* M(q), row-major nv x nv, composite rigid bodies (loop form: world-frame columns, dense products) */
+/* M(q), row-major nv x nv, composite rigid bodies (loop form: world-frame columns, dense products)
+ * q[100] -> M[10000] (100 x 100) */
 void rc100_mass_matrix(const double *q, double *M);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void rc100_mass_matrix_batch(int n, const double *q, double *M);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void rc100_mass_matrix_batch_threads(int n, int threads, const double *q, double *M);
 
-/* h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau */
+/* h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
+ * q[100], qd[100] -> h[100] */
 void rc100_bias_forces(const double *q, const double *qd, double *h);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void rc100_bias_forces_batch(int n, const double *q, const double *qd, double *h);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void rc100_bias_forces_batch_threads(int n, int threads, const double *q, const double *qd, double *h);
 
-/* T(q, qd) = 1/2 qd^T M(q) qd, from the body twists */
+/* T(q, qd) = 1/2 qd^T M(q) qd, from the body twists
+ * q[100], qd[100] -> T[1] */
 void rc100_kinetic_energy(const double *q, const double *qd, double *T);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void rc100_kinetic_energy_batch(int n, const double *q, const double *qd, double *T);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void rc100_kinetic_energy_batch_threads(int n, int threads, const double *q, const double *qd, double *T);
 
-/* V(q): gravity (-sum m g . c, world centres of mass) plus joint springs */
+/* V(q): gravity (-sum m g . c, world centres of mass) plus joint springs
+ * q[100] -> V[1] */
 void rc100_potential_energy(const double *q, double *V);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void rc100_potential_energy_batch(int n, const double *q, double *V);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void rc100_potential_energy_batch_threads(int n, int threads, const double *q, double *V);
 
-/* the whole tree's centre of mass in world coordinates */
+/* the whole tree's centre of mass in world coordinates
+ * q[100] -> com[3] */
 void rc100_center_of_mass(const double *q, double *com);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void rc100_center_of_mass_batch(int n, const double *q, double *com);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void rc100_center_of_mass_batch_threads(int n, int threads, const double *q, double *com);
 
-/* q (+) v dt on each joint's configuration space (quaternions: q exp(v dt)) */
+/* q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
+ * q[100], v[100], dt[1] -> q_next[100] */
 void rc100_integrate(const double *q, const double *v, const double *dt, double *q_next);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void rc100_integrate_batch(int n, const double *q, const double *v, const double *dt, double *q_next);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void rc100_integrate_batch_threads(int n, int threads, const double *q, const double *v, const double *dt, double *q_next);
 
-/* q1 (-) q0: the v with integrate(q0, v, 1) = q1 */
+/* q1 (-) q0: the v with integrate(q0, v, 1) = q1
+ * q0[100], q1[100] -> v[100] */
 void rc100_difference(const double *q0, const double *q1, double *v);
-/* the same for n states stored one after another */
+/* the same for n states stored one after another: every array, inputs and outputs, holds n of
+ * the sizes above in a row */
 void rc100_difference_batch(int n, const double *q0, const double *q1, double *v);
-/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP) */
+/* the same split over `threads` OpenMP threads (sequential when compiled without OpenMP; a
+ * value below 1 runs one) */
 void rc100_difference_batch_threads(int n, int threads, const double *q0, const double *q1, double *v);
 
 #ifdef __cplusplus

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_d5e2256381d1"
-HASH = "d5e2256381d171826c3d67b2d38714a9dd309cf1423a83d70b8d4c79736a5f66"
+MODULE = "_rc20_20fe47bc6372"
+HASH = "20fe47bc6372bcb89262df9e113c7d34372c30516fd18ffdbed6d90dc2f334a0"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -149,9 +149,19 @@ def _build():
                                                   os.path.join(HERE, "build_rc20.py"))
     builder = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(builder)
-    with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
-        built = builder.build(tmpdir=tmp)
-        os.replace(built, os.path.join(HERE, os.path.basename(built)))
+    try:
+        with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
+            built = builder.build(tmpdir=tmp)
+            os.replace(built, os.path.join(HERE, os.path.basename(built)))
+    except PermissionError as e:
+        raise ImportError(f"{HERE}: no compiled module, and it cannot be compiled here ({e.strerror}: "
+                          f"{e.filename}): compile it where it is writable (`scleron codegen`, or "
+                          "`python build_rc20.py` in a writable copy of the folder)") from None
+    except FileNotFoundError as e:
+        cc = " ".join(builder.compiler())
+        raise ImportError(f"{HERE}: no compiled module, and compiling it failed: {e.strerror}: "
+                          f"{e.filename} (the C compiler is CC={cc!r}: install it, or set CC to an "
+                          "installed C compiler, e.g. CC=gcc)") from None
 
 
 def _edited():

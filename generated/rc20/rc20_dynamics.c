@@ -5475,6 +5475,8 @@ void rc20_forward_dynamics_batch(int n, const double *q, const double *qd, const
 
 void rc20_forward_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *tau, double *qdd)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -7569,6 +7571,8 @@ void rc20_inverse_dynamics_batch(int n, const double *q, const double *qd, const
 
 void rc20_inverse_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *qdd, double *tau)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -11285,6 +11289,8 @@ void rc20_mass_matrix_batch(int n, const double *q, double *M)
 
 void rc20_mass_matrix_batch_threads(int n, int threads, const double *q, double *M)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -13345,6 +13351,8 @@ void rc20_bias_forces_batch(int n, const double *q, const double *qd, double *h)
 
 void rc20_bias_forces_batch_threads(int n, int threads, const double *q, const double *qd, double *h)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -14120,6 +14128,8 @@ void rc20_kinetic_energy_batch(int n, const double *q, const double *qd, double 
 
 void rc20_kinetic_energy_batch_threads(int n, int threads, const double *q, const double *qd, double *T)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -14365,6 +14375,8 @@ void rc20_potential_energy_batch(int n, const double *q, double *V)
 
 void rc20_potential_energy_batch_threads(int n, int threads, const double *q, double *V)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -14958,6 +14970,8 @@ void rc20_center_of_mass_batch(int n, const double *q, double *com)
 
 void rc20_center_of_mass_batch_threads(int n, int threads, const double *q, double *com)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -15073,6 +15087,8 @@ void rc20_integrate_batch(int n, const double *q, const double *v, const double 
 
 void rc20_integrate_batch_threads(int n, int threads, const double *q, const double *v, const double *dt, double *q_next)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -15168,6 +15184,8 @@ void rc20_difference_batch(int n, const double *q0, const double *q1, double *v)
 
 void rc20_difference_batch_threads(int n, int threads, const double *q0, const double *q1, double *v)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif

@@ -395,10 +395,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_d5e2256381d1_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_20fe47bc6372_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc20_d5e2256381d1_py(void)
+PyMODINIT_FUNC PyInit__rc20_20fe47bc6372_py(void)
 {
     import_array();
     return PyModule_Create(&module);

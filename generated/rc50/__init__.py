@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_1c8e56253898"
-HASH = "1c8e56253898f3eb7b06abf1e725e825ae4a059fe668e50251b9020fda5390b8"
+MODULE = "_rc50_7d8487a62753"
+HASH = "7d8487a62753d17332af23a9d85c014fea02b563c3fcf616587d626fb1a94886"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -149,9 +149,19 @@ def _build():
                                                   os.path.join(HERE, "build_rc50.py"))
     builder = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(builder)
-    with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
-        built = builder.build(tmpdir=tmp)
-        os.replace(built, os.path.join(HERE, os.path.basename(built)))
+    try:
+        with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
+            built = builder.build(tmpdir=tmp)
+            os.replace(built, os.path.join(HERE, os.path.basename(built)))
+    except PermissionError as e:
+        raise ImportError(f"{HERE}: no compiled module, and it cannot be compiled here ({e.strerror}: "
+                          f"{e.filename}): compile it where it is writable (`scleron codegen`, or "
+                          "`python build_rc50.py` in a writable copy of the folder)") from None
+    except FileNotFoundError as e:
+        cc = " ".join(builder.compiler())
+        raise ImportError(f"{HERE}: no compiled module, and compiling it failed: {e.strerror}: "
+                          f"{e.filename} (the C compiler is CC={cc!r}: install it, or set CC to an "
+                          "installed C compiler, e.g. CC=gcc)") from None
 
 
 def _edited():

@@ -14806,6 +14806,8 @@ void rc50_forward_dynamics_batch(int n, const double *q, const double *qd, const
 
 void rc50_forward_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *tau, double *qdd)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -20346,6 +20348,8 @@ void rc50_inverse_dynamics_batch(int n, const double *q, const double *qd, const
 
 void rc50_inverse_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *qdd, double *tau)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -27201,6 +27205,8 @@ void rc50_mass_matrix_batch(int n, const double *q, double *M)
 
 void rc50_mass_matrix_batch_threads(int n, int threads, const double *q, double *M)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -32685,6 +32691,8 @@ void rc50_bias_forces_batch(int n, const double *q, const double *qd, double *h)
 
 void rc50_bias_forces_batch_threads(int n, int threads, const double *q, const double *qd, double *h)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -35147,6 +35155,8 @@ void rc50_kinetic_energy_batch(int n, const double *q, const double *qd, double 
 
 void rc50_kinetic_energy_batch_threads(int n, int threads, const double *q, const double *qd, double *T)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -35752,6 +35762,8 @@ void rc50_potential_energy_batch(int n, const double *q, double *V)
 
 void rc50_potential_energy_batch_threads(int n, int threads, const double *q, double *V)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -37324,6 +37336,8 @@ void rc50_center_of_mass_batch(int n, const double *q, double *com)
 
 void rc50_center_of_mass_batch_threads(int n, int threads, const double *q, double *com)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -37559,6 +37573,8 @@ void rc50_integrate_batch(int n, const double *q, const double *v, const double 
 
 void rc50_integrate_batch_threads(int n, int threads, const double *q, const double *v, const double *dt, double *q_next)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -37744,6 +37760,8 @@ void rc50_difference_batch(int n, const double *q0, const double *q1, double *v)
 
 void rc50_difference_batch_threads(int n, int threads, const double *q0, const double *q1, double *v)
 {
+    if (threads < 1)
+        threads = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
