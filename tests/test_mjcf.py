@@ -309,9 +309,15 @@ def test_an_error_in_an_included_file_names_the_included_files(tmp_path):
         load_quiet(path)
 
 
-def test_contacts_switched_off_are_not_reported(tmp_path):
-    """<flag contact="disable"/>: MuJoCo computes no contacts, so none are left out."""
-    text = ARM.replace("<worldbody>", '<option><flag contact="disable"/></option><worldbody>', 1)
+@pytest.mark.parametrize("flags", ['contact="disable"', 'constraint="disable" actuation="disable"',
+                                   'contact="disable" limit="disable" actuation="disable"'])
+def test_what_flags_switch_off_is_not_reported(tmp_path, flags):
+    """<flag contact="disable"/> and the like: MuJoCo computes none of it, so none is left out."""
+    text = ARM.replace("<worldbody>", f"<option><flag {flags}/></option><worldbody>", 1)
+    if "limit" in flags or "constraint" in flags:
+        text = text.replace('<joint name="j1" axis="0 0 1"/>',
+                            '<joint name="j1" axis="0 0 1" range="-1 1" limited="true"/>')
+        text = text.replace("</worldbody>", '</worldbody><actuator><motor joint="j1"/></actuator>')
     with warnings.catch_warnings():
         warnings.simplefilter("error", MjcfWarning)
         scleron.load_model(write(tmp_path, text))

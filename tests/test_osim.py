@@ -308,22 +308,35 @@ def test_spline_velocity_terms_at_the_knots_equal_simbody(tmp_path):
         assert relative(tau, oracle.inverse_dynamics(q, qd, qdd)) < TOL, at
 
 
-def test_ball_joint_default_speeds_become_rates(tmp_path):
-    """A BallJoint's default_speed_values are Simbody's u = omega (parent frame): the model's
-    qd0 is the q-dot that gives OpenSim's initial velocity, W(q0) qd0 = u0."""
+@pytest.mark.parametrize("kind", ["BallJoint", "FreeJoint"])
+def test_default_speeds_of_ball_and_free_joints_become_rates(tmp_path, kind):
+    """A Ball or Free joint's default_speed_values of its rotations are Simbody's u = omega
+    (parent frame): at the model's (q0, qd0) the body turns and moves as OpenSim's initial state."""
+    from scleron.dynamics import frames
+    values = [("r1", 0.3, 0.0), ("r2", 0.5, 1.0), ("r3", -0.2, 0.5)]
+    if kind == "FreeJoint":
+        values += [("t1", 0.1, 0.4), ("t2", -0.2, 0.0), ("t3", 0.3, -0.7)]
     coords = "".join(f"<Coordinate name='{n}'><default_value>{v}</default_value><default_speed_value>"
-                     f"{w}</default_speed_value></Coordinate>"
-                     for n, v, w in [("r1", 0.3, 0.0), ("r2", 0.5, 1.0), ("r3", -0.2, 0.5)])
-    joint = f"""<BallJoint name="ball"><socket_parent_frame>/ground</socket_parent_frame>
+                     f"{w}</default_speed_value></Coordinate>" for n, v, w in values)
+    joint = f"""<{kind} name="j"><socket_parent_frame>/ground</socket_parent_frame>
         <socket_child_frame>/bodyset/b</socket_child_frame><coordinates>{coords}</coordinates>
-        </BallJoint>"""
+        </{kind}>"""
     path = write(tmp_path, without_constraints(osim_text(joint=joint)))
     model = load(path)
-    oracle = Simbody(path, coordinate_names(model))
-    u0 = oracle.model.initSystem().getU().to_numpy()[oracle.perm]
-    assert np.allclose(model.q0, [0.3, 0.5, -0.2])
-    assert np.allclose(oracle.W(model.q0) @ model.qd0, u0, rtol=0, atol=1e-14)
-    assert not np.allclose(model.qd0, u0, atol=1e-3)
+    osim = opensim()
+    ref = osim.Model(str(path))
+    state = ref.initSystem()
+    ref.realizeVelocity(state)
+    body = ref.getBodySet().get("b")
+    vec = lambda x: np.array([x.get(k) for k in range(3)])
+    omega = vec(body.getAngularVelocityInGround(state))
+    velocity = vec(body.getLinearVelocityInGround(state))      # of the body origin
+    tree = Tree(model)
+    twist = frames.frame_velocities(tree, ALG, list(model.q0), list(model.qd0))[
+        [f.name for f in tree.frames].index("b")]          # [w; v], local world-aligned
+    assert np.allclose(twist[:3], omega, rtol=0, atol=1e-14)
+    assert np.allclose(twist[3:], velocity, rtol=0, atol=1e-14)
+    assert not np.allclose(model.qd0[:3], [w for _, _, w in values[:3]], atol=1e-3)
 
 
 def test_one_sided_steps_are_exact_at_and_near_zero():

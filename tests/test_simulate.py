@@ -550,7 +550,9 @@ def test_sprung_joints_keep_their_chart():
     assert [s.name for s in switchables(m)] == ["b_joint", "c_joint"]
     m.joints[1].stiffness = [1.0, 2.0, 3.0]
     assert [s.name for s in switchables(m)] == ["c_joint"]
-    m.joints[2].armature = [0.0, 0.0, 0.0, 0.01, 0.0, 0.0]  # its armature's ½ a q-dot², too
+    m.joints[2].armature = [0.01, 0.0, 0.0, 0.0, 0.0, 0.0]  # on a translation: no matter
+    assert [s.name for s in switchables(m)] == ["c_joint"]
+    m.joints[2].armature = [0.0, 0.0, 0.0, 0.01, 0.0, 0.0]  # on a rotation: its ½ a q-dot²
     assert switchables(m) == []
 
 

@@ -538,6 +538,8 @@ def _find_body(tree, body):
         owner = tree.bodies[frame.body]
         raise ModelError(f"{body!r} is a frame on body {owner.name!r}, not a body with a joint of "
                          f"its own: use --body {owner.name}")
+    if frame is not None:
+        raise ModelError(f"{body!r} is a frame fixed to the world: no pass computes anything for it")
     raise ModelError(f"no body or joint named {body!r} (bodies: "
                      + ", ".join(b.name for b in tree.bodies) + "; joints: "
                      + ", ".join(b.joint_name for b in tree.bodies) + ")")

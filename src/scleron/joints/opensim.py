@@ -33,8 +33,8 @@ k < m are complete (g_k(h_k) = y_{k+1} - y_k: they telescope to y_m), those k > 
 the segment's cubic; every term stays bounded (no cancellation of large truncated powers), and
 x_+ = (x + sqrt(x^2)) / 2 needs no branch in the generated code (joints.special.PosPart).
 The clamps are one-sided pieces (PosPartRight, PosPartLeft): at a knot u_k' is 1 or 0, never
-1/2, so the chain rule's u_k'^2 gives one segment's f'' there (the right one inside, the
-inner one at the ends, as OpenSim's calcDerivative), not half of it.
+1/2, so the chain rule's u_k'^2 gives one segment's f'' there (inside the right one, where
+f'' is continuous; at the ends the inner one, as OpenSim's calcDerivative), not half of it.
 """
 import numpy as np
 import sympy as sp

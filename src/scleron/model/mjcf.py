@@ -116,7 +116,7 @@ def _include_hint(message, text):
     if not files:
         return ""
     names = ", ".join(dict.fromkeys(f.decode("utf-8", "replace") for f in files))
-    return f" (line 0: the element is in a file this one includes, directly or not: {names})"
+    return f" (line 0: the element is probably in a file this one includes, directly or not: {names})"
 
 
 class _Names:
@@ -288,14 +288,20 @@ def _report(m):
     def count(n, what):
         if n:
             parts.append(f"{n} {what}")
-    if not _disabled(m, "mjDSBL_CONTACT"):          # (<flag contact="disable"/>: none to leave out)
+    def on(*flags):         # what MuJoCo's <flag .../> switch off, it computes none of either
+        return not any(_disabled(m, f) for f in flags)
+    if on("mjDSBL_CONTACT", "mjDSBL_CONSTRAINT"):
         collide = int(np.count_nonzero((m.geom_contype != 0) | (m.geom_conaffinity != 0)))
         count(collide, "colliding geoms (contacts)")
-    count(int(np.count_nonzero(m.jnt_limited)), "joint limits")
+    if on("mjDSBL_LIMIT", "mjDSBL_CONSTRAINT"):
+        count(int(np.count_nonzero(m.jnt_limited)), "joint limits")
     count(m.ntendon, "tendons")
-    count(m.neq, "equality constraints")
-    count(m.nu, "actuators (tau is the joint force)")
-    count(int(np.count_nonzero(m.dof_frictionloss)), "joints' friction loss")
+    if on("mjDSBL_EQUALITY", "mjDSBL_CONSTRAINT"):
+        count(m.neq, "equality constraints")
+    if on("mjDSBL_ACTUATION"):
+        count(m.nu, "actuators (tau is the joint force)")
+    if on("mjDSBL_FRICTIONLOSS", "mjDSBL_CONSTRAINT"):
+        count(int(np.count_nonzero(m.dof_frictionloss)), "joints' friction loss")
     count(int(np.count_nonzero(m.body_gravcomp)), "bodies' gravity compensation")
     count(getattr(m, "nflex", 0), "flexes")
     count(m.nmocap, "mocap bodies (fixed here)")

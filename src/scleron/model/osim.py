@@ -415,11 +415,14 @@ def _speeds_to_rates(j, coords, ctx):
         return
     a, b = coords[0]["default"], coords[1]["default"]
     ca, sa, cb, sb = math.cos(a), math.sin(a), math.cos(b), math.sin(b)
-    if abs(cb) < 1e-9:
-        raise ctx.error(j, f"default speeds at the gimbal lock of its rotations ({coords[1]['name']} "
-                        "= +-90 deg), where they give no rotation rates")
     E = np.array([[1.0, 0.0, sb], [0.0, ca, -sa * cb], [0.0, sa, ca * cb]])
-    for c, rate in zip(coords[:3], np.linalg.solve(E, u)):
+    rates = np.linalg.lstsq(E, u, rcond=None)[0]
+    if abs(cb) < 1e-6:
+        warnings.warn(f"{ctx.source}: line {j.line}: <{j.tag} name='{j.name}'>: its default speeds "
+                      f"are an angular velocity, and at the gimbal lock of its angles "
+                      f"({coords[1]['name']} = {math.degrees(b):g} deg) no angle rates give it: "
+                      "qd0 takes the nearest (least squares)", OsimWarning, stacklevel=2)
+    for c, rate in zip(coords[:3], rates):
         c["speed"] = float(rate)
 
 
@@ -485,7 +488,8 @@ def _axis_function(ax, used, names, ctx):
             warnings.warn(f"{ctx.source}: line {ax.line}: <TransformAxis name='{ax.name}'> names "
                           f"coordinate {used[0]} but has no function: OpenSim 4 gives it "
                           "Constant(0), so the coordinate does not move this axis (give it a "
-                          "LinearFunction to make it follow)", OsimWarning, stacklevel=2)
+                          "LinearFunction to make it follow; a coordinate that moves no axis "
+                          "makes the mass matrix singular)", OsimWarning, stacklevel=2)
         return {"kind": "constant", "value": 0.0}
     return _function(f, args, ctx)
 

@@ -89,30 +89,34 @@ class Switchable:
     v_start: int = None  # its index in qd (start, unless a quaternion joint comes before)
 
 
-def _sprung(joint):
-    """Whether a joint carries a spring (a `stiffness` attribute or parameter, not all zero)."""
+def _rotation_carries(values, skip):
+    """Whether per-coordinate values (one number for all, or one per coordinate) are not all
+    zero on the three rotation coordinates from `skip`."""
+    if values is None:
+        return False
+    v = np.asarray(values, dtype=float)
+    return bool(np.any((v if v.ndim == 0 else v[skip:skip + 3]) != 0))
+
+
+def _keeps_chart(joint, skip):
+    """Whether a joint carries a spring or an armature on its rotation coordinates: its spring
+    ½ k (q - rest)² and its armature's ½ a q-dot² are written in the chart's angles and rates,
+    which a switch changes (the energy jumped by 2 % at a switch with armature)."""
     k = getattr(joint, "stiffness", None)
     if k is None and isinstance(getattr(joint, "params", None), dict):
         k = joint.params.get("stiffness")
-    return k is not None and bool(np.any(np.asarray(k, dtype=float) != 0))
-
-
-def _with_armature(joint):
-    """Whether a joint carries an armature (per coordinate, not all zero)."""
-    a = getattr(joint, "armature", None)
-    return a is not None and bool(np.any(np.asarray(a, dtype=float) != 0))
+    return _rotation_carries(k, skip) or _rotation_carries(getattr(joint, "armature", None), skip)
 
 
 def switchables(model):
-    """The joints whose coordinates may switch, in model order. A sprung joint keeps its chart:
-    its spring ½ k (q - rest)² is written in that chart, switching would change the physics. So
-    does a joint with armature: its kinetic energy ½ a q-dot² is in the chart's angle rates,
-    which a switch changes at the same angular velocity (energy jumped by 2 % at a switch)."""
+    """The joints whose coordinates may switch, in model order; a joint with a spring or an
+    armature on its rotation keeps its chart (_keeps_chart: switching would change the
+    physics)."""
     out, k, kv = [], 0, 0
     for i, j in enumerate(model.joints):
-        if not _sprung(j) and not _with_armature(j):
+        skip = 3 if j.type == "free" else 0
+        if not _keeps_chart(j, skip):
             if j.type in ("spherical", "free"):
-                skip = 3 if j.type == "free" else 0
                 out.append(Switchable(i, j.name, "euler", k + skip, j.params.get("chart", "XYZ"),
                                       kv + skip))
             elif j.type == "ball_exp":
