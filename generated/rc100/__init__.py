@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_2dc3f703498c"
-HASH = "2dc3f703498cf4b77e5670cb1e73013746269530457a0af0def5dd78f64bd8fd"
+MODULE = "_rc100_9533b25652f7"
+HASH = "9533b25652f793f9a12590624d77df6ffea908b337988232f4bff191a9325bef"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -153,15 +153,26 @@ def _build():
         with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
             built = builder.build(tmpdir=tmp)
             os.replace(built, os.path.join(HERE, os.path.basename(built)))
-    except PermissionError as e:
-        raise ImportError(f"{HERE}: no compiled module, and it cannot be compiled here ({e.strerror}: "
-                          f"{e.filename}): compile it where it is writable (`scleron codegen`, or "
-                          "`python build_rc100.py` in a writable copy of the folder)") from None
-    except FileNotFoundError as e:
-        cc = " ".join(builder.compiler())
-        raise ImportError(f"{HERE}: no compiled module, and compiling it failed: {e.strerror}: "
-                          f"{e.filename} (the C compiler is CC={cc!r}: install it, or set CC to an "
-                          "installed C compiler, e.g. CC=gcc)") from None
+    except OSError as e:
+        problem = _build_problem(e, builder.compiler())
+        if problem is None:
+            raise
+        raise ImportError(f"{HERE}: no compiled module, and {problem}") from None
+
+
+def _build_problem(e, cc):
+    """What an OSError of the compile on import means for the user, or None (not one of these)."""
+    import errno
+    name = os.fsdecode(e.filename) if e.filename is not None else ""
+    if name == cc[0] or os.path.basename(name) == os.path.basename(cc[0]):
+        return (f"the C compiler cannot run ({e.strerror}: {name}; CC={' '.join(cc)!r}): "
+                "install it, or set CC to an installed C compiler, e.g. CC=gcc")
+    inside = os.path.abspath(name).startswith(os.path.join(os.path.abspath(HERE), ""))
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS) and (inside or name == HERE):
+        return (f"it cannot be compiled here ({e.strerror}: {name}): compile it where it is "
+                "writable (`scleron codegen`, or `python build_rc100.py` in a writable copy "
+                "of the folder)")
+    return None
 
 
 def _edited():
