@@ -310,14 +310,19 @@ def report(R):
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--systems", default=",".join(SYSTEMS))
-    ap.add_argument("--out", default=os.path.join(HERE, "results"))
-    ap.add_argument("--build", default=os.path.join(HERE, "build"))
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--per-round", type=int, default=11)
-    ap.add_argument("--target-ms", type=float, default=5.0)
-    ap.add_argument("--no-callgrind", action="store_true")
-    ap.add_argument("--rc100-generation", action="store_true")
+    ap.add_argument("--systems", default=",".join(SYSTEMS),
+                    help="comma-separated benchmark systems (default %(default)s)")
+    ap.add_argument("--out", default=os.path.join(HERE, "results"),
+                    help="folder of derivatives.md and derivatives.json (default: the committed "
+                         "results; pass another for a trial run)")
+    ap.add_argument("--build", default=os.path.join(HERE, "build"),
+                    help="build cache of the harnesses (default %(default)s)")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
+    ap.add_argument("--per-round", type=int, default=11, help="samples per round (default 11)")
+    ap.add_argument("--target-ms", type=float, default=5.0, help="time per sample (default 5)")
+    ap.add_argument("--no-callgrind", action="store_true", help="skip the instruction counts")
+    ap.add_argument("--rc100-generation", action="store_true",
+                    help="also time generation + compile of RC100's derivative functions")
     ap.add_argument("--report-only", action="store_true", help="rewrite OUT/derivatives.md from OUT/derivatives.json")
     return ap.parse_args(argv)
 

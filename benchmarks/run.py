@@ -32,11 +32,13 @@ from benchmarks.generation import run_worker_from_argv                          
 
 
 def parse_args(argv):
-    from benchmarks.systems import ALL_SYSTEMS
+    from benchmarks.systems import ALL_SYSTEMS, ARMS
     from benchmarks.variants import VARIANT_SYSTEMS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="rc20 and panda, fewer repeats, PyDy n <= 5 (< 3 min once built)")
-    ap.add_argument("--systems", default=None, help="comma-separated: " + ",".join(ALL_SYSTEMS))
+    ap.add_argument("--systems", default=None, help="comma-separated: " + ",".join(ALL_SYSTEMS)
+                    + " (default), or the fixed-base arms of example-robot-data: "
+                    + ",".join(ARMS))
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--build", default=os.path.join(HERE, "build"))
     ap.add_argument("--pydy-cap", type=float, default=120.0, help="seconds per PyDy derivation")

@@ -111,7 +111,8 @@ def general_models(qball, two_roots=None):
     whose bodies are not in depth-first order (each root's subtree in its own frame), with
     external wrenches on two bodies."""
     return {"branched": example("branched.yaml"), "quadruped": example("quadruped.yaml"),
-            "spline_chain": example("spline_chain.yaml"), "qball": qball, "two_roots": two_roots}
+            "spline_chain": example("spline_chain.yaml"), "qball": qball, "two_roots": two_roots,
+            "windmill": example("windmill.yaml")}
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +195,8 @@ def float_state(model, tree, rng, scale=0.5):
     return q, list(rng.uniform(-2, 2, tree.nv)), list(rng.uniform(-2, 2, tree.nv))
 
 
-@pytest.mark.parametrize("name", ["branched", "quadruped", "spline_chain", "qball", "two_roots"])
+@pytest.mark.parametrize("name", ["branched", "quadruped", "spline_chain", "qball", "two_roots",
+                                  pytest.param("windmill", marks=pytest.mark.slow)])
 def test_general_joints_derivatives_of_the_reference(name, qball, two_roots, rng):
     """Every joint type, in the numeric reference (the recursion the C is unrolled from; the
     generated code of these models is checked in the slow test below): M^-1 M = I; the
@@ -408,12 +410,14 @@ def test_free_root_columns_in_closed_form(tmp_path, extra, rng, monkeypatch):
         assert taken < unroll(tree, "forward_dynamics_derivatives").op_counts().total
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", ["branched", "quadruped", "spline_chain", "tc10"])
+@pytest.mark.parametrize("name", ["branched", *(pytest.param(n, marks=pytest.mark.slow) for n in
+                                               ("quadruped", "spline_chain", "tc10", "windmill"))])
 def test_generated_derivatives_of_general_joints_match_finite_differences(name, qball, generated,
                                                                          rng):
     """The generated code of every joint type against central differences of the generated
-    inverse and forward dynamics (TC10, nv = 38: the inverse dynamics' only)."""
+    inverse and forward dynamics (TC10, nv = 38: the inverse dynamics' only). The default run
+    compiles branched (ball_exp, composite, cylindrical, helical, planar, prismatic, spherical,
+    translational, universal); the others, the windmill among them, are slow."""
     path = example("tc10.yaml") if name == "tc10" else general_models(qball)[name]
     model, dyn = generated(path, name, functions=NO_FDD if name == "tc10" else FUNCTIONS)
     q = random_configuration(model, dyn, rng, 0.2)

@@ -329,6 +329,9 @@ def test_show_prints_the_derivatives_like_the_others(arm2, alias, rng):
     assert "operations by pass (after / before simplification):" in text
     assert "inverse dynamics derivatives: tangents" in text and "mass matrix inverse" in text
     assert "== outputs" in text
+    assert "(the unrolled program" not in text                      # nv = 3: codegen unrolls it
+    small = S.function_text(model, "fd", tree=tree)
+    assert "(the unrolled program" not in small
     inputs = {"q": rng.uniform(-1, 1, 3), "qd": rng.uniform(-1, 1, 3), "tau": rng.uniform(-1, 1, 3)}
     got = run_text(text, inputs, tree.nv)
     ref = np.ravel(derivatives.forward_dynamics_derivatives(
@@ -382,6 +385,10 @@ def test_cli_show_function(small):
     assert "before simplification" in r.stdout and "after simplification" in r.stdout
     r = cli("show", example("rc20.yaml"), "--function", "mass", "--format", "c")
     assert r.returncode == 0 and r.stdout.startswith("/* rc20 mass_matrix")
+    # where codegen writes a loop form (the products of fdd from 4 coordinates), show says so
+    text = S.function_text(scleron.load_model(small), "fdd")
+    assert "(the unrolled program; `scleron codegen` writes this function for this model in " \
+           "loop form: -M^-1 dtau/dx as dense products" in text
 
 
 @pytest.mark.parametrize("args, needle", [

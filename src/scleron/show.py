@@ -28,6 +28,7 @@ from .backends.c.render import c_comment, c_identifier
 from .errors import ModelError
 from .dynamics.frames import REFERENCES
 from .functions import FRAME_FUNCTIONS, function_spec, model_sizes
+from .unroll import FORMS
 from .joints import joint_model
 from .joints.registry import joint_type
 from .model import WORLD
@@ -526,6 +527,15 @@ def section_runs(prog, live, sections):
     return out
 
 
+def _codegen_form(tree, spec):
+    """The form `scleron codegen` gives this function for this tree with its default options."""
+    from .pipeline import code_form, mass_form
+    from .dynamics.frames import frame_columns
+    from .unroll import related_pairs
+    columns = frame_columns(tree) if "frame_loop" in spec.forms else 0
+    return code_form(spec, 1, mass_form(tree.nv), tree.nv, related_pairs(tree), columns)
+
+
 def _find_body(tree, body):
     for b in tree.bodies:
         if b.name == body:
@@ -610,8 +620,12 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
     outputs = [(a, k, v) for a, k, v in prog.outputs
                if target is None or _output_body(tree, shapes[a], k) in (None, target.index)]
 
-    ratio = (f"{before_total.total / after_total.total:.1f}x fewer" if after_total.total
-             else "every output a constant")
+    if not after_total.total:
+        ratio = "every output a constant"
+    elif before_total.total >= after_total.total:
+        ratio = f"{before_total.total / after_total.total:.1f}x fewer"
+    else:                   # (rarely: the simplified program may take a few more)
+        ratio = f"{after_total.total / before_total.total:.1f}x more"
     title = f"{tree.name} {spec.name}: {spec.doc}"
     io = (", ".join(f"{a.name}[{a.size(sizes)}]" for a in spec.inputs) + " -> "
           + ", ".join(f"{a.name}[{a.size(sizes)}]" if a.shape else a.name for a in spec.outputs))
@@ -619,6 +633,10 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
                + (f" (and {len(trig)} sin/cos of q, computed at once into sq[], cq[])" if trig else ""),
                f"before simplification: {before_total}",
                f"after simplification:  {after_total}  ({ratio})"]
+    form = _codegen_form(tree, spec)
+    if form != "unrolled":
+        summary.append(f"(the unrolled program; `scleron codegen` writes this function for this "
+                       f"model in {FORMS[form]}, which `codegen` counts)")
     per_pass = OrderedDict()
     for g in groups:
         a, b = per_pass.get(g.section.pass_, (Counts(), Counts()))

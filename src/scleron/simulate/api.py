@@ -73,9 +73,9 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
              floating=False, inertia=None, mimic=None, damping=None, log=None):
     """Integrate a model from its initial state and return a Trajectory.
 
-    model_or_path: a Model or a model file (.yaml/.yml/.urdf; floating=True adds a free root to a
-    URDF; inertia=, mimic=, damping=: load_model's, for a file). integrator: "rk4", "semi-implicit", "rk45" or "implicit" (linearly implicit Euler
-    with the generated forward-dynamics derivatives: stable on stiff joint springs at steps where
+    model_or_path: a Model or a model file (.yaml/.yml/.urdf; floating=True puts a free_flyer at
+    a URDF's root; inertia=, mimic=, damping=: load_model's, for a file). integrator: "rk4", "semi-implicit", "rk45" or "implicit" (linearly implicit Euler
+    with the generated inverse-dynamics derivatives: stable on stiff joint springs at steps where
     rk4 blows up; first order). duration, dt: seconds; dt is the step of rk4, semi-implicit and
     implicit, and the first and largest step of rk45 (whose step is chosen by the error control:
     rtol, atol). q0, qd0: the

@@ -35,7 +35,7 @@ def add_parser(subparsers):
                    help="constant joint forces: nv numbers, or one for all (default 0)")
     p.add_argument("--plot", metavar="FILE.png", help="plot coordinates and energy (needs matplotlib)")
     p.add_argument("-o", "--output", metavar="FILE.npz", help="write the trajectory (.npz)")
-    add_load_arguments(p, "URDF: add a free joint at the root")
+    add_load_arguments(p, "URDF: put a free_flyer joint at the root link")
     p.add_argument("--build-dir", metavar="DIR",
                    help="folder for the generated dynamics (default ~/.cache/scleron/<name>)")
     p.add_argument("--switch-threshold", type=float, metavar="D",
