@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_f6302f79bef6"
-HASH = "f6302f79bef68568c688d9a662eb7aeeaa03f383aab3deab0466c7c009babc18"
+MODULE = "_branched_57e7bf7fd3ad"
+HASH = "57e7bf7fd3ad11d44f4b59374f58a32eaf7477cfa8355262a1ece94445c3745f"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_31f13aa90f4e"
-HASH = "31f13aa90f4e004ef77b5a40c8db6252e67c583f394d2332faf83a74a0b2246c"
+MODULE = "_quadruped_ad54444e0868"
+HASH = "ad54444e0868c78b13ec43bf53e76e23340c4a12866149dd155caf6bc5592fe5"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_9533b25652f7"
-HASH = "9533b25652f793f9a12590624d77df6ffea908b337988232f4bff191a9325bef"
+MODULE = "_rc100_f40404374312"
+HASH = "f404043743123c4ecdaac22d9f4b5af99e5ca0838f711ace95741dbbe13a1a1a"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_b66bd89d6b27"
-HASH = "b66bd89d6b27fb7637f8ff1d88f09792c505416a7b9b7ce02f7ecd16f0279ee6"
+MODULE = "_rc20_46cf40438e46"
+HASH = "46cf40438e46c8c5ce5c0831e60adbc1b9c29d8bd2677dd14cfffa1d9592292b"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

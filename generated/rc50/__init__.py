@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_25f73c54aa45"
-HASH = "25f73c54aa45d73d78f30f44005b5e32e039be84e494936639e500752133f280"
+MODULE = "_rc50_3866ebff36e6"
+HASH = "3866ebff36e697596df89b7612e2df7caa44c39472b6cb60be4fa0134bd36a2f"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

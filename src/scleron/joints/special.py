@@ -306,19 +306,22 @@ class SclSign(_Piece):
 _SIDE = 2.0 ** -430
 
 
-class StepRight(_Piece):
-    """Heaviside step with the value 1 at 0; its derivative is taken as 0."""
+class _SidedStep(_Piece):
+    """A Heaviside step with the value `at_zero` (1 or 0) at 0; its derivative is taken as 0."""
+    at_zero = 1
+
     @classmethod
     def _exact(cls, x):
-        return sp.Integer(1) if x >= 0 else sp.Integer(0)
+        return sp.Integer(1) if x > 0 or (x == 0 and cls.at_zero) else sp.Integer(0)
 
-    @staticmethod
-    def numeric(x):
-        return np.where(np.asarray(x) >= 0, 1.0, 0.0)
+    @classmethod
+    def numeric(cls, x):
+        x = np.asarray(x)
+        return np.where((x >= 0) if cls.at_zero else (x > 0), 1.0, 0.0)
 
-    @staticmethod
-    def formula(alg, x):
-        s = x + _SIDE
+    @classmethod
+    def formula(cls, alg, x):
+        s = x + _SIDE if cls.at_zero else x - _SIDE
         return 0.5 + 0.5 * (s / alg.sqrt(s * s + _SIGN_TINY))
 
     @staticmethod
@@ -329,27 +332,14 @@ class StepRight(_Piece):
         return sp.Integer(0)
 
 
-class StepLeft(_Piece):
-    """Heaviside step with the value 0 at 0; its derivative is taken as 0."""
-    @classmethod
-    def _exact(cls, x):
-        return sp.Integer(1) if x > 0 else sp.Integer(0)
+class StepRight(_SidedStep):
+    """Heaviside step with the value 1 at 0 (the right limit)."""
+    at_zero = 1
 
-    @staticmethod
-    def numeric(x):
-        return np.where(np.asarray(x) > 0, 1.0, 0.0)
 
-    @staticmethod
-    def formula(alg, x):
-        s = x - _SIDE
-        return 0.5 + 0.5 * (s / alg.sqrt(s * s + _SIGN_TINY))
-
-    @staticmethod
-    def derivative(alg, x):
-        return 0.0
-
-    def fdiff(self, argindex=1):
-        return sp.Integer(0)
+class StepLeft(_SidedStep):
+    """Heaviside step with the value 0 at 0 (the left limit)."""
+    at_zero = 0
 
 
 class PosPartRight(PosPart):
