@@ -391,6 +391,15 @@ def test_cli_bad_options_are_one_line_exit_2(files, build, capsys, tmp_path, arg
     assert len(err.strip().splitlines()) == 1 and needle in err and err.startswith("scleron: error:")
 
 
+@pytest.mark.parametrize("dt", ["-1e-3", "-.5", "-2E+1", "-inf"])
+def test_cli_negative_dt_in_any_notation_is_a_value(files, capsys, dt):
+    """argparse alone takes -1e-3 for an option ("expected one argument")."""
+    from scleron.cli import main
+    assert main(["simulate", files["chain3"], "--duration", "1", "--dt", dt, "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("scleron: error: dt must be a positive finite number, got -"), err
+
+
 def test_cli_every_must_be_positive_naming_the_option(capsys):
     with pytest.raises(SystemExit) as info:
         parse(["m.yaml", "--duration", "1", "--every", "0"])

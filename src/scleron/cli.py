@@ -28,8 +28,18 @@ class CommandError(Exception):
     """A bad command line (a one-line error, exit status 2)."""
 
 
+# A value such as -1e-3, -.5 or -inf is a (negative) number, not an option: argparse's own test
+# knows only -1 and -1.5 and answers "expected one argument" for the others.
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.I)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (the usage is in --help)."""
+    """argparse, but a usage error is one line (the usage is in --help), and negative numbers
+    in scientific notation are values (NEGATIVE_NUMBER)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = NEGATIVE_NUMBER
 
     def error(self, message):
         raise CommandError(f"{message} (see `{self.prog} --help`)")

@@ -117,8 +117,10 @@ def cmd_simulate(args):
 
 def main(argv=None):
     """`python -m scleron.simulate ...` (the same as `scleron simulate ...`)."""
+    from ..cli import NEGATIVE_NUMBER        # (scleron.cli imports this module: not at the top)
     parser = argparse.ArgumentParser(prog="scleron")
     sub = parser.add_subparsers(dest="command", required=True)
-    add_parser(sub)
+    for p in (parser, add_parser(sub)):
+        p._negative_number_matcher = NEGATIVE_NUMBER      # --dt -1e-3 is a value
     args = parser.parse_args(["simulate", *(sys.argv[1:] if argv is None else argv)])
     return args.func(args)
