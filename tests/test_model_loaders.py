@@ -608,6 +608,13 @@ BAD_URDF = {
     "unnamed_joint": ('<joint name="jb"', '<joint', ["no name"]),
     "no_moving_body": (None, '<robot name="r"><link name="base"/></robot>', ["no moving bodies"]),
     "not_utf8": ('<robot name="r">', '<robot name="r\xff">', ["malformed XML"]),
+    # an unexpanded xacro source would lose the links of its macros and conditionals silently
+    "xacro_element": (LINK_B, '<xacro:if value="true">' + LINK_B + '</xacro:if>',
+                      [":5: <xacro:if>: an unexpanded xacro file", "xacro FILE > robot.urdf"]),
+    "xacro_expression": ('<mass value="1.0"/>', '<mass value="${m}"/>',
+                         ['<mass value="${m}">', "a xacro expression"]),
+    "floating_root_joint_name": ('name="ja"', 'name="root_joint"',
+                                 ["joint 'root_joint': floating (--floating) adds a joint named 'root_joint'"]),
 }
 
 
@@ -634,11 +641,36 @@ def test_bad_urdf(tmp_path, key):
     text = urdf_case_text(key)
     path.write_bytes(text.encode("latin-1") if key == "not_utf8" else text.encode())
     t = time.perf_counter()
-    msg = error_of(path)
+    msg = error_of(path, **({"floating": True} if key.startswith("floating") else {}))
     assert time.perf_counter() - t < 2, "bad input must fail quickly"
     assert msg.startswith(str(path)), msg
     for frag in BAD_URDF[key][2]:
         assert frag in msg, (frag, msg)
+
+
+def test_an_xml_file_neither_urdf_nor_mjcf_says_so(tmp_path):
+    path = write(tmp_path, "foo.xml", "<foo/>")
+    assert error_of(path) == f"{path}: the root element is <foo>: neither URDF (<robot>) nor MJCF (<mujoco>)"
+
+
+def test_urdf_expanded_from_xacro_is_read(tmp_path):
+    """What xacro leaves behind (its namespace) and $(...) where scleron reads nothing (a mesh
+    path, a Gazebo plugin) do not make a file a xacro source."""
+    text = GOOD_URDF.replace('<robot name="r">', '<robot name="r" xmlns:xacro="http://www.ros.org/wiki/xacro">')
+    text = text.replace(LINK_B, LINK_B.replace("</link>", '<visual><geometry><mesh filename="$(find p)/b.stl"/>'
+                                                          '</geometry></visual></link>'))
+    text = text.replace("</robot>", '<gazebo><plugin filename="x.so"><ns>${ns}</ns><a v="$(arg x)"/></plugin>'
+                                    '</gazebo></robot>')
+    assert load_model(write(tmp_path, "expanded.urdf", text)).nq == 2
+
+
+def test_urdf_mimic_errors_name_the_line(tmp_path):
+    text = GOOD_URDF.replace('<origin xyz="1 0 0" rpy="0 0 0"/></joint>',
+                             '<origin xyz="1 0 0" rpy="0 0 0"/>\n<mimic joint="jz"/></joint>')
+    text = text.replace("</robot>", '<link name="c"/><joint name="jz" type="fixed"><parent link="b"/>'
+                                    '<child link="c"/></joint></robot>')
+    path = write(tmp_path, "mimic.urdf", text)
+    assert f"{path}:8: joint 'jb': it mimics joint 'jz'" in error_of(path, mimic="couple")
 
 
 def test_urdf_error_names_line(tmp_path):

@@ -44,7 +44,7 @@ class joint_kinematics:
                              "static forces, energies, centre of mass, integrate and difference "
                              "are); load the URDF with "
                              "mimic='independent' to give each joint its own coordinate",
-                             source=None, element=f"model '{tree.name}'")
+                             source=tree.source, element=f"model '{tree.name}'")
         self.tree, self.alg, self.q, self.qd = tree, alg, q, qd
         self.cache = {}
 

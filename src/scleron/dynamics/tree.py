@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..errors import ModelError
 from ..joints import joint_model
 from ..joints.registry import joint_type
 from . import body_frames
@@ -66,6 +67,7 @@ class Tree:
         (body_frames; the results are the same)."""
         self.coupling, self.full = None, self
         self.name = model.name
+        self.source = getattr(model, "source", None)      # the model file, for error messages
         self.gravity = [float(x) for x in model.gravity]
         self.bodies = []
         k = kq = 0
@@ -180,8 +182,9 @@ def select_frames(model, names=None):
         names = [names] if isinstance(names, str) else list(names)         # one name, or several
         unknown = [n for n in names if n not in by_name]
         if unknown:
-            raise ValueError(f"unknown frame {unknown[0]!r} (the model's frames: "
-                             f"{', '.join(list(by_name)[:20])}{', ...' if len(by_name) > 20 else ''})")
+            raise ModelError(f"unknown frame {unknown[0]!r} (the model's frames: "
+                             f"{', '.join(list(by_name)[:20])}{', ...' if len(by_name) > 20 else ''})",
+                             source=getattr(model, "source", None))
         if not names:
             raise ValueError("frames must name at least one frame")
         twice = sorted({n for n in names if names.count(n) > 1})

@@ -115,6 +115,9 @@ def model_format(path):
         root = xml_root_tag(name)
         if root == "mujoco":
             return MJCF_FORMAT
+        if root is not None and root.rpartition("}")[2] != "robot":     # ({namespace}robot)
+            raise ModelError(f"the root element is <{root[:40]}>: neither URDF (<robot>) nor MJCF "
+                             "(<mujoco>)", source=name)
         return URDF_FORMAT      # <robot>, or not XML at all: the URDF reader names the problem
     if os.path.isdir(name):
         raise ModelError("a folder, not a model file", source=name)

@@ -45,6 +45,7 @@ JOINT_MAP = {"revolute": "revolute", "continuous": "continuous", "prismatic": "p
              "fixed": "fixed", "floating": "free_flyer", "planar": "planar"}
 # floating= of the loaders -> the root joint (Pinocchio's quaternion free flyer; "free": the
 # Euler-angle free joint, chart XYZ)
+ROOT_JOINT = "root_joint"        # the floating root joint's name (Pinocchio's)
 ROOT_JOINTS = {True: ("free_flyer", {}), "free_flyer": ("free_flyer", {}),
                "free": ("free", {"chart": "XYZ"})}
 # mimic= of the loader: "couple" honours <mimic> (docs/mimic.md), "independent" gives the joint a
@@ -174,6 +175,31 @@ class _Ctx:
         return ModelError(problem, source=self.source, element=self.element, line=line or self.line)
 
 
+# elements whose attributes scleron never reads: a $(...) left in a Gazebo plugin's parameter
+# does not make the file a xacro source
+_UNREAD = {"gazebo", "transmission", "visual", "collision", "material"}
+_XACRO_EXPRESSION = re.compile(r"\$\{|\$\(")
+
+
+def _refuse_xacro(robot, ctx):
+    """An unexpanded xacro source (<xacro:...> elements, ${...} or $(...) in what scleron reads)
+    is refused: its macros, conditionals and includes would silently drop links or leave
+    unreadable values. (An expanded file keeps its xmlns:xacro attribute: not refused.)"""
+    cure = "expand it first: `xacro FILE > robot.urdf` (ROS's xacro package)"
+    stack = [(robot, False)]
+    while stack:
+        el, unread = stack.pop()
+        if el.tag.startswith("xacro:"):
+            raise ctx.error(f"<{el.tag[:40]}>: an unexpanded xacro file, not URDF; {cure}", el.line)
+        unread = unread or el.tag in _UNREAD
+        if not unread:
+            for key, value in el.attrib.items():
+                if _XACRO_EXPRESSION.search(value):
+                    raise ctx.error(f"<{el.tag[:40]} {key[:40]}=\"{value[:60]}\">: a xacro expression "
+                                    f"in an unexpanded xacro file, not URDF; {cure}", el.line)
+        stack.extend((c, unread) for c in reversed(el.children))
+
+
 def _floats(text, n, what, ctx):
     if text is None:
         raise ctx.error(f"{what} is missing")
@@ -247,6 +273,7 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
     ctx = _Ctx(source)
     if robot.tag != "robot":
         raise ctx.error(f"the root element is <{robot.tag[:40]}>, not <robot>", robot.line)
+    _refuse_xacro(robot, ctx)
     name = robot.attrib.get("name") or (Path(source).stem if source else None)
     model = Model(sanitize_identifier(name), source=source)
     model.inertia_checks = inertia
@@ -318,9 +345,13 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
         if root == WORLD:
             raise root_ctx.error(f"the root link is '{WORLD}', which cannot float: "
                                  "load it with floating=False")
+        if ROOT_JOINT in joints:
+            raise ctx.at(element=f"joint '{ROOT_JOINT}'", line=joints[ROOT_JOINT][0].line).error(
+                f"floating (--floating) adds a joint named '{ROOT_JOINT}' (Pinocchio's name) above "
+                "the root link, and the file has a joint of that name: rename it")
         inertia = _link_inertia(links[root], root_ctx)
         jtype, jparams = ROOT_JOINTS[floating]
-        _add(model, root, WORLD, jtype, "root_joint", inertia, Transform(), dict(jparams), root_ctx)
+        _add(model, root, WORLD, jtype, ROOT_JOINT, inertia, Transform(), dict(jparams), root_ctx)
         top = root
     else:
         _link_inertia(links[root], root_ctx)                 # parse it; its inertia is dropped
@@ -346,7 +377,8 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
             axis = _floats(a.attrib.get("xyz", "1 0 0"), 3, "axis xyz", jctx.at(line=a.line)) \
                 if a is not None else [1.0, 0.0, 0.0]
             if np.linalg.norm(axis) < 1e-12:
-                raise jctx.error("axis has zero length", a.line if a is not None else None)
+                raise jctx.error(f"axis has zero length (|xyz| = {np.linalg.norm(axis):.3g}, below "
+                                 "1e-12)", a.line if a is not None else None)
             params["normal" if jtype == "planar" else "axis"] = tuple(axis)
         _add(model, child, parent_body, JOINT_MAP[jtype], jname, _link_inertia(links[child], lctx),
              origin, params, jctx)
@@ -362,7 +394,7 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
     if damping == "read":
         _damping(model, joints, ctx)
     if merge_fixed:
-        merged = _validate(model.merged_fixed(), model, links, source)
+        merged = _validate(model.merged_fixed(), model, links, joints, source)
         _warn_welded(model, merged, links, source)
         model = merged
     return model
@@ -468,11 +500,17 @@ def _add(model, body, parent, jtype, jname, inertia, origin, params, ctx):
         b.inertia = inertia
 
 
-def _validate(model, unmerged, links, source):
-    """model.validate(), with the link's line and the fixed links merged into a bad body."""
+def _validate(model, unmerged, links, joints, source):
+    """model.validate(), with the link's line and the fixed links merged into a bad body, or
+    the line of a bad joint (of its <mimic>, where it has one)."""
     try:
         return model.validate()
     except ModelError as e:
+        if e.body is None and e.joint in joints and e.line is None:
+            el = joints[e.joint][0]
+            line = (el.find("mimic") or el).line
+            raise ModelError(e.problem, source=source, element=e.element, line=line,
+                             joint=e.joint) from None
         home = {}
         for b, j in zip(unmerged.bodies, unmerged.joints):
             home[b.name] = home.get(j.parent, j.parent) if j.type == "fixed" else b.name
