@@ -287,6 +287,26 @@ def test_a_name_made_into_an_identifier_is_said(tmp_path, capsys):
     assert "module and C prefix" not in capsys.readouterr().out
 
 
+def test_the_default_folder_of_a_model_named_like_a_module_is_its_identifier(tmp_path, capsys,
+                                                                              monkeypatch):
+    """A robot named numpy went to generated/numpy, a package that shadows numpy wherever
+    generated/ is on sys.path (found by an outside tester): the folder takes the identifier."""
+    from scleron.cli import main
+    text = open(example("rc20.yaml")).read().replace("name: rc20", "name: numpy", 1)
+    (tmp_path / "numpy.yaml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    assert main(["codegen", "numpy.yaml", "--functions", "fd", "--no-compile"]) == 0
+    assert "-> generated/numpy_model (module and C prefix numpy_model" in capsys.readouterr().out
+    assert os.listdir(tmp_path / "generated") == ["numpy_model"]
+
+
+def test_an_unknown_frame_names_the_model_file(tmp_path, capsys):
+    from scleron.cli import main
+    assert main(["codegen", example("rc20.yaml"), "-o", str(tmp_path / "x"), "--frames", "nope",
+                 "--functions", "frame_placements", "--no-compile"]) == 2
+    assert f"scleron: error: {example('rc20.yaml')}: unknown frame 'nope'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("options, needle", [
     (["--method", "2", "--functions", "fdd"], "--method 2) changes only forward_dynamics"),
     (["--mass-matrix", "loop", "--functions", "fd,minv"], "changes only mass_matrix"),

@@ -208,7 +208,10 @@ def cmd_codegen(args):
     model = _load(args.model, args)
     t_load = time.perf_counter() - t0
     report = Report(model.name, model.nv)
-    out = args.output or os.path.join("generated", args.name or model.name)
+    from .pipeline import c_identifier
+    # (the folder is the package's import name: a model named numpy gets generated/numpy_model,
+    # whose import does not shadow numpy)
+    out = args.output or os.path.join("generated", c_identifier(args.name or model.name))
     created = _missing_ancestors(out)
     before = _binaries(out)
     try:
@@ -232,7 +235,6 @@ def cmd_codegen(args):
         _remove_empty(created)
         raise
     sizes = f"nq = nv = {model.nv}" if model.nq == model.nv else f"nq = {model.nq}, nv = {model.nv}"
-    from .pipeline import c_identifier
     asked = args.name or model.name
     renamed = (f" (module and C prefix {c_identifier(asked)}: {asked!r} is not usable as a C "
                "and Python name)" if c_identifier(asked) != asked else "")
