@@ -536,7 +536,8 @@ def test_rk45_is_bounded_in_steps_like_the_fixed_step_integrators(files, build, 
     simulator = importlib.import_module("scleron.simulate.simulator")   # (scleron.simulate: the function)
     monkeypatch.setattr(simulator, "MAX_STEPS", 40)
     with pytest.raises(SimulationError, match="rk45 took 40 steps by t = "):
-        simulate(files["chain3"], 1e6, 1e-2, integrator="rk45", out_dir=build, progress=False)
+        simulate(files["chain3"], 1e6, 1e-2, integrator="rk45", out_dir=build, progress=False,
+                 record_every=1000)         # (every state: refused before the run, 50 GB)
 
 
 def test_loading_what_is_not_a_trajectory_says_so(files, tmp_path):
@@ -563,6 +564,80 @@ def test_sprung_joints_keep_their_chart():
     assert [s.name for s in switchables(m)] == ["c_joint"]
     m.joints[2].armature = [0.0, 0.0, 0.0, 0.01, 0.0, 0.0]  # on a rotation: its ½ a q-dot²
     assert switchables(m) == []
+
+    tau = np.zeros(m.nv)            # a: 0, b: 1-3, c: 4-6 translation, 7-9 angles
+    m.joints[1].stiffness, m.joints[2].armature = None, None
+    tau[2] = 0.5                    # b's second angle: a constant tau acts on the chart's rate
+    assert [s.name for s in switchables(m, tau)] == ["c_joint"]
+    tau[2], tau[5] = 0.0, 2.0       # a force on c's translation: it may switch
+    assert [s.name for s in switchables(m, tau)] == ["b_joint", "c_joint"]
+    tau[9] = 1.0                    # on c's third angle
+    assert [s.name for s in switchables(m, tau)] == ["b_joint"]
+    assert [s.name for s in switchables(m, lambda t, q, qd: tau)] == ["b_joint", "c_joint"]
+
+
+def test_a_constant_tau_does_not_depend_on_the_switch_threshold(files, build):
+    """Found by an outside tester: the tumbler's constant tau on its angles became another torque
+    at each switch (the thresholds 0.1 and 0.3 ended 0.5 J apart); now its joint keeps its chart,
+    and a threshold has nothing to switch."""
+    tau = [0, 0, 0, 0, 0, 0.1]
+    traj = simulate(files["tumbler"], 0.2, 1e-3, tau=tau, out_dir=build, progress=False)
+    assert traj.switches == [] and traj.chart_joints == []
+    with pytest.raises(ValueError, match="no Euler-angle joint whose chart may switch"):
+        simulate(files["tumbler"], 0.2, 1e-3, tau=tau, switch_threshold=0.3, out_dir=build,
+                 progress=False)
+
+
+def test_a_proper_euler_joint_starting_at_its_gimbal_lock_switches_at_t0(tmp_path, build):
+    """ZYZ at q = 0 is singular: the run switches chart at t = 0 instead of refusing to generate
+    the model's chart there (found by an outside tester)."""
+    path = tmp_path / "top.yaml"
+    path.write_text(TUMBLER.replace("tumbler", "zyz_top").replace("chart: XYZ", "chart: ZYZ")
+                    .replace("q: {root: [0, 0, 1, 0, 0, 0]}", "q: {root: [0, 0, 1, 0, 0, 0]}"))
+    traj = simulate(str(path), 0.02, 1e-3, out_dir=build, progress=False)
+    assert traj.switches[0].time == 0.0 and traj.switches[0].old == "ZYZ"
+    assert traj.energy_drift < 1e-9
+
+
+def test_runs_too_long_or_too_large_are_refused_before_they_start(files):
+    with pytest.raises(ValueError, match="duration / dt = 1e\\+15 steps"):
+        simulate(files["chain3"], 1e12, 1e-3, integrator="rk45", progress=False)
+    with pytest.raises(ValueError, match="would record up to 1e\\+08 states, about 5[0-9] GB: "
+                                         "keep every n-th step"):
+        simulate(files["chain3"], 1e5, 1e-3, progress=False)
+
+
+def test_state_arguments_are_vectors_and_record_every_any_integer(files, build):
+    with pytest.raises(ValueError, match=r"qd0 must be a vector of nv = 3 numbers, got an array of shape \(3, 1\)"):
+        simulate(files["chain3"], 0.01, 1e-3, qd0=np.zeros((3, 1)), out_dir=build, progress=False)
+    traj = simulate(files["chain3"], 0.01, 1e-3, record_every=np.int64(5), out_dir=build,
+                    progress=False)
+    assert len(traj.t) == 3
+
+
+def test_output_and_plot_are_written_both_or_neither(files, build, tmp_path, monkeypatch):
+    """A plot that fails after the run leaves no .npz behind, and the error names the option."""
+    import importlib
+    api = importlib.import_module("scleron.simulate.api")      # (scleron.simulate: the function)
+
+    def broken(traj, path):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(api, "plot_trajectory", broken)
+    npz, png = tmp_path / "t.npz", tmp_path / "t.png"
+    with pytest.raises(ValueError, match=f"plot {png}: Permission denied"):
+        simulate(files["chain3"], 0.01, 1e-3, out_dir=build, progress=False, output=str(npz),
+                 plot=str(png))
+    assert sorted(os.listdir(tmp_path)) == []
+    monkeypatch.undo()
+    simulate(files["chain3"], 0.01, 1e-3, out_dir=build, progress=False, output=str(npz))
+    assert sorted(os.listdir(tmp_path)) == ["t.npz"] and (os.stat(npz).st_mode & 0o077) != 0
+
+
+def test_python_m_scleron_simulate_is_scleron_simulate(files):
+    r = subprocess.run([sys.executable, "-m", "scleron.simulate", files["chain3"], "--duration", "1"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        "scleron: error: the following arguments are required: --dt (see `scleron simulate --help`)"]
 
 
 SPRING = """\

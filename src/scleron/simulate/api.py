@@ -1,6 +1,9 @@
 """scleron.simulate(...): check the arguments, load the model, run the simulator."""
+import contextlib
 import math
+import numbers
 import os
+import tempfile
 
 import numpy as np
 
@@ -16,9 +19,13 @@ EXP_LIMIT = math.pi                 # ‖q‖ above which an exp-coordinate ball
 
 def _vector(value, n, what, names=None, size="nv"):
     try:
-        a = np.array(value, dtype=float).reshape(-1)
+        a = np.array(value, dtype=float)
     except (TypeError, ValueError):
         raise ValueError(f"{what} must be numbers, got {value!r}") from None
+    if a.ndim > 1:
+        raise ValueError(f"{what} must be a vector of {size} = {n} numbers, got an array of "
+                         f"shape {a.shape}")
+    a = a.reshape(-1)
     if a.size == 1 and n != 1 and what == "tau":
         a = np.full(n, float(a[0]))
     if a.size != n:
@@ -35,8 +42,59 @@ def _check_writable(path, what):
         raise ValueError(f"{what} {path} is a folder: give a file name")
     if not os.path.isdir(folder):
         raise ValueError(f"{what} {path}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise ValueError(f"{what} {path}: the folder {folder} is not writable")
+    try:            # (os.access says yes to root everywhere, /sys and /proc included)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".scleron-probe-")
+        os.close(fd)
+        os.remove(probe)
+    except OSError as exc:
+        raise ValueError(f"{what} {path}: cannot write in the folder {folder} "
+                         f"({exc.strerror or exc})") from None
+
+
+# What the recorded states of a run may take in memory, bytes (a list entry of each state's q
+# and qd arrays, then the stacked arrays and energies: about 400 + 16 (nq + nv) bytes a state)
+MAX_RECORD_BYTES = 4e9
+
+
+def _check_record_size(samples, nq, nv):
+    """Refuses before the run a trajectory that would not fit in memory (the recorded states:
+    at most duration / dt / record_every of them; rk45's steps are at most dt long)."""
+    size = (samples + 1) * (400 + 16 * (nq + nv))
+    if size > MAX_RECORD_BYTES:
+        every = math.ceil(size / MAX_RECORD_BYTES)
+        raise ValueError(f"the run would record up to {samples:.3g} states, about {size / 1e9:.0f} "
+                         f"GB: keep every n-th step (--every / record_every, {every} or more), or "
+                         "a shorter duration")
+
+
+def _write_files(traj, output, plot):
+    """The trajectory (.npz) and the plot, both or neither: each is written to a temporary file
+    beside it, and both are renamed into place once both are written. An error names the
+    option and the file."""
+    jobs = [(what, path, write) for what, path, write in
+            (("output", output, traj.save), ("plot", plot, lambda p: plot_trajectory(traj, p)))
+            if path is not None]
+    mask = os.umask(0)
+    os.umask(mask)
+    written = []
+    try:
+        for what, path, write in jobs:
+            try:
+                fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
+                                           prefix=".scleron-", suffix=os.path.splitext(path)[1])
+                os.close(fd)
+                written.append((tmp, path))
+                write(tmp)
+                os.chmod(tmp, 0o666 & ~mask)         # (mkstemp's file is private)
+            except OSError as exc:
+                raise ValueError(f"{what} {path}: {exc.strerror or exc}") from None
+        for tmp, path in written:
+            os.replace(tmp, path)
+        written = []
+    finally:
+        for tmp, _ in written:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
 
 
 def _positive(value, what):
@@ -94,7 +152,7 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     if integrator not in INTEGRATORS:
         raise ValueError(f"unknown integrator {integrator!r} (one of {', '.join(INTEGRATORS)})")
     duration, dt = _positive(duration, "duration"), _positive(dt, "dt")
-    if integrator != "rk45" and duration / dt > MAX_STEPS:
+    if duration / dt > MAX_STEPS:           # (rk45's steps are at most dt long, too)
         raise ValueError(f"duration / dt = {duration / dt:.3g} steps is more than {MAX_STEPS}")
     rtol, atol = _positive(rtol, "rtol"), _positive(atol, "atol")
     threshold_given = switch_threshold not in (None, DEFAULT_SWITCH_THRESHOLD)   # (the default: harmless)
@@ -105,8 +163,9 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     exp_limit = _positive(exp_limit, "exp_limit")
     if not (math.pi <= exp_limit < 2 * math.pi):
         raise ValueError("exp_limit must lie in [pi, 2 pi)")
-    if not isinstance(record_every, int) or isinstance(record_every, bool) or record_every < 1:
+    if not isinstance(record_every, numbers.Integral) or isinstance(record_every, bool) or record_every < 1:
         raise ValueError(f"record_every must be a positive integer, got {record_every!r}")
+    record_every = int(record_every)
     for what, path in (("output", output), ("plot", plot)):
         if path is not None:
             _check_writable(path, what)         # before the run, not after it
@@ -116,19 +175,21 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     if plot is not None:
         check_plot_path(plot)
     model = _load(model_or_path, floating, inertia=inertia, mimic=mimic, damping=damping)
-    if threshold_given and not any(s.kind == "euler" for s in switchables(model)):
-        raise ValueError(f"switch_threshold: {model.name} has no Euler-angle joint whose chart may "
-                         "switch (spherical or free without a spring), so it would change nothing")
     nv, names = model.nv, coordinate_labels(model, velocities=True)
+    _check_record_size(duration / dt / record_every, model.nq, nv)
+    if tau is None:
+        tau = np.zeros(nv)
+    elif not callable(tau):
+        tau = _vector(tau, nv, "tau", names)
+    if threshold_given and not any(s.kind == "euler" for s in switchables(model, tau)):
+        raise ValueError(f"switch_threshold: {model.name} has no Euler-angle joint whose chart may "
+                         "switch (spherical or free with no spring, armature or constant tau on "
+                         "its rotation), so it would change nothing")
     q0 = _vector(q0 if q0 is not None else (model.q0 if model.q0 is not None else model.neutral()),
                  model.nq, "q0", coordinate_labels(model), size="nq")
     q0 = model.unit_quaternions(q0, lambda problem: ValueError(f"q0: {problem}"))
     qd0 = _vector(qd0 if qd0 is not None else (model.qd0 if model.qd0 is not None else np.zeros(nv)),
                   nv, "qd0", names)
-    if tau is None:
-        tau = np.zeros(nv)
-    elif not callable(tau):
-        tau = _vector(tau, nv, "tau", names)
     from ..pipeline import c_identifier
     build_dir = out_dir or default_build_dir(c_identifier(model.name) + ("_floating" if floating else ""))
     sim = Simulator(model, build_dir=os.fspath(build_dir), integrator=integrator, dt=dt,
@@ -136,8 +197,5 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
                     switch_threshold=switch_threshold, exp_limit=exp_limit,
                     record_every=record_every, progress=progress, log=log)
     traj = sim.run()
-    if output is not None:
-        traj.save(output)
-    if plot is not None:
-        plot_trajectory(traj, plot)
+    _write_files(traj, output, plot)
     return traj

@@ -98,24 +98,28 @@ def _rotation_carries(values, skip):
     return bool(np.any((v if v.ndim == 0 else v[skip:skip + 3]) != 0))
 
 
-def _keeps_chart(joint, skip):
-    """Whether a joint carries a spring or an armature on its rotation coordinates: its spring
-    ½ k (q - rest)² and its armature's ½ a q-dot² are written in the chart's angles and rates,
-    which a switch changes (the energy jumped by 2 % at a switch with armature)."""
+def _keeps_chart(joint, skip, tau=None):
+    """Whether a joint carries a spring, an armature or a constant joint force on its rotation
+    coordinates: its spring ½ k (q - rest)², its armature's ½ a q-dot² and the generalised force
+    tau (the work tau . dq) are written in the chart's angles and rates, which a switch changes
+    (the energy jumped by 2 % at a switch with armature; a constant tau became another torque)."""
     k = getattr(joint, "stiffness", None)
     if k is None and isinstance(getattr(joint, "params", None), dict):
         k = joint.params.get("stiffness")
-    return _rotation_carries(k, skip) or _rotation_carries(getattr(joint, "armature", None), skip)
+    return (_rotation_carries(k, skip) or _rotation_carries(getattr(joint, "armature", None), skip)
+            or _rotation_carries(tau, skip))
 
 
-def switchables(model):
-    """The joints whose coordinates may switch, in model order; a joint with a spring or an
-    armature on its rotation keeps its chart (_keeps_chart: switching would change the
-    physics)."""
+def switchables(model, tau=None):
+    """The joints whose coordinates may switch, in model order; a joint with a spring, an
+    armature or a constant joint force (tau: nv numbers, or None) on its rotation keeps its
+    chart (_keeps_chart: switching would change the physics)."""
     out, k, kv = [], 0, 0
+    constant = tau is not None and not callable(tau)
     for i, j in enumerate(model.joints):
         skip = 3 if j.type == "free" else 0
-        if not _keeps_chart(j, skip):
+        own = np.asarray(tau, dtype=float)[kv:kv + j.dof] if constant else None
+        if not _keeps_chart(j, skip, own):
             if j.type in ("spherical", "free"):
                 out.append(Switchable(i, j.name, "euler", k + skip, j.params.get("chart", "XYZ"),
                                       kv + skip))

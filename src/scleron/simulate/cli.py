@@ -32,7 +32,8 @@ def add_parser(subparsers):
     p.add_argument("--rtol", type=float, help="rk45 relative tolerance (1e-8)")
     p.add_argument("--atol", type=float, help="rk45 absolute tolerance (1e-10)")
     p.add_argument("--tau", type=float, nargs="+", metavar="X",
-                   help="constant joint forces: nv numbers, or one for all (default 0)")
+                   help="constant joint forces: nv numbers, or one for all (default 0); an "
+                        "Euler joint with a force on its rotation keeps its chart")
     p.add_argument("--plot", metavar="FILE.png", help="plot coordinates and energy (needs matplotlib)")
     p.add_argument("-o", "--output", metavar="FILE.npz", help="write the trajectory (.npz)")
     add_load_arguments(p, "URDF: put a free_flyer joint at the root link")
@@ -41,7 +42,7 @@ def add_parser(subparsers):
     p.add_argument("--switch-threshold", type=float, metavar="D",
                    help=f"switch an Euler chart when |det S| < D (default {DEFAULT_SWITCH_THRESHOLD})")
     p.add_argument("--every", type=_positive_int, default=1, metavar="N",
-                   help="record every N-th step")
+                   help="record every N-th step (and the last)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_simulate)
     return p
@@ -116,11 +117,7 @@ def cmd_simulate(args):
 
 
 def main(argv=None):
-    """`python -m scleron.simulate ...` (the same as `scleron simulate ...`)."""
-    from ..cli import NEGATIVE_NUMBER        # (scleron.cli imports this module: not at the top)
-    parser = argparse.ArgumentParser(prog="scleron")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for p in (parser, add_parser(sub)):
-        p._negative_number_matcher = NEGATIVE_NUMBER      # --dt -1e-3 is a value
-    args = parser.parse_args(["simulate", *(sys.argv[1:] if argv is None else argv)])
-    return args.func(args)
+    """`python -m scleron.simulate ...`: `scleron simulate ...` itself (its one-line errors, its
+    Ctrl-C, its exit statuses)."""
+    from ..cli import main as scleron_main   # (scleron.cli imports this module: not at the top)
+    return scleron_main(["simulate", *(sys.argv[1:] if argv is None else argv)])

@@ -59,7 +59,7 @@ class Simulator:
         self.threshold, self.exp_limit = switch_threshold, exp_limit
         self.record_every = record_every
         self.progress = Progress(duration, progress)
-        sw = switchables(model)
+        sw = switchables(model, tau)
         self.euler = [s for s in sw if s.kind == "euler"]
         self.exp = [s for s in sw if s.kind == "exp"]
         self.variants = Variants(model, build_dir, self.euler, self.progress, log,

@@ -9,6 +9,9 @@ import os
 import numpy as np
 
 from ..pipeline import c_identifier
+from .charts import chart_det
+
+GIMBAL_LOCK = 1e-6      # |det S| of a chart below which its generation is not checked there
 
 # What the simulator calls (the energies for the record, integrate for quaternion joints); the
 # implicit integrator adds the inverse dynamics and its derivatives, into a folder of its own
@@ -66,7 +69,9 @@ class Variants:
         q0 = np.array(m.q0 if m.q0 is not None else m.neutral(), dtype=float)
         for sw, chart in zip(self.euler, key):
             joint = m.joints[sw.joint]
-            if chart != joint.params.get("chart", "XYZ"):
+            if (chart != joint.params.get("chart", "XYZ")
+                    or abs(chart_det(chart, q0[sw.start + 1])) < GIMBAL_LOCK):
+                # (the model's own chart at its gimbal lock at q0: the run switches away at t = 0)
                 q0[sw.start:sw.start + 3] = regular_angles(chart)
             joint.params = dict(joint.params, chart=chart)
         m.q0 = q0
