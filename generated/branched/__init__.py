@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_57e7bf7fd3ad"
-HASH = "57e7bf7fd3ad11d44f4b59374f58a32eaf7477cfa8355262a1ece94445c3745f"
+MODULE = "_branched_c4e35881133b"
+HASH = "c4e35881133b76d4c41743d583f15026a1619730254434061762103cf46c86f4"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

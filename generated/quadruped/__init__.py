@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_ad54444e0868"
-HASH = "ad54444e0868c78b13ec43bf53e76e23340c4a12866149dd155caf6bc5592fe5"
+MODULE = "_quadruped_bb6fe97f1509"
+HASH = "bb6fe97f15090f811a1feb90967df95d97d832d9f612d205978bee642916a3ef"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

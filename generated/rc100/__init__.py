@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_f40404374312"
-HASH = "f404043743123c4ecdaac22d9f4b5af99e5ca0838f711ace95741dbbe13a1a1a"
+MODULE = "_rc100_1f5c86d713fb"
+HASH = "1f5c86d713fb1a6a5a23cbc2fd2dfa1a72c16c8d34ebfc8e88a95e1e28d81652"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_46cf40438e46"
-HASH = "46cf40438e46c8c5ce5c0831e60adbc1b9c29d8bd2677dd14cfffa1d9592292b"
+MODULE = "_rc20_f121a761c3e7"
+HASH = "f121a761c3e7c7f0b307fb48f587957117fc9606a0097cad140cd7f8eb278199"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

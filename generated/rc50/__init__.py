@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_3866ebff36e6"
-HASH = "3866ebff36e697596df89b7612e2df7caa44c39472b6cb60be4fa0134bd36a2f"
+MODULE = "_rc50_387ae23081f9"
+HASH = "387ae23081f9dfc02162eb8c86ce7374b8ad91f68d616ef83a722bd2b743f29b"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
