@@ -501,7 +501,7 @@ BAD_GENERAL = {
     "stiffness_negative": ("{name: ja, type: revolute, stiffness: -1}", ["not be negative"]),
     "damping_length": ("{name: ja, type: universal, damping: [1, 2, 3]}", ["list of 2 numbers"]),
     "rest_string": ("{name: ja, type: revolute, rest: up}", ["rest must be a number"]),
-    "stiffness_fixed": ("{name: ja, type: fixed, stiffness: 1}", ["no coordinates"]),
+    "stiffness_fixed": ("{name: ja, type: fixed, stiffness: 1}", ["unknown key 'stiffness' in a fixed joint"]),
     "custom_part": ("{name: ja, type: composite, parts: [{type: custom, coordinates: [a]}]}", ["composite part"]),
     "custom_no_coordinates": ("{name: ja, type: custom, translation: [0, 0, 0]}", ["coordinates"]),
     "custom_reserved_name": ("{name: ja, type: custom, coordinates: [sin]}", ["reserved"]),

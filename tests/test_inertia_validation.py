@@ -307,3 +307,16 @@ def test_the_commands_take_inertia_relaxed_and_mimic_and_warn_once(tmp_path, cap
     yaml_path.write_text("bodies:\n- {name: a, parent: world, mass: 1, inertia: [1, 1, 1]}\n")
     assert main(["show", str(yaml_path), "--tree", "--inertia", "relaxed"]) == 2
     assert "applies to URDF, MJCF and OpenSim files, not to YAML" in capsys.readouterr().err
+
+
+def test_the_refusal_offers_only_a_cure_that_applies(tmp_path):
+    """A YAML file was told to load with inertia='relaxed', which YAML refuses (an outside
+    tester): it gets no cure, a model built in Python is told of inertia_checks."""
+    path = tmp_path / "flat.yaml"
+    path.write_text("bodies:\n- {name: a, parent: world, mass: 1, inertia: [0.01, 0.01, 0.05]}\n")
+    with pytest.raises(scleron.ModelError) as e:
+        scleron.load_model(str(path))
+    assert str(e.value).endswith("exceeds the sum of the other two by 60 % of itself)")
+    m = scleron.Model("m")
+    with pytest.raises(scleron.ModelError, match="set model.inertia_checks = 'relaxed' first"):
+        m.add_body("a", inertia=[0.01, 0.01, 0.05])

@@ -10,6 +10,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import scleron.pipeline
 from scleron.errors import ModelError
 from scleron.kinematics import world_poses
 from scleron.model import (WORLD, Transform, load_model, load_urdf, load_yaml, model_from_dict,
@@ -535,6 +536,79 @@ def test_yaml_bombs_are_quick(tmp_path):
         t = time.perf_counter()
         msg = error_of(path)
         assert f"{name}.yaml" in msg and time.perf_counter() - t < 5
+
+
+CUSTOM_BODY = """bodies:
+  - name: link
+    parent: world
+    mass: 1.0
+    com: [0.1, 0.05, 0.02]
+    inertia: [0.01, 0.012, 0.015]
+    joint:
+      type: custom
+      coordinates: [a, b, c, d, e, f]
+"""
+
+
+def test_custom_joint_values_are_never_expanded_into_a_message(tmp_path):
+    """An alias bomb as a constant (10^9 numbers) was repr'd in full (an outside tester: past 90 s,
+    52 MB of message at 10^7); a 1 MB constant or name was echoed whole."""
+    bomb = "&a0 [" + ", ".join(["1.0"] * 10) + "]"
+    for k in range(1, 10):           # inline, nested: 10^10 numbers once expanded
+        bomb = f"&a{k} [{bomb}, " + ", ".join([f"*a{k - 1}"] * 9) + "]"
+    cases = {
+        "bomb": "      constants: {r: " + bomb + "}\n      translation: [d, e, f]\n",
+        "long_constant": "      constants: {r: '" + "x" * 10 ** 6 + "'}\n      translation: [d, e, f]\n",
+        "list_as_expression": "      translation: [[1, 2], e, f]\n",
+    }
+    needles = {"bomb": "constant 'r' must be a finite number, got a list of 10 items",
+               "long_constant": "got 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...'",
+               "list_as_expression": "translation[0]: expected an expression (a string or a number), got a list of 2 items"}
+    for name, tail in cases.items():
+        path = write(tmp_path, f"{name}.yaml", CUSTOM_BODY + tail)
+        t = time.perf_counter()
+        msg = error_of(path)
+        assert time.perf_counter() - t < 5 and len(msg) < 400 and needles[name] in msg, msg
+
+
+def test_custom_joint_of_many_moving_general_axes_is_refused_quickly(tmp_path):
+    """8 rotations about axes other than x, y, z turning with coordinates took 175 s to derive
+    (an outside tester); at most 6 now, with the composite joint named as the way."""
+    axes = [[1, 1, 4], [5, -5, 4], [3, -2, 5], [1, 0, 1], [1, -5, 5], [1, 1, 2], [4, -5, 5], [2, 2, 4]]
+    angles = "abcdefab"
+    rotation = ", ".join(f"[{a}, {k}]" for a, k in zip(axes, angles))
+    path = write(tmp_path, "h8.yaml", CUSTOM_BODY + f"      rotation: [{rotation}]\n")
+    t = time.perf_counter()
+    msg = error_of(path)
+    assert time.perf_counter() - t < 10
+    assert "8 rotations about axes other than x, y, z turn with a coordinate" in msg
+    assert "composite joint of revolute parts" in msg
+    # constant angles about general axes and coordinate angles about x, y, z do not count
+    # (8 constant factors took minutes too, their cos and sin of exact rationals kept symbolic)
+    fine = ", ".join([f"[{a}, 0.3]" for a in axes] + ["[x, a]", "[z, b]"])
+    assert load_model(write(tmp_path, "fine.yaml", CUSTOM_BODY + f"      rotation: [{fine}]\n")).nq == 6
+
+
+@pytest.mark.parametrize("joint, needle", [
+    ("{type: opensim}", "'opensim' is the joint the .osim reader builds"),
+    ("{type: fixed, stiffness: 1}", "unknown key 'stiffness' in a fixed joint (allowed: name, type, xyz, rpy, rotation)"),
+])
+def test_yaml_joint_types_and_keys_say_what_applies(tmp_path, joint, needle):
+    text = f"bodies:\n- {{name: a, parent: world, mass: 1, inertia: [1, 1, 1], joint: {joint}}}\n"
+    assert needle in error_of(write(tmp_path, "j.yaml", text))
+
+
+def test_an_overflowing_constant_names_the_model_and_its_numbers(tmp_path):
+    """gravity 1e308 or damping 1e308 overflowed only as the program was folded: the message was
+    'non-finite constant -inf in a generated program', no file, no key (an outside tester)."""
+    text = ("gravity: [0, 0, -1e308]\nbodies:\n- {name: a, parent: world, mass: 1, com: [0.1, 0, 0], "
+            "inertia: [0.01, 0.01, 0.01], joint: {name: j, axis: [0, 1, 0], damping: 1e308}}\n")
+    path = write(tmp_path, "huge.yaml", text)
+    with pytest.raises(ModelError) as e:      # (the derivatives fold them into an overflow)
+        scleron.pipeline.build_sources(load_model(path), "huge", functions=["fdd"])
+    msg = str(e.value)
+    assert msg.startswith(f"{path}: a constant of the generated code overflows double precision")
+    assert "gravity 1e+308" in msg and "damping up to 1e+308 (joint 'j')" in msg
 
 
 # ---- bad URDF: one test per problem ------------------------------------------------------------

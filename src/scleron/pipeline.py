@@ -14,11 +14,12 @@ from dataclasses import dataclass, field, replace
 from . import __version__
 from .backends import backend as get_backend
 from .backends.c.build import compile_folder
+from .backends.c.printer import NonFiniteConstant
 from .backends.c.render import c_comment, c_identifier  # noqa: F401  (names for C and Python)
 from .backends.cuda import compile_cuda, cuda_options, find_nvcc
 from .backends.folders import (clean_stale, discard_temp_folder, edited_sources, install_folder,
                                make_temp_folder)
-from .dynamics.checks import check_model_dynamics
+from .dynamics.checks import check_model_dynamics, overflow_error
 from .errors import ModelError
 from .dynamics.frames import frame_columns
 from .dynamics.tree import Tree, configuration_meanings
@@ -295,10 +296,13 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         gravity=tree.gravity, functions=codes, chunk=chunk, cflags=cflags, method=method,
         mass_form=mass)
     progress(f"render: {backend.upper()} code of {len(codes)} functions")
-    files, stats = get_backend(backend).render(gen)
-    if cuda:
-        progress(f"render: CUDA code of {len(codes)} functions")
-        files.update(_cuda_files(gen, tree, cuda))
+    try:
+        files, stats = get_backend(backend).render(gen)
+        if cuda:
+            progress(f"render: CUDA code of {len(codes)} functions")
+            files.update(_cuda_files(gen, tree, cuda))
+    except NonFiniteConstant:
+        raise overflow_error(tree, model.source) from None
     for code in codes:
         report.functions[code.spec.name] = stats[code.spec.name]
         report.forms[code.spec.name] = code.description

@@ -203,7 +203,28 @@ def _largest_numbers(tree):
     heavy, far = max(tree.bodies, key=inertia), max(tree.bodies, key=offset)
     text = (f"body '{heavy.name}' inertia up to {inertia(heavy):.3g}, body '{far.name}' placed "
             f"{offset(far):.3g} m from its parent, gravity {max(abs(g) for g in tree.gravity):.3g}")
-    return (heavy if inertia(heavy) >= offset(far) else far), text
+    return (heavy if inertia(heavy) >= offset(far) else far), text + joint_numbers(tree)
+
+
+def joint_numbers(tree):
+    """The largest spring, damper, rest, armature and wrench numbers of the joints and bodies,
+    for an overflow's message ("" where the model has none)."""
+    out = []
+    for key in ("stiffness", "damping", "rest", "armature", "wrench"):
+        values = [(abs(x), b) for b in tree.bodies for x in (getattr(b, key) or ()) if x != 0.0]
+        if values:
+            size, b = max(values, key=lambda v: v[0])
+            out.append(f", {key} up to {size:.3g} ({'body' if key == 'wrench' else 'joint'} "
+                       f"'{b.name if key == 'wrench' else b.joint_name}')")
+    return "".join(out)
+
+
+def overflow_error(tree, source=None):
+    """The ModelError of a constant that overflowed while the program was folded (the printer
+    meets inf): the model's largest numbers, which to rescale."""
+    body, text = _largest_numbers(tree)
+    return ModelError(f"a constant of the generated code overflows double precision (largest "
+                      f"numbers: {text}); rescale the model's units", source=source)
 
 
 def check_finite(tree, q, *, source=None):

@@ -18,7 +18,7 @@ import numpy as np
 import sympy as sp
 
 from . import charts
-from .expressions import ExpressionError, check_name, parse_expression
+from .expressions import ExpressionError, _show, check_name, parse_expression
 from .surfaces import num
 from .symbolic import Evaluator
 
@@ -26,6 +26,10 @@ AXIS_NAMES = {"x": (1.0, 0.0, 0.0), "y": (0.0, 1.0, 0.0), "z": (0.0, 0.0, 1.0)}
 MAX_COORDINATES = 6
 MAX_CONSTANTS = 64
 MAX_FACTORS = 16
+# Rotations about an axis other than x, y or z whose angle moves with a coordinate: each makes
+# every entry of R dense, and deriving S and Sdot grows steeply with their number (this machine:
+# 6 of them 11 s, 8 three minutes, found by an outside tester); constant angles cost nothing.
+MAX_MOVING_GENERAL_AXES = 6
 ORTHONORMAL_TOL = 1e-9
 SAMPLES = 4
 
@@ -61,6 +65,13 @@ def _axis_rotation(axis, angle):
     return axis_rotation(tuple(a / np.linalg.norm(a)), angle)      # a unit axis, as validated
 
 
+def _constant_evaluated(R):
+    """A factor whose angle is a constant as numbers: cos and sin of a float's exact rational
+    stay symbolic otherwise, and products of such factors about general axes grow into
+    expressions that took minutes to build (six factors of angle 0.3: 77 s to load)."""
+    return R if R.free_symbols else R.evalf()
+
+
 def custom_factors(params, q):
     """The custom joint as (t, [R_1, R_2, ...]): Q = T(t) R_1 R_2 ..., with one R for a matrix
     rotation and one per axis rotation of a product (the factored derivation uses them)."""
@@ -71,7 +82,7 @@ def custom_factors(params, q):
     elif is_matrix(rot):
         Rs = [sp.Matrix(3, 3, lambda i, j: _parse(rot[i][j], names, f"rotation[{i}][{j}]"))]
     else:
-        Rs = [_axis_rotation(axis, _parse(angle, names, f"rotation[{k}] angle"))
+        Rs = [_constant_evaluated(_axis_rotation(axis, _parse(angle, names, f"rotation[{k}] angle")))
               for k, (axis, angle) in enumerate(rot)]
     trans = params.get("translation")
     t = (sp.Matrix([_parse(e, names, f"translation[{i}]") for i, e in enumerate(trans)])
@@ -127,7 +138,8 @@ def validate_custom(params):
             raise ExpressionError(f"constant {name!r} has the name of a coordinate", token=name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or (isinstance(value, int) and abs(value) > 10 ** 300) or not math.isfinite(float(value)):
-            raise ExpressionError(f"constant {name!r} must be a finite number, got {value!r}", token=name)
+            raise ExpressionError(f"constant {name!r} must be a finite number, got {_show(value)}",
+                                  token=name)
         consts[name] = float(value)
     out = {"coordinates": tuple(coords), "constants": consts}
     if not consts:
@@ -159,14 +171,34 @@ def validate_custom(params):
 
     q = _symbols(len(coords))
     R, t = custom_transform(out, q)              # parses every expression (ExpressionError)
+    _check_moving_general_axes(out, coords, consts)
     _check_values(R, t, q)
     return out
+
+
+def _check_moving_general_axes(out, coords, consts):
+    """At most MAX_MOVING_GENERAL_AXES factors of the rotation turn about an axis other than x,
+    y, z by an angle that depends on a coordinate (their derivation takes minutes)."""
+    rot = out.get("rotation")
+    if rot is None or is_matrix(rot):
+        return
+    names = {c: sp.Symbol(c) for c in coords}
+    names.update({c: sp.Float(v) for c, v in consts.items()})
+    moving = [k for k, (axis, angle) in enumerate(rot) if not isinstance(axis, str)
+              and abs(max(axis, key=abs)) != 1.0
+              and parse_expression(angle, names).free_symbols]
+    if len(moving) > MAX_MOVING_GENERAL_AXES:
+        raise ExpressionError(
+            f"rotation: {len(moving)} rotations about axes other than x, y, z turn with a "
+            f"coordinate (rotation[{moving[0]}], ...); at most {MAX_MOVING_GENERAL_AXES}: deriving "
+            "S and its rate grows steeply with them (8 take minutes). A composite joint of "
+            "revolute parts about these axes derives part by part, in under a second")
 
 
 def _expression_value(e, where):
     if isinstance(e, bool) or not isinstance(e, (str, int, float)):
         raise ExpressionError(f"{where}: expected an expression (a string or a number), got "
-                              f"{type(e).__name__}")
+                              f"{_show(e)}")
     return e
 
 

@@ -58,7 +58,8 @@ class ExpressionError(ValueError):
 
     def __init__(self, message, token=None):
         super().__init__(message)
-        self.token = token
+        self.token = token if token is None or (isinstance(token, str) and len(token) <= 40) \
+            else short(token)
 
 
 def check_name(name, what):
@@ -76,9 +77,21 @@ def check_name(name, what):
     return name
 
 
+def short(x, limit=40):
+    """x for an error message, never expanded in full: a string or number cut at `limit`
+    characters, a list or mapping by its length (a YAML alias bomb is 10^9 items)."""
+    if isinstance(x, (list, tuple)):
+        return f"a list of {len(x)} items"
+    if isinstance(x, dict):
+        return f"a mapping with {len(x)} keys"
+    if isinstance(x, (str, int, float, bool)) or x is None:
+        text = x if isinstance(x, str) else repr(x)
+        return text[:limit] + ("..." if len(text) > limit else "")
+    return f"a value of type {type(x).__name__}"
+
+
 def _show(x, limit=40):
-    text = x if isinstance(x, str) else repr(x)
-    return repr(text[:limit] + ("..." if len(text) > limit else ""))
+    return repr(short(x, limit)) if isinstance(x, str) else short(x, limit)
 
 
 def tokenize(text):
@@ -285,7 +298,7 @@ def parse_expression(text, names):
         return sp.Integer(text) if isinstance(text, int) else sp.Rational(*Fraction(text).as_integer_ratio())
     if not isinstance(text, str):
         raise ExpressionError(f"expected an expression (a string or a number), got "
-                              f"{type(text).__name__}", token=None)
+                              f"{short(text)}", token=None)
     expr = _Parser(text, names).parse()
     for node in sp.preorder_traversal(expr):
         if node.is_Pow and node.exp.is_number and abs(float(node.exp)) > 4 * MAX_EXPONENT:

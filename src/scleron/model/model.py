@@ -169,6 +169,9 @@ TRIANGLE_HAIR = 1e-3
 INERTIA_CHECKS = ("physical", "relaxed")
 RELAX_HINT = ("load it with inertia='relaxed' (scleron.load_model(path, inertia='relaxed'); "
               "the commands' --inertia relaxed) to accept it, as Pinocchio does, with a warning")
+# a model built in Python; a YAML file (scleron's own format, written for scleron) gets no hint
+MODEL_RELAX_HINT = ("set model.inertia_checks = 'relaxed' first to accept it, as Pinocchio does, "
+                    "with a warning")
 
 
 class InertiaWarning(UserWarning):
@@ -204,7 +207,7 @@ def inertia_problems(inertia):
     return out
 
 
-def check_inertia(inertia, err, relaxed=False):
+def check_inertia(inertia, err, relaxed=False, hint=RELAX_HINT):
     """A body's inertia is physically possible: finite mass >= 0, finite centre of mass, rotational
     inertia (about the centre of mass) finite, symmetric, positive semi-definite and its principal
     moments obeying the triangle inequality, each up to rounding (INERTIA_RTOL of the largest).
@@ -249,7 +252,7 @@ def check_inertia(inertia, err, relaxed=False):
                 f"accepted: by at most {TRIANGLE_HAIR:g}, the rounding of printed digits"
             warnings.warn(f"{err(text)}; {why}", InertiaWarning, stacklevel=3)
             continue
-        raise err(f"{text}; {RELAX_HINT}")
+        raise err(f"{text}; {hint}" if hint else text)
 
 
 def massless_subtrees(model):
@@ -301,6 +304,13 @@ class Model:
         self.inertia_checks = "physical"   # or "relaxed": docs/inertia-checks.md
 
     # ---- builder ---------------------------------------------------------------------------
+    def _relax_hint(self):
+        """How to accept an inertia the checks refuse: by the loader's option for a URDF, MJCF
+        or OpenSim file, by inertia_checks for a model built in Python, none for YAML."""
+        if self.source is None:
+            return MODEL_RELAX_HINT
+        return "" if str(self.source).lower().endswith((".yaml", ".yml")) else RELAX_HINT
+
     def _err(self, element, body=None, joint=None):
         return lambda problem: ModelError(problem, source=self.source, element=element, body=body,
                                           joint=joint)
@@ -341,7 +351,8 @@ class Model:
         except (TypeError, ValueError):
             raise err(f"inertia must be 3 numbers (diagonal) or a 3x3 matrix, got {inertia!r}") from None
         body = Body(name, Inertia(mass, _finite_vector(com, 3, "com", err), inertia_mat.reshape(3, 3)))
-        check_inertia(body.inertia, err, relaxed=self.inertia_checks == "relaxed")
+        check_inertia(body.inertia, err, relaxed=self.inertia_checks == "relaxed",
+                      hint=self._relax_hint())
         if wrench is not None:
             body.wrench = P.wrench(wrench, err)
         if origin is None:
@@ -594,7 +605,7 @@ class Model:
                              f"{self.inertia_checks!r}", source=self.source)
         for b in self.bodies:
             check_inertia(b.inertia, self._err(f"body '{b.name}'", body=b.name),
-                          relaxed=self.inertia_checks == "relaxed")
+                          relaxed=self.inertia_checks == "relaxed", hint=self._relax_hint())
         self._validate_mimic()
         coupled = {j.mimic[0] for j in self.joints if j.mimic is not None}
         for i, names in massless_subtrees(self):

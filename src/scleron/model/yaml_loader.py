@@ -28,6 +28,9 @@ PLACEMENT_KEYS = ("name", "type", "xyz", "rpy", "rotation")
 INERTIA_KEYS = ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")
 INITIAL_KEYS = ("q", "qd")
 AXIS_TYPES = tuple(t for t, (_, allowed) in JOINT_TYPES.items() if "axis" in allowed)
+# what a YAML joint may be: every type but the one the OpenSim reader builds (its functions are
+# the .osim file's objects)
+YAML_JOINT_TYPES = tuple(t for t in JOINT_TYPES if t != "opensim")
 DEFAULT_AXIS = (0.0, 0.0, 1.0)
 
 
@@ -370,7 +373,7 @@ class _Builder:
                   if "wrench" in b else None)
         if jname in self.joint_names:
             raise jwhere.error("two joints have this name")
-        check_inertia(Inertia(mass, np.array(com), inertia), iwhere.error)
+        check_inertia(Inertia(mass, np.array(com), inertia), iwhere.error, hint="")
         try:
             model.add_body(name, parent, joint=jtype, joint_name=jname, mass=mass, com=com,
                            inertia=inertia, origin=origin, wrench=wrench,
@@ -432,13 +435,15 @@ class _Builder:
         if not isinstance(j, dict):
             raise where.error(f"joint must be a mapping, got {describe(j)}")
         jtype = j.get("type", "revolute")
-        if not isinstance(jtype, str) or jtype not in JOINT_TYPES:
-            raise where.error(f"unknown joint type {describe(jtype)} (known: {', '.join(JOINT_TYPES)})",
-                              _key_line(j, "type"))
+        if not isinstance(jtype, str) or jtype not in YAML_JOINT_TYPES:
+            raise where.error(f"unknown joint type {describe(jtype)} (known: {', '.join(YAML_JOINT_TYPES)})"
+                              + ("; 'opensim' is the joint the .osim reader builds from a "
+                                 "CustomJoint: load the .osim file, or write a custom joint"
+                                 if jtype == "opensim" else ""), _key_line(j, "type"))
         own = tuple(sorted(JOINT_TYPES[jtype][1]))
         # a custom joint's `rotation` is its motion (expressions); its placement takes rpy
         placement_keys = tuple(k for k in PLACEMENT_KEYS if k not in own)
-        allowed = placement_keys + own + SPRING_KEYS
+        allowed = placement_keys + own + (SPRING_KEYS if jtype != "fixed" else ())
         _mapping(j, f"a {jtype} joint", where, allowed)
         jname = (_name(j["name"], "the joint name", where.at(line=_key_line(j, "name")))
                  if "name" in j else f"{body_name}_joint")
@@ -527,8 +532,8 @@ def _params(j, jtype, where):
         v, kw = j[key], where.at(line=_key_line(j, key))
         if key in ("axis", "normal"):
             a = np.array(_numbers(v, 3, key, kw))
-            if np.linalg.norm(a) < 1e-12:
-                raise kw.error(f"{key} has zero length")
+            if math.hypot(*a) < 1e-12:              # (no numpy overflow warning at 1e308)
+                raise kw.error(f"{key} has zero length (|{key}| = {math.hypot(*a):.3g}, below 1e-12)")
             params[key] = tuple(float(x) for x in a)
         elif key == "pitch":
             params[key] = _number(v, "pitch", kw)

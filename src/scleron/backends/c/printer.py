@@ -24,10 +24,15 @@ ZERO_RUN = 8          # consecutive zero outputs stored with one memset
 CLEAR_FRACTION = 0.5
 
 
+class NonFiniteConstant(ValueError):
+    """A constant of the program is inf or nan (model numbers that overflow when folded); the
+    pipeline names the model's numbers."""
+
+
 def c_literal(x):
     x = float(x)
     if not math.isfinite(x):
-        raise ValueError(f"non-finite constant {x} in a generated program")
+        raise NonFiniteConstant(f"non-finite constant {x} in a generated program")
     text = repr(x)
     return text if ("." in text or "e" in text) else text + ".0"
 
