@@ -320,3 +320,23 @@ def test_an_option_no_generated_function_takes_is_refused(tmp_path, capsys, opti
     err = capsys.readouterr().err
     assert needle in err and err.startswith("scleron: error:") and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x").exists()
+
+
+def test_the_build_script_run_by_hand_leaves_the_package_importable(tmp_path):
+    """`python build_NAME.py` (README, The generated code) left the cffi module in _build/, so
+    that the import compiled everything again (found by an outside tester of the docs)."""
+    from scleron.cli import main
+    folder = tmp_path / "small"
+    assert main(["codegen", example("branched.yaml"), "-o", str(folder), "--name", "small",
+                 "--functions", "fd", "--no-compile"]) == 0
+    r = subprocess.run([sys.executable, "build_small.py"], cwd=folder, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    built = sorted((p.name, p.stat().st_mtime_ns) for p in folder.iterdir() if p.suffix == ".so")
+    assert len(built) == 2 and not (folder / "_build").exists(), sorted(os.listdir(folder))
+    r = subprocess.run([sys.executable, "-c", "import small, numpy as np; "
+                        "print(small.forward_dynamics(np.zeros(small.nq), np.zeros(small.nv), np.zeros(small.nv))[-1])"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and abs(float(r.stdout) + 9.81) < 1e-12, r.stderr
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in folder.iterdir()
+                  if p.suffix == ".so") == built                                    # nothing rebuilt

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_c4e35881133b"
-HASH = "c4e35881133b76d4c41743d583f15026a1619730254434061762103cf46c86f4"
+MODULE = "_branched_c896afb124a7"
+HASH = "c896afb124a72329db6e9630711696a582f36d7dff28c15783a01f1a04fc4dae"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

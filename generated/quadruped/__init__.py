@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_bb6fe97f1509"
-HASH = "bb6fe97f15090f811a1feb90967df95d97d832d9f612d205978bee642916a3ef"
+MODULE = "_quadruped_9dd20e43fa3f"
+HASH = "9dd20e43fa3fec804fa908855f02869c19fe1a339997fcb17628760b550c6d22"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

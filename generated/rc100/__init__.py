@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_1f5c86d713fb"
-HASH = "1f5c86d713fb1a6a5a23cbc2fd2dfa1a72c16c8d34ebfc8e88a95e1e28d81652"
+MODULE = "_rc100_49284d9b0c9b"
+HASH = "49284d9b0c9b5b9c5efd457342dce1c5265129efb69a8f79ca6201ba6dc9dcd0"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

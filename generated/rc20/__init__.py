@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_f121a761c3e7"
-HASH = "f121a761c3e7c7f0b307fb48f587957117fc9606a0097cad140cd7f8eb278199"
+MODULE = "_rc20_98d645c76872"
+HASH = "98d645c76872f6edba8203b4b4e1b0f1e77eb788e31a5ca749b92fddd7e4ddc2"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_387ae23081f9"
-HASH = "387ae23081f9dfc02162eb8c86ce7374b8ad91f68d616ef83a722bd2b743f29b"
+MODULE = "_rc50_6ba78e3ebdc0"
+HASH = "6ba78e3ebdc0e65c37e37e57a941098425a34603a4fbc78d2e976d3a20a91abd"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
