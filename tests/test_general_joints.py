@@ -501,7 +501,7 @@ BAD_GENERAL = {
     "stiffness_negative": ("{name: ja, type: revolute, stiffness: -1}", ["not be negative"]),
     "damping_length": ("{name: ja, type: universal, damping: [1, 2, 3]}", ["list of 2 numbers"]),
     "rest_string": ("{name: ja, type: revolute, rest: up}", ["rest must be a number"]),
-    "stiffness_fixed": ("{name: ja, type: fixed, stiffness: 1}", ["unknown key 'stiffness' in a fixed joint"]),
+    "stiffness_fixed": ("{name: ja, type: fixed, stiffness: 1}", ["stiffness: a fixed joint has no coordinates"]),
     "custom_part": ("{name: ja, type: composite, parts: [{type: custom, coordinates: [a]}]}", ["composite part"]),
     "custom_no_coordinates": ("{name: ja, type: custom, translation: [0, 0, 0]}", ["coordinates"]),
     "custom_reserved_name": ("{name: ja, type: custom, coordinates: [sin]}", ["reserved"]),
@@ -857,3 +857,21 @@ def test_fuzz_general_joint_parameters(data):
         model_from_dict(doc, "fuzz.yaml")
     except ModelError as e:
         assert "fuzz.yaml" in str(e)
+
+
+def test_custom_joint_checks_are_exact_and_quick():
+    """From a review: a constant factor keeps its exact 0 and +-1 (the structure the simplifier
+    folds) and evaluates the rest to numbers; an axis within 1e-15 of x, y or z is elementary,
+    one further off counts as general (8 of [1e-8, 0, 1] were accepted); a huge integer in a
+    message is described, not printed (repr refuses 4300 digits)."""
+    import sympy as sp
+    from scleron.joints.custom import _axis_rotation, _constant_evaluated, validate_custom
+    from scleron.joints.expressions import ExpressionError, short
+    exact = _constant_evaluated(_axis_rotation("x", sp.pi / 2))
+    assert all(e.is_Integer for e in exact) and exact[1, 2] == -1
+    tilted = _constant_evaluated(_axis_rotation((0.6, 0.8, 0.0), sp.Rational(3, 10)))
+    assert all(e.is_Number for e in tilted) and float(tilted[2, 2]) == math.cos(0.3)
+    with pytest.raises(ExpressionError, match="8 rotations about axes other than x, y, z"):
+        validate_custom({"coordinates": ["a"], "rotation": [[[1e-8, 0, 1], "a"]] * 8})
+    assert validate_custom({"coordinates": ["a"], "rotation": [[[1e-16, 0, 1], "a"]] * 8})
+    assert short(10 ** 5000) == "an integer of about 5000 digits"

@@ -591,7 +591,8 @@ def test_custom_joint_of_many_moving_general_axes_is_refused_quickly(tmp_path):
 
 @pytest.mark.parametrize("joint, needle", [
     ("{type: opensim}", "'opensim' is the joint the .osim reader builds"),
-    ("{type: fixed, stiffness: 1}", "unknown key 'stiffness' in a fixed joint (allowed: name, type, xyz, rpy, rotation)"),
+    ("{type: fixed, stiffness: 1}", "stiffness: a fixed joint has no coordinates (no spring, damper or armature)"),
+    ("{type: fixed, axis: [1, 0, 0]}", "unknown key 'axis' in a fixed joint (allowed: name, type, xyz, rpy, rotation)"),
 ])
 def test_yaml_joint_types_and_keys_say_what_applies(tmp_path, joint, needle):
     text = f"bodies:\n- {{name: a, parent: world, mass: 1, inertia: [1, 1, 1], joint: {joint}}}\n"

@@ -592,8 +592,8 @@ def test_a_proper_euler_joint_starting_at_its_gimbal_lock_switches_at_t0(tmp_pat
     """ZYZ at q = 0 is singular: the run switches chart at t = 0 instead of refusing to generate
     the model's chart there (found by an outside tester)."""
     path = tmp_path / "top.yaml"
-    path.write_text(TUMBLER.replace("tumbler", "zyz_top").replace("chart: XYZ", "chart: ZYZ")
-                    .replace("q: {root: [0, 0, 1, 0, 0, 0]}", "q: {root: [0, 0, 1, 0, 0, 0]}"))
+    path.write_text(TUMBLER.replace("tumbler", "zyz_top").replace("chart: XYZ", "chart: ZYZ"))
+    assert "q: {root: [0, 0, 1, 0, 0, 0]}" in TUMBLER       # the angles 0: ZYZ's gimbal lock
     traj = simulate(str(path), 0.02, 1e-3, out_dir=build, progress=False)
     assert traj.switches[0].time == 0.0 and traj.switches[0].old == "ZYZ"
     assert traj.energy_drift < 1e-9
@@ -605,6 +605,16 @@ def test_runs_too_long_or_too_large_are_refused_before_they_start(files):
     with pytest.raises(ValueError, match="would record up to 1e\\+08 states, about 5[0-9] GB: "
                                          "keep every n-th step"):
         simulate(files["chain3"], 1e5, 1e-3, progress=False)
+
+
+def test_rk45_stops_where_its_record_would_not_fit(files, build, monkeypatch):
+    """rk45 takes at least duration / dt steps, and may take many more: the check before the run
+    is a lower bound, the simulator stops it where the record outgrows MAX_RECORD_BYTES."""
+    import importlib
+    simulator = importlib.import_module("scleron.simulate.simulator")
+    monkeypatch.setattr(simulator, "MAX_RECORD_BYTES", 50 * simulator.record_bytes(3, 3))
+    with pytest.raises(SimulationError, match="50 states recorded by t = .* keep every n-th step"):
+        simulate(files["chain3"], 0.5, 1e-3, integrator="rk45", out_dir=build, progress=False)
 
 
 def test_state_arguments_are_vectors_and_record_every_any_integer(files, build):
@@ -630,7 +640,14 @@ def test_output_and_plot_are_written_both_or_neither(files, build, tmp_path, mon
     assert sorted(os.listdir(tmp_path)) == []
     monkeypatch.undo()
     simulate(files["chain3"], 0.01, 1e-3, out_dir=build, progress=False, output=str(npz))
-    assert sorted(os.listdir(tmp_path)) == ["t.npz"] and (os.stat(npz).st_mode & 0o077) != 0
+    mask = os.umask(0)
+    os.umask(mask)
+    assert sorted(os.listdir(tmp_path)) == ["t.npz"]
+    assert os.stat(npz).st_mode & 0o777 == 0o666 & ~mask        # as open() would have made it
+    os.chmod(npz, 0o640)
+    (tmp_path / "link.npz").symlink_to(npz)
+    simulate(files["chain3"], 0.01, 1e-3, out_dir=build, progress=False, output=str(tmp_path / "link.npz"))
+    assert (tmp_path / "link.npz").is_symlink() and os.stat(npz).st_mode & 0o777 == 0o640
 
 
 def test_python_m_scleron_simulate_is_scleron_simulate(files):

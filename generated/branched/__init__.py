@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_c896afb124a7"
-HASH = "c896afb124a72329db6e9630711696a582f36d7dff28c15783a01f1a04fc4dae"
+MODULE = "_branched_9448c9116676"
+HASH = "9448c911667670e241adf60178aefe00fa050bb1ef31e0006b925542a43f0629"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

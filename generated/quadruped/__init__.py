@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_9dd20e43fa3f"
-HASH = "9dd20e43fa3fec804fa908855f02869c19fe1a339997fcb17628760b550c6d22"
+MODULE = "_quadruped_e418a7c56cf8"
+HASH = "e418a7c56cf812232fb822055b1f39f195e4b9cadcbe8c644e855b6c287f9f59"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_49284d9b0c9b"
-HASH = "49284d9b0c9b5b9c5efd457342dce1c5265129efb69a8f79ca6201ba6dc9dcd0"
+MODULE = "_rc100_7a01379cf200"
+HASH = "7a01379cf2009a490f907d107db516cac06ab3e4f08f1a9f3a247d4f861733a0"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

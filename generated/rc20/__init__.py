@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_98d645c76872"
-HASH = "98d645c76872f6edba8203b4b4e1b0f1e77eb788e31a5ca749b92fddd7e4ddc2"
+MODULE = "_rc20_f7d5422e4554"
+HASH = "f7d5422e4554c3dae0978302c375667a15268917c319887193aa5e65c3bcc66e"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

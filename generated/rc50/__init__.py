@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_6ba78e3ebdc0"
-HASH = "6ba78e3ebdc0e65c37e37e57a941098425a34603a4fbc78d2e976d3a20a91abd"
+MODULE = "_rc50_cbf34eb7cf3a"
+HASH = "cbf34eb7cf3a3ad455c09d790cf6c1eb226efdc47227b3d4a892e641a628514e"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

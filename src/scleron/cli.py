@@ -330,7 +330,9 @@ def build_parser():
     c = sub.add_parser("codegen", help="generate, compile and load C dynamics for a model "
                        "(into generated/<name> unless -o DIR)")
     c.add_argument("model", help="model file (.yaml, .yml, .urdf, .osim; .xml or .mjcf: URDF or MJCF by its root element)")
-    c.add_argument("-o", "--output", metavar="DIR", help="output folder (default generated/<name>)")
+    c.add_argument("-o", "--output", metavar="DIR",
+                   help="output folder (default generated/<name>, the name made a Python and C "
+                        "identifier: my-bot -> my_bot, numpy -> numpy_model)")
     c.add_argument("--name", help="C prefix and package name (default: the model's name)")
     add_load_arguments(c)
     c.add_argument("--chunk", type=int, default=1000, metavar="N",

@@ -223,8 +223,8 @@ def overflow_error(tree, source=None):
     """The ModelError of a constant that overflowed while the program was folded (the printer
     meets inf): the model's largest numbers, which to rescale."""
     body, text = _largest_numbers(tree)
-    return ModelError(f"a constant of the generated code overflows double precision (largest "
-                      f"numbers: {text}); rescale the model's units", source=source)
+    return ModelError(f"a constant of the generated code overflows double precision or is not "
+                      f"a number (largest numbers: {text}); rescale the model's units", source=source)
 
 
 def check_finite(tree, q, *, source=None):

@@ -69,7 +69,11 @@ def _constant_evaluated(R):
     """A factor whose angle is a constant as numbers: cos and sin of a float's exact rational
     stay symbolic otherwise, and products of such factors about general axes grow into
     expressions that took minutes to build (six factors of angle 0.3: 77 s to load)."""
-    return R if R.free_symbols else R.evalf()
+    if R.free_symbols:
+        return R
+    # exact rationals (0, 1, -1: the structure the simplifier folds) stay exact; the rest to
+    # beyond the last bit of a double
+    return R.applyfunc(lambda e: e if e.is_Rational else e.evalf(20))
 
 
 def custom_factors(params, q):
@@ -176,6 +180,13 @@ def validate_custom(params):
     return out
 
 
+def _is_frame_axis(axis):
+    """Whether axis_rotation writes an elementary rotation for this unit axis (its test: one
+    entry +-1 and the others below 1e-15), not a dense general one."""
+    return any(abs(abs(a) - 1.0) < 1e-15 and all(abs(b) < 1e-15 for j, b in enumerate(axis) if j != k)
+               for k, a in enumerate(axis))
+
+
 def _check_moving_general_axes(out, coords, consts):
     """At most MAX_MOVING_GENERAL_AXES factors of the rotation turn about an axis other than x,
     y, z by an angle that depends on a coordinate (their derivation takes minutes)."""
@@ -184,8 +195,8 @@ def _check_moving_general_axes(out, coords, consts):
         return
     names = {c: sp.Symbol(c) for c in coords}
     names.update({c: sp.Float(v) for c, v in consts.items()})
-    moving = [k for k, (axis, angle) in enumerate(rot) if not isinstance(axis, str)
-              and abs(max(axis, key=abs)) != 1.0
+    moving = [k for k, (axis, angle) in enumerate(rot)
+              if not isinstance(axis, str) and not _is_frame_axis(axis)
               and parse_expression(angle, names).free_symbols]
     if len(moving) > MAX_MOVING_GENERAL_AXES:
         raise ExpressionError(

@@ -84,6 +84,8 @@ def short(x, limit=40):
         return f"a list of {len(x)} items"
     if isinstance(x, dict):
         return f"a mapping with {len(x)} keys"
+    if isinstance(x, int) and not isinstance(x, bool) and x.bit_length() > 1000:
+        return f"an integer of about {int(x.bit_length() * 0.30103)} digits"   # (repr refuses 4300+)
     if isinstance(x, (str, int, float, bool)) or x is None:
         text = x if isinstance(x, str) else repr(x)
         return text[:limit] + ("..." if len(text) > limit else "")

@@ -113,9 +113,10 @@ def model_format(path):
         return URDF_FORMAT
     if suffix in MJCF_SUFFIXES:
         root = xml_root_tag(name)
-        if root == "mujoco":
+        local = root.rpartition("}")[2] if root is not None else None     # ({namespace}robot)
+        if local == "mujoco":
             return MJCF_FORMAT
-        if root is not None and root.rpartition("}")[2] != "robot":     # ({namespace}robot)
+        if local not in (None, "robot"):
             raise ModelError(f"the root element is <{root[:40]}>: neither URDF (<robot>) nor MJCF "
                              "(<mujoco>)", source=name)
         return URDF_FORMAT      # <robot>, or not XML at all: the URDF reader names the problem

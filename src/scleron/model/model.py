@@ -306,10 +306,11 @@ class Model:
     # ---- builder ---------------------------------------------------------------------------
     def _relax_hint(self):
         """How to accept an inertia the checks refuse: by the loader's option for a URDF, MJCF
-        or OpenSim file, by inertia_checks for a model built in Python, none for YAML."""
-        if self.source is None:
-            return MODEL_RELAX_HINT
-        return "" if str(self.source).lower().endswith((".yaml", ".yml")) else RELAX_HINT
+        or OpenSim file, by inertia_checks for a body added in Python (a YAML file's own bodies
+        are refused by its loader, with no cure: the file is to be corrected)."""
+        if self.source is None or str(self.source).lower().endswith((".yaml", ".yml")):
+            return MODEL_RELAX_HINT     # (the YAML loader's own check, first, gives none)
+        return RELAX_HINT
 
     def _err(self, element, body=None, joint=None):
         return lambda problem: ModelError(problem, source=self.source, element=element, body=body,

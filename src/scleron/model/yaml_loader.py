@@ -443,6 +443,11 @@ class _Builder:
         own = tuple(sorted(JOINT_TYPES[jtype][1]))
         # a custom joint's `rotation` is its motion (expressions); its placement takes rpy
         placement_keys = tuple(k for k in PLACEMENT_KEYS if k not in own)
+        if jtype == "fixed":
+            for key in SPRING_KEYS:
+                if key in j:
+                    raise where.error(f"{key}: a fixed joint has no coordinates (no spring, damper "
+                                      "or armature)", _key_line(j, key))
         allowed = placement_keys + own + (SPRING_KEYS if jtype != "fixed" else ())
         _mapping(j, f"a {jtype} joint", where, allowed)
         jname = (_name(j["name"], "the joint name", where.at(line=_key_line(j, "name")))

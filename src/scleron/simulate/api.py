@@ -3,6 +3,8 @@ import contextlib
 import math
 import numbers
 import os
+import secrets
+import stat
 import tempfile
 
 import numpy as np
@@ -10,7 +12,7 @@ import numpy as np
 from .integrators import INTEGRATORS
 from .plot import check_plot_path, plot_trajectory
 from .charts import switchables
-from .simulator import MAX_STEPS, Simulator, coordinate_labels
+from .simulator import MAX_RECORD_BYTES, MAX_STEPS, Simulator, coordinate_labels, record_bytes
 from .variants import default_build_dir
 
 DEFAULT_SWITCH_THRESHOLD = 0.2      # |det S| below which an Euler chart is switched
@@ -37,7 +39,7 @@ def _vector(value, n, what, names=None, size="nv"):
 
 
 def _check_writable(path, what):
-    folder = os.path.dirname(os.path.abspath(path))
+    folder = os.path.dirname(os.path.realpath(path))
     if os.path.isdir(path):
         raise ValueError(f"{what} {path} is a folder: give a file name")
     if not os.path.isdir(folder):
@@ -51,50 +53,61 @@ def _check_writable(path, what):
                          f"({exc.strerror or exc})") from None
 
 
-# What the recorded states of a run may take in memory, bytes (a list entry of each state's q
-# and qd arrays, then the stacked arrays and energies: about 400 + 16 (nq + nv) bytes a state)
-MAX_RECORD_BYTES = 4e9
-
-
-def _check_record_size(samples, nq, nv):
-    """Refuses before the run a trajectory that would not fit in memory (the recorded states:
-    at most duration / dt / record_every of them; rk45's steps are at most dt long)."""
-    size = (samples + 1) * (400 + 16 * (nq + nv))
+def _check_record_size(samples, nq, nv, integrator):
+    """Refuses before the run a trajectory that would not fit in memory: the recorded states
+    of a fixed step, duration / dt / record_every of them, and at least as many of rk45, whose
+    steps are at most dt long (the simulator stops rk45 where it records too many)."""
+    size = (samples + 1) * record_bytes(nq, nv)
     if size > MAX_RECORD_BYTES:
         every = math.ceil(size / MAX_RECORD_BYTES)
-        raise ValueError(f"the run would record up to {samples:.3g} states, about {size / 1e9:.0f} "
+        raise ValueError(f"the run would record {'at least' if integrator == 'rk45' else 'up to'} "
+                         f"{samples:.3g} states, about {size / 1e9:.0f} "
                          f"GB: keep every n-th step (--every / record_every, {every} or more), or "
                          "a shorter duration")
 
 
 def _write_files(traj, output, plot):
-    """The trajectory (.npz) and the plot, both or neither: each is written to a temporary file
-    beside it, and both are renamed into place once both are written. An error names the
-    option and the file."""
-    jobs = [(what, path, write) for what, path, write in
+    """The trajectory (.npz) and the plot, both or neither: each is written to a new file beside
+    its destination (through a symbolic link: beside the file it names), and both are renamed
+    into place once both are written; a file that was there keeps its permissions. An error
+    names the option and the file."""
+    jobs = [(what, os.path.realpath(path), path, write) for what, path, write in
             (("output", output, traj.save), ("plot", plot, lambda p: plot_trajectory(traj, p)))
             if path is not None]
-    mask = os.umask(0)
-    os.umask(mask)
     written = []
     try:
-        for what, path, write in jobs:
+        for what, real, path, write in jobs:
             try:
-                fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
-                                           prefix=".scleron-", suffix=os.path.splitext(path)[1])
-                os.close(fd)
-                written.append((tmp, path))
+                tmp = _new_file_beside(real)
+                written.append((tmp, real))
                 write(tmp)
-                os.chmod(tmp, 0o666 & ~mask)         # (mkstemp's file is private)
+                if os.path.exists(real):
+                    os.chmod(tmp, stat.S_IMODE(os.stat(real).st_mode))
             except OSError as exc:
                 raise ValueError(f"{what} {path}: {exc.strerror or exc}") from None
-        for tmp, path in written:
-            os.replace(tmp, path)
+        for (tmp, real), (what, _, path, _) in zip(written, jobs):
+            try:
+                os.replace(tmp, real)
+            except OSError as exc:
+                raise ValueError(f"{what} {path}: {exc.strerror or exc}") from None
         written = []
     finally:
         for tmp, _ in written:
             with contextlib.suppress(OSError):
                 os.remove(tmp)
+
+
+def _new_file_beside(path):
+    """A new empty file in path's folder with path's extension (matplotlib reads the format
+    from it), created with the process's umask applied (os.open's mode 0o666)."""
+    folder, ext = os.path.dirname(path), os.path.splitext(path)[1]
+    while True:
+        tmp = os.path.join(folder, f".scleron-{secrets.token_hex(6)}{ext}")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return tmp
+        except FileExistsError:
+            continue
 
 
 def _positive(value, what):
@@ -176,7 +189,7 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
         check_plot_path(plot)
     model = _load(model_or_path, floating, inertia=inertia, mimic=mimic, damping=damping)
     nv, names = model.nv, coordinate_labels(model, velocities=True)
-    _check_record_size(duration / dt / record_every, model.nq, nv)
+    _check_record_size(duration / dt / record_every, model.nq, nv, integrator)
     if tau is None:
         tau = np.zeros(nv)
     elif not callable(tau):

@@ -32,8 +32,9 @@ def add_parser(subparsers):
     p.add_argument("--rtol", type=float, help="rk45 relative tolerance (1e-8)")
     p.add_argument("--atol", type=float, help="rk45 absolute tolerance (1e-10)")
     p.add_argument("--tau", type=float, nargs="+", metavar="X",
-                   help="constant joint forces: nv numbers, or one for all (default 0); an "
-                        "Euler joint with a force on its rotation keeps its chart")
+                   help="constant joint forces: nv numbers, or one for all (default 0); a "
+                        "spherical, free or ball_exp joint with a force on its rotation keeps "
+                        "its coordinates (no chart switch or reparameterisation)")
     p.add_argument("--plot", metavar="FILE.png", help="plot coordinates and energy (needs matplotlib)")
     p.add_argument("-o", "--output", metavar="FILE.npz", help="write the trajectory (.npz)")
     add_load_arguments(p, "URDF: put a free_flyer joint at the root link")

@@ -15,6 +15,13 @@ from .trajectory import SimulationError, Switch, Trajectory
 from .variants import Variants
 
 MAX_STEPS = 100_000_000      # steps of a run, fixed (checked before it) or adaptive (rk45)
+# What the recorded states of a run may take in memory, bytes: a list entry of each state's q and
+# qd arrays, then the stacked arrays and energies, about record_bytes(nq, nv) a state
+MAX_RECORD_BYTES = 4e9
+
+
+def record_bytes(nq, nv):
+    return 400 + 16 * (nq + nv)
 
 
 def coordinate_labels(model, velocities=False):
@@ -58,6 +65,7 @@ class Simulator:
         self.rtol, self.atol = rtol, atol
         self.threshold, self.exp_limit = switch_threshold, exp_limit
         self.record_every = record_every
+        self.max_records = int(MAX_RECORD_BYTES // record_bytes(model.nq, model.nv))
         self.progress = Progress(duration, progress)
         sw = switchables(model, tau)
         self.euler = [s for s in sw if s.kind == "euler"]
@@ -155,6 +163,11 @@ class Simulator:
     # -- recording -------------------------------------------------------------------------------
     def record(self, t):
         r = self.rec
+        if len(r["t"]) >= self.max_records:     # rk45 (fixed steps are checked before the run)
+            raise SimulationError(
+                f"{len(r['t'])} states recorded by t = {t:.6g} s, about "
+                f"{MAX_RECORD_BYTES / 1e9:.0f} GB: keep every n-th step (--every / record_every), "
+                "or larger --rtol/--atol")
         r["t"].append(t)
         r["q"].append(self.q.copy())
         r["qd"].append(self.qd.copy())
