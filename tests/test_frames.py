@@ -467,3 +467,18 @@ def test_centroidal_momentum_on_two_roots_and_quaternion_joints(tmp_path, which,
     h = 1e-5
     rate = np.array(C.centroidal_momentum_rate(tree, ALG, list(q), list(qd), list(qdd)))
     assert rel_err(rate, (momentum(h) - momentum(-h)) / (2 * h)) < 1e-6
+
+
+def test_a_frame_named_with_spaces_around_is_reached_by_its_stripped_name(tmp_path):
+    """`--frames a, pad` strips around the commas, so a URDF link " pad " could not be chosen
+    (an outside tester): its stripped name reaches it where that is unambiguous."""
+    from scleron.dynamics.tree import Tree
+    inertial = ('<inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" '
+                'iyz="0"/></inertial>')
+    path = tmp_path / "pad.urdf"
+    path.write_text(f'<robot name="pad"><link name="a">{inertial}</link><link name=" pad ">{inertial}'
+                    '</link><joint name="j" type="revolute"><parent link="a"/><child link=" pad "/>'
+                    '<axis xyz="0 0 1"/></joint></robot>')
+    model = scleron.load_model(str(path))
+    assert [f.name for f in Tree(model, ["pad", "a"]).frames] == [" pad ", "a"]
+    assert [f.name for f in Tree(model, [" pad "]).frames] == [" pad "]

@@ -170,6 +170,15 @@ def configuration_meanings(b):
     return list(entries) if entries is not None else list(b.joint.coordinates)
 
 
+def _padded_name(name, by_name):
+    """A frame name as given, or the one frame whose name is it with spaces around (a URDF link
+    " pad ", which `--frames a, pad` reaches: the command line strips around its commas)."""
+    if not isinstance(name, str) or name in by_name:
+        return name
+    padded = [n for n in by_name if n.strip() == name]
+    return padded[0] if len(padded) == 1 else name
+
+
 def select_frames(model, names=None):
     """TreeFrames of the model's frames, all of them or the named ones in the order given;
     ValueError naming an unknown frame."""
@@ -180,6 +189,7 @@ def select_frames(model, names=None):
         chosen = every
     else:
         names = [names] if isinstance(names, str) else list(names)         # one name, or several
+        names = [_padded_name(n, by_name) for n in names]
         unknown = [n for n in names if n not in by_name]
         if unknown:
             raise ModelError(f"unknown frame {unknown[0]!r} (the model's frames: "
