@@ -591,6 +591,7 @@ def test_custom_joint_of_many_moving_general_axes_is_refused_quickly(tmp_path):
 
 @pytest.mark.parametrize("joint, needle", [
     ("{type: opensim}", "'opensim' is the joint the .osim reader builds"),
+    ("{name: j,\n   stiffness: -1}", "j.yaml:3: joint 'j' (body 'a'): stiffness must not be negative, got [-1.0]"),
     ("{type: fixed, stiffness: 1}", "stiffness: a fixed joint has no coordinates (no spring, damper or armature)"),
     ("{type: fixed, axis: [1, 0, 0]}", "unknown key 'axis' in a fixed joint (allowed: name, type, xyz, rpy, rotation)"),
 ])

@@ -473,6 +473,8 @@ class _Builder:
                 if key in ("stiffness", "rest") and joint_nq(jtype, params) != dof:
                     raise kw.error(f"{key}: a {jtype} joint's q holds a quaternion: {P.QUATERNION_SPRING}")
                 springs[key] = P.per_coordinate(j[key], dof, key, kw.error)
+                if key != "rest" and min(springs[key]) < 0:     # (here: the key's own line)
+                    raise kw.error(f"{key} must not be negative, got {list(springs[key])}")
         return jtype, jname, Transform(R, np.array(xyz)), params, where, springs
 
     # ---- initial state ----
