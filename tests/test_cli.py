@@ -340,3 +340,32 @@ def test_the_build_script_run_by_hand_leaves_the_package_importable(tmp_path):
     assert r.returncode == 0 and abs(float(r.stdout) + 9.81) < 1e-12, r.stderr
     assert sorted((p.name, p.stat().st_mtime_ns) for p in folder.iterdir()
                   if p.suffix == ".so") == built                                    # nothing rebuilt
+
+
+def test_importing_code_whose_model_file_changed_warns(tmp_path):
+    """The package records its model file's SHA-256 (model_file.json) and warns on import when
+    the file changed since (stale code said nothing); codegen of the changed file clears it,
+    by regenerating or, for a change that leaves the model alone, by a cache hit."""
+    import warnings
+    from scleron.cli import main
+    model = tmp_path / "small.yaml"
+    model.write_text(open(example("branched.yaml")).read().replace("name: branched", "name: small_w", 1))
+    folder = tmp_path / "g"
+
+    def import_warnings():
+        code = ("import sys, warnings; warnings.simplefilter('always'); sys.path.insert(0, sys.argv[1]); "
+                "import g")
+        r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                           timeout=600)
+        assert r.returncode == 0, r.stderr
+        return [line for line in r.stderr.splitlines() if "Warning" in line]
+
+    assert main(["codegen", str(model), "-o", str(folder), "--functions", "fd"]) == 0
+    record = json.loads((folder / "model_file.json").read_text())
+    assert record["path"] == os.path.join("..", "small.yaml")
+    assert import_warnings() == []
+    model.write_text(model.read_text() + "# a comment\n")
+    warned = import_warnings()
+    assert len(warned) == 1 and f"generated from {model}, which has changed since" in warned[0]
+    assert main(["codegen", str(model), "-o", str(folder), "--functions", "fd"]) == 0   # up to date
+    assert import_warnings() == []

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_9448c9116676"
-HASH = "9448c911667670e241adf60178aefe00fa050bb1ef31e0006b925542a43f0629"
+MODULE = "_branched_7aa421a8cbe3"
+HASH = "7aa421a8cbe30659fdb477c917b3fd8a61d4dd61ef887a84d89d8c076e9b83ae"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -212,7 +212,28 @@ def _load():
     return mod.ffi, mod.lib
 
 
+def _warn_if_the_model_file_changed():
+    """A warning when the model file this code was generated from (model_file.json: its path
+    from this folder and its SHA-256) has changed since: the code may be stale. Silent where
+    the record or the file is missing (a folder copied elsewhere)."""
+    import hashlib
+    import json
+    import warnings
+    try:
+        with open(os.path.join(HERE, "model_file.json")) as fh:
+            record = json.load(fh)
+        path = os.path.normpath(os.path.join(HERE, record["path"]))
+        with open(path, "rb") as fh:
+            changed = hashlib.sha256(fh.read()).hexdigest() != record["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if changed:
+        warnings.warn(f"{HERE}: generated from {path}, which has changed since; `scleron codegen` "
+                      "of it again regenerates this folder (or says it is up to date)", stacklevel=2)
+
+
 ffi, lib = _load()
+_warn_if_the_model_file_changed()
 _fast = _load_fast()
 _openmp = bool(lib.branched_openmp())     # threads= runs OpenMP threads in C, else Python threads
 _F64 = np.dtype(np.float64)

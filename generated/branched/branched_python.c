@@ -395,10 +395,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_9448c9116676_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_7aa421a8cbe3_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_9448c9116676_py(void)
+PyMODINIT_FUNC PyInit__branched_7aa421a8cbe3_py(void)
 {
     import_array();
     return PyModule_Create(&module);

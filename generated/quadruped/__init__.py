@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_e418a7c56cf8"
-HASH = "e418a7c56cf812232fb822055b1f39f195e4b9cadcbe8c644e855b6c287f9f59"
+MODULE = "_quadruped_222ccee6452a"
+HASH = "222ccee6452a91f67b77e68fe5684efe06dd8e6fd50620a0bbe72834e4835b1a"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -212,7 +212,28 @@ def _load():
     return mod.ffi, mod.lib
 
 
+def _warn_if_the_model_file_changed():
+    """A warning when the model file this code was generated from (model_file.json: its path
+    from this folder and its SHA-256) has changed since: the code may be stale. Silent where
+    the record or the file is missing (a folder copied elsewhere)."""
+    import hashlib
+    import json
+    import warnings
+    try:
+        with open(os.path.join(HERE, "model_file.json")) as fh:
+            record = json.load(fh)
+        path = os.path.normpath(os.path.join(HERE, record["path"]))
+        with open(path, "rb") as fh:
+            changed = hashlib.sha256(fh.read()).hexdigest() != record["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if changed:
+        warnings.warn(f"{HERE}: generated from {path}, which has changed since; `scleron codegen` "
+                      "of it again regenerates this folder (or says it is up to date)", stacklevel=2)
+
+
 ffi, lib = _load()
+_warn_if_the_model_file_changed()
 _fast = _load_fast()
 _openmp = bool(lib.quadruped_openmp())     # threads= runs OpenMP threads in C, else Python threads
 _F64 = np.dtype(np.float64)

@@ -395,10 +395,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_e418a7c56cf8_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_222ccee6452a_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_e418a7c56cf8_py(void)
+PyMODINIT_FUNC PyInit__quadruped_222ccee6452a_py(void)
 {
     import_array();
     return PyModule_Create(&module);

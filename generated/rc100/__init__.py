@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_7a01379cf200"
-HASH = "7a01379cf2009a490f907d107db516cac06ab3e4f08f1a9f3a247d4f861733a0"
+MODULE = "_rc100_d28feacc1cdb"
+HASH = "d28feacc1cdbd12c29aac5408a86c04b4af0e037280f8d7ce10a0cea847f7aa8"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -212,7 +212,28 @@ def _load():
     return mod.ffi, mod.lib
 
 
+def _warn_if_the_model_file_changed():
+    """A warning when the model file this code was generated from (model_file.json: its path
+    from this folder and its SHA-256) has changed since: the code may be stale. Silent where
+    the record or the file is missing (a folder copied elsewhere)."""
+    import hashlib
+    import json
+    import warnings
+    try:
+        with open(os.path.join(HERE, "model_file.json")) as fh:
+            record = json.load(fh)
+        path = os.path.normpath(os.path.join(HERE, record["path"]))
+        with open(path, "rb") as fh:
+            changed = hashlib.sha256(fh.read()).hexdigest() != record["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if changed:
+        warnings.warn(f"{HERE}: generated from {path}, which has changed since; `scleron codegen` "
+                      "of it again regenerates this folder (or says it is up to date)", stacklevel=2)
+
+
 ffi, lib = _load()
+_warn_if_the_model_file_changed()
 _fast = _load_fast()
 _openmp = bool(lib.rc100_openmp())     # threads= runs OpenMP threads in C, else Python threads
 _F64 = np.dtype(np.float64)

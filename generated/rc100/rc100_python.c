@@ -395,10 +395,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_7a01379cf200_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_d28feacc1cdb_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_7a01379cf200_py(void)
+PyMODINIT_FUNC PyInit__rc100_d28feacc1cdb_py(void)
 {
     import_array();
     return PyModule_Create(&module);

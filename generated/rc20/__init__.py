@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_f7d5422e4554"
-HASH = "f7d5422e4554c3dae0978302c375667a15268917c319887193aa5e65c3bcc66e"
+MODULE = "_rc20_226a116cd556"
+HASH = "226a116cd55601dcf0e4eda6d4e3590b55ca0b1d66bc36af577931100a0c7e14"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -212,7 +212,28 @@ def _load():
     return mod.ffi, mod.lib
 
 
+def _warn_if_the_model_file_changed():
+    """A warning when the model file this code was generated from (model_file.json: its path
+    from this folder and its SHA-256) has changed since: the code may be stale. Silent where
+    the record or the file is missing (a folder copied elsewhere)."""
+    import hashlib
+    import json
+    import warnings
+    try:
+        with open(os.path.join(HERE, "model_file.json")) as fh:
+            record = json.load(fh)
+        path = os.path.normpath(os.path.join(HERE, record["path"]))
+        with open(path, "rb") as fh:
+            changed = hashlib.sha256(fh.read()).hexdigest() != record["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if changed:
+        warnings.warn(f"{HERE}: generated from {path}, which has changed since; `scleron codegen` "
+                      "of it again regenerates this folder (or says it is up to date)", stacklevel=2)
+
+
 ffi, lib = _load()
+_warn_if_the_model_file_changed()
 _fast = _load_fast()
 _openmp = bool(lib.rc20_openmp())     # threads= runs OpenMP threads in C, else Python threads
 _F64 = np.dtype(np.float64)

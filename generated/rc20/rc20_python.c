@@ -395,10 +395,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_f7d5422e4554_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_226a116cd556_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc20_f7d5422e4554_py(void)
+PyMODINIT_FUNC PyInit__rc20_226a116cd556_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_cbf34eb7cf3a"
-HASH = "cbf34eb7cf3a3ad455c09d790cf6c1eb226efdc47227b3d4a892e641a628514e"
+MODULE = "_rc50_50c7980189b9"
+HASH = "50c7980189b9dd4d2c2c8545927d52a39da534247520071ff50c48977ba9b3ed"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -212,7 +212,28 @@ def _load():
     return mod.ffi, mod.lib
 
 
+def _warn_if_the_model_file_changed():
+    """A warning when the model file this code was generated from (model_file.json: its path
+    from this folder and its SHA-256) has changed since: the code may be stale. Silent where
+    the record or the file is missing (a folder copied elsewhere)."""
+    import hashlib
+    import json
+    import warnings
+    try:
+        with open(os.path.join(HERE, "model_file.json")) as fh:
+            record = json.load(fh)
+        path = os.path.normpath(os.path.join(HERE, record["path"]))
+        with open(path, "rb") as fh:
+            changed = hashlib.sha256(fh.read()).hexdigest() != record["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if changed:
+        warnings.warn(f"{HERE}: generated from {path}, which has changed since; `scleron codegen` "
+                      "of it again regenerates this folder (or says it is up to date)", stacklevel=2)
+
+
 ffi, lib = _load()
+_warn_if_the_model_file_changed()
 _fast = _load_fast()
 _openmp = bool(lib.rc50_openmp())     # threads= runs OpenMP threads in C, else Python threads
 _F64 = np.dtype(np.float64)

@@ -395,10 +395,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_cbf34eb7cf3a_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_50c7980189b9_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc50_cbf34eb7cf3a_py(void)
+PyMODINIT_FUNC PyInit__rc50_50c7980189b9_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -18,7 +18,7 @@ from .backends.c.printer import NonFiniteConstant
 from .backends.c.render import c_comment, c_identifier  # noqa: F401  (names for C and Python)
 from .backends.cuda import compile_cuda, cuda_options, find_nvcc
 from .backends.folders import (clean_stale, discard_temp_folder, edited_sources, install_folder,
-                               make_temp_folder)
+                               make_temp_folder, record_model_file)
 from .dynamics.checks import check_model_dynamics, overflow_error
 from .errors import ModelError
 from .dynamics.frames import frame_columns
@@ -394,6 +394,7 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     if hit:
         report.cache_hit = True
         clean_stale(out_dir)             # what killed runs left next to the folder
+        record_model_file(out_dir, model.source)     # (the file may differ in its comments)
         return _load(out_dir) if compile else None
     files, report, key = build_sources(model, name, chunk, cflags, report, method, mass_matrix,
                                        functions=functions, frames=frames, progress=progress,
@@ -413,6 +414,7 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
         install_folder(tmp, out_dir)
     finally:
         discard_temp_folder(tmp)
+    record_model_file(out_dir, model.source)
     return _load(out_dir) if compile else None
 
 

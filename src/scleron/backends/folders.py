@@ -113,11 +113,37 @@ def is_output_folder(path):
         not os.listdir(path) or os.path.isfile(os.path.join(path, "scleron.json")))
 
 
+# the path (from the folder) and SHA-256 of the model file a folder was generated from, which its
+# package compares on import (record_model_file)
+MODEL_FILE_RECORD = "model_file.json"
+
+
+def record_model_file(folder, model_file):
+    """Writes (or, for a model not read from a file, removes) the folder's MODEL_FILE_RECORD:
+    the model file's path relative to the folder and the SHA-256 of its bytes."""
+    record = os.path.join(folder, MODEL_FILE_RECORD)
+    try:
+        if model_file is None or not os.path.isfile(model_file):
+            if os.path.exists(record):
+                os.remove(record)
+            return
+        with open(model_file, "rb") as fh:
+            digest = hashlib.sha256(fh.read()).hexdigest()
+        text = json.dumps({"path": os.path.relpath(os.path.abspath(model_file), os.path.abspath(folder)),
+                           "sha256": digest}, indent=1) + "\n"
+        tmp = f"{record}.{os.getpid()}.tmp"
+        with open(tmp, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, record)
+    except (OSError, ValueError):
+        pass                # (a read-only folder: the package then only cannot warn)
+
+
 # what a build leaves in an output folder besides scleron.json and its sources: the compiled
 # modules, Python's bytecode, the CUDA build's resource report, and the logs and build folders
 # of a compile in progress (on import, or killed)
 BUILD_PRODUCTS = ("*.so", "*.pyd", "*.dll", "__pycache__", "*_cuda_resources.txt", "build.log",
-                  "build_cuda.log", "_build-*", ".build-*")
+                  "build_cuda.log", "_build-*", ".build-*", MODEL_FILE_RECORD + ".*.tmp")
 
 
 def foreign_entries(folder):
@@ -132,7 +158,7 @@ def foreign_entries(folder):
         return []
     if not isinstance(sources, dict):
         return []
-    ours = {"scleron.json", *sources}
+    ours = {"scleron.json", MODEL_FILE_RECORD, *sources}
     try:
         names = os.listdir(folder)
     except OSError:
