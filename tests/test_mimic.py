@@ -182,3 +182,40 @@ def test_a_mimic_joint_with_children_generates_by_default_what_coupling_has(tmp_
         assert rel_err(dyn.mass_matrix(q), np.triu(M) + np.triu(M, 1).T) < TOL
     with pytest.raises(ModelError, match="not available yet for a model with mimic joints"):
         scleron.generate(model, str(tmp_path / "jacobians"), functions=["frame_jacobians"])
+
+
+def coupled_chain(n, every):
+    """A URDF chain of n hinges, every `every`-th one mimicking its parent joint."""
+    inertial = ('<inertial><origin xyz="0.1 0 0"/><mass value="1"/><inertia ixx="0.01" iyy="0.02" '
+                'izz="0.02" ixy="0" ixz="0" iyz="0"/></inertial>')
+    links = "".join(f'<link name="l{k}">{inertial}</link>' for k in range(n + 1))
+    joints = "".join(
+        f'<joint name="j{k}" type="revolute"><parent link="l{k - 1}"/><child link="l{k}"/>'
+        f'<origin xyz="0.2 0 0"/><axis xyz="0 {k % 2} {1 - k % 2}"/><limit effort="1" lower="-3" '
+        f'upper="3" velocity="1"/>' + (f'<mimic joint="j{k - 1}" multiplier="0.5"/>' if k % every == 0 else "")
+        + "</joint>" for k in range(1, n + 1))
+    return f'<robot name="chain{n}">{links}{joints}</robot>'
+
+
+def test_a_coupled_tree_gets_the_unrolled_forms(tmp_path):
+    """From an outside tester: a 16-coordinate coupled chain's M^-1 reached the loop form and an
+    internal IndexError, a 35-coordinate one failed default codegen (the mass matrix's 'auto'
+    loop form). A coupled tree gets the unrolled forms; an option asking for another names it."""
+    from scleron.pipeline import build_sources
+    path = tmp_path / "chain40.urdf"
+    path.write_text(coupled_chain(40, 8))
+    model = scleron.load_model(str(path), mimic="couple")
+    assert model.nv == 35
+    files, report, _ = build_sources(model, "c40", functions=["mass", "minv"])
+    assert set(report.forms) == {"mass_matrix", "mass_matrix_inverse"}
+    assert set(report.forms.values()) == {"unrolled"}, report.forms
+    with pytest.raises(ModelError, match=r"mass_matrix: the form asked for \(loop form.*--mass-matrix unrolled"):
+        build_sources(model, "c40", functions=["mass"], mass_matrix="loop")
+    with pytest.raises(ModelError, match=r"forward_dynamics: the form asked for \(Method II.*--method 1"):
+        build_sources(model, "c40", functions=["fd"], method=2)
+    from scleron.dynamics import derivatives
+    tree, alg = Tree(model), FloatAlgebra()
+    q = list(np.random.default_rng(3).uniform(-1, 1, model.nq))
+    Minv = np.array(derivatives.mass_matrix_inverse(tree, alg, q), dtype=float)
+    M = np.array(recursions.mass_matrix(tree, alg, q), dtype=float)
+    assert np.abs(Minv @ M - np.eye(model.nv)).max() < 1e-10

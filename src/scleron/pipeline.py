@@ -120,15 +120,21 @@ MASS_LOOP_FROM_NV = 30
 PRODUCT_LOOP_FROM_NV = 4
 
 
-def mass_form(nv, form="auto"):
+def mass_form(nv, form="auto", coupled=False):
     """'unrolled' (Featherstone's CRBA in body frames, every entry straight-line code: fastest
     for small trees, code grows as n^2) or 'loop' (world-frame columns unrolled in O(n), the
-    n^2/2 dot products as vectorised loops)."""
+    n^2/2 dot products as vectorised loops). A coupled tree (mimic joints) has no loop form:
+    'auto' is 'unrolled' there."""
     if form not in MASS_FORMS:
         raise ValueError(f"mass matrix form must be one of {MASS_FORMS}, not {form!r}")
     if form == "auto":
-        return "loop" if nv >= MASS_LOOP_FROM_NV else "unrolled"
+        return "loop" if nv >= MASS_LOOP_FROM_NV and not coupled else "unrolled"
     return form
+
+
+def is_coupled(model):
+    """Whether the model has mimic joints coupled to others (docs/mimic.md)."""
+    return any(getattr(j, "mimic", None) is not None for j in model.joints)
 
 
 def _options(name, chunk, cflags, method, mass, functions=None, frames=None, cuda=None):
@@ -173,13 +179,16 @@ def function_specs(names, tree):
     return out
 
 
-def code_form(spec, method, mass, nv, pairs=None, frame_columns=0):
+def code_form(spec, method, mass, nv, pairs=None, frame_columns=0, coupled=False):
     """The form of a function's code the options ask for, among those its spec offers (pairs:
     the tree's unroll.related_pairs, a chain's by default; frame_columns: the tree's
-    frames.frame_columns)."""
+    frames.frame_columns). A coupled tree gets the unrolled form but where an option asks for
+    another (_unroll refuses that)."""
     wanted = {"method2"} if method == 2 else set()
     if mass == "loop":
         wanted.add("mass_loop")
+    if coupled:
+        return next((f for f in spec.forms if f in wanted), "unrolled")
     if nv >= PRODUCT_LOOP_FROM_NV:
         wanted.add("product_loop")
     if pair_loops_pay(nv * (nv - 1) // 2 if pairs is None else pairs):
@@ -242,7 +251,13 @@ def _unroll(tree, names, prefix, method, mass, progress):
     # (the frames' columns only where a frame function is asked for: a coupled tree has none)
     columns = frame_columns(tree) if any("frame_loop" in s.forms for s in specs) else 0
     for i, spec in enumerate(specs, 1):
-        form = code_form(spec, method, mass, tree.nv, related_pairs(tree), columns)
+        form = code_form(spec, method, mass, tree.nv, related_pairs(tree), columns,
+                         coupled=tree.coupling is not None)
+        if tree.coupling is not None and form != "unrolled":
+            option = "--method 1" if form == "method2" else "--mass-matrix unrolled"
+            raise ModelError(f"{spec.name}: the form asked for ({FORMS[form]}) is not available "
+                             f"yet for a model with mimic joints (docs/mimic.md); the unrolled "
+                             f"form is ({option}, the default)", source=tree.source)
         progress(f"unroll: {spec.name} ({i} of {len(specs)}, {FORMS[form]})")
         try:
             codes.append(function_code(tree, spec, prefix, form))
@@ -273,7 +288,7 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise ValueError(f"chunk must be a positive number of statements, not {chunk!r}")
     model.validate()          # a model built or changed in Python gets the loaders' checks
-    mass = mass_form(model.nv, mass_matrix)
+    mass = mass_form(model.nv, mass_matrix, is_coupled(model))
     options = _options(name, chunk, cflags, method, mass, functions, frames, cuda)
     key = cache_key(model, options)
     t0 = time.perf_counter()
@@ -388,7 +403,8 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     progress = progress or _silent
     if cuda and compile:
         find_nvcc()                      # no nvcc: one line before any work
-    key = cache_key(model, _options(name, chunk, cflags, method, mass_form(model.nv, mass_matrix),
+    key = cache_key(model, _options(name, chunk, cflags, method,
+                                    mass_form(model.nv, mass_matrix, is_coupled(model)),
                                     functions, frames, cuda))
     hit, report.edited = _cached(out_dir, key) if not force else (False, [])
     if hit:

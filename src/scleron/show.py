@@ -533,7 +533,9 @@ def _codegen_form(tree, spec):
     from .dynamics.frames import frame_columns
     from .unroll import related_pairs
     columns = frame_columns(tree) if "frame_loop" in spec.forms else 0
-    return code_form(spec, 1, mass_form(tree.nv), tree.nv, related_pairs(tree), columns)
+    coupled = tree.coupling is not None
+    return code_form(spec, 1, mass_form(tree.nv, coupled=coupled), tree.nv, related_pairs(tree),
+                     columns, coupled=coupled)
 
 
 def _find_body(tree, body):

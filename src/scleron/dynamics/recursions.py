@@ -42,7 +42,7 @@ class joint_kinematics:
             raise ModelError("this function is not available yet for a model with mimic joints "
                              "(docs/mimic.md: forward and inverse dynamics, mass matrix, bias and "
                              "static forces, energies, centre of mass, integrate and difference "
-                             "are); load the URDF with "
+                             "are, and M^-1 named with --functions minv); load the URDF with "
                              "mimic='independent' to give each joint its own coordinate",
                              source=tree.source, element=f"model '{tree.name}'")
         self.tree, self.alg, self.q, self.qd = tree, alg, q, qd
