@@ -219,3 +219,11 @@ def test_a_coupled_tree_gets_the_unrolled_forms(tmp_path):
     Minv = np.array(derivatives.mass_matrix_inverse(tree, alg, q), dtype=float)
     M = np.array(recursions.mass_matrix(tree, alg, q), dtype=float)
     assert np.abs(Minv @ M - np.eye(model.nv)).max() < 1e-10
+
+
+def test_show_tree_says_what_a_mimic_joint_follows():
+    from scleron.show import tree_text
+    text = tree_text(scleron.load_model(GRIPPER, mimic="couple"))
+    assert "[j2_finger_b: prismatic, mimics j1_finger_a: q = -1.5 q_j1_finger_a + 0.01]" in text
+    assert "[j4_spin: revolute, mimics j1_finger_a: q = 20 q_j1_finger_a - 0.3]" in text
+    assert "[j0_base: revolute, 1 DOF]" in text

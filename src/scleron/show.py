@@ -60,9 +60,18 @@ def tree_text(model):
     while stack:
         j, indent, last = stack.pop()
         branch = "└─" if last else "├─"
-        lines.append(f"{indent}{branch} {j.child}  [{j.name}: {j.type}, {j.dof} DOF]")
+        lines.append(f"{indent}{branch} {j.child}  [{j.name}: {j.type}, {_dof_text(j)}]")
         push(j.child, indent + ("   " if last else "│  "))
     return "\n".join(lines)
+
+
+def _dof_text(j):
+    """'1 DOF', or for a coupled mimic joint what it follows (no coordinate of its own)."""
+    mimic = getattr(j, "mimic", None)
+    if mimic is None:
+        return f"{j.dof} DOF"
+    leader, a, b = mimic
+    return f"mimics {leader}: q = {a:g} q_{leader}" + (f" {'+' if b >= 0 else '-'} {abs(b):g}" if b else "")
 
 
 # ---- LaTeX helpers ------------------------------------------------------------------------------
