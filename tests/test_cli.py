@@ -369,3 +369,16 @@ def test_importing_code_whose_model_file_changed_warns(tmp_path):
     assert len(warned) == 1 and f"generated from {model}, which has changed since" in warned[0]
     assert main(["codegen", str(model), "-o", str(folder), "--functions", "fd"]) == 0   # up to date
     assert import_warnings() == []
+
+
+def test_draw_at_a_configuration_whose_kinematics_overflow_is_one_line(tmp_path, capsys):
+    """A ball_exp coordinate of 1e160 (finite) overflowed inside the kinematics: an internal
+    error (an outside tester); now the one-line refusal that NaN and inf get."""
+    pytest.importorskip("matplotlib")
+    from scleron.cli import main
+    q = ["0"] * 20
+    q[11] = "1e160"
+    assert main(["draw", example("branched.yaml"), "-o", str(tmp_path / "x.png"), "--q", *q]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("scleron: error: the kinematics overflow at this q (entries up to 1e+160)")
+    assert not (tmp_path / "x.png").exists()

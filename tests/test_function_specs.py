@@ -153,6 +153,30 @@ def test_scalar_out_and_bad_out(generated, rng):
     assert T[0] == dyn.kinetic_energy(Q[0], QD[0])
 
 
+def test_out_may_be_an_input(generated, rng):
+    """out= q computes from the q given (an outside tester: inverse_dynamics(q, qd, qdd, out=q)
+    was 28 off, C writing its output while it read its input), on the fast path, the checked
+    one (batches) and a 4th positional argument; bind refuses the aliasing it cannot copy."""
+    model, dyn = generated(example("branched.yaml"), "branched")
+    q, qd, qdd = (rng.uniform(-1, 1, dyn.nv) for _ in range(3))
+    want = dyn.inverse_dynamics(q, qd, qdd)
+    a = q.copy()
+    dyn.inverse_dynamics(a, qd, qdd, out=a)                 # the fast path
+    np.testing.assert_array_equal(a, want)
+    a = q.copy()
+    dyn.inverse_dynamics(a, qd, qdd, a)                     # out as the 4th argument
+    np.testing.assert_array_equal(a, want)
+    a = qdd.copy()
+    dyn.inverse_dynamics(q, qd, a, out=a)
+    np.testing.assert_array_equal(a, want)
+    Q, QD, QDD = (np.stack([x, x]) for x in (q, qd, qdd))
+    A = Q.copy()
+    dyn.inverse_dynamics(A, QD, QDD, out=A)
+    np.testing.assert_array_equal(A, np.stack([want, want]))
+    with pytest.raises(ValueError, match="bind: an output array shares memory with an input"):
+        dyn.bind("inverse_dynamics", q, qd, qdd, q)
+
+
 def test_byte_swapped_and_unaligned_arrays_are_converted_or_refused(generated, rng):
     """The single-state fast path hands float64 arrays to C as they lie in memory: one in the
     other byte order ('>f8' here), or unaligned, must take the checked path (converted as an

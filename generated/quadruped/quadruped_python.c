@@ -65,6 +65,22 @@ static int outputs_apart(PyObject *out, int n, const int *ndims, const npy_intp 
     return 1;
 }
 
+/* Whether an output array shares no byte with the nin input arrays (the C code reads its
+ * inputs while it writes its outputs: an aliased input goes to the checked Python function,
+ * which copies it first). */
+static int apart_from_inputs(PyObject *o, PyObject *const *args, Py_ssize_t nin)
+{
+    char *lo = PyArray_BYTES((PyArrayObject *)o), *hi = lo + PyArray_NBYTES((PyArrayObject *)o);
+    for (Py_ssize_t k = 0; k < nin; ++k) {
+        char *ilo = PyArray_BYTES((PyArrayObject *)args[k]);
+        char *ihi = ilo + PyArray_NBYTES((PyArrayObject *)args[k]);
+        if (lo < ihi && ilo < hi) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* Whether a call is a fast one: exactly `nin` positional arguments of the given lengths, and
  * no keyword but `out` (allowed when `out_allowed`); *out is set to the `out` argument or NULL. */
 static int fast_call(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, Py_ssize_t nin,
@@ -112,7 +128,7 @@ static PyObject *py_forward_dynamics(PyObject *self, PyObject *const *args, Py_s
             return NULL;
         }
     }
-    else if (is_output(out, 1, dims)) {
+    else if (is_output(out, 1, dims) && apart_from_inputs(out, args, 3)) {
         Py_INCREF(out);
     }
     else {
@@ -141,7 +157,7 @@ static PyObject *py_inverse_dynamics(PyObject *self, PyObject *const *args, Py_s
             return NULL;
         }
     }
-    else if (is_output(out, 1, dims)) {
+    else if (is_output(out, 1, dims) && apart_from_inputs(out, args, 3)) {
         Py_INCREF(out);
     }
     else {
@@ -170,7 +186,7 @@ static PyObject *py_mass_matrix(PyObject *self, PyObject *const *args, Py_ssize_
             return NULL;
         }
     }
-    else if (is_output(out, 2, dims)) {
+    else if (is_output(out, 2, dims) && apart_from_inputs(out, args, 1)) {
         Py_INCREF(out);
     }
     else {
@@ -199,7 +215,7 @@ static PyObject *py_bias_forces(PyObject *self, PyObject *const *args, Py_ssize_
             return NULL;
         }
     }
-    else if (is_output(out, 1, dims)) {
+    else if (is_output(out, 1, dims) && apart_from_inputs(out, args, 2)) {
         Py_INCREF(out);
     }
     else {
@@ -262,7 +278,7 @@ static PyObject *py_center_of_mass(PyObject *self, PyObject *const *args, Py_ssi
             return NULL;
         }
     }
-    else if (is_output(out, 1, dims)) {
+    else if (is_output(out, 1, dims) && apart_from_inputs(out, args, 1)) {
         Py_INCREF(out);
     }
     else {
@@ -291,7 +307,7 @@ static PyObject *py_integrate(PyObject *self, PyObject *const *args, Py_ssize_t 
             return NULL;
         }
     }
-    else if (is_output(out, 1, dims)) {
+    else if (is_output(out, 1, dims) && apart_from_inputs(out, args, 3)) {
         Py_INCREF(out);
     }
     else {
@@ -320,7 +336,7 @@ static PyObject *py_difference(PyObject *self, PyObject *const *args, Py_ssize_t
             return NULL;
         }
     }
-    else if (is_output(out, 1, dims)) {
+    else if (is_output(out, 1, dims) && apart_from_inputs(out, args, 2)) {
         Py_INCREF(out);
     }
     else {
@@ -395,10 +411,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_222ccee6452a_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_d772a07d62cf_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_222ccee6452a_py(void)
+PyMODINIT_FUNC PyInit__quadruped_d772a07d62cf_py(void)
 {
     import_array();
     return PyModule_Create(&module);

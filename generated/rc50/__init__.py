@@ -34,7 +34,7 @@ Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N 
         q1 (-) q0: the v with integrate(q0, v, 1) = q1
 
 Every function takes an optional `out=` array (float64, C-contiguous, the result's shape; a
-tuple of them for several results) to avoid allocating. The fastest calling pattern for a control loop binds arrays once and then
+tuple of them for several results) to avoid allocating; it may be an input (copied first). The fastest calling pattern for a control loop binds arrays once and then
 calls with no arguments (update the arrays in place between calls):
 
     fd = rc50.bind("forward_dynamics", q, qd, tau, qdd)
@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_50c7980189b9"
-HASH = "50c7980189b9dd4d2c2c8545927d52a39da534247520071ff50c48977ba9b3ed"
+MODULE = "_rc50_fbb77f6647ac"
+HASH = "fbb77f6647ace326dc11fbf587cc986ff7b84f4179d88c8e614582b70dac8d25"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -327,6 +327,8 @@ def _call(function, values, out, threads=1):
         outs = [_as_output(o, w, n) for o, w, (n, _) in zip(out, wants, outputs)]
         if _overlap(outs):
             raise ValueError("out: the arrays overlap; each result needs its own array")
+    if out is not None:                  # out= an input (q, in place): C must read a copy
+        arrays = [a.copy() if any(np.may_share_memory(a, o) for o in outs) else a for a in arrays]
     ptrs = [_fb(_D, a) for a in arrays] + [_fb(_D, o, True) for o in outs]
     if count is None:
         single(*ptrs)
@@ -425,14 +427,15 @@ def forward_dynamics(q, qd, tau, out=None, threads=1):
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
     splits a batch over that many threads (off by default). out: preallocated result
     array."""
-    if not _checked_only and threads == 1:
+    if not _checked_only and type(threads) is int and threads == 1:
         try:
             if q.shape == _IN_forward_dynamics[0] and q.dtype is _F64 and qd.shape == _IN_forward_dynamics[1] and qd.dtype is _F64 and tau.shape == _IN_forward_dynamics[2] and tau.dtype is _F64 and True:
                 if out is None:
                     out = _empty(_OUT_forward_dynamics)
                     lib.rc50_forward_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, tau), _fb(_D, out))
                     return out
-                if out.shape == _OUT_forward_dynamics and out.dtype is _F64:
+                if (out.shape == _OUT_forward_dynamics and out.dtype is _F64
+                        and not (np.may_share_memory(out, q) or np.may_share_memory(out, qd) or np.may_share_memory(out, tau) or False)):
                     lib.rc50_forward_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, tau), _fb(_D, out, True))
                     return out
         except (AttributeError, TypeError, ValueError):
@@ -450,14 +453,15 @@ def inverse_dynamics(q, qd, qdd, out=None, threads=1):
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
     splits a batch over that many threads (off by default). out: preallocated result
     array."""
-    if not _checked_only and threads == 1:
+    if not _checked_only and type(threads) is int and threads == 1:
         try:
             if q.shape == _IN_inverse_dynamics[0] and q.dtype is _F64 and qd.shape == _IN_inverse_dynamics[1] and qd.dtype is _F64 and qdd.shape == _IN_inverse_dynamics[2] and qdd.dtype is _F64 and True:
                 if out is None:
                     out = _empty(_OUT_inverse_dynamics)
                     lib.rc50_inverse_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, qdd), _fb(_D, out))
                     return out
-                if out.shape == _OUT_inverse_dynamics and out.dtype is _F64:
+                if (out.shape == _OUT_inverse_dynamics and out.dtype is _F64
+                        and not (np.may_share_memory(out, q) or np.may_share_memory(out, qd) or np.may_share_memory(out, qdd) or False)):
                     lib.rc50_inverse_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, qdd), _fb(_D, out, True))
                     return out
         except (AttributeError, TypeError, ValueError):
@@ -475,14 +479,15 @@ def mass_matrix(q, out=None, threads=1):
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
     splits a batch over that many threads (off by default). out: preallocated result
     array."""
-    if not _checked_only and threads == 1:
+    if not _checked_only and type(threads) is int and threads == 1:
         try:
             if q.shape == _IN_mass_matrix[0] and q.dtype is _F64 and True:
                 if out is None:
                     out = _empty(_OUT_mass_matrix)
                     lib.rc50_mass_matrix(_fb(_D, q), _fb(_D, out))
                     return out
-                if out.shape == _OUT_mass_matrix and out.dtype is _F64:
+                if (out.shape == _OUT_mass_matrix and out.dtype is _F64
+                        and not (np.may_share_memory(out, q) or False)):
                     lib.rc50_mass_matrix(_fb(_D, q), _fb(_D, out, True))
                     return out
         except (AttributeError, TypeError, ValueError):
@@ -500,14 +505,15 @@ def bias_forces(q, qd, out=None, threads=1):
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
     splits a batch over that many threads (off by default). out: preallocated result
     array."""
-    if not _checked_only and threads == 1:
+    if not _checked_only and type(threads) is int and threads == 1:
         try:
             if q.shape == _IN_bias_forces[0] and q.dtype is _F64 and qd.shape == _IN_bias_forces[1] and qd.dtype is _F64 and True:
                 if out is None:
                     out = _empty(_OUT_bias_forces)
                     lib.rc50_bias_forces(_fb(_D, q), _fb(_D, qd), _fb(_D, out))
                     return out
-                if out.shape == _OUT_bias_forces and out.dtype is _F64:
+                if (out.shape == _OUT_bias_forces and out.dtype is _F64
+                        and not (np.may_share_memory(out, q) or np.may_share_memory(out, qd) or False)):
                     lib.rc50_bias_forces(_fb(_D, q), _fb(_D, qd), _fb(_D, out, True))
                     return out
         except (AttributeError, TypeError, ValueError):
@@ -551,14 +557,15 @@ def center_of_mass(q, out=None, threads=1):
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
     splits a batch over that many threads (off by default). out: preallocated result
     array."""
-    if not _checked_only and threads == 1:
+    if not _checked_only and type(threads) is int and threads == 1:
         try:
             if q.shape == _IN_center_of_mass[0] and q.dtype is _F64 and True:
                 if out is None:
                     out = _empty(_OUT_center_of_mass)
                     lib.rc50_center_of_mass(_fb(_D, q), _fb(_D, out))
                     return out
-                if out.shape == _OUT_center_of_mass and out.dtype is _F64:
+                if (out.shape == _OUT_center_of_mass and out.dtype is _F64
+                        and not (np.may_share_memory(out, q) or False)):
                     lib.rc50_center_of_mass(_fb(_D, q), _fb(_D, out, True))
                     return out
         except (AttributeError, TypeError, ValueError):
@@ -576,14 +583,15 @@ def integrate(q, v, dt, out=None, threads=1):
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
     splits a batch over that many threads (off by default). out: preallocated result
     array."""
-    if not _checked_only and threads == 1:
+    if not _checked_only and type(threads) is int and threads == 1:
         try:
             if q.shape == _IN_integrate[0] and q.dtype is _F64 and v.shape == _IN_integrate[1] and v.dtype is _F64 and dt.shape == _IN_integrate[2] and dt.dtype is _F64 and True:
                 if out is None:
                     out = _empty(_OUT_integrate)
                     lib.rc50_integrate(_fb(_D, q), _fb(_D, v), _fb(_D, dt), _fb(_D, out))
                     return out
-                if out.shape == _OUT_integrate and out.dtype is _F64:
+                if (out.shape == _OUT_integrate and out.dtype is _F64
+                        and not (np.may_share_memory(out, q) or np.may_share_memory(out, v) or np.may_share_memory(out, dt) or False)):
                     lib.rc50_integrate(_fb(_D, q), _fb(_D, v), _fb(_D, dt), _fb(_D, out, True))
                     return out
         except (AttributeError, TypeError, ValueError):
@@ -601,14 +609,15 @@ def difference(q0, q1, out=None, threads=1):
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
     splits a batch over that many threads (off by default). out: preallocated result
     array."""
-    if not _checked_only and threads == 1:
+    if not _checked_only and type(threads) is int and threads == 1:
         try:
             if q0.shape == _IN_difference[0] and q0.dtype is _F64 and q1.shape == _IN_difference[1] and q1.dtype is _F64 and True:
                 if out is None:
                     out = _empty(_OUT_difference)
                     lib.rc50_difference(_fb(_D, q0), _fb(_D, q1), _fb(_D, out))
                     return out
-                if out.shape == _OUT_difference and out.dtype is _F64:
+                if (out.shape == _OUT_difference and out.dtype is _F64
+                        and not (np.may_share_memory(out, q0) or np.may_share_memory(out, q1) or False)):
                     lib.rc50_difference(_fb(_D, q0), _fb(_D, q1), _fb(_D, out, True))
                     return out
         except (AttributeError, TypeError, ValueError):
@@ -666,6 +675,10 @@ def bind(function, *arrays):
                 or not a.flags.c_contiguous or (is_out and not a.flags.writeable)):
             raise ValueError(f"{label} must be a C-contiguous float64 array of shape {want}")
         ptrs.append(_fb(_D, a, is_out))
+    outs = arrays[len(inputs):]
+    if any(np.may_share_memory(o, a) for i, o in enumerate(outs) for a in arrays[:len(inputs) + i]):
+        raise ValueError("bind: an output array shares memory with an input or another output "
+                         "(the C code reads its inputs while it writes: give each its own array)")
     return functools.partial(getattr(lib, "rc50_" + function), *ptrs)
 
 

@@ -75,7 +75,11 @@ def draw(model, path, q=None, elev=20.0, azim=-60.0, labels=None, title=None):
 
 
 def _plot(fig, model, q, elev, azim, labels, title):
-    joint_frames, body_frames = forward_kinematics(model, q)
+    try:
+        joint_frames, body_frames = forward_kinematics(model, q)
+    except (OverflowError, ZeroDivisionError) as exc:   # (finite q whose kinematics overflow)
+        raise ValueError(f"the kinematics overflow at this q (entries up to "
+                         f"{max(abs(float(x)) for x in q):.3g}): {exc}") from None
     ax = fig.add_subplot(projection="3d")
     origins = np.array([T[:3, 3] for T in body_frames])
     coms = np.array([T[:3, :3] @ b.inertia.com + T[:3, 3] for T, b in zip(body_frames, model.bodies)])
