@@ -816,3 +816,25 @@ def test_a_terminated_first_import_leaves_no_build_folder(tmp_path):
     survivors = subprocess.run(["pgrep", "-f", f"{slow}|sleep 61.4142"], capture_output=True,
                                text=True).stdout
     assert survivors.strip() == "", survivors             # no compiler (nor its sleep) left running
+
+
+def test_two_models_of_one_name_loaded_rtld_global_compute_their_own(tmp_path):
+    """With sys.setdlopenflags(RTLD_GLOBAL) (as some frameworks set it) the second of two
+    packages with the same C prefix ran the first one's code, or corrupted the heap (an outside
+    tester): the modules keep their NAME_* functions hidden."""
+    for tag, mass in (("A", 1.0), ("B", 2.0)):
+        m = scleron.Model("twin_rtld")
+        m.add_body("a", joint="revolute", axis=(0, 1, 0), mass=mass, com=(0.3, 0, 0),
+                   inertia=[0.01, 0.01, 0.01])
+        scleron.generate(m, str(tmp_path / tag / "twin_rtld"), functions=["mass"])
+    code = ("import sys, os, importlib.util, numpy as np\n"
+            "sys.setdlopenflags(os.RTLD_GLOBAL | os.RTLD_NOW)\n"
+            "for tag in 'AB':\n"
+            "    spec = importlib.util.spec_from_file_location('twin' + tag, os.path.join(sys.argv[1], tag, 'twin_rtld', '__init__.py'))\n"
+            "    m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+            "    print(float(m.mass_matrix(np.zeros(1))[0, 0]), float(m.mass_matrix(np.zeros((2, 1)))[1, 0, 0]))\n")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    (a, a_batch), (b, b_batch) = (map(float, line.split()) for line in r.stdout.split("\n")[:2])
+    assert a == a_batch and b == b_batch and abs(b - 2 * a + 0.01) < 1e-12     # 0.01 + m 0.09

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_1eaaba1605bf"
-HASH = "1eaaba1605bf3f8c53b6ff6896ad689fd0daa6a2d209f57a7924003d29d2e281"
+MODULE = "_branched_9da825c36a1f"
+HASH = "9da825c36a1f8cf5b400259b9d49fbce384838856bbf9ab9c88f036948314374"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

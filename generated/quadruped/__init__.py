@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_d772a07d62cf"
-HASH = "d772a07d62cfc0c90a3bc50b2aa88940adaccc142ea97cc6c7437a52b9b3edcd"
+MODULE = "_quadruped_a256c786a449"
+HASH = "a256c786a4491836ec4bac2321f6b3a68714eff4ef433acf7900d31c70153a14"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

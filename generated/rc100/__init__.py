@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_78cf11c511fa"
-HASH = "78cf11c511fa93eae3d54bbc560cea0210ad97ca7e264a803cc325c7c144c7e2"
+MODULE = "_rc100_6fd33c16bd2d"
+HASH = "6fd33c16bd2d213f88620a907ddd6fb48c2438b40bba6ede20d02db4e746d455"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

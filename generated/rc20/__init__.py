@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_140dd739d89b"
-HASH = "140dd739d89b15cc4d660652f12f49757df7f8870af7fa664cc2776adba66385"
+MODULE = "_rc20_224710a5cf54"
+HASH = "224710a5cf5421dda45123011fb99e112e8b1a22cefad896d14bf37eea8b7cb5"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_fbb77f6647ac"
-HASH = "fbb77f6647ace326dc11fbf587cc986ff7b84f4179d88c8e614582b70dac8d25"
+MODULE = "_rc50_75eb98c809bd"
+HASH = "75eb98c809bdebf2a01dfe7bc6066b835f3f8bfb0a9005a7a3c65e89fbad268f"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -411,10 +411,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_fbb77f6647ac_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_75eb98c809bd_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc50_fbb77f6647ac_py(void)
+PyMODINIT_FUNC PyInit__rc50_75eb98c809bd_py(void)
 {
     import_array();
     return PyModule_Create(&module);
