@@ -2,6 +2,8 @@
 Pinocchio as they are, nq != nv everywhere. Oracles: Pinocchio 4 (its own joint models, its own
 integrate / difference / neutral) on solo12 from example-robot-data and on a hand-built chain with
 a quaternion ball; identities of the exponential map."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -48,6 +50,18 @@ def check_normalize(pin, dyn, pm, rng):
     zero[dyn._QUATERNIONS[0]:dyn._QUATERNIONS[0] + 4] = 0.0
     with pytest.raises(ValueError, match="zero quaternion"):
         dyn.normalize(zero)
+    for bad in (np.nan, np.inf):                      # not called a zero quaternion, no warning
+        broken = Q[0].copy()
+        broken[dyn._QUATERNIONS[0] + 1] = bad
+        with warnings.catch_warnings(), pytest.raises(ValueError, match=r"non-finite number"):
+            warnings.simplefilter("error")            # a RuntimeWarning would fail the raises
+            dyn.normalize(broken)
+    for bad in ([None] * dyn.nq, ["a"] * dyn.nq):     # refused naming q, as by every function
+        with pytest.raises(ValueError, match="q must hold real numbers"):
+            dyn.normalize(bad)
+    kept = Q[0].copy()
+    dyn.normalize(kept)
+    assert np.array_equal(kept, Q[0])                 # a new array; the input untouched
 
 
 def check_against_pinocchio(pin, dyn, pm, rng, states=4):

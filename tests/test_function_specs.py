@@ -147,10 +147,17 @@ def test_scalar_out_and_bad_out(generated, rng):
         dyn.kinetic_energy(Q, QD, out=np.empty(5))
     with pytest.raises(ValueError, match="threads must be a positive int"):
         dyn.kinetic_energy(Q, QD, threads="2")
-    T = np.empty(1)
-    call = dyn.bind("kinetic_energy", Q[0], QD[0], T)
-    call()
-    assert T[0] == dyn.kinetic_energy(Q[0], QD[0])
+    want = dyn.kinetic_energy(Q[0], QD[0])
+    for T in (np.empty(1), np.empty(())):      # a single state's number: (1,) or 0-d, both ways
+        call = dyn.bind("kinetic_energy", Q[0], QD[0], T)
+        call()
+        assert T.reshape(()) == want
+        T[...] = 0.0
+        assert dyn.kinetic_energy(Q[0], QD[0], out=T) is T and T.reshape(()) == want
+    with pytest.raises(ValueError, match=r"out \(T\) must be .* shape \(\) or \(1,\)"):
+        dyn.kinetic_energy(Q[0], QD[0], out=np.empty(2))
+    with pytest.raises(ValueError, match=r"out \(T\) must be .* shape \(1,\) or \(\)"):
+        dyn.bind("kinetic_energy", Q[0], QD[0], np.empty(2))
 
 
 def test_out_may_be_an_input(generated, rng):

@@ -18,6 +18,8 @@ import json
 import math
 import os
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -395,3 +397,22 @@ def test_urdf_damping_of_a_coupled_mimic_joint_is_said_not_read(tmp_path):
     with pytest.warns(MimicWarning, match=r"damping> of 1 coupled <mimic> joint \(j2\) not read"):
         model = scleron.load_model(str(path), mimic="couple", damping="read")
     assert [j.damping for j in model.joints] == [(0.7,), None]
+
+
+def test_urdf_friction_is_said_not_read_when_damping_is(tmp_path):
+    """<dynamics friction> (Coulomb, not smooth) is not read: with damping="read", where the user
+    asked for the file's dissipation, a warning names the joints whose friction is dropped."""
+    from scleron.model.urdf import load_urdf_string
+    text = ('<robot name="f"><link name="base"/><link name="a"><inertial><mass value="1"/><inertia '
+            'ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link><joint '
+            'name="j1" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/>'
+            '<dynamics damping="0.2" friction="{}"/></joint></robot>')
+    with pytest.warns(UserWarning, match=r"f.urdf: the <dynamics friction> of 1 joint \(j1\) not read"):
+        model = load_urdf_string(text.format("0.5"), "f.urdf", damping="read")
+    assert model.joints[0].damping == (0.2,)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_urdf_string(text.format("0"), "f.urdf", damping="read")
+        load_urdf_string(text.format("0.5"), "f.urdf")          # dynamics ignored, as Pinocchio
+    with pytest.raises(scleron.ModelError, match="dynamics friction"):
+        load_urdf_string(text.format("x"), "f.urdf", damping="read")

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_9da825c36a1f"
-HASH = "9da825c36a1f8cf5b400259b9d49fbce384838856bbf9ab9c88f036948314374"
+MODULE = "_branched_0464112fd662"
+HASH = "0464112fd6621fb946ab0e9e8086b35228c71c3ff8c4a18e3003fde4af7e60dc"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -82,14 +82,16 @@ def normalize(q):
     array; Pinocchio's normalize). Every function takes unit quaternions and computes with what
     it is given: a quaternion off unit length by e (an integrator of one's own) moves results by
     about as much, in some functions more. integrate() keeps them unit."""
-    q = np.array(q, dtype=np.float64)
-    if q.ndim not in (1, 2) or q.shape[-1] != nq:
-        raise ValueError(f"q must have shape ({nq},) or (N, {nq}), got {q.shape}")
+    q = np.array(_as_input(q, "q", nq)[0])   # a copy, checked like every function's input
     for k in _QUATERNIONS:
-        norm = np.linalg.norm(q[..., k:k + 4], axis=-1, keepdims=True)
+        quaternion = q[..., k:k + 4]
+        if not np.all(np.isfinite(quaternion)):
+            raise ValueError(f"q[{k}:{k + 4}] holds a non-finite number (nan or inf): no rotation "
+                             "to normalise")
+        norm = np.linalg.norm(quaternion, axis=-1, keepdims=True)
         if not np.all(norm > 0):
             raise ValueError(f"q[{k}:{k + 4}] is a zero quaternion: no rotation to normalise")
-        q[..., k:k + 4] /= norm
+        quaternion /= norm
     return q
 
 
@@ -270,9 +272,13 @@ def _per_state(x, count):
 
 
 def _as_output(out, want, label):
-    if (not isinstance(out, np.ndarray) or out.shape != want or out.dtype != np.float64
-            or not out.flags.c_contiguous or not out.flags.writeable):
-        raise ValueError(f"out ({label}) must be a writeable C-contiguous float64 array of shape {want}")
+    """out= checked against the result's shape; a single state's number (an energy) fits in a
+    0-d array or one of shape (1,), as bind takes it."""
+    fits = isinstance(out, np.ndarray) and (out.shape == want or (want == () and out.shape == (1,)))
+    if (not fits or out.dtype != np.float64 or not out.flags.c_contiguous
+            or not out.flags.writeable):
+        shapes = "() or (1,)" if want == () else str(want)
+        raise ValueError(f"out ({label}) must be a writeable C-contiguous float64 array of shape {shapes}")
     return out
 
 
@@ -658,7 +664,7 @@ def bind(function, *arrays):
     """Binds arrays to a function once; returns a callable with no arguments.
 
     arrays: the inputs in order, then the outputs, each a float64 C-contiguous numpy array of a
-    single state's shape (a scalar result: shape (1,)). The callable runs the C function on them
+    single state's shape (a scalar result: shape (1,) or ()). The callable runs the C function on them
     (about the cost of the C call itself); change the inputs in place between calls, read the
     outputs after.
     """
@@ -668,12 +674,14 @@ def bind(function, *arrays):
     if len(arrays) != len(inputs) + len(outputs):
         raise ValueError(f"{function} takes {len(inputs)} inputs ({', '.join(n for n, _ in inputs)}) "
                          f"and {len(outputs)} output array(s) ({', '.join(n for n, _ in outputs)})")
-    wants = [(n, (w,), False) for n, w in inputs] + [(f"out ({n})", s or (1,), True) for n, s in outputs]
+    wants = [(n, [(w,)], False) for n, w in inputs] + [(f"out ({n})", [s] if s else [(1,), ()], True)
+                                                       for n, s in outputs]
     ptrs = []
-    for a, (label, want, is_out) in zip(arrays, wants):
-        if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape != want
+    for a, (label, shapes, is_out) in zip(arrays, wants):
+        if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape not in shapes
                 or not a.flags.c_contiguous or (is_out and not a.flags.writeable)):
-            raise ValueError(f"{label} must be a C-contiguous float64 array of shape {want}")
+            raise ValueError(f"{label} must be a C-contiguous float64 array of shape "
+                             + " or ".join(map(str, shapes)))
         ptrs.append(_fb(_D, a, is_out))
     outs = arrays[len(inputs):]
     if any(np.may_share_memory(o, a) for i, o in enumerate(outs) for a in arrays[:len(inputs) + i]):

@@ -328,7 +328,10 @@ def build_parser():
                            help="what to do (each command has its own --help)")
 
     c = sub.add_parser("codegen", help="generate, compile and load C dynamics for a model "
-                       "(into generated/<name> unless -o DIR)")
+                       "(into generated/<name> unless -o DIR)",
+                       description="Derive the model's joints, unroll its dynamics into "
+                       "straight-line C, compile it and write an importable package (into "
+                       "generated/<name> unless -o DIR); up to date folders are left as they are.")
     c.add_argument("model", help="model file (.yaml, .yml, .urdf, .osim; .xml or .mjcf: URDF or MJCF by its root element)")
     c.add_argument("-o", "--output", metavar="DIR",
                    help="output folder (default generated/<name>, the name made a Python and C "
@@ -371,7 +374,10 @@ def build_parser():
     c.set_defaults(func=cmd_codegen)
 
     s = sub.add_parser("show", help="print the emitted equations of a function, a joint's "
-                       "derived quantities or the body tree")
+                       "derived quantities or the body tree",
+                       description="Print the emitted equations of a generated function (grouped "
+                       "by pass and body, with operation counts), a joint's derived coordinates, "
+                       "G, S and Sdot, or the body tree; nothing is compiled.")
     s.add_argument("model", help="model file (.yaml, .yml, .urdf, .osim; .xml or .mjcf: URDF or MJCF by its root element)")
     aliases = [a for f in FUNCTIONS.values() for a in f.aliases]
     s.add_argument("--function", choices=aliases + list(FUNCTIONS) + list(one_frame_families()),
@@ -399,7 +405,10 @@ def build_parser():
     add_load_arguments(s)
     s.set_defaults(func=cmd_show)
 
-    d = sub.add_parser("draw", help="draw a 3-D stick figure of the model (needs matplotlib)")
+    d = sub.add_parser("draw", help="draw a 3-D stick figure of the model (needs matplotlib)",
+                       description="Draw a 3-D stick figure of the model at q (a dot per "
+                       "joint, a segment to each child, the joint axes) into a picture file; needs "
+                       "matplotlib.")
     d.add_argument("model", help="model file (.yaml, .yml, .urdf, .osim; .xml or .mjcf: URDF or MJCF by its root element)")
     d.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="picture file (.png, .pdf, .svg)")
@@ -415,7 +424,12 @@ def build_parser():
     add_simulate_parser(sub)
 
     h = sub.add_parser("charts", help="write the 12 Euler charts (Sueda App. A) as C and Python "
-                       "(euler_charts.c, .h, .py) into charts/ unless -o DIR")
+                       "(euler_charts.c, .h, .py) into charts/ unless -o DIR",
+                       description="Write the 12 Euler-angle charts of Sueda's Appendix A (each "
+                       "chart's rotation, S, Sdot, their derivatives and the inverse map, derived "
+                       "with sympy) as C and Python: "
+                       "euler_charts.c, euler_charts.h and euler_charts.py, into charts/ unless "
+                       "-o DIR.")
     h.add_argument("-o", "--output", default="charts", metavar="DIR",
                    help="output folder (default charts/ in the current folder)")
     h.set_defaults(func=cmd_charts)

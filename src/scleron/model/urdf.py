@@ -440,15 +440,18 @@ def _mimic(model, joints, ctx, how):
 def _damping(model, joints, ctx):
     """Joint.damping from <dynamics damping=d> of each moving joint: d on every coordinate of the
     joint (MuJoCo's and Gazebo's reading). A joint coupled as a mimic has no coordinate of its
-    own to damp: its damping is not read (as Pinocchio's mimic=True), with a MimicWarning."""
+    own to damp: its damping is not read (as Pinocchio's mimic=True), with a MimicWarning.
+    <dynamics friction> (Coulomb friction, not smooth) is not read: a warning names the joints."""
     by_name = {j.name: j for j in model.joints}
-    dropped = []
+    dropped, frictional = [], []
     for jname, (j, jtype, _, _) in joints.items():
         d = j.find("dynamics")
         if d is None or jtype == "fixed":
             continue
         dctx = ctx.at(element=f"joint '{jname[:200]}'", line=d.line)
         value = _floats(d.attrib.get("damping", "0"), 1, "dynamics damping", dctx)[0]
+        if _floats(d.attrib.get("friction", "0"), 1, "dynamics friction", dctx)[0]:
+            frictional.append(jname)
         if value < 0:
             raise dctx.error(f"<dynamics damping={value:g}>: a damper takes no negative damping "
                              "(it would add energy)")
@@ -462,6 +465,12 @@ def _damping(model, joints, ctx):
                       f"joint{'s' if len(dropped) > 1 else ''} ({', '.join(dropped[:5])}"
                       f"{', ...' if len(dropped) > 5 else ''}) not read: a coupled joint has no "
                       "coordinate of its own (mimic='independent' reads it)", MimicWarning, stacklevel=4)
+    if frictional:
+        warnings.warn(f"{ctx.source}: the <dynamics friction> of {len(frictional)} joint"
+                      f"{'s' if len(frictional) > 1 else ''} ({', '.join(frictional[:5])}"
+                      f"{', ...' if len(frictional) > 5 else ''}) not read: Coulomb friction is "
+                      "not smooth and the generated dynamics are (its damping is read; add "
+                      "friction to tau)", UserWarning, stacklevel=4)
 
 
 def _warn_welded(unmerged, merged, links, source):
