@@ -13,6 +13,7 @@ skipped where dm_control is absent.
 import importlib.util
 import math
 import os
+import re
 import warnings
 
 import numpy as np
@@ -433,3 +434,73 @@ def test_cli_says_what_is_not_read_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("scleron: warning: ")
     assert "not read: " in err[0] and "1 actuators" in err[0]
+
+
+# an actuator's armature and damping (MuJoCo 4) on every joint kind, through joint= and
+# jointinparent=, two on one slide, gear of either sign; MuJoCo applies them with actuation
+# disabled too (as the oracle runs it)
+ACTUATED = """<mujoco model="actuated robot"><option gravity="0 0 -9.81"/><worldbody>
+  <body name="root" pos="0 0 1"><freejoint name="root"/><inertial pos="0 0 0" mass="2" diaginertia="0.1 0.2 0.3"/>
+    <body name="a" pos="0.2 0 0"><joint name="h" axis="0 1 0" damping="0.3"/>
+      <inertial pos="0.3 0 0" mass="1" diaginertia="0.01 0.02 0.03"/>
+      <body name="b" pos="0.4 0 0"><joint name="s" type="slide" axis="1 0 0"/>
+        <inertial pos="0 0.1 0" mass="0.5" diaginertia="0.01 0.01 0.01"/>
+        <body name="c" pos="0.1 0 0"><joint name="ball" type="ball" damping="0.1"/>
+          <inertial pos="0 0 0.2" mass="0.7" diaginertia="0.02 0.01 0.01"/></body></body></body></body>
+</worldbody><actuator>
+  <motor joint="root" gear="1.5 0 0 0 0 0" armature="0.2" damping="0.4"/>
+  <motor joint="h" gear="2" armature="0.1" damping="0.5"/>
+  <general jointinparent="s" gear="3" armature="0.2" damping="0.7"/>
+  <motor joint="s" gear="-1" armature="0.05" damping="0.1"/>
+  <motor joint="ball" gear="2 1 0 0 0 0" armature="0.3" damping="0.2"/>
+</actuator></mujoco>"""
+
+
+@pytest.mark.skipif(not hasattr(mujoco.MjModel, "actuator_armature"), reason="MuJoCo before 4")
+@pytest.mark.parametrize("flags", ["", '<option><flag damper="disable"/></option>'])
+def test_actuator_armature_and_damping_equal_mujoco(tmp_path, flags):
+    """An outside tester: a motor's armature= and damping= (MuJoCo 4) changed MuJoCo's mass
+    matrix and passive force and scleron dropped both silently (M 0.1 for MuJoCo's 0.5)."""
+    path = write(tmp_path, ACTUATED.replace("<worldbody>", flags + "<worldbody>", 1))
+    model = load_quiet(path)
+    by_name = {j.name: j for j in model.joints}
+    assert by_name["h"].armature == (4 * 0.1,)
+    assert by_name["s"].armature == (9 * 0.2 + 0.05,)
+    assert by_name["ball"].armature == (4 * 0.3,) * 3
+    compare_dynamics(model, path, reference(model))
+
+
+@pytest.mark.skipif(not hasattr(mujoco.MjModel, "dof_dampingpoly"), reason="MuJoCo before 4")
+@pytest.mark.parametrize("joint, said", [
+    ('damping="0.5 2 0"', "1 degrees of freedom's polynomial damping (only the linear term is read)"),
+    ('stiffness="3 0 4"', "1 joints' polynomial stiffness (only the linear term is read)"),
+    ('stiffness="20" springyield="0.05"', "1 joints' spring yield (plastic springs)"),
+])
+def test_mujoco4_passive_forces_scleron_does_not_model_are_named(tmp_path, joint, said):
+    """An outside tester: polynomial damping and stiffness and plastic springs were dropped with
+    no word (qacc 3.3 for MuJoCo's -46.7)."""
+    text = ('<mujoco><worldbody><body><joint name="h" axis="0 1 0" ' + joint + '/><inertial '
+            'pos="0.3 0 0" mass="1" diaginertia="0.01 0.01 0.01"/></body></worldbody></mujoco>')
+    with pytest.warns(MjcfWarning, match=r"not read: .*" + re.escape(said)):
+        scleron.load_model(write(tmp_path, text))
+
+
+def test_an_include_that_is_no_regular_file_is_refused(tmp_path):
+    """An outside tester: <include file="fifo.xml"> (or /dev/stdin) blocked MuJoCo's compiler
+    for ever; a FIFO among the files an MJCF names is refused before MuJoCo opens it."""
+    os.mkfifo(tmp_path / "fifo.xml")
+    body = '<worldbody><body><joint/><geom size="0.1" pos=".1 0 0"/></body></worldbody>'
+    (tmp_path / "inner.xml").write_text('<mujoco><include file="fifo.xml"/></mujoco>')
+    for outer in ('<include file="fifo.xml"/>', '<include file="inner.xml"/>'):
+        path = write(tmp_path, f"<mujoco>{outer}{body}</mujoco>")
+        with pytest.raises(ModelError, match=r'<include file="fifo.xml">: .*fifo.xml is not a '
+                                             "regular file"):
+            scleron.load_model(path)
+
+
+def test_the_model_name_is_the_files(tmp_path):
+    """<mujoco model="..."> names the model (it was always the file's stem: MuJoCo 4's
+    mj_id2name has no model object); a file that names none keeps its stem."""
+    assert load_quiet(write(tmp_path, ACTUATED)).name == "actuated robot"
+    assert load_quiet(write(tmp_path, ACTUATED.replace(' model="actuated robot"', ""),
+                            "stem.xml")).name == "stem"

@@ -16,7 +16,8 @@ MuJoCo; scleron reads the compiled model (docs/mjcf.md):
   folded into the joint's placement, so q is MuJoCo's qpos unchanged;
 - per degree of freedom `armature` (added to M's diagonal), `damping`, and per joint `stiffness`
   with `springref` (qpos_spring) for hinges and slides (none where <flag damper="disable"/> or
-  spring="disable", as MuJoCo applies none);
+  spring="disable", as MuJoCo applies none); an actuator on a joint adds gear^2 times its own
+  `armature` and `damping` to the joint's (MuJoCo 4);
 - gravity (opt.gravity; zero when the model disables gravity); sites become frames;
 - MuJoCo's initial configuration qpos0 (free bodies at their <body pos>, hinges at their ref) as
   the model's initial q, where `scleron simulate` starts, as mj_resetData does.
@@ -32,8 +33,10 @@ q = [p, x, y, z, w] and v = [linear, angular] both in the body frame. MujocoLayo
 states, accelerations, forces and mass matrices between the two (README "MJCF").
 
 Not read, and said so in one MjcfWarning: contacts, joint limits, tendons, equality
-constraints, actuators, friction loss, gravity compensation, fluid forces, flexes, the
-stiffness of ball and free joints, and bodies that are mocap bodies (fixed here). Refused with a
+constraints, actuators' forces, friction loss, gravity compensation, fluid forces, flexes, the
+stiffness of ball and free joints, bodies that are mocap bodies (fixed here), and MuJoCo 4's
+polynomial damping and stiffness, spring yield, and actuator armature or damping on a tendon,
+site or body transmission. Refused with a
 ModelError: files MuJoCo cannot compile (its message quoted), a free joint below another body,
 and free joints whose linear damping or armature differ between axes (MuJoCo applies them to the
 world-frame velocity, scleron's free_flyer to the body-frame one: equal only when isotropic).
@@ -50,6 +53,7 @@ from .load import read_source
 from .model import INERTIA_CHECKS, WORLD, Model, Transform
 
 HINGE, SLIDE, BALL, FREE = "hinge", "slide", "ball", "free"
+MUJOCO_DEFAULT_NAME = "MuJoCo Model"         # the model's name where <mujoco> has no model=
 MUJOCO_HINT = "reading MJCF needs MuJoCo: pip install 'scleron[mjcf]' (or pip install mujoco)"
 
 
@@ -86,6 +90,7 @@ def compile_mjcf(path):
     if b"<!DOCTYPE" in prolog or b"<!ENTITY" in prolog:   # (MuJoCo's parser would misreport them)
         raise ModelError("document type and entity declarations (<!DOCTYPE>, <!ENTITY>) are not "
                          "allowed in an MJCF file", source=name)
+    _refuse_special_files(name, text)
     try:
         import mujoco
     except ImportError:
@@ -104,6 +109,36 @@ def compile_mjcf(path):
         warnings.warn(f"{name}: MuJoCo's compiler warns: {' '.join(text.split())}", MjcfWarning,
                       stacklevel=4)
     return mujoco, m
+
+
+_FILE_ATTRIBUTE = re.compile(rb"""<(\w+)\s[^>]*?\bfile\s*=\s*["']([^"']*)["']""")
+_DIR_ATTRIBUTE = re.compile(rb"""\b(?:meshdir|texturedir|assetdir)\s*=\s*["']([^"']*)["']""")
+
+
+def _refuse_special_files(name, text, main=None, seen=None):
+    """MuJoCo opens the files an MJCF names (<include>, meshes, textures, height fields) itself:
+    a FIFO, a device or a directory among them (`file="/dev/stdin"`) would hang its compiler or
+    fail obscurely. Each file= value is looked up where MuJoCo may look (beside the file that
+    names it, beside the main file, under a meshdir/texturedir/assetdir) and refused where it
+    exists and is not a regular file; included files are searched in turn (each once)."""
+    main, seen = main or name, seen if seen is not None else set()
+    seen.add(os.path.realpath(name))
+    uncommented = re.sub(rb"<!--.*?-->", b"", text, flags=re.S)
+    dirs = [b""] + _DIR_ATTRIBUTE.findall(uncommented)
+    bases = dict.fromkeys([os.path.dirname(name), os.path.dirname(main)])
+    for element, value in _FILE_ATTRIBUTE.findall(uncommented):
+        written = os.fsdecode(value)
+        for base in bases:
+            for d in dirs:
+                path = os.path.join(base, os.fsdecode(d), written)
+                if not os.path.exists(path):          # (missing: MuJoCo's own message)
+                    continue
+                if not os.path.isfile(path):
+                    raise ModelError(f"<{element.decode('ascii', 'replace')} file=\"{written[:200]}\">: "
+                                     f"{path[:300]} is not a regular file (a FIFO, device or "
+                                     "folder; MuJoCo would block or fail reading it)", source=name)
+                if element == b"include" and os.path.realpath(path) not in seen:
+                    _refuse_special_files(path, read_source(path), main, seen)
 
 
 def _include_hint(message, text):
@@ -153,7 +188,7 @@ def load_mjcf(path, *, inertia="physical", merge_fixed=True):
     stem = os.path.splitext(os.path.basename(name))[0]
     gravity = (0.0, 0.0, 0.0) if m.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_GRAVITY) \
         else tuple(float(g) for g in m.opt.gravity)
-    model = Model(names.raw("model", 0) or stem, gravity=gravity, source=name)
+    model = Model(_model_name(m) or stem, gravity=gravity, source=name)
     model.inertia_checks = inertia
     body_names = [WORLD] + [names.unique("body", names.raw("body", b), f"body{b}")
                             for b in range(1, m.nbody)]
@@ -169,6 +204,13 @@ def load_mjcf(path, *, inertia="physical", merge_fixed=True):
     if not merge_fixed:
         return model
     return model.merged_fixed().validate()
+
+
+def _model_name(m):
+    """<mujoco model="...">: the first of MuJoCo's names (mj_id2name has no model object in
+    MuJoCo 4), or "" where the file gives none (MuJoCo's default name)."""
+    raw = bytes(m.names[:m.nnames]).split(b"\0", 1)[0].decode("utf-8", "replace")
+    return "" if raw == MUJOCO_DEFAULT_NAME else raw
 
 
 def _add_body(model, m, names, body_names, b, source):
@@ -233,10 +275,11 @@ def _joint_kind(m, j):
 def _joint_spec(m, j, kind, err_name, source):
     """add_body's joint keywords of MuJoCo joint j: type, axis, damping, armature, stiffness."""
     dof, nv = int(m.jnt_dofadr[j]), {FREE: 6, BALL: 3, SLIDE: 1, HINGE: 1}[kind]
-    damping = [float(x) for x in m.dof_damping[dof:dof + nv]]
+    added_armature, added_damping = _actuator_loads(m, j)
+    damping = [float(x) + added_damping for x in m.dof_damping[dof:dof + nv]]
     if _disabled(m, "mjDSBL_DAMPER"):             # <flag damper="disable"/>: MuJoCo applies none
         damping = [0.0] * nv
-    armature = [float(x) for x in m.dof_armature[dof:dof + nv]]
+    armature = [float(x) + added_armature for x in m.dof_armature[dof:dof + nv]]
     spec = {}
     if kind == FREE:
         for what, vals in (("damping", damping), ("armature", armature)):
@@ -260,6 +303,27 @@ def _joint_spec(m, j, kind, err_name, source):
     if any(armature):
         spec["armature"] = armature
     return spec
+
+
+def _actuator_loads(m, j):
+    """The armature and damping MuJoCo's actuators add to joint j: an actuator with a joint
+    transmission (joint= or jointinparent=) adds gear[0]^2 armature to the mass matrix's diagonal
+    and gear[0]^2 damping to each of the joint's degrees of freedom (MuJoCo 4; with actuation
+    disabled too, as MuJoCo; checked against mj_fullM and qfrc_passive in tests/test_mjcf.py)."""
+    if not hasattr(m, "actuator_armature"):         # MuJoCo before 4: actuators add neither
+        return 0.0, 0.0
+    armature = damping = 0.0
+    for a in _joint_actuators(m):
+        if int(m.actuator_trnid[a][0]) == j:
+            g2 = float(m.actuator_gear[a][0]) ** 2
+            armature += g2 * float(m.actuator_armature[a])
+            damping += g2 * float(m.actuator_damping[a])
+    return armature, damping
+
+
+def _joint_actuators(m):
+    """The actuators whose transmission is a joint (mjTRN_JOINT, mjTRN_JOINTINPARENT)."""
+    return [a for a in range(m.nu) if int(m.actuator_trntype[a]) in (0, 1)]
 
 
 def _add_sites(model, m, names, body_names):
@@ -308,9 +372,31 @@ def _report(m):
     spring = [j for j in range(m.njnt) if m.jnt_type[j] in (0, 1) and m.jnt_stiffness[j]
               and not _disabled(m, "mjDSBL_SPRING")]
     count(len(spring), "ball/free joint stiffness")
+    _count_mujoco4_passive(m, count, on)
     if m.opt.density or m.opt.viscosity or np.any(m.opt.wind):
         parts.append("fluid forces (density, viscosity, wind)")
     return ", ".join(parts)
+
+
+def _count_mujoco4_passive(m, count, on):
+    """MuJoCo 4's passive forces beyond linear springs and dampers, which scleron does not model:
+    polynomial damping and stiffness, plastic springs (springyield), actuators' nonlinear damping
+    and the armature or damping of actuators that move tendons, sites or bodies."""
+    if not hasattr(m, "dof_dampingpoly"):
+        return
+    if on("mjDSBL_DAMPER"):
+        count(int(np.count_nonzero(np.any(m.dof_dampingpoly != 0, axis=1))),
+              "degrees of freedom's polynomial damping (only the linear term is read)")
+        count(int(np.count_nonzero(np.any(m.actuator_dampingpoly != 0, axis=1))),
+              "actuators' polynomial damping")
+    if on("mjDSBL_SPRING"):
+        count(int(np.count_nonzero(np.any(m.jnt_stiffnesspoly != 0, axis=1))),
+              "joints' polynomial stiffness (only the linear term is read)")
+        count(int(np.count_nonzero(m.jnt_springyield)), "joints' spring yield (plastic springs)")
+    joint_moved = set(_joint_actuators(m))
+    count(sum(1 for a in range(m.nu) if a not in joint_moved
+              and (m.actuator_armature[a] or m.actuator_damping[a])),
+          "actuators' armature or damping on a tendon, site or body transmission")
 
 
 # ---- MuJoCo's qpos / qvel layout -------------------------------------------------------------
