@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_0464112fd662"
-HASH = "0464112fd6621fb946ab0e9e8086b35228c71c3ff8c4a18e3003fde4af7e60dc"
+MODULE = "_branched_72dd1432f3c5"
+HASH = "72dd1432f3c5b1a27486bd79ee8895eba80d78d2d6d28dccd5ca79965cdab91a"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

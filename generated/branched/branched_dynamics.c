@@ -23,6 +23,13 @@
 #else
 #define SCLERON_IN_PART(k) ((k) % SCLERON_PARTS == SCLERON_PART_INDEX)
 #endif
+#if defined(__cplusplus) && !defined(restrict)     /* C99; compiled as C++ (a C++-only build) too */
+#if defined(_MSC_VER)
+#define restrict __restrict
+#else
+#define restrict __restrict__
+#endif
+#endif
 #if defined(__GNUC__)
 #define SCLERON_LOCAL __attribute__((visibility("hidden")))
 #define SCL_ONE_VECTOR _Pragma("GCC unroll 1")      /* a loop of 4 columns kept a loop (columns.c.j2) */

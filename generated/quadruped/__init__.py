@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_acc223bcb531"
-HASH = "acc223bcb53116d4ce07db6a6440bd63c2fd82739cbea61da537c4919dbabee7"
+MODULE = "_quadruped_3b655b3cf00f"
+HASH = "3b655b3cf00f5a803a69832d5168fb87fa312d72b32a63aedd50792d94e3f256"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_b908f6817859"
-HASH = "b908f68178590e0efcf0528206af0850e6c7de38aa109a8fe60c36280422d578"
+MODULE = "_rc100_7a0fc949c1b1"
+HASH = "7a0fc949c1b186f5c13d98a9fc0ce850020613f3c8cb012b5212b9665a97b612"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

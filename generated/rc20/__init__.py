@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_c1810e86d13d"
-HASH = "c1810e86d13d4f0568255929d29824ace8efbe5babb21a67f540cc728e15e087"
+MODULE = "_rc20_b3dcf010daa8"
+HASH = "b3dcf010daa89949382ffd2e069ec1021f5e7495cf3d2a84cc773742889f4221"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

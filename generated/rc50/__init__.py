@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_0f8b2fb51ed2"
-HASH = "0f8b2fb51ed2b95dd75fb0cbfbcbf3dfb6379dc7277ab6cde1acf9a0ac6046d6"
+MODULE = "_rc50_50574eeb4538"
+HASH = "50574eeb4538ebbd3eb4087d2fc6fcdfacf74426af658cb1cd734ad5512d7523"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
