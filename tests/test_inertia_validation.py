@@ -297,6 +297,10 @@ def test_the_commands_take_inertia_relaxed_and_mimic_and_warn_once(tmp_path, cap
     assert main(["show", str(path), "--tree", "--inertia", "relaxed"]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "triangle inequality" in err[0] and "accepted" in err[0], err
+    out = str(tmp_path / "flat_out")          # codegen validates again (build_sources): once too
+    assert main(["codegen", str(path), "--inertia", "relaxed", "-o", out, "--no-compile"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("triangle inequality") == 1, err
     gripper = os.path.join(os.path.dirname(__file__), "data", "urdf", "mimic_gripper.urdf")
     assert main(["show", gripper, "--tree", "--mimic", "couple"]) == 0
     coupled = capsys.readouterr().out

@@ -448,3 +448,74 @@ def test_gait2392_compiled_equals_simbody(generated):
         tau = dyn.inverse_dynamics(q, qd, qdd)
         assert relative(tau, oracle.inverse_dynamics(q, qd, qdd)) < TOL
         assert relative(dyn.forward_dynamics(q, qd, tau), qdd) < TOL
+
+
+# ---- what an outside tester found against OpenSim 4.6 ---------------------------------------------
+def test_unnamed_sets_and_ground_take_opensims_default_names(tmp_path):
+    """<BodySet>, <JointSet> and <Ground> without name= are named bodyset, jointset and ground
+    by OpenSim, and socket paths use those names (the file was refused: '/bodyset/b' is not a
+    ... frame); the model equals the named one and Simbody."""
+    named = without_constraints(osim_text()).replace("<locked>true</locked>", "").replace("<BodySet name=\"bodyset\">", "<Ground name=\"ground\"><components>"
+                                "<PhysicalOffsetFrame name=\"gc\"><socket_parent>..</socket_parent>"
+                                "<translation>0.1 0.2 0</translation></PhysicalOffsetFrame>"
+                                "</components></Ground><BodySet name=\"bodyset\">", 1)
+    named = named.replace("<socket_parent_frame>/ground</socket_parent_frame>",
+                          "<socket_parent_frame>/ground/gc</socket_parent_frame>")
+    unnamed = (named.replace(' name="bodyset"', "").replace(' name="jointset"', "")
+               .replace('<Ground name="ground">', "<Ground>"))
+    assert unnamed != named and 'name="bodyset"' not in unnamed
+    want = load(write(tmp_path, named))
+    path = write(tmp_path, unnamed)
+    got = load(path)
+    q, qd = [0.7], [0.3]
+    np.testing.assert_array_equal(recursions.mass_matrix(Tree(got), ALG, q),
+                                  recursions.mass_matrix(Tree(want), ALG, q))
+    np.testing.assert_array_equal(recursions.bias_forces(Tree(got), ALG, q, qd),
+                                  recursions.bias_forces(Tree(want), ALG, q, qd))
+    opensim()
+    worst = compare(path, k=2)
+    assert max(worst.values()) < TOL, worst
+
+
+def test_reversed_joints(tmp_path):
+    """A joint whose child already has a joint, from a body that has none, is one OpenSim 4
+    builds reversed: said so (it was called a closed loop); <reverse>, OpenSim 3's property,
+    is ignored by OpenSim 4 and here, with a word (it was refused, and <reverse>1 accepted)."""
+    second = """<PinJoint name="p2"><socket_parent_frame>/bodyset/c</socket_parent_frame>
+        <socket_child_frame>/bodyset/b</socket_child_frame>{}</PinJoint>"""
+    joint = osim_text().split("<JointSet name=\"jointset\"><objects>")[1].split("</objects>")[0]
+    body_c = "<Body name='c'><mass>1</mass><inertia>0.1 0.1 0.1 0 0 0</inertia></Body>"
+    text = osim_text(body=body_c, joint=joint + second.format(""))
+    with pytest.raises(ModelError, match=r"<PinJoint name='p2'>: body 'b' is already the child of "
+                                         r"joint 'pin' and its parent body 'c' is no joint's child: "
+                                         "OpenSim builds this joint reversed"):
+        scleron.load_model(write(tmp_path, text))
+    chain = second.replace("/bodyset/c", "/bodyset/B").replace("/bodyset/b", "/bodyset/c")
+    chain = chain.replace("/bodyset/B", "/bodyset/b")
+    for flag in ("true", "True", "1"):
+        text = osim_text(body=body_c, joint=joint + chain.format(f"<reverse>{flag}</reverse>"))
+        with pytest.warns(OsimWarning, match=r"<reverse> of joint p2 \(OpenSim 4 has no such "
+                                             "property and ignores it\\)"):
+            assert scleron.load_model(write(tmp_path, text)).nq == 2
+
+
+def test_a_coordinate_without_range_has_opensims(tmp_path):
+    """OpenSim 4.6's Coordinate range defaults to [-10, 10] (scleron said [-pi/2, pi/2] in its
+    coordinate descriptions)."""
+    model = load(write(tmp_path, osim_text()))
+    assert model.joints[0].params["ranges"] == ((-10.0, 10.0),)
+    osim = opensim()
+    c = osim.Coordinate()
+    assert (c.getRangeMin(), c.getRangeMax()) == (-10.0, 10.0)
+
+
+def test_a_declared_coordinate_no_axis_uses_is_said_not_read(tmp_path):
+    """OpenSim keeps a declared coordinate that no TransformAxis uses (it moves nothing); here
+    it is not read, and now a warning says so (it was dropped silently)."""
+    text = osim_text(joint=custom_joint("<LinearFunction name='function'><coefficients>1 0"
+                                        "</coefficients></LinearFunction>").replace(
+        "<SpatialTransform>", "<coordinates><Coordinate name='a'/><Coordinate name='zz'/>"
+        "</coordinates><SpatialTransform>"))
+    with pytest.warns(OsimWarning, match=r"<CustomJoint name='cj'> declares coordinate zz, which "
+                                         "no TransformAxis uses: not read"):
+        assert scleron.load_model(write(tmp_path, text)).nq == 1

@@ -4,6 +4,7 @@ A Model is constant data (Pinocchio's "model", as opposed to per-call "data"). J
 body i relative to its parent; parents come before children (regular numbering, lambda(i) < i).
 The body frame is the joint's successor frame: G_i(q) = X_tree,i * Q_i(q_i).
 """
+import contextlib
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -312,6 +313,20 @@ class Model:
             return MODEL_RELAX_HINT     # (the YAML loader's own check, first, gives none)
         return RELAX_HINT
 
+    @contextlib.contextmanager
+    def _each_warning_once(self):
+        """Passes on the warnings of the checks inside, each text once per model: a loaded model
+        is validated by its loader and again by build_sources (`codegen --inertia relaxed`
+        printed every accepted inertia twice)."""
+        said = self.__dict__.setdefault("_said", set())
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+        for w in caught:
+            if (w.category, str(w.message)) not in said:
+                said.add((w.category, str(w.message)))
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
     def _err(self, element, body=None, joint=None):
         return lambda problem: ModelError(problem, source=self.source, element=element, body=body,
                                           joint=joint)
@@ -604,9 +619,10 @@ class Model:
         if self.inertia_checks not in INERTIA_CHECKS:
             raise ModelError(f"inertia checks must be one of {INERTIA_CHECKS}, got "
                              f"{self.inertia_checks!r}", source=self.source)
-        for b in self.bodies:
-            check_inertia(b.inertia, self._err(f"body '{b.name}'", body=b.name),
-                          relaxed=self.inertia_checks == "relaxed", hint=self._relax_hint())
+        with self._each_warning_once():
+            for b in self.bodies:
+                check_inertia(b.inertia, self._err(f"body '{b.name}'", body=b.name),
+                              relaxed=self.inertia_checks == "relaxed", hint=self._relax_hint())
         self._validate_mimic()
         coupled = {j.mimic[0] for j in self.joints if j.mimic is not None}
         for i, names in massless_subtrees(self):

@@ -22,7 +22,7 @@ name at its OpenSim placement.
 Not read, and said so in one OsimWarning: forces (muscles, springs, actuators...), markers,
 contact geometry, controllers, probes; constraints (a CoordinateCouplerConstraint is named with
 the coordinates it would couple: here they stay independent); locked, clamped and prescribed
-coordinates (they stay free). Refused with a ModelError naming the element: OpenSim 3 files,
+coordinates (they stay free); a joint's <reverse> (ignored by OpenSim 4 too). Refused with a ModelError naming the element: OpenSim 3 files,
 other joint types, other functions (GCVSpline, PiecewiseLinearFunction...), reversed joints,
 bodies without a joint or with two, frames that lead nowhere.
 
@@ -65,6 +65,13 @@ JOINTS = {
     "CustomJoint": (None, None, None),
 }
 FRAME_TAGS = ("PhysicalOffsetFrame",)
+# the names OpenSim gives these components where the file gives none (their socket paths use them)
+DEFAULT_NAMES = {"Ground": "ground", "BodySet": "bodyset", "JointSet": "jointset",
+                 "ForceSet": "forceset", "MarkerSet": "markerset", "ConstraintSet": "constraintset",
+                 "ContactGeometrySet": "contactgeometryset", "ControllerSet": "controllerset",
+                 "ProbeSet": "probeset"}
+# a Coordinate's <range> where the file gives none (OpenSim 4.6's Coordinate: [-10, 10])
+DEFAULT_RANGE = (-10.0, 10.0)
 AXES = ("rotation1", "rotation2", "rotation3", "translation1", "translation2", "translation3")
 # sets of the model whose contents are not read (reported by count and type)
 IGNORED_SETS = {"ForceSet": "forces", "MarkerSet": "markers",
@@ -230,10 +237,12 @@ def _build(doc, ctx, inertia):
 def _assign_paths(node, path):
     """OpenSim component paths: every named element below the model is a component named by
     its ancestors' names (/bodyset/femur_r, /jointset/knee_r/femur_r_offset); unnamed list
-    elements (<objects>, <frames>, <components>) add nothing."""
+    elements (<objects>, <frames>, <components>) add nothing; an unnamed Ground or set takes
+    OpenSim's default name (DEFAULT_NAMES: /bodyset/b resolves with <BodySet> unnamed)."""
     node.path = path or "/"
     for c in node.children:
-        _assign_paths(c, f"{path}/{c.name}" if c.name else path)
+        name = c.name or DEFAULT_NAMES.get(c.tag)
+        _assign_paths(c, f"{path}/{name}" if name else path)
 
 
 def _index(node, out):
@@ -354,7 +363,7 @@ def _coordinates(node, ctx):
         out[c.name] = {
             "default": ctx.numbers(c, "default_value", 1, (0.0,))[0],
             "speed": ctx.numbers(c, "default_speed_value", 1, (0.0,))[0],
-            "range": tuple(ctx.numbers(c, "range", 2, (-math.pi / 2, math.pi / 2))),
+            "range": tuple(ctx.numbers(c, "range", 2, DEFAULT_RANGE)),
             "locked": ctx.text(c, "locked").lower() == "true",
             "clamped": ctx.text(c, "clamped").lower() == "true",
             "prescribed": ctx.text(c, "prescribed").lower() == "true",
@@ -370,9 +379,6 @@ def _joints(el, ctx, frames, bodies):
             raise ctx.error(j, f"joint type {j.tag} is not read (known: {', '.join(JOINTS)})")
         if not j.name:
             raise ctx.error(j, "a joint needs a name")
-        if ctx.text(j, "reverse").lower() == "true":
-            raise ctx.error(j, "a reversed joint (<reverse>true) is not read: write it parent to "
-                            "child")
         ends = []
         for tag in ("socket_parent_frame", "socket_child_frame"):
             sock = j.child(tag)
@@ -386,6 +392,13 @@ def _joints(el, ctx, frames, bodies):
             if unknown:
                 raise ctx.error(j, f"its SpatialTransform uses coordinate '{unknown[0]}', which the "
                                 f"joint does not declare (its <coordinates>: {', '.join(declared)})")
+            unused = [n for n in declared if n not in names]
+            if unused:          # OpenSim keeps them: coordinates of a singular mass matrix
+                warnings.warn(f"{ctx.source}: line {j.line}: <CustomJoint name='{j.name}'> declares "
+                              f"coordinate{'s' if len(unused) > 1 else ''} {', '.join(unused)}, which "
+                              "no TransformAxis uses: not read (OpenSim keeps such a coordinate; it "
+                              "moves nothing, and the mass matrix is singular)", OsimWarning,
+                              stacklevel=4)
         else:
             names, params = _fixed_form(j, ctx, declared)
         coords = []
@@ -545,6 +558,19 @@ assert set(FUNCTION_TAGS.values()) == set(KINDS)
 
 
 # ---- the tree ------------------------------------------------------------------------------------
+def _reversal_hint(j, joints, bodies):
+    """Why a second joint onto one child body is refused: where the joint's parent body is no
+    joint's child, OpenSim 4 builds the joint reversed (the parent moved by it); otherwise the
+    joints close a loop."""
+    parent = j.parent[0]
+    if parent in bodies and not any(k.child[0] == parent for k in joints):
+        return (f" and its parent body '{bodies[parent][0]}' is no joint's child: OpenSim builds "
+                "this joint reversed, which is not read (write the joint from the body nearer the "
+                "ground to the other)")
+    return " (closed loops are not read)"
+
+
+
 def _tree_order(joints, bodies, ctx):
     """The joints parents first: the file's order where it already is, else each joint after
     the one moving its parent (stable)."""
@@ -556,7 +582,7 @@ def _tree_order(joints, bodies, ctx):
                             "the ground to the body")
         if base in child_of:
             raise ctx.error(j.node, f"body '{bodies[base][0]}' is already the child of joint "
-                            f"'{child_of[base].name}' (closed loops are not read)")
+                            f"'{child_of[base].name}'" + _reversal_hint(j, joints, bodies))
         child_of[base] = j
     for path, (name, *_rest, node) in bodies.items():
         if path not in child_of:
@@ -634,6 +660,10 @@ def _report(el, joints, ctx):
     if others:
         parts.append(f"{len(others)} other components ("
                      + ", ".join(sorted({c.tag for c in others})) + ")")
+    reversed_ = [j.node.name for j in joints if ctx.text(j.node, "reverse").lower() in ("true", "1")]
+    if reversed_:           # OpenSim 3's property; OpenSim 4 reads the joint as written too
+        parts.append(f"<reverse> of joint{'s' if len(reversed_) > 1 else ''} {', '.join(reversed_)} "
+                     "(OpenSim 4 has no such property and ignores it)")
     text = ("not read: " + "; ".join(parts)) if parts else ""
     loose = []
     for key, what in (("locked", "locked"), ("prescribed", "prescribed"),
