@@ -5,6 +5,7 @@ All on a 2-body model written here (a compile takes about a second).
 """
 import ast
 import glob
+import importlib.util
 import io
 import json
 import os
@@ -128,6 +129,34 @@ print(loads)
     dyn = scleron.load_generated(str(out))
     assert dyn.HASH == meta["hash"]
     assert np.allclose(dyn.mass_matrix(Q), reference_M(path), rtol=1e-12, atol=1e-14)
+
+
+def test_a_folder_replaced_during_its_import_or_generation_is_said_so(tmp_path):
+    """An outside tester: a plain `import` that read the old __init__.py while a concurrent
+    codegen swapped the folder compiled the new code for nothing and died of an IndexError; a
+    generate() whose folder another generation replaced returned the other model; and the
+    model-file record could name the wrong model. Replayed deterministically here."""
+    from scleron.backends.c.build import load_package
+    from scleron.backends.folders import MODEL_FILE_RECORD, record_model_file
+    out = tmp_path / "gen" / "tiny"
+    light, heavy = tiny(tmp_path), tiny(tmp_path, mass=5.0, fname="heavy.yaml")
+    scleron.generate(light, str(out), functions=FEW)
+    old_init = (out / "__init__.py").read_text()
+    key = json.loads((out / "scleron.json").read_text())["hash"]
+    scleron.generate(heavy, str(out), functions=FEW)          # another generation in its place
+    (out / "stale_init.py").write_text(old_init)              # the __init__.py Python had read
+    spec = importlib.util.spec_from_file_location("stale_tiny", out / "stale_init.py",
+                                                  submodule_search_locations=[str(out)])
+    with pytest.raises(ImportError, match="was replaced by a new generation .* import it again"):
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    assert not [n for n in os.listdir(out) if n.startswith((".build-", "_build"))]
+    (out / "stale_init.py").unlink()
+    with pytest.raises(scleron.BuildError, match="replaced by another generation while this one ran"):
+        load_package(str(out), expect=key)
+    record = json.loads((out / MODEL_FILE_RECORD).read_text())
+    record_model_file(str(out), light, key)                   # the light model's record: not here
+    assert json.loads((out / MODEL_FILE_RECORD).read_text()) == record
+    assert record["path"].endswith("heavy.yaml")
 
 
 def test_kill_9_during_compile_keeps_the_previous_result(tmp_path):

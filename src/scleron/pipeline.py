@@ -344,9 +344,10 @@ def _cuda_files(gen, tree, cuda):
     return files
 
 
-def _load(folder):
-    """The generated module of a folder, with .cuda when the folder has CUDA code."""
-    module = get_backend("c").load(folder)
+def _load(folder, expect=None):
+    """The generated module of a folder, with .cuda when the folder has CUDA code; expect: the
+    hash of the generation this run installed or found (load_package)."""
+    module = get_backend("c").load(folder, expect)
     return get_backend("cuda").attach(module, folder)
 
 
@@ -410,8 +411,8 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     if hit:
         report.cache_hit = True
         clean_stale(out_dir)             # what killed runs left next to the folder
-        record_model_file(out_dir, model.source)     # (the file may differ in its comments)
-        return _load(out_dir) if compile else None
+        record_model_file(out_dir, model.source, key)    # (the file may differ in its comments)
+        return _load(out_dir, key) if compile else None
     files, report, key = build_sources(model, name, chunk, cflags, report, method, mass_matrix,
                                        functions=functions, frames=frames, progress=progress,
                                        cuda=cuda)
@@ -419,6 +420,7 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     try:
         progress(f"write: {sum(len(t) for t in files.values()) / 1e6:.1f} MB of sources into {tmp}")
         write_sources(files, tmp)
+        record_model_file(tmp, model.source, key, relative_to=out_dir)
         if compile:
             t0 = time.perf_counter()
             compile_folder(tmp, name, progress=progress)
@@ -430,8 +432,7 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
         install_folder(tmp, out_dir)
     finally:
         discard_temp_folder(tmp)
-    record_model_file(out_dir, model.source)
-    return _load(out_dir) if compile else None
+    return _load(out_dir, key) if compile else None
 
 
 def generate_covering(model, out_dir, name, functions, **options):

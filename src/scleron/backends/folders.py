@@ -118,24 +118,33 @@ def is_output_folder(path):
 MODEL_FILE_RECORD = "model_file.json"
 
 
-def record_model_file(folder, model_file):
+def record_model_file(folder, model_file, key, relative_to=None):
     """Writes (or, for a model not read from a file, removes) the folder's MODEL_FILE_RECORD:
-    the model file's path relative to the folder and the SHA-256 of its bytes."""
+    the model file's path relative to the folder (relative_to: the folder a build folder
+    becomes) and the SHA-256 of its bytes; only while the folder holds the generation `key`
+    (under the parent's lock: a concurrent codegen of another model may replace it)."""
     record = os.path.join(folder, MODEL_FILE_RECORD)
     try:
-        if model_file is None or not os.path.isfile(model_file):
-            if os.path.exists(record):
-                os.remove(record)
-            return
-        with open(model_file, "rb") as fh:
-            digest = hashlib.sha256(fh.read()).hexdigest()
-        text = json.dumps({"path": os.path.relpath(os.path.abspath(model_file), os.path.abspath(folder)),
-                           "sha256": digest}, indent=1) + "\n"
-        tmp = f"{record}.{os.getpid()}.tmp"
-        with open(tmp, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, record)
-    except (OSError, ValueError):
+        text = None
+        if model_file is not None and os.path.isfile(model_file):
+            with open(model_file, "rb") as fh:
+                digest = hashlib.sha256(fh.read()).hexdigest()
+            where = os.path.abspath(relative_to or folder)
+            text = json.dumps({"path": os.path.relpath(os.path.abspath(model_file), where),
+                               "sha256": digest}, indent=1) + "\n"
+        with _dir_lock(os.path.dirname(os.path.abspath(folder))):
+            with open(os.path.join(folder, "scleron.json")) as fh:
+                if json.load(fh).get("hash") != key:
+                    return          # another generation is there now: its record is its own
+            if text is None:
+                if os.path.exists(record):
+                    os.remove(record)
+                return
+            tmp = f"{record}.{os.getpid()}.tmp"
+            with open(tmp, "w") as fh:
+                fh.write(text)
+            os.replace(tmp, record)
+    except (OSError, ValueError, AttributeError):
         pass                # (a read-only folder: the package then only cannot warn)
 
 

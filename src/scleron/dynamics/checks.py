@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..program.algebra import FloatAlgebra
+from .body_frames import INERTIA_FLOOR
 from .configuration import normalized
 from .recursions import bias_forces, expand, mass_matrix
 
@@ -24,7 +25,7 @@ from .recursions import bias_forces, expand, mass_matrix
 # (rounding leaves ~1e-16 of it; real robots' smallest pivots are above ~1e-10 of it)
 PIVOT_RTOL = 1e-12
 # the tree keeps entries of the spatial inertias below this as exact zeros (dynamics.body_frames.snapped_inertia)
-ROUNDED_TO_ZERO = 1e-15
+ROUNDED_TO_ZERO = INERTIA_FLOOR
 SAMPLES = 2                     # random configurations besides q = 0
 SEED = 20240531
 # a joint's S whose smallest singular value is below this fraction of its largest has dependent

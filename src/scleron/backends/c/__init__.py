@@ -42,5 +42,5 @@ class CBackend(Backend):
     def compile(self, folder, name):
         return compile_folder(folder, name)
 
-    def load(self, folder):
-        return load_package(folder)
+    def load(self, folder, expect=None):
+        return load_package(folder, expect)

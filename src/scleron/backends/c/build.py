@@ -244,11 +244,13 @@ def _compiled(folder, meta):
             + glob.glob(os.path.join(glob.escape(folder), module + ".*.pyd")))
 
 
-def load_package(folder):
+def load_package(folder, expect=None):
     """Imports a generated folder as a package (a fresh module object each time).
 
     Compiles it first when its compiled module is missing (a folder written with
-    --no-compile), with the same clear errors as a generation."""
+    --no-compile), with the same clear errors as a generation. expect: the generation's hash
+    the caller has just installed; a BuildError if the folder holds another (a concurrent
+    codegen of another model or options replaced it meanwhile)."""
     folder = os.path.abspath(folder)
     parent = os.path.dirname(folder)
     with _dir_lock(parent):
@@ -263,6 +265,10 @@ def load_package(folder):
         except (OSError, ValueError, KeyError, TypeError):
             meta = None
         edited = edited_sources(folder, meta) if meta is not None else []
+        if expect is not None and (meta or {}).get("hash") != expect:
+            raise BuildError(f"{folder} was replaced by another generation while this one ran "
+                             "(two generations into one folder at once; the last one stays): "
+                             "run again, or give each model its own folder")
         if edited and not _compiled(folder, meta):
             raise BuildError(f"{folder}: {', '.join(edited)} differ from what scleron generated "
                              "(edited by hand?) and there is no compiled module for them: "
