@@ -142,7 +142,8 @@ def _options(name, chunk, cflags, method, mass, functions=None, frames=None, cud
     if cuda:                                        # (absent otherwise: C-only keys unchanged)
         opts["cuda"] = cuda_options(cuda)
     if functions is not None:                       # else the defaults, a function of the model
-        opts["functions"] = selected_functions(functions)
+        plus, named = _plus(functions)              # (+: the model's defaults and these)
+        opts["functions"] = ["+"] * plus + selected_functions(named)
     if frames is not None:
         opts["frames"] = [frames] if isinstance(frames, str) else list(frames)   # one name, or several
     if method != 1:
@@ -155,19 +156,30 @@ def _options(name, chunk, cflags, method, mass, functions=None, frames=None, cud
 def selected_functions(functions=None, tree=None):
     """The names of the functions to generate, in FUNCTIONS then FRAME_FUNCTIONS order: those
     named (names or aliases; naming a function with variants, e.g. frame_jacobians, takes them
-    all, and so does a one-frame function: frame_velocity_local names frame_velocity), or by default every function whose spec's by_default(tree) allows it (the frame
-    Jacobians: their code grows with the frames' columns)."""
+    all, and so does a one-frame function: frame_velocity_local names frame_velocity), or by
+    default every function whose spec's by_default(tree) allows it (the frame Jacobians: their
+    code grows with the frames' columns). A first name written "+name" adds the names to the
+    defaults (`--functions +fdd,idd`)."""
     every = {**FUNCTIONS, **FRAME_FUNCTIONS}
     if functions is None:
         return [f for f, s in every.items()
                 if s.by_default is None or tree is None or s.by_default(tree)]
-    if isinstance(functions, str):
-        functions = [functions]
+    plus, functions = _plus(functions)
     wanted = {frame_family(f) or function_spec(f).name for f in functions}
+    if plus:                            # "+fdd,idd": the defaults for this tree, and these
+        wanted |= set(selected_functions(None, tree))
     wanted |= {s.name for s in FUNCTIONS.values() if s.variant and s.variant[0] in wanted}
     if not wanted:
         raise ValueError("functions: name at least one function")
     return [f for f in every if f in wanted]
+
+
+def _plus(functions):
+    """(additive, names) of a functions= list: a first name written "+name" (`--functions
+    +fdd,idd`) adds the names to the tree's defaults; the "+" is dropped from every name."""
+    names = [functions] if isinstance(functions, str) else list(functions)
+    additive = bool(names) and isinstance(names[0], str) and names[0].startswith("+")
+    return additive, [f[1:] if isinstance(f, str) and f.startswith("+") else f for f in names]
 
 
 def function_specs(names, tree):
