@@ -227,3 +227,32 @@ def test_show_tree_says_what_a_mimic_joint_follows():
     assert "[j2_finger_b: prismatic, mimics j1_finger_a: q = -1.5 q_j1_finger_a + 0.01]" in text
     assert "[j4_spin: revolute, mimics j1_finger_a: q = 20 q_j1_finger_a - 0.3]" in text
     assert "[j0_base: revolute, 1 DOF]" in text
+
+
+def test_draw_kinematics_and_show_body_of_a_coupled_model(tmp_path, capsys):
+    """An outside tester: `scleron draw --mimic couple` failed on every coupled model (its
+    kinematics read a coordinate per joint) and `show --function fd --body <a mimic joint's
+    body>` was an internal IndexError (it looked among the reduced tree's bodies)."""
+    from scleron.cli import main
+    from scleron.kinematics import Kinematics
+    coupled = scleron.load_model(GRIPPER, mimic="couple")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MimicWarning)
+        independent = scleron.load_model(GRIPPER)
+    q = np.random.default_rng(3).uniform(-1, 1, coupled.nq)
+    full = []
+    for j in independent.joints:       # each joint's coordinate, a mimic's from its target
+        mimic = next(c.mimic for c in coupled.joints if c.name == j.name)
+        if mimic is None:
+            k = [c.name for c in coupled.joints if c.mimic is None].index(j.name)
+            full.append(q[k])
+        else:
+            k = [c.name for c in coupled.joints if c.mimic is None].index(mimic[0])
+            full.append(mimic[1] * q[k] + mimic[2])
+    np.testing.assert_allclose(Kinematics(coupled).poses(q), Kinematics(independent).poses(full),
+                               rtol=0, atol=1e-15)
+    assert main(["draw", GRIPPER, "--mimic", "couple", "-o", str(tmp_path / "g.png")]) == 0
+    mimic_body = next(b.name for b, j in zip(coupled.bodies, coupled.joints) if j.mimic is not None)
+    capsys.readouterr()
+    assert main(["show", GRIPPER, "--mimic", "couple", "--function", "fd", "--body", mimic_body]) == 0
+    assert f"showing body {mimic_body}" in capsys.readouterr().out

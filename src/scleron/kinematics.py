@@ -119,9 +119,13 @@ class Kinematics:
         self.parents = [model.parent_index(i) for i in range(len(model.bodies))]
         self.placements = [homogeneous(j.origin.rotation, j.origin.translation) for j in model.joints]
         self.slices, k = [], 0
-        for j in model.joints:
-            self.slices.append(slice(k, k + j.nq))
-            k += j.nq
+        for j in model.joints:              # a mimic joint has no coordinates in q of its own
+            self.slices.append(slice(k, k + j.nq) if j.mimic is None else None)
+            k += j.nq if j.mimic is None else 0
+        index = {j.name: i for i, j in enumerate(model.joints)}
+        # mimic joint i: q_i = a q_target + b (docs/mimic.md; the target mimics no other)
+        self.mimics = {i: (index[j.mimic[0]], j.mimic[1], j.mimic[2])
+                       for i, j in enumerate(model.joints) if j.mimic is not None}
         self.transforms = [joint_transform(j.type, j.params) for j in model.joints]
 
     def frames(self, Q):
@@ -137,7 +141,11 @@ class Kinematics:
         for i, (p, X, sl, f) in enumerate(zip(self.parents, self.placements, self.slices,
                                               self.transforms)):
             joint[:, i] = X if p < 0 else body[:, p] @ X
-            R, t = f(Q[:, sl])
+            if sl is None:
+                target, a, b = self.mimics[i]
+                R, t = f(a * Q[:, self.slices[target]] + b)
+            else:
+                R, t = f(Q[:, sl])
             body[:, i] = joint[:, i] @ homogeneous(R, t)
         return (joint[0], body[0]) if single else (joint, body)
 

@@ -548,6 +548,7 @@ def _codegen_form(tree, spec):
 
 
 def _find_body(tree, body):
+    tree = tree.full        # a mimic-coupled tree's programs run over every body of the full one
     for b in tree.bodies:
         if b.name == body:
             return b
