@@ -5,6 +5,7 @@ Tests that compile need nvcc (skipped without it); tests that run kernels need a
 and CuPy (skipped without them). Compiling is kept to a few functions of RC20 and a quaternion
 chain in the default suite (about 15 s of nvcc); every function of RC20 is a slow test."""
 import ctypes
+import glob
 import os
 import re
 import sys
@@ -299,3 +300,20 @@ def test_cuda_out_stream_and_torch(rc20, rng):
     t = [torch.as_tensor(a, device="cuda") for a in (q, qd, tau)]
     got = rc20.cuda.forward_dynamics(*t)
     assert isinstance(got, torch.Tensor) and rel_err(got.cpu().numpy(), want) <= 1e-12
+
+
+@needs_nvcc
+def test_a_cached_folder_written_without_compiling_gets_its_cuda_library(tmp_path):
+    """An outside tester: `codegen --cuda` after `codegen --cuda --no-compile` said "up to date"
+    and built only the C module; the CUDA library (and nvcc's errors) waited for the first GPU
+    call. The cache hit builds it now."""
+    path = tmp_path / "qball.yaml"
+    path.write_text(QBALL)
+    out = str(tmp_path / "qball")
+    options = dict(functions=["forward_dynamics"], cuda=ARCH)
+    scleron.generate(str(path), out, compile=False, **options)
+    assert not glob.glob(os.path.join(out, "*.so"))
+    report = scleron.pipeline.Report("qball", 3)
+    dyn = scleron.generate(str(path), out, report=report, **options)
+    assert report.cache_hit and "compile CUDA" in report.times
+    assert os.path.isfile(os.path.join(out, dyn.cuda.LIBRARY))

@@ -424,7 +424,12 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
         report.cache_hit = True
         clean_stale(out_dir)             # what killed runs left next to the folder
         record_model_file(out_dir, model.source, key)    # (the file may differ in its comments)
-        return _load(out_dir, key) if compile else None
+        if not compile:
+            return None
+        module = _load(out_dir, key)     # (compiles the C code of a --no-compile folder)
+        if cuda:
+            _compile_cuda_if_missing(module, out_dir, name, progress, report)
+        return module
     files, report, key = build_sources(model, name, chunk, cflags, report, method, mass_matrix,
                                        functions=functions, frames=frames, progress=progress,
                                        cuda=cuda)
@@ -445,6 +450,15 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     finally:
         discard_temp_folder(tmp)
     return _load(out_dir, key) if compile else None
+
+
+def _compile_cuda_if_missing(module, folder, name, progress, report):
+    """A cached folder written by --cuda --no-compile gets its CUDA library now, as its C code
+    got its module on load: nvcc's errors come from this codegen, not from the first GPU call."""
+    if not os.path.isfile(os.path.join(folder, module.cuda.LIBRARY)):
+        t0 = time.perf_counter()
+        compile_cuda(folder, name, progress=progress)
+        report.times["compile CUDA"] = time.perf_counter() - t0
 
 
 def generate_covering(model, out_dir, name, functions, **options):
