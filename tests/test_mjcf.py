@@ -11,6 +11,7 @@ walker, hopper, finger, fish, manipulator, quadruped, humanoid; humanoid_CMU and
 skipped where dm_control is absent.
 """
 import importlib.util
+import json
 import math
 import os
 import re
@@ -504,3 +505,24 @@ def test_the_model_name_is_the_files(tmp_path):
     assert load_quiet(write(tmp_path, ACTUATED)).name == "actuated robot"
     assert load_quiet(write(tmp_path, ACTUATED.replace(' model="actuated robot"', ""),
                             "stem.xml")).name == "stem"
+
+
+def test_an_edited_include_warns_on_import(tmp_path):
+    """An outside tester: the import-time warning of a changed model file hashed the main MJCF
+    file only; an edited <include>d file left stale code without a word."""
+    (tmp_path / "body.xml").write_text('<mujoco><worldbody><body name="b"><joint name="h" '
+                                       'axis="0 1 0"/><inertial pos="0.3 0 0" mass="1" '
+                                       'diaginertia="0.01 0.01 0.01"/></body></worldbody></mujoco>')
+    main = write(tmp_path, '<mujoco model="inc"><include file="body.xml"/></mujoco>', "main.xml")
+    out = str(tmp_path / "inc")
+    scleron.generate(load_quiet(main), out, functions=["forward_dynamics"])
+    record = json.loads((tmp_path / "inc" / "model_file.json").read_text())
+    assert [e["path"] for e in record["also"]] == [os.path.join("..", "body.xml")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scleron.load_generated(out)
+    with open(tmp_path / "body.xml", "a") as fh:
+        fh.write("<!-- a new mass soon -->\n")
+    with pytest.warns(UserWarning, match=r"generated from .*main.xml \(.*body.xml changed\), which "
+                                         "has changed since"):
+        scleron.load_generated(out)

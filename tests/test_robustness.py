@@ -159,6 +159,37 @@ def test_a_folder_replaced_during_its_import_or_generation_is_said_so(tmp_path):
     assert record["path"].endswith("heavy.yaml")
 
 
+def test_the_edit_warning_says_whether_the_module_holds_the_edits(tmp_path):
+    """An outside tester: after the README's `python build_NAME.py` by hand on an edited source,
+    load_generated warned that the edits were not in the module, which held them."""
+    out = tmp_path / "gen" / "tiny"
+    scleron.generate(tiny(tmp_path), str(out), functions=FEW)
+    c_file = out / "tiny_dynamics.c"
+    time.sleep(0.05)
+    c_file.write_text(c_file.read_text().replace("/* ", "/* edited: ", 1))
+    with pytest.warns(UserWarning, match="older than the edits and does not hold them"):
+        scleron.load_generated(str(out))
+    r = subprocess.run([sys.executable, "build_tiny.py"], cwd=out, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    with pytest.warns(UserWarning, match="compiled after the last edit .* and holds it"):
+        scleron.load_generated(str(out))
+
+
+def test_a_bad_build_jobs_variable_is_one_line(tmp_path):
+    """SCLERON_BUILD_JOBS=abc: codegen said `compiling tiny failed: ValueError: invalid literal
+    ...` from inside the build script (scleron itself ignored the value); now both name it."""
+    out = tmp_path / "gen" / "tiny"
+    env = dict(os.environ, SCLERON_BUILD_JOBS="abc")
+    line = one_line_error(cli("codegen", tiny(tmp_path), "-o", str(out), *FEW_CLI, env=env))
+    assert "SCLERON_BUILD_JOBS must be a positive whole number of compiles at once, got 'abc'" in line
+    assert not out.exists() and (not out.parent.exists() or debris(out) == [])
+    assert cli("codegen", tiny(tmp_path), "-o", str(out), *FEW_CLI, "--no-compile").returncode == 0
+    r = subprocess.run([sys.executable, "build_tiny.py"], cwd=out, capture_output=True, text=True,
+                       env=dict(os.environ, SCLERON_BUILD_JOBS="0"))
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "SCLERON_BUILD_JOBS must be a positive whole number of compiles at once, got '0'" in r.stderr
+
+
 def test_kill_9_during_compile_keeps_the_previous_result(tmp_path):
     path = tiny(tmp_path, mass=2.0)
     out = str(tmp_path / "tiny")

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_50574eeb4538"
-HASH = "50574eeb4538ebbd3eb4087d2fc6fcdfacf74426af658cb1cd734ad5512d7523"
+MODULE = "_rc50_153623eb700a"
+HASH = "153623eb700a44394e60d7055f84f6e0991490bdc72672455cac2414f6c06ca7"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -198,8 +198,21 @@ def _edited():
     return out
 
 
+def _replaced():
+    """Whether this folder now holds another generation than the one whose __init__.py Python
+    read (a concurrent `scleron codegen` replaced the folder during the import)."""
+    try:
+        with open(os.path.join(HERE, "__init__.py"), encoding="utf-8") as fh:
+            return f'\nHASH = "{HASH}"\n' not in fh.read()
+    except OSError:
+        return True
+
+
 def _load():
     if not _compiled_paths():
+        if _replaced():
+            raise ImportError(f"{HERE} was replaced by a new generation (a concurrent `scleron "
+                              "codegen`) while Python imported it: import it again")
         edited = _edited()
         if edited:
             raise ImportError(f"{HERE}: {', '.join(edited)} differ from what scleron generated "
@@ -207,7 +220,11 @@ def _load():
                               "`scleron codegen --force`, or remove \"sources\" from scleron.json "
                               "to compile the edited files on purpose")
         _build()
-    path = _compiled_paths()[0]
+    paths = _compiled_paths()
+    if not paths:
+        raise ImportError(f"{HERE}: no compiled module {MODULE} after its compile"
+                          + (" (the folder was replaced meanwhile: import it again)" if _replaced() else ""))
+    path = paths[0]
     spec = importlib.util.spec_from_file_location(MODULE, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -215,23 +232,29 @@ def _load():
 
 
 def _warn_if_the_model_file_changed():
-    """A warning when the model file this code was generated from (model_file.json: its path
-    from this folder and its SHA-256) has changed since: the code may be stale. Silent where
-    the record or the file is missing (a folder copied elsewhere)."""
+    """A warning when the model file this code was generated from, or a file it included
+    (model_file.json: their paths from this folder and SHA-256s), has changed since: the code
+    may be stale. Silent where the record or the files are missing (a folder copied elsewhere)."""
     import hashlib
     import json
     import warnings
     try:
         with open(os.path.join(HERE, "model_file.json")) as fh:
             record = json.load(fh)
-        path = os.path.normpath(os.path.join(HERE, record["path"]))
-        with open(path, "rb") as fh:
-            changed = hashlib.sha256(fh.read()).hexdigest() != record["sha256"]
-    except (OSError, ValueError, KeyError, TypeError):
+        changed = []
+        for entry in [record] + list(record.get("also", [])):
+            path = os.path.normpath(os.path.join(HERE, entry["path"]))
+            with open(path, "rb") as fh:
+                if hashlib.sha256(fh.read()).hexdigest() != entry["sha256"]:
+                    changed.append(path)
+        main = os.path.normpath(os.path.join(HERE, record["path"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return
     if changed:
-        warnings.warn(f"{HERE}: generated from {path}, which has changed since; `scleron codegen` "
-                      "of it again regenerates this folder (or says it is up to date)", stacklevel=2)
+        which = "" if changed == [main] else f" ({', '.join(changed)} changed)"
+        warnings.warn(f"{HERE}: generated from {main}{which}, which has changed since; `scleron "
+                      "codegen` of it again regenerates this folder (or says it is up to date)",
+                      stacklevel=2)
 
 
 ffi, lib = _load()

@@ -423,7 +423,8 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     if hit:
         report.cache_hit = True
         clean_stale(out_dir)             # what killed runs left next to the folder
-        record_model_file(out_dir, model.source, key)    # (the file may differ in its comments)
+        record_model_file(out_dir, model.source, key,    # (the file may differ in its comments)
+                          included=getattr(model, "included", ()))
         if not compile:
             return None
         module = _load(out_dir, key)     # (compiles the C code of a --no-compile folder)
@@ -437,7 +438,8 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     try:
         progress(f"write: {sum(len(t) for t in files.values()) / 1e6:.1f} MB of sources into {tmp}")
         write_sources(files, tmp)
-        record_model_file(tmp, model.source, key, relative_to=out_dir)
+        record_model_file(tmp, model.source, key, relative_to=out_dir,
+                          included=getattr(model, "included", ()))
         if compile:
             t0 = time.perf_counter()
             compile_folder(tmp, name, progress=progress)

@@ -118,20 +118,26 @@ def is_output_folder(path):
 MODEL_FILE_RECORD = "model_file.json"
 
 
-def record_model_file(folder, model_file, key, relative_to=None):
+def record_model_file(folder, model_file, key, relative_to=None, included=()):
     """Writes (or, for a model not read from a file, removes) the folder's MODEL_FILE_RECORD:
     the model file's path relative to the folder (relative_to: the folder a build folder
-    becomes) and the SHA-256 of its bytes; only while the folder holds the generation `key`
-    (under the parent's lock: a concurrent codegen of another model may replace it)."""
+    becomes) and the SHA-256 of its bytes, and the same of each file it included ("also": an
+    MJCF's <include>s); only while the folder holds the generation `key` (under the parent's
+    lock: a concurrent codegen of another model may replace it)."""
     record = os.path.join(folder, MODEL_FILE_RECORD)
+    where = os.path.abspath(relative_to or folder)
+
+    def entry(path):
+        with open(path, "rb") as fh:
+            digest = hashlib.sha256(fh.read()).hexdigest()
+        return {"path": os.path.relpath(os.path.abspath(path), where), "sha256": digest}
     try:
         text = None
         if model_file is not None and os.path.isfile(model_file):
-            with open(model_file, "rb") as fh:
-                digest = hashlib.sha256(fh.read()).hexdigest()
-            where = os.path.abspath(relative_to or folder)
-            text = json.dumps({"path": os.path.relpath(os.path.abspath(model_file), where),
-                               "sha256": digest}, indent=1) + "\n"
+            record_data = entry(model_file)
+            if included:
+                record_data["also"] = [entry(p) for p in included]
+            text = json.dumps(record_data, indent=1) + "\n"
         with _dir_lock(os.path.dirname(os.path.abspath(folder))):
             with open(os.path.join(folder, "scleron.json")) as fh:
                 if json.load(fh).get("hash") != key:

@@ -83,14 +83,15 @@ def translation(p):
 
 
 def compile_mjcf(path):
-    """MuJoCo's compiled model of an MJCF file, or a ModelError naming the file."""
+    """(mujoco, MuJoCo's compiled model, the files the file <include>s) of an MJCF file, or a
+    ModelError naming the file."""
     name = os.fsdecode(os.fspath(path))
     text = read_source(name)            # missing, unreadable or oversized: refused before MuJoCo
     prolog = re.sub(rb"<!--.*?-->", b"", text, flags=re.S).split(b"<mujoco", 1)[0]
     if b"<!DOCTYPE" in prolog or b"<!ENTITY" in prolog:   # (MuJoCo's parser would misreport them)
         raise ModelError("document type and entity declarations (<!DOCTYPE>, <!ENTITY>) are not "
                          "allowed in an MJCF file", source=name)
-    _refuse_special_files(name, text)
+    included = _refuse_special_files(name, text)
     try:
         import mujoco
     except ImportError:
@@ -108,7 +109,7 @@ def compile_mjcf(path):
     for text in said:
         warnings.warn(f"{name}: MuJoCo's compiler warns: {' '.join(text.split())}", MjcfWarning,
                       stacklevel=4)
-    return mujoco, m
+    return mujoco, m, included
 
 
 _FILE_ATTRIBUTE = re.compile(rb"""<(\w+)\s[^>]*?\bfile\s*=\s*["']([^"']*)["']""")
@@ -120,7 +121,8 @@ def _refuse_special_files(name, text, main=None, seen=None):
     a FIFO, a device or a directory among them (`file="/dev/stdin"`) would hang its compiler or
     fail obscurely. Each file= value is looked up where MuJoCo may look (beside the file that
     names it, beside the main file, under a meshdir/texturedir/assetdir) and refused where it
-    exists and is not a regular file; included files are searched in turn (each once)."""
+    exists and is not a regular file; included files are searched in turn (each once). Returns
+    the included files found (their real paths)."""
     main, seen = main or name, seen if seen is not None else set()
     seen.add(os.path.realpath(name))
     uncommented = re.sub(rb"<!--.*?-->", b"", text, flags=re.S)
@@ -139,6 +141,7 @@ def _refuse_special_files(name, text, main=None, seen=None):
                                      "folder; MuJoCo would block or fail reading it)", source=name)
                 if element == b"include" and os.path.realpath(path) not in seen:
                     _refuse_special_files(path, read_source(path), main, seen)
+    return sorted(seen - {os.path.realpath(name)})
 
 
 def _include_hint(message, text):
@@ -183,13 +186,14 @@ def load_mjcf(path, *, inertia="physical", merge_fixed=True):
     name = os.fsdecode(os.fspath(path))
     if inertia not in INERTIA_CHECKS:
         raise ModelError(f"inertia must be one of {INERTIA_CHECKS}, got {inertia!r}", source=name)
-    mujoco, m = compile_mjcf(name)
+    mujoco, m, included = compile_mjcf(name)
     names = _Names(mujoco, m)
     stem = os.path.splitext(os.path.basename(name))[0]
     gravity = (0.0, 0.0, 0.0) if m.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_GRAVITY) \
         else tuple(float(g) for g in m.opt.gravity)
     model = Model(_model_name(m) or stem, gravity=gravity, source=name)
     model.inertia_checks = inertia
+    model.included = included
     body_names = [WORLD] + [names.unique("body", names.raw("body", b), f"body{b}")
                             for b in range(1, m.nbody)]
     for b in range(1, m.nbody):

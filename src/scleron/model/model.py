@@ -303,6 +303,7 @@ class Model:
         self.q0 = None            # optional initial state
         self.qd0 = None
         self.inertia_checks = "physical"   # or "relaxed": docs/inertia-checks.md
+        self.included = []        # files the model file pulled in (an MJCF's <include>s)
 
     # ---- builder ---------------------------------------------------------------------------
     def _relax_hint(self):
@@ -576,6 +577,7 @@ class Model:
         out = Model(self.name, self.gravity, self.source)
         out.q0, out.qd0 = self.q0, self.qd0
         out.inertia_checks = self.inertia_checks
+        out.included = list(getattr(self, "included", []))
         # where each original body now lives: (new body name or WORLD, placement in it)
         home = {WORLD: (WORLD, Transform())}
         welded = []

@@ -157,10 +157,15 @@ def _kill_child(proc):
 
 
 def _parallel_jobs(env):
-    try:
-        return int(env.get("SCLERON_BUILD_JOBS", 0)) or os.cpu_count() or 1
-    except ValueError:
+    """$SCLERON_BUILD_JOBS (compiles at once; default one per core), checked before any build
+    as the build script checks it."""
+    text = env.get("SCLERON_BUILD_JOBS", "").strip()
+    if not text:
         return os.cpu_count() or 1
+    if not text.isdigit() or int(text) < 1:
+        raise BuildError(f"SCLERON_BUILD_JOBS must be a positive whole number of compiles at "
+                         f"once, got {text!r}")
+    return int(text)
 
 
 def _wait_for_child(proc, build_dir, name, progress):
@@ -197,6 +202,7 @@ def _compile(folder, name, progress):
         raise BuildError(f"{folder} has no build script build_{name}.py")
     cc, overrides = find_c_compiler()
     env = dict(os.environ, **overrides)
+    jobs = _parallel_jobs(env)
     try:
         build_dir = tempfile.mkdtemp(prefix="_build-", dir=folder)
     except OSError as e:
@@ -209,7 +215,7 @@ def _compile(folder, name, progress):
             log.write(f"# scleron: compiling {name} in {folder}\n")
             log.flush()
             progress(f"compile: {name}'s C code with {cc or 'the C compiler'}, in up to "
-                     f"{_parallel_jobs(env)} parts at once")
+                     f"{jobs} parts at once")
             returncode = _run_child(script, build_dir, folder, env, log, name, progress)
         with open(log_path, errors="replace") as fh:
             text = fh.read()
@@ -244,6 +250,20 @@ def _compiled(folder, meta):
             + glob.glob(os.path.join(glob.escape(folder), module + ".*.pyd")))
 
 
+def _edits_in_module(folder, meta, edited):
+    """Whether the compiled module loaded holds the edits, by modification times: compiled
+    after the last edit (`python build_NAME.py` by hand), or before it."""
+    def mtime(path):
+        try:
+            return os.path.getmtime(path)
+        except OSError:
+            return 0.0
+    built = max(mtime(p) for p in _compiled(folder, meta))
+    if built >= max(mtime(os.path.join(folder, f)) for f in edited):
+        return "the compiled module loaded was compiled after the last edit (by hand?) and holds it"
+    return "the compiled module loaded is older than the edits and does not hold them"
+
+
 def load_package(folder, expect=None):
     """Imports a generated folder as a package (a fresh module object each time).
 
@@ -276,8 +296,8 @@ def load_package(folder, expect=None):
                              "from scleron.json to compile the edited files on purpose")
         if edited:
             warnings.warn(f"{folder}: {', '.join(edited)} differ from what scleron generated; "
-                          "the module compiled from the generated sources is loaded, the edits "
-                          "are not in it (regenerate with `scleron codegen --force`)", stacklevel=2)
+                          + _edits_in_module(folder, meta, edited)
+                          + " (regenerate with `scleron codegen --force`)", stacklevel=2)
         if meta is not None and not _compiled(folder, meta):
             compile_folder(folder, name)
         modname = f"scleron_generated_{os.path.basename(folder)}_{uuid.uuid4().hex[:8]}"
