@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_2e299ad02863"
-HASH = "2e299ad02863b20081176e7eacf5a7fb9d8fed565f8250c278f2833ffa17d3db"
+MODULE = "_branched_cdc39919a7e7"
+HASH = "cdc39919a7e7914d95ec655f68e9f93d95cbf474ef06769785e1e632b05b46f8"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_284f6e9c1abb"
-HASH = "284f6e9c1abb52483facac6ee095d0575622440d177c221a3adb3dc62284377b"
+MODULE = "_quadruped_62d45fa29f60"
+HASH = "62d45fa29f60d465352417fab27c5525843e67cdb3523b4563d08862db504a58"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

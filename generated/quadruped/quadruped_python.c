@@ -411,10 +411,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_284f6e9c1abb_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_62d45fa29f60_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_284f6e9c1abb_py(void)
+PyMODINIT_FUNC PyInit__quadruped_62d45fa29f60_py(void)
 {
     import_array();
     return PyModule_Create(&module);

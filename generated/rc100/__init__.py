@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_c8363088ee45"
-HASH = "c8363088ee450ec685aa12eb1d6edbe9f5ce73c1ad59cac6982fa8eb4a2cf9fe"
+MODULE = "_rc100_991e58615224"
+HASH = "991e586152240f20c2d06ea5cdb615c73971629418de0c4c51ebafe5b640f690"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

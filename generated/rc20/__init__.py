@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_39a4f1c26e25"
-HASH = "39a4f1c26e25295434ba0f41ccb3eaaeeb8eac0554779c06bd2b9712f68fcb7b"
+MODULE = "_rc20_07758cfa2fb1"
+HASH = "07758cfa2fb192fde939f9b394045bdfc649c2eec117b186da5eca4957e7d321"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

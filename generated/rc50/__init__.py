@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_153623eb700a"
-HASH = "153623eb700a44394e60d7055f84f6e0991490bdc72672455cac2414f6c06ca7"
+MODULE = "_rc50_760fec81b92a"
+HASH = "760fec81b92ad7397b4b030fb890e7adaf27a5091da862086ef97e2a2cba3e20"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -267,11 +267,13 @@ def _say_left_out(args, generated):
     nothing where --functions chose."""
     if args.functions is not None:
         return
-    from .functions import FRAME_FUNCTIONS, named_only
+    from .functions import FRAME_FUNCTIONS, named_only, on_a_manifold
     have = set(generated)
     left = [f"{f} ({s.aliases[-1]})" if getattr(s, "aliases", None) else f
             for f, s in {**FUNCTIONS, **FRAME_FUNCTIONS}.items()
-            if s.by_default not in (None, named_only)
+            # (integrate's and difference's Jacobians, left out without a quaternion joint,
+            # are I and dt I there: not worth a word)
+            if s.by_default not in (None, named_only, on_a_manifold)
             and (getattr(s, "variant", None) is None or s.variant[0] == f)
             and f not in have and not any(g.startswith(f + "_") for g in have)]
     if left:

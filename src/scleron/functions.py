@@ -107,6 +107,13 @@ def few_frame_columns(tree):
     return uncoupled(tree) and frames.frame_columns(tree) <= FRAME_COLUMNS_BY_DEFAULT
 
 
+def on_a_manifold(tree):
+    """Trees with a quaternion joint (free_flyer, spherical_quat): elsewhere the Jacobians of
+    integrate and difference are I, dt I, -I, I, nv^2 constants not worth generating unasked."""
+    return uncoupled(tree) and any(configuration.configuration_space(b) != "vector"
+                                   for b in tree.bodies)
+
+
 def named_only(tree):
     """Generated only when named in functions= (--functions)."""
     return False
@@ -195,6 +202,21 @@ FUNCTIONS = {f.name: f for f in [
     FunctionSpec("difference", (_in("q0", "nq", "configuration"), _in("q1", "nq", "configuration")),
                  (_in("v", doc="velocity"),), configuration.difference,
                  "q1 (-) q0: the v with integrate(q0, v, 1) = q1", ("diff",)),
+    FunctionSpec("integrate_jacobians", (Q, _in("v", doc="velocity"), Argument("dt", (), "time step")),
+                 (Argument("dqnext_dq", ("nv", "nv"), "d(q (+) v dt)/dq (tangent spaces)"),
+                  Argument("dqnext_dv", ("nv", "nv"), "d(q (+) v dt)/dv")),
+                 configuration.integrate_jacobians,
+                 "the Jacobians of integrate in the tangent spaces, row-major nv x nv each "
+                 "(Pinocchio's dIntegrate ARG0, ARG1 at dt = 1; joint blocks: Ad exp(v dt)^-1 "
+                 "and dt J_r(v dt))", ("dint",), by_default=on_a_manifold),
+    FunctionSpec("difference_jacobians", (_in("q0", "nq", "configuration"),
+                                          _in("q1", "nq", "configuration")),
+                 (Argument("dv_dq0", ("nv", "nv"), "d(q1 (-) q0)/dq0 (tangent spaces)"),
+                  Argument("dv_dq1", ("nv", "nv"), "d(q1 (-) q0)/dq1")),
+                 configuration.difference_jacobians,
+                 "the Jacobians of difference in the tangent spaces, row-major nv x nv each "
+                 "(Pinocchio's dDifference ARG0, ARG1; joint blocks: -J_r(-v)^-1 and J_r(v)^-1)",
+                 ("ddiff",), by_default=on_a_manifold),
     *referenced("frame_jacobians", (Q,), Argument("J", ("nframes", 6, "nv"), "frame Jacobians"),
                 frames.frame_jacobians, "J_f with twist [w; v] = J_f qd, every frame", ("jacobians",),
                 few_frame_columns, ("unrolled", "frame_loop")),

@@ -13,11 +13,17 @@ After a product the quaternion gets Pinocchio's first-order normalisation q (3 -
 a free flyer's stays in the half of the sphere of the q it started from, as Pinocchio's does.
 The logarithm is taken of the relative quaternion u + w: theta = 2 atan(|u| / w), so that it
 needs no branch; it is undefined only at exactly half a turn (w = 0).
+
+Their Jacobians in the tangent spaces (Pinocchio's dIntegrate and dDifference), with J_r the
+right Jacobian of the exponential (Barfoot, "State Estimation for Robotics", 7.1.5 and 7.86;
+SE(3) ordered [linear; angular] as here):
+- integrate q (+) v: d/dq = Ad of exp(v)^-1 (SO(3): R(exp v)^T), d/dv = J_r(v);
+- difference v = q1 (-) q0: d/dq1 = J_r(v)^-1, d/dq0 = -J_r(-v)^-1.
 """
 import math
 
 from ..program.algebra import Helper
-from .special import ExpA, ExpB, ExpC
+from .special import ExpA, ExpB, ExpC, ExpDB, ExpDC
 
 
 def _series_helper(name, coeffs, below, closed, closed_c, doc):
@@ -150,3 +156,120 @@ def difference(kind, alg, q0, q1):
         D = alg.call(SE3_D, _dot(w, w))
         return [p[k] - 0.5 * wp[k] + D * wwp[k] for k in range(3)] + w
     raise ValueError(f"unknown configuration space {kind!r}")
+
+
+# ---- Jacobians of integrate and difference in the tangent spaces ---------------------------------
+# 3 x 3 matrices as lists of rows of scalars (any algebra)
+def _identity():
+    return [[1.0 if i == j else 0.0 for j in range(3)] for i in range(3)]
+
+
+def _skew(w):
+    """[w], the matrix of w x ."""
+    return [[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]]
+
+
+def _mul(A, B):
+    return [[sum(A[i][k] * B[k][j] for k in range(3)) for j in range(3)] for i in range(3)]
+
+
+def _combination(*terms):
+    """sum of c M over the (c, M) terms."""
+    return [[sum(c * M[i][j] for c, M in terms) for j in range(3)] for i in range(3)]
+
+
+def _transpose(A):
+    return [list(row) for row in zip(*A)]
+
+
+def _rotation_matrix(e):
+    """R of a unit quaternion e [x, y, z, w]: its columns are R e_k."""
+    return _transpose([quaternion_rotate(e, [1.0 if i == k else 0.0 for i in range(3)])
+                       for k in range(3)])
+
+
+def so3_right_jacobian(alg, w):
+    """J_r(w) = I - B [w] + C [w]^2 (Barfoot 7.77a, at -w; B, C of theta^2 = w.w)."""
+    x = _dot(w, w)
+    W = _skew(w)
+    return _combination((1.0, _identity()), (-alg.call(ExpB.helper, x), W),
+                        (alg.call(ExpC.helper, x), _mul(W, W)))
+
+
+def so3_right_jacobian_inverse(alg, w):
+    """J_r(w)^-1 = I + [w] / 2 + D [w]^2, D = (1 - theta sin theta / (2 (1 - cos theta))) /
+    theta^2 (Barfoot 7.77b, at -w)."""
+    W = _skew(w)
+    return _combination((1.0, _identity()), (0.5, W), (alg.call(SE3_D, _dot(w, w)), _mul(W, W)))
+
+
+def se3_left_q(alg, rho, phi):
+    """Barfoot's Q(rho, phi) (7.86b), the coupling block of SE(3)'s left Jacobian
+    [[J_l, Q], [0, J_l]] (linear first), with its three coefficients of theta^2 = phi.phi as
+    the guarded helpers: (theta - sin)/theta^3 = C, (theta^2 + 2 cos - 2)/(2 theta^4) = DB + C/2,
+    (2 theta - 3 sin + theta cos)/(2 theta^5) = -DC."""
+    x = _dot(phi, phi)
+    P, R = _skew(phi), _skew(rho)
+    PR, RP, PP = _mul(P, R), _mul(R, P), _mul(P, P)
+    PRP = _mul(PR, P)
+    c1, db, dc = (alg.call(h.helper, x) for h in (ExpC, ExpDB, ExpDC))
+    c2 = db + 0.5 * c1
+    return _combination((0.5, R), (c1, PR), (c1, RP), (c1, PRP),
+                        (c2, _mul(PP, R)), (c2, _mul(R, PP)), (-3.0 * c2, PRP),
+                        (-dc, _mul(PRP, P)), (-dc, _mul(PP, RP)))
+
+
+def _blocks(A, B, C, D):
+    """[[A, B], [C, D]] of 3 x 3 blocks as 6 x 6."""
+    return [ra + rb for ra, rb in zip(A, B)] + [rc + rd for rc, rd in zip(C, D)]
+
+
+def se3_right_jacobian(alg, xi):
+    """J_r(xi) = J_l(-xi) = [[J_r(phi), Q(-rho, -phi)], [0, J_r(phi)]], xi = [rho; phi]."""
+    rho, phi = xi[:3], xi[3:]
+    J = so3_right_jacobian(alg, phi)
+    Q = se3_left_q(alg, [-x for x in rho], [-x for x in phi])
+    return _blocks(J, Q, [[0.0] * 3] * 3, J)
+
+
+def se3_right_jacobian_inverse(alg, xi):
+    """J_r(xi)^-1 = [[J^-1, -J^-1 Q J^-1], [0, J^-1]] of the block triangular J_r."""
+    rho, phi = xi[:3], xi[3:]
+    Ji = so3_right_jacobian_inverse(alg, phi)
+    Q = se3_left_q(alg, [-x for x in rho], [-x for x in phi])
+    return _blocks(Ji, _combination((-1.0, _mul(_mul(Ji, Q), Ji))), [[0.0] * 3] * 3, Ji)
+
+
+def integrate_jacobians(kind, alg, q, v):
+    """(d/dq, d/dv) of integrate(kind, q, v) in the tangent spaces, dof x dof lists of rows."""
+    n = len(v)
+    if kind == "vector":
+        eye = [[1.0 if i == j else 0.0 for j in range(n)] for i in range(n)]
+        return eye, [row[:] for row in eye]
+    if kind == "quaternion":
+        Rt = _transpose(_rotation_matrix(quaternion_exp(alg, v)))
+        return Rt, so3_right_jacobian(alg, v)
+    if kind == "se3":
+        lin, w = v[:3], v[3:]
+        x = _dot(w, w)
+        wl = _cross(w, lin)
+        B, C = alg.call(ExpB.helper, x), alg.call(ExpC.helper, x)
+        p = [lin[k] + B * wl[k] + C * _cross(w, wl)[k] for k in range(3)]    # exp6's translation
+        Rt = _transpose(_rotation_matrix(quaternion_exp(alg, w)))
+        Ad_inverse = _blocks(Rt, _combination((-1.0, _mul(Rt, _skew(p)))), [[0.0] * 3] * 3, Rt)
+        return Ad_inverse, se3_right_jacobian(alg, v)
+    raise ValueError(f"unknown configuration space {kind!r}")
+
+
+def difference_jacobians(kind, alg, q0, q1):
+    """(d/dq0, d/dq1) of difference(kind, q0, q1) in the tangent spaces, dof x dof rows."""
+    if kind == "vector":
+        n = len(q0)
+        eye = [[1.0 if i == j else 0.0 for j in range(n)] for i in range(n)]
+        return [[-x for x in row] for row in eye], eye
+    v = difference(kind, alg, q0, q1)
+    inverse = so3_right_jacobian_inverse if kind == "quaternion" else se3_right_jacobian_inverse
+    if kind not in ("quaternion", "se3"):
+        raise ValueError(f"unknown configuration space {kind!r}")
+    back = inverse(alg, [-x for x in v])
+    return [[-x for x in row] for row in back], inverse(alg, v)
