@@ -533,6 +533,9 @@ def test_derivatives_are_generated_by_default_for_small_trees_and_when_named():
     plus = selected_functions(["+fdd", "idd"], rc20)
     assert set(plus) == set(selected_functions(None, rc20)) | {names[1], names[2]}
     assert set(selected_functions("+minv", rc20)) == set(selected_functions(None, rc20)) | {names[0]}
+    for bad in (["fdd", "+idd"], ["+"]):          # a '+' later on, or naming nothing
+        with pytest.raises(ValueError, match="functions: .*'\\+'"):
+            selected_functions(bad, rc20)
 
 
 def test_codegen_names_what_a_default_generation_left_out(tmp_path, capsys):

@@ -526,3 +526,16 @@ def test_an_edited_include_warns_on_import(tmp_path):
     with pytest.warns(UserWarning, match=r"generated from .*main.xml \(.*body.xml changed\), which "
                                          "has changed since"):
         scleron.load_generated(out)
+    (tmp_path / "body.xml").rename(tmp_path / "renamed.xml")     # gone: changed too
+    with pytest.warns(UserWarning, match=r"\(.*body.xml changed\)"):
+        scleron.load_generated(out)
+
+
+def test_an_empty_file_attribute_and_a_folder_are_left_to_mujoco(tmp_path):
+    """The scan for FIFOs took `file=""` (a builtin texture's) as the model's folder and refused
+    a valid file (the review); only FIFOs and devices are refused before MuJoCo."""
+    (tmp_path / "models").mkdir()
+    path = write(tmp_path, '<mujoco><asset><texture name="t" type="2d" builtin="checker" '
+                           'width="8" height="8" file=""/></asset><worldbody><body><joint/><geom '
+                           'size="0.1" pos=".1 0 0"/></body></worldbody></mujoco>', "models/m.xml")
+    assert load_quiet(path).nv == 1

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_cdc39919a7e7"
-HASH = "cdc39919a7e7914d95ec655f68e9f93d95cbf474ef06769785e1e632b05b46f8"
+MODULE = "_branched_374a908177fc"
+HASH = "374a908177fc535d36760467337ed223f5f4de1d11cc6ac7f17167fa0c189d7c"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -238,16 +238,20 @@ def _warn_if_the_model_file_changed():
     import hashlib
     import json
     import warnings
+    def differs(entry):         # an included file gone (renamed) counts as changed
+        path = os.path.normpath(os.path.join(HERE, entry["path"]))
+        try:
+            with open(path, "rb") as fh:
+                return path if hashlib.sha256(fh.read()).hexdigest() != entry["sha256"] else None
+        except OSError:
+            return path
     try:
         with open(os.path.join(HERE, "model_file.json")) as fh:
             record = json.load(fh)
-        changed = []
-        for entry in [record] + list(record.get("also", [])):
-            path = os.path.normpath(os.path.join(HERE, entry["path"]))
-            with open(path, "rb") as fh:
-                if hashlib.sha256(fh.read()).hexdigest() != entry["sha256"]:
-                    changed.append(path)
         main = os.path.normpath(os.path.join(HERE, record["path"]))
+        if not os.path.isfile(main):
+            return
+        changed = [p for p in map(differs, [record] + list(record.get("also", []))) if p]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return
     if changed:

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_62d45fa29f60"
-HASH = "62d45fa29f60d465352417fab27c5525843e67cdb3523b4563d08862db504a58"
+MODULE = "_quadruped_03d219f1443b"
+HASH = "03d219f1443b8c42bbd0e45b57e05796c346cc6ab62f3e7b936925ddcb5530c2"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -238,16 +238,20 @@ def _warn_if_the_model_file_changed():
     import hashlib
     import json
     import warnings
+    def differs(entry):         # an included file gone (renamed) counts as changed
+        path = os.path.normpath(os.path.join(HERE, entry["path"]))
+        try:
+            with open(path, "rb") as fh:
+                return path if hashlib.sha256(fh.read()).hexdigest() != entry["sha256"] else None
+        except OSError:
+            return path
     try:
         with open(os.path.join(HERE, "model_file.json")) as fh:
             record = json.load(fh)
-        changed = []
-        for entry in [record] + list(record.get("also", [])):
-            path = os.path.normpath(os.path.join(HERE, entry["path"]))
-            with open(path, "rb") as fh:
-                if hashlib.sha256(fh.read()).hexdigest() != entry["sha256"]:
-                    changed.append(path)
         main = os.path.normpath(os.path.join(HERE, record["path"]))
+        if not os.path.isfile(main):
+            return
+        changed = [p for p in map(differs, [record] + list(record.get("also", []))) if p]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return
     if changed:

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_991e58615224"
-HASH = "991e586152240f20c2d06ea5cdb615c73971629418de0c4c51ebafe5b640f690"
+MODULE = "_rc100_1102f18f68df"
+HASH = "1102f18f68df1da44c6ec875fe98e9b42a43c1947cc677b639810d4b62cec249"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -238,16 +238,20 @@ def _warn_if_the_model_file_changed():
     import hashlib
     import json
     import warnings
+    def differs(entry):         # an included file gone (renamed) counts as changed
+        path = os.path.normpath(os.path.join(HERE, entry["path"]))
+        try:
+            with open(path, "rb") as fh:
+                return path if hashlib.sha256(fh.read()).hexdigest() != entry["sha256"] else None
+        except OSError:
+            return path
     try:
         with open(os.path.join(HERE, "model_file.json")) as fh:
             record = json.load(fh)
-        changed = []
-        for entry in [record] + list(record.get("also", [])):
-            path = os.path.normpath(os.path.join(HERE, entry["path"]))
-            with open(path, "rb") as fh:
-                if hashlib.sha256(fh.read()).hexdigest() != entry["sha256"]:
-                    changed.append(path)
         main = os.path.normpath(os.path.join(HERE, record["path"]))
+        if not os.path.isfile(main):
+            return
+        changed = [p for p in map(differs, [record] + list(record.get("also", []))) if p]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return
     if changed:

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_07758cfa2fb1"
-HASH = "07758cfa2fb192fde939f9b394045bdfc649c2eec117b186da5eca4957e7d321"
+MODULE = "_rc20_602c4086f8a4"
+HASH = "602c4086f8a410e8152152f95545d164e8743b7ed262956bb4b6e1e58679e451"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -238,16 +238,20 @@ def _warn_if_the_model_file_changed():
     import hashlib
     import json
     import warnings
+    def differs(entry):         # an included file gone (renamed) counts as changed
+        path = os.path.normpath(os.path.join(HERE, entry["path"]))
+        try:
+            with open(path, "rb") as fh:
+                return path if hashlib.sha256(fh.read()).hexdigest() != entry["sha256"] else None
+        except OSError:
+            return path
     try:
         with open(os.path.join(HERE, "model_file.json")) as fh:
             record = json.load(fh)
-        changed = []
-        for entry in [record] + list(record.get("also", [])):
-            path = os.path.normpath(os.path.join(HERE, entry["path"]))
-            with open(path, "rb") as fh:
-                if hashlib.sha256(fh.read()).hexdigest() != entry["sha256"]:
-                    changed.append(path)
         main = os.path.normpath(os.path.join(HERE, record["path"]))
+        if not os.path.isfile(main):
+            return
+        changed = [p for p in map(differs, [record] + list(record.get("also", []))) if p]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return
     if changed:

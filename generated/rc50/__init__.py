@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_760fec81b92a"
-HASH = "760fec81b92ad7397b4b030fb890e7adaf27a5091da862086ef97e2a2cba3e20"
+MODULE = "_rc50_9f79467f6c9e"
+HASH = "9f79467f6c9e3ed8d2251130bc42911d9c0353dc088698195da032e55c292788"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -238,16 +238,20 @@ def _warn_if_the_model_file_changed():
     import hashlib
     import json
     import warnings
+    def differs(entry):         # an included file gone (renamed) counts as changed
+        path = os.path.normpath(os.path.join(HERE, entry["path"]))
+        try:
+            with open(path, "rb") as fh:
+                return path if hashlib.sha256(fh.read()).hexdigest() != entry["sha256"] else None
+        except OSError:
+            return path
     try:
         with open(os.path.join(HERE, "model_file.json")) as fh:
             record = json.load(fh)
-        changed = []
-        for entry in [record] + list(record.get("also", [])):
-            path = os.path.normpath(os.path.join(HERE, entry["path"]))
-            with open(path, "rb") as fh:
-                if hashlib.sha256(fh.read()).hexdigest() != entry["sha256"]:
-                    changed.append(path)
         main = os.path.normpath(os.path.join(HERE, record["path"]))
+        if not os.path.isfile(main):
+            return
+        changed = [p for p in map(differs, [record] + list(record.get("also", []))) if p]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return
     if changed:

@@ -267,13 +267,11 @@ def _say_left_out(args, generated):
     nothing where --functions chose."""
     if args.functions is not None:
         return
-    from .functions import FRAME_FUNCTIONS, named_only, on_a_manifold
+    from .functions import FRAME_FUNCTIONS, named_only
     have = set(generated)
     left = [f"{f} ({s.aliases[-1]})" if getattr(s, "aliases", None) else f
             for f, s in {**FUNCTIONS, **FRAME_FUNCTIONS}.items()
-            # (integrate's and difference's Jacobians, left out without a quaternion joint,
-            # are I and dt I there: not worth a word)
-            if s.by_default not in (None, named_only, on_a_manifold)
+            if s.by_default not in (None, named_only) and getattr(s, "said_when_left_out", True)
             and (getattr(s, "variant", None) is None or s.variant[0] == f)
             and f not in have and not any(g.startswith(f + "_") for g in have)]
     if left:
@@ -379,8 +377,9 @@ def build_parser():
                    help="generate only these functions (names or aliases, comma-separated); "
                         "+F,G,... generates the default ones and these. Default: every function "
                         "but the derivatives and M^-1 above 12 coordinates, the frame Jacobians "
-                        "of many frames, and mimic-coupled trees' frame and derivative functions "
-                        "(codegen names what it left out)")
+                        "of many frames, the Jacobians of integrate and difference (dint, ddiff) "
+                        "without a quaternion joint, and mimic-coupled trees' frame, derivative "
+                        "and Jacobian functions (codegen names what it left out)")
     c.add_argument("--frames", metavar="A,B,...",
                    help="the frames the frame functions cover, in this order (default: every "
                         "body, URDF link and declared frame; a comma within a name as \\,)")

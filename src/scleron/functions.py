@@ -45,6 +45,7 @@ class FunctionSpec:
                                 # Python function `python name` takes the options (keywords with
                                 # their default; None: required) and calls this one
     by_default: Callable = None     # tree -> whether it is generated without being named
+    said_when_left_out: bool = True     # codegen names it where by_default left it out
 
     def program(self, tree, prefix=None):
         """The straight-line Program of this function for one tree: inputs are program input
@@ -208,7 +209,8 @@ FUNCTIONS = {f.name: f for f in [
                  configuration.integrate_jacobians,
                  "the Jacobians of integrate in the tangent spaces, row-major nv x nv each "
                  "(Pinocchio's dIntegrate ARG0, ARG1 at dt = 1; joint blocks: Ad exp(v dt)^-1 "
-                 "and dt J_r(v dt))", ("dint",), by_default=on_a_manifold),
+                 "and dt J_r(v dt))", ("dint",), by_default=on_a_manifold,
+                 said_when_left_out=False),          # (elsewhere I and dt I)
     FunctionSpec("difference_jacobians", (_in("q0", "nq", "configuration"),
                                           _in("q1", "nq", "configuration")),
                  (Argument("dv_dq0", ("nv", "nv"), "d(q1 (-) q0)/dq0 (tangent spaces)"),
@@ -216,7 +218,7 @@ FUNCTIONS = {f.name: f for f in [
                  configuration.difference_jacobians,
                  "the Jacobians of difference in the tangent spaces, row-major nv x nv each "
                  "(Pinocchio's dDifference ARG0, ARG1; joint blocks: -J_r(-v)^-1 and J_r(v)^-1)",
-                 ("ddiff",), by_default=on_a_manifold),
+                 ("ddiff",), by_default=on_a_manifold, said_when_left_out=False),
     *referenced("frame_jacobians", (Q,), Argument("J", ("nframes", 6, "nv"), "frame Jacobians"),
                 frames.frame_jacobians, "J_f with twist [w; v] = J_f qd, every frame", ("jacobians",),
                 few_frame_columns, ("unrolled", "frame_loop")),

@@ -179,7 +179,14 @@ def _plus(functions):
     +fdd,idd`) adds the names to the tree's defaults; the "+" is dropped from every name."""
     names = [functions] if isinstance(functions, str) else list(functions)
     additive = bool(names) and isinstance(names[0], str) and names[0].startswith("+")
-    return additive, [f[1:] if isinstance(f, str) and f.startswith("+") else f for f in names]
+    if any(isinstance(f, str) and f.startswith("+") for f in names[1:]):
+        raise ValueError("functions: a '+' goes before the first name only (+F,G,...: the "
+                         "defaults and F, G, ...)")
+    names = [f[1:] if isinstance(f, str) and f.startswith("+") else f for f in names]
+    if additive and not all(isinstance(f, str) and f.strip() for f in names):
+        raise ValueError("functions: name a function after the '+' (+F,G,...: the defaults and "
+                         "F, G, ...)")
+    return additive, names
 
 
 def function_specs(names, tree):

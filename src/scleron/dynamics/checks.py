@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..program.algebra import FloatAlgebra
-from .body_frames import INERTIA_FLOOR
+from .body_frames import INERTIA_FLOOR, SNAP_INERTIA
 from .configuration import normalized
 from .recursions import bias_forces, expand, mass_matrix
 
@@ -122,8 +122,9 @@ def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED, configur
         f"configurations tried, this coordinate's at {count[k]} of them (at most "
         f"{largest[k]:.3g}). "
         "Give the body mass off the joint's axis or rotational inertia about it (masses and "
-        f"inertias below {ROUNDED_TO_ZERO:g}, and pivots below {PIVOT_RTOL:g} of the scale, "
-        "count as 0), or fix the joint",
+        f"inertias below {ROUNDED_TO_ZERO:g}, entries below {SNAP_INERTIA:g} of their block of "
+        f"the body's inertia, and pivots below {PIVOT_RTOL:g} of the scale, count as 0), or fix "
+        "the joint",
         source=source, element=f"joint '{b.joint_name}'", joint=b.joint_name)
 
 

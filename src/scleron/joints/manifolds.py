@@ -267,9 +267,9 @@ def difference_jacobians(kind, alg, q0, q1):
         n = len(q0)
         eye = [[1.0 if i == j else 0.0 for j in range(n)] for i in range(n)]
         return [[-x for x in row] for row in eye], eye
-    v = difference(kind, alg, q0, q1)
-    inverse = so3_right_jacobian_inverse if kind == "quaternion" else se3_right_jacobian_inverse
     if kind not in ("quaternion", "se3"):
         raise ValueError(f"unknown configuration space {kind!r}")
+    inverse = so3_right_jacobian_inverse if kind == "quaternion" else se3_right_jacobian_inverse
+    v = difference(kind, alg, q0, q1)
     back = inverse(alg, [-x for x in v])
     return [[-x for x in row] for row in back], inverse(alg, v)

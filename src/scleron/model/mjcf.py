@@ -44,6 +44,7 @@ world-frame velocity, scleron's free_flyer to the body-frame one: equal only whe
 import math
 import os
 import re
+import stat
 import warnings
 
 import numpy as np
@@ -118,11 +119,11 @@ _DIR_ATTRIBUTE = re.compile(rb"""\b(?:meshdir|texturedir|assetdir)\s*=\s*["']([^
 
 def _refuse_special_files(name, text, main=None, seen=None):
     """MuJoCo opens the files an MJCF names (<include>, meshes, textures, height fields) itself:
-    a FIFO, a device or a directory among them (`file="/dev/stdin"`) would hang its compiler or
-    fail obscurely. Each file= value is looked up where MuJoCo may look (beside the file that
-    names it, beside the main file, under a meshdir/texturedir/assetdir) and refused where it
-    exists and is not a regular file; included files are searched in turn (each once). Returns
-    the included files found (their real paths)."""
+    a FIFO or a device among them (`file="/dev/stdin"`) would block its compiler. Each
+    non-empty file= value is looked up where MuJoCo may look (beside the file that names it,
+    beside the main file, under a meshdir/texturedir/assetdir) and refused where it is such a
+    special file; included files are searched in turn (each once). Returns the included files
+    found (their real paths)."""
     main, seen = main or name, seen if seen is not None else set()
     seen.add(os.path.realpath(name))
     uncommented = re.sub(rb"<!--.*?-->", b"", text, flags=re.S)
@@ -130,15 +131,20 @@ def _refuse_special_files(name, text, main=None, seen=None):
     bases = dict.fromkeys([os.path.dirname(name), os.path.dirname(main)])
     for element, value in _FILE_ATTRIBUTE.findall(uncommented):
         written = os.fsdecode(value)
+        if not written.strip():                   # (file="" beside builtin= textures)
+            continue
         for base in bases:
             for d in dirs:
                 path = os.path.join(base, os.fsdecode(d), written)
-                if not os.path.exists(path):          # (missing: MuJoCo's own message)
+                try:
+                    mode = os.stat(path).st_mode
+                except (OSError, ValueError):     # (missing: MuJoCo's own message)
                     continue
-                if not os.path.isfile(path):
+                if any(special(mode) for special in (stat.S_ISFIFO, stat.S_ISCHR,
+                                                     stat.S_ISBLK, stat.S_ISSOCK)):
                     raise ModelError(f"<{element.decode('ascii', 'replace')} file=\"{written[:200]}\">: "
-                                     f"{path[:300]} is not a regular file (a FIFO, device or "
-                                     "folder; MuJoCo would block or fail reading it)", source=name)
+                                     f"{path[:300]} is not a regular file (a FIFO or a device: "
+                                     "MuJoCo would block reading it)", source=name)
                 if element == b"include" and os.path.realpath(path) not in seen:
                     _refuse_special_files(path, read_source(path), main, seen)
     return sorted(seen - {os.path.realpath(name)})
@@ -327,7 +333,9 @@ def _actuator_loads(m, j):
 
 def _joint_actuators(m):
     """The actuators whose transmission is a joint (mjTRN_JOINT, mjTRN_JOINTINPARENT)."""
-    return [a for a in range(m.nu) if int(m.actuator_trntype[a]) in (0, 1)]
+    import mujoco
+    joint = (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))
+    return [a for a in range(m.nu) if int(m.actuator_trntype[a]) in joint]
 
 
 def _add_sites(model, m, names, body_names):

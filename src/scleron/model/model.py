@@ -320,13 +320,15 @@ class Model:
         is validated by its loader and again by build_sources (`codegen --inertia relaxed`
         printed every accepted inertia twice)."""
         said = self.__dict__.setdefault("_said", set())
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            yield
-        for w in caught:
-            if (w.category, str(w.message)) not in said:
-                said.add((w.category, str(w.message)))
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                yield
+        finally:                # (passed on when a later check refuses, too)
+            for w in caught:
+                if (w.category, str(w.message)) not in said:
+                    said.add((w.category, str(w.message)))
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
     def _err(self, element, body=None, joint=None):
         return lambda problem: ModelError(problem, source=self.source, element=element, body=body,

@@ -22,9 +22,10 @@ name at its OpenSim placement.
 Not read, and said so in one OsimWarning: forces (muscles, springs, actuators...), markers,
 contact geometry, controllers, probes; constraints (a CoordinateCouplerConstraint is named with
 the coordinates it would couple: here they stay independent); locked, clamped and prescribed
-coordinates (they stay free); a joint's <reverse> (ignored by OpenSim 4 too). Refused with a ModelError naming the element: OpenSim 3 files,
-other joint types, other functions (GCVSpline, PiecewiseLinearFunction...), reversed joints,
-bodies without a joint or with two, frames that lead nowhere.
+coordinates (they stay free); a joint's <reverse> (ignored by OpenSim 4 too). Refused with a
+ModelError naming the element: OpenSim 3 files, other joint types, other functions (GCVSpline,
+PiecewiseLinearFunction...), reversed joints, bodies without a joint or with two, frames that
+lead nowhere.
 
 The XML is read with expat, as the URDF reader does: no document type or entity declarations,
 at most MAX_DEPTH levels, files up to the size load.read_source allows.
@@ -568,7 +569,6 @@ def _reversal_hint(j, joints, bodies):
                 "this joint reversed, which is not read (write the joint from the body nearer the "
                 "ground to the other)")
     return " (closed loops are not read)"
-
 
 
 def _tree_order(joints, bodies, ctx):

@@ -450,7 +450,11 @@ def _damping(model, joints, ctx):
             continue
         dctx = ctx.at(element=f"joint '{jname[:200]}'", line=d.line)
         value = _floats(d.attrib.get("damping", "0"), 1, "dynamics damping", dctx)[0]
-        if _floats(d.attrib.get("friction", "0"), 1, "dynamics friction", dctx)[0]:
+        try:                            # (not read: a malformed value is only said too)
+            has_friction = float(d.attrib.get("friction", "0")) != 0.0
+        except ValueError:
+            has_friction = True
+        if has_friction:
             frictional.append(jname)
         if value < 0:
             raise dctx.error(f"<dynamics damping={value:g}>: a damper takes no negative damping "

@@ -160,12 +160,10 @@ def _parallel_jobs(env):
     """$SCLERON_BUILD_JOBS (compiles at once; default one per core), checked before any build
     as the build script checks it."""
     text = env.get("SCLERON_BUILD_JOBS", "").strip()
-    if not text:
-        return os.cpu_count() or 1
-    if not text.isdigit() or int(text) < 1:
-        raise BuildError(f"SCLERON_BUILD_JOBS must be a positive whole number of compiles at "
-                         f"once, got {text!r}")
-    return int(text)
+    if not text.isdigit() and text:
+        raise BuildError(f"SCLERON_BUILD_JOBS must be a whole number of compiles at once (0: "
+                         f"one per core), got {text!r}")
+    return int(text or 0) or os.cpu_count() or 1
 
 
 def _wait_for_child(proc, build_dir, name, progress):
@@ -255,11 +253,11 @@ def _edits_in_module(folder, meta, edited):
     after the last edit (`python build_NAME.py` by hand), or before it."""
     def mtime(path):
         try:
-            return os.path.getmtime(path)
+            return os.stat(path).st_mtime_ns
         except OSError:
-            return 0.0
+            return 0
     built = max(mtime(p) for p in _compiled(folder, meta))
-    if built >= max(mtime(os.path.join(folder, f)) for f in edited):
+    if built > max(mtime(os.path.join(folder, f)) for f in edited):
         return "the compiled module loaded was compiled after the last edit (by hand?) and holds it"
     return "the compiled module loaded is older than the edits and does not hold them"
 
