@@ -223,10 +223,12 @@ def _floats(values, n):
 # A placement's rotation entries this close to 0, 1 or -1 are taken as exactly that: pi/2 written
 # to 11 digits (1.57079632679, kinova) leaves cos = 4.9e-12 and sin(pi) = 2.1e-13 in every product
 # with the joint's rotation, thousands of multiplications by noise in the unrolled code (kinova's
-# forward dynamics: 2,501 of them). Results move by ~1e-11 relative, far inside what any file
-# written to 11 digits means. Entries such as cos(1.5708) = -3.7e-6 (xarm7, so101) are real
-# geometry at 1e-9 and stay, and so does the sin = 1 - 7e-12 beside them: snapped alone it
-# would scale the rotation (body_frames.snapped_rotation snaps only what keeps R orthonormal). Translations below SNAP_LENGTH (metres: CAD exports' 5.6e-17) are 0.
+# forward dynamics: 2,501 of them). Results move by up to ~1e-10 relative (an outside tester:
+# rpy angles of 1e-11..9e-11 rad moved FD by 1.0e-10 against Pinocchio; kinova ~1e-11), inside
+# what a file written to 11 digits means. Entries such as cos(1.5708) = -3.7e-6 (xarm7, so101)
+# are real geometry at 1e-9 and stay, and so does the sin = 1 - 7e-12 beside them: snapped alone
+# it would scale the rotation (body_frames.snapped_rotation snaps only what keeps R
+# orthonormal). Translations below SNAP_LENGTH (metres: CAD exports' 5.6e-17) are 0.
 SNAP_ROTATION = body_frames.SNAP
 SNAP_LENGTH = body_frames.SNAP_LENGTH
 
