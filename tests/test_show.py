@@ -507,3 +507,19 @@ def test_readme_excerpt_is_current():
     model = scleron.load_model(example("rc20.yaml"))
     now = "\n".join(S.function_text(model, "fd").splitlines()[:24])
     assert now + "\n..." in readme
+
+
+def test_an_output_under_a_file_is_named_as_such(small, tmp_path, capsys):
+    """`draw -o afile/d.png` and `simulate -o afile/x.npz` said the folder afile does not
+    exist, where afile is a file."""
+    (tmp_path / "afile").write_text("")
+    for args in (["draw", small, "-o", f"{tmp_path}/afile/d.png"],
+                 ["simulate", small, "--duration", "0.01", "--dt", "0.01", "-o",
+                  f"{tmp_path}/afile/x.npz"]):
+        try:
+            code = main(args)
+        except SystemExit as e:
+            code = e.code
+        out, err = capsys.readouterr()
+        one_line_error(subprocess.CompletedProcess(args, code, out, err),
+                       f"{tmp_path}/afile is a file, not a folder")

@@ -43,7 +43,8 @@ def _check_writable(path, what):
     if os.path.isdir(path):
         raise ValueError(f"{what} {path} is a folder: give a file name")
     if not os.path.isdir(folder):
-        raise ValueError(f"{what} {path}: the folder {folder} does not exist")
+        problem = "is a file, not a folder" if os.path.exists(folder) else "does not exist"
+        raise ValueError(f"{what} {path}: {folder} {problem}")
     try:            # (os.access says yes to root everywhere, /sys and /proc included)
         fd, probe = tempfile.mkstemp(dir=folder, prefix=".scleron-probe-")
         os.close(fd)
