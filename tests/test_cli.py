@@ -382,3 +382,25 @@ def test_draw_at_a_configuration_whose_kinematics_overflow_is_one_line(tmp_path,
     err = capsys.readouterr().err
     assert err.startswith("scleron: error: the kinematics overflow at this q (entries up to 1e+160)")
     assert not (tmp_path / "x.png").exists()
+
+
+def test_replacing_another_models_default_folder_is_said(tmp_path, capsys, monkeypatch):
+    """An outside tester: <robot name="my-bot"> and <robot name="my_bot"> share generated/my_bot,
+    and the second silently replaced the first."""
+    from scleron.cli import main
+    monkeypatch.chdir(tmp_path)
+    link = ('<link name="base"/><link name="a"><inertial><mass value="1"/><inertia ixx="0.1" '
+            'iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="j" '
+            'type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/></joint>')
+    for name, mass in (("my-bot", "1"), ("my_bot", "2")):
+        (tmp_path / f"{name}.urdf").write_text(f'<robot name="{name}">'
+                                               + link.replace('value="1"', f'value="{mass}"') + "</robot>")
+    assert main(["codegen", "my-bot.urdf", "--no-compile", "--functions", "fd"]) == 0
+    assert "note:" not in capsys.readouterr().out
+    assert main(["codegen", "my_bot.urdf", "--no-compile", "--functions", "fd"]) == 0
+    said = capsys.readouterr().out
+    assert (f"note: {os.path.join('generated', 'my_bot')} held the code generated from "
+            "my-bot.urdf; replaced (models whose names make one identifier share a default "
+            "folder: give -o or --name)") in said
+    assert main(["codegen", "my_bot.urdf", "--no-compile", "--functions", "fd"]) == 0   # up to date
+    assert "note:" not in capsys.readouterr().out

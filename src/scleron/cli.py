@@ -214,6 +214,7 @@ def cmd_codegen(args):
     out = args.output or os.path.join("generated", c_identifier(args.name or model.name))
     created = _missing_ancestors(out)
     before = _binaries(out)
+    previous = _generated_from(out)
     try:
         cflags = None
         if args.opt is not None:
@@ -239,6 +240,11 @@ def cmd_codegen(args):
     renamed = (f" (module and C prefix {c_identifier(asked)}: {asked!r} is not usable as a C "
                "and Python name)" if c_identifier(asked) != asked else "")
     print(f"{model.name}: {len(model.bodies)} bodies, {sizes} -> {out}{renamed}")
+    if (previous and not report.cache_hit
+            and os.path.realpath(previous) != os.path.realpath(args.model)):
+        why = ("" if args.output else " (models whose names make one identifier share a default "
+               "folder: give -o or --name)")
+        print(f"note: {out} held the code generated from {previous}; replaced{why}")
     if report.edited:
         print(f"regenerated: {', '.join(report.edited)} differed from what scleron wrote "
               "(edited by hand?); the folder now holds the generated sources again")
@@ -259,6 +265,16 @@ def cmd_codegen(args):
     print("time: " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items())
           + f", total {sum(times.values()):.2f} s")
     return 0
+
+
+def _generated_from(folder):
+    """The model file a generated folder was made from (its model_file.json), or None."""
+    from .backends.folders import MODEL_FILE_RECORD
+    try:
+        with open(os.path.join(folder, MODEL_FILE_RECORD)) as fh:
+            return os.path.normpath(os.path.join(folder, json.load(fh)["path"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _say_left_out(args, generated):
