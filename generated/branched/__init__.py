@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_374a908177fc"
-HASH = "374a908177fc535d36760467337ed223f5f4de1d11cc6ac7f17167fa0c189d7c"
+MODULE = "_branched_f6ccb809f042"
+HASH = "f6ccb809f04292ed08ed51ffdb8f31f218aff05d060754d601207e2c29b532bc"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_03d219f1443b"
-HASH = "03d219f1443b8c42bbd0e45b57e05796c346cc6ab62f3e7b936925ddcb5530c2"
+MODULE = "_quadruped_2a16222baf8b"
+HASH = "2a16222baf8bafb257c40e8683e6939c415dab6c10ef14e80bb2f000b86951d4"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_1102f18f68df"
-HASH = "1102f18f68df1da44c6ec875fe98e9b42a43c1947cc677b639810d4b62cec249"
+MODULE = "_rc100_10813c762641"
+HASH = "10813c7626413e17612dc280f5651d0c6a85e2ac587680a8fcb6551f88dad9e0"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_602c4086f8a4"
-HASH = "602c4086f8a410e8152152f95545d164e8743b7ed262956bb4b6e1e58679e451"
+MODULE = "_rc20_cfd98026d317"
+HASH = "cfd98026d31701e1d1a5feb2f5d02f4623c955426a6cd2096e50f05354e630a3"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

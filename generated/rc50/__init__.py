@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_9f79467f6c9e"
-HASH = "9f79467f6c9e3ed8d2251130bc42911d9c0353dc088698195da032e55c292788"
+MODULE = "_rc50_d7084db58ba8"
+HASH = "d7084db58ba8952403cfc2671843b40b58e8652a3a2680ca0aec3a246f81d67b"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
