@@ -61,8 +61,9 @@ def draw(model, path, q=None, elev=20.0, azim=-60.0, labels=None, title=None):
         _plot(fig, model, q, elev, azim, labels, title)
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
-            problem = "is a file, not a folder" if os.path.exists(folder) else "does not exist"
-            raise FileNotFoundError(f"{path}: {folder} {problem}")
+            problem = (f"{folder} is a file, not a folder" if os.path.exists(folder)
+                       else f"the folder {folder} does not exist")
+            raise FileNotFoundError(f"{path}: {problem}")
         tmp = os.path.join(folder, f".{os.path.basename(path)}.tmp-{uuid.uuid4().hex[:8]}.{ext}")
         try:
             fig.savefig(tmp, format=ext)

@@ -43,8 +43,9 @@ def _check_writable(path, what):
     if os.path.isdir(path):
         raise ValueError(f"{what} {path} is a folder: give a file name")
     if not os.path.isdir(folder):
-        problem = "is a file, not a folder" if os.path.exists(folder) else "does not exist"
-        raise ValueError(f"{what} {path}: {folder} {problem}")
+        problem = (f"{folder} is a file, not a folder" if os.path.exists(folder)
+                   else f"the folder {folder} does not exist")
+        raise ValueError(f"{what} {path}: {problem}")
     try:            # (os.access says yes to root everywhere, /sys and /proc included)
         fd, probe = tempfile.mkstemp(dir=folder, prefix=".scleron-probe-")
         os.close(fd)
