@@ -194,6 +194,16 @@ def test_a_bad_build_jobs_variable_is_one_line(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
+def test_an_output_folder_name_of_250_characters(tmp_path):
+    """An outside tester: names of 242-255 characters were refused ("File name too long"): the
+    hidden sibling .NAME.tmp-XXXXXXXX was longer than a name may be."""
+    out = tmp_path / ("a" * 250)
+    for functions in (FEW, FEW + ["inverse_dynamics"]):        # generated, then replaced
+        scleron.generate(tiny(tmp_path), str(out), functions=functions, compile=False)
+        assert (out / "scleron.json").is_file()
+    assert sorted(os.listdir(tmp_path)) == sorted(["tiny.yaml", "a" * 250])
+
+
 def test_kill_9_during_compile_keeps_the_previous_result(tmp_path):
     path = tiny(tmp_path, mass=2.0)
     out = str(tmp_path / "tiny")

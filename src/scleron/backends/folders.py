@@ -103,8 +103,18 @@ def _parts(out_dir):
     return out_dir, os.path.dirname(out_dir), os.path.basename(out_dir)
 
 
+def _stem(base):
+    """The output folder's name as its hidden siblings (.NAME.tmp-*, .NAME.old-*) carry it: a
+    long name (past 200 characters) cut and marked by a hash, so that a sibling's name stays
+    within the 255 a file system allows (an output folder of 242-255 characters was refused)."""
+    if len(base) <= 200:
+        return base
+    return f"{base[:180]}~{hashlib.sha256(base.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
+
+
 def _siblings(parent, base, kind):
-    return sorted(glob.glob(os.path.join(glob.escape(parent), f".{glob.escape(base)}.{kind}-*")))
+    return sorted(glob.glob(os.path.join(glob.escape(parent),
+                                         f".{glob.escape(_stem(base))}.{kind}-*")))
 
 
 def is_output_folder(path):
@@ -276,7 +286,7 @@ def make_temp_folder(out_dir):
                          f"({_blocking_file(parent) or e.strerror or e})") from None
     clean_stale(out_dir)
     try:
-        tmp = tempfile.mkdtemp(prefix=f".{base}.tmp-", dir=parent)
+        tmp = tempfile.mkdtemp(prefix=f".{_stem(base)}.tmp-", dir=parent)
     except OSError as e:
         raise BuildError(f"{out_dir}: cannot write into {parent} ({e.strerror or e})") from None
     os.chmod(tmp, 0o755)
@@ -368,7 +378,7 @@ def install_folder(tmp, out_dir):
             _check_replaceable(out_dir)
             old = None
             if os.path.lexists(out_dir):
-                old = os.path.join(parent, f".{base}.old-{uuid.uuid4().hex[:8]}")
+                old = os.path.join(parent, f".{_stem(base)}.old-{uuid.uuid4().hex[:8]}")
                 os.rename(out_dir, old)
             try:
                 os.rename(tmp, out_dir)
