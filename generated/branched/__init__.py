@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_f6ccb809f042"
-HASH = "f6ccb809f04292ed08ed51ffdb8f31f218aff05d060754d601207e2c29b532bc"
+MODULE = "_branched_c020b4c0c07f"
+HASH = "c020b4c0c07fbed7720199038862556ab50a5c5714643d60f67d2a1606f09fa3"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -38,6 +38,8 @@
 #define SCL_ONE_VECTOR
 #endif
 
+#ifndef SCL_SINCOS_DEFINED      /* once where several models' files make one translation unit */
+#define SCL_SINCOS_DEFINED
 /* scl_sincos: sine and cosine of n angles at once. Cody-Waite reduction by pi/2 with a
  * three-part constant and the minimax kernels of fdlibm on [-pi/4, pi/4], written without
  * branches so that gcc vectorises the loop (libm's sin/cos are the largest single cost of
@@ -92,7 +94,10 @@ static inline void scl_sincos(const double *restrict x, double *restrict s, doub
         }
     }
 }
+#endif
 
+#ifndef SCL_EXP_A_DEFINED
+#define SCL_EXP_A_DEFINED
 /* scl_exp_a: exp-coordinate ball joint helper, series below x = 0.1 */
 static inline double scl_exp_a(double x)
 {
@@ -102,7 +107,10 @@ static inline double scl_exp_a(double x)
     const double th = sqrt(x);
     return sin(th) / th;
 }
+#endif
 
+#ifndef SCL_EXP_B_DEFINED
+#define SCL_EXP_B_DEFINED
 /* scl_exp_b: exp-coordinate ball joint helper, series below x = 0.1 */
 static inline double scl_exp_b(double x)
 {
@@ -112,7 +120,10 @@ static inline double scl_exp_b(double x)
     const double th = sqrt(x);
     return (1.0 - cos(th)) / x;
 }
+#endif
 
+#ifndef SCL_EXP_C_DEFINED
+#define SCL_EXP_C_DEFINED
 /* scl_exp_c: exp-coordinate ball joint helper, series below x = 0.1 */
 static inline double scl_exp_c(double x)
 {
@@ -122,7 +133,10 @@ static inline double scl_exp_c(double x)
     const double th = sqrt(x);
     return (th - sin(th)) / (x * th);
 }
+#endif
 
+#ifndef SCL_EXP_DB_DEFINED
+#define SCL_EXP_DB_DEFINED
 /* scl_exp_db: exp-coordinate ball joint helper, series below x = 0.1 */
 static inline double scl_exp_db(double x)
 {
@@ -132,7 +146,10 @@ static inline double scl_exp_db(double x)
     const double th = sqrt(x);
     return (sin(th) / th - 2.0 * (1.0 - cos(th)) / x) / (2.0 * x);
 }
+#endif
 
+#ifndef SCL_EXP_DC_DEFINED
+#define SCL_EXP_DC_DEFINED
 /* scl_exp_dc: exp-coordinate ball joint helper, series below x = 0.1 */
 static inline double scl_exp_dc(double x)
 {
@@ -142,6 +159,7 @@ static inline double scl_exp_dc(double x)
     const double th = sqrt(x);
     return ((1.0 - cos(th)) / x - 3.0 * (th - sin(th)) / (x * th)) / (2.0 * x);
 }
+#endif
 
 
 SCLERON_LOCAL void branched_forward_dynamics_part0(const double *restrict q, const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_2a16222baf8b"
-HASH = "2a16222baf8bafb257c40e8683e6939c415dab6c10ef14e80bb2f000b86951d4"
+MODULE = "_quadruped_a428f734c440"
+HASH = "a428f734c440b3505a7e71fbe821c354f9407009495efe44527833d77e506a2c"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

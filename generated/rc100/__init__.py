@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_10813c762641"
-HASH = "10813c7626413e17612dc280f5651d0c6a85e2ac587680a8fcb6551f88dad9e0"
+MODULE = "_rc100_77707ed43229"
+HASH = "77707ed43229621e5d8fd573a6eb4cb92f532846ce4eb02830420aa0bfbb7df7"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

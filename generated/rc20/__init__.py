@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_cfd98026d317"
-HASH = "cfd98026d31701e1d1a5feb2f5d02f4623c955426a6cd2096e50f05354e630a3"
+MODULE = "_rc20_2f5485a05546"
+HASH = "2f5485a0554678884cf2261186a0bd91e36f04ecd5ff3e92b2f4c360aa3cce18"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -38,6 +38,8 @@
 #define SCL_ONE_VECTOR
 #endif
 
+#ifndef SCL_SINCOS_DEFINED      /* once where several models' files make one translation unit */
+#define SCL_SINCOS_DEFINED
 /* scl_sincos: sine and cosine of n angles at once. Cody-Waite reduction by pi/2 with a
  * three-part constant and the minimax kernels of fdlibm on [-pi/4, pi/4], written without
  * branches so that gcc vectorises the loop (libm's sin/cos are the largest single cost of
@@ -92,6 +94,7 @@ static inline void scl_sincos(const double *restrict x, double *restrict s, doub
         }
     }
 }
+#endif
 
 
 SCLERON_LOCAL void rc20_forward_dynamics_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w);

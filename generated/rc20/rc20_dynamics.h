@@ -24,8 +24,12 @@
  *   19: joint20: revolute joint of body link20, angle about the axis (rad)
  *
  * Conventions: twists [w; v] in body coordinates; gravity (0 0 -9.81) m/s^2 in the world frame.
- * All arrays are row-major doubles; inputs are read only, outputs written only (every entry),
- * and an output must not overlap an input (the code may assume it does not).
+ * All arrays are row-major doubles; inputs are read only, every entry of every output is
+ * written (a function may read back what it wrote, e.g. Minv), and no array may overlap another
+ * (the code may assume it does not: restrict). No state is kept between calls: the functions are
+ * reentrant and may run in several threads at once. A NaN or inf input gives NaN outputs (no
+ * trap); angles above 1e5 rad take libm's sin and cos. Do not compile with -ffast-math: it
+ * reorders the range reduction of the built-in sin and cos (errors of 4e-12 near 1e5 rad).
  *
  * Frames (RC20_NFRAMES, in this order: the frame functions' first index):
  *   0: link1

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_d7084db58ba8"
-HASH = "d7084db58ba8952403cfc2671843b40b58e8652a3a2680ca0aec3a246f81d67b"
+MODULE = "_rc50_21e40371e487"
+HASH = "21e40371e487acbd64b83cd75ceccd5d232133b86359c274845f937461ff5aff"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -5,6 +5,8 @@ FunctionSpec's inputs and outputs (scleron.functions); nothing here knows a func
 The loop forms (Method II, the mass matrix's, the derivatives' pairs and products) add the
 tables their C loops walk.
 """
+import re
+
 from ...program.program import OpCounts
 from .printer import c_literal, print_program
 from .render import c_comment
@@ -52,8 +54,13 @@ def _method2_context(m2, name, nv, public):
             kernel = cls.kernels[bp.label]
             prog = kernel.program
             kf = print_program(prog, prog.name, [(a, out) for a, _, out in kernel.params], chunk=10 ** 9)
+            body = "\n".join(kf.chunks[0].lines)
+            # (a kernel takes its pass's arrays; one joint class's needs not all: -Wunused-parameter)
+            unused = [str(a) for a, _, _ in kernel.params
+                      if not re.search(rf"\b{re.escape(str(a))}\b", body)]
             kernels.append({"name": prog.name, "params": kf.chunk_params, "lines": kf.chunks[0].lines,
-                            "statements": kf.statements, "label": bp.label, "cls": cls.index})
+                            "statements": kf.statements, "label": bp.label, "cls": cls.index,
+                            "unused": unused})
             calls.append({"cls": cls.index, "kernel": prog.name,
                           "args": ", ".join(_loop_argument(m2, name, p) for p in kernel.params)})
         share = bp.to_parent and {"array": bp.to_parent, "size": m2.storage[bp.to_parent].size}
@@ -201,6 +208,15 @@ def _pointer(a, out):
     return f"double *{a.name}" if out else f"const double *{a.name}"
 
 
+def _unused_inputs(code, cf, inputs):
+    """The inputs the unrolled public function passes to none of its chunks (frame 0's
+    placement, fixed to the world, reads no q): each gets a (void) for -Wunused-parameter."""
+    if code.form != "unrolled":
+        return []
+    passed = {name.strip() for c in cf.chunks for name in c.args.split(",")}
+    return [a.name for a in inputs if a.name not in passed and not (cf.sincos and a.name == "q")]
+
+
 def function_context(code, prefix, chunk, first_index):
     """Template data of one generated function (and its statistics)."""
     spec, sizes = code.spec, code.sizes
@@ -221,6 +237,7 @@ def function_context(code, prefix, chunk, first_index):
                   if code.form == "product_loop" and code.loops.pairs else None),
         "sincos": cf.sincos, "statements": cf.statements, "counts": cf.counts,
         "public_params": ", ".join(_pointer(a, o) for a, o in args),
+        "unused_inputs": _unused_inputs(code, cf, ins),
         "batch_args": ", ".join(f"{a.name} + (long)k * {a.size(sizes)}" for a, _ in args),
         "inputs": [{"name": a.name, "size": a.size(sizes), "doc": a.doc} for a in ins],
         "outputs": [{"name": a.name, "size": a.size(sizes), "shape": a.dims(sizes),
