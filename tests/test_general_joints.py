@@ -490,9 +490,9 @@ BAD_GENERAL = {
     "spin_number": (f"{{name: ja, type: surface_surface, parent_surface: {TORUS_Y}, spin: 1}}", ["true or false"]),
     "curve_unknown": ("{name: ja, type: curve_point, curve: {shape: spiral, radius: 1}}", ["circle or helix"]),
     "curve_chart": ("{name: ja, type: curve_point, curve: {shape: circle, radius: 1}, chart: ABC}", ["chart"]),
-    "frames_short": ("{name: ja, type: spline_curve, frames: [{xyz: [0, 0, 0]}, {xyz: [1, 0, 0]}]}", ["4 to 64"]),
+    "frames_short": ("{name: ja, type: spline_curve, frames: [{xyz: [0, 0, 0]}, {xyz: [1, 0, 0]}]}", ["4 to 24", "grows with their square"]),
     "frames_half_turn": ("{name: ja, type: spline_curve, frames: [{xyz: [0, 0, 0]}, {xyz: [1, 0, 0], rpy: [0, 0, 3.1416]},"
-                         " {xyz: [2, 0, 0]}, {xyz: [3, 0, 0]}]}", ["180 degrees"]),
+                         " {xyz: [2, 0, 0]}, {xyz: [3, 0, 0]}]}", ["180.00 degrees", "at most 179.94 degrees (pi - 0.001 rad)"]),
     "frames_missing": ("{name: ja, type: spline_curve}", ["frames"]),
     "control_small": ("{name: ja, type: spline_surface, control: {z: [[0, 0, 0], [0, 0, 0], [0, 0, 0]]}}", ["4 to 32"]),
     "control_component": ("{name: ja, type: spline_surface, control: {w: [[0]]}}", ["'w'"]),

@@ -587,6 +587,13 @@ def test_custom_joint_of_many_moving_general_axes_is_refused_quickly(tmp_path):
     # (8 constant factors took minutes too, their cos and sin of exact rationals kept symbolic)
     fine = ", ".join([f"[{a}, 0.3]" for a in axes] + ["[x, a]", "[z, b]"])
     assert load_model(write(tmp_path, "fine.yaml", CUSTOM_BODY + f"      rotation: [{fine}]\n")).nq == 6
+    # nor more than 8 turning factors of any axis (10 about x, y, z took two minutes, 16 did not
+    # end in ten: an outside tester)
+    turning = ", ".join(f"[{'xyz'[k % 3]}, {'abcdef'[k % 6]}]" for k in range(9))
+    t = time.perf_counter()
+    msg = error_of(write(tmp_path, "t9.yaml", CUSTOM_BODY + f"      rotation: [{turning}]\n"))
+    assert time.perf_counter() - t < 10
+    assert "9 of its factors turn with a coordinate (rotation[0], ...); at most 8" in msg
 
 
 @pytest.mark.parametrize("joint, needle", [

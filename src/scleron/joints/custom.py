@@ -30,6 +30,10 @@ MAX_FACTORS = 16
 # every entry of R dense, and deriving S and Sdot grows steeply with their number (this machine:
 # 6 of them 11 s, 8 three minutes, found by an outside tester); constant angles cost nothing.
 MAX_MOVING_GENERAL_AXES = 6
+# Rotations of any axis whose angle moves: each multiplies the terms of R and of its derivatives
+# (an outside tester, angles such as sin(a)^5 exp(0.1 b) + sqrt(1 + c^2) / (3 + d^2) about x, y,
+# z in turn: 6 derive in 17 s, 8 in 43 s, 10 in 128 s, 16 not in ten minutes)
+MAX_MOVING_ROTATIONS = 8
 ORTHONORMAL_TOL = 1e-9
 SAMPLES = 4
 
@@ -195,9 +199,14 @@ def _check_moving_general_axes(out, coords, consts):
         return
     names = {c: sp.Symbol(c) for c in coords}
     names.update({c: sp.Float(v) for c, v in consts.items()})
-    moving = [k for k, (axis, angle) in enumerate(rot)
-              if not isinstance(axis, str) and not _is_frame_axis(axis)
-              and parse_expression(angle, names).free_symbols]
+    turning = [k for k, (_, angle) in enumerate(rot) if parse_expression(angle, names).free_symbols]
+    if len(turning) > MAX_MOVING_ROTATIONS:
+        raise ExpressionError(
+            f"rotation: {len(turning)} of its factors turn with a coordinate (rotation"
+            f"[{turning[0]}], ...); at most {MAX_MOVING_ROTATIONS}: deriving S and its rate grows "
+            "steeply with them (10 take minutes). A composite joint of revolute parts derives "
+            "part by part, in under a second")
+    moving = [k for k in turning if not isinstance(rot[k][0], str) and not _is_frame_axis(rot[k][0])]
     if len(moving) > MAX_MOVING_GENERAL_AXES:
         raise ExpressionError(
             f"rotation: {len(moving)} rotations about axes other than x, y, z turn with a "
