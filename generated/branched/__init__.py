@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_c020b4c0c07f"
-HASH = "c020b4c0c07fbed7720199038862556ab50a5c5714643d60f67d2a1606f09fa3"
+MODULE = "_branched_36280c7a830f"
+HASH = "36280c7a830faa5a43c5399c6f53f5a33d064409e4e424af1c056a7538ac2f1f"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_a428f734c440"
-HASH = "a428f734c440b3505a7e71fbe821c354f9407009495efe44527833d77e506a2c"
+MODULE = "_quadruped_c7dfedd8c3ac"
+HASH = "c7dfedd8c3acf6e3ebd38911ff1d5bf753d80f6108024fef897dd31d156e87f4"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

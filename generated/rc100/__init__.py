@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_77707ed43229"
-HASH = "77707ed43229621e5d8fd573a6eb4cb92f532846ce4eb02830420aa0bfbb7df7"
+MODULE = "_rc100_cb614ed5154b"
+HASH = "cb614ed5154bd097b55f026f3ec25f04f51066b896a5adf89ad6a42637c688c3"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_2f5485a05546"
-HASH = "2f5485a0554678884cf2261186a0bd91e36f04ecd5ff3e92b2f4c360aa3cce18"
+MODULE = "_rc20_d98090efa4af"
+HASH = "d98090efa4af1b0d479f8bfb92656a289e3f6886dd89b66d67b515200697eb54"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

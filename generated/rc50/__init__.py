@@ -56,8 +56,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_21e40371e487"
-HASH = "21e40371e487acbd64b83cd75ceccd5d232133b86359c274845f937461ff5aff"
+MODULE = "_rc50_e136584ad8b1"
+HASH = "e136584ad8b138f3042b9e84ca583023f3967e74b34e44cde9613cada19d5435"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
