@@ -7,6 +7,9 @@ and Featherstone's 6-link planar oracle (RBDA Fig. 10.3).
 """
 import inspect
 import math
+import os
+import signal
+import time
 
 import numpy as np
 import pytest
@@ -516,3 +519,65 @@ def test_constant_inertia_moved_by_its_centre_equals_the_congruence(rng):
     assert central_inertia(point)[2:] == ([0.0] * 3, np.eye(3).tolist())
     assert operations(constant_rigid_inertia_to_parent, np.zeros((3, 3))) < \
         operations(constant_rigid_inertia_to_parent, np.diag([0.2, 0.2, 0.2]))
+
+
+def test_a_forked_child_runs_threaded_batches(generated, rng):
+    """gcc's OpenMP runtime, used in a parent, hangs in a forked child (a fork Pool, Python's
+    default on Linux): the child splits its batches over Python threads of its own instead."""
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork")
+    _, dyn = generated(example("rc20.yaml"), "rc20")
+    Q = rng.uniform(-1, 1, (64, 20))
+    want = dyn.forward_dynamics(Q, Q, Q, threads=2)           # the parent uses OpenMP first
+    pid = os.fork()
+    if pid == 0:                                               # the child: 0 when it agrees
+        try:
+            os._exit(0 if np.array_equal(dyn.forward_dynamics(Q, Q, Q, threads=2), want) else 1)
+        finally:
+            os._exit(2)
+    for _ in range(600):                                       # at most 30 s
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's threads=2 call did not return in 30 s")
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_the_functions_pickle_by_the_packages_name(tmp_path):
+    """A spawned process pool unpickles the functions it is sent: the fast extension's functions
+    pickled as its private module (_NAME_<hash>_py), which no other process can import."""
+    import subprocess
+    import sys
+    m = scleron.Model("pickled")
+    m.add_body("a", joint="revolute", axis=(0, 1, 0), mass=1.0, com=(0.3, 0, 0))
+    dyn = scleron.generate(m, str(tmp_path / "pickled"), "pickled", functions=["forward_dynamics"])
+    dump = ("import pickle, sys, pickled; "
+            "sys.stdout.buffer.write(pickle.dumps((pickled.forward_dynamics, pickled.bind)))")
+    load = ("import pickle, sys, numpy as np; fd, bind = pickle.loads(sys.stdin.buffer.read()); "
+            "print(fd(np.array([0.5]), np.zeros(1), np.zeros(1))[0])")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    data = subprocess.run([sys.executable, "-c", dump], capture_output=True, env=env, timeout=120)
+    assert data.returncode == 0, data.stderr.decode()[-2000:]
+    done = subprocess.run([sys.executable, "-c", load], input=data.stdout, capture_output=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    want = dyn.forward_dynamics(np.array([0.5]), np.zeros(1), np.zeros(1))[0]
+    assert want != 0 and float(done.stdout) == want
+
+
+def test_a_one_coordinate_models_batch_shape_is_stated_right(generated):
+    """One coordinate: q of shape (N,) is refused (N single numbers or one state?); the message
+    said "(N,) or (N, 1)", the shape it was refusing."""
+    m = scleron.Model("one_dof")
+    m.add_body("a", joint="revolute", axis=(0, 1, 0), mass=1.0, com=(0.3, 0, 0))
+    _, dyn = generated(m, "one_dof", functions=["forward_dynamics", "mass_matrix"])
+    Q = np.linspace(0, 1, 4)
+    with pytest.raises(ValueError, match=r"q must be a number or of shape \(1,\) for one state, "
+                                         r"of shape \(N, 1\) for N states; got \(4,\)"):
+        dyn.mass_matrix(Q)
+    np.testing.assert_array_equal(dyn.mass_matrix(Q[:, None])[:, 0, 0],
+                                  [dyn.mass_matrix(np.array([x]))[0, 0] for x in Q])
