@@ -229,3 +229,16 @@ def test_more_bodies_than_the_limit_are_refused(tmp_path):
     assert not os.path.exists(tmp_path / "out")
     path.write_text(chain_yaml(MAX_BODIES))
     assert len(scleron.load_model(str(path)).bodies) == MAX_BODIES
+
+
+def test_a_urdfs_link_limit_is_stated_as_it_is(tmp_path):
+    """A URDF may have MAX_BODIES + 1 links (its root link is the world's): the message of 1002
+    said "the limit of 1000" (an outside tester)."""
+    links = ['<link name="l0"/>'] + [
+        f'<link name="l{k}"/><joint name="j{k}" type="fixed"><parent link="l{k - 1}"/>'
+        f'<child link="l{k}"/></joint>' for k in range(1, MAX_BODIES + 2)]
+    path = tmp_path / "long.urdf"
+    path.write_text(f'<robot name="long">{"".join(links)}</robot>')
+    with pytest.raises(ModelError, match=f"{MAX_BODIES + 2} links is more than the limit of "
+                                         f"{MAX_BODIES + 1} "):
+        scleron.load_model(str(path))

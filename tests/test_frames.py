@@ -482,3 +482,46 @@ def test_a_frame_named_with_spaces_around_is_reached_by_its_stripped_name(tmp_pa
     model = scleron.load_model(str(path))
     assert [f.name for f in Tree(model, ["pad", "a"]).frames] == [" pad ", "a"]
     assert [f.name for f in Tree(model, [" pad "]).frames] == [" pad "]
+
+
+def test_one_frame_functions_by_default_only_up_to_200_frames(tmp_path):
+    """A URDF of 1000 links welded to one moving link took 9 minutes to compile the 4,004
+    one-frame functions it got by default (an outside tester): up to 200 frames they come
+    unnamed, above only named; the all-frames functions stay."""
+    from scleron.pipeline import selected_functions
+
+    def urdf(welded):
+        links = ['<link name="base"/>', '<link name="arm"><inertial><mass value="1"/>'
+                 '<origin xyz="0.1 0 0"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" '
+                 'ixz="0" iyz="0"/></inertial></link>',
+                 '<joint name="hinge" type="revolute"><parent link="base"/><child link="arm"/>'
+                 '<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>']
+        for k in range(welded):
+            links.append(f'<link name="w{k}"/><joint name="f{k}" type="fixed"><parent '
+                         f'link="{"base" if k == 0 else f"w{k - 1}"}"/><child link="w{k}"/>'
+                         '<origin xyz="0 0 0.01"/></joint>')
+        path = tmp_path / f"welded{welded}.urdf"
+        path.write_text(f'<robot name="w">{"".join(links)}</robot>')
+        return Tree(scleron.load_model(str(path)))
+
+    few, many = urdf(198), urdf(199)            # 200 frames (base and arm too), 201
+    assert len(few.frames) == 200 and len(many.frames) == 201
+    assert {"frame_placement", "frame_jacobian"} <= set(selected_functions(None, few))
+    got = selected_functions(None, many)
+    assert "frame_placements" in got and "frame_jacobians" in got
+    assert "frame_placement" not in got and "frame_jacobian" not in got
+    assert "frame_jacobian" in selected_functions(["+frame_jacobian"], many)
+
+
+def test_a_frame_list_in_a_message_stays_short():
+    """An unknown --frames name listed every frame name whole: one line of 5000 characters for
+    one long link name (an outside tester), of thousands of names for a large model."""
+    from scleron.dynamics.tree import select_frames
+    m = scleron.Model("many")
+    m.add_body("x" * 5000, joint="revolute", axis=(0, 0, 1), mass=1.0, com=(0.1, 0, 0))
+    for k in range(30):
+        m.add_frame(f"f{k}", "x" * 5000)
+    with pytest.raises(ModelError) as e:
+        select_frames(m, ["nope" * 100])
+    message = str(e.value)
+    assert len(message) < 700 and "(31 in all)" in message and "x" * 60 + "..." in message

@@ -352,6 +352,21 @@ def test_a_huge_axis_is_normalised_without_overflow():
     np.testing.assert_allclose(m.joints[0].params["axis"], (2 ** -0.5, 2 ** -0.5, 0.0))
 
 
+def test_a_huge_urdf_axis_is_read_without_a_warning(tmp_path):
+    """The URDF reader's own zero-length check squared (1e300, 1e300, 0) (numpy's overflow
+    RuntimeWarning, an outside tester); the axis is normalised as in Model.add_body."""
+    path = tmp_path / "huge.urdf"
+    path.write_text('<robot name="h"><link name="a"/><link name="b"><inertial><mass value="1"/>'
+                    '<origin xyz="0 0.1 0"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" '
+                    'ixz="0" iyz="0"/></inertial></link><joint name="j" type="revolute">'
+                    '<parent link="a"/><child link="b"/><axis xyz="1e300 1e300 0"/>'
+                    '<limit effort="1" velocity="1"/></joint></robot>')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = scleron.load_model(str(path))
+    np.testing.assert_allclose(m.joints[0].params["axis"], (2 ** -0.5, 2 ** -0.5, 0.0))
+
+
 def test_an_inertia_about_the_origin_that_overflows_is_named():
     """m |c|^2 of a centre of mass 1e155 m away overflowed in check_inertia (RuntimeWarning)."""
     with warnings.catch_warnings(), pytest.raises(ModelError) as e:
@@ -379,7 +394,16 @@ def test_masses_that_round_to_zero_are_named():
     m = scleron.Model("tiny")
     m.add_body("a", mass=1e-300, inertia=(1e20, 1e20, 1e20), com=(0.1, 0.0, 0.0))
     e = refusal(m)
-    assert e.body == "a" and "every body's mass is below 1e-100 kg" in str(e)
+    assert e.body == "a" and "every moving body's mass is 0 or below 1e-100 kg" in str(e)
+    # a mass of 0 on the only moving body (relaxed inertia checks accept the file): the message
+    # said only "rescale the units" (an outside tester)
+    m = scleron.Model("massless")
+    m.inertia_checks = "relaxed"
+    m.add_body("a", mass=0.0, inertia=(0.1, 0.1, 0.1), com=(0.0, 0.0, 0.0))
+    with warnings.catch_warnings(), pytest.raises(ModelError) as e:
+        warnings.simplefilter("ignore")
+        build_sources(m, functions=("forward_dynamics",))
+    assert e.value.body == "a" and "give a moving body its mass" in str(e.value)
 
 
 def test_a_joint_redundant_with_a_free_flyer_is_named():

@@ -30,3 +30,17 @@ class ModelError(ValueError):
 
 class BuildError(RuntimeError):
     """The C compiler is missing or failed; the message says what to install or where the log is."""
+
+
+def name_list(names, most=20, width=60):
+    """Names for a one-line message: the first `most`, each cut to `width` characters, and how
+    many there are in all (a model may have a thousand frames, a name may be 5000 characters)."""
+    names = list(names)
+    shown = [n if len(n) <= width else n[:width] + "..." for n in map(str, names[:most])]
+    return ", ".join(shown) + (f", ... ({len(names)} in all)" if len(names) > most else "")
+
+
+def short_name(name, width=200):
+    """A name the user gave, cut for a message."""
+    name = str(name)
+    return name if len(name) <= width else name[:width] + "..."

@@ -25,7 +25,7 @@ import sympy as sp
 
 from .backends.c.printer import CStatements
 from .backends.c.render import c_comment, c_identifier
-from .errors import ModelError
+from .errors import ModelError, name_list, short_name
 from .dynamics.frames import REFERENCES
 from .functions import FRAME_FUNCTIONS, function_spec, model_sizes
 from .unroll import FORMS
@@ -586,9 +586,9 @@ def one_frame_spec(tree, function, frame):
     frames = [f.name for f in tree.frames]
     if frame is None:
         raise ModelError(f"{function} computes one frame: give --frame NAME (frames: "
-                         + ", ".join(frames) + ")")
+                         f"{name_list(frames)})")
     if frame not in frames:
-        raise ModelError(f"no frame named {frame!r} (frames: {', '.join(frames)})")
+        raise ModelError(f"no frame named {short_name(frame)!r} (frames: {name_list(frames)})")
     want = {"frame": frame, **({"reference": ref} if ref else {})}
     return next(s for s in fam.specs(tree) if {o: v for o, v, _ in s.variant[1]} == want)
 

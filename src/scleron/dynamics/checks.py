@@ -252,9 +252,10 @@ def check_total_mass(tree, *, source=None):
         return
     body = max(tree.bodies, key=lambda b: max(abs(x) for row in b.inertia for x in row))
     raise ModelError(
-        f"every body's mass is below {ROUNDED_TO_ZERO:g} kg, which the generated code counts as "
-        "0: the model has no mass (its centre of mass is undefined, its mass matrix singular); "
-        "rescale the model's units (grams, millimetres)",
+        f"every moving body's mass is 0 or below {ROUNDED_TO_ZERO:g} kg, which the generated code "
+        "counts as 0 (bodies welded to the world do not count): the model has no mass (its "
+        "centre of mass is undefined); give a moving body its mass, or, if the masses are that "
+        "small, rescale the model's units (grams, millimetres)",
         source=source, element=f"body '{body.name}'", body=body.name)
 
 

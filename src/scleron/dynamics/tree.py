@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, name_list, short_name
 from ..joints import joint_model
 from ..joints.registry import joint_type
 from . import body_frames
@@ -192,8 +192,8 @@ def select_frames(model, names=None):
         names = [_padded_name(n, by_name) for n in names]
         unknown = [n for n in names if n not in by_name]
         if unknown:
-            raise ModelError(f"unknown frame {unknown[0]!r} (the model's frames: "
-                             f"{', '.join(list(by_name)[:20])}{', ...' if len(by_name) > 20 else ''})",
+            raise ModelError(f"unknown frame {short_name(unknown[0])!r} (the model's frames: "
+                             f"{name_list(by_name)})",
                              source=getattr(model, "source", None))
         if not names:
             raise ValueError("frames must name at least one frame")

@@ -290,7 +290,8 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
     if not links:
         raise ctx.error("the robot has no <link>", robot.line)
     if len(links) > MAX_BODIES + 1:
-        raise ctx.error(f"{len(links)} links is more than the limit of {MAX_BODIES}", robot.line)
+        raise ctx.error(f"{len(links)} links is more than the limit of {MAX_BODIES + 1} (the root link "
+                        f"and {MAX_BODIES} more)", robot.line)
 
     joints, child_of, children = {}, {}, {n: [] for n in links}
     for j in robot.findall("joint"):
@@ -376,8 +377,8 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
             a = j.find("axis")
             axis = _floats(a.attrib.get("xyz", "1 0 0"), 3, "axis xyz", jctx.at(line=a.line)) \
                 if a is not None else [1.0, 0.0, 0.0]
-            if np.linalg.norm(axis) < 1e-12:
-                raise jctx.error(f"axis has zero length (|xyz| = {np.linalg.norm(axis):.3g}, below "
+            if math.hypot(*axis) < 1e-12:            # (hypot: no overflow at 1e300)
+                raise jctx.error(f"axis has zero length (|xyz| = {math.hypot(*axis):.3g}, below "
                                  "1e-12)", a.line if a is not None else None)
             params["normal" if jtype == "planar" else "axis"] = tuple(axis)
         _add(model, child, parent_body, JOINT_MAP[jtype], jname, _link_inertia(links[child], lctx),
