@@ -112,20 +112,23 @@ def test_codegen_method_and_mass_matrix_options(tmp_path, monkeypatch):
     assert lines["inverse_dynamics"].rstrip().endswith("unrolled")
     bad = run("codegen", example("rc20.yaml"), "-o", str(tmp_path / "x"), "--method", "3")
     assert bad.returncode == 2 and "--method" in bad.stderr
+    one = tmp_path / "one.yaml"                    # the flags alone: a one-body model is enough
+    one.write_text("name: rc20\nbodies:\n  - {name: a, parent: world, mass: 1.0, com: [0.5, 0, 0],\n"
+                   "     inertia: [0.1, 0.1, 0.1], joint: {name: j, type: revolute, axis: [0, 0, 1]}}\n")
     o2 = tmp_path / "rc20_o2"                      # --opt swaps the level, nothing else
-    r = run("codegen", example("rc20.yaml"), "-o", str(o2), "--opt", "2", "--functions", "fd",
+    r = run("codegen", str(one), "-o", str(o2), "--opt", "2", "--functions", "fd",
             "--no-compile")
     assert r.returncode == 0, r.stderr
     flags = json.loads((o2 / "scleron.json").read_text())["cflags"]
     assert flags == ["-O2" if f == "-Os" else f for f in meta["cflags"]]
     monkeypatch.setenv("SCLERON_OPT", "0")         # the environment's level, when no --opt
     o0 = tmp_path / "rc20_o0"
-    r = run("codegen", example("rc20.yaml"), "-o", str(o0), "--functions", "fd", "--no-compile")
+    r = run("codegen", str(one), "-o", str(o0), "--functions", "fd", "--no-compile")
     assert r.returncode == 0, r.stderr
     flags = json.loads((o0 / "scleron.json").read_text())["cflags"]
     assert flags == ["-O0" if f == "-Os" else f for f in meta["cflags"]]
     monkeypatch.setenv("SCLERON_OPT", "fast")
-    bad = run("codegen", example("rc20.yaml"), "-o", str(tmp_path / "y"), "--functions", "fd")
+    bad = run("codegen", str(one), "-o", str(tmp_path / "y"), "--functions", "fd")
     assert bad.returncode == 2 and "SCLERON_OPT='fast'" in bad.stderr and "Traceback" not in bad.stderr
     assert not (tmp_path / "y").exists()
 

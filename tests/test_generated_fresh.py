@@ -48,16 +48,17 @@ def test_no_build_products_are_committed():
     assert not [p for p in tracked if p.endswith(BINARY_SUFFIXES) or "__pycache__" in p]
 
 
-MODELS_FOR_COMPILERS = [("branched", {}), ("rc20", {}),
+MODELS_FOR_COMPILERS = [("branched", {"functions": ["+fdd", "idd", "minv"]}),
                         ("rc50", {"method": 2, "mass_matrix": "loop",
-                                  "functions": ["fd", "id", "mass", "fdd", "idd", "minv"]})]
+                                  "functions": ["fd", "id", "mass", "fdd", "idd", "minv",
+                                                "frame_jacobians", "frame_placements"]})]
 
 
 @pytest.fixture(scope="module")
 def written_sources(tmp_path_factory):
     """NAME_dynamics.c/.h of models covering every function family and loop form: branched
-    (every joint type), rc20 (the frame loops), rc50 (Method II, the mass, pair, product and
-    M^-1 loops), each in a folder of its own."""
+    (every joint type, the default functions and the derivatives' product loops), rc50 (the frame
+    loops, Method II, the mass, pair, chain product and M^-1 loops), each in a folder of its own."""
     root = tmp_path_factory.mktemp("sources")
     for name, options in MODELS_FOR_COMPILERS:
         files, _, _ = build_sources(scleron.load_model(example(f"{name}.yaml")), name, **options)

@@ -383,8 +383,8 @@ def test_cli_show_function(small):
     assert r.returncode == 0, r.stderr
     assert "pass 6 (S&G 34-35): acceleration of body hand" in r.stdout
     assert "before simplification" in r.stdout and "after simplification" in r.stdout
-    r = cli("show", example("rc20.yaml"), "--function", "mass", "--format", "c")
-    assert r.returncode == 0 and r.stdout.startswith("/* rc20 mass_matrix")
+    r = cli("show", small, "--function", "mass", "--format", "c")
+    assert r.returncode == 0 and r.stdout.startswith("/* small mass_matrix")
     # where codegen writes a loop form (the products of fdd from 4 coordinates), show says so
     text = S.function_text(scleron.load_model(small), "fdd")
     assert "(the unrolled program; `scleron codegen` writes this function for this model in " \
