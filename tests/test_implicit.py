@@ -139,3 +139,18 @@ def test_the_command_line_takes_implicit(chain, capsys):
                           "--build-dir", out, "-q"]) == 0
     text = capsys.readouterr().out
     assert "implicit, dt = 0.05 s, t = 0.5 s in 10 steps" in text
+
+
+def test_rk45_says_when_the_state_diverged(chain):
+    """Loose tolerances let rk45's unstable steps through on the stiff chain until a step
+    overflowed; the step then shrank to nothing and the message advised larger tolerances,
+    which make it worse (an outside tester): it says the state diverged, and what helps."""
+    path, out = chain
+    with pytest.raises(SimulationError, match=r"the state diverged by t = .* try smaller "
+                                              r"--rtol/--atol, or --integrator implicit"):
+        simulate(path, 0.1, 1e-2, integrator="rk45", rtol=1.0, atol=1.0, progress=False,
+                 out_dir=out)
+    with pytest.raises(ValueError, match="rtol and atol set the error control of rk45, not of "
+                                         "implicit"):
+        simulate(path, 0.1, 1e-2, integrator="implicit", rtol=1e-3, atol=5.0, progress=False,
+                 out_dir=out)

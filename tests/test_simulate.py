@@ -546,6 +546,12 @@ def test_loading_what_is_not_a_trajectory_says_so(files, tmp_path):
         with pytest.raises(ValueError, match=re.escape(f"{path}: not a trajectory written by "
                                                        "scleron simulate")):
             Trajectory.load(str(path))
+    good = tmp_path / "good.npz"                 # a file cut short: zipfile's BadZipFile was raised
+    simulate(files["chain3"], 0.01, 1e-3, progress=False, out_dir=str(tmp_path / "b"), output=str(good))
+    cut = tmp_path / "cut.npz"
+    cut.write_bytes(good.read_bytes()[:5000])
+    with pytest.raises(ValueError, match=re.escape(f"{cut}: not a trajectory written by scleron")):
+        Trajectory.load(str(cut))
     with pytest.raises(ValueError, match="dt must be a number, got True"):
         simulate(files["chain3"], 0.01, True, progress=False, out_dir=str(tmp_path / "b"))
 

@@ -141,7 +141,7 @@ def _load(model_or_path, floating, **options):
 
 
 def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, tau=None, plot=None,
-             output=None, progress=True, out_dir=None, *, rtol=1e-8, atol=1e-10,
+             output=None, progress=True, out_dir=None, *, rtol=None, atol=None,
              switch_threshold=None, exp_limit=EXP_LIMIT, record_every=1,
              floating=False, inertia=None, mimic=None, damping=None, log=None):
     """Integrate a model from its initial state and return a Trajectory.
@@ -151,7 +151,7 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     with the generated inverse-dynamics derivatives: stable on stiff joint springs at steps where
     rk4 blows up; first order). duration, dt: seconds; dt is the step of rk4, semi-implicit and
     implicit, and the first and largest step of rk45 (whose step is chosen by the error control:
-    rtol, atol). q0, qd0: the
+    rtol, atol, default 1e-8, 1e-10, refused with the other integrators). q0, qd0: the
     initial state (default: the model's `initial`, else the neutral q -- zeros, identity
     quaternions -- and qd = 0). tau: constant joint forces (nv
     numbers or one for all; default 0) or a function tau(t, q, qd). plot: write a PNG of the joint
@@ -169,7 +169,12 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     duration, dt = _positive(duration, "duration"), _positive(dt, "dt")
     if duration / dt > MAX_STEPS:           # (rk45's steps are at most dt long, too)
         raise ValueError(f"duration / dt = {duration / dt:.3g} steps is more than {MAX_STEPS}")
-    rtol, atol = _positive(rtol, "rtol"), _positive(atol, "atol")
+    tolerances = [k for k, v in (("rtol", rtol), ("atol", atol)) if v is not None]
+    if tolerances and integrator != "rk45":
+        raise ValueError(f"{' and '.join(tolerances)} set the error control of rk45, not of "
+                         f"{integrator} (its error is set by dt)")
+    rtol = _positive(1e-8 if rtol is None else rtol, "rtol")
+    atol = _positive(1e-10 if atol is None else atol, "atol")
     threshold_given = switch_threshold not in (None, DEFAULT_SWITCH_THRESHOLD)   # (the default: harmless)
     switch_threshold = _positive(switch_threshold if threshold_given else DEFAULT_SWITCH_THRESHOLD,
                                  "switch_threshold")

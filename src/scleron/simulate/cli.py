@@ -96,7 +96,7 @@ def cmd_simulate(args):
     """Runs `scleron simulate`; errors are one line on stderr and exit status 2."""
     try:
         tolerances = {k: v for k, v in (("rtol", args.rtol), ("atol", args.atol)) if v is not None}
-        if tolerances and args.integrator != "rk45":
+        if tolerances and args.integrator != "rk45":      # (simulate() says it too, without --)
             raise ValueError(f"--{' and --'.join(tolerances)} set the error control of rk45, not "
                              f"of {args.integrator} (its error is set by --dt)")
         if args.plot:

@@ -234,6 +234,17 @@ class Simulator:
         return (np.concatenate([np.zeros(self.nv), self.qd]),
                 lambda t, dq, v: self.qdd(t, self.advance(base, dq), v), q_of)
 
+    def underflow(self, t, y, overflowed):
+        """The message of a step that shrank to nothing: the tolerances cannot be met, or, where
+        even the shortest trial steps overflow, the state has diverged (loose tolerances let
+        unstable steps through: larger ones would make it worse)."""
+        if overflowed:
+            return (f"the state diverged by t = {t:.6g} s (max |q̇| = {np.max(np.abs(y[self.nv:])):.3g}; "
+                    "every trial step overflows): try smaller --rtol/--atol, or --integrator "
+                    "implicit for stiff springs")
+        return (f"step size underflow at t = {t:.6g} s (the tolerances cannot be met; try a "
+                "larger --rtol/--atol)")
+
     def run_rk45(self):
         """Dormand-Prince with error control; a step over a chart singularity is rejected too."""
         n, T = self.nv, self.duration
@@ -241,6 +252,7 @@ class Simulator:
         y, accel, q_of = self.local_state()
         f0 = derivative(accel, t, y, n, self.bracket)
         accepted = rejected = 0
+        overflowed = False
         fac_max = 5.0
         while t < T * (1 - 1e-15) and T - t > 1e-15 * max(1.0, T):
             h = min(h, self.dt, T - t)
@@ -251,10 +263,10 @@ class Simulator:
                                       f"(h = {h:.3g} s): a shorter --duration, or larger "
                                       f"--rtol/--atol")
             if h < 1e-14 * max(1.0, abs(t)):
-                raise SimulationError(f"step size underflow at t = {t:.6g} s (the tolerances "
-                                      f"cannot be met; try a larger --rtol/--atol)")
+                raise SimulationError(self.underflow(t, y, overflowed))
             y_new, err_vec, f_new = dopri_step(accel, t, y, f0, h, self.bracket)
             err = error_norm(err_vec, y, y_new, self.rtol, self.atol)
+            overflowed = err >= 1e10 or not np.all(np.isfinite(y_new))    # (error_norm's 1e10)
             if err > 1.0 or self.crossed(q_of(y), q_of(y_new)) is not None:
                 rejected += 1
                 h *= 0.5 if err <= 1.0 else step_factor(err)

@@ -1,5 +1,6 @@
 """The result of a simulation: Trajectory (arrays, .npz round trip) and Switch (one change of
 coordinates, told in words)."""
+import zipfile
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -113,8 +114,8 @@ class Trajectory:
                     raise ValueError(f"{path}: not a trajectory written by scleron simulate (no "
                                      f"{', '.join(missing[:4])})")
                 return cls._from_arrays(z)
-        except ValueError as exc:
-            if str(exc).startswith(f"{path}:"):
+        except (ValueError, zipfile.BadZipFile, EOFError) as exc:    # (a truncated file: BadZipFile)
+            if isinstance(exc, ValueError) and str(exc).startswith(f"{path}:"):
                 raise
             raise ValueError(f"{path}: not a trajectory written by scleron simulate (.npz): "
                              f"{exc}") from None
