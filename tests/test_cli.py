@@ -407,3 +407,18 @@ def test_replacing_another_models_default_folder_is_said(tmp_path, capsys, monke
             "folder: give -o or --name)") in said
     assert main(["codegen", "my_bot.urdf", "--no-compile", "--functions", "fd"]) == 0   # up to date
     assert "note:" not in capsys.readouterr().out
+
+
+def test_ctrl_c_while_the_command_starts_is_one_line(monkeypatch, capsys):
+    """The command's imports take a second or two (sympy): Ctrl-C there printed a traceback
+    (outside testers). scleron.errors.command_start, around them, ends the command as later
+    (one line, status 130); in any other program the KeyboardInterrupt goes on."""
+    from scleron.errors import command_start
+    monkeypatch.setattr(sys, "argv", ["/usr/bin/scleron", "codegen"])
+    with pytest.raises(SystemExit) as e, command_start():
+        raise KeyboardInterrupt
+    assert e.value.code == 130 and capsys.readouterr().err == "scleron: interrupted\n"
+    monkeypatch.setattr(sys, "argv", ["my_controller.py"])
+    monkeypatch.setattr(sys, "orig_argv", ["python", "my_controller.py"], raising=False)
+    with pytest.raises(KeyboardInterrupt), command_start():
+        raise KeyboardInterrupt

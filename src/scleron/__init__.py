@@ -2,8 +2,12 @@
 scleronomic joints (Si & Guenter), compiled to C and loaded back as numpy callables."""
 __version__ = "0.1.0"
 
-from .errors import BuildError, ModelError                       # noqa: E402
-from .model import Model, Transform                              # noqa: E402
+from .errors import BuildError, ModelError, command_start       # noqa: E402
+
+with command_start():       # the imports below take a second or two (sympy)
+    from .model import Model, Transform                          # noqa: E402
+    from .simulate import Trajectory, simulate                   # noqa: E402
+    from . import charts                                         # noqa: E402,F401  (scleron.charts.derive)
 
 
 def load_model(path, **kwargs):
@@ -23,6 +27,3 @@ def load_generated(folder):
     from .pipeline import load_generated as _load
     return _load(folder)
 
-
-from .simulate import Trajectory, simulate                       # noqa: E402
-from . import charts                                             # noqa: E402,F401  (scleron.charts.derive)

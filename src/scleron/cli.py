@@ -17,11 +17,13 @@ import time
 import warnings
 
 from . import __version__
-from .errors import BuildError, ModelError
-from .model.load import add_load_arguments, load_arguments
-from .functions import FUNCTIONS
-from .show import one_frame_families
-from .simulate import add_parser as add_simulate_parser
+from .errors import BuildError, ModelError, command_start
+
+with command_start():                   # Ctrl-C while these import: one line, not a traceback
+    from .model.load import add_load_arguments, load_arguments
+    from .functions import FUNCTIONS
+    from .show import one_frame_families
+    from .simulate import add_parser as add_simulate_parser
 
 
 class CommandError(Exception):

@@ -1,4 +1,7 @@
 """Errors raised on bad input. The lowest layer: everything may import it."""
+import contextlib
+import os
+import sys
 
 
 class ModelError(ValueError):
@@ -44,3 +47,19 @@ def short_name(name, width=200):
     """A name the user gave, cut for a message."""
     name = str(name)
     return name if len(name) <= width else name[:width] + "..."
+
+
+@contextlib.contextmanager
+def command_start():
+    """Around the imports of the `scleron` command's start (a second or two: sympy): Ctrl-C
+    there ends the command as it does later, one line and exit status 130, not a traceback. In
+    any other program that imports scleron the KeyboardInterrupt goes on as usual."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        command = (os.path.basename(sys.argv[0] or "") == "scleron"
+                   or list(getattr(sys, "orig_argv", [])[1:3]) == ["-m", "scleron"])
+        if not command:
+            raise
+        print("scleron: interrupted", file=sys.stderr)
+        sys.exit(130)
