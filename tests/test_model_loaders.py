@@ -886,3 +886,111 @@ def test_fuzz_urdf_text(data):
                          order=data.draw(st.sampled_from(["pinocchio", "file"])))
     except ModelError as e:
         assert "fuzz.urdf" in str(e)
+
+
+# ---- the Python model API, as an outside tester scripting models used it -----------------------
+def _python_and_yaml(tmp_path, body_yaml, build):
+    """The model a YAML body describes, and the same built in Python by build(model)."""
+    from scleron.model.yaml_loader import model_to_dict
+    path = tmp_path / "m.yaml"
+    path.write_text("name: m\nbodies:\n" + body_yaml)
+    m = scleron.Model("m")
+    build(m)
+    return model_to_dict(m.merged_fixed()), model_to_dict(scleron.load_model(str(path)))
+
+
+def test_composite_parts_in_python_take_the_yaml_form(tmp_path):
+    """parts=[{"type": "revolute", "axis": ...}] (the YAML form) lost its axes: the defaults were
+    used without a word; a typo in a part was accepted; the caller's dicts were changed."""
+    parts = [{"type": "revolute", "axis": (1, 0, 0)}, {"type": "prismatic", "axis": (0, 1, 0)}]
+    python, from_yaml = _python_and_yaml(
+        tmp_path, "  - {name: a, parent: world, mass: 1, inertia: [0.1, 0.1, 0.1],\n"
+                  "     joint: {name: j, type: composite, parts: [{type: revolute, axis: [1, 0, 0]},"
+                  " {type: prismatic, axis: [0, 1, 0]}]}}\n",
+        lambda m: m.add_body("a", joint="composite", joint_name="j", parts=parts, mass=1.0,
+                             inertia=(0.1, 0.1, 0.1)))
+    assert python == from_yaml
+    assert parts == [{"type": "revolute", "axis": (1, 0, 0)}, {"type": "prismatic", "axis": (0, 1, 0)}]
+    m = scleron.Model("typo")
+    with pytest.raises(scleron.ModelError, match="part 0: a revolute part takes no parameter axsi"):
+        m.add_body("a", joint="composite", parts=[{"type": "revolute", "axsi": (1, 0, 0)}])
+    with pytest.raises(scleron.ModelError, match="beside 'type' or under 'params', not both"):
+        m.add_body("a", joint="composite", parts=[{"type": "revolute", "axis": (1, 0, 0),
+                                                   "params": {"axis": (1, 0, 0)}}])
+
+
+def test_a_python_origin_is_a_proper_placement():
+    """origin=Transform(R, t) was not checked: a reflection or 2 I made wrong energies without a
+    word, and xyz/rpy beside origin were ignored."""
+    from scleron.model import Transform
+    m = scleron.Model("o")
+    for R, problem in ((np.diag([1.0, 1.0, -1.0]), "a reflection"), (2 * np.eye(3), "not orthonormal")):
+        with pytest.raises(scleron.ModelError, match=problem):
+            m.add_body("a", origin=Transform(R, np.zeros(3)))
+        with pytest.raises(scleron.ModelError, match=problem):
+            m.add_frame("f", "world", origin=Transform(R, np.zeros(3)))
+    with pytest.raises(scleron.ModelError, match="translation must be 3 numbers"):
+        m.add_body("a", origin=Transform(np.eye(3), np.zeros(2)))
+    with pytest.raises(scleron.ModelError, match="not both"):
+        m.add_body("a", origin=Transform(), xyz=(1, 0, 0))
+    with pytest.raises(scleron.ModelError, match="origin must be a Transform"):
+        m.add_body("a", origin=((1, 0, 0), (0, 0, 0)))
+    with pytest.raises(scleron.ModelError, match="com must be 3 numbers"):
+        m.add_body("a", com=("0.1", "0", "0"))
+    with pytest.raises(scleron.ModelError, match="axis must be 3 numbers"):
+        m.add_body("a", axis=(True, False, False))
+
+
+def test_a_body_welded_to_the_world_in_python_is_part_of_the_world():
+    """Built in Python (the loaders merge fixed joints, generate did not), a body fixed to the
+    world counted in the centre of mass and the potential energy (9.81 J became 58.86)."""
+    from scleron.dynamics import recursions as rec
+    from scleron.dynamics.algebra import FloatAlgebra
+    from scleron.dynamics.tree import Tree
+    m = scleron.Model("welded")
+    m.add_body("plate", joint="fixed", mass=5.0, com=(0.0, 0.0, 0.5), inertia=(0.1, 0.1, 0.1))
+    m.add_body("l1", "plate", joint="revolute", axis=(0, 0, 1), xyz=(0, 0, 1), mass=1.0,
+               com=(0.1, 0.0, 0.0), inertia=(0.01, 0.01, 0.01))
+    q, alg = [0.5], FloatAlgebra()
+    com = rec.center_of_mass(Tree(m), alg, q)
+    np.testing.assert_allclose(com, [0.1 * math.cos(0.5), 0.1 * math.sin(0.5), 1.0], atol=1e-15)
+    assert rec.potential_energy(Tree(m), alg, q) == pytest.approx(9.81)
+
+
+def test_a_python_initial_state_is_checked():
+    m = scleron.Model("q0")
+    m.add_body("a", joint="spherical", chart="ZYZ", mass=1.0, com=(0.1, 0, 0), inertia=(0.1, 0.2, 0.25))
+    for bad in ([0, 0.5, 0, 7, 8], [0, 0.5]):
+        m.q0 = np.array(bad, dtype=float)
+        with pytest.raises(scleron.ModelError, match=f"q0 must be 3 finite numbers .nq., got {len(bad)}"):
+            m.validate()
+    m.q0 = np.array([0, 0.5, 0])
+    m.validate()
+
+
+def test_world_frames_survive_a_yaml_round_trip(tmp_path):
+    """dump_yaml dropped the frames on the world (a URDF's root link among them): the format's
+    top level takes them now."""
+    from scleron.model.yaml_loader import dump_yaml
+    m = scleron.Model("wf")
+    m.add_frame("target", "world", xyz=(1.0, 2.0, 3.0), rpy=(0.1, 0.2, 0.3))
+    m.add_body("a", joint="revolute", mass=1.0, com=(0.1, 0, 0))
+    dump_yaml(m, tmp_path / "wf.yaml")
+    back = scleron.load_model(str(tmp_path / "wf.yaml"))
+    assert [f.name for f in back.frame_list()] == ["target", "a"]
+    np.testing.assert_allclose(back.frames[0].origin.translation, [1, 2, 3])
+    np.testing.assert_allclose(back.frames[0].origin.rotation, m.frames[0].origin.rotation, atol=1e-15)
+
+
+@pytest.mark.parametrize("written, read", [("010", 10.0), ("0x10", 16.0), ("1.5e0", 1.5),
+                                           ("1:30", None), ("1_000", None)])
+def test_yaml_numbers_are_read_as_yaml_1_2_writes_them(tmp_path, written, read):
+    """PyYAML reads YAML 1.1: mass 1:30 was 90 (base 60), 010 was 8 (octal), silently."""
+    path = tmp_path / "n.yaml"
+    path.write_text(f"name: n\nbodies:\n  - name: a\n    parent: world\n    mass: {written}\n"
+                    "    com: [0.1, 0, 0]\n    inertia: [0.1, 0.1, 0.1]\n")
+    if read is None:
+        with pytest.raises(scleron.ModelError, match=f"mass must be a number, got '{written}'"):
+            scleron.load_model(str(path))
+    else:
+        assert scleron.load_model(str(path)).bodies[0].inertia.mass == read

@@ -65,6 +65,11 @@ class Tree:
         every frame of the model, Model.frame_list). coupled=False ignores mimic joints (the
         full tree of a coupled model). turn_frames=False keeps every body in its model frame
         (body_frames; the results are the same)."""
+        if any(j.type == "fixed" for j in model.joints):
+            # a Model built in Python keeps its fixed joints; the loaders merge them. Merged here
+            # too: a body welded to the world is part of the world, outside the centre of mass
+            # and the potential energy, as from a file (and Pinocchio's)
+            model = model.merged_fixed()
         self.coupling, self.full = None, self
         self.name = model.name
         self.source = getattr(model, "source", None)      # the model file, for error messages

@@ -6,6 +6,7 @@ The body frame is the joint's successor frame: G_i(q) = X_tree,i * Q_i(q_i).
 """
 import contextlib
 import math
+import numbers
 import warnings
 from dataclasses import dataclass, field
 
@@ -26,6 +27,9 @@ WORLD = "world"
 
 def _finite_vector(value, n, what, err):
     try:
+        if any(isinstance(x, (str, bytes, bool, np.bool_))            # as the YAML reader: a
+               for x in np.asarray(value, dtype=object).reshape(-1)):  # number, not "0.1" or True
+            raise err(f"{what} must be {n} numbers, got {value!r}")
         arr = np.array(value, dtype=float).reshape(-1)
     except (TypeError, ValueError):
         raise err(f"{what} must be {n} numbers, got {value!r}") from None
@@ -34,6 +38,36 @@ def _finite_vector(value, n, what, err):
     if not np.all(np.isfinite(arr)):
         raise err(f"{what} must be finite, got {value!r}")
     return arr
+
+
+def _placement(origin, xyz, rpy, err):
+    """The Transform of add_body's and add_frame's origin=, or of xyz, rpy (URDF convention);
+    origin's rotation must be a proper rotation (a reflection or a scaled matrix made wrong
+    energies without a word), its translation 3 finite numbers."""
+    if origin is None:
+        return Transform.from_xyz_rpy(_finite_vector(xyz if xyz is not None else (0, 0, 0), 3, "xyz", err),
+                                      _finite_vector(rpy if rpy is not None else (0, 0, 0), 3, "rpy", err))
+    if xyz is not None or rpy is not None:
+        raise err("give origin (a Transform) or xyz and rpy, not both")
+    if not isinstance(origin, Transform):
+        raise err(f"origin must be a Transform (or give xyz, rpy), got {type(origin).__name__}")
+    try:
+        R = np.array(origin.rotation, dtype=float)
+    except (TypeError, ValueError):
+        raise err(f"origin's rotation must be a 3x3 matrix, got {origin.rotation!r}") from None
+    if R.shape != (3, 3):
+        raise err(f"origin's rotation must be a 3x3 matrix, got shape {R.shape}")
+    if not np.all(np.isfinite(R)):
+        raise err("origin must be finite")
+    off = float(np.abs(R @ R.T - np.eye(3)).max())
+    if off > 1e-6:
+        raise err(f"origin's rotation is not orthonormal (|R R^T - 1| = {off:.3g})")
+    if np.linalg.det(R) < 0:
+        raise err("origin's rotation is a reflection (determinant -1), not a proper rotation")
+    if off > 1e-12:                         # rounded input (6 digits): the nearest rotation
+        u, _, vt = np.linalg.svd(R)
+        R = u @ vt
+    return Transform(R, _finite_vector(origin.translation, 3, "origin's translation", err))
 
 
 def rotation_from_rpy(rpy):
@@ -374,9 +408,9 @@ class Model:
                       hint=self._relax_hint())
         if wrench is not None:
             body.wrench = P.wrench(wrench, err)
-        if origin is None:
-            origin = Transform.from_xyz_rpy(_finite_vector(xyz if xyz is not None else (0, 0, 0), 3, "xyz", err),
-                                            _finite_vector(rpy if rpy is not None else (0, 0, 0), 3, "rpy", err))
+        origin = _placement(origin, xyz, rpy, err)
+        if joint_name is not None and (not isinstance(joint_name, str) or not joint_name):
+            raise err(f"joint_name must be a non-empty string, got {joint_name!r}")
         jname = joint_name or f"{name}_joint"
         if jname in self._names("joints"):
             raise self._err(f"joint '{jname}'", joint=jname)("two joints have this name")
@@ -401,12 +435,7 @@ class Model:
             raise err(f"the name '{WORLD}' is reserved for the fixed base (a frame on it may take it)")
         if body != WORLD and body not in self._names("bodies"):
             raise err(f"body '{body}' does not exist (add the body before its frames)")
-        if origin is None:
-            origin = Transform.from_xyz_rpy(_finite_vector(xyz if xyz is not None else (0, 0, 0), 3, "xyz", err),
-                                            _finite_vector(rpy if rpy is not None else (0, 0, 0), 3, "rpy", err))
-        elif not (np.all(np.isfinite(origin.rotation)) and np.all(np.isfinite(origin.translation))):
-            raise err("origin must be finite")
-        frame = Frame(name, body, origin)
+        frame = Frame(name, body, _placement(origin, xyz, rpy, err))
         self.frames.append(frame)
         return frame
 
@@ -463,7 +492,7 @@ class Model:
                       "(pitch 0 is a revolute joint)")
         if "pitch" in j.params:
             p = j.params["pitch"]
-            if not isinstance(p, (int, float)) or isinstance(p, bool) or not math.isfinite(p):
+            if not isinstance(p, numbers.Real) or isinstance(p, bool) or not math.isfinite(p):
                 raise err(f"pitch must be a finite number, got {p!r}")
             j.params["pitch"] = float(p)
         if "chart" in j.params:
@@ -473,16 +502,19 @@ class Model:
             parts = j.params.get("parts")
             if not isinstance(parts, (list, tuple)) or not parts:
                 raise err("a composite joint needs a non-empty list 'parts'")
+            checked = []                    # new dicts: the caller's parts stay as given
             for k, part in enumerate(parts):
                 if not isinstance(part, dict) or "type" not in part:
                     raise err(f"part {k} must be a mapping with a 'type'")
+                given = self._part_parameters(part, k, err)
                 sub = Joint(f"{j.name}.part{k}", part["type"], j.parent, j.child, Transform(),
-                            dict(part.get("params", {})))
+                            given)
                 problem = composite_part_problem(sub.type)
                 if problem:
                     raise err(f"part {k}: {problem}")
                 self.check_joint(sub)
-                part["params"] = sub.params
+                checked.append({"type": sub.type, "params": sub.params})
+            j.params["parts"] = checked
             if j.dof > 6:
                 raise err(f"a composite joint has at most 6 coordinates, its parts have {j.dof}: "
                           f"its S is 6 x {j.dof}, so the columns are dependent and the mass matrix "
@@ -490,6 +522,26 @@ class Model:
         if not np.all(np.isfinite(j.origin.rotation)) or not np.all(np.isfinite(j.origin.translation)):
             raise err("origin must be finite")
         P.spring(j, err)
+
+    @staticmethod
+    def _part_parameters(part, k, err):
+        """A composite part's parameters: beside its type, as YAML writes them ({"type":
+        "revolute", "axis": ...}), or under "params" (as model_to_dict writes them); a key no
+        joint of its type takes is refused (they were dropped without a word)."""
+        ptype = part["type"]
+        if not isinstance(ptype, str) or ptype not in JOINT_TYPES:
+            raise err(f"part {k}: unknown joint type {ptype!r} (known: {', '.join(JOINT_TYPES)})")
+        beside = {key: v for key, v in part.items() if key not in ("type", "params")}
+        if "params" in part and beside:
+            raise err(f"part {k}: give its parameters beside 'type' or under 'params', not both "
+                      f"({', '.join(map(str, beside))} beside 'params')")
+        given = dict(part["params"]) if "params" in part else beside
+        unknown = sorted(map(str, set(given) - JOINT_TYPES[ptype][1]))
+        if unknown:
+            known = ", ".join(sorted(JOINT_TYPES[ptype][1])) or "none"
+            raise err(f"part {k}: a {ptype} part takes no parameter {', '.join(unknown)} "
+                      f"(it takes: {known})")
+        return given
 
     @staticmethod
     def _check_general(j, err):
@@ -642,7 +694,28 @@ class Model:
         if not np.all(np.isfinite(self.gravity)):
             raise ModelError("gravity must be finite", source=self.source)
         self._validate_frames()
+        self._validate_initial_state()
         return self
+
+    def _validate_initial_state(self):
+        """q0 (nq numbers, unit quaternions) and qd0 (nv) where set: a Python model's were not
+        checked (5 entries for nq = 3 passed; 2 were reported as a singular joint)."""
+        for attr, size, n in (("q0", "nq", self.nq), ("qd0", "nv", self.nv)):
+            value = getattr(self, attr)
+            if value is None:
+                continue
+            try:
+                a = np.array(value, dtype=float)
+            except (TypeError, ValueError):
+                raise ModelError(f"{attr} must be {n} numbers ({size}), got {value!r}",
+                                 source=self.source) from None
+            if a.shape != (n,) or not np.all(np.isfinite(a)):
+                raise ModelError(f"{attr} must be {n} finite numbers ({size}), got "
+                                 f"{a.shape[0] if a.ndim == 1 else a.shape}"
+                                 f"{'' if a.shape == (n,) else ' entries'}", source=self.source)
+        if self.q0 is not None:
+            self.unit_quaternions(self.q0, lambda problem: ModelError(f"q0: {problem}",
+                                                                      source=self.source))
 
     def _validate_mimic(self):
         """A mimic joint (docs/mimic.md) has one coordinate, follows a joint of the model with one

@@ -21,7 +21,7 @@ from .joint_types import EULER_CHARTS, JOINT_TYPES, SPRING_KEYS, composite_part_
 from .load import MAX_BODIES, MAX_DEPTH, describe, read_source, sanitize_identifier
 from .model import WORLD, Inertia, Model, Transform, check_inertia, rotation_from_rpy
 
-TOP_KEYS = ("name", "gravity", "bodies", "initial")
+TOP_KEYS = ("name", "gravity", "bodies", "frames", "initial")
 BODY_KEYS = ("name", "parent", "joint", "mass", "com", "inertia", "wrench", "frames")
 FRAME_KEYS = ("name", "xyz", "rpy", "rotation")
 PLACEMENT_KEYS = ("name", "type", "xyz", "rpy", "rotation")
@@ -122,12 +122,31 @@ if getattr(yaml, "__with_libyaml__", False):
 else:                                                   # pragma: no cover
     _CLoader = None
 
-# YAML 1.2 floats: PyYAML (YAML 1.1) reads 1e-3 as a string; read it as the number it means.
-_FLOAT_12 = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$")
+# Numbers as YAML 1.2 (its core schema) writes them, not PyYAML's YAML 1.1: 1e-3 is a number
+# (1.1: a string), 010 is ten (1.1: octal 8), 1:30 and 1_000 are strings (1.1: 90 and 1000),
+# refused where a number belongs instead of read as another one.
+_INT, _FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_INT_12 = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+_FLOAT_12 = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                       r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
+
+
+def _construct_int_12(loader, node):
+    text = loader.construct_scalar(node)
+    if text.startswith(("0x", "0o")):
+        return int(text[2:], 16 if text[1] == "x" else 8)
+    return int(text, 10)
+
+
 for _cls in _LOADERS:
     _cls.add_constructor("tag:yaml.org,2002:map", _LineConstructor.construct_line_map)
     _cls.add_constructor("tag:yaml.org,2002:seq", _LineConstructor.construct_line_seq)
-    _cls.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789."))
+    _cls.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag not in (_INT, _FLOAT)]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    _cls.add_implicit_resolver(_INT, _INT_12, list("-+0123456789"))     # (before floats: 10 is an int)
+    _cls.add_implicit_resolver(_FLOAT, _FLOAT_12, list("-+0123456789."))
+    _cls.add_constructor(_INT, _construct_int_12)
 
 
 def _check_depth(text, loader_cls):
@@ -315,6 +334,8 @@ class _Builder:
         for i, b in enumerate(bodies):
             self.add_body(model, b, i, _item_line(bodies, i), all_names)
 
+        if "frames" in top:                 # frames fixed to the world, placed in it
+            self.frames(model, WORLD, top["frames"], where.at(line=_key_line(top, "frames")))
         if "initial" in top:
             self.initial(model, top["initial"], where.at(element="initial", line=_key_line(top, "initial")))
         if merge_fixed:
@@ -392,10 +413,11 @@ class _Builder:
         if not isinstance(value, (list, tuple)):
             raise where.error(f"frames must be a list of {{name, xyz, rpy}} mappings, got {describe(value)}")
         for k, f in enumerate(value):
-            fwhere = where.at(element=f"frames[{k}] of body '{body}'", line=_item_line(value, k))
+            on = "the world" if body == WORLD else f"body '{body}'"
+            fwhere = where.at(element=f"frames[{k}] of {on}", line=_item_line(value, k))
             f = _mapping(f, "a frame", fwhere, FRAME_KEYS, required=("name",))
             fname = _name(f["name"], "the frame name", fwhere)
-            fwhere = fwhere.at(element=f"frame '{fname[:200]}' (body '{body}')")
+            fwhere = fwhere.at(element=f"frame '{fname[:200]}' ({on})")
             xyz = _numbers(f["xyz"], 3, "xyz", fwhere.at(line=_key_line(f, "xyz"))) if "xyz" in f else [0.0] * 3
             if "rpy" in f and "rotation" in f:
                 raise fwhere.error("give either rpy or rotation, not both", _key_line(f, "rotation"))
@@ -653,10 +675,15 @@ def model_to_dict(model):
         frames = [{"name": f.name, "xyz": vec(f.origin.translation),
                    "rotation": [vec(r) for r in f.origin.rotation]}
                   for f in getattr(model, "frames", []) if f.body == body.name]
-        if frames:                      # (frames on the world have no place in the format)
+        if frames:
             bd["frames"] = frames
         bodies.append(bd)
     out = {"name": model.name, "gravity": vec(model.gravity), "bodies": bodies}
+    world = [{"name": f.name, "xyz": vec(f.origin.translation),
+              "rotation": [vec(r) for r in f.origin.rotation]}
+             for f in getattr(model, "frames", []) if f.body == WORLD]
+    if world:                           # the top level's frames: on the world
+        out["frames"] = world
     init = {}
     if model.q0 is not None:
         init["q"] = vec(model.q0)
