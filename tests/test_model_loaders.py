@@ -994,3 +994,16 @@ def test_yaml_numbers_are_read_as_yaml_1_2_writes_them(tmp_path, written, read):
             scleron.load_model(str(path))
     else:
         assert scleron.load_model(str(path)).bodies[0].inertia.mass == read
+
+
+def test_a_relaxed_python_models_inertia_warning_is_said_once():
+    """add_body warned, and validate (generate) warned the same again."""
+    import warnings
+    m = scleron.Model("r")
+    m.inertia_checks = "relaxed"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m.add_body("a", mass=0.0, inertia=(0.1, 0.1, 0.1))
+        m.add_body("b", "a", mass=1.0, com=(0.1, 0, 0))
+        m.validate()
+    assert len([w for w in caught if "mass must be positive" in str(w.message)]) == 1

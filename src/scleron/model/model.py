@@ -404,8 +404,9 @@ class Model:
         except (TypeError, ValueError):
             raise err(f"inertia must be 3 numbers (diagonal) or a 3x3 matrix, got {inertia!r}") from None
         body = Body(name, Inertia(mass, _finite_vector(com, 3, "com", err), inertia_mat.reshape(3, 3)))
-        check_inertia(body.inertia, err, relaxed=self.inertia_checks == "relaxed",
-                      hint=self._relax_hint())
+        with self._each_warning_once():     # (validate() checks it again: one warning)
+            check_inertia(body.inertia, err, relaxed=self.inertia_checks == "relaxed",
+                          hint=self._relax_hint())
         if wrench is not None:
             body.wrench = P.wrench(wrench, err)
         origin = _placement(origin, xyz, rpy, err)
