@@ -1007,3 +1007,17 @@ def test_a_relaxed_python_models_inertia_warning_is_said_once():
         m.add_body("b", "a", mass=1.0, com=(0.1, 0, 0))
         m.validate()
     assert len([w for w in caught if "mass must be positive" in str(w.message)]) == 1
+
+
+def test_a_rest_position_without_a_spring_is_refused(tmp_path):
+    """rest without stiffness changed nothing, without a word (an outside tester)."""
+    path = tmp_path / "r.yaml"
+    path.write_text("name: r\nbodies:\n  - name: a\n    parent: world\n    joint: {type: revolute, "
+                    "rest: 0.5}\n    mass: 1.0\n    com: [0.1, 0, 0]\n    inertia: [0.1, 0.1, 0.1]\n")
+    with pytest.raises(scleron.ModelError, match=r"r.yaml:3: joint 'a_joint': rest is the rest "
+                                                 r"position of a spring: give stiffness too"):
+        scleron.load_model(str(path))
+    m = scleron.Model("r")
+    with pytest.raises(scleron.ModelError, match="give stiffness too"):
+        m.add_body("a", rest=0.5)
+    m.add_body("a", rest=0.5, stiffness=0.0)        # a spring of stiffness 0, said so: accepted

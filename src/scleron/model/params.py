@@ -224,6 +224,9 @@ def spring(joint, err):
     dof = joint.dof
     if joint.nq != dof and (joint.stiffness is not None or joint.rest is not None):
         raise err(f"a {joint.type} joint's q holds a quaternion: {QUATERNION_SPRING}")
+    if joint.rest is not None and joint.stiffness is None:
+        raise err("rest is the rest position of a spring: give stiffness too (without one, rest "
+                  "changes nothing)")
     for key in ("stiffness", "damping", "rest", "armature"):
         value = getattr(joint, key)
         if value is None:
