@@ -41,7 +41,10 @@ calls with no arguments (update the arrays in place between calls):
     fd()                                               # qdd now holds the result
 
 A batch can be split over threads: forward_dynamics(Q, Qd, Tau, threads=2) runs OpenMP threads
-in C when the compiler had OpenMP at build time (gcc does; `_openmp` says), else Python threads.
+in C when the compiler had OpenMP at build time (gcc does; `_openmp` says), else Python threads
+(also in a process forked from this one: gcc's OpenMP runtime hangs in a forked child). A batch
+releases the GIL while C runs; a single state's call (about the C call's time) keeps it.
+The functions pickle by name (this package's), so a process pool can be sent them.
 """
 import contextlib
 import functools
@@ -56,8 +59,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_36280c7a830f"
-HASH = "36280c7a830faa5a43c5399c6f53f5a33d064409e4e424af1c056a7538ac2f1f"
+MODULE = "_branched_c61cc16ed173"
+HASH = "c61cc16ed173aee6a0a6133d5160ea76691490ec21ce32e2339e09bbc82b2bcb"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -271,7 +274,7 @@ _fb = ffi.from_buffer
 _empty = np.empty
 
 
-def _as_input(x, name, width):
+def _as_input(x, name, width, count=None):
     a = x if isinstance(x, np.ndarray) else np.asarray(x)
     if a.ndim == 0 and width == 1:            # a scalar input (dt): one state's value
         a = a.reshape(1)
@@ -282,8 +285,12 @@ def _as_input(x, name, width):
         return np.ascontiguousarray(a), None
     if a.ndim == 2 and a.shape[1] == width:
         return np.ascontiguousarray(a), a.shape[0]
+    if width == 1 and count is not None:      # N known from an earlier input: (N,) is one per state
+        raise ValueError(f"{name} must be a number, or one per state: shape (N,) or (N, 1) with "
+                         f"N = {count}; got {a.shape}")
     if width == 1:
-        raise ValueError(f"{name} must be a number, or one per state: shape (N,) or (N, 1); got {a.shape}")
+        raise ValueError(f"{name} must be a number or of shape (1,) for one state, of shape (N, 1) "
+                         f"for N states; got {a.shape}")
     raise ValueError(f"{name} must have shape ({width},) or (N, {width}), got {a.shape}")
 
 
@@ -310,6 +317,17 @@ def _as_output(out, want, label):
 
 
 _pool = None
+
+
+def _after_fork_in_child():
+    """A forked child runs threads= batches in Python threads of its own: gcc's OpenMP runtime
+    and the parent's thread pool do not survive a fork (a call would wait forever)."""
+    global _openmp, _pool
+    _openmp, _pool = False, None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _threaded(batch, count, arrays, outs, threads):
@@ -342,7 +360,7 @@ def _call(function, values, out, threads=1):
     for i, ((name, width), x) in enumerate(zip(inputs, values)):
         if width == 1 and count is not None:
             x = _per_state(x, count)
-        a, n = _as_input(x, name, width)
+        a, n = _as_input(x, name, width, count)
         if i and (n is None) != (count is None) or (n is not None and count is not None and n != count):
             raise ValueError(f"{name} has shape {a.shape}, but {inputs[0][0]} has "
                              f"{arrays[0].shape}: give all single states or all N states")
@@ -673,6 +691,8 @@ if _fast is not None:
     center_of_mass = _fast.center_of_mass
     integrate = _fast.integrate
     difference = _fast.difference
+    for _f in (forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, kinetic_energy, potential_energy, center_of_mass, integrate, difference, ):
+        _f.__module__ = __name__      # pickled by this package's name, not the extension's
 
 FUNCTIONS = tuple(_SIGNATURES)
 
