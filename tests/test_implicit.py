@@ -150,6 +150,10 @@ def test_rk45_says_when_the_state_diverged(chain):
                                               r"--rtol/--atol, or --integrator implicit"):
         simulate(path, 0.1, 1e-2, integrator="rk45", rtol=1.0, atol=1.0, progress=False,
                  out_dir=out)
+    with pytest.raises(SimulationError, match=r"step size underflow at t = 0 s \(the tolerances "
+                                              r"cannot be met; try a larger"):     # (not "diverged")
+        simulate(path, 0.1, 1e-2, integrator="rk45", rtol=1e-60, atol=1e-60, progress=False,
+                 out_dir=out)
     with pytest.raises(ValueError, match="rtol and atol set the error control of rk45, not of "
                                          "implicit"):
         simulate(path, 0.1, 1e-2, integrator="implicit", rtol=1e-3, atol=5.0, progress=False,

@@ -914,6 +914,8 @@ def test_composite_parts_in_python_take_the_yaml_form(tmp_path):
     m = scleron.Model("typo")
     with pytest.raises(scleron.ModelError, match="part 0: a revolute part takes no parameter axsi"):
         m.add_body("a", joint="composite", parts=[{"type": "revolute", "axsi": (1, 0, 0)}])
+    with pytest.raises(scleron.ModelError, match="part 0: params must be a mapping"):
+        m.add_body("a", joint="composite", parts=[{"type": "revolute", "params": None}])
     with pytest.raises(scleron.ModelError, match="beside 'type' or under 'params', not both"):
         m.add_body("a", joint="composite", parts=[{"type": "revolute", "axis": (1, 0, 0),
                                                    "params": {"axis": (1, 0, 0)}}])
@@ -955,6 +957,11 @@ def test_a_body_welded_to_the_world_in_python_is_part_of_the_world():
     com = rec.center_of_mass(Tree(m), alg, q)
     np.testing.assert_allclose(com, [0.1 * math.cos(0.5), 0.1 * math.sin(0.5), 1.0], atol=1e-15)
     assert rec.potential_energy(Tree(m), alg, q) == pytest.approx(9.81)
+    # merging keeps the model's frame order (a review: a frame on a welded body moved)
+    m.add_body("tool", "l1", joint="fixed", xyz=(0.2, 0, 0))
+    m.add_frame("tcp", "tool")
+    m.add_frame("pad", "l1")
+    assert [f.name for f in Tree(m).frames] == m.frame_names() == ["plate", "l1", "pad", "tool", "tcp"]
 
 
 def test_a_python_initial_state_is_checked():
@@ -962,7 +969,12 @@ def test_a_python_initial_state_is_checked():
     m.add_body("a", joint="spherical", chart="ZYZ", mass=1.0, com=(0.1, 0, 0), inertia=(0.1, 0.2, 0.25))
     for bad in ([0, 0.5, 0, 7, 8], [0, 0.5]):
         m.q0 = np.array(bad, dtype=float)
-        with pytest.raises(scleron.ModelError, match=f"q0 must be 3 finite numbers .nq., got {len(bad)}"):
+        with pytest.raises(scleron.ModelError, match=f"q0 must be 3 numbers .nq., got {len(bad)} numbers"):
+            m.validate()
+    for bad, problem in (([np.nan, 0.5, 0], "q0 must be finite"), (3.0, "got a single number"),
+                         (["0", "1", "0"], "q0 must be 3 numbers, got"), ([[0, 0.5, 0]], "shape")):
+        m.q0 = bad
+        with pytest.raises(scleron.ModelError, match=problem):
             m.validate()
     m.q0 = np.array([0, 0.5, 0])
     m.validate()
@@ -978,6 +990,9 @@ def test_world_frames_survive_a_yaml_round_trip(tmp_path):
     dump_yaml(m, tmp_path / "wf.yaml")
     back = scleron.load_model(str(tmp_path / "wf.yaml"))
     assert [f.name for f in back.frame_list()] == ["target", "a"]
+    m.add_frame("0o7", "a")             # a name YAML 1.2 reads as a number is written quoted
+    dump_yaml(m, tmp_path / "wf.yaml")
+    assert scleron.load_model(str(tmp_path / "wf.yaml")).frame_names()[-1] == "0o7"
     np.testing.assert_allclose(back.frames[0].origin.translation, [1, 2, 3])
     np.testing.assert_allclose(back.frames[0].origin.rotation, m.frames[0].origin.rotation, atol=1e-15)
 

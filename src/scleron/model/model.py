@@ -536,6 +536,9 @@ class Model:
         if "params" in part and beside:
             raise err(f"part {k}: give its parameters beside 'type' or under 'params', not both "
                       f"({', '.join(map(str, beside))} beside 'params')")
+        if "params" in part and not isinstance(part["params"], dict):
+            raise err(f"part {k}: params must be a mapping of its parameters, got "
+                      f"{type(part['params']).__name__}")
         given = dict(part["params"]) if "params" in part else beside
         unknown = sorted(map(str, set(given) - JOINT_TYPES[ptype][1]))
         if unknown:
@@ -705,15 +708,13 @@ class Model:
             value = getattr(self, attr)
             if value is None:
                 continue
-            try:
-                a = np.array(value, dtype=float)
-            except (TypeError, ValueError):
-                raise ModelError(f"{attr} must be {n} numbers ({size}), got {value!r}",
-                                 source=self.source) from None
-            if a.shape != (n,) or not np.all(np.isfinite(a)):
-                raise ModelError(f"{attr} must be {n} finite numbers ({size}), got "
-                                 f"{a.shape[0] if a.ndim == 1 else a.shape}"
-                                 f"{'' if a.shape == (n,) else ' entries'}", source=self.source)
+            err = lambda problem: ModelError(problem, source=self.source)
+            shape = np.shape(value)
+            if len(shape) != 1 or shape[0] != n:
+                got = f"{shape[0]} numbers" if len(shape) == 1 else \
+                    ("a single number" if not shape else f"an array of shape {shape}")
+                raise err(f"{attr} must be {n} numbers ({size}), got {got}")
+            a = _finite_vector(value, n, attr, err)      # numbers (no strings, booleans), finite
         if self.q0 is not None:
             self.unit_quaternions(self.q0, lambda problem: ModelError(f"q0: {problem}",
                                                                       source=self.source))

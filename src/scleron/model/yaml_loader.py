@@ -704,10 +704,19 @@ def _rpy_of(R):
     return [roll, pitch, yaw]
 
 
+class _Dumper(yaml.SafeDumper):
+    """PyYAML's safe dumper, quoting the strings that YAML 1.2 reads as numbers too (a name
+    "0o7" or "1e5" written plain came back as a number)."""
+
+
+_Dumper.add_implicit_resolver(_INT, _INT_12, list("-+0123456789"))
+_Dumper.add_implicit_resolver(_FLOAT, _FLOAT_12, list("-+0123456789."))
+
+
 def dump_yaml(model, path):
     """Write a model in the native format (the inverse of load_yaml, up to rounding)."""
     with open(path, "w", encoding="utf-8") as f:
-        yaml.safe_dump(model_to_dict(model), f, sort_keys=False, default_flow_style=None)
+        yaml.dump(model_to_dict(model), f, Dumper=_Dumper, sort_keys=False, default_flow_style=None)
 
 
 __all__ = ["load_yaml", "load_yaml_string", "model_from_dict", "model_to_dict", "dump_yaml",

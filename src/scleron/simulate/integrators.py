@@ -19,6 +19,8 @@ implicit: linearly implicit Euler, backward Euler (BDF1, Sueda §3.4.1 eq. 3.60)
     forces linearised at the current state, from the generated inverse-dynamics derivatives
     (Sueda §2.6 eqs. 2.82-2.86, after Baraff & Witkin 1998); 1st order, stable on stiff springs.
 """
+import math
+
 import numpy as np
 
 INTEGRATORS = ("rk4", "semi-implicit", "rk45", "implicit")
@@ -149,13 +151,13 @@ def dopri_step(accel, t, y, f0, h, bracket=None):
 
 
 def error_norm(err_vec, y, y_new, rtol, atol):
-    """RMS of the error relative to atol + rtol max(|y|, |y_new|) (HNW I, eq. II.4.11); 1e10 for a
-    non-finite error, so that the step is rejected."""
+    """RMS of the error relative to atol + rtol max(|y|, |y_new|) (HNW I, eq. II.4.11); inf for a
+    non-finite error (the step overflowed), so that the step is rejected."""
     if err_vec.size == 0:
         return 0.0
     scale = atol + rtol * np.maximum(np.abs(y), np.abs(y_new))
     err = float(np.sqrt(np.mean((err_vec / scale) ** 2)))
-    return err if np.isfinite(err) else 1e10
+    return err if np.isfinite(err) else math.inf
 
 
 def step_factor(err, fac_max=5.0):

@@ -1,6 +1,7 @@
 """The result of a simulation: Trajectory (arrays, .npz round trip) and Switch (one change of
 coordinates, told in words)."""
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -114,7 +115,7 @@ class Trajectory:
                     raise ValueError(f"{path}: not a trajectory written by scleron simulate (no "
                                      f"{', '.join(missing[:4])})")
                 return cls._from_arrays(z)
-        except (ValueError, zipfile.BadZipFile, EOFError) as exc:    # (a truncated file: BadZipFile)
+        except (ValueError, zipfile.BadZipFile, zlib.error, EOFError) as exc:   # (cut or corrupted)
             if isinstance(exc, ValueError) and str(exc).startswith(f"{path}:"):
                 raise
             raise ValueError(f"{path}: not a trajectory written by scleron simulate (.npz): "
