@@ -57,8 +57,9 @@ def command_start():
     try:
         yield
     except KeyboardInterrupt:
-        command = (os.path.basename(sys.argv[0] or "") == "scleron"
-                   or list(getattr(sys, "orig_argv", [])[1:3]) == ["-m", "scleron"])
+        argv = list(getattr(sys, "orig_argv", []))       # python [-X dev -u ...] -m scleron
+        command = (os.path.splitext(os.path.basename(sys.argv[0] or ""))[0] == "scleron"
+                   or ("-m" in argv and argv[argv.index("-m") + 1:][:1] == ["scleron"]))
         if not command:
             raise
         print("scleron: interrupted", file=sys.stderr)
