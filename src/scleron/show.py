@@ -170,15 +170,55 @@ def _placement_matrix(origin):
     return sp.Matrix(4, 4, lambda r, c: num(M[r, c]))
 
 
-def _c_matrix(name, M):
-    """C assignments of a matrix's entries; the series-guarded helpers of the ball joint print
-    as the C helpers of the generated code (scl_exp_a, ...)."""
+class _SympyPieces:
+    """The algebra in which a piecewise piece (max(x, 0), steps: joints.special) writes its
+    branch-free formula, as the generated code computes it."""
+    sqrt = staticmethod(sp.sqrt)
+
+    @classmethod
+    def piece(cls, kind, x):
+        return kind.formula(cls, x)
+
+
+def _elementary(e):
+    """e with each piecewise piece written out in +, *, / and sqrt (C has no PosPart3)."""
+    from .joints.special import _Piece
+    return e.replace(lambda x: isinstance(x, _Piece), lambda x: type(x).formula(_SympyPieces, x.args[0]))
+
+
+def _ccode(e):
+    """C of a joint expression; the series-guarded helpers of the ball joint print as the C
+    helpers of the generated code (scl_exp_a, ...), defined by _c_helpers."""
     from .joints.special import GUARDED
     funcs = {cls.__name__: cname for cname, cls in GUARDED.items()}
+    return sp.ccode(_elementary(e), user_functions=funcs)
+
+
+def _c_helpers(helpers):
+    """What a printed C function needs to compile on its own: math.h and the helpers it calls
+    (program.algebra.Helper), as the generated file defines them."""
+    lines = ["#include <math.h>"]
+    for h in helpers:
+        lines += [f"static double {h.name}(double x)      /* {c_comment(h.doc)} */", "{"]
+        lines += [f"    {line}" for line in h.c_body] + ["}"]
+    return lines
+
+
+def _guarded_helpers(matrices):
+    """The Helpers of the guarded functions the joint's expressions call, by name."""
+    from .joints.special import GUARDED
+    kinds = tuple(GUARDED.values())
+    used = {type(a).helper.name: type(a).helper for M in matrices
+            for a in sp.Matrix(M).atoms(sp.Function) if isinstance(a, kinds)}
+    return [used[n] for n in sorted(used)]
+
+
+def _c_matrix(name, M):
+    """C assignments of a matrix's entries."""
     lines = []
     for r in range(M.shape[0]):
         for c in range(M.shape[1]):
-            lines.append(f"{name}[{r}][{c}] = {sp.ccode(M[r, c], user_functions=funcs)};")
+            lines.append(f"{name}[{r}][{c}] = {_ccode(M[r, c])};")
     return "\n".join(lines)
 
 
@@ -245,13 +285,15 @@ def joint_text(model, j, what="all", fmt="text"):
     if fmt == "c":
         parts = [f"/* {c_comment(head)} */"]
         parts += [f"/* {c_comment(n)} */" for n in notes]
+        parts += _c_helpers(_guarded_helpers([M for _, M in items]
+                                             + [sp.Matrix([e for _, e in r]) for r in shared if r]))
         parts += [f"const double {sym} = q[{k}];      /* {c_comment(meaning)} */"
                   for k, (sym, meaning) in enumerate(coords)]
         if what in ("all", "Sdot"):
             parts += [f"const double {qd} = qd[{k}];" for k, qd in enumerate(jm.qd)]
         names = {"X_tree": "X", "Q(q)": "Q", "G ": "G", "S ": "S", "Sdot": "Sdot"}
         for (label, M), reps in zip(items, shared):
-            parts += [f"const double {x} = {sp.ccode(e)};" for x, e in reps]
+            parts += [f"const double {x} = {_ccode(e)};" for x, e in reps]
             var = next(v for k, v in names.items() if label.startswith(k))
             parts.append(f"/* {c_comment(label)} */\n{_c_matrix(var, M)}")
         return "\n".join(parts)
@@ -752,6 +794,7 @@ def _function_c(cs, spec, tree, groups, target, title, io, summary, per_pass, sh
     head.append(" */")
     lines = list(head)
     if target is None:
+        lines += _c_helpers(prog.used_helpers())
         lines += [f"void {fname}({params})", "{"]
     if cs.trig:
         lines.append("    /* sin and cos of the coordinates, all at once (scl_sincos in the "
