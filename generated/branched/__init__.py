@@ -42,9 +42,10 @@ calls with no arguments (update the arrays in place between calls):
 
 A batch can be split over threads: forward_dynamics(Q, Qd, Tau, threads=2) runs OpenMP threads
 in C when the compiler had OpenMP at build time (gcc does; `_openmp` says), else Python threads
-(also in a process forked from this one: gcc's OpenMP runtime hangs in a forked child). A batch
-releases the GIL while C runs; a single state's call (about the C call's time) keeps it.
-The functions pickle by name (this package's), so a process pool can be sent them.
+(also in any process forked from this one: gcc's OpenMP runtime hangs in a forked child of a
+process that used it). A batch releases the GIL while C runs; a single state's call through the
+fast extension (about the C call's time) keeps it. Imported by its name (import NAME), the
+functions pickle by that name, so a process pool can be sent them.
 """
 import contextlib
 import functools
@@ -59,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_c61cc16ed173"
-HASH = "c61cc16ed173aee6a0a6133d5160ea76691490ec21ce32e2339e09bbc82b2bcb"
+MODULE = "_branched_d98bd0db275f"
+HASH = "d98bd0db275fbfeccc0de239c4efb8de24809cf89aa972e081d6d9aecc3ff2d4"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -691,8 +692,12 @@ if _fast is not None:
     center_of_mass = _fast.center_of_mass
     integrate = _fast.integrate
     difference = _fast.difference
-    for _f in (forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, kinetic_energy, potential_energy, center_of_mass, integrate, difference, ):
-        _f.__module__ = __name__      # pickled by this package's name, not the extension's
+    if not __name__.startswith("scleron_generated_"):    # (load_generated's private name)
+        for _f in (forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, kinetic_energy, potential_energy, center_of_mass, integrate, difference, ):
+            try:                          # pickled by this package's name, not the extension's
+                _f.__module__ = __name__
+            except (AttributeError, TypeError):
+                pass
 
 FUNCTIONS = tuple(_SIGNATURES)
 

@@ -42,9 +42,10 @@ calls with no arguments (update the arrays in place between calls):
 
 A batch can be split over threads: forward_dynamics(Q, Qd, Tau, threads=2) runs OpenMP threads
 in C when the compiler had OpenMP at build time (gcc does; `_openmp` says), else Python threads
-(also in a process forked from this one: gcc's OpenMP runtime hangs in a forked child). A batch
-releases the GIL while C runs; a single state's call (about the C call's time) keeps it.
-The functions pickle by name (this package's), so a process pool can be sent them.
+(also in any process forked from this one: gcc's OpenMP runtime hangs in a forked child of a
+process that used it). A batch releases the GIL while C runs; a single state's call through the
+fast extension (about the C call's time) keeps it. Imported by its name (import NAME), the
+functions pickle by that name, so a process pool can be sent them.
 """
 import contextlib
 import functools
@@ -59,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_95be7c88fa54"
-HASH = "95be7c88fa54125a924fed60aec9dc8d30be58d558267941fe8d1247466be101"
+MODULE = "_quadruped_2c6dc8098367"
+HASH = "2c6dc8098367bf54eff6b7c4568f2929ffd3d4085c709206574337b7ea1cb12f"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -691,8 +692,12 @@ if _fast is not None:
     center_of_mass = _fast.center_of_mass
     integrate = _fast.integrate
     difference = _fast.difference
-    for _f in (forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, kinetic_energy, potential_energy, center_of_mass, integrate, difference, ):
-        _f.__module__ = __name__      # pickled by this package's name, not the extension's
+    if not __name__.startswith("scleron_generated_"):    # (load_generated's private name)
+        for _f in (forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, kinetic_energy, potential_energy, center_of_mass, integrate, difference, ):
+            try:                          # pickled by this package's name, not the extension's
+                _f.__module__ = __name__
+            except (AttributeError, TypeError):
+                pass
 
 FUNCTIONS = tuple(_SIGNATURES)
 

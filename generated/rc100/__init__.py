@@ -42,9 +42,10 @@ calls with no arguments (update the arrays in place between calls):
 
 A batch can be split over threads: forward_dynamics(Q, Qd, Tau, threads=2) runs OpenMP threads
 in C when the compiler had OpenMP at build time (gcc does; `_openmp` says), else Python threads
-(also in a process forked from this one: gcc's OpenMP runtime hangs in a forked child). A batch
-releases the GIL while C runs; a single state's call (about the C call's time) keeps it.
-The functions pickle by name (this package's), so a process pool can be sent them.
+(also in any process forked from this one: gcc's OpenMP runtime hangs in a forked child of a
+process that used it). A batch releases the GIL while C runs; a single state's call through the
+fast extension (about the C call's time) keeps it. Imported by its name (import NAME), the
+functions pickle by that name, so a process pool can be sent them.
 """
 import contextlib
 import functools
@@ -59,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_fbef1b69a330"
-HASH = "fbef1b69a330c18cd42e4331a9f48dc7f1b899780141da3a8e6c69dd596f6980"
+MODULE = "_rc100_253956c2f1c7"
+HASH = "253956c2f1c74cb6a2a1aee956fd4eb78c5c336f88b8da9f319c257f299746c2"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -691,8 +692,12 @@ if _fast is not None:
     center_of_mass = _fast.center_of_mass
     integrate = _fast.integrate
     difference = _fast.difference
-    for _f in (forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, kinetic_energy, potential_energy, center_of_mass, integrate, difference, ):
-        _f.__module__ = __name__      # pickled by this package's name, not the extension's
+    if not __name__.startswith("scleron_generated_"):    # (load_generated's private name)
+        for _f in (forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, kinetic_energy, potential_energy, center_of_mass, integrate, difference, ):
+            try:                          # pickled by this package's name, not the extension's
+                _f.__module__ = __name__
+            except (AttributeError, TypeError):
+                pass
 
 FUNCTIONS = tuple(_SIGNATURES)
 

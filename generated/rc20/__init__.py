@@ -42,9 +42,10 @@ calls with no arguments (update the arrays in place between calls):
 
 A batch can be split over threads: forward_dynamics(Q, Qd, Tau, threads=2) runs OpenMP threads
 in C when the compiler had OpenMP at build time (gcc does; `_openmp` says), else Python threads
-(also in a process forked from this one: gcc's OpenMP runtime hangs in a forked child). A batch
-releases the GIL while C runs; a single state's call (about the C call's time) keeps it.
-The functions pickle by name (this package's), so a process pool can be sent them.
+(also in any process forked from this one: gcc's OpenMP runtime hangs in a forked child of a
+process that used it). A batch releases the GIL while C runs; a single state's call through the
+fast extension (about the C call's time) keeps it. Imported by its name (import NAME), the
+functions pickle by that name, so a process pool can be sent them.
 """
 import contextlib
 import functools
@@ -59,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_7d33eb16da5f"
-HASH = "7d33eb16da5f2538ae31196894e254105796fbff7452755af5f646e2764a8e4e"
+MODULE = "_rc20_de9cd426a752"
+HASH = "de9cd426a7522be82e8f8017c2c7dc00c5348b63f6bbacf4c6fa87fbbf6b2891"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -691,8 +692,12 @@ if _fast is not None:
     center_of_mass = _fast.center_of_mass
     integrate = _fast.integrate
     difference = _fast.difference
-    for _f in (forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, kinetic_energy, potential_energy, center_of_mass, integrate, difference, ):
-        _f.__module__ = __name__      # pickled by this package's name, not the extension's
+    if not __name__.startswith("scleron_generated_"):    # (load_generated's private name)
+        for _f in (forward_dynamics, inverse_dynamics, mass_matrix, bias_forces, kinetic_energy, potential_energy, center_of_mass, integrate, difference, ):
+            try:                          # pickled by this package's name, not the extension's
+                _f.__module__ = __name__
+            except (AttributeError, TypeError):
+                pass
 
 FUNCTIONS = tuple(_SIGNATURES)
 

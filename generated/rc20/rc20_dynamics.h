@@ -28,8 +28,8 @@
  * written (a function may read back what it wrote, e.g. Minv), and no array may overlap another
  * (the code may assume it does not: restrict). No state is kept between calls: the functions are
  * reentrant and may run in several threads at once. A NaN or inf input gives NaN in the outputs
- * that depend on it (no trap; one that does not, e.g. M with a turn about gravity's axis, stays
- * finite: check the inputs to flag bad states); angles above 1e5 rad take libm's sin and cos. Do not compile with -ffast-math: it
+ * that depend on it (no trap; M does not depend on the root joint's coordinate, and stays finite:
+ * check the inputs to flag bad states); angles above 1e5 rad take libm's sin and cos. Do not compile with -ffast-math: it
  * reorders the range reduction of the built-in sin and cos (errors of 4e-12 near 1e5 rad).
  *
  * Frames (RC20_NFRAMES, in this order: the frame functions' first index):
