@@ -422,3 +422,19 @@ def test_ctrl_c_while_the_command_starts_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(sys, "orig_argv", ["python", "my_controller.py"], raising=False)
     with pytest.raises(KeyboardInterrupt), command_start():
         raise KeyboardInterrupt
+
+
+def test_empty_option_values_are_refused(tmp_path):
+    """-o "", --name "" meant the defaults and an empty name between commas was skipped,
+    without a word (an outside tester); charts -o a file said "[Errno 17] File exists"."""
+    for args, needle in ((["-o", ""], "-o is empty"), (["--name", " "], "--name is empty"),
+                         (["--functions", "fd,,id", "-o", str(tmp_path / "o")],
+                          "an empty name between commas"),
+                         (["--frames", "l1,", "-o", str(tmp_path / "o")], "an empty name between commas")):
+        r = run("codegen", example("rc20.yaml"), "--no-compile", *args)
+        assert r.returncode == 2 and needle in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
+    assert not (tmp_path / "o").exists()
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    r = run("charts", "-o", str(afile))
+    assert r.returncode == 2 and "is a file, not a folder" in r.stderr

@@ -196,16 +196,22 @@ def _comma_list(text, option):
     comma writes it as \\, (URDF link names may hold any character)."""
     if text is None:
         return None
-    names = [n.strip().replace("\\,", ",") for n in re.split(r"(?<!\\),", text) if n.strip()]
-    if not names:
+    parts = [n.strip().replace("\\,", ",") for n in re.split(r"(?<!\\),", text)]
+    if not any(parts):
         raise CommandError(f"{option} needs at least one name")
-    return names
+    if not all(parts):
+        raise CommandError(f"{option} {text!r}: an empty name between commas")
+    return parts
 
 
 def cmd_codegen(args):
     from .pipeline import Report, generate
     if args.chunk < 1:
         raise CommandError(f"--chunk must be a positive number of statements, got {args.chunk}")
+    for option, value in (("-o", args.output), ("--name", args.name)):
+        if value is not None and not value.strip():      # (an empty value meant the default)
+            raise CommandError(f"{option} is empty: give a {'folder' if option == '-o' else 'name'}, "
+                               "or leave the option out for the default")
     t0 = time.perf_counter()
     model = _load(args.model, args)
     t_load = time.perf_counter() - t0
@@ -342,6 +348,8 @@ def cmd_draw(args):
 
 def cmd_charts(args):
     from .joints.charts import write_charts
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise CommandError(f"-o {args.output}: is a file, not a folder")
     for path in write_charts(args.output):
         print(path)
     return 0
