@@ -59,12 +59,10 @@ def _placement(origin, xyz, rpy, err):
         raise err(f"origin's rotation must be a 3x3 matrix, got shape {R.shape}")
     if not np.all(np.isfinite(R)):
         raise err("origin must be finite")
-    off = float(np.abs(R @ R.T - np.eye(3)).max())
-    if off > 1e-6:
-        raise err(f"origin's rotation is not orthonormal (|R R^T - 1| = {off:.3g})")
-    if np.linalg.det(R) < 0:
-        raise err("origin's rotation is a reflection (determinant -1), not a proper rotation")
-    if off > 1e-12:                         # rounded input (6 digits): the nearest rotation
+    problem = P.rotation_problem(R, "origin's rotation")
+    if problem:
+        raise err(problem)
+    if np.abs(R @ R.T - np.eye(3)).max() > 1e-12:      # rounded input: the nearest rotation
         u, _, vt = np.linalg.svd(R)
         R = u @ vt
     return Transform(R, _finite_vector(origin.translation, 3, "origin's translation", err))

@@ -48,16 +48,25 @@ def numbers(value, n, what, err):
     return tuple(number(x, f"{what}[{i}]", err) for i, x in enumerate(value))
 
 
+def rotation_problem(R, what):
+    """Why the 3x3 array R is no proper rotation (orthonormal to 1e-6, determinant +1), or None:
+    the one check of every rotation a model is given (YAML, params, Python's origin=)."""
+    if np.abs(R @ R.T - np.eye(3)).max() > 1e-6:
+        return f"{what} is not orthonormal (R R^T != 1)"
+    if np.linalg.det(R) < 0:
+        return f"{what} is a reflection (determinant -1), not a proper rotation"
+    return None
+
+
 def rotation_matrix(value, what, err):
     if isinstance(value, np.ndarray):
         value = value.tolist() if value.size <= 64 else None
     if not isinstance(value, (list, tuple)) or len(value) != 3:
         raise err(f"{what} must be a 3x3 matrix, got {describe(value)}")
     R = np.array([numbers(r, 3, f"{what} row {i}", err) for i, r in enumerate(value)])
-    if np.abs(R @ R.T - np.eye(3)).max() > 1e-6:
-        raise err(f"{what} is not orthonormal (R R^T != 1)")
-    if np.linalg.det(R) < 0:
-        raise err(f"{what} is a reflection (determinant -1), not a proper rotation")
+    problem = rotation_problem(R, what)
+    if problem:
+        raise err(problem)
     u, _, vt = np.linalg.svd(R)
     R = u @ vt
     R[np.abs(R) < 1e-15] = 0.0

@@ -544,10 +544,9 @@ class _Builder:
 
 def _rotation(value, where):
     R = _matrix3(value, "rotation", where)
-    if np.abs(R @ R.T - np.eye(3)).max() > 1e-6:
-        raise where.error("rotation is not orthonormal (R R^T != 1)")
-    if np.linalg.det(R) < 0:
-        raise where.error("rotation is a reflection (determinant -1), not a proper rotation")
+    problem = P.rotation_problem(R, "rotation")
+    if problem:
+        raise where.error(problem)
     u, _, vt = np.linalg.svd(R)      # nearest exact rotation: remove rounding in the file
     return u @ vt
 
