@@ -237,10 +237,10 @@ def test_the_shipped_flags_and_opt_0_compute_the_same(tmp_path, monkeypatch):
     import scleron
     model = scleron.load_model(example("quadruped.yaml"))
     monkeypatch.delenv("SCLERON_OPT", raising=False)
-    shipped = scleron.generate(model, str(tmp_path / "os"), "quad_os", functions=["fd", "mass"])
+    shipped = scleron.generate(model, str(tmp_path / "o_s"), "quad_os", functions=["fd", "mass"])
     monkeypatch.setenv("SCLERON_OPT", "0")
     quick = scleron.generate(model, str(tmp_path / "o0"), "quad_o0", functions=["fd", "mass"])
-    flags = [json.loads((tmp_path / f / "scleron.json").read_text())["cflags"] for f in ("os", "o0")]
+    flags = [json.loads((tmp_path / f / "scleron.json").read_text())["cflags"] for f in ("o_s", "o0")]
     assert "-Os" in flags[0] and "-O0" in flags[1]
     rng = np.random.default_rng(7)
     for _ in range(3):
@@ -302,6 +302,25 @@ def test_the_default_folder_of_a_model_named_like_a_module_is_its_identifier(tmp
     assert "-> generated/numpy_model (module and C prefix numpy_model" in capsys.readouterr().out
     assert os.listdir(tmp_path / "generated") == ["numpy_model"]
 
+
+def test_an_output_folder_named_like_a_module_is_refused(tmp_path, capsys):
+    """-o build/numpy made a package `numpy` that broke `import numpy` wherever build/ was on
+    sys.path, the generated code's own import of numpy included (an outside tester)."""
+    import scleron
+    from scleron.cli import main
+    one = tmp_path / "one.yaml"
+    one.write_text("name: one\nbodies:\n  - {name: a, parent: world, mass: 1.0, com: [0.5, 0, 0],\n"
+                   "     inertia: [0.1, 0.1, 0.1], joint: {name: j, type: revolute, axis: [0, 0, 1]}}\n")
+    for folder in ("numpy", "json"):
+        out = tmp_path / "build" / folder
+        assert main(["codegen", str(one), "-o", str(out), "--no-compile"]) == 2
+        err = capsys.readouterr().err
+        assert f"would shadow Python's module {folder}" in err and len(err.splitlines()) == 1, err
+        with pytest.raises(ValueError, match="shadow"):
+            scleron.generate(scleron.load_model(str(one)), str(out) + "/", compile=False)
+    assert not (tmp_path / "build").exists()
+    assert main(["codegen", str(one), "-o", str(tmp_path / "build" / "numpy_model"),
+                 "--no-compile"]) == 0
 
 def test_an_unknown_frame_names_the_model_file(tmp_path, capsys):
     from scleron.cli import main

@@ -380,8 +380,9 @@ def build_parser():
                        "generated/<name> unless -o DIR); up to date folders are left as they are.")
     c.add_argument("model", help="model file (.yaml, .yml, .urdf, .osim; .xml or .mjcf: URDF or MJCF by its root element)")
     c.add_argument("-o", "--output", metavar="DIR",
-                   help="output folder (default generated/<name>, the name made a Python and C "
-                        "identifier: my-bot -> my_bot, numpy -> numpy_model)")
+                   help="output folder, a package imported by the folder's name (so not a "
+                        "module's: -o build/numpy is refused); default generated/<name>, the name "
+                        "made a Python and C identifier: my-bot -> my_bot, numpy -> numpy_model")
     c.add_argument("--name", help="C prefix and package name (default: the model's name)")
     add_load_arguments(c)
     c.add_argument("--chunk", type=int, default=1000, metavar="N",

@@ -15,7 +15,7 @@ from . import __version__
 from .backends import backend as get_backend
 from .backends.c.build import compile_folder
 from .backends.c.printer import NonFiniteConstant
-from .backends.c.render import c_comment, c_identifier  # noqa: F401  (names for C and Python)
+from .backends.c.render import PY_MODULES, c_comment, c_identifier  # noqa: F401  (names for C and Python)
 from .backends.cuda import compile_cuda, cuda_options, find_nvcc
 from .backends.folders import (clean_stale, discard_temp_folder, edited_sources, install_folder,
                                make_temp_folder, record_model_file)
@@ -400,6 +400,18 @@ def write_sources(files, folder):
             fh.write(text)
 
 
+def check_package_folder(out_dir):
+    """Refuses an output folder whose name is a module the generated package would shadow: the
+    folder is a package imported by its name (`sys.path.insert(0, "build"); import rc20`), so
+    `-o build/numpy` made `import numpy` load the generated code, which imports numpy."""
+    folder = os.path.basename(os.path.normpath(os.fspath(out_dir)))
+    if folder in PY_MODULES:
+        raise ValueError(f"{out_dir}: the folder's name is the generated package's import name, "
+                         f"and {folder!r} would shadow Python's module {folder} wherever the "
+                         f"folder's parent is on sys.path; name the folder otherwise (e.g. "
+                         f"{c_identifier(folder)})")
+
+
 def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=False,
              compile=True, report=None, method=1, mass_matrix="auto", functions=None,
              frames=None, progress=None, cuda=False):
@@ -418,6 +430,7 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
         model = load_model(model)
     name = c_identifier(name or model.name)
     out_dir = out_dir or os.path.join("generated", name)
+    check_package_folder(out_dir)
     cflags = list(cflags or default_cflags())
     report = report if report is not None else Report(name, model.nv)
     progress = progress or _silent

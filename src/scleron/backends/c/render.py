@@ -15,8 +15,9 @@ C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "
 
 # names a generated package must not take: Python keywords and the modules it would shadow on
 # sys.path (the standard library, and what a generated package or scleron imports)
-PY_RESERVED = (set(keyword.kwlist) | set(getattr(sys, "stdlib_module_names", ()))
-               | {"numpy", "cffi", "scleron", "sympy", "jinja2", "yaml", "setuptools", "pip"})
+PY_MODULES = (set(getattr(sys, "stdlib_module_names", ()))
+              | {"numpy", "cffi", "scleron", "sympy", "jinja2", "yaml", "setuptools", "pip"})
+PY_RESERVED = set(keyword.kwlist) | PY_MODULES
 
 
 def c_identifier(name):
