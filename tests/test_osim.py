@@ -482,7 +482,8 @@ def test_reversed_joints(tmp_path):
     builds reversed: said so (it was called a closed loop); <reverse>, OpenSim 3's property,
     is ignored by OpenSim 4 and here, with a word (it was refused, and <reverse>1 accepted)."""
     second = """<PinJoint name="p2"><socket_parent_frame>/bodyset/c</socket_parent_frame>
-        <socket_child_frame>/bodyset/b</socket_child_frame>{}</PinJoint>"""
+        <socket_child_frame>/bodyset/b</socket_child_frame>
+        <coordinates><Coordinate name="a2"/></coordinates>{}</PinJoint>"""
     joint = osim_text().split("<JointSet name=\"jointset\"><objects>")[1].split("</objects>")[0]
     body_c = "<Body name='c'><mass>1</mass><inertia>0.1 0.1 0.1 0 0 0</inertia></Body>"
     text = osim_text(body=body_c, joint=joint + second.format(""))
@@ -519,3 +520,102 @@ def test_a_declared_coordinate_no_axis_uses_is_said_not_read(tmp_path):
     with pytest.warns(OsimWarning, match=r"<CustomJoint name='cj'> declares coordinate zz, which "
                                          "no TransformAxis uses: not read"):
         assert scleron.load_model(write(tmp_path, text)).nq == 1
+
+
+# ---- found by an outside tester against OpenSim 4.6 (2026-11-27) ---------------------------------
+def two_axis_joint(last_axis, last_function):
+    """A CustomJoint: rotation1 turns with a about x, translation3 slides with b (its <axis> and
+    function as given), the other axes along y, z, y, z without motion."""
+    linear = "<LinearFunction name='function'><coefficients>1 0</coefficients></LinearFunction>"
+    still = "<Constant name='function'><value>0</value></Constant>"
+
+    def axis(name, coordinates, direction, function):
+        return (f"<TransformAxis name='{name}'><coordinates>{coordinates}</coordinates>"
+                f"{direction}{function}</TransformAxis>")
+    axes = [axis("rotation1", "a", "<axis>1 0 0</axis>", linear),
+            axis("rotation2", "", "<axis>0 1 0</axis>", still),
+            axis("rotation3", "", "<axis>0 0 1</axis>", still),
+            axis("translation1", "", "<axis>0 1 0</axis>", still),
+            axis("translation2", "", "<axis>0 0 1</axis>", still),
+            axis("translation3", "b", last_axis, last_function)]
+    return f"""<CustomJoint name="cj"><socket_parent_frame>/ground</socket_parent_frame>
+      <socket_child_frame>/bodyset/b</socket_child_frame>
+      <coordinates><Coordinate name="a"><default_value>0.2</default_value></Coordinate>
+      <Coordinate name="b"><default_value>0.1</default_value></Coordinate></coordinates>
+      <SpatialTransform>{''.join(axes)}</SpatialTransform></CustomJoint>"""
+
+
+def test_an_axis_without_axis_element_is_along_x_as_opensim(tmp_path):
+    """translation3 without <axis> slides along x in OpenSim (the default of TransformAxis),
+    not along z (its place): the mass matrix was 20 % off OpenSim's."""
+    linear = "<LinearFunction name='function'><coefficients>1 0</coefficients></LinearFunction>"
+    path = write(tmp_path, without_constraints(osim_text(
+        joint=two_axis_joint("", linear))))
+    model = load(path)
+    assert model.joints[0].params["translation"][2][0] == (1.0, 0.0, 0.0)
+    worst = compare(path, k=2)
+    assert max(worst.values()) < TOL, worst
+
+
+def test_an_unnamed_function_is_the_axis_function(tmp_path):
+    """An unnamed <LinearFunction> is the axis's function, as OpenSim reads it; an unnamed
+    function of a type not read was taken for no function (Constant(0)), without a word."""
+    path = write(tmp_path, without_constraints(osim_text(joint=two_axis_joint(
+        "<axis>1 0 0</axis>", "<LinearFunction><coefficients>2 0.1</coefficients></LinearFunction>"))))
+    worst = compare(path, k=2)
+    assert max(worst.values()) < TOL, worst
+    for function, problem in (("<MultivariatePolynomialFunction><dimension>1</dimension>"
+                               "</MultivariatePolynomialFunction>",
+                               "function MultivariatePolynomialFunction is not read"),
+                              ("<Wobble/>", "<Wobble> is no function this reader knows")):
+        path = write(tmp_path, without_constraints(osim_text(
+            joint=two_axis_joint("<axis>1 0 0</axis>", function))))
+        with pytest.raises(ModelError, match=problem):
+            scleron.load_model(path)
+
+
+def test_bodies_and_joints_among_the_models_components(tmp_path):
+    """OpenSim builds a Body or Joint in the model's <components>: they were left out (with
+    "2 other components" in the report), or the joint refused as on the ground."""
+    pin = """<PinJoint name="p2"><socket_parent_frame>/bodyset/b</socket_parent_frame>
+      <socket_child_frame>/c</socket_child_frame><frames><PhysicalOffsetFrame name="off">
+      <socket_parent>/bodyset/b</socket_parent><translation>0 -0.3 0</translation></PhysicalOffsetFrame>
+      </frames><coordinates><Coordinate name="a2"/></coordinates></PinJoint>""".replace(
+        "<socket_parent_frame>/bodyset/b", "<socket_parent_frame>off")   # (relative to the joint)
+    body_c = ("<Body name='c'><mass>0.7</mass><mass_center>0.1 -0.1 0</mass_center>"
+              "<inertia>0.02 0.01 0.03 0 0 0</inertia></Body>")
+    text = without_constraints(osim_text()).replace("<locked>true</locked>", "")
+    for in_components, in_jointset in (((body_c + pin), ""), (body_c, pin)):
+        t = text.replace("</objects></JointSet>", in_jointset + "</objects></JointSet>"
+                      f"<components>{in_components}</components>")
+        path = write(tmp_path, t)
+        assert load(path).nq == 2
+        worst = compare(path, k=2)
+        assert max(worst.values()) < TOL, worst
+
+
+@pytest.mark.parametrize("change, problem", [
+    (lambda t: t.replace("</objects></BodySet>", "<Body name='b'><mass>5</mass></Body>"
+                         "</objects></BodySet>"), r"a second body named 'b' \(the first: line 3"),
+    (lambda t: t.replace("<coordinates><Coordinate name=\"a\"><default_value>0.2</default_value>\n"
+                         "        <locked>true</locked></Coordinate></coordinates>", ""),
+     "a PinJoint has 1 coordinate, the file declares 0"),
+    (lambda t: t.replace("<locked>true</locked>", "<clamped>true</clamped><range>-0.1 0.1</range>"),
+     r"clamped and its default_value 0.2 is outside its range \[-0.1, 0.1\]"),
+    (lambda t: t.replace("</objects></JointSet>", t.split('<objects>')[2].split('</objects>')[0]
+                         .replace('name="a"', 'name="a3"') + "</objects></JointSet>"),
+     "a second joint named 'pin'"),
+])
+def test_what_opensim_refuses_or_renames_is_refused(tmp_path, change, problem):
+    with pytest.raises(ModelError, match=problem):
+        scleron.load_model(write(tmp_path, change(without_constraints(osim_text()))))
+
+
+def test_a_spline_of_too_many_knots_is_refused(tmp_path):
+    """20,000 knots (820 kB) kept codegen deriving for minutes at 6 GB."""
+    x = np.linspace(-1.0, 1.0, 129)
+    path = write(tmp_path, without_constraints(osim_text(joint=spline_joint(x, 0.1 * x))))
+    with pytest.raises(ModelError, match="a SimmSpline of 129 knots is more than the limit of 128"):
+        scleron.load_model(path)
+    x = x[:128]
+    scleron.load_model(write(tmp_path, without_constraints(osim_text(joint=spline_joint(x, 0.1 * x)))))

@@ -50,7 +50,8 @@ FUNCTION_TAGS = {"Constant": "constant", "LinearFunction": "linear",
                  "MultiplierFunction": "multiplier"}
 KNOWN_UNSUPPORTED_FUNCTIONS = ("GCVSpline", "NaturalCubicSpline", "PiecewiseLinearFunction",
                                "PiecewiseConstantFunction", "StepFunction", "Sine",
-                               "ExpressionBasedFunction", "FunctionAdapter")
+                               "ExpressionBasedFunction", "FunctionAdapter",
+                               "MultivariatePolynomialFunction")
 X, Y, Z = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)
 # joint tag -> (number of coordinates, [(axis, coordinate index)] rotations, translations)
 JOINTS = {
@@ -71,6 +72,9 @@ DEFAULT_NAMES = {"Ground": "ground", "BodySet": "bodyset", "JointSet": "jointset
                  "ForceSet": "forceset", "MarkerSet": "markerset", "ConstraintSet": "constraintset",
                  "ContactGeometrySet": "contactgeometryset", "ControllerSet": "controllerset",
                  "ProbeSet": "probeset"}
+# a SimmSpline's knots at most: its branch-free formula has a clamp per knot, which every
+# derivative carries (128 knots: 10 s to generate; 1,000: 3 min and 1 GB; OpenSim's models: ~20)
+MAX_SPLINE_KNOTS = 128
 # a Coordinate's <range> where the file gives none (OpenSim 4.6's Coordinate: [-10, 10])
 DEFAULT_RANGE = (-10.0, 10.0)
 AXES = ("rotation1", "rotation2", "rotation3", "translation1", "translation2", "translation3")
@@ -318,15 +322,32 @@ class _Frames:
 
 
 # ---- bodies --------------------------------------------------------------------------------------
+def _is_joint(node):
+    return node.tag in JOINTS or node.tag.endswith("Joint")
+
+
+def _model_objects(el, set_tag, is_kind):
+    """The objects of the model's BodySet or JointSet, then those of that kind among the model's
+    <components> (OpenSim builds a Body or Joint wherever the model's components hold it)."""
+    found = el.child(set_tag)
+    comps = el.child("components")
+    return ((found.objects() if found is not None else [])
+            + [c for c in (comps.children if comps is not None else []) if is_kind(c)])
+
+
 def _bodies(el, ctx):
     """OpenSim body path -> (name, mass, com, inertia 3x3, node)."""
-    out = {}
-    bodyset = el.child("BodySet")
-    for b in bodyset.objects() if bodyset is not None else []:
+    out, names = {}, {}
+    for b in _model_objects(el, "BodySet", lambda c: c.tag == "Body"):
         if b.tag != "Body":
             raise ctx.error(b, f"<{b.tag}> is not a body type this reader knows (Body)")
         if not b.name:
             raise ctx.error(b, "a body needs a name")
+        if b.name in names:
+            raise ctx.error(b, f"a second body named '{b.name}' (the first: line "
+                            f"{names[b.name].line}; OpenSim renames it '{b.name}_0' with a "
+                            "warning): give each body its own name")
+        names[b.name] = b
         mass = ctx.numbers(b, "mass", 1, default=(0.0,))[0]
         com = ctx.numbers(b, "mass_center", 3, default=(0, 0, 0))
         xx, yy, zz, xy, xz, yz = ctx.numbers(b, "inertia", 6, default=(0,) * 6)
@@ -369,17 +390,25 @@ def _coordinates(node, ctx):
             "clamped": ctx.text(c, "clamped").lower() == "true",
             "prescribed": ctx.text(c, "prescribed").lower() == "true",
             "node": c}
+        lo, hi = out[c.name]["range"]
+        if out[c.name]["clamped"] and not lo <= out[c.name]["default"] <= hi:
+            raise ctx.error(c, f"the coordinate is clamped and its default_value "
+                            f"{out[c.name]['default']:g} is outside its range [{lo:g}, {hi:g}] "
+                            "(OpenSim refuses it too)")
     return out
 
 
 def _joints(el, ctx, frames, bodies):
-    jointset = el.child("JointSet")
-    out = []
-    for j in jointset.objects() if jointset is not None else []:
+    out, seen = [], {}
+    for j in _model_objects(el, "JointSet", _is_joint):
         if j.tag not in JOINTS:
             raise ctx.error(j, f"joint type {j.tag} is not read (known: {', '.join(JOINTS)})")
         if not j.name:
             raise ctx.error(j, "a joint needs a name")
+        if j.name in seen:
+            raise ctx.error(j, f"a second joint named '{j.name}' (the first: line "
+                            f"{seen[j.name].line}): give each joint its own name")
+        seen[j.name] = j
         ends = []
         for tag in ("socket_parent_frame", "socket_child_frame"):
             sock = j.child(tag)
@@ -443,9 +472,9 @@ def _speeds_to_rates(j, coords, ctx):
 def _fixed_form(j, ctx, declared):
     n, rot, trans = JOINTS[j.tag]
     names = list(declared)
-    if len(names) > n:
-        raise ctx.error(j, f"a {j.tag} has {n} coordinates, the file declares {len(names)}")
-    names += [f"{j.name}_coord_{k}" for k in range(len(names), n)]
+    if len(names) != n:          # (OpenSim refuses fewer too: more mobilities than coordinates)
+        raise ctx.error(j, f"a {j.tag} has {n} coordinate{'s' if n != 1 else ''}, the file "
+                        f"declares {len(names)} in its <coordinates>")
 
     def linear(k):
         return {"kind": "linear", "args": (k,), "coefficients": (1.0, 0.0)}
@@ -476,8 +505,10 @@ def _custom(j, ctx):
         raise ctx.error(j, f"a CustomJoint needs 1 to 6 coordinates, its axes use {len(names)}")
     out = []
     for k, (ax, used) in enumerate(axes):
+        # a TransformAxis without <axis> turns or slides along x (OpenSim 4's default, whatever
+        # its place: checked against OpenSim 4.6); an absent axis does nothing (Constant(0))
         default = [X, Y, Z][k % 3]
-        axis = np.array(ctx.numbers(ax, "axis", 3, default) if ax is not None else default)
+        axis = np.array(ctx.numbers(ax, "axis", 3, X) if ax is not None else default)
         f = _axis_function(ax, used, names, ctx) if ax is not None else \
             {"kind": "constant", "value": 0.0}
         norm = float(np.linalg.norm(axis))
@@ -509,13 +540,15 @@ def _axis_function(ax, used, names, ctx):
 
 
 def _function_node(node, ctx):
-    """The function element of an axis or multiplier: a child of a function type, or the one
-    inside a <function> wrapper."""
+    """The function element of an axis or multiplier: the one inside a <function> wrapper, or a
+    child named by an object type (OpenSim's types are capitalised, its properties are not:
+    an unnamed <LinearFunction> is the function, as OpenSim reads it, and so is a type this
+    reader does not know, which _function then refuses by name)."""
     for c in node.children:
         if c.tag == "function":
             inner = [g for g in c.children]
             return inner[0] if inner else None
-        if c.tag in FUNCTION_TAGS or c.tag in KNOWN_UNSUPPORTED_FUNCTIONS or c.name == "function":
+        if c.tag[:1].isupper() or c.name == "function":
             return c
     return None
 
@@ -523,7 +556,9 @@ def _function_node(node, ctx):
 def _function(f, args, ctx):
     kind = FUNCTION_TAGS.get(f.tag)
     if kind is None:
-        raise ctx.error(f, f"function {f.tag} is not read (known: {', '.join(FUNCTION_TAGS)})")
+        what = (f"function {f.tag} is not read" if f.tag in KNOWN_UNSUPPORTED_FUNCTIONS else
+                f"<{f.tag}> is no function this reader knows")
+        raise ctx.error(f, f"{what} (known: {', '.join(FUNCTION_TAGS)})")
     if kind == "constant":
         return {"kind": kind, "value": ctx.numbers(f, "value", 1, (0.0,))[0]}
     if kind == "multiplier":
@@ -550,6 +585,9 @@ def _function(f, args, ctx):
     if len(x) != len(y) or len(x) < 2:
         raise ctx.error(f, f"a SimmSpline needs as many <x> as <y> values, at least 2 (got "
                         f"{len(x)} and {len(y)})")
+    if len(x) > MAX_SPLINE_KNOTS:
+        raise ctx.error(f, f"a SimmSpline of {len(x)} knots is more than the limit of "
+                        f"{MAX_SPLINE_KNOTS} (the generated code grows with them): fit fewer")
     if any(b <= a for a, b in zip(x, x[1:])):
         raise ctx.error(f, "the SimmSpline's <x> values must increase")
     return {"kind": kind, "args": args, "x": tuple(x), "y": tuple(y)}
@@ -656,7 +694,8 @@ def _report(el, joints, ctx):
             parts.append(f"{len(items)} {what} (" + ", ".join(f"{n} {k}" for k, n in kinds.items())
                          + ")")
     comps = el.child("components")
-    others = [c for c in (comps.children if comps is not None else []) if c.tag not in FRAME_TAGS]
+    others = [c for c in (comps.children if comps is not None else [])
+              if c.tag not in FRAME_TAGS + ("Body",) and not _is_joint(c)]
     if others:
         parts.append(f"{len(others)} other components ("
                      + ", ".join(sorted({c.tag for c in others})) + ")")
