@@ -275,8 +275,8 @@ def test_what_is_not_read_is_reported_in_one_line(tmp_path):
         scleron.load_model(write(tmp_path, text))
     assert len(record) == 1
     line = str(record[0].message)
-    for what in ("colliding geoms (contacts)", "1 joint limits", "1 tendons",
-                 "1 equality constraints", "2 actuators", "1 joints' friction loss"):
+    for what in ("colliding geoms (contacts)", "1 joint limit", "1 tendon",
+                 "1 equality constraint", "2 actuators", "1 joint's friction loss"):
         assert what in line
     assert line.startswith(str(tmp_path / "m.xml"))
 
@@ -434,7 +434,7 @@ def test_cli_says_what_is_not_read_in_one_line(tmp_path, capsys):
     assert main(["show", write(tmp_path, text), "--tree"]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("scleron: warning: ")
-    assert "not read: " in err[0] and "1 actuators" in err[0]
+    assert "not read: " in err[0] and "1 actuator " in err[0]
 
 
 # an actuator's armature and damping (MuJoCo 4) on every joint kind, through joint= and
@@ -473,9 +473,9 @@ def test_actuator_armature_and_damping_equal_mujoco(tmp_path, flags):
 
 @pytest.mark.skipif(not hasattr(mujoco.MjModel, "dof_dampingpoly"), reason="MuJoCo before 4")
 @pytest.mark.parametrize("joint, said", [
-    ('damping="0.5 2 0"', "1 degrees of freedom's polynomial damping (only the linear term is read)"),
-    ('stiffness="3 0 4"', "1 joints' polynomial stiffness (only the linear term is read)"),
-    ('stiffness="20" springyield="0.05"', "1 joints' spring yield (plastic springs)"),
+    ('damping="0.5 2 0"', "1 degree of freedom's polynomial damping (only the linear term is read)"),
+    ('stiffness="3 0 4"', "1 joint's polynomial stiffness (only the linear term is read)"),
+    ('stiffness="20" springyield="0.05"', "1 joint's spring yield (plastic springs)"),
 ])
 def test_mujoco4_passive_forces_scleron_does_not_model_are_named(tmp_path, joint, said):
     """An outside tester: polynomial damping and stiffness and plastic springs were dropped with
@@ -539,3 +539,94 @@ def test_an_empty_file_attribute_and_a_folder_are_left_to_mujoco(tmp_path):
                            'width="8" height="8" file=""/></asset><worldbody><body><joint/><geom '
                            'size="0.1" pos=".1 0 0"/></body></worldbody></mujoco>', "models/m.xml")
     assert load_quiet(path).nv == 1
+
+
+# ---- found by an outside tester against MuJoCo 4 (2026-11-27) ------------------------------------
+NAMES = """<mujoco model="names">
+  <worldbody>
+    <body name="x" pos="0 0 1"><geom type="sphere" size="0.1"/></body>
+    <body pos="0 0 1"><joint axis="0 1 0"/><geom type="sphere" size="0.1" pos="0.1 0 0"/>
+      <body name="body2" pos="0.2 0 0"><joint name="x_weld" axis="1 0 0"/>
+        <joint name="body1_joint0" axis="0 0 1"/><geom type="sphere" size="0.1" pos="0.1 0 0"/>
+        <site name="body1"/></body>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_the_files_names_are_kept_and_made_up_names_avoid_them(tmp_path):
+    """Unnamed bodies and joints, and welds, were named in MuJoCo's order: a made-up `x_weld`,
+    `body1_joint0` or `body1` took the name of a joint, body or site the file gave later, and that
+    one became `x_weld_2` (a lookup by the file's name gave another object)."""
+    model = load_quiet(write(tmp_path, NAMES))
+    joints = [j.name for j in model.joints]
+    assert "x_weld" in joints and "body1_joint0" in joints and len(set(joints)) == len(joints)
+    assert "body1" in model.frame_names() and "body2" in model.body_names
+    made_up = [name for name in joints if name not in ("x_weld", "body1_joint0")]
+    assert made_up and all(n not in ("x_weld", "body1_joint0", "body1", "body2") for n in made_up)
+    assert "body2_2" in model.body_names        # the unnamed body 2 (body2 is the file's)
+    dyn = scleron.generate(model, str(tmp_path / "names"), functions=["frame_placements"])
+    m, d = oracle(str(tmp_path / "m.xml"))
+    d.qpos[:] = [0.3, -0.2, 0.5]
+    mujoco.mj_kinematics(m, d)
+    placements = dict(zip(dyn.frame_names, dyn.frame_placements(MujocoLayout(model).q(d.qpos))))
+    assert np.abs(placements["body1"][:3, 3] - d.site_xpos[m.site("body1").id]).max() < 1e-12
+    assert np.abs(placements["body2"][:3, 3] - d.xpos[m.body("body2").id]).max() < 1e-12
+
+
+def test_a_name_that_is_not_utf8_is_one_clear_error(tmp_path):
+    path = tmp_path / "latin1.xml"
+    path.write_bytes(b'<mujoco><worldbody><body name="\xe9"><joint axis="0 1 0"/>'
+                     b'<geom size="0.1" pos=".1 0 0"/></body></worldbody></mujoco>')
+    with pytest.raises(ModelError, match=r"latin1.xml: body 1: its name is not UTF-8 text"):
+        load_quiet(path)
+
+
+def test_an_mjcf_with_entities_is_refused_as_mjcf(tmp_path):
+    """ElementTree refuses nested entities before the root: the file went to the URDF reader,
+    which refused it as a URDF file."""
+    entities = '<!ENTITY e0 "lol">' + "".join(f'<!ENTITY e{k} "{f"&e{k - 1};" * 10}">'
+                                                for k in range(1, 10))
+    path = write(tmp_path, f'<?xml version="1.0"?>\n<!DOCTYPE m [{entities}]>'
+                           '\n<mujoco model="&e9;"><worldbody/></mujoco>')
+    with pytest.raises(ModelError, match="not allowed in an MJCF file"):
+        scleron.load_model(path)
+
+
+def test_an_include_of_a_folder_names_the_include(tmp_path):
+    (tmp_path / "adir").mkdir()
+    path = write(tmp_path, '<mujoco><include file="adir"/><worldbody><body><joint/>'
+                           '<geom size="0.1" pos=".1 0 0"/></body></worldbody></mujoco>')
+    with pytest.raises(ModelError, match=r'm.xml: <include file="adir">: .*adir is a folder'):
+        scleron.load_model(path)
+
+
+def test_a_mesh_is_among_the_files_the_staleness_check_hashes(tmp_path):
+    """A rescaled mesh changes the body's inertia: the import-time warning hashed the MJCF and its
+    includes only, and stale code loaded without a word."""
+    import struct
+    triangles = [((0, 0, 0), (1, 0, 0), (0, 1, 0)), ((0, 0, 0), (0, 1, 0), (0, 0, 1)),
+                 ((0, 0, 0), (0, 0, 1), (1, 0, 0)), ((1, 0, 0), (0, 0, 1), (0, 1, 0))]
+
+    def stl(scale):
+        out = bytearray(80) + struct.pack("<I", len(triangles))
+        for tri in triangles:
+            out += struct.pack("<3f", 0, 0, 0)
+            for v in tri:
+                out += struct.pack("<3f", *(scale * c for c in v))
+            out += b"\0\0"
+        return bytes(out)
+    (tmp_path / "tet.stl").write_bytes(stl(0.2))
+    path = write(tmp_path, '<mujoco><asset><mesh name="t" file="tet.stl"/></asset><worldbody>'
+                           '<body pos="0 0 1"><joint axis="0 1 0"/><geom type="mesh" mesh="t"/>'
+                           '</body></worldbody></mujoco>')
+    model = load_quiet(path)
+    assert model.included == [os.path.realpath(tmp_path / "tet.stl")]
+    out = str(tmp_path / "mesh")
+    scleron.generate(model, out, functions=["mass_matrix"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scleron.load_generated(out)
+    (tmp_path / "tet.stl").write_bytes(stl(0.4))
+    with pytest.warns(UserWarning, match=r"\(.*tet.stl changed\), which has changed since"):
+        scleron.load_generated(out)

@@ -96,8 +96,15 @@ def xml_root_tag(path):
         for _, element in ET.iterparse(io.BytesIO(data), events=("start",)):
             return element.tag
     except ET.ParseError:
-        return None
+        # (a file that ElementTree refuses before its root, for a DTD's entities say, is still
+        # named by its first tag: then the reader of its format refuses it in its own words)
+        found = _FIRST_TAG.search(_PROLOG_PARTS.sub(b"", data))
+        return found.group(1).decode("ascii") if found else None
     return None
+
+
+_PROLOG_PARTS = re.compile(rb"<!--.*?-->|<\?.*?\?>|<!DOCTYPE(?:[^\[>]|\[.*?\])*>", re.S)
+_FIRST_TAG = re.compile(rb"<([A-Za-z_][A-Za-z0-9_.:-]*)")
 
 
 def model_format(path):

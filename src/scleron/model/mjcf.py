@@ -122,8 +122,9 @@ def _refuse_special_files(name, text, main=None, seen=None):
     a FIFO or a device among them (`file="/dev/stdin"`) would block its compiler. Each
     non-empty file= value is looked up where MuJoCo may look (beside the file that names it,
     beside the main file, under a meshdir/texturedir/assetdir) and refused where it is such a
-    special file; included files are searched in turn (each once). Returns the included files
-    found (their real paths)."""
+    special file; included files are searched in turn (each once). Returns the files the
+    dynamics read besides this one (real paths): those it includes and the meshes (a geom's
+    mesh gives its body's inertia), for the generated code's staleness check."""
     main, seen = main or name, seen if seen is not None else set()
     seen.add(os.path.realpath(name))
     uncommented = re.sub(rb"<!--.*?-->", b"", text, flags=re.S)
@@ -145,6 +146,11 @@ def _refuse_special_files(name, text, main=None, seen=None):
                     raise ModelError(f"<{element.decode('ascii', 'replace')} file=\"{written[:200]}\">: "
                                      f"{path[:300]} is not a regular file (a FIFO or a device: "
                                      "MuJoCo would block reading it)", source=name)
+                if element == b"include" and stat.S_ISDIR(mode):
+                    raise ModelError(f"<include file=\"{written[:200]}\">: {path[:300]} is a "
+                                     "folder, not a file", source=name)
+                if element == b"mesh" and stat.S_ISREG(mode):
+                    seen.add(os.path.realpath(path))
                 if element == b"include" and os.path.realpath(path) not in seen:
                     _refuse_special_files(path, read_source(path), main, seen)
     return sorted(seen - {os.path.realpath(name)})
@@ -165,20 +171,32 @@ def _include_hint(message, text):
 
 class _Names:
     """MuJoCo's names, with unnamed (empty) ones given one; unique within scleron's two
-    namespaces: "body" (bodies and frames) and "joint"."""
+    namespaces: "body" (bodies and frames) and "joint". The file's own names come first: a made-up
+    name (body3, p_joint0, x_weld, a_site) avoids every name the file gives, wherever it comes."""
 
-    def __init__(self, mujoco, m):
-        self.mujoco, self.m = mujoco, m
+    def __init__(self, mujoco, m, source):
+        self.mujoco, self.m, self.source = mujoco, m, source
         self.used = {"body": {WORLD}, "joint": set()}
+        given_bodies = ([self.raw("body", b) for b in range(1, m.nbody)]
+                        + [self.raw("site", s) for s in range(m.nsite)])
+        self.given = {"body": set(given_bodies) - {""},
+                      "joint": {self.raw("joint", j) for j in range(m.njnt)} - {""}}
 
     def raw(self, kind, i):
         obj = getattr(self.mujoco.mjtObj, f"mjOBJ_{kind.upper()}")
-        return self.mujoco.mj_id2name(self.m, obj, i) or ""
+        try:
+            return self.mujoco.mj_id2name(self.m, obj, i) or ""
+        except UnicodeDecodeError as e:     # (MuJoCo takes any bytes; names here are text)
+            raise ModelError(f"its name is not UTF-8 text (byte "
+                             f"{e.object[e.start:e.start + 1].hex()} at {e.start}): save the "
+                             "file as UTF-8", source=self.source, element=f"{kind} {i}") from None
 
-    def unique(self, space, wanted, fallback):
-        name = wanted or fallback
+    def unique(self, space, wanted, made_up=""):
+        """The file's name `wanted`, or where it gives none the made-up one, free in `space`."""
+        name, taken = ((wanted, self.used[space]) if wanted
+                       else (made_up, self.used[space] | self.given[space]))
         base, k = name, 1
-        while name in self.used[space]:
+        while name in taken:
             k += 1
             name = f"{base}_{k}"
         self.used[space].add(name)
@@ -193,7 +211,7 @@ def load_mjcf(path, *, inertia="physical", merge_fixed=True):
     if inertia not in INERTIA_CHECKS:
         raise ModelError(f"inertia must be one of {INERTIA_CHECKS}, got {inertia!r}", source=name)
     mujoco, m, included = compile_mjcf(name)
-    names = _Names(mujoco, m)
+    names = _Names(mujoco, m, name)
     stem = os.path.splitext(os.path.basename(name))[0]
     gravity = (0.0, 0.0, 0.0) if m.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_GRAVITY) \
         else tuple(float(g) for g in m.opt.gravity)
@@ -230,7 +248,7 @@ def _add_body(model, m, names, body_names, b, source):
     place = Transform(quaternion_matrix(*m.body_quat[b]), np.array(m.body_pos[b], dtype=float))
     inertia = dict(mass=float(m.body_mass[b]), com=np.array(m.body_ipos[b], dtype=float),
                    inertia=_body_inertia(m, b))
-    weld = names.unique("joint", f"{body_names[b]}_weld", f"weld{b}")
+    weld = names.unique("joint", "", f"{body_names[b]}_weld")
     first, count = int(m.body_jntadr[b]), int(m.body_jntnum[b])
     if m.body_mocapid[b] >= 0 or count <= 0:
         model.add_body(body_names[b], parent_name, joint="fixed", origin=place, joint_name=weld,
@@ -249,7 +267,7 @@ def _add_body(model, m, names, body_names, b, source):
             origin = Transform()        # MuJoCo sets a free body's pose from qpos alone
         joint_name = names.unique("joint", raw, f"{body_names[b]}_joint{k}")
         own = k == count - 1 and not a.any()
-        body = body_names[b] if own else names.unique("body", raw, f"{body_names[b]}_joint{k}")
+        body = body_names[b] if own else names.unique("body", "", raw or f"{body_names[b]}_joint{k}")
         model.add_body(body, parent_name, origin=origin, joint_name=joint_name,
                        **_joint_spec(m, j, kind, shown, source),
                        **(inertia if own else dict(mass=0.0, inertia=(0.0, 0.0, 0.0))))
@@ -347,8 +365,9 @@ def _add_sites(model, m, names, body_names):
             continue
         b = int(m.site_bodyid[s])
         origin = Transform(quaternion_matrix(*m.site_quat[s]), np.array(m.site_pos[s], dtype=float))
-        wanted = raw if raw not in names.used["body"] else f"{raw}_site"    # a body's namesake
-        model.add_frame(names.unique("body", wanted, f"site{s}"), body_names[b], origin=origin)
+        name = (names.unique("body", raw) if raw not in names.used["body"]
+                else names.unique("body", "", f"{raw}_site"))     # (a body's namesake)
+        model.add_frame(name, body_names[b], origin=origin)
 
 
 def _disabled(m, flag):
@@ -363,7 +382,7 @@ def _report(m):
 
     def count(n, what):
         if n:
-            parts.append(f"{n} {what}")
+            parts.append(f"{n} {what if n > 1 else _singular(what)}")
     def on(*flags):         # what MuJoCo's <flag .../> switch off, it computes none of either
         return not any(_disabled(m, f) for f in flags)
     if on("mjDSBL_CONTACT", "mjDSBL_CONSTRAINT"):
@@ -388,6 +407,18 @@ def _report(m):
     if m.opt.density or m.opt.viscosity or np.any(m.opt.wind):
         parts.append("fluid forces (density, viscosity, wind)")
     return ", ".join(parts)
+
+
+_PLURALS = {"geoms": "geom", "limits": "limit", "tendons": "tendon", "constraints": "constraint",
+            "actuators": "actuator", "flexes": "flex", "bodies": "body", "joints": "joint",
+            "degrees": "degree"}
+
+
+def _singular(what):
+    """The report's "geoms (contacts)", "bodies' gravity compensation" for one: its first plural
+    made singular ("geom", "body's")."""
+    return re.sub(r"\b(" + "|".join(_PLURALS) + r")\b(')?",
+                  lambda w: _PLURALS[w.group(1)] + ("'s" if w.group(2) else ""), what, count=1)
 
 
 def _count_mujoco4_passive(m, count, on):

@@ -36,7 +36,7 @@ def _finite_vector(value, n, what, err):
     if arr.size != n:
         raise err(f"{what} must be {n} numbers, got {arr.size}")
     if not np.all(np.isfinite(arr)):
-        raise err(f"{what} must be finite, got {value!r}")
+        raise err(f"{what} must be finite, got {arr.tolist()}")
     return arr
 
 
@@ -335,7 +335,7 @@ class Model:
         self.q0 = None            # optional initial state
         self.qd0 = None
         self.inertia_checks = "physical"   # or "relaxed": docs/inertia-checks.md
-        self.included = []        # files the model file pulled in (an MJCF's <include>s)
+        self.included = []        # files the model file pulled in (an MJCF's <include>s and meshes)
 
     # ---- builder ---------------------------------------------------------------------------
     def _relax_hint(self):
