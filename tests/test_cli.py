@@ -45,7 +45,11 @@ def test_codegen_prints_summary_and_the_result_imports(tmp_path):
     assert r2.stdout.split() == ["4", "True"], r2.stderr
     again = run("codegen", str(model), "-o", str(out), *few)
     assert again.returncode == 0 and "up to date" in again.stdout
-    assert "forward_dynamics" in again.stdout and "compiled" not in again.stdout
+    assert "forward_dynamics" in again.stdout and "compile" not in again.stdout
+    # the same table as the first run's, its code column included, and a time line
+    first_rows = [line for line in r.stdout.splitlines() if line.startswith("forward_dynamics")]
+    assert first_rows and first_rows[0] in again.stdout.splitlines() and "unrolled" in first_rows[0]
+    assert again.stdout.splitlines()[-1].startswith("time: load ")
     # an up-to-date folder without its compiled module (a clone's generated/, --no-compile) is
     # compiled by codegen, which says so, rather than later and silently on import
     for name in os.listdir(out):
@@ -53,7 +57,7 @@ def test_codegen_prints_summary_and_the_result_imports(tmp_path):
             os.remove(out / name)
     third = run("codegen", str(model), "-o", str(out), *few)
     assert third.returncode == 0 and "up to date" in third.stdout, third.stderr
-    assert "compiled" in third.stdout
+    assert "compile (the folder had no compiled module" in third.stdout
     assert any(name.endswith((".so", ".pyd")) for name in os.listdir(out))
 
 

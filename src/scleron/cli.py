@@ -86,15 +86,16 @@ def _binaries(folder):
 
 
 def _stored_functions(folder):
-    """{function: (statements, operations)} as scleron.json of a generated folder records them
-    ({} where it does not)."""
+    """({function: (statements, operations)}, {function: code form}) as scleron.json of a
+    generated folder records them (empty where it does not)."""
     try:
         with open(os.path.join(folder, "scleron.json")) as fh:
             functions = json.load(fh).get("functions") or {}
-        return {str(f): (v.get("statements", "?"), v.get("ops", "?"))
-                for f, v in functions.items() if isinstance(v, dict)}
+        functions = {str(f): v for f, v in functions.items() if isinstance(v, dict)}
+        return ({f: (v.get("statements", "?"), v.get("ops", "?")) for f, v in functions.items()},
+                {f: str(v.get("code", "")) for f, v in functions.items()})
     except (OSError, ValueError, AttributeError):
-        return {}
+        return {}, {}
 
 
 # a one-frame function's C name: its family, the frame's index, the reference (frame_jacobian_7_local)
@@ -259,13 +260,14 @@ def cmd_codegen(args):
     if report.cache_hit:
         print("up to date (cache hit: same model, options and scleron version; --force "
               "regenerates)")
-        _table(_stored_functions(out))
-        _say_left_out(args, _stored_functions(out))
-        if not args.no_compile and _binaries(out) != before:
-            # a folder of sources only (a clone of the repository, --no-compile): loading it
-            # compiled it just now
-            print(f"compiled (the folder had no compiled module for these sources): "
-                  f"{t_generate:.2f} s")
+        stored, forms = _stored_functions(out)
+        _table(stored, forms)
+        _say_left_out(args, stored)
+        # a folder of sources only (a clone of the repository, --no-compile): loading it
+        # compiled it just now
+        compiled = not args.no_compile and _binaries(out) != before
+        print(f"time: load {t_load:.2f} s, " + ("compile (the folder had no compiled module for "
+              "these sources)" if compiled else "check and load") + f" {t_generate:.2f} s")
         return 0
     _table(report.functions, report.forms)
     _say_left_out(args, report.functions)

@@ -345,7 +345,8 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         "name": name, "model": model.name, "hash": key, "scleron_version": __version__,
         "nq": tree.nq, "nv": tree.nv, "joint_names": tree.joint_names, "cflags": cflags,
         "method": method, "mass_matrix": mass,
-        "functions": {f: {"statements": s, "ops": str(c)} for f, (s, c) in report.functions.items()},
+        "functions": {f: {"statements": s, "ops": str(c), "code": report.forms.get(f, "")}
+                      for f, (s, c) in report.functions.items()},
         "ops_note": "statements as written; ops executed per call (loops counted per iteration)",
         "options": options,              # what the hash was taken of, with the model (covering)
         "sources": sources,
