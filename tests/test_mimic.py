@@ -256,3 +256,54 @@ def test_draw_kinematics_and_show_body_of_a_coupled_model(tmp_path, capsys):
     capsys.readouterr()
     assert main(["show", GRIPPER, "--mimic", "couple", "--function", "fd", "--body", mimic_body]) == 0
     assert f"showing body {mimic_body}" in capsys.readouterr().out
+
+
+# ---- found by an outside tester (2026-11-27) -------------------------------------------------------
+def test_a_coupled_model_round_trips_through_yaml(tmp_path):
+    """dump_yaml wrote no mimic (YAML had no form of it): the file reloaded as another model,
+    nq 2 -> 5 on a gripper. A joint's `mimic: {joint, multiplier, offset}` now."""
+    from scleron.model.yaml_loader import dump_yaml
+    model = scleron.load_model(GRIPPER, mimic="couple")
+    model.q0 = np.array([0.2, 0.01])
+    dump_yaml(model, tmp_path / "g.yaml")
+    again = scleron.load_model(tmp_path / "g.yaml")
+    assert again.nq == model.nq and again.q0.tolist() == [0.2, 0.01]
+    assert [j.mimic for j in again.joints] == [j.mimic for j in model.joints]
+    q = [0.3, -0.02]
+    assert np.allclose(recursions.mass_matrix(Tree(again), FloatAlgebra(), q),
+                       recursions.mass_matrix(Tree(model), FloatAlgebra(), q), rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("mimic, problem", [
+    ("{joint: nowhere}", "it mimics joint 'nowhere', which the model does not have"),
+    ("{joint: a, gain: 2}", "unknown key 'gain' in mimic"),
+    ("{multiplier: 2}", "mimic lacks the required key 'joint'"),
+    ("{joint: a, offset: x}", "mimic's offset must be a number"),
+])
+def test_yaml_mimics_are_checked(tmp_path, mimic, problem):
+    text = f"""name: m
+bodies:
+  - {{name: l1, parent: world, mass: 1, com: [0.1, 0, 0], inertia: [0.01, 0.01, 0.01],
+     joint: {{name: a, type: revolute, axis: [0, 0, 1]}}}}
+  - {{name: l2, parent: l1, mass: 1, com: [0.1, 0, 0], inertia: [0.01, 0.01, 0.01],
+     joint: {{name: b, type: revolute, axis: [0, 1, 0], xyz: [0.3, 0, 0], mimic: {mimic}}}}}
+initial: {{q: {{a: 0.1}}}}
+"""
+    (tmp_path / "m.yaml").write_text(text)
+    with pytest.raises(ModelError, match=problem):
+        scleron.load_model(tmp_path / "m.yaml")
+    (tmp_path / "m.yaml").write_text(text.replace(mimic, "{joint: a, multiplier: -1}")
+                                     .replace("{a: 0.1}", "{b: 0.1}"))
+    with pytest.raises(ModelError, match="initial q of joint 'b'.*it mimics joint 'a' and has no "
+                                         "coordinate of its own"):
+        scleron.load_model(tmp_path / "m.yaml")
+
+
+def test_a_simulated_coupled_model_names_its_own_coordinates(tmp_path):
+    """The trajectory of a coupled gripper had 2 columns and 5 coordinate names: the plot
+    labelled the second column with a mimic joint's name."""
+    model = scleron.load_model(GRIPPER, mimic="couple")
+    traj = scleron.simulate(model, duration=0.002, dt=0.001, integrator="rk4")
+    followers = {j.name for j in model.joints if j.mimic is not None}
+    assert traj.q.shape[1] == 2 and list(traj.coordinate_names) == Tree(model).coordinate_names()
+    assert not followers & set(traj.coordinate_names)

@@ -6,6 +6,7 @@ is installed); the counts add up; the stick figure's kinematics equal Pinocchio'
 """
 import math
 import os
+import warnings
 import re
 import shutil
 import subprocess
@@ -546,3 +547,26 @@ def test_an_output_under_a_file_is_named_as_such(small, tmp_path, capsys):
         out, err = capsys.readouterr()
         one_line_error(subprocess.CompletedProcess(args, code, out, err),
                        f"{tmp_path}/afile is a file, not a folder")
+
+
+def test_draw_names_the_file_and_the_body_where_it_cannot_draw(small, tmp_path, capsys):
+    """An outside tester: a pose that is NaN (a custom joint's 1/q at 0) gave numpy's warnings
+    and matplotlib's "Axis limits cannot be NaN or Inf"; -o a folder named x.png showed the
+    temporary file's name; a wrong --q count did not name the model file."""
+    from scleron.cli import main
+    model = tmp_path / "sing.yaml"
+    model.write_text("name: sing\nbodies:\n  - {name: b1, parent: world, mass: 1.0, com: [0.1, 0, 0],\n"
+                     "     inertia: [0.01, 0.02, 0.025], joint: {name: cj, type: custom,\n"
+                     "     coordinates: [a], translation: ['1/a', '0', '0']}}\n")
+    (tmp_path / "dir.png").mkdir()
+    cases = (([str(model), "-o", str(tmp_path / "x.png")],
+              f"{model}: body 'b1': its pose is not finite at this q"),
+             ([str(model), "-o", str(tmp_path / "dir.png"), "--q", "1"], "dir.png is a folder"),
+             ([small, "-o", str(tmp_path / "y.png"), "--q", "1"], f"{small}: q must have nq = 7"))
+    for args, needle in cases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")           # (no numpy RuntimeWarning on the way)
+            assert main(["draw", *args]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and len(err.splitlines()) == 1, err
+    assert sorted(os.listdir(tmp_path)) == ["dir.png", "sing.yaml"] and not os.listdir(tmp_path / "dir.png")

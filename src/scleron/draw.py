@@ -47,10 +47,16 @@ def forward_kinematics(model, q=None):
 def draw(model, path, q=None, elev=20.0, azim=-60.0, labels=None, title=None):
     """Writes a PNG (or any format matplotlib knows from the file's extension) of the model at
     configuration q. The file is written whole or not at all. Returns the path."""
-    q = configuration(model, q)
+    source = f"{model.source}: " if getattr(model, "source", None) else ""
+    try:
+        q = configuration(model, q)
+    except ValueError as exc:
+        raise ValueError(f"{source}{exc}") from None
     ext = os.path.splitext(path)[1].lower().lstrip(".")
     if not ext:
         raise ValueError(f"{path}: give the picture a file extension (.png, .pdf, .svg)")
+    if os.path.isdir(path):
+        raise ValueError(f"{path} is a folder: give the picture's file name")
     plt = _matplotlib()
     fig = plt.figure(figsize=(8, 8), dpi=100)
     try:
@@ -58,7 +64,7 @@ def draw(model, path, q=None, elev=20.0, azim=-60.0, labels=None, title=None):
         if ext not in supported:
             raise ValueError(f"{path}: matplotlib cannot write .{ext} files "
                              f"(use one of: {', '.join(sorted(supported))})")
-        _plot(fig, model, q, elev, azim, labels, title)
+        _plot(fig, model, q, elev, azim, labels, title, source)
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             problem = (f"{folder} is a file, not a folder" if os.path.exists(folder)
@@ -68,6 +74,8 @@ def draw(model, path, q=None, elev=20.0, azim=-60.0, labels=None, title=None):
         try:
             fig.savefig(tmp, format=ext)
             os.replace(tmp, path)
+        except OSError as exc:          # (not the temporary file's name: the picture's)
+            raise OSError(f"{path}: cannot write the picture ({exc.strerror or exc})") from None
         finally:
             if os.path.exists(tmp):
                 os.remove(tmp)
@@ -76,12 +84,18 @@ def draw(model, path, q=None, elev=20.0, azim=-60.0, labels=None, title=None):
     return path
 
 
-def _plot(fig, model, q, elev, azim, labels, title):
+def _plot(fig, model, q, elev, azim, labels, title, source=""):
+    at = f"at this q (entries up to {max(abs(float(x)) for x in q):.3g})"
     try:
-        joint_frames, body_frames = forward_kinematics(model, q)
+        with np.errstate(all="ignore"):
+            joint_frames, body_frames = forward_kinematics(model, q)
     except (OverflowError, ZeroDivisionError) as exc:   # (finite q whose kinematics overflow)
-        raise ValueError(f"the kinematics overflow at this q (entries up to "
-                         f"{max(abs(float(x)) for x in q):.3g}): {exc}") from None
+        raise ValueError(f"{source}the kinematics overflow {at}: {exc}") from None
+    for body, joint, T in zip(model.bodies, model.joints, body_frames):
+        if not np.all(np.isfinite(T)):  # (numpy's NaN: a custom joint's 1/q at 0, a log at -1)
+            raise ValueError(f"{source}body '{body.name}': its pose is not finite {at}: its "
+                             f"{joint.type} joint '{joint.name}' or one above it is singular or "
+                             "overflows there; draw it at another --q")
     ax = fig.add_subplot(projection="3d")
     origins = np.array([T[:3, 3] for T in body_frames])
     coms = np.array([T[:3, :3] @ b.inertia.com + T[:3, 3] for T, b in zip(body_frames, model.bodies)])

@@ -258,6 +258,18 @@ def _mapping(value, what, where, allowed, required=()):
     return value
 
 
+MIMIC_KEYS = ("joint", "multiplier", "offset")
+
+
+def _mimic(value, where):
+    """A joint's `mimic: {joint: NAME, multiplier: a, offset: b}` (docs/mimic.md): its coordinate
+    is a q_NAME + b, one coordinate for both (URDF's <mimic> with mimic="couple")."""
+    m = _mapping(value, "mimic", where, MIMIC_KEYS, required=("joint",))
+    return (_name(m["joint"], "mimic's joint", where),
+            _number(m.get("multiplier", 1.0), "mimic's multiplier", where),
+            _number(m.get("offset", 0.0), "mimic's offset", where))
+
+
 def _number(value, what, where):
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise where.error(f"{what} must be a number, got {describe(value)}")
@@ -388,7 +400,7 @@ class _Builder:
         if "joint" in b and jdata is None:
             raise where.error("joint must be a mapping (leave the key out for the default "
                               "revolute joint about z)", _key_line(b, "joint"))
-        jtype, jname, origin, params, jwhere, springs = self.joint(
+        jtype, jname, origin, params, jwhere, springs, mimic = self.joint(
             jdata if jdata is not None else {}, name, where.at(line=_key_line(b, "joint")))
         wrench = (P.wrench(b["wrench"], where.at(line=_key_line(b, "wrench")).error)
                   if "wrench" in b else None)
@@ -402,6 +414,7 @@ class _Builder:
         except ModelError as e:
             raise ModelError(e.problem, source=self.source, element=e.element,
                              line=e.line or where.line, body=e.body, joint=e.joint) from None
+        model.joints[-1].mimic = mimic          # (checked with the whole model: validate)
         self.body_names.add(name)
         self.joint_names.add(jname)
         self.body_lines[name] = where.line
@@ -470,7 +483,7 @@ class _Builder:
                 if key in j:
                     raise where.error(f"{key}: a fixed joint has no coordinates (no spring, damper "
                                       "or armature)", _key_line(j, key))
-        allowed = placement_keys + own + (SPRING_KEYS if jtype != "fixed" else ())
+        allowed = placement_keys + own + (SPRING_KEYS + ("mimic",) if jtype != "fixed" else ())
         _mapping(j, f"a {jtype} joint", where, allowed)
         jname = (_name(j["name"], "the joint name", where.at(line=_key_line(j, "name")))
                  if "name" in j else f"{body_name}_joint")
@@ -497,7 +510,8 @@ class _Builder:
                 springs[key] = P.per_coordinate(j[key], dof, key, kw.error)
                 if key != "rest" and min(springs[key]) < 0:     # (here: the key's own line)
                     raise kw.error(f"{key} must not be negative, got {list(springs[key])}")
-        return jtype, jname, Transform(R, np.array(xyz)), params, where, springs
+        mimic = _mimic(j["mimic"], where.at(line=_key_line(j, "mimic"))) if "mimic" in j else None
+        return jtype, jname, Transform(R, np.array(xyz)), params, where, springs, mimic
 
     # ---- initial state ----
     def initial(self, model, data, where):
@@ -520,7 +534,7 @@ class _Builder:
                               f"numbers, got {describe(value)}")
         offsets, k = {}, 0
         for jt in model.joints:
-            size = jt.nq if key == "q" else jt.dof
+            size = 0 if jt.mimic is not None else jt.nq if key == "q" else jt.dof
             offsets[jt.name] = (k, size)
             k += size
         vec = model.neutral() if key == "q" else np.zeros(nq)
@@ -531,7 +545,9 @@ class _Builder:
             start, dof = offsets[jname]
             jw = where.at(element=f"initial {key} of joint '{jname}'", line=line)
             if dof == 0:
-                raise jw.error("a fixed joint has no coordinates")
+                mimic = next(jt.mimic for jt in model.joints if jt.name == jname)
+                raise jw.error(f"it mimics joint '{mimic[0]}' and has no coordinate of its own"
+                               if mimic else "a fixed joint has no coordinates")
             if isinstance(v, (list, tuple)):
                 vec[start:start + dof] = _numbers(v, dof, "the value", jw)
             elif dof == 1:
@@ -666,6 +682,9 @@ def model_to_dict(model):
         for key in SPRING_KEYS:
             if getattr(j, key, None) is not None:
                 jd[key] = vec(getattr(j, key))
+        if j.mimic is not None:
+            jd["mimic"] = {"joint": j.mimic[0], "multiplier": float(j.mimic[1]),
+                           "offset": float(j.mimic[2])}
         I = body.inertia
         bd = {"name": body.name, "parent": j.parent, "joint": jd, "mass": float(I.mass),
               "com": vec(I.com), "inertia": [vec(r) for r in I.inertia]}

@@ -26,9 +26,11 @@ def record_bytes(nq, nv):
 
 def coordinate_labels(model, velocities=False):
     """Short names of the entries of q (or of qd): the joint's name, with [k] for a joint of
-    several."""
+    several; a coupled mimic joint has no entry of its own (docs/mimic.md)."""
     names = []
     for j in model.joints:
+        if j.mimic is not None:
+            continue
         n = j.dof if velocities else j.nq
         names += [j.name] if n == 1 else [f"{j.name}[{k}]" for k in range(n)]
     return names
