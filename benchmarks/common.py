@@ -48,6 +48,50 @@ _print_lock = threading.Lock()
 T_START = time.perf_counter()
 
 
+def comma_list(item, what):
+    """An argparse type: a comma-separated list, each entry through item(text) (which raises
+    ValueError to refuse it), none empty and none twice; refused before any work starts (a
+    typo used to cost a full run, or to write an empty results file)."""
+    import argparse
+
+    def parse(text):
+        words = [w.strip() for w in str(text).split(",")]
+        if not str(text).strip() or "" in words:
+            raise argparse.ArgumentTypeError(f"an empty {what} in {text!r}")
+        twice = next((w for i, w in enumerate(words) if w in words[:i]), None)
+        if twice is not None:
+            raise argparse.ArgumentTypeError(f"{what} {twice!r} given twice")
+        try:
+            return [item(w) for w in words]
+        except (ValueError, argparse.ArgumentTypeError) as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
+
+
+def one_of(choices, what):
+    """comma_list's item check: one of `choices`."""
+    def check(word):
+        if word not in choices:
+            raise ValueError(f"unknown {what} {word!r} (one of {', '.join(choices)})")
+        return word
+    return check
+
+
+def at_least(low, what, kind=int):
+    """An argparse type, or comma_list's item check: a number (kind) of at least `low`."""
+    import argparse
+
+    def check(word):
+        try:
+            value = kind(float(word)) if kind is int and float(word).is_integer() else kind(word)
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"{what} must be a number, got {word!r}") from None
+        if not value >= low:
+            raise argparse.ArgumentTypeError(f"{what} must be at least {low}, got {word!r}")
+        return value
+    return check
+
+
 def log(msg):
     with _print_lock:
         print(f"[{time.perf_counter() - T_START:7.1f}s] {msg}", flush=True)

@@ -33,10 +33,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.common import HERE, NSTATES, log, rel_err, sha, stats, write_text  # noqa: E402
+from benchmarks.common import HERE, NSTATES, at_least, log, rel_err, sha, stats, write_text  # noqa: E402
 from benchmarks import harnesses                                                   # noqa: E402
 from benchmarks.systems import (export_pin_model, locate_system, pin_q_from_ours,  # noqa: E402
-                                random_coordinates, rc_pin, write_states)
+                                random_coordinates, rc_pin, system_names, write_states)
 from benchmarks.timing import harness_rounds                                       # noqa: E402
 
 SYSTEMS = ["rc20", "rc50", "panda", "ur5", "solo12"]
@@ -310,16 +310,19 @@ def report(R):
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--systems", default=",".join(SYSTEMS),
+    ap.add_argument("--systems", default=",".join(SYSTEMS), type=system_names(),
                     help="comma-separated benchmark systems (default %(default)s)")
     ap.add_argument("--out", default=os.path.join(HERE, "results"),
                     help="folder of derivatives.md and derivatives.json (default: the committed "
                          "results; pass another for a trial run)")
     ap.add_argument("--build", default=os.path.join(HERE, "build"),
                     help="build cache of the harnesses (default %(default)s)")
-    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
-    ap.add_argument("--per-round", type=int, default=11, help="samples per round (default 11)")
-    ap.add_argument("--target-ms", type=float, default=5.0, help="time per sample (default 5)")
+    ap.add_argument("--rounds", type=at_least(1, "--rounds"), default=5,
+                    help="interleaved rounds (default 5)")
+    ap.add_argument("--per-round", type=at_least(1, "--per-round"), default=11,
+                    help="samples per round (default 11)")
+    ap.add_argument("--target-ms", type=at_least(1e-3, "--target-ms", float), default=5.0,
+                    help="time per sample (default 5)")
     ap.add_argument("--no-callgrind", action="store_true", help="skip the instruction counts")
     ap.add_argument("--rc100-generation", action="store_true",
                     help="also time generation + compile of RC100's derivative functions")
@@ -331,7 +334,10 @@ def main(argv=None):
     import platform
     args = parse_args(argv)
     if args.report_only:
-        R = json.loads(open(os.path.join(args.out, "derivatives.json")).read())
+        path = os.path.join(args.out, "derivatives.json")
+        if not os.path.isfile(path):
+            raise SystemExit(f"--report-only: {path} does not exist (run the benchmark first)")
+        R = json.loads(open(path).read())
         write_text(os.path.join(args.out, "derivatives.md"), report(R))
         return
     args.callgrind = not args.no_callgrind and harnesses.shutil.which("valgrind") is not None
@@ -343,7 +349,7 @@ def main(argv=None):
         R["cpu"] = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    for key in args.systems.split(","):
+    for key in args.systems:
         try:
             S = System(key, build_dir)
             R["systems"][key] = measure(S, builder, args)
@@ -355,6 +361,8 @@ def main(argv=None):
             R["rc100_generation"] = rc100_generation(build_dir)
         except Exception as exc:
             R["rc100_generation"] = {"error": f"{type(exc).__name__}: {exc}"[-2000:]}
+    if all("error" in S for S in R["systems"].values()):     # (keep the results there were)
+        raise SystemExit(f"every system failed: nothing written to {args.out}")
     os.makedirs(args.out, exist_ok=True)
     write_text(os.path.join(args.out, "derivatives.json"), json.dumps(R, indent=1, default=float))
     write_text(os.path.join(args.out, "derivatives.md"), report(R))

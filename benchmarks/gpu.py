@@ -30,6 +30,9 @@ import time
 
 import numpy as np
 
+from benchmarks.common import at_least, comma_list, one_of
+from benchmarks.systems import system_names
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 FUNCS = {"fd": "forward_dynamics", "id": "inverse_dynamics", "M": "mass_matrix", "h": "bias_forces"}
@@ -49,29 +52,48 @@ def log(message):
     print(message, file=sys.stderr, flush=True)
 
 
+def _split(word):
+    """--split's item: auto, or a number of statements per kernel (0: one kernel per function)."""
+    if word == "auto":
+        return word
+    try:
+        return str(at_least(0, "--split")(word))
+    except argparse.ArgumentTypeError:
+        raise ValueError(f"--split takes auto or a number of statements per kernel (0 or more), "
+                         f"got {word!r}") from None
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="python -m benchmarks.gpu",
                                 description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--systems", default=",".join(SYSTEMS),
+    # (every option is checked here, before minutes of nvcc builds, GPU or not)
+    p.add_argument("--systems", default=",".join(SYSTEMS), type=system_names(),
                    help=f"comma-separated (default {','.join(SYSTEMS)}; rcN for any N)")
-    p.add_argument("--functions", default="fd,id,M", help="of fd, id, M, h (default fd,id,M)")
+    p.add_argument("--functions", default="fd,id,M", type=comma_list(one_of(list(FUNCS), "function"),
+                                                                     "function"),
+                   help="of fd, id, M, h (default fd,id,M)")
     p.add_argument("--n", default=",".join(str(n) for n in SIZES),
+                   type=comma_list(at_least(1, "--n"), "size"),
                    help="states per call, comma-separated (default 1000,...,1000000)")
-    p.add_argument("--layouts", default="aos,soa", help="aos, soa or both (default)")
-    p.add_argument("--split", default="auto",
+    p.add_argument("--layouts", default="aos,soa", type=comma_list(one_of(["aos", "soa"], "layout"),
+                                                                  "layout"),
+                   help="aos, soa or both (default)")
+    p.add_argument("--split", default="auto", type=comma_list(_split, "split"),
                    help="CUDA kernel split(s) to build and compare: auto, 0 (one kernel per "
                         "function) or statements per kernel, comma-separated (default auto)")
     p.add_argument("--arch", default="auto", help="nvcc architecture (default auto: this GPU)")
-    p.add_argument("--block", default="128",
+    p.add_argument("--block", default="128", type=comma_list(at_least(32, "--block"), "block"),
                    help="threads per block, comma-separated (default 128)")
-    p.add_argument("--repeat", type=int, default=7, help="timed runs per point (default 7)")
+    p.add_argument("--repeat", type=at_least(1, "--repeat"), default=7,
+                   help="timed runs per point (default 7)")
     p.add_argument("--no-mjx", action="store_true", help="skip MJX")
     p.add_argument("--no-cpu", action="store_true", help="skip the CPU batch")
     p.add_argument("--registers", action="store_true",
                    help="only build and print ptxas's registers and spills (needs nvcc, no GPU)")
-    p.add_argument("--build-dir", default=os.path.join(ROOT, "build", "gpu-bench"),
-                   help="where the generated folders go (default build/gpu-bench)")
+    p.add_argument("--build-dir", default=os.path.join(HERE, "build", "gpu-bench"),
+                   help="where the generated folders and models go (default "
+                        "benchmarks/build/gpu-bench, beside the other benchmarks' builds)")
     p.add_argument("--out", default=os.path.join(HERE, "results"), help="results folder")
     return p.parse_args(argv)
 
@@ -86,9 +108,9 @@ def load_system(key):
         path = os.path.join(ROOT, "examples", f"{key}.yaml")
         if not os.path.isfile(path):
             from benchmarks.systems import rc_model_path
-            path = rc_model_path(int(key[2:]), os.path.join(ROOT, "build", "gpu-bench"))
+            path = rc_model_path(int(key[2:]), ARGS.build_dir)
         return scleron.load_model(path), rc_mjcf(int(key[2:])), key.upper()
-    kind, _, path, label, floating = locate_system(key, os.path.join(ROOT, "build", "gpu-bench"))
+    kind, _, path, label, floating = locate_system(key, ARGS.build_dir)
     model = scleron.load_model(path, floating=True) if floating else scleron.load_model(path)
     return model, ("urdf", urdf_for_mujoco(path), floating), label
 
@@ -278,12 +300,8 @@ def main(argv=None):
     global ARGS
     ARGS = parse_args(argv)
     sys.path.insert(0, ROOT)
-    systems = [s.strip() for s in ARGS.systems.split(",") if s.strip()]
-    functions = [f.strip() for f in ARGS.functions.split(",") if f.strip()]
-    splits = [s.strip() for s in ARGS.split.split(",") if s.strip()]
-    sizes = [int(float(n)) for n in ARGS.n.split(",")]
-    layouts = [x.strip() for x in ARGS.layouts.split(",")]
-    blocks = [int(b) for b in ARGS.block.split(",")]
+    systems, functions, splits = ARGS.systems, ARGS.functions, ARGS.split
+    sizes, layouts, blocks = ARGS.n, ARGS.layouts, ARGS.block
     from scleron.backends.cuda import cuda_device_count
     if ARGS.registers:
         registers_only(systems, functions, splits)

@@ -32,11 +32,12 @@ from benchmarks.generation import run_worker_from_argv                          
 
 
 def parse_args(argv):
-    from benchmarks.systems import ALL_SYSTEMS, ARMS
+    from benchmarks.systems import ALL_SYSTEMS, ARMS, system_names
     from benchmarks.variants import VARIANT_SYSTEMS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="rc20 and panda, fewer repeats, PyDy n <= 5 (< 3 min once built)")
-    ap.add_argument("--systems", default=None, help="comma-separated: " + ",".join(ALL_SYSTEMS)
+    ap.add_argument("--systems", default=None, type=system_names(),
+                    help="comma-separated: " + ",".join(ALL_SYSTEMS)
                     + " (default), or the fixed-base arms of example-robot-data: "
                     + ",".join(ARMS))
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
@@ -56,7 +57,7 @@ def settings_from(args):
     from benchmarks.systems import ALL_SYSTEMS, QUICK_SYSTEMS
     from benchmarks.variants import QUICK_VARIANT_SYSTEMS, VARIANT_SYSTEMS
     quick = args.quick
-    systems = args.systems.split(",") if args.systems else (QUICK_SYSTEMS if quick else ALL_SYSTEMS)
+    systems = args.systems or (QUICK_SYSTEMS if quick else ALL_SYSTEMS)
     variant_keys = [] if args.no_variants else \
         [k for k in (QUICK_VARIANT_SYSTEMS if quick else VARIANT_SYSTEMS) if k in systems]
     return Settings(

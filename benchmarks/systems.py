@@ -6,7 +6,8 @@ import re
 
 import numpy as np
 
-from .common import FUNCS, NBATCH, NSTATES, ROOT, cmeel_prefix, read, rel_err, sha, write_text
+from .common import (FUNCS, NBATCH, NSTATES, ROOT, cmeel_prefix, comma_list, read, rel_err, sha,
+                     write_text)
 
 ALL_SYSTEMS = ["rc20", "rc50", "rc100", "panda", "ur5", "solo12"]
 QUICK_SYSTEMS = ["rc20", "panda"]
@@ -22,6 +23,20 @@ ARMS = {"ur3": "ur_description/urdf/ur3_robot.urdf", "ur10": "ur_description/urd
 ROBOT_URDFS.update(ARMS)
 RC_INERTIA = (1 / 600, 101 / 1200, 101 / 1200)
 RX90 = [[1.0, 0, 0], [0, 0, -1], [0, 1, 0]]
+
+
+def known_system(key):
+    """comma_list's item check of --systems: rcN (any N >= 1), a robot of example-robot-data
+    (ROBOT_URDFS) or the quadruped (solo12, quadruped)."""
+    if re.fullmatch(r"rc[1-9][0-9]*", key) or key in ROBOT_URDFS or key in ("solo12", "quadruped"):
+        return key
+    raise ValueError(f"unknown system {key!r} (rcN for any N, "
+                     + ", ".join(list(ROBOT_URDFS) + ["solo12", "quadruped"]) + ")")
+
+
+def system_names():
+    """The argparse type of --systems."""
+    return comma_list(known_system, "system")
 
 
 def robots_dir():

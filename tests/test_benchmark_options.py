@@ -1,0 +1,53 @@
+"""The benchmark commands refuse bad options before any work (an outside tester: an unknown
+system wrote an empty derivatives table over the committed one and exited 0; `--systems ''` ran
+every system; benchmarks.gpu's --n abc or --functions xx were tracebacks after minutes of nvcc)."""
+import os
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, ROOT)
+from benchmarks import derivatives, gpu, run  # noqa: E402
+
+
+@pytest.mark.parametrize("parse, argv, said", [
+    (derivatives.parse_args, ["--systems", "nosuch"], "unknown system 'nosuch'"),
+    (derivatives.parse_args, ["--systems", ""], "an empty system"),
+    (derivatives.parse_args, ["--systems", "rc20,,ur5"], "an empty system"),
+    (derivatives.parse_args, ["--systems", "rc20,rc20"], "system 'rc20' given twice"),
+    (derivatives.parse_args, ["--rounds", "0"], "--rounds must be at least 1"),
+    (run.parse_args, ["--systems", "panda,nosuch"], "unknown system 'nosuch'"),
+    (run.parse_args, ["--systems", ""], "an empty system"),
+    (gpu.parse_args, ["--n", "abc"], "--n must be a number"),
+    (gpu.parse_args, ["--functions", "fd,xx"], "unknown function 'xx'"),
+    (gpu.parse_args, ["--systems", "rc0"], "unknown system 'rc0'"),
+    (gpu.parse_args, ["--layouts", "foo"], "unknown layout 'foo'"),
+    (gpu.parse_args, ["--block", "0"], "--block must be at least 32"),
+    (gpu.parse_args, ["--repeat", "0"], "--repeat must be at least 1"),
+    (gpu.parse_args, ["--split", "x"], "--split takes auto or a number"),
+])
+def test_bad_options_are_refused_by_argparse(parse, argv, said, capsys):
+    with pytest.raises(SystemExit) as exc:
+        parse(argv)
+    assert exc.value.code == 2 and said in capsys.readouterr().err
+
+
+def test_good_options_parse_to_lists():
+    args = gpu.parse_args(["--systems", "rc7,panda", "--n", "1e3,20", "--split", "auto,0,500"])
+    assert (args.systems, args.n, args.split) == (["rc7", "panda"], [1000, 20], ["auto", "0", "500"])
+    assert derivatives.parse_args([]).systems == derivatives.SYSTEMS
+    assert run.parse_args([]).systems is None and run.parse_args(["--systems", "ur5"]).systems == ["ur5"]
+
+
+def test_no_results_are_written_when_every_system_fails(tmp_path, monkeypatch):
+    def fail(*_):
+        raise RuntimeError("no harness here")
+    monkeypatch.setattr(derivatives, "System", fail)
+    with pytest.raises(SystemExit, match="every system failed: nothing written"):
+        derivatives.main(["--systems", "rc2", "--out", str(tmp_path / "out"),
+                          "--build", str(tmp_path / "build"), "--no-callgrind"])
+    assert not os.path.exists(tmp_path / "out")
+    with pytest.raises(SystemExit, match="does not exist"):
+        derivatives.main(["--report-only", "--out", str(tmp_path / "out")])
