@@ -130,9 +130,10 @@ def test_split_kernels_pass_values_through_scratch(tmp_path):
 def test_cuda_options_are_checked():
     assert cuda_backend.cuda_options(True)["arch"] == "auto"
     for bad in ({"arch": "sm90"}, {"arch": "fermi"}, {"split": 0}, {"block": 1024},
-                {"blocks": 128}):
-        with pytest.raises(ValueError):
-            cuda_backend.cuda_options(bad)
+                {"blocks": 128}, {"arch": ""}, {"block": 0}, {"arch": "sm_90fa"}):
+        with pytest.raises(ValueError):           # ("" and 0 were taken for the defaults; sm_90fa
+            cuda_backend.cuda_options(bad)        # passed here and failed in nvcc's build script)
+    assert cuda_backend.cuda_options({"arch": "sm_90a,sm_100f"})["arch"] == "sm_90a,sm_100f"
 
 
 def test_cuda_changes_the_cache_key_only_when_asked(tmp_path):
@@ -212,12 +213,44 @@ def test_arrays_are_checked_before_any_launch(rc5):
         cu.forward_dynamics(np.zeros((n, 5)), v, v, out=out)
     with pytest.raises(ValueError, match=r"out \(qdd\).*\(10, 5\)"):
         cu.forward_dynamics(q, v, v, out=FakeDeviceArray((n, 4)))
-    with pytest.raises(ValueError, match="writeable"):
+    with pytest.raises(ValueError, match="writeable.*got a read-only one"):
         cu.forward_dynamics(q, v, v, out=FakeDeviceArray((n, 5), readonly=True))
+    with pytest.raises(ValueError, match="unknown function 'nope'"):
+        cu.kernel_info("nope")
     with pytest.raises(ValueError, match="layout"):
         cu.forward_dynamics(q, v, v, out=out, layout="rows")
     with pytest.raises(ValueError, match=r"out \(M\).*\(5, 5, 10\)"):
         cu.mass_matrix(FakeDeviceArray((5, n)), out=FakeDeviceArray((n, 5, 5)), layout="soa")
+
+
+def test_device_count_never_builds_the_library(tmp_path):
+    """An outside tester: device_count() ("never raises") built a --no-compile folder's library
+    with nvcc first (12 minutes for RC20) and raised nvcc's errors; it asks the driver now."""
+    import importlib.util
+    scleron.generate(scleron.load_model(example("branched.yaml")), str(tmp_path / "b"),
+                     compile=False, functions=["forward_dynamics"], cuda={"arch": "sm_10"})
+    spec = importlib.util.spec_from_file_location("b_cuda_alone", tmp_path / "b" / "cuda.py")
+    cu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cu)
+    assert cu.device_count() == cuda_backend.cuda_device_count()
+    assert not (tmp_path / "b" / cu.LIBRARY).exists()
+    assert not [f for f in os.listdir(tmp_path / "b") if f.startswith(".build-cuda")]
+
+
+@needs_nvcc
+def test_a_part_of_a_split_build_compiles_without_warnings(tmp_path):
+    """The ball joint's series helpers are in every part of nvcc's parallel build: a part that
+    used none of them warned #177 "declared but never referenced" (the build's log is dropped)."""
+    import subprocess
+    scleron.generate(scleron.load_model(example("branched.yaml")), str(tmp_path / "b"),
+                     compile=False, functions=["forward_dynamics"], cuda=ARCH)
+    nvcc = cuda_backend.find_nvcc()
+    for part in (0, 59):
+        r = subprocess.run([nvcc, "-std=c++17", "-arch=sm_90", "-Xcompiler", "-Wall", "-c",
+                            "-DSCLERON_PARTS=60", f"-DSCLERON_PART_INDEX={part}",
+                            "branched_dynamics.cu", "-o", f"part{part}.o"],
+                           cwd=tmp_path / "b", capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0 and "warning" not in (r.stdout + r.stderr).lower(), r.stderr
 
 
 @needs_nvcc

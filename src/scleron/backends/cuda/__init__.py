@@ -15,6 +15,7 @@ Files added to a generated folder NAME/:
 """
 import importlib
 import os
+import re
 from pathlib import Path
 
 from .. import Backend
@@ -45,13 +46,15 @@ def cuda_options(cuda=True):
     unknown = set(given) - {"arch", "split", "block", "flags"}
     if unknown:
         raise ValueError(f"unknown CUDA option(s) {sorted(unknown)} (arch, split, block, flags)")
-    opts = {"arch": given.get("arch") or "auto", "split": given.get("split", "auto"),
-            "block": given.get("block") or DEFAULT_BLOCK,
+    # (None: the default; an empty arch or a block of 0 is refused, not taken for the default)
+    opts = {"arch": "auto" if given.get("arch") is None else given["arch"],
+            "split": given.get("split", "auto"),
+            "block": DEFAULT_BLOCK if given.get("block") is None else given["block"],
             "flags": list(given.get("flags") or DEFAULT_FLAGS)}
     arch = opts["arch"]
+    # the build script's own check (templates/build_cuda.py.j2): sm_XX with an optional a or f
     if not isinstance(arch, str) or not (arch in ("auto", "native") or all(
-            a.strip().startswith("sm_") and a.strip()[3:].rstrip("af").isdigit()
-            for a in arch.split(","))):
+            re.fullmatch(r"sm_\d+[af]?", a.strip()) for a in arch.split(","))):
         raise ValueError(f"CUDA arch must be {ARCH_CHOICES}, not {arch!r}")
     split = opts["split"]
     if split not in (None, "auto") and (isinstance(split, bool) or not isinstance(split, int)
