@@ -94,6 +94,11 @@ def test_composite_parts_follow_the_registry():
             continue
         with pytest.raises(scleron.ModelError, match="a composite part cannot be"):
             m.add_body(f"b_{name}", joint="composite", parts=[{"type": name, "params": {}}])
+    # an unknown part type lists the types a part may have, not every joint type (a tester)
+    with pytest.raises(scleron.ModelError, match=r"unknown joint type 'hinge' \(parts: ") as err:
+        m.add_body("b_hinge", joint="composite", parts=[{"type": "hinge"}])
+    listed = str(err.value).split("(parts: ")[1].rstrip(")").split(", ")
+    assert listed == [name for name, jt in REGISTRY.items() if jt.composite_part]
 
 
 def _imports(path):

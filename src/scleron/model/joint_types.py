@@ -39,6 +39,11 @@ def composite_part_problem(jtype):
     if jt is None or jt.composite_part:
         return None
     if jt.general:
-        return (f"a composite part cannot be a '{jtype}' joint (write the whole transform as one "
+        return (f"a composite part cannot be of type '{jtype}' (write the whole transform as one "
                 "custom joint instead)")
-    return f"a composite part cannot be '{jtype}'"
+    return f"a composite part cannot be of type '{jtype}' (parts: {', '.join(composite_part_types())})"
+
+
+def composite_part_types():
+    """The joint types a composite joint's parts may have."""
+    return [t for t in JOINT_TYPES if REGISTRY[t].composite_part]

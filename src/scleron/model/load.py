@@ -71,9 +71,9 @@ def describe(value, limit=40):
     if isinstance(value, bool) or value is None:
         return {True: "true", False: "false", None: "null"}[value]
     if isinstance(value, dict):
-        return f"a mapping with {len(value)} keys"
+        return f"a mapping with {len(value)} key{'s' if len(value) != 1 else ''}"
     if isinstance(value, (list, tuple)):
-        return f"a list of {len(value)} items"
+        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
     if isinstance(value, str):
         return repr(value[:limit] + ("..." if len(value) > limit else ""))
     if isinstance(value, (int, float)):

@@ -15,8 +15,8 @@ import numpy as np
 from ..errors import ModelError
 from . import params as P
 from .load import MAX_BODIES
-from .joint_types import (EULER_CHARTS, JOINT_TYPES, composite_part_problem, joint_configuration,
-                          joint_dof, joint_neutral, joint_nq)
+from .joint_types import (EULER_CHARTS, JOINT_TYPES, composite_part_problem, composite_part_types,
+                          joint_configuration, joint_dof, joint_neutral, joint_nq)
 
 # where a joint's q holds its quaternion [x, y, z, w] (Pinocchio's order), by configuration space
 QUATERNION_AT = {"quaternion": 0, "se3": 3}
@@ -529,7 +529,8 @@ class Model:
         joint of its type takes is refused (they were dropped without a word)."""
         ptype = part["type"]
         if not isinstance(ptype, str) or ptype not in JOINT_TYPES:
-            raise err(f"part {k}: unknown joint type {ptype!r} (known: {', '.join(JOINT_TYPES)})")
+            raise err(f"part {k}: unknown joint type {ptype!r} (parts: "
+                      f"{', '.join(composite_part_types())})")
         beside = {key: v for key, v in part.items() if key not in ("type", "params")}
         if "params" in part and beside:
             raise err(f"part {k}: give its parameters beside 'type' or under 'params', not both "

@@ -17,7 +17,8 @@ from yaml.nodes import ScalarNode
 
 from ..errors import ModelError
 from . import params as P
-from .joint_types import EULER_CHARTS, JOINT_TYPES, SPRING_KEYS, composite_part_problem, joint_dof, joint_nq
+from .joint_types import (EULER_CHARTS, JOINT_TYPES, SPRING_KEYS, composite_part_problem,
+                          composite_part_types, joint_dof, joint_nq)
 from .load import MAX_BODIES, MAX_DEPTH, describe, read_source, sanitize_identifier
 from .model import WORLD, Inertia, Model, Transform, check_inertia, rotation_from_rpy
 
@@ -637,7 +638,7 @@ def _parts(value, where):
         ptype = part.get("type")
         if not isinstance(ptype, str) or ptype not in JOINT_TYPES:
             raise pw.error(f"unknown or missing part type {describe(ptype)} "
-                           f"(known: {', '.join(JOINT_TYPES)})", _key_line(part, "type"))
+                           f"(parts: {', '.join(composite_part_types())})", _key_line(part, "type"))
         problem = composite_part_problem(ptype)
         if problem:
             raise pw.error(problem, _key_line(part, "type"))
