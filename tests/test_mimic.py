@@ -227,6 +227,11 @@ def test_show_tree_says_what_a_mimic_joint_follows():
     assert "[j2_finger_b: prismatic, mimics j1_finger_a: q = -1.5 q_j1_finger_a + 0.01]" in text
     assert "[j4_spin: revolute, mimics j1_finger_a: q = 20 q_j1_finger_a - 0.3]" in text
     assert "[j0_base: revolute, 1 DOF]" in text
+    from scleron.show import joint_text            # and a joint's own page (a tester: "1 DOF")
+    model = scleron.load_model(GRIPPER, mimic="couple")
+    spin = next(j for j in model.joints if j.name == "j4_spin")
+    assert joint_text(model, spin, "S").splitlines()[0].endswith(
+        "mimics j1_finger_a: q = 20 q_j1_finger_a - 0.3 (that q is q1 below)")
 
 
 def test_draw_kinematics_and_show_body_of_a_coupled_model(tmp_path, capsys):

@@ -229,7 +229,9 @@ def joint_text(model, j, what="all", fmt="text"):
     X = _placement_matrix(j.origin)
     identity = X == sp.eye(4)
     G = Q if identity else (X * Q if jm.light else (X * Q).applyfunc(sp.expand))
-    head = f"joint {j.name}: {j.type}, parent {j.parent} -> body {j.child}, {jm.dof} DOF"
+    head = f"joint {j.name}: {j.type}, parent {j.parent} -> body {j.child}, {_dof_text(j)}"
+    if getattr(j, "mimic", None) is not None:
+        head += " (that q is q1 below)"
     coords = [(sym, meaning) for sym, meaning in zip(jm.q, jm.coordinates)]
     if jm.nq != jm.dof:                 # a quaternion joint: q's entries, then v's
         entries = joint_type(j.type).configuration_entries

@@ -474,8 +474,9 @@ def _damping(model, joints, ctx):
         warnings.warn(f"{ctx.source}: the <dynamics friction> of {len(frictional)} joint"
                       f"{'s' if len(frictional) > 1 else ''} ({', '.join(frictional[:5])}"
                       f"{', ...' if len(frictional) > 5 else ''}) not read: Coulomb friction is "
-                      "not smooth and the generated dynamics are (its damping is read; add "
-                      "friction to tau)", UserWarning, stacklevel=4)
+                      "not smooth and the generated dynamics are (add friction to tau"
+                      + ("" if set(frictional) <= set(dropped) else "; <dynamics damping> is read")
+                      + ")", UserWarning, stacklevel=4)
 
 
 def _warn_welded(unmerged, merged, links, source):
