@@ -9,6 +9,14 @@ import pytest
 from conftest import ROOT, example
 
 
+def one_body_model(tmp_path, name="one"):
+    """A YAML model of one body on a hinge (where a flag or a message is tested, not the code)."""
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"name: {name}\nbodies:\n  - {{name: a, parent: world, mass: 1.0, com: [0.5, 0, 0],\n"
+                    "     inertia: [0.1, 0.1, 0.1], joint: {name: j, type: revolute, axis: [0, 0, 1]}}\n")
+    return str(path)
+
+
 def run(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "scleron", *args], capture_output=True, text=True,
                           cwd=cwd or ROOT, timeout=600)
@@ -101,39 +109,41 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, content, needle):
     assert not out.exists()
 
 
-def test_codegen_method_and_mass_matrix_options(tmp_path, monkeypatch):
+def test_codegen_method_and_mass_matrix_options(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("SCLERON_OPT", raising=False)     # the shipped default flags
     import json
-    out = tmp_path / "rc20_m2"
-    r = run("codegen", example("rc20.yaml"), "-o", str(out), "--method", "2", "--mass-matrix", "loop",
-            "--functions", "fd,id,mass", "--no-compile")
-    assert r.returncode == 0, r.stderr
+    from scleron.cli import main
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    from make_examples import rc_yaml
+    chain = tmp_path / "rc5.yaml"                  # (the forms, not their size: five links)
+    chain.write_text(rc_yaml(5))
+    out = tmp_path / "rc5_m2"
+    assert main(["codegen", str(chain), "-o", str(out), "--method", "2", "--mass-matrix", "loop",
+                 "--functions", "fd,id,mass", "--no-compile"]) == 0
     meta = json.loads((out / "scleron.json").read_text())
     assert meta["method"] == 2 and meta["mass_matrix"] == "loop"
     assert "-Os" in meta["cflags"] and not any(f in meta["cflags"] for f in ("-O1", "-O2", "-O3"))
-    lines = {line.split()[0]: line for line in r.stdout.splitlines() if line.strip()}
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.strip()}
     assert "Method II" in lines["forward_dynamics"] and "loop form" in lines["mass_matrix"]
     assert lines["inverse_dynamics"].rstrip().endswith("unrolled")
-    bad = run("codegen", example("rc20.yaml"), "-o", str(tmp_path / "x"), "--method", "3")
+    bad = run("codegen", str(chain), "-o", str(tmp_path / "x"), "--method", "3")   # (argparse)
     assert bad.returncode == 2 and "--method" in bad.stderr
-    one = tmp_path / "one.yaml"                    # the flags alone: a one-body model is enough
-    one.write_text("name: rc20\nbodies:\n  - {name: a, parent: world, mass: 1.0, com: [0.5, 0, 0],\n"
-                   "     inertia: [0.1, 0.1, 0.1], joint: {name: j, type: revolute, axis: [0, 0, 1]}}\n")
-    o2 = tmp_path / "rc20_o2"                      # --opt swaps the level, nothing else
-    r = run("codegen", str(one), "-o", str(o2), "--opt", "2", "--functions", "fd",
-            "--no-compile")
-    assert r.returncode == 0, r.stderr
+    one = one_body_model(tmp_path)                 # the flags alone: a one-body model is enough
+    o2 = tmp_path / "one_o2"                       # --opt swaps the level, nothing else
+    assert main(["codegen", one, "-o", str(o2), "--opt", "2", "--functions", "fd",
+                 "--no-compile"]) == 0
     flags = json.loads((o2 / "scleron.json").read_text())["cflags"]
     assert flags == ["-O2" if f == "-Os" else f for f in meta["cflags"]]
     monkeypatch.setenv("SCLERON_OPT", "0")         # the environment's level, when no --opt
-    o0 = tmp_path / "rc20_o0"
-    r = run("codegen", str(one), "-o", str(o0), "--functions", "fd", "--no-compile")
-    assert r.returncode == 0, r.stderr
+    o0 = tmp_path / "one_o0"
+    assert main(["codegen", one, "-o", str(o0), "--functions", "fd", "--no-compile"]) == 0
     flags = json.loads((o0 / "scleron.json").read_text())["cflags"]
     assert flags == ["-O0" if f == "-Os" else f for f in meta["cflags"]]
     monkeypatch.setenv("SCLERON_OPT", "fast")
-    bad = run("codegen", str(one), "-o", str(tmp_path / "y"), "--functions", "fd")
-    assert bad.returncode == 2 and "SCLERON_OPT='fast'" in bad.stderr and "Traceback" not in bad.stderr
+    capsys.readouterr()
+    assert main(["codegen", one, "-o", str(tmp_path / "y"), "--functions", "fd"]) == 2
+    err = capsys.readouterr().err
+    assert "SCLERON_OPT='fast'" in err and "Traceback" not in err
     assert not (tmp_path / "y").exists()
 
 
@@ -312,9 +322,7 @@ def test_an_output_folder_named_like_a_module_is_refused(tmp_path, capsys):
     sys.path, the generated code's own import of numpy included (an outside tester)."""
     import scleron
     from scleron.cli import main
-    one = tmp_path / "one.yaml"
-    one.write_text("name: one\nbodies:\n  - {name: a, parent: world, mass: 1.0, com: [0.5, 0, 0],\n"
-                   "     inertia: [0.1, 0.1, 0.1], joint: {name: j, type: revolute, axis: [0, 0, 1]}}\n")
+    one = one_body_model(tmp_path)
     for folder in ("numpy", "json"):
         out = tmp_path / "build" / folder
         assert main(["codegen", str(one), "-o", str(out), "--no-compile"]) == 2
@@ -447,17 +455,20 @@ def test_ctrl_c_while_the_command_starts_is_one_line(monkeypatch, capsys):
         raise KeyboardInterrupt
 
 
-def test_empty_option_values_are_refused(tmp_path):
+def test_empty_option_values_are_refused(tmp_path, capsys):
     """-o "", --name "" meant the defaults and an empty name between commas was skipped,
     without a word (an outside tester); charts -o a file said "[Errno 17] File exists"."""
+    from scleron.cli import main
+    one = one_body_model(tmp_path)
     for args, needle in ((["-o", ""], "-o is empty"), (["--name", " "], "--name is empty"),
                          (["--functions", "fd,,id", "-o", str(tmp_path / "o")],
                           "an empty name between commas"),
-                         (["--frames", "l1,", "-o", str(tmp_path / "o")], "an empty name between commas")):
-        r = run("codegen", example("rc20.yaml"), "--no-compile", *args)
-        assert r.returncode == 2 and needle in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
+                         (["--frames", "a,", "-o", str(tmp_path / "o")], "an empty name between commas")):
+        assert main(["codegen", one, "--no-compile", *args]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "o").exists()
     afile = tmp_path / "afile"
     afile.write_text("")
-    r = run("charts", "-o", str(afile))
-    assert r.returncode == 2 and "is a file, not a folder" in r.stderr
+    assert main(["charts", "-o", str(afile)]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
