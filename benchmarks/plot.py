@@ -47,7 +47,13 @@ def plot_function_times(ax, R, f):
     ax.set_ylabel("µs per call (median)")
     ax.set_title(f"{TITLE[f]} (C/C++; ● RC-n, □ robots)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    legend(ax)
+
+
+def legend(ax):
+    """The panel's legend, where it has labelled lines (a run of one system may have none)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
 
 
 def plot_generation_times(ax, R):
@@ -72,7 +78,7 @@ def plot_generation_times(ax, R):
     ax.set_ylabel("seconds")
     ax.set_title("generation time vs DOF")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    legend(ax)
 
 
 def plot_op_counts(ax, R):
@@ -86,7 +92,7 @@ def plot_op_counts(ax, R):
     ax.set_ylabel("(m+a) scleron / Table 10.1")
     ax.set_title("operation counts vs Featherstone Table 10.1")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    legend(ax)
 
 
 def make_plot(R, out_dir):

@@ -296,6 +296,9 @@ def profiles_part(R):
 
 
 def callgrind_section(R):
+    skipped = R["settings"].get("callgrind_skipped")
+    if skipped:                         # (a table of dashes said nothing)
+        return ["## callgrind: instructions per call\n", f"Not run ({skipped}).\n"]
     header = ["system", "function", "scleron Ir", "Pinocchio Ir", "ratio", "MuJoCo Ir", "ratio",
               "ns per 1000 Ir: scleron / Pinocchio"]
     rows = [callgrind_row(S, f) for S in R["systems"].values() for f in FUNCS]

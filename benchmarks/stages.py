@@ -49,7 +49,9 @@ def new_run(settings):
                       "rounds": s.rounds, "repeats_per_round": s.per_round, "target_ms": s.target_ms,
                       "python_repeats": s.py_repeats, "pydy_cap_s": s.pydy_cap_s, "pydy_max_n": s.pydy_max_n,
                       "variants": s.variant_keys, "mass_loop_from_nv": scleron_internals.mass_loop_from_nv(),
-                      "variants_skipped": "--no-variants" if s.no_variants else None},
+                      "variants_skipped": "--no-variants" if s.no_variants else None,
+                      "callgrind_skipped": ("--no-callgrind" if s.no_callgrind else
+                                            None if s.callgrind else "valgrind not found")},
          "systems": {}, "notes": [], "scaling": {"scleron": [], "pydy": []}, "profiles": {}}
     run = BenchRun(settings=s, R=R, builder=harnesses.Builder(s.build_dir))
     if not s.callgrind and not s.no_callgrind:
