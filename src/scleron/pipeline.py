@@ -273,10 +273,11 @@ def _unroll(tree, names, prefix, method, mass, progress):
         form = code_form(spec, method, mass, tree.nv, related_pairs(tree), columns,
                          coupled=tree.coupling is not None)
         if tree.coupling is not None and form != "unrolled":
-            option = "--method 1" if form == "method2" else "--mass-matrix unrolled"
+            option = ("--method 1, the default" if form == "method2"
+                      else "--mass-matrix unrolled, or auto, the default, which takes it here")
             raise ModelError(f"{spec.name}: the form asked for ({FORMS[form]}) is not available "
                              f"yet for a model with mimic joints (docs/mimic.md); the unrolled "
-                             f"form is ({option}, the default)", source=tree.source)
+                             f"form is ({option})", source=tree.source)
         progress(f"unroll: {spec.name} ({i} of {len(specs)}, {FORMS[form]})")
         try:
             codes.append(function_code(tree, spec, prefix, form))

@@ -683,6 +683,9 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
     else:                   # (rarely: the simplified program may take a few more)
         ratio = f"{after_total.total / before_total.total:.1f}x more"
     title = f"{tree.name} {spec.name}: {spec.doc}"
+    if tree.coupling is not None:       # (its recursions run on the full tree: docs/mimic.md)
+        title += (" -- mimic-coupled: from the full tree's quantities through the coupling G "
+                  "(forward dynamics: an LDL^T solve of G^T M G; docs/mimic.md)")
     io = (", ".join(f"{a.name}[{a.size(sizes)}]" for a in spec.inputs) + " -> "
           + ", ".join(f"{a.name}[{a.size(sizes)}]" if a.shape else a.name for a in spec.outputs))
     summary = [f"statements: {len(named)}"
