@@ -313,7 +313,7 @@ def test_bind_is_the_same_computation(system, rng):
     fd()
     np.testing.assert_array_equal(out, dyn.forward_dynamics(q, qd, tau))
     M = np.empty((nv, nv))
-    dyn.bind("mass_matrix", q, M)()
+    dyn.bind(dyn.mass_matrix, q, M)()            # the function itself, as well as its name
     np.testing.assert_array_equal(M, dyn.mass_matrix(q))
     with pytest.raises(ValueError, match="out"):
         dyn.bind("bias_forces", q, qd, np.empty(nv + 1))

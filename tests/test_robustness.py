@@ -742,13 +742,13 @@ def test_edited_sources_are_not_served_from_the_cache(tmp_path):
     original = c_file.read_text()
     # a load that would compile the edited C: a clear error, nothing compiled
     c_file.write_text(original.replace("/* ", "/* edited: ", 1))
-    with pytest.raises(scleron.BuildError, match=r"tiny_dynamics\.c differ from what scleron generated"):
+    with pytest.raises(scleron.BuildError, match=r"tiny_dynamics\.c differs from what scleron generated"):
         scleron.load_generated(str(out))
     assert not glob.glob(str(out / "*.so"))
     # the package on its own (no scleron at run time) refuses the same way on import
     r = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import tiny",
                         str(out.parent)], capture_output=True, text=True)
-    assert r.returncode != 0 and "tiny_dynamics.c differ from what scleron generated" in r.stderr
+    assert r.returncode != 0 and "tiny_dynamics.c differs from what scleron generated" in r.stderr
     assert not glob.glob(str(out / "*.so"))
     # the CLI regenerates and names the file
     r = subprocess.run([sys.executable, "-m", "scleron.cli", "codegen", path, "-o", str(out),

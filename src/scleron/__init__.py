@@ -8,6 +8,11 @@ with command_start():       # the imports below take a second or two (sympy)
     from .model import Model, Transform                          # noqa: E402
     from .simulate import Trajectory, simulate                   # noqa: E402
     from . import charts                                         # noqa: E402,F401  (scleron.charts.derive)
+    # the warnings reading a model may give (to filter them: warnings.simplefilter(..., category))
+    from .model.model import InertiaWarning                      # noqa: E402,F401
+    from .model.urdf import MimicWarning                         # noqa: E402,F401
+    from .model.mjcf import MjcfWarning                          # noqa: E402,F401
+    from .model.osim import OsimWarning                          # noqa: E402,F401
 
 
 def load_model(path, **kwargs):

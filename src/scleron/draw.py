@@ -89,8 +89,8 @@ def _plot(fig, model, q, elev, azim, labels, title, source=""):
     try:
         with np.errstate(all="ignore"):
             joint_frames, body_frames = forward_kinematics(model, q)
-    except (OverflowError, ZeroDivisionError) as exc:   # (finite q whose kinematics overflow)
-        raise ValueError(f"{source}the kinematics overflow {at}: {exc}") from None
+    except (OverflowError, ZeroDivisionError):   # (finite q whose kinematics overflow)
+        raise ValueError(f"{source}the kinematics overflow {at}: draw it at another --q") from None
     for body, joint, T in zip(model.bodies, model.joints, body_frames):
         if not np.all(np.isfinite(T)):  # (numpy's NaN: a custom joint's 1/q at 0, a log at -1)
             raise ValueError(f"{source}body '{body.name}': its pose is not finite {at}: its "

@@ -288,12 +288,12 @@ def load_package(folder, expect=None):
                              "(two generations into one folder at once; the last one stays): "
                              "run again, or give each model its own folder")
         if edited and not _compiled(folder, meta):
-            raise BuildError(f"{folder}: {', '.join(edited)} differ from what scleron generated "
+            raise BuildError(f"{folder}: {', '.join(edited)} {'differs' if len(edited) == 1 else 'differ'} from what scleron generated "
                              "(edited by hand?) and there is no compiled module for them: "
                              "regenerate with `scleron codegen --force`, or remove \"sources\" "
                              "from scleron.json to compile the edited files on purpose")
         if edited:
-            warnings.warn(f"{folder}: {', '.join(edited)} differ from what scleron generated; "
+            warnings.warn(f"{folder}: {', '.join(edited)} {'differs' if len(edited) == 1 else 'differ'} from what scleron generated; "
                           + _edits_in_module(folder, meta, edited)
                           + " (regenerate with `scleron codegen --force`)", stacklevel=2)
         if meta is not None and not _compiled(folder, meta):
