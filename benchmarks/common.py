@@ -77,8 +77,9 @@ def one_of(choices, what):
     return check
 
 
-def at_least(low, what, kind=int):
-    """An argparse type, or comma_list's item check: a number (kind) of at least `low`."""
+def at_least(low, what, kind=int, at_most=None):
+    """An argparse type, or comma_list's item check: a number (kind) of at least `low` (and at
+    most `at_most`, where given)."""
     import argparse
 
     def check(word):
@@ -88,6 +89,8 @@ def at_least(low, what, kind=int):
             raise argparse.ArgumentTypeError(f"{what} must be a number, got {word!r}") from None
         if not value >= low:
             raise argparse.ArgumentTypeError(f"{what} must be at least {low}, got {word!r}")
+        if at_most is not None and value > at_most:
+            raise argparse.ArgumentTypeError(f"{what} must be at most {at_most}, got {word!r}")
         return value
     return check
 

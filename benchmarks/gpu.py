@@ -32,6 +32,7 @@ import numpy as np
 
 from benchmarks.common import at_least, comma_list, one_of
 from benchmarks.systems import system_names
+from scleron.backends.cuda import MAX_BLOCK
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -74,7 +75,7 @@ def parse_args(argv=None):
                                                                      "function"),
                    help="of fd, id, M, h (default fd,id,M)")
     p.add_argument("--n", default=",".join(str(n) for n in SIZES),
-                   type=comma_list(at_least(1, "--n"), "size"),
+                   type=comma_list(at_least(1, "--n", at_most=2**31 - 1), "size"),
                    help="states per call, comma-separated (default 1000,...,1000000)")
     p.add_argument("--layouts", default="aos,soa", type=comma_list(one_of(["aos", "soa"], "layout"),
                                                                   "layout"),
@@ -83,7 +84,8 @@ def parse_args(argv=None):
                    help="CUDA kernel split(s) to build and compare: auto, 0 (one kernel per "
                         "function) or statements per kernel, comma-separated (default auto)")
     p.add_argument("--arch", default="auto", help="nvcc architecture (default auto: this GPU)")
-    p.add_argument("--block", default="128", type=comma_list(at_least(32, "--block"), "block"),
+    p.add_argument("--block", default="128",
+                   type=comma_list(at_least(1, "--block", at_most=MAX_BLOCK), "block"),
                    help="threads per block, comma-separated (default 128)")
     p.add_argument("--repeat", type=at_least(1, "--repeat"), default=7,
                    help="timed runs per point (default 7)")

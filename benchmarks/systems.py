@@ -25,13 +25,20 @@ RC_INERTIA = (1 / 600, 101 / 1200, 101 / 1200)
 RX90 = [[1.0, 0, 0], [0, 0, -1], [0, 1, 0]]
 
 
+def system_kind(key):
+    """"rc" (RC-n, n >= 1), "urdf" (a robot of example-robot-data: ROBOT_URDFS), "quadruped"
+    (solo12, quadruped), or None: an unknown name."""
+    if re.fullmatch(r"rc[1-9][0-9]*", key):
+        return "rc"
+    return "urdf" if key in ROBOT_URDFS else "quadruped" if key in ("solo12", "quadruped") else None
+
+
 def known_system(key):
-    """comma_list's item check of --systems: rcN (any N >= 1), a robot of example-robot-data
-    (ROBOT_URDFS) or the quadruped (solo12, quadruped)."""
-    if re.fullmatch(r"rc[1-9][0-9]*", key) or key in ROBOT_URDFS or key in ("solo12", "quadruped"):
-        return key
-    raise ValueError(f"unknown system {key!r} (rcN for any N, "
-                     + ", ".join(list(ROBOT_URDFS) + ["solo12", "quadruped"]) + ")")
+    """comma_list's item check of --systems: a name system_kind knows."""
+    if system_kind(key) is None:
+        raise ValueError(f"unknown system {key!r} (rcN for any N >= 1, "
+                         + ", ".join(list(ROBOT_URDFS) + ["solo12", "quadruped"]) + ")")
+    return key
 
 
 def system_names():
@@ -237,23 +244,22 @@ def write_states(path, q, v, u):
 
 def locate_system(key, build_dir):
     """(kind "rc" or "urdf", n or None, model file, label, floating) of a system name."""
-    m = re.fullmatch(r"rc(\d+)", key)
-    robots = robots_dir()
-    if m:
-        n = int(m.group(1))
+    kind = system_kind(key)
+    if kind is None:
+        raise RuntimeError(f"unknown system {key}")
+    if kind == "rc":
+        n = int(key[2:])
         return "rc", n, rc_model_path(n, build_dir), f"RC{n}", False
+    robots = robots_dir()
     if robots is None:
         raise RuntimeError("example-robot-data not found (pip install example-robot-data)")
-    floating = False
-    if key in ROBOT_URDFS:
+    floating = kind == "quadruped"
+    if kind == "urdf":
         rel = ROBOT_URDFS[key]
-    elif key in ("solo12", "quadruped"):
+    else:
         rel = next((r for r in QUADRUPEDS if os.path.isfile(os.path.join(robots, r))), None)
         if rel is None:
             raise RuntimeError("no quadruped URDF found in example-robot-data")
-        floating = True
-    else:
-        raise RuntimeError(f"unknown system {key}")
     label = os.path.splitext(os.path.basename(rel))[0] + (" (floating)" if floating else "")
     return "urdf", None, os.path.join(robots, rel), label, floating
 

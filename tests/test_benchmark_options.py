@@ -24,7 +24,8 @@ from benchmarks import derivatives, gpu, run  # noqa: E402
     (gpu.parse_args, ["--functions", "fd,xx"], "unknown function 'xx'"),
     (gpu.parse_args, ["--systems", "rc0"], "unknown system 'rc0'"),
     (gpu.parse_args, ["--layouts", "foo"], "unknown layout 'foo'"),
-    (gpu.parse_args, ["--block", "0"], "--block must be at least 32"),
+    (gpu.parse_args, ["--block", "0"], "--block must be at least 1"),
+    (gpu.parse_args, ["--block", "128,512"], "--block must be at most 256"),
     (gpu.parse_args, ["--repeat", "0"], "--repeat must be at least 1"),
     (gpu.parse_args, ["--split", "x"], "--split takes auto or a number"),
 ])

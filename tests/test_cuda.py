@@ -223,17 +223,22 @@ def test_arrays_are_checked_before_any_launch(rc5):
         cu.mass_matrix(FakeDeviceArray((5, n)), out=FakeDeviceArray((n, 5, 5)), layout="soa")
 
 
-def test_device_count_never_builds_the_library(tmp_path):
+def test_device_count_never_builds_the_library(tmp_path, monkeypatch):
     """An outside tester: device_count() ("never raises") built a --no-compile folder's library
-    with nvcc first (12 minutes for RC20) and raised nvcc's errors; it asks the driver now."""
+    with nvcc first (12 minutes for RC20) and raised nvcc's errors; it asks the driver now. (The
+    nvcc here is a script that leaves a mark: with or without a CUDA toolkit, no build runs.)"""
     import importlib.util
+    fake = tmp_path / "nvcc"
+    fake.write_text(f"#!/bin/sh\ntouch {tmp_path / 'nvcc-ran'}\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("NVCC", str(fake))
     scleron.generate(scleron.load_model(example("branched.yaml")), str(tmp_path / "b"),
                      compile=False, functions=["forward_dynamics"], cuda={"arch": "sm_10"})
     spec = importlib.util.spec_from_file_location("b_cuda_alone", tmp_path / "b" / "cuda.py")
     cu = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cu)
     assert cu.device_count() == cuda_backend.cuda_device_count()
-    assert not (tmp_path / "b" / cu.LIBRARY).exists()
+    assert not (tmp_path / "nvcc-ran").exists() and not (tmp_path / "b" / cu.LIBRARY).exists()
     assert not [f for f in os.listdir(tmp_path / "b") if f.startswith(".build-cuda")]
 
 

@@ -34,10 +34,7 @@ def configuration(model, q=None):
     except (TypeError, ValueError):
         raise ValueError(f"q must be {model.nq} numbers") from None
     if q.size != model.nq:
-        names = []
-        for j in model.joints:
-            if j.mimic is None:
-                names += [j.name] if j.nq == 1 else [f"{j.name}[{k}]" for k in range(j.nq)]
+        names = model.coordinate_names()
         shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
         raise ValueError(f"q must have nq = {model.nq} numbers (in order: {shown}), got {q.size}")
     if not np.all(np.isfinite(q)):

@@ -590,6 +590,15 @@ class Model:
         """Velocity coordinates: entries of qd, qdd, tau."""
         return sum(j.dof for j in self.joints if j.mimic is None)
 
+    def coordinate_names(self, velocities=False):
+        """A name per entry of q (of qd with velocities=True): the joint's, with [k] for a joint
+        of several; a mimic joint has none of its own (the generated module's coordinate_names)."""
+        names = []
+        for j in self.joints:
+            n = 0 if j.mimic is not None else j.dof if velocities else j.nq
+            names += [j.name] if n == 1 else [f"{j.name}[{k}]" for k in range(n)]
+        return names
+
     def neutral(self):
         """The neutral configuration (nq,): zeros, with identity quaternions (Pinocchio's)."""
         out = []

@@ -475,7 +475,8 @@ def _damping(model, joints, ctx):
                       f"{'s' if len(frictional) > 1 else ''} ({', '.join(frictional[:5])}"
                       f"{', ...' if len(frictional) > 5 else ''}) not read: Coulomb friction is "
                       "not smooth and the generated dynamics are (add friction to tau"
-                      + ("" if set(frictional) <= set(dropped) else "; <dynamics damping> is read")
+                      + ("" if all(by_name[j].mimic is not None for j in frictional)
+                         else "; <dynamics damping> is read")
                       + ")", UserWarning, stacklevel=4)
 
 

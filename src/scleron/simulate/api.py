@@ -12,7 +12,7 @@ import numpy as np
 from .integrators import INTEGRATORS
 from .plot import check_plot_path, plot_trajectory
 from .charts import switchables
-from .simulator import MAX_RECORD_BYTES, MAX_STEPS, Simulator, coordinate_labels, record_bytes
+from .simulator import MAX_RECORD_BYTES, MAX_STEPS, Simulator, record_bytes
 from .variants import default_build_dir
 
 DEFAULT_SWITCH_THRESHOLD = 0.2      # |det S| below which an Euler chart is switched
@@ -195,7 +195,7 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     if plot is not None:
         check_plot_path(plot)
     model = _load(model_or_path, floating, inertia=inertia, mimic=mimic, damping=damping)
-    nv, names = model.nv, coordinate_labels(model, velocities=True)
+    nv, names = model.nv, model.coordinate_names(velocities=True)
     _check_record_size(duration / dt / record_every, model.nq, nv, integrator)
     if tau is None:
         tau = np.zeros(nv)
@@ -206,7 +206,7 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
                          "switch (spherical or free with no spring, armature or constant tau on "
                          "its rotation), so it would change nothing")
     q0 = _vector(q0 if q0 is not None else (model.q0 if model.q0 is not None else model.neutral()),
-                 model.nq, "q0", coordinate_labels(model), size="nq")
+                 model.nq, "q0", model.coordinate_names(), size="nq")
     q0 = model.unit_quaternions(q0, lambda problem: ValueError(f"q0: {problem}"))
     qd0 = _vector(qd0 if qd0 is not None else (model.qd0 if model.qd0 is not None else np.zeros(nv)),
                   nv, "qd0", names)

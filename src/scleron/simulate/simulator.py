@@ -24,18 +24,6 @@ def record_bytes(nq, nv):
     return 400 + 16 * (nq + nv)
 
 
-def coordinate_labels(model, velocities=False):
-    """Short names of the entries of q (or of qd): the joint's name, with [k] for a joint of
-    several; a coupled mimic joint has no entry of its own (docs/mimic.md)."""
-    names = []
-    for j in model.joints:
-        if j.mimic is not None:
-            continue
-        n = j.dof if velocities else j.nq
-        names += [j.name] if n == 1 else [f"{j.name}[{k}]" for k in range(n)]
-    return names
-
-
 def coordinate_units(dyn, nq):
     """"rad", "m" or "" per coordinate: the last "(rad)" or "(m)" of the generated module's
     coordinate descriptions (the joint library's COORDINATES)."""
@@ -320,7 +308,7 @@ class Simulator:
                   else np.zeros((len(r["t"]), 0), dtype="<U3"))
         return Trajectory(np.array(r["t"]), Q, QD, ke + pe, ke, pe,
                           self.switches, charts, [s.name for s in self.euler],
-                          [j.name for j in self.model.joints], coordinate_labels(self.model),
+                          [j.name for j in self.model.joints], self.model.coordinate_names(),
                           self.model.name, self.integrator, self.dt, steps, rejected, wall_time,
                           coordinate_units=coordinate_units(self.dyn, self.model.nq),
                           build_dir=self.variants.build_dir, work=self.work())

@@ -15,8 +15,19 @@ C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "
 
 # names a generated package must not take: Python keywords and the modules it would shadow on
 # sys.path (the standard library, and what a generated package or scleron imports)
-PY_MODULES = (set(getattr(sys, "stdlib_module_names", ()))
-              | {"numpy", "cffi", "scleron", "sympy", "jinja2", "yaml", "setuptools", "pip"})
+def _standard_library():
+    """The standard library's top-level module names (sys.stdlib_module_names from Python 3.10;
+    before it, the built-in modules and those in the standard library's folder)."""
+    if hasattr(sys, "stdlib_module_names"):
+        return set(sys.stdlib_module_names)
+    import pkgutil
+    import sysconfig
+    return set(sys.builtin_module_names) | {m.name for m in pkgutil.iter_modules(
+        [sysconfig.get_path("stdlib")])}
+
+
+PY_MODULES = _standard_library() | {"numpy", "cffi", "scleron", "sympy", "jinja2", "yaml",
+                                    "setuptools", "pip"}
 PY_RESERVED = set(keyword.kwlist) | PY_MODULES
 
 

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from .. import Backend
 from ..c.render import environment
-from .build import compile_cuda, cuda_device_count, find_nvcc     # noqa: F401 (public names)
+from .build import (ARCH_PATTERN, MAX_BLOCK, compile_cuda, cuda_device_count,  # noqa: F401
+                    find_nvcc)                                                  # (public names)
 from .context import generation_context
 
 # nvcc flags: -O3 and fp64 as written (no fast-math: results must equal the CPU's to 1e-12);
@@ -52,9 +53,9 @@ def cuda_options(cuda=True):
             "block": DEFAULT_BLOCK if given.get("block") is None else given["block"],
             "flags": list(given.get("flags") or DEFAULT_FLAGS)}
     arch = opts["arch"]
-    # the build script's own check (templates/build_cuda.py.j2): sm_XX with an optional a or f
+    # (the generated build script checks with the same pattern)
     if not isinstance(arch, str) or not (arch in ("auto", "native") or all(
-            re.fullmatch(r"sm_\d+[af]?", a.strip()) for a in arch.split(","))):
+            re.fullmatch(ARCH_PATTERN, a.strip()) for a in arch.split(","))):
         raise ValueError(f"CUDA arch must be {ARCH_CHOICES}, not {arch!r}")
     split = opts["split"]
     if split not in (None, "auto") and (isinstance(split, bool) or not isinstance(split, int)
@@ -62,8 +63,8 @@ def cuda_options(cuda=True):
         raise ValueError("CUDA split must be 'auto', None (one kernel per function) or a positive "
                          f"number of statements per kernel, not {split!r}")
     block = opts["block"]
-    if isinstance(block, bool) or not isinstance(block, int) or not 1 <= block <= 256:
-        raise ValueError(f"CUDA block must be a number of threads from 1 to 256, not {block!r}")
+    if isinstance(block, bool) or not isinstance(block, int) or not 1 <= block <= MAX_BLOCK:
+        raise ValueError(f"CUDA block must be a number of threads from 1 to {MAX_BLOCK}, not {block!r}")
     return opts
 
 

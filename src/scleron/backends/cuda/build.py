@@ -18,6 +18,10 @@ from ..folders import _held, _made, discard_temp_folder
 
 # where nvcc is looked for after NVCC, CUDA_HOME / CUDA_PATH and PATH
 FALLBACKS = ("/usr/local/cuda/bin/nvcc",)
+# one entry of a CUDA architecture list ("sm_90", "sm_90a", "sm_100f"): the options' check and the
+# generated build script's (rendered into it) are this one pattern
+ARCH_PATTERN = r"sm_\d+[af]?"
+MAX_BLOCK = 256             # threads per block at most (the kernels' __launch_bounds__)
 NVCC_HINT = ("install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads), put its "
              "bin/ on PATH or set NVCC or CUDA_HOME; or generate without --cuda")
 
@@ -47,7 +51,9 @@ def find_nvcc(environ=None):
 
 def cuda_device_count():
     """The number of CUDA devices the driver reports; 0 without a driver or a device (never
-    raises: the tests and benchmarks ask it to decide whether to run)."""
+    raises: the tests and benchmarks ask it to decide whether to run). The generated build
+    script's device_count (templates/build_cuda.py.j2) asks the same, for a package without
+    scleron."""
     for lib in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
         try:
             cuda = ctypes.CDLL(lib)

@@ -2,6 +2,7 @@
 C backend's context.py: nothing here knows a function by name)."""
 from ..c.context import helpers_context, variants_context
 from ..c.render import c_comment
+from .build import ARCH_PATTERN, MAX_BLOCK
 from .printer import print_device
 
 
@@ -51,6 +52,7 @@ def generation_context(gen, library, options):
         "nq": gen.nq, "nv": gen.nv, "library": library, "functions": functions,
         "variants": variants_context(functions),
         "helpers": helpers_context([p for code in gen.functions for p in code.programs]),
-        "arch": options["arch"], "flags": list(options["flags"]), "split": options["split"],
+        "arch": options["arch"], "arch_pattern": ARCH_PATTERN, "max_block": MAX_BLOCK,
+        "flags": list(options["flags"]), "split": options["split"],
         "block": options["block"],
     }
