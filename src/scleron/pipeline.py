@@ -491,6 +491,7 @@ def generate_covering(model, out_dir, name, functions, **options):
     any options: `scleron codegen` output) is loaded as it is, and a folder generated with
     other functions keeps them when it is regenerated, so that a build folder shared with
     `scleron codegen` is neither rebuilt nor replaced by a smaller one."""
+    check_package_folder(out_dir)
     wanted = selected_functions(functions)
     meta = _meta(out_dir)
     if meta is not None:
