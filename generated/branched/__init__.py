@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_d98bd0db275f"
-HASH = "d98bd0db275fbfeccc0de239c4efb8de24809cf89aa972e081d6d9aecc3ff2d4"
+MODULE = "_branched_772353a1e56d"
+HASH = "772353a1e56d42b9186d66625f0271b49f1fbae87faae85bf7a37b0ff959371e"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -219,7 +219,7 @@ def _load():
                               "codegen`) while Python imported it: import it again")
         edited = _edited()
         if edited:
-            raise ImportError(f"{HERE}: {', '.join(edited)} differ from what scleron generated "
+            raise ImportError(f"{HERE}: {', '.join(edited)} {'differs' if len(edited) == 1 else 'differ'} from what scleron generated "
                               "(edited by hand?) and there is no compiled module: regenerate with "
                               "`scleron codegen --force`, or remove \"sources\" from scleron.json "
                               "to compile the edited files on purpose")
@@ -715,11 +715,14 @@ def _option_error(options, values):
 def bind(function, *arrays):
     """Binds arrays to a function once; returns a callable with no arguments.
 
+    function: its name ("forward_dynamics") or the function itself (dyn.forward_dynamics).
     arrays: the inputs in order, then the outputs, each a float64 C-contiguous numpy array of a
     single state's shape (a scalar result: shape (1,) or ()). The callable runs the C function on them
     (about the cost of the C call itself); change the inputs in place between calls, read the
     outputs after.
     """
+    if callable(function):
+        function = getattr(function, "__name__", function)
     if function not in _SIGNATURES:
         raise ValueError(f"unknown function {function!r} (one of {', '.join(_SIGNATURES)})")
     inputs, outputs = _SIGNATURES[function]

@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_253956c2f1c7"
-HASH = "253956c2f1c74cb6a2a1aee956fd4eb78c5c336f88b8da9f319c257f299746c2"
+MODULE = "_rc100_090f4cdaf24d"
+HASH = "090f4cdaf24dd97a2a46479cfb371663fd3087d4fbf8a954b07972d25f1bf46c"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -219,7 +219,7 @@ def _load():
                               "codegen`) while Python imported it: import it again")
         edited = _edited()
         if edited:
-            raise ImportError(f"{HERE}: {', '.join(edited)} differ from what scleron generated "
+            raise ImportError(f"{HERE}: {', '.join(edited)} {'differs' if len(edited) == 1 else 'differ'} from what scleron generated "
                               "(edited by hand?) and there is no compiled module: regenerate with "
                               "`scleron codegen --force`, or remove \"sources\" from scleron.json "
                               "to compile the edited files on purpose")
@@ -715,11 +715,14 @@ def _option_error(options, values):
 def bind(function, *arrays):
     """Binds arrays to a function once; returns a callable with no arguments.
 
+    function: its name ("forward_dynamics") or the function itself (dyn.forward_dynamics).
     arrays: the inputs in order, then the outputs, each a float64 C-contiguous numpy array of a
     single state's shape (a scalar result: shape (1,) or ()). The callable runs the C function on them
     (about the cost of the C call itself); change the inputs in place between calls, read the
     outputs after.
     """
+    if callable(function):
+        function = getattr(function, "__name__", function)
     if function not in _SIGNATURES:
         raise ValueError(f"unknown function {function!r} (one of {', '.join(_SIGNATURES)})")
     inputs, outputs = _SIGNATURES[function]

@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_de9cd426a752"
-HASH = "de9cd426a7522be82e8f8017c2c7dc00c5348b63f6bbacf4c6fa87fbbf6b2891"
+MODULE = "_rc20_905474e019e6"
+HASH = "905474e019e600553d4f8c6cb13a7d72c63fe24f15d66d065b8a3a8eda78b6aa"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -219,7 +219,7 @@ def _load():
                               "codegen`) while Python imported it: import it again")
         edited = _edited()
         if edited:
-            raise ImportError(f"{HERE}: {', '.join(edited)} differ from what scleron generated "
+            raise ImportError(f"{HERE}: {', '.join(edited)} {'differs' if len(edited) == 1 else 'differ'} from what scleron generated "
                               "(edited by hand?) and there is no compiled module: regenerate with "
                               "`scleron codegen --force`, or remove \"sources\" from scleron.json "
                               "to compile the edited files on purpose")
@@ -715,11 +715,14 @@ def _option_error(options, values):
 def bind(function, *arrays):
     """Binds arrays to a function once; returns a callable with no arguments.
 
+    function: its name ("forward_dynamics") or the function itself (dyn.forward_dynamics).
     arrays: the inputs in order, then the outputs, each a float64 C-contiguous numpy array of a
     single state's shape (a scalar result: shape (1,) or ()). The callable runs the C function on them
     (about the cost of the C call itself); change the inputs in place between calls, read the
     outputs after.
     """
+    if callable(function):
+        function = getattr(function, "__name__", function)
     if function not in _SIGNATURES:
         raise ValueError(f"unknown function {function!r} (one of {', '.join(_SIGNATURES)})")
     inputs, outputs = _SIGNATURES[function]

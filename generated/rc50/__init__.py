@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_b6f593e9568e"
-HASH = "b6f593e9568e3fbe13cfdf7522a7d849e065b8cad1b8b7bc41d5c90bfe1048ea"
+MODULE = "_rc50_5e35be70ed08"
+HASH = "5e35be70ed083ea7e5bc19347cee1b734b07aeb266fdf5b3dc3c63d5276897b1"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -219,7 +219,7 @@ def _load():
                               "codegen`) while Python imported it: import it again")
         edited = _edited()
         if edited:
-            raise ImportError(f"{HERE}: {', '.join(edited)} differ from what scleron generated "
+            raise ImportError(f"{HERE}: {', '.join(edited)} {'differs' if len(edited) == 1 else 'differ'} from what scleron generated "
                               "(edited by hand?) and there is no compiled module: regenerate with "
                               "`scleron codegen --force`, or remove \"sources\" from scleron.json "
                               "to compile the edited files on purpose")
@@ -715,11 +715,14 @@ def _option_error(options, values):
 def bind(function, *arrays):
     """Binds arrays to a function once; returns a callable with no arguments.
 
+    function: its name ("forward_dynamics") or the function itself (dyn.forward_dynamics).
     arrays: the inputs in order, then the outputs, each a float64 C-contiguous numpy array of a
     single state's shape (a scalar result: shape (1,) or ()). The callable runs the C function on them
     (about the cost of the C call itself); change the inputs in place between calls, read the
     outputs after.
     """
+    if callable(function):
+        function = getattr(function, "__name__", function)
     if function not in _SIGNATURES:
         raise ValueError(f"unknown function {function!r} (one of {', '.join(_SIGNATURES)})")
     inputs, outputs = _SIGNATURES[function]
