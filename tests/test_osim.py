@@ -619,3 +619,13 @@ def test_a_spline_of_too_many_knots_is_refused(tmp_path):
         scleron.load_model(path)
     x = x[:128]
     scleron.load_model(write(tmp_path, without_constraints(osim_text(joint=spline_joint(x, 0.1 * x)))))
+
+
+def test_dump_yaml_refuses_opensim_joints_and_writes_nothing(tmp_path):
+    """dump_yaml wrote a file that did not load (YAML has no `opensim` joint), which its docs
+    promise; it is refused now, before the file is opened."""
+    from scleron.model.yaml_loader import dump_yaml
+    model = load(DATA / "joints.osim")
+    with pytest.raises(ModelError, match=r"joint '\w+': an 'opensim' joint has no YAML form"):
+        dump_yaml(model, tmp_path / "m.yaml")
+    assert not (tmp_path / "m.yaml").exists()

@@ -649,7 +649,14 @@ def _parts(value, where):
 
 # ---- writing ---------------------------------------------------------------------------------
 def model_to_dict(model):
-    """The native-format dict of a model (plain lists and floats; yaml.safe_dump can write it)."""
+    """The native-format dict of a model (plain lists and floats; yaml.safe_dump can write it).
+    A joint type the YAML format does not take (`opensim`, which the .osim reader builds) is a
+    ModelError: a file that would not load again is never written."""
+    for j in model.joints:
+        if j.type not in YAML_JOINT_TYPES:
+            raise ModelError(f"an '{j.type}' joint has no YAML form (the .osim reader builds it): "
+                             "keep the model in its .osim file", source=model.source,
+                             element=f"joint '{j.name}'")
     def vec(a):
         return [float(x) for x in np.asarray(a, dtype=float).reshape(-1)]
 
@@ -734,8 +741,9 @@ _Dumper.add_implicit_resolver(_FLOAT, _FLOAT_12, list("-+0123456789."))
 
 def dump_yaml(model, path):
     """Write a model in the native format (the inverse of load_yaml, up to rounding)."""
+    data = model_to_dict(model)          # (refused before the file is opened)
     with open(path, "w", encoding="utf-8") as f:
-        yaml.dump(model_to_dict(model), f, Dumper=_Dumper, sort_keys=False, default_flow_style=None)
+        yaml.dump(data, f, Dumper=_Dumper, sort_keys=False, default_flow_style=None)
 
 
 __all__ = ["load_yaml", "load_yaml_string", "model_from_dict", "model_to_dict", "dump_yaml",
