@@ -533,6 +533,9 @@ def test_derivatives_are_generated_by_default_for_small_trees_and_when_named():
     plus = selected_functions(["+fdd", "idd"], rc20)
     assert set(plus) == set(selected_functions(None, rc20)) | {names[1], names[2]}
     assert set(selected_functions("+minv", rc20)) == set(selected_functions(None, rc20)) | {names[0]}
+    # one string "F,G", as on the command line (a Python user wrote functions="fd,jacobians")
+    assert selected_functions("fd_derivatives, idd,minv", rc20) == names
+    assert selected_functions("+fdd,idd", rc20) == plus
     for bad in (["fdd", "+idd"], ["+"]):          # a '+' later on, or naming nothing
         with pytest.raises(ValueError, match="functions: .*'\\+'"):
             selected_functions(bad, rc20)

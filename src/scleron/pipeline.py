@@ -175,9 +175,11 @@ def selected_functions(functions=None, tree=None):
 
 
 def _plus(functions):
-    """(additive, names) of a functions= list: a first name written "+name" (`--functions
-    +fdd,idd`) adds the names to the tree's defaults; the "+" is dropped from every name."""
-    names = [functions] if isinstance(functions, str) else list(functions)
+    """(additive, names) of a functions= list (or a string "F,G,...", as on the command line):
+    a first name written "+name" (`--functions +fdd,idd`) adds the names to the tree's
+    defaults; the "+" is dropped from every name."""
+    names = functions.split(",") if isinstance(functions, str) else list(functions)   # "fd,id" too
+    names = [f.strip() if isinstance(f, str) else f for f in names]
     additive = bool(names) and isinstance(names[0], str) and names[0].startswith("+")
     if any(isinstance(f, str) and f.startswith("+") for f in names[1:]):
         raise ValueError("functions: a '+' goes before the first name only (+F,G,...: the "
