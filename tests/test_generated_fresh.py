@@ -89,6 +89,21 @@ def test_the_generated_c_compiles_without_warnings_as_c_and_cpp(written_sources)
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc")
+def test_two_models_whose_names_differ_in_case_declare_both(written_sources):
+    """ur5 and UR5 in one program: both headers had the include guard UR5_DYNAMICS_H, so the
+    second was skipped and its functions undeclared (an outside tester's C build)."""
+    files, _, _ = build_sources(scleron.load_model(example("branched.yaml")), "Branched",
+                                functions=["fd"])
+    (written_sources / "Branched_dynamics.h").write_text(files["Branched_dynamics.h"])
+    (written_sources / "both.c").write_text(
+        '#include "Branched_dynamics.h"\n#include "branched/branched_dynamics.h"\n'
+        "void f(const double *q, const double *qd, const double *tau, double *qdd)\n"
+        "{ Branched_forward_dynamics(q, qd, tau, qdd); branched_forward_dynamics(q, qd, tau, qdd); }\n")
+    compiles_cleanly(["gcc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-fsyntax-only",
+                      "-Werror=implicit-function-declaration", "both.c"], written_sources)
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc")
 def test_several_models_compile_as_one_translation_unit(written_sources):
     """A unity build (CMake's UNITY_BUILD) #includes several models' .c files in one: the shared
     static helpers (scl_sincos, the guarded series) were defined twice (an outside tester)."""

@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_772353a1e56d"
-HASH = "772353a1e56d42b9186d66625f0271b49f1fbae87faae85bf7a37b0ff959371e"
+MODULE = "_branched_2a42e76d4a6c"
+HASH = "2a42e76d4a6c861c6c949dce632618b3b98fb2af805f66c32bd26e585232921f"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

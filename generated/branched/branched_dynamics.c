@@ -5060,7 +5060,7 @@ void branched_forward_dynamics(const double *q, const double *qd, const double *
 void branched_forward_dynamics_batch(int n, const double *q, const double *qd, const double *tau, double *qdd)
 {
     for (int k = 0; k < n; ++k) {
-        branched_forward_dynamics(q + (long)k * 20, qd + (long)k * 20, tau + (long)k * 20, qdd + (long)k * 20);
+        branched_forward_dynamics(q + (long long)k * 20, qd + (long long)k * 20, tau + (long long)k * 20, qdd + (long long)k * 20);
     }
 }
 
@@ -5072,7 +5072,7 @@ void branched_forward_dynamics_batch_threads(int n, int threads, const double *q
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        branched_forward_dynamics(q + (long)k * 20, qd + (long)k * 20, tau + (long)k * 20, qdd + (long)k * 20);
+        branched_forward_dynamics(q + (long long)k * 20, qd + (long long)k * 20, tau + (long long)k * 20, qdd + (long long)k * 20);
     }
     (void)threads;
 }
@@ -6941,7 +6941,7 @@ void branched_inverse_dynamics(const double *q, const double *qd, const double *
 void branched_inverse_dynamics_batch(int n, const double *q, const double *qd, const double *qdd, double *tau)
 {
     for (int k = 0; k < n; ++k) {
-        branched_inverse_dynamics(q + (long)k * 20, qd + (long)k * 20, qdd + (long)k * 20, tau + (long)k * 20);
+        branched_inverse_dynamics(q + (long long)k * 20, qd + (long long)k * 20, qdd + (long long)k * 20, tau + (long long)k * 20);
     }
 }
 
@@ -6953,7 +6953,7 @@ void branched_inverse_dynamics_batch_threads(int n, int threads, const double *q
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        branched_inverse_dynamics(q + (long)k * 20, qd + (long)k * 20, qdd + (long)k * 20, tau + (long)k * 20);
+        branched_inverse_dynamics(q + (long long)k * 20, qd + (long long)k * 20, qdd + (long long)k * 20, tau + (long long)k * 20);
     }
     (void)threads;
 }
@@ -8462,7 +8462,7 @@ void branched_mass_matrix(const double *q, double *M)
 void branched_mass_matrix_batch(int n, const double *q, double *M)
 {
     for (int k = 0; k < n; ++k) {
-        branched_mass_matrix(q + (long)k * 20, M + (long)k * 400);
+        branched_mass_matrix(q + (long long)k * 20, M + (long long)k * 400);
     }
 }
 
@@ -8474,7 +8474,7 @@ void branched_mass_matrix_batch_threads(int n, int threads, const double *q, dou
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        branched_mass_matrix(q + (long)k * 20, M + (long)k * 400);
+        branched_mass_matrix(q + (long long)k * 20, M + (long long)k * 400);
     }
     (void)threads;
 }
@@ -10158,7 +10158,7 @@ void branched_bias_forces(const double *q, const double *qd, double *h)
 void branched_bias_forces_batch(int n, const double *q, const double *qd, double *h)
 {
     for (int k = 0; k < n; ++k) {
-        branched_bias_forces(q + (long)k * 20, qd + (long)k * 20, h + (long)k * 20);
+        branched_bias_forces(q + (long long)k * 20, qd + (long long)k * 20, h + (long long)k * 20);
     }
 }
 
@@ -10170,7 +10170,7 @@ void branched_bias_forces_batch_threads(int n, int threads, const double *q, con
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        branched_bias_forces(q + (long)k * 20, qd + (long)k * 20, h + (long)k * 20);
+        branched_bias_forces(q + (long long)k * 20, qd + (long long)k * 20, h + (long long)k * 20);
     }
     (void)threads;
 }
@@ -10733,7 +10733,7 @@ void branched_kinetic_energy(const double *q, const double *qd, double *T)
 void branched_kinetic_energy_batch(int n, const double *q, const double *qd, double *T)
 {
     for (int k = 0; k < n; ++k) {
-        branched_kinetic_energy(q + (long)k * 20, qd + (long)k * 20, T + (long)k * 1);
+        branched_kinetic_energy(q + (long long)k * 20, qd + (long long)k * 20, T + (long long)k * 1);
     }
 }
 
@@ -10745,7 +10745,7 @@ void branched_kinetic_energy_batch_threads(int n, int threads, const double *q, 
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        branched_kinetic_energy(q + (long)k * 20, qd + (long)k * 20, T + (long)k * 1);
+        branched_kinetic_energy(q + (long long)k * 20, qd + (long long)k * 20, T + (long long)k * 1);
     }
     (void)threads;
 }
@@ -10917,7 +10917,7 @@ void branched_potential_energy(const double *q, double *V)
 void branched_potential_energy_batch(int n, const double *q, double *V)
 {
     for (int k = 0; k < n; ++k) {
-        branched_potential_energy(q + (long)k * 20, V + (long)k * 1);
+        branched_potential_energy(q + (long long)k * 20, V + (long long)k * 1);
     }
 }
 
@@ -10929,7 +10929,7 @@ void branched_potential_energy_batch_threads(int n, int threads, const double *q
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        branched_potential_energy(q + (long)k * 20, V + (long)k * 1);
+        branched_potential_energy(q + (long long)k * 20, V + (long long)k * 1);
     }
     (void)threads;
 }
@@ -11319,7 +11319,7 @@ void branched_center_of_mass(const double *q, double *com)
 void branched_center_of_mass_batch(int n, const double *q, double *com)
 {
     for (int k = 0; k < n; ++k) {
-        branched_center_of_mass(q + (long)k * 20, com + (long)k * 3);
+        branched_center_of_mass(q + (long long)k * 20, com + (long long)k * 3);
     }
 }
 
@@ -11331,7 +11331,7 @@ void branched_center_of_mass_batch_threads(int n, int threads, const double *q, 
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        branched_center_of_mass(q + (long)k * 20, com + (long)k * 3);
+        branched_center_of_mass(q + (long long)k * 20, com + (long long)k * 3);
     }
     (void)threads;
 }
@@ -11425,7 +11425,7 @@ void branched_integrate(const double *q, const double *v, const double *dt, doub
 void branched_integrate_batch(int n, const double *q, const double *v, const double *dt, double *q_next)
 {
     for (int k = 0; k < n; ++k) {
-        branched_integrate(q + (long)k * 20, v + (long)k * 20, dt + (long)k * 1, q_next + (long)k * 20);
+        branched_integrate(q + (long long)k * 20, v + (long long)k * 20, dt + (long long)k * 1, q_next + (long long)k * 20);
     }
 }
 
@@ -11437,7 +11437,7 @@ void branched_integrate_batch_threads(int n, int threads, const double *q, const
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        branched_integrate(q + (long)k * 20, v + (long)k * 20, dt + (long)k * 1, q_next + (long)k * 20);
+        branched_integrate(q + (long long)k * 20, v + (long long)k * 20, dt + (long long)k * 1, q_next + (long long)k * 20);
     }
     (void)threads;
 }
@@ -11511,7 +11511,7 @@ void branched_difference(const double *q0, const double *q1, double *v)
 void branched_difference_batch(int n, const double *q0, const double *q1, double *v)
 {
     for (int k = 0; k < n; ++k) {
-        branched_difference(q0 + (long)k * 20, q1 + (long)k * 20, v + (long)k * 20);
+        branched_difference(q0 + (long long)k * 20, q1 + (long long)k * 20, v + (long long)k * 20);
     }
 }
 
@@ -11523,7 +11523,7 @@ void branched_difference_batch_threads(int n, int threads, const double *q0, con
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        branched_difference(q0 + (long)k * 20, q1 + (long)k * 20, v + (long)k * 20);
+        branched_difference(q0 + (long long)k * 20, q1 + (long long)k * 20, v + (long long)k * 20);
     }
     (void)threads;
 }

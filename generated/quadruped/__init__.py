@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_a5b9756b627e"
-HASH = "a5b9756b627e90189baafde54d55b2a423db48aabf585299b047143de75dab40"
+MODULE = "_quadruped_7916bb278ba2"
+HASH = "7916bb278ba2eb3317e6e069cd38b1ed6ae333e0bacf2d9af0b2284156f33ea6"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -3943,7 +3943,7 @@ void quadruped_forward_dynamics(const double *q, const double *qd, const double 
 void quadruped_forward_dynamics_batch(int n, const double *q, const double *qd, const double *tau, double *qdd)
 {
     for (int k = 0; k < n; ++k) {
-        quadruped_forward_dynamics(q + (long)k * 18, qd + (long)k * 18, tau + (long)k * 18, qdd + (long)k * 18);
+        quadruped_forward_dynamics(q + (long long)k * 18, qd + (long long)k * 18, tau + (long long)k * 18, qdd + (long long)k * 18);
     }
 }
 
@@ -3955,7 +3955,7 @@ void quadruped_forward_dynamics_batch_threads(int n, int threads, const double *
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        quadruped_forward_dynamics(q + (long)k * 18, qd + (long)k * 18, tau + (long)k * 18, qdd + (long)k * 18);
+        quadruped_forward_dynamics(q + (long long)k * 18, qd + (long long)k * 18, tau + (long long)k * 18, qdd + (long long)k * 18);
     }
     (void)threads;
 }
@@ -5740,7 +5740,7 @@ void quadruped_inverse_dynamics(const double *q, const double *qd, const double 
 void quadruped_inverse_dynamics_batch(int n, const double *q, const double *qd, const double *qdd, double *tau)
 {
     for (int k = 0; k < n; ++k) {
-        quadruped_inverse_dynamics(q + (long)k * 18, qd + (long)k * 18, qdd + (long)k * 18, tau + (long)k * 18);
+        quadruped_inverse_dynamics(q + (long long)k * 18, qd + (long long)k * 18, qdd + (long long)k * 18, tau + (long long)k * 18);
     }
 }
 
@@ -5752,7 +5752,7 @@ void quadruped_inverse_dynamics_batch_threads(int n, int threads, const double *
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        quadruped_inverse_dynamics(q + (long)k * 18, qd + (long)k * 18, qdd + (long)k * 18, tau + (long)k * 18);
+        quadruped_inverse_dynamics(q + (long long)k * 18, qd + (long long)k * 18, qdd + (long long)k * 18, tau + (long long)k * 18);
     }
     (void)threads;
 }
@@ -7222,7 +7222,7 @@ void quadruped_mass_matrix(const double *q, double *M)
 void quadruped_mass_matrix_batch(int n, const double *q, double *M)
 {
     for (int k = 0; k < n; ++k) {
-        quadruped_mass_matrix(q + (long)k * 18, M + (long)k * 324);
+        quadruped_mass_matrix(q + (long long)k * 18, M + (long long)k * 324);
     }
 }
 
@@ -7234,7 +7234,7 @@ void quadruped_mass_matrix_batch_threads(int n, int threads, const double *q, do
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        quadruped_mass_matrix(q + (long)k * 18, M + (long)k * 324);
+        quadruped_mass_matrix(q + (long long)k * 18, M + (long long)k * 324);
     }
     (void)threads;
 }
@@ -8988,7 +8988,7 @@ void quadruped_bias_forces(const double *q, const double *qd, double *h)
 void quadruped_bias_forces_batch(int n, const double *q, const double *qd, double *h)
 {
     for (int k = 0; k < n; ++k) {
-        quadruped_bias_forces(q + (long)k * 18, qd + (long)k * 18, h + (long)k * 18);
+        quadruped_bias_forces(q + (long long)k * 18, qd + (long long)k * 18, h + (long long)k * 18);
     }
 }
 
@@ -9000,7 +9000,7 @@ void quadruped_bias_forces_batch_threads(int n, int threads, const double *q, co
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        quadruped_bias_forces(q + (long)k * 18, qd + (long)k * 18, h + (long)k * 18);
+        quadruped_bias_forces(q + (long long)k * 18, qd + (long long)k * 18, h + (long long)k * 18);
     }
     (void)threads;
 }
@@ -9614,7 +9614,7 @@ void quadruped_kinetic_energy(const double *q, const double *qd, double *T)
 void quadruped_kinetic_energy_batch(int n, const double *q, const double *qd, double *T)
 {
     for (int k = 0; k < n; ++k) {
-        quadruped_kinetic_energy(q + (long)k * 18, qd + (long)k * 18, T + (long)k * 1);
+        quadruped_kinetic_energy(q + (long long)k * 18, qd + (long long)k * 18, T + (long long)k * 1);
     }
 }
 
@@ -9626,7 +9626,7 @@ void quadruped_kinetic_energy_batch_threads(int n, int threads, const double *q,
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        quadruped_kinetic_energy(q + (long)k * 18, qd + (long)k * 18, T + (long)k * 1);
+        quadruped_kinetic_energy(q + (long long)k * 18, qd + (long long)k * 18, T + (long long)k * 1);
     }
     (void)threads;
 }
@@ -9825,7 +9825,7 @@ void quadruped_potential_energy(const double *q, double *V)
 void quadruped_potential_energy_batch(int n, const double *q, double *V)
 {
     for (int k = 0; k < n; ++k) {
-        quadruped_potential_energy(q + (long)k * 18, V + (long)k * 1);
+        quadruped_potential_energy(q + (long long)k * 18, V + (long long)k * 1);
     }
 }
 
@@ -9837,7 +9837,7 @@ void quadruped_potential_energy_batch_threads(int n, int threads, const double *
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        quadruped_potential_energy(q + (long)k * 18, V + (long)k * 1);
+        quadruped_potential_energy(q + (long long)k * 18, V + (long long)k * 1);
     }
     (void)threads;
 }
@@ -10307,7 +10307,7 @@ void quadruped_center_of_mass(const double *q, double *com)
 void quadruped_center_of_mass_batch(int n, const double *q, double *com)
 {
     for (int k = 0; k < n; ++k) {
-        quadruped_center_of_mass(q + (long)k * 18, com + (long)k * 3);
+        quadruped_center_of_mass(q + (long long)k * 18, com + (long long)k * 3);
     }
 }
 
@@ -10319,7 +10319,7 @@ void quadruped_center_of_mass_batch_threads(int n, int threads, const double *q,
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        quadruped_center_of_mass(q + (long)k * 18, com + (long)k * 3);
+        quadruped_center_of_mass(q + (long long)k * 18, com + (long long)k * 3);
     }
     (void)threads;
 }
@@ -10411,7 +10411,7 @@ void quadruped_integrate(const double *q, const double *v, const double *dt, dou
 void quadruped_integrate_batch(int n, const double *q, const double *v, const double *dt, double *q_next)
 {
     for (int k = 0; k < n; ++k) {
-        quadruped_integrate(q + (long)k * 18, v + (long)k * 18, dt + (long)k * 1, q_next + (long)k * 18);
+        quadruped_integrate(q + (long long)k * 18, v + (long long)k * 18, dt + (long long)k * 1, q_next + (long long)k * 18);
     }
 }
 
@@ -10423,7 +10423,7 @@ void quadruped_integrate_batch_threads(int n, int threads, const double *q, cons
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        quadruped_integrate(q + (long)k * 18, v + (long)k * 18, dt + (long)k * 1, q_next + (long)k * 18);
+        quadruped_integrate(q + (long long)k * 18, v + (long long)k * 18, dt + (long long)k * 1, q_next + (long long)k * 18);
     }
     (void)threads;
 }
@@ -10497,7 +10497,7 @@ void quadruped_difference(const double *q0, const double *q1, double *v)
 void quadruped_difference_batch(int n, const double *q0, const double *q1, double *v)
 {
     for (int k = 0; k < n; ++k) {
-        quadruped_difference(q0 + (long)k * 18, q1 + (long)k * 18, v + (long)k * 18);
+        quadruped_difference(q0 + (long long)k * 18, q1 + (long long)k * 18, v + (long long)k * 18);
     }
 }
 
@@ -10509,7 +10509,7 @@ void quadruped_difference_batch_threads(int n, int threads, const double *q0, co
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        quadruped_difference(q0 + (long)k * 18, q1 + (long)k * 18, v + (long)k * 18);
+        quadruped_difference(q0 + (long long)k * 18, q1 + (long long)k * 18, v + (long long)k * 18);
     }
     (void)threads;
 }

@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_090f4cdaf24d"
-HASH = "090f4cdaf24dd97a2a46479cfb371663fd3087d4fbf8a954b07972d25f1bf46c"
+MODULE = "_rc100_fe8b8d686dd0"
+HASH = "fe8b8d686dd017593ed196fdd0def835ca8e6dbf5e63f83df2cd878b6c2cf533"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

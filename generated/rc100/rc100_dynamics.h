@@ -108,9 +108,10 @@
  * written (a function may read back what it wrote, e.g. Minv), and no array may overlap another
  * (the code may assume it does not: restrict). No state is kept between calls: the functions are
  * reentrant and may run in several threads at once. A NaN or inf input gives NaN in the outputs
- * that depend on it (no trap; M does not depend on the root joint's coordinate, and stays finite:
- * check the inputs to flag bad states); angles above 1e5 rad take libm's sin and cos. Do not compile with -ffast-math: it
- * reorders the range reduction of the built-in sin and cos (errors of 4e-12 near 1e5 rad).
+ * that depend on it, not in all (no trap; M, e.g., does not depend on a one-coordinate root
+ * joint's coordinate): check the inputs to flag bad states. Angles above 1e5 rad take libm's sin
+ * and cos. Do not compile with -ffast-math: it reorders the range reduction of the built-in sin
+ * and cos (errors of 4e-12 near 1e5 rad).
  *
  * Frames (RC100_NFRAMES, in this order: the frame functions' first index):
  *   0: link1
@@ -214,8 +215,8 @@
  *   98: link99
  *   99: link100
  */
-#ifndef RC100_DYNAMICS_H
-#define RC100_DYNAMICS_H
+#ifndef SCLERON_rc100_DYNAMICS_H
+#define SCLERON_rc100_DYNAMICS_H
 
 #ifdef __cplusplus
 extern "C" {

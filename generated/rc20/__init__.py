@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_905474e019e6"
-HASH = "905474e019e600553d4f8c6cb13a7d72c63fe24f15d66d065b8a3a8eda78b6aa"
+MODULE = "_rc20_f0b87ec93f76"
+HASH = "f0b87ec93f76582f1b45c3463bea0a64e4592a770f75813f6cadbb7f0a72fe85"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

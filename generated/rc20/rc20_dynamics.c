@@ -5479,7 +5479,7 @@ void rc20_forward_dynamics(const double *q, const double *qd, const double *tau,
 void rc20_forward_dynamics_batch(int n, const double *q, const double *qd, const double *tau, double *qdd)
 {
     for (int k = 0; k < n; ++k) {
-        rc20_forward_dynamics(q + (long)k * 20, qd + (long)k * 20, tau + (long)k * 20, qdd + (long)k * 20);
+        rc20_forward_dynamics(q + (long long)k * 20, qd + (long long)k * 20, tau + (long long)k * 20, qdd + (long long)k * 20);
     }
 }
 
@@ -5491,7 +5491,7 @@ void rc20_forward_dynamics_batch_threads(int n, int threads, const double *q, co
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        rc20_forward_dynamics(q + (long)k * 20, qd + (long)k * 20, tau + (long)k * 20, qdd + (long)k * 20);
+        rc20_forward_dynamics(q + (long long)k * 20, qd + (long long)k * 20, tau + (long long)k * 20, qdd + (long long)k * 20);
     }
     (void)threads;
 }
@@ -7575,7 +7575,7 @@ void rc20_inverse_dynamics(const double *q, const double *qd, const double *qdd,
 void rc20_inverse_dynamics_batch(int n, const double *q, const double *qd, const double *qdd, double *tau)
 {
     for (int k = 0; k < n; ++k) {
-        rc20_inverse_dynamics(q + (long)k * 20, qd + (long)k * 20, qdd + (long)k * 20, tau + (long)k * 20);
+        rc20_inverse_dynamics(q + (long long)k * 20, qd + (long long)k * 20, qdd + (long long)k * 20, tau + (long long)k * 20);
     }
 }
 
@@ -7587,7 +7587,7 @@ void rc20_inverse_dynamics_batch_threads(int n, int threads, const double *q, co
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        rc20_inverse_dynamics(q + (long)k * 20, qd + (long)k * 20, qdd + (long)k * 20, tau + (long)k * 20);
+        rc20_inverse_dynamics(q + (long long)k * 20, qd + (long long)k * 20, qdd + (long long)k * 20, tau + (long long)k * 20);
     }
     (void)threads;
 }
@@ -11293,7 +11293,7 @@ void rc20_mass_matrix(const double *q, double *M)
 void rc20_mass_matrix_batch(int n, const double *q, double *M)
 {
     for (int k = 0; k < n; ++k) {
-        rc20_mass_matrix(q + (long)k * 20, M + (long)k * 400);
+        rc20_mass_matrix(q + (long long)k * 20, M + (long long)k * 400);
     }
 }
 
@@ -11305,7 +11305,7 @@ void rc20_mass_matrix_batch_threads(int n, int threads, const double *q, double 
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        rc20_mass_matrix(q + (long)k * 20, M + (long)k * 400);
+        rc20_mass_matrix(q + (long long)k * 20, M + (long long)k * 400);
     }
     (void)threads;
 }
@@ -13355,7 +13355,7 @@ void rc20_bias_forces(const double *q, const double *qd, double *h)
 void rc20_bias_forces_batch(int n, const double *q, const double *qd, double *h)
 {
     for (int k = 0; k < n; ++k) {
-        rc20_bias_forces(q + (long)k * 20, qd + (long)k * 20, h + (long)k * 20);
+        rc20_bias_forces(q + (long long)k * 20, qd + (long long)k * 20, h + (long long)k * 20);
     }
 }
 
@@ -13367,7 +13367,7 @@ void rc20_bias_forces_batch_threads(int n, int threads, const double *q, const d
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        rc20_bias_forces(q + (long)k * 20, qd + (long)k * 20, h + (long)k * 20);
+        rc20_bias_forces(q + (long long)k * 20, qd + (long long)k * 20, h + (long long)k * 20);
     }
     (void)threads;
 }
@@ -14132,7 +14132,7 @@ void rc20_kinetic_energy(const double *q, const double *qd, double *T)
 void rc20_kinetic_energy_batch(int n, const double *q, const double *qd, double *T)
 {
     for (int k = 0; k < n; ++k) {
-        rc20_kinetic_energy(q + (long)k * 20, qd + (long)k * 20, T + (long)k * 1);
+        rc20_kinetic_energy(q + (long long)k * 20, qd + (long long)k * 20, T + (long long)k * 1);
     }
 }
 
@@ -14144,7 +14144,7 @@ void rc20_kinetic_energy_batch_threads(int n, int threads, const double *q, cons
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        rc20_kinetic_energy(q + (long)k * 20, qd + (long)k * 20, T + (long)k * 1);
+        rc20_kinetic_energy(q + (long long)k * 20, qd + (long long)k * 20, T + (long long)k * 1);
     }
     (void)threads;
 }
@@ -14379,7 +14379,7 @@ void rc20_potential_energy(const double *q, double *V)
 void rc20_potential_energy_batch(int n, const double *q, double *V)
 {
     for (int k = 0; k < n; ++k) {
-        rc20_potential_energy(q + (long)k * 20, V + (long)k * 1);
+        rc20_potential_energy(q + (long long)k * 20, V + (long long)k * 1);
     }
 }
 
@@ -14391,7 +14391,7 @@ void rc20_potential_energy_batch_threads(int n, int threads, const double *q, do
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        rc20_potential_energy(q + (long)k * 20, V + (long)k * 1);
+        rc20_potential_energy(q + (long long)k * 20, V + (long long)k * 1);
     }
     (void)threads;
 }
@@ -14974,7 +14974,7 @@ void rc20_center_of_mass(const double *q, double *com)
 void rc20_center_of_mass_batch(int n, const double *q, double *com)
 {
     for (int k = 0; k < n; ++k) {
-        rc20_center_of_mass(q + (long)k * 20, com + (long)k * 3);
+        rc20_center_of_mass(q + (long long)k * 20, com + (long long)k * 3);
     }
 }
 
@@ -14986,7 +14986,7 @@ void rc20_center_of_mass_batch_threads(int n, int threads, const double *q, doub
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        rc20_center_of_mass(q + (long)k * 20, com + (long)k * 3);
+        rc20_center_of_mass(q + (long long)k * 20, com + (long long)k * 3);
     }
     (void)threads;
 }
@@ -15091,7 +15091,7 @@ void rc20_integrate(const double *q, const double *v, const double *dt, double *
 void rc20_integrate_batch(int n, const double *q, const double *v, const double *dt, double *q_next)
 {
     for (int k = 0; k < n; ++k) {
-        rc20_integrate(q + (long)k * 20, v + (long)k * 20, dt + (long)k * 1, q_next + (long)k * 20);
+        rc20_integrate(q + (long long)k * 20, v + (long long)k * 20, dt + (long long)k * 1, q_next + (long long)k * 20);
     }
 }
 
@@ -15103,7 +15103,7 @@ void rc20_integrate_batch_threads(int n, int threads, const double *q, const dou
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        rc20_integrate(q + (long)k * 20, v + (long)k * 20, dt + (long)k * 1, q_next + (long)k * 20);
+        rc20_integrate(q + (long long)k * 20, v + (long long)k * 20, dt + (long long)k * 1, q_next + (long long)k * 20);
     }
     (void)threads;
 }
@@ -15188,7 +15188,7 @@ void rc20_difference(const double *q0, const double *q1, double *v)
 void rc20_difference_batch(int n, const double *q0, const double *q1, double *v)
 {
     for (int k = 0; k < n; ++k) {
-        rc20_difference(q0 + (long)k * 20, q1 + (long)k * 20, v + (long)k * 20);
+        rc20_difference(q0 + (long long)k * 20, q1 + (long long)k * 20, v + (long long)k * 20);
     }
 }
 
@@ -15200,7 +15200,7 @@ void rc20_difference_batch_threads(int n, int threads, const double *q0, const d
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        rc20_difference(q0 + (long)k * 20, q1 + (long)k * 20, v + (long)k * 20);
+        rc20_difference(q0 + (long long)k * 20, q1 + (long long)k * 20, v + (long long)k * 20);
     }
     (void)threads;
 }

@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_5e35be70ed08"
-HASH = "5e35be70ed083ea7e5bc19347cee1b734b07aeb266fdf5b3dc3c63d5276897b1"
+MODULE = "_rc50_179ba01794ea"
+HASH = "179ba01794eae2d641697c12c503ae9a82ecfcea081f4b175c2caf5e38e2f523"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -14810,7 +14810,7 @@ void rc50_forward_dynamics(const double *q, const double *qd, const double *tau,
 void rc50_forward_dynamics_batch(int n, const double *q, const double *qd, const double *tau, double *qdd)
 {
     for (int k = 0; k < n; ++k) {
-        rc50_forward_dynamics(q + (long)k * 50, qd + (long)k * 50, tau + (long)k * 50, qdd + (long)k * 50);
+        rc50_forward_dynamics(q + (long long)k * 50, qd + (long long)k * 50, tau + (long long)k * 50, qdd + (long long)k * 50);
     }
 }
 
@@ -14822,7 +14822,7 @@ void rc50_forward_dynamics_batch_threads(int n, int threads, const double *q, co
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        rc50_forward_dynamics(q + (long)k * 50, qd + (long)k * 50, tau + (long)k * 50, qdd + (long)k * 50);
+        rc50_forward_dynamics(q + (long long)k * 50, qd + (long long)k * 50, tau + (long long)k * 50, qdd + (long long)k * 50);
     }
     (void)threads;
 }
@@ -20352,7 +20352,7 @@ void rc50_inverse_dynamics(const double *q, const double *qd, const double *qdd,
 void rc50_inverse_dynamics_batch(int n, const double *q, const double *qd, const double *qdd, double *tau)
 {
     for (int k = 0; k < n; ++k) {
-        rc50_inverse_dynamics(q + (long)k * 50, qd + (long)k * 50, qdd + (long)k * 50, tau + (long)k * 50);
+        rc50_inverse_dynamics(q + (long long)k * 50, qd + (long long)k * 50, qdd + (long long)k * 50, tau + (long long)k * 50);
     }
 }
 
@@ -20364,7 +20364,7 @@ void rc50_inverse_dynamics_batch_threads(int n, int threads, const double *q, co
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        rc50_inverse_dynamics(q + (long)k * 50, qd + (long)k * 50, qdd + (long)k * 50, tau + (long)k * 50);
+        rc50_inverse_dynamics(q + (long long)k * 50, qd + (long long)k * 50, qdd + (long long)k * 50, tau + (long long)k * 50);
     }
     (void)threads;
 }
@@ -27209,7 +27209,7 @@ void rc50_mass_matrix(const double *q, double *M)
 void rc50_mass_matrix_batch(int n, const double *q, double *M)
 {
     for (int k = 0; k < n; ++k) {
-        rc50_mass_matrix(q + (long)k * 50, M + (long)k * 2500);
+        rc50_mass_matrix(q + (long long)k * 50, M + (long long)k * 2500);
     }
 }
 
@@ -27221,7 +27221,7 @@ void rc50_mass_matrix_batch_threads(int n, int threads, const double *q, double 
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        rc50_mass_matrix(q + (long)k * 50, M + (long)k * 2500);
+        rc50_mass_matrix(q + (long long)k * 50, M + (long long)k * 2500);
     }
     (void)threads;
 }
@@ -32695,7 +32695,7 @@ void rc50_bias_forces(const double *q, const double *qd, double *h)
 void rc50_bias_forces_batch(int n, const double *q, const double *qd, double *h)
 {
     for (int k = 0; k < n; ++k) {
-        rc50_bias_forces(q + (long)k * 50, qd + (long)k * 50, h + (long)k * 50);
+        rc50_bias_forces(q + (long long)k * 50, qd + (long long)k * 50, h + (long long)k * 50);
     }
 }
 
@@ -32707,7 +32707,7 @@ void rc50_bias_forces_batch_threads(int n, int threads, const double *q, const d
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        rc50_bias_forces(q + (long)k * 50, qd + (long)k * 50, h + (long)k * 50);
+        rc50_bias_forces(q + (long long)k * 50, qd + (long long)k * 50, h + (long long)k * 50);
     }
     (void)threads;
 }
@@ -35159,7 +35159,7 @@ void rc50_kinetic_energy(const double *q, const double *qd, double *T)
 void rc50_kinetic_energy_batch(int n, const double *q, const double *qd, double *T)
 {
     for (int k = 0; k < n; ++k) {
-        rc50_kinetic_energy(q + (long)k * 50, qd + (long)k * 50, T + (long)k * 1);
+        rc50_kinetic_energy(q + (long long)k * 50, qd + (long long)k * 50, T + (long long)k * 1);
     }
 }
 
@@ -35171,7 +35171,7 @@ void rc50_kinetic_energy_batch_threads(int n, int threads, const double *q, cons
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        rc50_kinetic_energy(q + (long)k * 50, qd + (long)k * 50, T + (long)k * 1);
+        rc50_kinetic_energy(q + (long long)k * 50, qd + (long long)k * 50, T + (long long)k * 1);
     }
     (void)threads;
 }
@@ -35766,7 +35766,7 @@ void rc50_potential_energy(const double *q, double *V)
 void rc50_potential_energy_batch(int n, const double *q, double *V)
 {
     for (int k = 0; k < n; ++k) {
-        rc50_potential_energy(q + (long)k * 50, V + (long)k * 1);
+        rc50_potential_energy(q + (long long)k * 50, V + (long long)k * 1);
     }
 }
 
@@ -35778,7 +35778,7 @@ void rc50_potential_energy_batch_threads(int n, int threads, const double *q, do
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        rc50_potential_energy(q + (long)k * 50, V + (long)k * 1);
+        rc50_potential_energy(q + (long long)k * 50, V + (long long)k * 1);
     }
     (void)threads;
 }
@@ -37340,7 +37340,7 @@ void rc50_center_of_mass(const double *q, double *com)
 void rc50_center_of_mass_batch(int n, const double *q, double *com)
 {
     for (int k = 0; k < n; ++k) {
-        rc50_center_of_mass(q + (long)k * 50, com + (long)k * 3);
+        rc50_center_of_mass(q + (long long)k * 50, com + (long long)k * 3);
     }
 }
 
@@ -37352,7 +37352,7 @@ void rc50_center_of_mass_batch_threads(int n, int threads, const double *q, doub
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        rc50_center_of_mass(q + (long)k * 50, com + (long)k * 3);
+        rc50_center_of_mass(q + (long long)k * 50, com + (long long)k * 3);
     }
     (void)threads;
 }
@@ -37577,7 +37577,7 @@ void rc50_integrate(const double *q, const double *v, const double *dt, double *
 void rc50_integrate_batch(int n, const double *q, const double *v, const double *dt, double *q_next)
 {
     for (int k = 0; k < n; ++k) {
-        rc50_integrate(q + (long)k * 50, v + (long)k * 50, dt + (long)k * 1, q_next + (long)k * 50);
+        rc50_integrate(q + (long long)k * 50, v + (long long)k * 50, dt + (long long)k * 1, q_next + (long long)k * 50);
     }
 }
 
@@ -37589,7 +37589,7 @@ void rc50_integrate_batch_threads(int n, int threads, const double *q, const dou
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        rc50_integrate(q + (long)k * 50, v + (long)k * 50, dt + (long)k * 1, q_next + (long)k * 50);
+        rc50_integrate(q + (long long)k * 50, v + (long long)k * 50, dt + (long long)k * 1, q_next + (long long)k * 50);
     }
     (void)threads;
 }
@@ -37764,7 +37764,7 @@ void rc50_difference(const double *q0, const double *q1, double *v)
 void rc50_difference_batch(int n, const double *q0, const double *q1, double *v)
 {
     for (int k = 0; k < n; ++k) {
-        rc50_difference(q0 + (long)k * 50, q1 + (long)k * 50, v + (long)k * 50);
+        rc50_difference(q0 + (long long)k * 50, q1 + (long long)k * 50, v + (long long)k * 50);
     }
 }
 
@@ -37776,7 +37776,7 @@ void rc50_difference_batch_threads(int n, int threads, const double *q0, const d
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
     for (int k = 0; k < n; ++k) {
-        rc50_difference(q0 + (long)k * 50, q1 + (long)k * 50, v + (long)k * 50);
+        rc50_difference(q0 + (long long)k * 50, q1 + (long long)k * 50, v + (long long)k * 50);
     }
     (void)threads;
 }

@@ -17,8 +17,8 @@ class CBackend(Backend):
             f = function_context(code, gen.name, gen.chunk, nchunks)
             nchunks += len(f["chunks"])
             functions.append(f)
-        ctx = {
-            "name": gen.name, "NAME": gen.name.upper(), "guard": f"{gen.name.upper()}_DYNAMICS_H",
+        ctx = {                        # the guard keeps the name's case: ur5 and UR5 in one program
+            "name": gen.name, "NAME": gen.name.upper(), "guard": f"SCLERON_{gen.name}_DYNAMICS_H",
             "model_name": c_comment(gen.model_name), "source": c_comment(gen.source),
             "version": gen.version, "nq": gen.nq, "nv": gen.nv, "hash": gen.key,
             "module": f"_{gen.name}_{gen.key[:12]}",

@@ -238,7 +238,7 @@ def function_context(code, prefix, chunk, first_index):
         "sincos": cf.sincos, "statements": cf.statements, "counts": cf.counts,
         "public_params": ", ".join(_pointer(a, o) for a, o in args),
         "unused_inputs": _unused_inputs(code, cf, ins),
-        "batch_args": ", ".join(f"{a.name} + (long)k * {a.size(sizes)}" for a, _ in args),
+        "batch_args": ", ".join(f"{a.name} + (long long)k * {a.size(sizes)}" for a, _ in args),
         "inputs": [{"name": a.name, "size": a.size(sizes), "doc": a.doc} for a in ins],
         "outputs": [{"name": a.name, "size": a.size(sizes), "shape": a.dims(sizes),
                      "doc": a.doc} for a in outs],
