@@ -525,3 +525,31 @@ def test_a_frame_list_in_a_message_stays_short():
         select_frames(m, ["nope" * 100])
     message = str(e.value)
     assert len(message) < 700 and "(31 in all)" in message and "x" * 60 + "..." in message
+
+
+def test_frame_order_is_the_same_merged_dumped_and_generated(tmp_path):
+    """A frame on a welded body came before that body's own frame once the model was merged (a
+    file is merged when loaded), so frame_placements' rows swapped after a YAML round trip (an
+    outside tester); a body welded to the world moved to the front only when loaded."""
+    from scleron.model.yaml_loader import dump_yaml
+    inertia = dict(mass=1.0, com=(0.1, 0.0, 0.0), inertia=(0.01, 0.01, 0.01))
+    m = scleron.Model("order")
+    m.add_body("a", "world", joint="revolute", axis=(0, 0, 1), **inertia)
+    m.add_body("b", "a", joint="fixed", xyz=(0.2, 0, 0), **inertia)
+    m.add_frame("bf", "b", xyz=(0, 0.1, 0))
+    m.add_body("c", "b", joint="revolute", axis=(1, 0, 0), xyz=(0.1, 0, 0), **inertia)
+    m.add_body("d", "a", joint="fixed", xyz=(0, 0.3, 0), **inertia)     # after c, welded to a
+    m.add_body("w", "world", joint="fixed", xyz=(0.5, 0, 0), **inertia)
+    m.add_frame("wf", "w", xyz=(0, 0.1, 0))
+    m.add_frame("g", "world", xyz=(0, 0, 1))
+    order = ["g", "w", "wf", "a", "b", "bf", "d", "c"]     # the world's, then a's, then c's
+    assert m.frame_names() == order
+    assert m.merged_fixed().frame_names() == order
+    assert [f.name for f in Tree(m).frames] == order
+    dump_yaml(m, str(tmp_path / "order.yaml"))
+    loaded = scleron.load_model(str(tmp_path / "order.yaml"))
+    assert loaded.frame_names() == order and [f.name for f in Tree(loaded).frames] == order
+    q = np.array([0.3, -0.7])
+    raw, back = F.frame_placements(Tree(m), FloatAlgebra(), q), \
+        F.frame_placements(Tree(loaded), FloatAlgebra(), q)
+    assert np.allclose(np.array(raw, dtype=float), np.array(back, dtype=float), atol=1e-14)

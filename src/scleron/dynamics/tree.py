@@ -68,10 +68,8 @@ class Tree:
         if any(j.type == "fixed" for j in model.joints):
             # a Model built in Python keeps its fixed joints; the loaders merge them. Merged here
             # too: a body welded to the world is part of the world, outside the centre of mass
-            # and the potential energy, as from a file (and Pinocchio's). The frames keep the
-            # model's order (Model.frame_names), which merging would change
-            if frames is None and hasattr(model, "frame_list"):
-                frames = [f.name for f in model.frame_list()]
+            # and the potential energy, as from a file (and Pinocchio's). The frames keep their
+            # order (Model.frame_list)
             model = model.merged_fixed()
         self.coupling, self.full = None, self
         self.name = model.name

@@ -440,7 +440,9 @@ class Model:
 
     def frame_list(self):
         """Every frame: the world's extra frames, then each body's own frame (its name, at the
-        identity) followed by the extra frames on it, in body order."""
+        identity) followed by the extra frames on it, in body order; a body welded by a fixed
+        joint and its frames come with the body it is welded to (the world, or a moving body),
+        as in the model merged_fixed makes, so that both list the frames in one order."""
         on = {}
         for f in self.frames:
             on.setdefault(f.body, []).append(f)
@@ -448,7 +450,11 @@ class Model:
         for b in self.bodies:
             out.append(Frame(b.name, b.name, Transform()))
             out += on.get(b.name, [])
-        return out
+        home = {WORLD: WORLD}                 # the moving body (or world) each body is part of
+        for b, j in zip(self.bodies, self.joints):
+            home[b.name] = home.get(j.parent, WORLD) if j.type == "fixed" else b.name
+        group = {name: k for k, name in enumerate([WORLD] + [b.name for b in self.bodies])}
+        return sorted(out, key=lambda f: group[home.get(f.body, WORLD)])     # stable
 
     def frame_names(self):
         return [f.name for f in self.frame_list()]
@@ -646,13 +652,11 @@ class Model:
         out.included = list(getattr(self, "included", []))
         # where each original body now lives: (new body name or WORLD, placement in it)
         home = {WORLD: (WORLD, Transform())}
-        welded = []
         for body, j in zip(self.bodies, self.joints):
             parent_home, parent_X = (WORLD, Transform()) if j.parent == WORLD else home[j.parent]
             X = parent_X.compose(j.origin)
             if j.type == "fixed":
-                home[body.name] = (parent_home, X)
-                welded.append(Frame(body.name, parent_home, X))      # the link stays a frame
+                home[body.name] = (parent_home, X)     # the link stays a frame (below)
                 if parent_home != WORLD:
                     target = next(b for b in out.bodies if b.name == parent_home)
                     target.inertia = target.inertia + body.inertia.transformed(X)
@@ -667,10 +671,11 @@ class Model:
                                     j.stiffness, j.damping, j.rest, mimic=j.mimic,
                                     armature=j.armature))
             home[body.name] = (body.name, Transform())
-        for f in self.frames:                 # declared frames move with their body
-            where, X = home[f.body]
-            out.frames.append(Frame(f.name, where, X.compose(f.origin)))
-        out.frames += welded
+        moving = {b.name for b in out.bodies}
+        for f in self.frame_list():           # declared and welded frames move with their body,
+            if f.name not in moving:          # in the model's order (frame_names stays the same)
+                where, X = home[f.body]
+                out.frames.append(Frame(f.name, where, X.compose(f.origin)))
         return out
 
     def validate(self):
