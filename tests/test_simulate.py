@@ -775,6 +775,35 @@ def test_quaternion_joints_integrate_on_the_manifold_at_full_order(tmp_path, bui
     assert error("rk45", 0.05, rtol=1e-11, atol=1e-11) < 1e-8
 
 
+FALLING_SPINNER = """
+name: spinner
+bodies:
+  - {name: b, parent: world, mass: 1.3, inertia: [0.02, 0.05, 0.06], joint: {type: free_flyer}}
+initial:
+  qd: [0.5, 0.1, 3.0, 0.05, 4.0, -0.1]
+"""
+
+
+def test_semi_implicit_keeps_a_spinning_free_flyers_energy(tmp_path, build):
+    """The free flyer's linear velocity is in its turning body frame: explicit Euler on its
+    -w x v term lengthened it every step, and a thrown spinning body gained 107 % of its energy
+    in 3 s at dt = 1e-3 (an outside tester; MuJoCo's Euler and scleron's Euler-angle free joint
+    lose 3 %). Now it steps in the world frame: energy within 0.3 %, the centre falling on the
+    parabola to first order in dt."""
+    path = tmp_path / "spinner.yaml"
+    path.write_text(FALLING_SPINNER)
+
+    def run(dt):
+        tr = simulate(str(path), 3.0, dt, integrator="semi-implicit", out_dir=build,
+                      progress=False)
+        parabola = np.array([0.5, 0.1, 3.0 - 0.5 * 9.81 * 3.0]) * 3.0
+        return tr, np.abs(tr.q[-1, :3] - parabola).max()
+    coarse, e1 = run(1e-3)
+    fine, e2 = run(5e-4)
+    assert coarse.energy_drift < 1e-3 and fine.energy_drift < 5e-4
+    assert e1 < 0.1 and 1.8 < e1 / e2 < 2.2
+
+
 def test_the_implicit_integrator_starts_on_a_spline_knot(build):
     """spline_surface's initial state sits on a knot of its surface (v = 1.0), where the
     derivatives the implicit integrator takes were NaN (sqrt(x * x) differentiated at x = 0):

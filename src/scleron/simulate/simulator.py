@@ -8,7 +8,7 @@ import numpy as np
 from .charts import chart_det, det_name, reparameterise_exp, switch_euler, switchables
 from .energy import energies
 from ..model.joint_types import joint_configuration
-from .integrators import (FIXED_STEPS, NEEDS_DERIVATIVES, derivative, dopri_step, error_norm,
+from .integrators import (NEEDS_DERIVATIVES, derivative, dopri_step, error_norm, fixed_step,
                           step_factor, velocity_bracket)
 from .progress import Progress
 from .trajectory import SimulationError, Switch, Trajectory
@@ -65,7 +65,8 @@ class Simulator:
         self.tau = tau
         self.q, self.qd = q0.copy(), qd0.copy()
         self.manifold = model.nq != model.nv        # quaternion joints: q moves by integrate
-        self.bracket = velocity_bracket(lie_groups(model))
+        self.groups = lie_groups(model)
+        self.bracket = velocity_bracket(self.groups)
         self.switches = []
         self.fd_calls = 0
         self.rec = {"t": [], "q": [], "qd": [], "charts": []}
@@ -183,7 +184,7 @@ class Simulator:
     def run_fixed(self):
         """rk4, semi-implicit or linearly implicit Euler with the fixed step dt (the last step
         ends at duration)."""
-        step = FIXED_STEPS[self.integrator]
+        step = fixed_step(self.integrator, self.groups)
         rhs = self.force_derivatives if self.integrator in NEEDS_DERIVATIVES else self.qdd
         n = max(1, int(math.ceil(self.duration / self.dt - 1e-9)))
         t = 0.0
