@@ -322,6 +322,11 @@ def test_bind_is_the_same_computation(system, rng):
     with pytest.raises(ValueError, match="unknown function"):
         dyn.bind("jacobian", q, np.empty(nv))
 
+    def forward_dynamics(*args):       # another module's function of the same name: bind ran
+        pass                           # this module's on the arrays, silently (an outside tester)
+    with pytest.raises(ValueError, match="not this module's function"):
+        dyn.bind(forward_dynamics, q, qd, tau, out)
+
 
 def test_vectorised_sincos_matches_libm(generated):
     """The generated code computes sin/cos of all coordinates at once (scl_sincos); a

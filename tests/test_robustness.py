@@ -377,6 +377,11 @@ def test_cache_hit_only_when_nothing_changed(tmp_path, monkeypatch):
     assert not gen(chunk=7, compile=False)[0]
     assert gen(chunk=7, compile=False)[0]
     assert not gen(cflags=["-O1", "-std=c99"], compile=False)[0]
+    assert gen(cflags="-O1  -std=c99", compile=False)[0]     # one string: the same flags (it
+    with pytest.raises(TypeError, match="cflags must be"):   # was gcc '-' 'O' '1' ...)
+        gen(cflags=1, compile=False)
+    with pytest.raises(TypeError, match="functions must be"):
+        gen(functions=5, compile=False)
     # a scleron version change, a template change
     monkeypatch.setattr(pipeline, "__version__", "999.0")
     assert not gen(compile=False)[0]

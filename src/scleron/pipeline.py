@@ -8,6 +8,7 @@ start, each function's unrolling and the compiler's parts: a large model takes m
 import hashlib
 import json
 import os
+import shlex
 import time
 from dataclasses import dataclass, field, replace
 
@@ -137,6 +138,19 @@ def is_coupled(model):
     return any(getattr(j, "mimic", None) is not None for j in model.joints)
 
 
+def compiler_flags(cflags):
+    """The gcc flags of a build: a list, a string of them ("-O2 -march=native", split as a shell
+    would), or None for default_cflags()."""
+    if isinstance(cflags, str):
+        cflags = shlex.split(cflags)
+    if not cflags:
+        return list(default_cflags())
+    if not isinstance(cflags, (list, tuple)) or not all(isinstance(f, str) for f in cflags):
+        raise TypeError(f"cflags must be a list of strings or one string of flags, got "
+                        f"{cflags!r}"[:200])
+    return list(cflags)
+
+
 def _options(name, chunk, cflags, method, mass, functions=None, frames=None, cuda=None):
     opts = {"name": name, "chunk": chunk, "cflags": cflags}
     if cuda:                                        # (absent otherwise: C-only keys unchanged)
@@ -178,7 +192,12 @@ def _plus(functions):
     """(additive, names) of a functions= list (or a string "F,G,...", as on the command line):
     a first name written "+name" (`--functions +fdd,idd`) adds the names to the tree's
     defaults; the "+" is dropped from every name."""
-    names = functions.split(",") if isinstance(functions, str) else list(functions)   # "fd,id" too
+    names = functions.split(",") if isinstance(functions, str) else functions    # "fd,id" too
+    if not isinstance(names, (list, tuple, set, frozenset)) or \
+            not all(isinstance(f, str) for f in names):
+        raise TypeError(f"functions must be a list of function names or one string "
+                        f"'F,G,...', got {functions!r}"[:200])
+    names = list(names)
     names = [f.strip() if isinstance(f, str) else f for f in names]
     additive = bool(names) and isinstance(names[0], str) and names[0].startswith("+")
     if any(isinstance(f, str) and f.startswith("+") for f in names[1:]):
@@ -303,7 +322,7 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
     progress: None, or a callable taking one line of text per stage and function."""
     progress = progress or _silent
     name = c_identifier(name or model.name)
-    cflags = list(cflags or default_cflags())
+    cflags = compiler_flags(cflags)
     report = report or Report(name, model.nv)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, not {method!r}")
@@ -435,7 +454,7 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     name = c_identifier(name or model.name)
     out_dir = out_dir or os.path.join("generated", name)
     check_package_folder(out_dir)
-    cflags = list(cflags or default_cflags())
+    cflags = compiler_flags(cflags)
     report = report if report is not None else Report(name, model.nv)
     progress = progress or _silent
     if cuda and compile:
