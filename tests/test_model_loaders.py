@@ -997,6 +997,26 @@ def test_world_frames_survive_a_yaml_round_trip(tmp_path):
     np.testing.assert_allclose(back.frames[0].origin.rotation, m.frames[0].origin.rotation, atol=1e-15)
 
 
+@pytest.mark.parametrize("model_name, body_name, needle", [
+    ("my-robot", "base", "name 'my-robot' must be an identifier"),
+    (None, "base", "name must be a non-empty string"),
+    ("arm", "link\n1", "the body name must be at most 200 printable characters"),
+    ("arm", "x" * 201, "the body name must be at most 200 printable characters")])
+def test_dump_yaml_refuses_what_would_not_load_again(tmp_path, model_name, body_name, needle):
+    """Model() and add_body take names a file may not hold: dump_yaml wrote them, and the file
+    did not load (an outside tester). Refused now, before the file is opened."""
+    from scleron.model.yaml_loader import dump_yaml
+    m = scleron.Model(model_name)
+    m.add_body(body_name, "world", mass=1.0, com=(0.1, 0, 0), inertia=(0.01, 0.01, 0.01))
+    with pytest.raises(ModelError, match="dump_yaml: the model would not load again from YAML: "
+                                         + re.escape(needle)):
+        dump_yaml(m, tmp_path / "m.yaml")
+    assert not (tmp_path / "m.yaml").exists()
+    m.joints[0].mimic = ("elsewhere",)                      # a malformed mimic: not an IndexError
+    with pytest.raises(ModelError, match="mimic must be"):
+        dump_yaml(m, tmp_path / "m.yaml")
+
+
 @pytest.mark.parametrize("written, read", [("010", 10.0), ("0x10", 16.0), ("1.5e0", 1.5),
                                            ("1:30", None), ("1_000", None)])
 def test_yaml_numbers_are_read_as_yaml_1_2_writes_them(tmp_path, written, read):

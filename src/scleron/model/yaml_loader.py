@@ -691,8 +691,7 @@ def model_to_dict(model):
             if getattr(j, key, None) is not None:
                 jd[key] = vec(getattr(j, key))
         if j.mimic is not None:
-            jd["mimic"] = {"joint": j.mimic[0], "multiplier": float(j.mimic[1]),
-                           "offset": float(j.mimic[2])}
+            jd["mimic"] = _mimic_dict(j, model)
         I = body.inertia
         bd = {"name": body.name, "parent": j.parent, "joint": jd, "mass": float(I.mass),
               "com": vec(I.com), "inertia": [vec(r) for r in I.inertia]}
@@ -717,7 +716,34 @@ def model_to_dict(model):
         init["qd"] = vec(model.qd0)
     if init:
         out["initial"] = init
+    _check_loads_again(out, model)
     return out
+
+
+def _mimic_dict(j, model):
+    """A mimic joint's YAML entry from its (leader, multiplier, offset)."""
+    try:
+        leader, multiplier, offset = j.mimic
+        return {"joint": leader, "multiplier": float(multiplier), "offset": float(offset)}
+    except (TypeError, ValueError):
+        raise ModelError(f"mimic must be (leader joint, multiplier, offset), got {j.mimic!r}"[:200],
+                         source=model.source, element=f"joint '{j.name}'") from None
+
+
+def _check_loads_again(data, model):
+    """ModelError unless the dict reads back as a model (names, numbers and the rest as the
+    reader takes them; the whole-model checks left to the loading): a model built in Python
+    may hold what no file may (a name 'my-robot', a body name with a newline)."""
+    import warnings
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model_from_dict(data, "<the dumped model>", merge_fixed=False)
+    except ModelError as e:
+        element = e.element if e.element and e.element.isprintable() and len(e.element) < 100 \
+            else None
+        raise ModelError(f"dump_yaml: the model would not load again from YAML: {e.problem}",
+                         source=model.source, element=element) from None
 
 
 def _rpy_of(R):
