@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -802,6 +803,72 @@ def test_semi_implicit_keeps_a_spinning_free_flyers_energy(tmp_path, build):
     fine, e2 = run(5e-4)
     assert coarse.energy_drift < 1e-3 and fine.energy_drift < 5e-4
     assert e1 < 0.1 and 1.8 < e1 / e2 < 2.2
+
+
+COUPLED_THEN_BALL = """
+name: coupled_ball
+gravity: [0, 0, 0]
+bodies:
+  - {name: a, parent: world, mass: 1, inertia: [0.1, 0.1, 0.1], com: [0.1, 0, 0],
+     joint: {name: ja, type: revolute, axis: [0, 0, 1]}}
+  - {name: b, parent: a, mass: 1, inertia: [0.1, 0.1, 0.1], com: [0.1, 0, 0],
+     joint: {name: jb, type: revolute, axis: [0, 1, 0], xyz: [0.3, 0, 0],
+             mimic: {joint: ja, multiplier: 0.5, offset: 0.0}}}
+  - {name: c, parent: b, mass: 1, inertia: [0.1, 0.2, 0.3], com: [0.1, 0, 0],
+     joint: {name: jc, type: spherical, xyz: [0.3, 0, 0]}}
+initial:
+  qd: [0.2, 0.1, 3.0, 0.2]
+"""
+
+
+def test_a_chart_after_a_mimic_joint_switches_its_own_coordinates(tmp_path, build):
+    """The switching and the Lie groups counted a mimic joint's coordinate, which q does not
+    have: the ball's chart was read one entry late, and its switch failed with a bare TypeError.
+    q = [ja, jc[0..2]]: the switch acts on q[1:4] and keeps the energy."""
+    from scleron.simulate.charts import switchables
+    from scleron.simulate.simulator import lie_groups
+    path = tmp_path / "coupled_ball.yaml"
+    path.write_text(COUPLED_THEN_BALL)
+    model = scleron.load_model(str(path))
+    assert model.coordinate_names() == ["ja", "jc[0]", "jc[1]", "jc[2]"]
+    assert [(s.start, s.v_start) for s in switchables(model)] == [(1, 1)]
+    model.joints[2].type, model.joints[2].params = "spherical_quat", {}
+    assert lie_groups(model) == [("so3", 1)]
+    traj = simulate(str(path), 2.0, 1e-3, out_dir=build, progress=False)
+    assert [s.joint for s in traj.switches] == ["jc"] and traj.energy_drift < 1e-7
+
+
+COMPOSITE_BALL = """
+name: composite_ball
+gravity: [0, 0, -9.81]
+bodies:
+  - name: b
+    parent: world
+    joint: {name: j, type: composite, parts: [{type: translational}, {type: spherical, chart: XYZ}]}
+    mass: 1.3
+    inertia: [0.02, 0.05, 0.06]
+initial:
+  qd: [0, 0, 0, 0.001, 4.0, 0.0005]
+"""
+
+
+def test_a_composites_ball_near_gimbal_lock_is_named(tmp_path, build):
+    """A composite's spherical part keeps its chart: through gimbal lock the run ended in "the
+    state became non-finite" without a word of why, or, at a smaller step, finished wrong in
+    silence (an outside tester). The error names the joint and its singularity, and a run that
+    gets through warns."""
+    path = tmp_path / "composite_ball.yaml"
+    path.write_text(COMPOSITE_BALL)
+    with pytest.raises(SimulationError,
+                       match=r"non-finite at t = .*: joint 'j' came near the gimbal lock of its "
+                             r"chart XYZ \(\|cos\(q2\)\| = "):
+        simulate(str(path), 1.0, 1e-3, out_dir=build, progress=False)
+    with pytest.warns(scleron.SimulationWarning, match="joint 'j' came near the gimbal lock.*"
+                                                       "composite joint's parts keep"):
+        simulate(str(path), 0.5, 1e-4, out_dir=build, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                        # away from it: no warning
+        simulate(str(path), 0.3, 1e-3, out_dir=build, progress=False)
 
 
 def test_the_implicit_integrator_starts_on_a_spline_knot(build):

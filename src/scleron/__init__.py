@@ -13,6 +13,7 @@ with command_start():       # the imports below take a second or two (sympy)
     from .model.urdf import MimicWarning                         # noqa: E402,F401
     from .model.mjcf import MjcfWarning                          # noqa: E402,F401
     from .model.osim import OsimWarning                          # noqa: E402,F401
+    from .simulate import SimulationWarning                      # noqa: E402,F401
 
 
 def load_model(path, **kwargs):

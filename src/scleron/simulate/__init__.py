@@ -16,7 +16,7 @@ forward dynamics, one compiled variant per combination of Euler charts visited, 
     charts.py       Euler chart switching and exp-coordinate re-parameterisation (Sueda §2.5)
     variants.py     the generated module of each chart combination, and the cache folder
     energy.py       T and V of recorded states from the generated kinetic/potential_energy
-    trajectory.py   Trajectory (.npz round trip), Switch, SimulationError
+    trajectory.py   Trajectory (.npz round trip), Switch, SimulationError, SimulationWarning
     progress.py     the progress bar;  plot.py: the PNG;  cli.py: `scleron simulate`
 """
 from .api import DEFAULT_SWITCH_THRESHOLD, EXP_LIMIT, MAX_STEPS, simulate
@@ -24,10 +24,10 @@ from .charts import best_chart, chart_det, reparameterise_exp, switch_euler
 from .cli import add_parser, cmd_simulate, main
 from .integrators import INTEGRATORS
 from .plot import plot_trajectory, require_matplotlib
-from .trajectory import SimulationError, Switch, Trajectory
+from .trajectory import SimulationError, SimulationWarning, Switch, Trajectory
 from .variants import default_build_dir
 
-__all__ = ["simulate", "Trajectory", "Switch", "SimulationError", "INTEGRATORS",
+__all__ = ["simulate", "Trajectory", "Switch", "SimulationError", "SimulationWarning", "INTEGRATORS",
            "DEFAULT_SWITCH_THRESHOLD", "EXP_LIMIT", "MAX_STEPS", "add_parser", "cmd_simulate", "main",
            "plot_trajectory", "require_matplotlib", "default_build_dir", "best_chart", "chart_det",
            "switch_euler", "reparameterise_exp"]

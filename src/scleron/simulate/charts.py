@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..joints import charts, joint_model
+from ..joints import charts, joint_dof, joint_model
 
 # chart "ABC": det S = ±cos q2 (Tait-Bryan, A != C) or -sin q2 (proper Euler, A == C), Sueda Table 3
 _TRIG = {True: math.sin, False: math.cos}
@@ -89,6 +89,48 @@ class Switchable:
     v_start: int = None  # its index in qd (start, unless a quaternion joint comes before)
 
 
+@dataclass
+class KeptChart:
+    """An Euler-chart rotation that never switches: its singularity is watched, not left."""
+    name: str           # the joint's
+    start: int          # index in q of the chart's first angle
+    chart: str
+    why: str            # why it keeps its chart
+
+
+def kept_charts(model, tau=None):
+    """The Euler-chart rotations that keep their chart, in model order: a spherical or free joint
+    with a spring, an armature or a constant force on its rotation (_keeps_chart), and the
+    spherical parts of composite joints (their coordinates are the composite's own)."""
+    out, k, kv = [], 0, 0
+    constant = tau is not None and not callable(tau)
+    for j in model.joints:
+        if j.mimic is not None:             # no coordinates of its own
+            continue
+        skip = 3 if j.type == "free" else 0
+        own = np.asarray(tau, dtype=float)[kv:kv + j.dof] if constant else None
+        if j.type in ("spherical", "free") and _keeps_chart(j, skip, own):
+            out.append(KeptChart(j.name, k + skip, j.params.get("chart", "XYZ"),
+                                 "a spring, an armature or a constant force on it keeps its chart"))
+        for at, part in _composite_parts(j, k):
+            if part["type"] == "spherical":
+                out.append(KeptChart(j.name, at, part.get("params", {}).get("chart", "XYZ"),
+                                     "a composite joint's parts keep their charts"))
+        k += j.nq
+        kv += j.dof
+    return out
+
+
+def _composite_parts(joint, k):
+    """(index in q of its first coordinate, part) of each part of a composite joint at q[k]."""
+    out = []
+    if joint.type == "composite":
+        for part in joint.params.get("parts", []):
+            out.append((k, part))
+            k += joint_dof(part["type"], part.get("params", {}))
+    return out
+
+
 def _rotation_carries(values, skip):
     """Whether per-coordinate values (one number for all, or one per coordinate) are not all
     zero on the three rotation coordinates from `skip`."""
@@ -117,6 +159,8 @@ def switchables(model, tau=None):
     out, k, kv = [], 0, 0
     constant = tau is not None and not callable(tau)
     for i, j in enumerate(model.joints):
+        if j.mimic is not None:             # no coordinates of its own (q skips it)
+            continue
         skip = 3 if j.type == "free" else 0
         own = np.asarray(tau, dtype=float)[kv:kv + j.dof] if constant else None
         if not _keeps_chart(j, skip, own):

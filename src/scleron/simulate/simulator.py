@@ -2,16 +2,18 @@
 import math
 import re
 import time
+import warnings
 
 import numpy as np
 
-from .charts import chart_det, det_name, reparameterise_exp, switch_euler, switchables
+from .charts import (chart_det, det_name, kept_charts, reparameterise_exp, switch_euler,
+                     switchables)
 from .energy import energies
 from ..model.joint_types import joint_configuration
 from .integrators import (NEEDS_DERIVATIVES, derivative, dopri_step, error_norm, fixed_step,
                           step_factor, velocity_bracket)
 from .progress import Progress
-from .trajectory import SimulationError, Switch, Trajectory
+from .trajectory import SimulationError, SimulationWarning, Switch, Trajectory
 from .variants import Variants
 
 MAX_STEPS = 100_000_000      # steps of a run, fixed (checked before it) or adaptive (rk45)
@@ -38,6 +40,8 @@ def lie_groups(model):
     """(kind, first index in qd) of the joints whose configurations are not vector spaces."""
     out, k = [], 0
     for j in model.joints:
+        if j.mimic is not None:             # no coordinates of its own (qd skips it)
+            continue
         space = joint_configuration(j.type)
         if space != "vector":
             out.append(("so3" if space == "quaternion" else "se3", k))
@@ -60,6 +64,8 @@ class Simulator:
         sw = switchables(model, tau)
         self.euler = [s for s in sw if s.kind == "euler"]
         self.exp = [s for s in sw if s.kind == "exp"]
+        self.kept = kept_charts(model, tau)
+        self.nearest = {}          # kept chart's joint -> (smallest |det S| met, t, KeptChart)
         self.variants = Variants(model, build_dir, self.euler, self.progress, log,
                                  derivatives=integrator in NEEDS_DERIVATIVES)
         self.tau = tau
@@ -175,10 +181,26 @@ class Simulator:
         return ke, pe
 
     def check_finite(self, t):
+        """SimulationError once the state is not finite (after a step), naming a kept chart's
+        singularity where one was met; else notes how near the kept charts came to theirs."""
         if not np.isfinite(self.q.sum() + self.qd.sum()):
-            raise SimulationError(f"the state became non-finite at t = {t:.6g} s "
-                                  f"(a smaller --dt, rk45, or the implicit integrator for stiff "
-                                  f"springs and dampers may help)")
+            near = self.near_singularities()
+            raise SimulationError(f"the state became non-finite at t = {t:.6g} s" +
+                                  (f": {near}" if near else
+                                   " (a smaller --dt, rk45, or the implicit integrator for stiff "
+                                   "springs and dampers may help)"))
+        for c in self.kept:
+            d = abs(chart_det(c.chart, self.q[c.start + 1]))
+            if d < self.nearest.get(c.name, (math.inf,))[0]:
+                self.nearest[c.name] = (d, t, c)
+
+    def near_singularities(self):
+        """What the kept charts' singularities did to the run, or "" (none came near)."""
+        near = [(d, t, c) for d, t, c in self.nearest.values() if d < self.threshold]
+        return "; ".join(
+            f"joint '{c.name}' came near the gimbal lock of its chart {c.chart} "
+            f"(|{det_name(c.chart)}| = {d:.2g} at t = {t:.6g} s; {c.why}): the run is inaccurate "
+            f"there; a spherical_quat or free_flyer joint has no such point" for d, t, c in near)
 
     # -- the loops -------------------------------------------------------------------------------
     def run_fixed(self):
@@ -299,6 +321,8 @@ class Simulator:
             self.progress.update(self.duration, f"switches {len(self.switches)}", force=True)
         finally:
             self.progress.close()
+        if self.near_singularities():
+            warnings.warn(self.near_singularities(), SimulationWarning, stacklevel=3)
         return self.trajectory(steps, rejected, time.perf_counter() - t_start)
 
     def trajectory(self, steps, rejected, wall_time):
@@ -328,6 +352,7 @@ class Simulator:
         wrenches = [b.name for b in self.model.bodies if b.wrench is not None and any(b.wrench)]
         if wrenches:
             out.append(f"external wrenches do work ({_names(wrenches)})")
+
         return out
 
 

@@ -16,6 +16,11 @@ class SimulationError(RuntimeError):
     """The integration cannot go on (non-finite state, step-size underflow, a jump over a singularity)."""
 
 
+class SimulationWarning(UserWarning):
+    """The run went on, but part of it is inaccurate (a chart that does not switch came near its
+    singularity)."""
+
+
 @dataclass
 class Switch:
     """One change of coordinates: at `time`, joint `joint` went from chart `old` to chart `new`
