@@ -182,6 +182,12 @@ def test_exp_reparameterisation_keeps_rotation_and_angular_velocity(rng):
     assert np.linalg.norm(q_new) == pytest.approx(math.pi - 0.01, abs=1e-12)
     assert np.allclose(jm.numeric("R", q_new), jm.numeric("R", q), atol=1e-12)
     assert np.allclose(jm.numeric("S", q_new)[:3] @ qd_new, jm.numeric("S", q)[:3] @ qd, atol=1e-12)
+    # after a huge step (|q| = 109.28 rad: 2 pi - |q| was 103 rad, still past pi): whole turns
+    q = 109.28 * axis / np.linalg.norm(axis)
+    q_new, qd_new = reparameterise_exp(q, qd)
+    assert np.linalg.norm(q_new) == pytest.approx(abs(109.28 - 2 * math.pi * 17), abs=1e-12)
+    assert np.allclose(jm.numeric("R", q_new), jm.numeric("R", q), atol=1e-12)
+    assert np.allclose(jm.numeric("S", q_new)[:3] @ qd_new, jm.numeric("S", q)[:3] @ qd, atol=1e-9)
 
 
 # -------------------------------------------------------------------------------------------------

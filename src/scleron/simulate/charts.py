@@ -67,11 +67,13 @@ def switch_euler(old, q3, qd3):
 
 def reparameterise_exp(q3, qd3):
     """Grassia's re-parameterisation of exponential coordinates: the same rotation with
-    ‖q‖ replaced by 2π - ‖q‖ (q <- (1 - 2π/‖q‖) q), and the same angular velocity S(q) q̇."""
+    ‖q‖ replaced by 2π - ‖q‖ (q <- (1 - 2π/‖q‖) q), and the same angular velocity S(q) q̇; from
+    ‖q‖ > 3π (a huge step) by ‖q‖ - 2πk, k the nearest whole number of turns, so ‖q_new‖ <= π."""
     jm = joint_model("ball_exp")
     q3 = np.asarray(q3, dtype=float)
     theta = float(np.linalg.norm(q3))
-    q_new = (1.0 - 2.0 * math.pi / theta) * q3
+    turns = max(1, round(theta / (2.0 * math.pi)))
+    q_new = (1.0 - 2.0 * math.pi * turns / theta) * q3
     qd_new = np.linalg.solve(jm.numeric("S", q_new)[:3], jm.numeric("S", q3)[:3] @ np.asarray(qd3, dtype=float))
     return q_new, qd_new
 
