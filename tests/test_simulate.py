@@ -768,6 +768,10 @@ def test_quaternion_joints_integrate_on_the_manifold_at_full_order(tmp_path, bui
     model = scleron.load_model(str(path))
     ref = simulate(model, 1.0, 0.005, out_dir=build, progress=False)
     assert ref.q.shape[1] == model.nq == 11 and ref.qd.shape[1] == model.nv == 9
+    assert len(ref.coordinate_names) == 11 and ref.velocity_names[-3:] == [     # (the .npz had
+        "arm_joint[0]", "arm_joint[1]", "arm_joint[2]"]                       # no qd names)
+    ref.save(tmp_path / "q.npz")
+    assert Trajectory.load(tmp_path / "q.npz").velocity_names == ref.velocity_names
     assert np.allclose(np.linalg.norm(ref.q[:, 3:7], axis=1), 1, atol=1e-13)
     assert np.allclose(np.linalg.norm(ref.q[:, 7:11], axis=1), 1, atol=1e-13)
     assert ref.energy_drift < 1e-9 and not ref.switches

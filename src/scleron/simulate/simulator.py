@@ -336,7 +336,8 @@ class Simulator:
                           [j.name for j in self.model.joints], self.model.coordinate_names(),
                           self.model.name, self.integrator, self.dt, steps, rejected, wall_time,
                           coordinate_units=coordinate_units(self.dyn, self.model.nq),
-                          build_dir=self.variants.build_dir, work=self.work())
+                          build_dir=self.variants.build_dir, work=self.work(),
+                          velocity_names=self.model.coordinate_names(velocities=True))
 
     def work(self):
         """What adds or takes energy (for the summary): the joint forces, the dampers, the

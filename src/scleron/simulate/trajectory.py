@@ -52,6 +52,8 @@ class Trajectory:
 
     t (N,), q (N, nq), qd (N, nv) in the charts current at each sample (charts (N, J), the chart of
     each joint in chart_joints), energy = kinetic + potential (N,) in J, switches (list of Switch).
+    coordinate_names: a name per column of q; velocity_names: per column of qd (they differ where
+    nq != nv: a quaternion joint has 4 entries of q, 3 of qd).
     coordinate_units: "rad", "m" or "" per coordinate (what the plot groups by); build_dir: the
     folder of the generated dynamics (one subfolder per chart combination). work: what adds or
     takes energy, so that E need not stay constant ("tau is not zero: work is done", "dampers
@@ -77,6 +79,7 @@ class Trajectory:
     coordinate_units: list = field(default_factory=list)
     build_dir: str = ""
     work: list = field(default_factory=list)
+    velocity_names: list = field(default_factory=list)     # qd's columns (nv; q's: nq)
 
     @property
     def energy_drift(self):
@@ -95,6 +98,7 @@ class Trajectory:
                      chart_joints=_strings(self.chart_joints), joint_names=_strings(self.joint_names),
                      coordinate_names=_strings(self.coordinate_names),
                      coordinate_units=_strings(self.coordinate_units),
+                     velocity_names=_strings(self.velocity_names),
                      switch_time=np.array([s.time for s in sw], dtype=float),
                      switch_step=np.array([s.step for s in sw], dtype=np.int64),
                      switch_joint=_strings([s.joint for s in sw]), switch_old=_strings([s.old for s in sw]),
@@ -136,8 +140,10 @@ class Trajectory:
                   z["switch_step"], details)]
         units = [str(x) for x in z["coordinate_units"]] if "coordinate_units" in z else []
         work = [str(x) for x in z["work"]] if "work" in z else []
+        velocity_names = [str(x) for x in z["velocity_names"]] if "velocity_names" in z else []
         return cls(z["t"], z["q"], z["qd"], z["energy"], z["kinetic"], z["potential"], sw,
                    z["charts"], [str(x) for x in z["chart_joints"]],
                    [str(x) for x in z["joint_names"]], [str(x) for x in z["coordinate_names"]],
                    str(z["model_name"]), str(z["integrator"]), float(z["dt"]), int(z["steps"]),
-                   int(z["rejected"]), coordinate_units=units, work=work)
+                   int(z["rejected"]), coordinate_units=units, work=work,
+                   velocity_names=velocity_names)
