@@ -214,6 +214,19 @@ def test_q_from_R_round_trip(name):
         if abs(charts.det_S(name, qa)) > 0.1:
             Ra = charts.R_num(name, qa)
             assert np.allclose(charts.R_num(name, charts.q_from_R(name, Ra)), Ra, atol=1e-12)
+    for R in _gimbal_locked(name, rng):       # Table 3's q1 and q3 were atan2 of (±0, ±0) there:
+        assert np.allclose(charts.R_num(name, charts.q_from_R(name, R)), R, atol=1e-12)   # ZYZ
+        # of Rz(1) gave Rz(pi) (an outside tester)
+
+
+def _gimbal_locked(name, rng, n=6):
+    """Rotations at the chart's singularity (q2 = 0, pi or ±pi/2), with the zeros exact."""
+    q2s = [0.0, np.pi] if name[0] == name[2] else [np.pi / 2, -np.pi / 2]
+    out = []
+    for k in range(n):
+        R = charts.R_num(name, [rng.uniform(-3, 3), q2s[k % 2], rng.uniform(-3, 3)])
+        out.append(np.where(np.abs(R) < 1e-15, 0.0, R))
+    return out
 
 
 def test_switch_chart_preserves_rotation_and_angular_motion():
@@ -290,6 +303,8 @@ def test_write_charts_python_module(generated):
         assert np.allclose(fns["R"](q), charts.R_num(name, q), atol=1e-14)
         assert np.isclose(fns["detS"](q), charts.det_S(name, q), atol=1e-14)
         assert np.allclose(fns["q_from_R"](fns["R"](q)), q, atol=1e-10)
+        for R in _gimbal_locked(name, rng):
+            assert np.allclose(fns["R"](fns["q_from_R"](R)), R, atol=1e-12)
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not available")
@@ -337,6 +352,9 @@ def test_write_charts_c_compiles_and_agrees(generated):
         qb = np.zeros(3)
         fq(R, qb)
         assert np.allclose(qb, q, atol=1e-10)
+        for Rl in _gimbal_locked(name, rng):
+            fq(np.ascontiguousarray(Rl.reshape(9)), qb)
+            assert np.allclose(charts.R_num(name, qb), Rl, atol=1e-12)
         lib.scleron_chart_index.argtypes, lib.scleron_chart_index.restype = [ctypes.c_char_p], ctypes.c_int
         assert lib.scleron_chart_index(name.encode()) == idx
     assert lib.scleron_chart_index(b"XXX") == -1

@@ -195,6 +195,22 @@ _Q_FROM_R = {
 }
 
 
+# At the singularity (|sin q2| or |cos q2| below GIMBAL_LOCK) only q1 + q3 (or q1 - q3) is
+# defined: q1 = 0 there, and q3 from the row of R that R_B leaves alone (row B of R_B(q2) R_C(q3)
+# is row B of R_C(q3)), so that R(q) = R. Table 3's q1 and q3 are then atan2 of rounding noise.
+GIMBAL_LOCK = 1e-9
+_AXIS = {"X": 0, "Y": 1, "Z": 2}
+
+
+def _singular_q3(name):
+    """(c, d), signed 1-based entries: q3 = atan2(c, d) at the chart's singularity with q1 = 0."""
+    b, c = _AXIS[name[1]], _AXIS[name[2]]
+    j, k = (c + 1) % 3, (c + 2) % 3          # R_C: [j][j] = [k][k] = cos, [k][j] = sin = -[j][k]
+    if b == j:
+        return -(10 * (j + 1) + k + 1), 10 * (j + 1) + j + 1
+    return 10 * (k + 1) + j + 1, 10 * (k + 1) + k + 1
+
+
 def _entry(R, signed_index):
     sign = -1.0 if signed_index < 0 else 1.0
     i, j = divmod(abs(signed_index), 10)
@@ -204,9 +220,9 @@ def _entry(R, signed_index):
 def q_from_R(name, R):
     """Numeric chart coordinates q (numpy array of 3) of a rotation matrix, from Sueda's Table 3.
 
-    The result is valid away from the chart's singularity (det S = 0). The angles lie in the principal
-    ranges: q1, q3 in (-pi, pi]; q2 in [0, pi] for proper Euler charts and in [-pi/2, pi/2] for Tait-Bryan
-    charts.
+    The angles lie in the principal ranges: q1, q3 in (-pi, pi]; q2 in [0, pi] for proper Euler
+    charts and in [-pi/2, pi/2] for Tait-Bryan charts. At the chart's singularity (det S = 0, to
+    GIMBAL_LOCK) q1 = 0 and q3 takes the whole turn about the first and third axes.
     """
     _check_name(name)
     R = np.asarray(R, dtype=float).reshape(3, 3).tolist()
@@ -217,6 +233,9 @@ def q_from_R(name, R):
     em = _entry(R, m)
     q2 = np.arctan2(other, em) if kind == "acos" else np.arctan2(em, other)
     q3 = np.arctan2(_entry(R, c), _entry(R, d))
+    if other < GIMBAL_LOCK:
+        c, d = _singular_q3(name)
+        q1, q3 = 0.0, np.arctan2(_entry(R, c), _entry(R, d))
     return np.array([q1, q2, q3], dtype=float)
 
 
@@ -375,14 +394,20 @@ def _c_q_from_R(name):
         return ("-" if s < 0 else "") + f"R[{3 * (i - 1) + (j - 1)}]"
 
     q2 = (f"atan2(other, {ent(m)})" if kind == "acos" else f"atan2({ent(m)}, other)")
+    sc, sd = _singular_q3(name)
     return "\n".join([
         f"void scleron_chart_{name}_q_from_R(const double R[9], double q[3])",
         "{",
         f"    const double a = {ent(a)}, b = {ent(b)};",
         "    const double other = hypot(a, b);",
-        "    q[0] = atan2(a, b);",
         f"    q[1] = {q2};",
-        f"    q[2] = atan2({ent(c)}, {ent(d)});",
+        f"    if (other < {GIMBAL_LOCK!r}) {{       /* gimbal lock: q1 = 0, q3 the whole turn */",
+        "        q[0] = 0.0;",
+        f"        q[2] = atan2({ent(sc)}, {ent(sd)});",
+        "    } else {",
+        "        q[0] = atan2(a, b);",
+        f"        q[2] = atan2({ent(c)}, {ent(d)});",
+        "    }",
         "}",
     ])
 
@@ -570,11 +595,14 @@ def _py_q_from_R(name):
         return ("-" if s < 0 else "") + f"R[{i - 1}][{j - 1}]"
 
     q2 = (f"math.atan2(other, {ent(m)})" if kind == "acos" else f"math.atan2({ent(m)}, other)")
+    sc, sd = _singular_q3(name)
     return "\n".join([
         f"def {name}_q_from_R(R):",
         "    R = numpy.asarray(R, dtype=float).reshape(3, 3).tolist()",
         f"    a, b = {ent(a)}, {ent(b)}",
         "    other = math.hypot(a, b)",
+        f"    if other < {GIMBAL_LOCK!r}:       # gimbal lock: q1 = 0, q3 the whole turn",
+        f"        return numpy.array([0.0, {q2}, math.atan2({ent(sc)}, {ent(sd)})])",
         f"    return numpy.array([math.atan2(a, b), {q2}, math.atan2({ent(c)}, {ent(d)})])",
     ])
 
