@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_2a42e76d4a6c"
-HASH = "2a42e76d4a6c861c6c949dce632618b3b98fb2af805f66c32bd26e585232921f"
+MODULE = "_branched_ffb528c1032e"
+HASH = "ffb528c1032e8e853c5963a48762bb95b6148c3039cb668447840fc060241b66"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -722,7 +722,10 @@ def bind(function, *arrays):
     outputs after.
     """
     if callable(function):
-        function = getattr(function, "__name__", function)
+        given, function = function, getattr(function, "__name__", function)
+        if globals().get(function) is not given:       # e.g. another generated module's
+            raise ValueError(f"bind: {given!r} is not this module's function ({__name__} at "
+                             f"{HERE}): bind a module's functions with its own bind")
     if function not in _SIGNATURES:
         raise ValueError(f"unknown function {function!r} (one of {', '.join(_SIGNATURES)})")
     inputs, outputs = _SIGNATURES[function]

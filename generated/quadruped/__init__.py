@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_7916bb278ba2"
-HASH = "7916bb278ba2eb3317e6e069cd38b1ed6ae333e0bacf2d9af0b2284156f33ea6"
+MODULE = "_quadruped_808a2164d749"
+HASH = "808a2164d749426063e81ad639b54df3e8452666032b2ee6e42fccef71af1617"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -722,7 +722,10 @@ def bind(function, *arrays):
     outputs after.
     """
     if callable(function):
-        function = getattr(function, "__name__", function)
+        given, function = function, getattr(function, "__name__", function)
+        if globals().get(function) is not given:       # e.g. another generated module's
+            raise ValueError(f"bind: {given!r} is not this module's function ({__name__} at "
+                             f"{HERE}): bind a module's functions with its own bind")
     if function not in _SIGNATURES:
         raise ValueError(f"unknown function {function!r} (one of {', '.join(_SIGNATURES)})")
     inputs, outputs = _SIGNATURES[function]

@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_fe8b8d686dd0"
-HASH = "fe8b8d686dd017593ed196fdd0def835ca8e6dbf5e63f83df2cd878b6c2cf533"
+MODULE = "_rc100_02ddb740837e"
+HASH = "02ddb740837e73e98f06264777b4cf633934935c217ce862965ab51f5a62bfc4"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -722,7 +722,10 @@ def bind(function, *arrays):
     outputs after.
     """
     if callable(function):
-        function = getattr(function, "__name__", function)
+        given, function = function, getattr(function, "__name__", function)
+        if globals().get(function) is not given:       # e.g. another generated module's
+            raise ValueError(f"bind: {given!r} is not this module's function ({__name__} at "
+                             f"{HERE}): bind a module's functions with its own bind")
     if function not in _SIGNATURES:
         raise ValueError(f"unknown function {function!r} (one of {', '.join(_SIGNATURES)})")
     inputs, outputs = _SIGNATURES[function]

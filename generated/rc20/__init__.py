@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_f0b87ec93f76"
-HASH = "f0b87ec93f76582f1b45c3463bea0a64e4592a770f75813f6cadbb7f0a72fe85"
+MODULE = "_rc20_8a781664200c"
+HASH = "8a781664200c28224bbe7a0137ad00ba3c1a2903708c8d6aff02cf8dcf5046c4"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -722,7 +722,10 @@ def bind(function, *arrays):
     outputs after.
     """
     if callable(function):
-        function = getattr(function, "__name__", function)
+        given, function = function, getattr(function, "__name__", function)
+        if globals().get(function) is not given:       # e.g. another generated module's
+            raise ValueError(f"bind: {given!r} is not this module's function ({__name__} at "
+                             f"{HERE}): bind a module's functions with its own bind")
     if function not in _SIGNATURES:
         raise ValueError(f"unknown function {function!r} (one of {', '.join(_SIGNATURES)})")
     inputs, outputs = _SIGNATURES[function]

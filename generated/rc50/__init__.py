@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_179ba01794ea"
-HASH = "179ba01794eae2d641697c12c503ae9a82ecfcea081f4b175c2caf5e38e2f523"
+MODULE = "_rc50_573c8b483bda"
+HASH = "573c8b483bdab1e784cab84598c5a946d654109c29bb797dd1ea4aec922cc7c0"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -722,7 +722,10 @@ def bind(function, *arrays):
     outputs after.
     """
     if callable(function):
-        function = getattr(function, "__name__", function)
+        given, function = function, getattr(function, "__name__", function)
+        if globals().get(function) is not given:       # e.g. another generated module's
+            raise ValueError(f"bind: {given!r} is not this module's function ({__name__} at "
+                             f"{HERE}): bind a module's functions with its own bind")
     if function not in _SIGNATURES:
         raise ValueError(f"unknown function {function!r} (one of {', '.join(_SIGNATURES)})")
     inputs, outputs = _SIGNATURES[function]
