@@ -101,6 +101,14 @@ def test_two_models_whose_names_differ_in_case_declare_both(written_sources):
         "{ Branched_forward_dynamics(q, qd, tau, qdd); branched_forward_dynamics(q, qd, tau, qdd); }\n")
     compiles_cleanly(["gcc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-fsyntax-only",
                       "-Werror=implicit-function-declaration", "both.c"], written_sources)
+    # two models of other sizes: their BRANCHED_NQ... would differ, an #error says so
+    files, _, _ = build_sources(scleron.load_model(example("rc20.yaml")), "Branched",
+                                functions=["fd"])
+    (written_sources / "Branched_dynamics.h").write_text(files["Branched_dynamics.h"])
+    done = subprocess.run(["gcc", "-std=c99", "-fsyntax-only", "both.c"], cwd=written_sources,
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "BRANCHED_NQ/_NV/_NFRAMES are defined otherwise by another " \
+        "model's header, of a name that differs from 'branched' only in case" in done.stderr
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc")

@@ -1017,6 +1017,31 @@ def test_dump_yaml_refuses_what_would_not_load_again(tmp_path, model_name, body_
         dump_yaml(m, tmp_path / "m.yaml")
 
 
+
+def test_dump_yaml_refuses_what_the_whole_model_checks_refuse(tmp_path):
+    """The whole-model checks of loading too: a mimic of a joint the model lacks, no moving
+    body (a reviewer), an inertia accepted as "relaxed" (YAML takes physical inertias only)."""
+    from scleron.model.yaml_loader import dump_yaml
+    inertia = dict(mass=1.0, com=(0.1, 0, 0), inertia=(0.01, 0.01, 0.01))
+    welded = scleron.Model("welded")
+    welded.add_body("a", "world", joint="fixed", **inertia)
+    with pytest.raises(ModelError, match="would not load again from YAML: the model has no moving"):
+        dump_yaml(welded, tmp_path / "w.yaml")
+    m = scleron.Model("mimics")
+    m.add_body("a", "world", **inertia)
+    m.add_body("b", "a", **inertia)
+    m.joints[1].mimic = ("nope", 1.0, 0.0)
+    with pytest.raises(ModelError, match="would not load again from YAML: .*'nope'"):
+        dump_yaml(m, tmp_path / "m.yaml")
+    assert not (tmp_path / "w.yaml").exists() and not (tmp_path / "m.yaml").exists()
+    relaxed = scleron.Model("relaxed")
+    relaxed.inertia_checks = "relaxed"
+    with pytest.warns(scleron.InertiaWarning):
+        relaxed.add_body("a", "world", mass=1.0, inertia=(0.1, 0.1, 0.5))   # not I1 + I2 >= I3
+    with pytest.raises(ModelError, match="would not load again from YAML: principal moments"):
+        dump_yaml(relaxed, tmp_path / "r.yaml")
+
+
 @pytest.mark.parametrize("written, read", [("010", 10.0), ("0x10", 16.0), ("1.5e0", 1.5),
                                            ("1:30", None), ("1_000", None)])
 def test_yaml_numbers_are_read_as_yaml_1_2_writes_them(tmp_path, written, read):

@@ -879,6 +879,12 @@ def test_a_composites_ball_near_gimbal_lock_is_named(tmp_path, build):
     with warnings.catch_warnings():
         warnings.simplefilter("error")                        # away from it: no warning
         simulate(str(path), 0.3, 1e-3, out_dir=build, progress=False)
+    from scleron.simulate.charts import kept_charts       # a free part: its angles after x, y, z
+    free = COMPOSITE_BALL.replace("{type: translational}, {type: spherical, chart: XYZ}",
+                                  "{type: free, chart: ZYX}")
+    (tmp_path / "composite_free.yaml").write_text(free)
+    watched = kept_charts(scleron.load_model(str(tmp_path / "composite_free.yaml")))
+    assert [(c.name, c.start, c.chart) for c in watched] == [("j", 3, "ZYX")]
 
 
 def test_the_implicit_integrator_starts_on_a_spline_knot(build):

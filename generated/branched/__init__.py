@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_ffb528c1032e"
-HASH = "ffb528c1032e8e853c5963a48762bb95b6148c3039cb668447840fc060241b66"
+MODULE = "_branched_3f9a23c1d344"
+HASH = "3f9a23c1d34449bac295ca69fdc21a97305bfaf5882bfba9865048b0efc252d3"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

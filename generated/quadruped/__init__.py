@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_808a2164d749"
-HASH = "808a2164d749426063e81ad639b54df3e8452666032b2ee6e42fccef71af1617"
+MODULE = "_quadruped_0d52879f26b0"
+HASH = "0d52879f26b0acdb9fce0b7d08f61101cb0d77bde1c2ec595100f7ea0b3d4273"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -26,8 +26,8 @@
  * written (a function may read back what it wrote, e.g. Minv), and no array may overlap another
  * (the code may assume it does not: restrict). No state is kept between calls: the functions are
  * reentrant and may run in several threads at once. A NaN or inf input gives NaN in the outputs
- * that depend on it, not in all (no trap; M, e.g., does not depend on a one-coordinate root
- * joint's coordinate): check the inputs to flag bad states. Angles above 1e5 rad take libm's sin
+ * that depend on it, not in all (no trap; M, e.g., does not depend on the angle of a root
+ * hinge): check the inputs to flag bad states. Angles above 1e5 rad take libm's sin
  * and cos. Do not compile with -ffast-math: it reorders the range reduction of the built-in sin
  * and cos (errors of 4e-12 near 1e5 rad).
  *
@@ -53,6 +53,9 @@
 extern "C" {
 #endif
 
+#if defined(QUADRUPED_NQ) && (QUADRUPED_NQ != 18 || QUADRUPED_NV != 18 || QUADRUPED_NFRAMES != 13)
+#error "QUADRUPED_NQ/_NV/_NFRAMES are defined otherwise by another model's header, of a name that differs from 'quadruped' only in case: give one of them another name (scleron codegen --name)"
+#endif
 #define QUADRUPED_NQ 18
 #define QUADRUPED_NV 18
 #define QUADRUPED_NFRAMES 13

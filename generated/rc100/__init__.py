@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_02ddb740837e"
-HASH = "02ddb740837e73e98f06264777b4cf633934935c217ce862965ab51f5a62bfc4"
+MODULE = "_rc100_d0d7437b96ee"
+HASH = "d0d7437b96eed58933eb18e9cd42d3a78d58764bf59b85cd881aab835fbfa0f6"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_8a781664200c"
-HASH = "8a781664200c28224bbe7a0137ad00ba3c1a2903708c8d6aff02cf8dcf5046c4"
+MODULE = "_rc20_369b4feba33e"
+HASH = "369b4feba33e0a6ae15be925a26d91294c92b357010cc2bdbe81ce1bd64f5c22"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

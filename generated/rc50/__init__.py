@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_573c8b483bda"
-HASH = "573c8b483bdab1e784cab84598c5a946d654109c29bb797dd1ea4aec922cc7c0"
+MODULE = "_rc50_abf81ee3d2dc"
+HASH = "abf81ee3d2dc9eff1f852a948e6c4849816367b2ff17e9fe40b7bd27cab53c7c"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

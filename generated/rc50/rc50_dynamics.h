@@ -58,8 +58,8 @@
  * written (a function may read back what it wrote, e.g. Minv), and no array may overlap another
  * (the code may assume it does not: restrict). No state is kept between calls: the functions are
  * reentrant and may run in several threads at once. A NaN or inf input gives NaN in the outputs
- * that depend on it, not in all (no trap; M, e.g., does not depend on a one-coordinate root
- * joint's coordinate): check the inputs to flag bad states. Angles above 1e5 rad take libm's sin
+ * that depend on it, not in all (no trap; M, e.g., does not depend on the angle of a root
+ * hinge): check the inputs to flag bad states. Angles above 1e5 rad take libm's sin
  * and cos. Do not compile with -ffast-math: it reorders the range reduction of the built-in sin
  * and cos (errors of 4e-12 near 1e5 rad).
  *
@@ -122,6 +122,9 @@
 extern "C" {
 #endif
 
+#if defined(RC50_NQ) && (RC50_NQ != 50 || RC50_NV != 50 || RC50_NFRAMES != 50)
+#error "RC50_NQ/_NV/_NFRAMES are defined otherwise by another model's header, of a name that differs from 'rc50' only in case: give one of them another name (scleron codegen --name)"
+#endif
 #define RC50_NQ 50
 #define RC50_NV 50
 #define RC50_NFRAMES 50

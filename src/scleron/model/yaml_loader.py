@@ -731,14 +731,15 @@ def _mimic_dict(j, model):
 
 
 def _check_loads_again(data, model):
-    """ModelError unless the dict reads back as a model (names, numbers and the rest as the
-    reader takes them; the whole-model checks left to the loading): a model built in Python
-    may hold what no file may (a name 'my-robot', a body name with a newline)."""
+    """ModelError unless the dict reads back as a model, as load_model reads a YAML file: a
+    model built in Python, or read with inertia="relaxed" (YAML takes physical inertias only),
+    may hold what no YAML file may (a name 'my-robot', a body name with a newline, a mimic of a
+    joint it does not have, no moving body, an inertia breaking the triangle inequality)."""
     import warnings
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model_from_dict(data, "<the dumped model>", merge_fixed=False)
+            model_from_dict(data, "<the dumped model>")
     except ModelError as e:
         element = e.element if e.element and e.element.isprintable() and len(e.element) < 100 \
             else None

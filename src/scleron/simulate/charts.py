@@ -103,7 +103,7 @@ class KeptChart:
 def kept_charts(model, tau=None):
     """The Euler-chart rotations that keep their chart, in model order: a spherical or free joint
     with a spring, an armature or a constant force on its rotation (_keeps_chart), and the
-    spherical parts of composite joints (their coordinates are the composite's own)."""
+    spherical and free parts of composite joints (their coordinates are the composite's own)."""
     out, k, kv = [], 0, 0
     constant = tau is not None and not callable(tau)
     for j in model.joints:
@@ -115,8 +115,9 @@ def kept_charts(model, tau=None):
             out.append(KeptChart(j.name, k + skip, j.params.get("chart", "XYZ"),
                                  "a spring, an armature or a constant force on it keeps its chart"))
         for at, part in _composite_parts(j, k):
-            if part["type"] == "spherical":
-                out.append(KeptChart(j.name, at, part.get("params", {}).get("chart", "XYZ"),
+            if part["type"] in ("spherical", "free"):        # a free part's angles follow x, y, z
+                out.append(KeptChart(j.name, at + (3 if part["type"] == "free" else 0),
+                                     part.get("params", {}).get("chart", "XYZ"),
                                      "a composite joint's parts keep their charts"))
         k += j.nq
         kv += j.dof
