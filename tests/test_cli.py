@@ -334,6 +334,21 @@ def test_an_output_folder_named_like_a_module_is_refused(tmp_path, capsys):
     assert main(["codegen", str(one), "-o", str(tmp_path / "build" / "numpy_model"),
                  "--no-compile"]) == 0
 
+
+def test_an_output_folder_holding_the_current_folder_is_refused(tmp_path, capsys, monkeypatch):
+    """-o . replaced the current folder as a whole: the user's shell was left in a deleted
+    folder, and the command ended in a bare "[Errno 2] No such file or directory"."""
+    from scleron.cli import main
+    one = one_body_model(tmp_path)
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    (tmp_path / "work" / "mine.txt").write_text("the user's")
+    for out in (".", "..", str(tmp_path)):
+        assert main(["codegen", str(one), "-o", out, "--no-compile"]) == 2
+        err = capsys.readouterr().err
+        assert "the current folder is in it" in err and len(err.splitlines()) == 1, err
+    assert (tmp_path / "work" / "mine.txt").read_text() == "the user's"
+
 def test_an_unknown_frame_names_the_model_file(tmp_path, capsys):
     from scleron.cli import main
     assert main(["codegen", example("rc20.yaml"), "-o", str(tmp_path / "x"), "--frames", "nope",

@@ -426,8 +426,14 @@ def write_sources(files, folder):
 def check_package_folder(out_dir):
     """Refuses an output folder whose name is a module the generated package would shadow: the
     folder is a package imported by its name (`sys.path.insert(0, "build"); import rc20`), so
-    `-o build/numpy` made `import numpy` load the generated code, which imports numpy."""
+    `-o build/numpy` made `import numpy` load the generated code, which imports numpy; and one
+    that holds the current folder (`-o .`: replaced as a whole, it was deleted under the shell)."""
     folder = os.path.basename(os.path.normpath(os.fspath(out_dir)))
+    here, target = os.path.realpath(os.getcwd()), os.path.realpath(os.fspath(out_dir))
+    if os.path.commonpath([here, target]) == target:
+        raise ValueError(f"{out_dir}: the generated folder is replaced as a whole, and the "
+                         f"current folder is in it (it would be deleted under you): give a "
+                         f"folder below this one, e.g. -o build/{c_identifier(folder)}")
     if folder in PY_MODULES:
         raise ValueError(f"{out_dir}: the folder's name is the generated package's import name, "
                          f"and {folder!r} would shadow Python's module {folder} wherever the "
