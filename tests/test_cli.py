@@ -418,6 +418,14 @@ def test_importing_code_whose_model_file_changed_warns(tmp_path):
     assert len(warned) == 1 and f"generated from {model}, which has changed since" in warned[0]
     assert main(["codegen", str(model), "-o", str(folder), "--functions", "fd"]) == 0   # up to date
     assert import_warnings() == []
+    # the file edited while the code was being made: the record is of the text read, so the
+    # import warns (it recorded the edited file's hash: stale code, silently; an outside tester)
+    import scleron
+    read = scleron.load_model(str(model))
+    model.write_text(model.read_text() + "# edited during codegen\n")
+    scleron.generate(read, str(folder), functions=["fd"])
+    warned = import_warnings()
+    assert len(warned) == 1 and f"generated from {model}, which has changed since" in warned[0]
 
 
 def test_draw_at_a_configuration_whose_kinematics_overflow_is_one_line(tmp_path, capsys):

@@ -473,7 +473,8 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
         report.cache_hit = True
         clean_stale(out_dir)             # what killed runs left next to the folder
         record_model_file(out_dir, model.source, key,    # (the file may differ in its comments)
-                          included=getattr(model, "included", ()))
+                          included=getattr(model, "included", ()),
+                          digests=getattr(model, "file_digests", None))
         if not compile:
             return None
         module = _load(out_dir, key)     # (compiles the C code of a --no-compile folder)
@@ -488,7 +489,8 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
         progress(f"write: {sum(len(t) for t in files.values()) / 1e6:.1f} MB of sources into {tmp}")
         write_sources(files, tmp)
         record_model_file(tmp, model.source, key, relative_to=out_dir,
-                          included=getattr(model, "included", ()))
+                          included=getattr(model, "included", ()),
+                          digests=getattr(model, "file_digests", None))
         if compile:
             t0 = time.perf_counter()
             compile_folder(tmp, name, progress=progress)

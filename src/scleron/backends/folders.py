@@ -128,18 +128,22 @@ def is_output_folder(path):
 MODEL_FILE_RECORD = "model_file.json"
 
 
-def record_model_file(folder, model_file, key, relative_to=None, included=()):
+def record_model_file(folder, model_file, key, relative_to=None, included=(), digests=None):
     """Writes (or, for a model not read from a file, removes) the folder's MODEL_FILE_RECORD:
     the model file's path relative to the folder (relative_to: the folder a build folder
     becomes) and the SHA-256 of its bytes, and the same of each file it included ("also": an
     MJCF's <include>s); only while the folder holds the generation `key` (under the parent's
-    lock: a concurrent codegen of another model may replace it)."""
+    lock: a concurrent codegen of another model may replace it). digests: {absolute path: SHA-256}
+    of the files as they were read (load_model's file_digests), where given: a file edited
+    while the code was made then differs from its record, and the import warns."""
     record = os.path.join(folder, MODEL_FILE_RECORD)
     where = os.path.abspath(relative_to or folder)
 
     def entry(path):
-        with open(path, "rb") as fh:
-            digest = hashlib.sha256(fh.read()).hexdigest()
+        digest = (digests or {}).get(os.path.abspath(path))
+        if digest is None:
+            with open(path, "rb") as fh:
+                digest = hashlib.sha256(fh.read()).hexdigest()
         return {"path": os.path.relpath(os.path.abspath(path), where), "sha256": digest}
     try:
         text = None

@@ -4,6 +4,7 @@ Also the limits and small helpers that both loaders share: every loader reads it
 read_source(), which refuses missing, unreadable, non-regular and oversized files with a
 ModelError before anything is parsed, so time and memory stay bounded on hostile input.
 """
+import hashlib
 import io
 import os
 import re
@@ -194,11 +195,23 @@ def load_model(path, **kw):
                              + ((", ".join(takes[:-1]) + " and " if len(takes) > 1 else "") + takes[-1] + " files"
                                 if takes else "no model file")
                              + f", not to {fmt}", source=name)
-    with warnings.catch_warnings(record=True) as caught:
+    before = file_digest(name)          # the file as it was when reading began (an edit during a
+    with warnings.catch_warnings(record=True) as caught:     # long codegen: the import warns)
         warnings.simplefilter("always")
         model = _read(fmt, path, kw).merged_fixed().validate()
     _warn_once(caught)
+    model.file_digests = {os.path.abspath(name): before,
+                          **{os.path.abspath(p): file_digest(p) for p in getattr(model, "included", ())}}
     return model
+
+
+def file_digest(path):
+    """The SHA-256 of a file's bytes (hex), or None where it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        return None
 
 
 def _read(fmt, path, kw):
