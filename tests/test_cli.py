@@ -1,10 +1,14 @@
 """The scleron command: codegen, show, charts, and one-line errors with exit status 2."""
+import glob
 import json
 import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+
+import scleron
 
 from conftest import ROOT, example
 
@@ -333,6 +337,22 @@ def test_an_output_folder_named_like_a_module_is_refused(tmp_path, capsys):
     assert not (tmp_path / "build").exists()
     assert main(["codegen", str(one), "-o", str(tmp_path / "build" / "numpy_model"),
                  "--no-compile"]) == 0
+
+
+def test_a_cut_short_compiled_module_is_built_again(tmp_path, capsys):
+    """A cached folder whose .so no longer loads (cut short, overwritten) was reported as an
+    internal error on every codegen until --force (an outside tester); it is built again."""
+    from scleron.cli import main
+    one, out = one_body_model(tmp_path), str(tmp_path / "g")
+    done = run("codegen", one, "-o", out, "--functions", "fd", "--opt", "0")  # (not loaded here:
+    assert done.returncode == 0, done.stderr                    # cut short, a mapped .so is SIGBUS)
+    for so in glob.glob(os.path.join(out, "*.so")):
+        open(so, "w").close()
+    capsys.readouterr()
+    assert main(["codegen", one, "-o", out, "--functions", "fd", "--opt", "0"]) == 0
+    assert "up to date" not in capsys.readouterr().out
+    dyn = scleron.load_generated(out)
+    assert np.allclose(dyn.forward_dynamics([0.0], [0.0], [1.0]), [1.0 / (0.1 + 0.25)])
 
 
 def test_an_output_folder_holding_the_current_folder_is_refused(tmp_path, capsys, monkeypatch):

@@ -477,10 +477,15 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
                           digests=getattr(model, "file_digests", None))
         if not compile:
             return None
-        module = _load(out_dir, key)     # (compiles the C code of a --no-compile folder)
-        if cuda:
-            _compile_cuda_if_missing(module, out_dir, name, progress, report)
-        return module
+        try:
+            module = _load(out_dir, key)     # (compiles the C code of a --no-compile folder)
+        except ImportError as e:             # a compiled module cut short or overwritten: made
+            progress(f"cache: the compiled module does not load ({e}): building it again")
+            report.cache_hit = False         # again (was an "internal error" until --force)
+        else:
+            if cuda:
+                _compile_cuda_if_missing(module, out_dir, name, progress, report)
+            return module
     files, report, key = build_sources(model, name, chunk, cflags, report, method, mass_matrix,
                                        functions=functions, frames=frames, progress=progress,
                                        cuda=cuda)
