@@ -630,3 +630,20 @@ def test_a_mesh_is_among_the_files_the_staleness_check_hashes(tmp_path):
     (tmp_path / "tet.stl").write_bytes(stl(0.4))
     with pytest.warns(UserWarning, match=r"\(.*tet.stl changed\), which has changed since"):
         scleron.load_generated(out)
+
+
+def test_a_file_of_too_many_bodies_is_refused_before_mujoco_compiles_it(tmp_path):
+    """50,000 bodies (5 MB, under the size limit) kept MuJoCo's compile running for minutes
+    before the body limit was checked (an outside tester); the <body> elements are counted
+    first (comments aside)."""
+    import time
+    body = '<body><joint/><geom size="0.1" pos=".1 0 0"/></body>'
+    path = write(tmp_path, "<mujoco><worldbody>" + body * 5001 + "</worldbody></mujoco>")
+    start = time.perf_counter()
+    with pytest.raises(ModelError, match=r"m.xml: 5001 <body> elements is more than the limit "
+                                         r"of 5000 \(at most 1000 of them moving"):
+        scleron.load_model(path)
+    assert time.perf_counter() - start < 5
+    commented = write(tmp_path, "<mujoco><!--" + body * 5001 + "--><worldbody>" + body * 3
+                      + "</worldbody></mujoco>")
+    assert len(load_quiet(commented).bodies) == 3

@@ -50,7 +50,7 @@ import warnings
 import numpy as np
 
 from ..errors import ModelError
-from .load import read_source
+from .load import MAX_BODIES, read_source
 from .model import INERTIA_CHECKS, WORLD, Model, Transform
 
 HINGE, SLIDE, BALL, FREE = "hinge", "slide", "ball", "free"
@@ -93,6 +93,7 @@ def compile_mjcf(path):
         raise ModelError("document type and entity declarations (<!DOCTYPE>, <!ENTITY>) are not "
                          "allowed in an MJCF file", source=name)
     included = _refuse_special_files(name, text)
+    _refuse_too_many_bodies(name, text)
     try:
         import mujoco
     except ImportError:
@@ -111,6 +112,22 @@ def compile_mjcf(path):
         warnings.warn(f"{name}: MuJoCo's compiler warns: {' '.join(text.split())}", MjcfWarning,
                       stacklevel=4)
     return mujoco, m, included
+
+
+# <body> elements an MJCF file may hold before MuJoCo compiles it (its compile of 50,000 ran for
+# minutes; scleron reads at most MAX_BODIES moving bodies, and the rest are welded ones)
+MAX_BODY_ELEMENTS = 5 * MAX_BODIES
+_BODY_ELEMENT = re.compile(rb"<body[\s/>]")
+
+
+def _refuse_too_many_bodies(name, text):
+    """A ModelError before MuJoCo's compile for a file of more than MAX_BODY_ELEMENTS <body>
+    elements (comments left out): its compile takes minutes, and the model is over the limit."""
+    count = len(_BODY_ELEMENT.findall(re.sub(rb"<!--.*?-->", b"", text, flags=re.S)))
+    if count > MAX_BODY_ELEMENTS:
+        raise ModelError(f"{count} <body> elements is more than the limit of "
+                         f"{MAX_BODY_ELEMENTS} (at most {MAX_BODIES} of them moving; MuJoCo's "
+                         "compile of so many takes minutes)", source=name)
 
 
 _FILE_ATTRIBUTE = re.compile(rb"""<(\w+)\s[^>]*?\bfile\s*=\s*["']([^"']*)["']""")
