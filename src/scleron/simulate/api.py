@@ -168,7 +168,9 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
         raise ValueError(f"unknown integrator {integrator!r} (one of {', '.join(INTEGRATORS)})")
     duration, dt = _positive(duration, "duration"), _positive(dt, "dt")
     if duration / dt > MAX_STEPS:           # (rk45's steps are at most dt long, too)
-        raise ValueError(f"duration / dt = {duration / dt:.3g} steps is more than {MAX_STEPS}")
+        steps = duration / dt
+        count = f"{math.ceil(steps - 1e-9):,}" if steps < 1e15 else f"{steps:.3g}"   # (1e8 + 1
+        raise ValueError(f"duration / dt = {count} steps is more than {MAX_STEPS:,}")  # was 1e+08)
     tolerances = [k for k, v in (("rtol", rtol), ("atol", atol)) if v is not None]
     if tolerances and integrator != "rk45":
         raise ValueError(f"{' and '.join(tolerances)} set the error control of rk45, not of "
