@@ -45,11 +45,12 @@ def c_identifier(name):
 def c_comment(text):
     """Text safe inside a C block comment and inside a Python docstring or string literal
     (names from model files end up in both): one line of printable characters without
-    comment delimiters, double quotes or backslashes."""
+    comment delimiters, double quotes, backslashes or trigraphs (C99 reads "??/" as a backslash:
+    a name "b1??/" warned under -Wall and lost its last character in a docstring)."""
     text = "".join(ch if ch.isprintable() else " " for ch in str(text))
     text = text.replace("\\", "/").replace('"', "'")
-    while "*/" in text or "/*" in text:
-        text = text.replace("*/", "* /").replace("/*", "/ *")
+    while "*/" in text or "/*" in text or "??" in text:
+        text = text.replace("*/", "* /").replace("/*", "/ *").replace("??", "? ?")
     return text
 
 
