@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_3f9a23c1d344"
-HASH = "3f9a23c1d34449bac295ca69fdc21a97305bfaf5882bfba9865048b0efc252d3"
+MODULE = "_branched_11de7730167a"
+HASH = "11de7730167aa05ba8ae5ed2d77a7cfe785868e9e4cd186d57c1bbeb61863fcd"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

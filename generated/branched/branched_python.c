@@ -411,10 +411,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_3f9a23c1d344_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_11de7730167a_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_3f9a23c1d344_py(void)
+PyMODINIT_FUNC PyInit__branched_11de7730167a_py(void)
 {
     import_array();
     return PyModule_Create(&module);

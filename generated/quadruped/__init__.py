@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_0d52879f26b0"
-HASH = "0d52879f26b0acdb9fce0b7d08f61101cb0d77bde1c2ec595100f7ea0b3d4273"
+MODULE = "_quadruped_1dcb92450cdf"
+HASH = "1dcb92450cdffe11d02348fc9e9bcdca0b61535628ccef6f5be9cf0f4c8861c5"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

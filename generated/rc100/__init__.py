@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_d0d7437b96ee"
-HASH = "d0d7437b96eed58933eb18e9cd42d3a78d58764bf59b85cd881aab835fbfa0f6"
+MODULE = "_rc100_389b90ed4786"
+HASH = "389b90ed4786719cf0283d37e93c67e8375f7c9fe29e8b42a6db5fc3310eca1a"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

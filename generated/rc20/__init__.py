@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_369b4feba33e"
-HASH = "369b4feba33e0a6ae15be925a26d91294c92b357010cc2bdbe81ce1bd64f5c22"
+MODULE = "_rc20_7de74ab475af"
+HASH = "7de74ab475af67d35c8985c664eefd5ee84bbe3b23e046243316ab16bdf9c1fc"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_abf81ee3d2dc"
-HASH = "abf81ee3d2dc9eff1f852a948e6c4849816367b2ff17e9fe40b7bd27cab53c7c"
+MODULE = "_rc50_cc5d1b5f4319"
+HASH = "cc5d1b5f4319c2ad8557e256c82cff066dcb6d67091283eec3d0333ded030e2b"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
