@@ -429,8 +429,12 @@ def check_package_folder(out_dir):
     `-o build/numpy` made `import numpy` load the generated code, which imports numpy; and one
     that holds the current folder (`-o .`: replaced as a whole, it was deleted under the shell)."""
     folder = os.path.basename(os.path.normpath(os.fspath(out_dir)))
-    here, target = os.path.realpath(os.getcwd()), os.path.realpath(os.fspath(out_dir))
-    if os.path.commonpath([here, target]) == target:
+    try:
+        here, target = os.path.realpath(os.getcwd()), os.path.realpath(os.fspath(out_dir))
+        holds_here = os.path.commonpath([here, target]) == target
+    except (OSError, ValueError):        # no current folder (deleted), another drive
+        holds_here = False
+    if holds_here:
         raise ValueError(f"{out_dir}: the generated folder is replaced as a whole, and the "
                          f"current folder is in it (it would be deleted under you): give a "
                          f"folder below this one, e.g. -o build/{c_identifier(folder)}")
