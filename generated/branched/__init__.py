@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_11de7730167a"
-HASH = "11de7730167aa05ba8ae5ed2d77a7cfe785868e9e4cd186d57c1bbeb61863fcd"
+MODULE = "_branched_e0f86835c1df"
+HASH = "e0f86835c1dff3f86964d43cdb6c7ce68572e25c2817958b2c5b6daa074f1a4e"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

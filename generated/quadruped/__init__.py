@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_1dcb92450cdf"
-HASH = "1dcb92450cdffe11d02348fc9e9bcdca0b61535628ccef6f5be9cf0f4c8861c5"
+MODULE = "_quadruped_ad3760ebf07f"
+HASH = "ad3760ebf07fe9fbc7dc400316130ddf59e6347c886b9ab41900fd5d7e6fdb5d"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_389b90ed4786"
-HASH = "389b90ed4786719cf0283d37e93c67e8375f7c9fe29e8b42a6db5fc3310eca1a"
+MODULE = "_rc100_bd351ceda794"
+HASH = "bd351ceda794db8440e75c8eaf417aaf6d070d6cb87673a5200e77bca001e33e"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

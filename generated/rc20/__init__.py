@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_7de74ab475af"
-HASH = "7de74ab475af67d35c8985c664eefd5ee84bbe3b23e046243316ab16bdf9c1fc"
+MODULE = "_rc20_7f40de8112ba"
+HASH = "7f40de8112ba51527781fe2e724e64886d064597ae653b6ccfbd131ad0b0154a"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

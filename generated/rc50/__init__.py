@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_cc5d1b5f4319"
-HASH = "cc5d1b5f4319c2ad8557e256c82cff066dcb6d67091283eec3d0333ded030e2b"
+MODULE = "_rc50_a964ca8c1843"
+HASH = "a964ca8c18435276294bdc6a442f6e5a464cfed7bfefc1ba7ade9616ae27072b"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -411,10 +411,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_cc5d1b5f4319_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_a964ca8c1843_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc50_cc5d1b5f4319_py(void)
+PyMODINIT_FUNC PyInit__rc50_a964ca8c1843_py(void)
 {
     import_array();
     return PyModule_Create(&module);
