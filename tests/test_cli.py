@@ -327,7 +327,7 @@ def test_an_output_folder_named_like_a_module_is_refused(tmp_path, capsys):
     import scleron
     from scleron.cli import main
     one = one_body_model(tmp_path)
-    for folder in ("numpy", "json"):
+    for folder in ("numpy", "json", "mujoco"):       # mujoco: scleron's MJCF reader imports it
         out = tmp_path / "build" / folder
         assert main(["codegen", str(one), "-o", str(out), "--no-compile"]) == 2
         err = capsys.readouterr().err
@@ -337,6 +337,26 @@ def test_an_output_folder_named_like_a_module_is_refused(tmp_path, capsys):
     assert not (tmp_path / "build").exists()
     assert main(["codegen", str(one), "-o", str(tmp_path / "build" / "numpy_model"),
                  "--no-compile"]) == 0
+
+
+def test_an_output_folder_import_cannot_spell_is_said_with_how_to_load_it(tmp_path, capsys):
+    """-o build/my-robot or build/import: the package works, but `import my-robot` cannot be
+    written (an outside tester); codegen says how to load it, and that way works."""
+    from scleron.cli import main
+    one = one_body_model(tmp_path)
+    for folder in ("my-robot", "import"):
+        out = tmp_path / "build" / folder
+        assert main(["codegen", str(one), "-o", str(out), "--no-compile"]) == 0
+        said = capsys.readouterr().out
+        assert f"note: {folder!r} is not a name `import` takes" in said, said
+        assert f"importlib.import_module({folder!r})" in said
+    assert main(["codegen", str(one), "-o", str(tmp_path / "build" / "robot"), "--no-compile"]) == 0
+    assert "is not a name `import` takes" not in capsys.readouterr().out
+    code = ("import importlib, sys; sys.path.insert(0, sys.argv[1]); "
+            "print(importlib.import_module('my-robot').nv)")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "build")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.split()[-1] == "1", done.stderr
 
 
 def test_a_cut_short_compiled_module_is_built_again(tmp_path, capsys):

@@ -253,6 +253,7 @@ def cmd_codegen(args):
     renamed = (f" (module and C prefix {c_identifier(asked)}: {asked!r} is not usable as a C "
                "and Python name)" if c_identifier(asked) != asked else "")
     print(f"{model.name}: {len(model.bodies)} bodies, {sizes} -> {out}{renamed}")
+    _say_import_name(out)
     if (previous and not report.cache_hit
             and os.path.realpath(previous) != os.path.realpath(args.model)):
         why = ("" if args.output else " (models whose names make one identifier share a default "
@@ -280,6 +281,17 @@ def cmd_codegen(args):
     print("time: " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items())
           + f", total {sum(times.values()):.2f} s")
     return 0
+
+
+def _say_import_name(out):
+    """The folder's name is the package's import name: one `import` cannot spell (`my-robot`,
+    `import`) is still loaded by importlib or scleron.load_generated, and the note says how."""
+    import keyword
+    package = os.path.basename(os.path.normpath(out))
+    if not package.isidentifier() or keyword.iskeyword(package):
+        print(f"note: {package!r} is not a name `import` takes: load the package with "
+              f"importlib.import_module({package!r}) (its parent folder on sys.path) or "
+              f"scleron.load_generated({out!r})")
 
 
 def _generated_from(folder):

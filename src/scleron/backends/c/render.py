@@ -27,7 +27,10 @@ def _standard_library():
 
 
 PY_MODULES = _standard_library() | {"numpy", "cffi", "scleron", "sympy", "jinja2", "yaml",
-                                    "setuptools", "pip"}
+                                    "setuptools", "pip",
+                                    # scleron's optional imports (readers, checks, plots, GPU)
+                                    "mujoco", "opensim", "pinocchio", "matplotlib", "cupy",
+                                    "pytest", "hypothesis"}
 PY_RESERVED = set(keyword.kwlist) | PY_MODULES
 
 
