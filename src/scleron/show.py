@@ -253,10 +253,12 @@ def joint_text(model, j, what="all", fmt="text"):
 
     if jm.light:
         # spline joints and ellipsoid contacts: entries are DAGs that print exponentially long
-        # as trees, so show them in common-subexpression form (x0 = ..., then the matrix)
+        # as trees, so show them in common-subexpression form (x0 = ..., then the matrix);
+        # order="none": cse's canonical ordering counts the nodes of every argument as a tree,
+        # which took minutes on a spline curve (12 min for spline_chain's slide, now seconds)
         shared = []
         for k, (label, M) in enumerate(items):
-            reps, (reduced,) = sp.cse([M], symbols=sp.numbered_symbols(f"x{k}_"))
+            reps, (reduced,) = sp.cse([M], symbols=sp.numbered_symbols(f"x{k}_"), order="none")
             shared.append(reps)
             items[k] = (label, reduced)
     else:

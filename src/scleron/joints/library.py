@@ -85,7 +85,7 @@ class JointModel:
              "G": sp.Matrix(sp.BlockMatrix([[self.R, self.t], [sp.zeros(1, 3), sp.ones(1, 1)]]))}[what]
         if not self.light:
             return [], M
-        reps, (reduced,) = sp.cse([M], symbols=sp.numbered_symbols("x"))
+        reps, (reduced,) = sp.cse([M], symbols=sp.numbered_symbols("x"), order="none")  # (show.py)
         return reps, reduced
 
     def kinematics(self, alg, q_vals, qd_vals):
