@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from .common import FUNCS, HARNESS, NSTATES, cmeel_prefix, read, rel_err, run_text, sha
+from .common import FUNCS, HARNESS, NSTATES, cmeel_prefix, log, read, rel_err, run_text, sha
 
 PIN_DEFINES = ["-DNDEBUG", "-DBOOST_MPL_LIMIT_LIST_SIZE=30", "-DBOOST_MPL_LIMIT_VECTOR_SIZE=30",
                "-DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS", "-DBOOST_FUSION_INVOKE_MAX_ARITY=12"]
@@ -55,9 +55,12 @@ class Builder:
         os.makedirs(out_dir, exist_ok=True)
         info = {"ok": True, "dir": out_dir, "seconds": {}, "cached": False, "error": None,
                 "commands": []}
+        slow = "; minutes of g++, cached for later runs" if what.startswith("pinocchio") else ""
+        log(f"building {what} ({', '.join(label for label, _ in steps)}{slow})")
         for label, argv in steps:
             if not self._run_step(info, out_dir, label, argv):
                 return info
+        log(f"built {what} in {sum(info['seconds'].values()):.0f} s")
         with open(stamp, "w") as fh:
             json.dump(info, fh, indent=1)
         self._drop_older_builds(out_dir, key)

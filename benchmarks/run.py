@@ -27,7 +27,7 @@ import sys
 # run as a script: the modules beside this file are imported as the package `benchmarks`
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.common import HERE, Settings                                    # noqa: E402
+from benchmarks.common import HERE, Settings, at_least                          # noqa: E402
 from benchmarks.generation import run_worker_from_argv                          # noqa: E402
 
 
@@ -42,8 +42,10 @@ def parse_args(argv):
                     + ",".join(ARMS))
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--build", default=os.path.join(HERE, "build"))
-    ap.add_argument("--pydy-cap", type=float, default=120.0, help="seconds per PyDy derivation")
-    ap.add_argument("--pydy-max-n", type=int, default=None)
+    ap.add_argument("--pydy-cap", type=at_least(1.0, "--pydy-cap", float), default=120.0,
+                    help="seconds per PyDy derivation")
+    ap.add_argument("--pydy-max-n", type=at_least(2, "--pydy-max-n"), default=None,
+                    help="largest chain PyDy derives (default 10, 5 with --quick)")
     ap.add_argument("--no-callgrind", action="store_true")
     ap.add_argument("--no-pydy", action="store_true")
     ap.add_argument("--no-variants", action="store_true",
@@ -63,7 +65,7 @@ def settings_from(args):
     return Settings(
         quick=quick, systems=systems, rounds=3 if quick else 5, per_round=7 if quick else 15,
         target_ms=3.0 if quick else 5.0, py_repeats=5 if quick else 11, pydy_cap_s=args.pydy_cap,
-        pydy_max_n=args.pydy_max_n or (5 if quick else 10), no_pydy=args.no_pydy,
+        pydy_max_n=args.pydy_max_n if args.pydy_max_n is not None else (5 if quick else 10), no_pydy=args.no_pydy,
         callgrind=shutil.which("valgrind") is not None and not args.no_callgrind,
         no_callgrind=args.no_callgrind, variant_keys=variant_keys, no_variants=args.no_variants,
         out_dir=os.path.abspath(args.out), build_dir=os.path.abspath(args.build))

@@ -20,6 +20,8 @@ from benchmarks import derivatives, gpu, run  # noqa: E402
     (derivatives.parse_args, ["--rounds", "0"], "--rounds must be at least 1"),
     (run.parse_args, ["--systems", "panda,nosuch"], "unknown system 'nosuch'"),
     (run.parse_args, ["--systems", ""], "an empty system"),
+    (run.parse_args, ["--pydy-cap", "-1"], "--pydy-cap must be at least 1"),     # ran in full
+    (run.parse_args, ["--pydy-max-n", "0"], "--pydy-max-n must be at least 2"),  # silently 10
     (gpu.parse_args, ["--n", "abc"], "--n must be a number"),
     (gpu.parse_args, ["--functions", "fd,xx"], "unknown function 'xx'"),
     (gpu.parse_args, ["--systems", "rc0"], "unknown system 'rc0'"),
@@ -33,6 +35,11 @@ def test_bad_options_are_refused_by_argparse(parse, argv, said, capsys):
     with pytest.raises(SystemExit) as exc:
         parse(argv)
     assert exc.value.code == 2 and said in capsys.readouterr().err
+
+
+def test_pydy_max_n_is_taken_as_given():
+    assert run.settings_from(run.parse_args(["--pydy-max-n", "3"])).pydy_max_n == 3
+    assert run.settings_from(run.parse_args(["--quick"])).pydy_max_n == 5
 
 
 def test_good_options_parse_to_lists():

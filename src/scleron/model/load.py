@@ -45,14 +45,25 @@ def read_source(path):
         raise ModelError(f"the file is {st.st_size} bytes, more than the limit of "
                          f"{MAX_FILE_BYTES // (1024 * 1024)} MB", source=name)
     try:
-        with open(name, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
+        data = _read_regular(name)
     except OSError as e:
         raise ModelError(f"cannot read the file ({e.strerror or e})", source=name) from None
+    if data is None:            # replaced by a pipe or device since the stat above
+        raise ModelError("not a regular file", source=name)
     if len(data) > MAX_FILE_BYTES:
         raise ModelError(f"the file is more than the limit of {MAX_FILE_BYTES // (1024 * 1024)} MB",
                          source=name)
     return data
+
+
+def _read_regular(name):
+    """Up to MAX_FILE_BYTES + 1 bytes of a regular file, None for anything else: opened without
+    blocking (a FIFO would wait for a writer) and checked on the open file, not the name."""
+    fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return f.read(MAX_FILE_BYTES + 1)
 
 
 def sanitize_identifier(name, default="model"):
@@ -96,7 +107,7 @@ def xml_root_tag(path):
     try:
         for _, element in ET.iterparse(io.BytesIO(data), events=("start",)):
             return element.tag
-    except ET.ParseError:
+    except (ET.ParseError, LookupError, ValueError):      # (LookupError: encoding="bogus")
         # (a file that ElementTree refuses before its root, for a DTD's entities say, is still
         # named by its first tag: then the reader of its format refuses it in its own words)
         found = _FIRST_TAG.search(_PROLOG_PARTS.sub(b"", data))
@@ -206,12 +217,16 @@ def load_model(path, **kw):
 
 
 def file_digest(path):
-    """The SHA-256 of a file's bytes (hex), or None where it cannot be read."""
+    """The SHA-256 of a file's bytes (hex), or None where it cannot be read: a pipe, a device
+    or a file over MAX_FILE_BYTES is not read (the reader refuses it; /dev/zero was read until
+    memory ran out, a FIFO waited forever, before any check)."""
     try:
-        with open(path, "rb") as fh:
-            return hashlib.sha256(fh.read()).hexdigest()
-    except OSError:
+        data = _read_regular(path)
+    except (OSError, ValueError):
         return None
+    if data is None or len(data) > MAX_FILE_BYTES:
+        return None
+    return hashlib.sha256(data).hexdigest()
 
 
 def _read(fmt, path, kw):

@@ -156,6 +156,10 @@ def parse_xml(data, source):
     except expat.ExpatError as e:
         raise ModelError(f"malformed XML: {expat.ErrorString(e.code)}", source=source,
                          line=e.lineno) from None
+    except (ValueError, LookupError, OverflowError) as e:     # an unknown or non-text encoding=
+        raise ModelError(f"malformed XML: {e}", source=source) from None
+    if not root:
+        raise ModelError("the file has no XML element", source=source)
     return root[0]
 
 

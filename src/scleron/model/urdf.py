@@ -124,8 +124,8 @@ def parse_xml(data, source=None):
     except expat.ExpatError as e:
         raise ModelError(f"malformed XML: {expat.ErrorString(e.code)}", source=source,
                          line=e.lineno) from None
-    except (ValueError, UnicodeError, OverflowError) as e:
-        raise ModelError(f"malformed XML: {e}", source=source) from None
+    except (ValueError, LookupError, OverflowError) as e:     # UnicodeError is a ValueError;
+        raise ModelError(f"malformed XML: {e}", source=source) from None    # LookupError: encoding=
     if not root:
         raise ModelError("the file has no XML element", source=source)
     return root[0]
