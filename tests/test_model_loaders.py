@@ -724,6 +724,8 @@ BAD_URDF = {
     # a LookupError escaped as an internal error (an outside tester)
     "unknown_encoding": (None, '<?xml version="1.0" encoding="bogus-enc"?><robot name="r"/>',
                          ["malformed XML", "bogus-enc"]),
+    "nbsp_separator": ('<origin xyz="1 0 0" rpy="0 0 0"/>', '<origin xyz="1\u00a00 0" rpy="0 0 0"/>',
+                       ["joint 'jb'", "origin xyz must be 3 numbers"]),
     "codec_not_text": (None, '<?xml version="1.0" encoding="rot13"?><robot name="r"/>',
                        ["malformed XML", "rot13"]),
     # an unexpanded xacro source would lose the links of its macros and conditionals silently

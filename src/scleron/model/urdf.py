@@ -203,7 +203,8 @@ def _refuse_xacro(robot, ctx):
 def _floats(text, n, what, ctx):
     if text is None:
         raise ctx.error(f"{what} is missing")
-    tokens = text.split()
+    tokens = text.strip(" \t\r\n").split(" ")   # XML's white space only (the parser made it spaces):
+    tokens = [t for t in tokens if t]               # a no-break space is not a separator, as in urdfdom
     shown = text if len(text) <= 60 else text[:60] + "..."
     if len(tokens) != n or not all(_NUMBER.fullmatch(t) for t in tokens):
         raise ctx.error(f"{what} must be {n} number{'s' if n > 1 else ''}, got {shown!r}")
