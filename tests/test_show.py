@@ -459,6 +459,33 @@ def test_draw(small, tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["small.png"]      # no temporary file left
 
 
+def test_draw_writes_through_links_keeps_modes_and_the_callers_backend(small, tmp_path):
+    """An outside tester: draw() called matplotlib.use("Agg") (a notebook's pyplot backend
+    changed under it), replaced a symbolic link by a file and an existing file's mode by the
+    umask's, and took .pgf, which fails for want of xelatex after the work. simulate's files
+    behaved; both write through scleron.outputs now."""
+    target = tmp_path / "target.png"
+    target.write_bytes(b"old")
+    target.chmod(0o600)
+    (tmp_path / "link.png").symlink_to(target)
+    code = ("import sys, matplotlib; matplotlib.use('svg'); import matplotlib.pyplot; "
+            "import scleron; from scleron.draw import draw; "
+            "m = scleron.load_model(sys.argv[1]); draw(m, sys.argv[2]); "
+            "print(matplotlib.get_backend())")
+    r = subprocess.run([sys.executable, "-c", code, small, str(tmp_path / "link.png")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.split()[-1] == "svg", (r.stdout, r.stderr)
+    assert (tmp_path / "link.png").is_symlink()
+    assert target.read_bytes().startswith(b"\x89PNG") and (target.stat().st_mode & 0o777) == 0o600
+    assert sorted(os.listdir(tmp_path)) == ["link.png", "target.png"]
+    for args in (["draw", small, "-o", str(tmp_path / "x.pgf")],
+                 ["simulate", small, "--duration", "0.01", "--dt", "0.01", "--plot",
+                  str(tmp_path / "x.pgf"), "-o", str(tmp_path / "x.npz")]):
+        one_line_error(cli(*args), "matplotlib cannot write .pgf files")
+    one_line_error(cli("draw", small, "-o", f"{tmp_path}/y.png/"), "is a folder")
+    assert sorted(os.listdir(tmp_path)) == ["link.png", "target.png"]
+
+
 def test_draw_kinematics():
     from scleron.draw import forward_kinematics
     model = scleron.load_model(example("rc20.yaml"))

@@ -14,26 +14,29 @@ x/y/z (red/green/blue) triad, and a dashed grey line joins it to each root body.
 equally, so lengths and angles are true.
 """
 import os
-import uuid
 
 import numpy as np
 
 from .kinematics import Kinematics, configuration
+from .outputs import NEEDS_TEX, write_all
 
 
 class MissingDependency(RuntimeError):
     """An optional dependency (matplotlib) is not installed."""
 
 
-def _matplotlib():
+def _figure(**kw):
+    """A matplotlib Figure on the Agg canvas: files only, no display, and the caller's pyplot
+    backend left as it was (matplotlib.use("Agg") changed it, a notebook's included)."""
     try:
-        import matplotlib
-        matplotlib.use("Agg")                      # files only, no display needed
-        import matplotlib.pyplot as plt
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
     except ImportError:
         raise MissingDependency("scleron draw needs matplotlib: pip install matplotlib "
                                 "(or pip install 'scleron[plot]')") from None
-    return plt
+    fig = Figure(**kw)
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def forward_kinematics(model, q=None):
@@ -52,35 +55,23 @@ def draw(model, path, q=None, elev=20.0, azim=-60.0, labels=None, title=None):
         q = configuration(model, q)
     except ValueError as exc:
         raise ValueError(f"{source}{exc}") from None
+    if os.path.isdir(path) or str(path).endswith(("/", os.sep)):
+        raise ValueError(f"{path} is a folder: give the picture's file name")
     ext = os.path.splitext(path)[1].lower().lstrip(".")
     if not ext:
         raise ValueError(f"{path}: give the picture a file extension (.png, .pdf, .svg)")
-    if os.path.isdir(path):
-        raise ValueError(f"{path} is a folder: give the picture's file name")
-    plt = _matplotlib()
-    fig = plt.figure(figsize=(8, 8), dpi=100)
-    try:
-        supported = fig.canvas.get_supported_filetypes()
-        if ext not in supported:
-            raise ValueError(f"{path}: matplotlib cannot write .{ext} files "
-                             f"(use one of: {', '.join(sorted(supported))})")
-        _plot(fig, model, q, elev, azim, labels, title, source)
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder):
-            problem = (f"{folder} is a file, not a folder" if os.path.exists(folder)
-                       else f"the folder {folder} does not exist")
-            raise FileNotFoundError(f"{path}: {problem}")
-        tmp = os.path.join(folder, f".{os.path.basename(path)}.tmp-{uuid.uuid4().hex[:8]}.{ext}")
-        try:
-            fig.savefig(tmp, format=ext)
-            os.replace(tmp, path)
-        except OSError as exc:          # (not the temporary file's name: the picture's)
-            raise OSError(f"{path}: cannot write the picture ({exc.strerror or exc})") from None
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-    finally:
-        plt.close(fig)
+    fig = _figure(figsize=(8, 8), dpi=100)
+    supported = set(fig.canvas.get_supported_filetypes()) - NEEDS_TEX
+    if ext not in supported:
+        raise ValueError(f"{path}: matplotlib cannot write .{ext} files "
+                         f"(use one of: {', '.join(sorted(supported))})")
+    folder = os.path.dirname(os.path.realpath(path))
+    if not os.path.isdir(folder):
+        problem = (f"{folder} is a file, not a folder" if os.path.exists(folder)
+                   else f"the folder {folder} does not exist")
+        raise FileNotFoundError(f"{path}: {problem}")
+    _plot(fig, model, q, elev, azim, labels, title, source)
+    write_all([("picture", path, lambda tmp: fig.savefig(tmp, format=ext))])
     return path
 
 

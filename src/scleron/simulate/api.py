@@ -1,14 +1,12 @@
 """scleron.simulate(...): check the arguments, load the model, run the simulator."""
-import contextlib
 import math
 import numbers
 import os
-import secrets
-import stat
 import tempfile
 
 import numpy as np
 
+from ..outputs import write_all
 from .integrators import INTEGRATORS
 from .plot import check_plot_path, plot_trajectory
 from .charts import switchables
@@ -69,47 +67,11 @@ def _check_record_size(samples, nq, nv, integrator):
 
 
 def _write_files(traj, output, plot):
-    """The trajectory (.npz) and the plot, both or neither: each is written to a new file beside
-    its destination (through a symbolic link: beside the file it names), and both are renamed
-    into place once both are written; a file that was there keeps its permissions. An error
-    names the option and the file."""
-    jobs = [(what, os.path.realpath(path), path, write) for what, path, write in
-            (("output", output, traj.save), ("plot", plot, lambda p: plot_trajectory(traj, p)))
-            if path is not None]
-    written = []
-    try:
-        for what, real, path, write in jobs:
-            try:
-                tmp = _new_file_beside(real)
-                written.append((tmp, real))
-                write(tmp)
-                if os.path.exists(real):
-                    os.chmod(tmp, stat.S_IMODE(os.stat(real).st_mode))
-            except OSError as exc:
-                raise ValueError(f"{what} {path}: {exc.strerror or exc}") from None
-        for (tmp, real), (what, _, path, _) in zip(written, jobs):
-            try:
-                os.replace(tmp, real)
-            except OSError as exc:
-                raise ValueError(f"{what} {path}: {exc.strerror or exc}") from None
-        written = []
-    finally:
-        for tmp, _ in written:
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
-
-
-def _new_file_beside(path):
-    """A new empty file in path's folder with path's extension (matplotlib reads the format
-    from it), created with the process's umask applied (os.open's mode 0o666)."""
-    folder, ext = os.path.dirname(path), os.path.splitext(path)[1]
-    while True:
-        tmp = os.path.join(folder, f".scleron-{secrets.token_hex(6)}{ext}")
-        try:
-            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-            return tmp
-        except FileExistsError:
-            continue
+    """The trajectory (.npz) and the plot, both or neither (scleron.outputs.write_all); an
+    error names the option and the file."""
+    write_all([(what, path, write) for what, path, write in
+               (("output", output, traj.save), ("plot", plot, lambda p: plot_trajectory(traj, p)))
+               if path is not None])
 
 
 def _positive(value, what):

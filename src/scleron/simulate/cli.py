@@ -75,7 +75,7 @@ def summary(traj):
     nq, nv = traj.q.shape[1], traj.qd.shape[1]
     sizes = f"nq = nv = {nv}" if nq == nv else f"nq = {nq}, nv = {nv}"
     lines = [f"{traj.model_name}: {sizes}, {traj.integrator}, dt = {traj.dt:g} s, "
-             f"t = {traj.t[-1]:g} s in {traj.steps} steps"
+             f"t = {traj.t[-1]:g} s in {traj.steps} step{'' if traj.steps == 1 else 's'}"
              + (f" ({traj.rejected} rejected)" if traj.rejected else "") + f", {traj.wall_time:.2f} s",
              f"energy: E(0) = {e0:.10g} J, E(end) = {float(traj.energy[-1]):.10g} J, max relative "
              f"drift {traj.energy_drift:.3e}" + _over(traj) + "".join(f" ({w})" for w in traj.work),

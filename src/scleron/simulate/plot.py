@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 
+from ..outputs import NEEDS_TEX
 from .trajectory import SimulationError
 
 RANGE_RATIO = 10.0          # a panel's largest |q| over its smallest, at most
@@ -90,7 +91,7 @@ def check_plot_path(path):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     ext = os.path.splitext(path)[1].lower().lstrip(".")
-    supported = FigureCanvasAgg(Figure()).get_supported_filetypes()
+    supported = set(FigureCanvasAgg(Figure()).get_supported_filetypes()) - NEEDS_TEX
     if not ext:                      # matplotlib would write path + ".png", not path
         raise ValueError(f"plot {path}: give the picture a file extension (.png, .svg, .pdf, ...)")
     if ext not in supported:
@@ -102,6 +103,10 @@ def plot_trajectory(traj, path):
     """Writes trajectory_figure(traj) to path (PNG, or what the extension says); returns path."""
     trajectory_figure(traj).savefig(path, dpi=110)
     return path
+
+
+def _count(n, word):
+    return f"{n} {word}" + ("" if n == 1 else "es" if word.endswith("ch") else "s")
 
 
 def trajectory_figure(traj):
@@ -120,15 +125,21 @@ def trajectory_figure(traj):
     for i, (unit, indices) in enumerate(panels):
         _plot_coordinates(axes[i], traj, indices, names)
         axes[i].set_ylabel(_panel_label(unit, i, panels))
-    axes[0].set_title(f"{traj.model_name}: {traj.integrator}, dt = {traj.dt:g} s, {traj.steps} steps, "
-                      f"{len(traj.switches)} chart switches")
+    axes[0].set_title(f"{traj.model_name}: {traj.integrator}, dt = {traj.dt:g} s, "
+                      f"{_count(traj.steps, 'step')}, {_count(len(traj.switches), 'chart switch')}")
     ax_e = axes[-1]
     e0 = float(traj.energy[0]) if traj.energy.size else 0.0
     ax_e.plot(traj.t, traj.energy - e0, color="k", lw=1.2, label="E(t) - E(0)")
     ax_e.set_ylabel("energy change (J)")
     ax_e.set_xlabel("time (s)")
-    ax_e.set_title(f"total energy E = T + V: E(0) = {e0:.10g} J, max relative drift "
-                   f"{traj.energy_drift:.2e}", fontsize="medium")
+    # as the printed summary says it: where work is done E need not stay (a change, not a drift),
+    # and with --every the change is measured at the recorded states only
+    n = len(traj.t)
+    over = f" at the {n} recorded states" if n < traj.steps + 1 else ""
+    change = "change" if traj.work else "drift"
+    ax_e.set_title(f"total energy E = T + V: E(0) = {e0:.10g} J, max relative {change} "
+                   f"{traj.energy_drift:.2e}{over}" + "".join(f" ({w})" for w in traj.work),
+                   fontsize="medium", wrap=True)
     for i, s in enumerate(traj.switches):
         for ax in axes:
             ax.axvline(s.time, color="0.5", ls=":", lw=0.8,
