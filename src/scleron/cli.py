@@ -6,11 +6,13 @@ its output folder only when everything succeeded (and removes the parent folders
 for it), draw writes its picture whole or not at all.
 """
 import argparse
+import contextlib
 import glob
 import json
 import math
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -659,10 +661,35 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     print(f"scleron: warning: {_one_line(message)}", file=sys.stderr)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (kill, a job scheduler's timeout), raised like Ctrl-C so that the same clean-up
+    runs: temporary files and folders removed, compilers stopped (a terminated simulate left
+    its half-written .npz beside the output)."""
+
+
+def _terminated(signum, frame):
+    raise Terminated()
+
+
 def main(argv=None):
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _on_sigterm(_terminated):
         warnings.showwarning = _show_warning
         return _main(argv)
+
+
+@contextlib.contextmanager
+def _on_sigterm(handler):
+    """handler for SIGTERM while the command runs (only where Python lets it be set: the main
+    thread); the previous handler afterwards (main() is also called in-process)."""
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except (ValueError, AttributeError, OSError):     # another thread; no SIGTERM
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _main(argv):
@@ -671,6 +698,9 @@ def _main(argv):
         return args.func(args)
     except SystemExit as exc:            # --help, --version
         return exc.code
+    except Terminated:
+        print("scleron: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("scleron: interrupted", file=sys.stderr)
         return 130
