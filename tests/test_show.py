@@ -486,6 +486,22 @@ def test_draw_writes_through_links_keeps_modes_and_the_callers_backend(small, tm
     assert sorted(os.listdir(tmp_path)) == ["link.png", "target.png"]
 
 
+def test_a_robot_far_from_the_world_origin_fills_the_picture():
+    """solo12 drawn at x = 20 m was a few pixels beside the origin (an outside tester): the
+    origin leaves the view where the robot stands more than two of its sizes away."""
+    pytest.importorskip("matplotlib")
+    from scleron.draw import _figure, _plot
+    model = scleron.Model("flyer")
+    model.add_body("base", mass=1.0, inertia=(0.1, 0.1, 0.1), joint="free_flyer", joint_name="root")
+    model.add_body("leg", parent="base", mass=0.5, com=(0.0, 0.0, -0.1), inertia=(0.01, 0.01, 0.01),
+                   joint="revolute", axis=(1, 0, 0), xyz=(0.0, 0.0, -0.2))
+    for x, far in ((20.0, True), (0.3, False)):
+        fig = _figure()
+        _plot(fig, model, np.array([x, 0.0, 0.0, 0, 0, 0, 1, 0.2]), 20.0, -60.0, None, None)
+        ax = fig.axes[0]
+        assert (ax.get_xlim()[0] > 19.0) == far and ("off the picture" in ax.get_title()) == far
+
+
 def test_draw_kinematics():
     from scleron.draw import forward_kinematics
     model = scleron.load_model(example("rc20.yaml"))

@@ -10,8 +10,9 @@ its axis where it has one (revolute, prismatic, helical, cylindrical); each link
 segment from the parent's joint to the child's joint (a leaf body, which has no child joint,
 gets a lighter one from its joint to its centre of mass); each centre of mass is a small green
 cross joined to its joint by a dotted line; the world origin is a black square with a small
-x/y/z (red/green/blue) triad, and a dashed grey line joins it to each root body. Axes are scaled
-equally, so lengths and angles are true.
+x/y/z (red/green/blue) triad, and a dashed grey line joins it to each root body (unless the
+robot stands more than ORIGIN_IN_VIEW of its sizes away: the title says where the origin is).
+Axes are scaled equally, so lengths and angles are true.
 """
 import os
 
@@ -37,6 +38,9 @@ def _figure(**kw):
     fig = Figure(**kw)
     FigureCanvasAgg(fig)
     return fig
+
+
+ORIGIN_IN_VIEW = 2.0     # the world origin is drawn within this many robot sizes of the robot
 
 
 def forward_kinematics(model, q=None):
@@ -90,7 +94,13 @@ def _plot(fig, model, q, elev, azim, labels, title, source=""):
     ax = fig.add_subplot(projection="3d")
     origins = np.array([T[:3, 3] for T in body_frames])
     coms = np.array([T[:3, :3] @ b.inertia.com + T[:3, 3] for T, b in zip(body_frames, model.bodies)])
-    points = np.vstack([origins, coms, np.zeros((1, 3))])
+    # the world origin is in the view unless the robot stands far from it (a floating base at
+    # x = 20 m was drawn a few pixels wide beside the origin): then a note says where it is
+    robot = np.vstack([origins, coms])
+    size = max(float((robot.max(axis=0) - robot.min(axis=0)).max()), 0.05)
+    gap = float(np.linalg.norm(np.maximum(0.0, np.maximum(robot.min(axis=0), -robot.max(axis=0)))))
+    world = gap <= ORIGIN_IN_VIEW * size
+    points = np.vstack([robot, np.zeros((1, 3))]) if world else robot
     lo, hi = points.min(axis=0), points.max(axis=0)
     center = (lo + hi) / 2
     half = max(float((hi - lo).max()) / 2 * 1.15, 0.05)
@@ -108,7 +118,7 @@ def _plot(fig, model, q, elev, azim, labels, title, source=""):
         a = np.zeros(3) if p < 0 else origins[p]
         b = origins[i]
         if p < 0:
-            if np.linalg.norm(b - a) > 1e-12:
+            if world and np.linalg.norm(b - a) > 1e-12:
                 ax.plot(*np.c_[a, b], color="0.6", lw=1.0, ls="--")
         else:
             ax.plot(*np.c_[a, b], color="tab:blue", lw=3.0, solid_capstyle="round")
@@ -134,11 +144,12 @@ def _plot(fig, model, q, elev, azim, labels, title, source=""):
     ax.scatter(*origins.T, s=20 if small else 40, color="tab:orange", edgecolors="k", linewidths=0.5,
                label="joint", depthshade=False, zorder=5)
     # world origin and triad
-    ax.scatter([0], [0], [0], marker="s", s=40, color="k", label="world origin", depthshade=False)
-    for k, c in enumerate(("tab:red", "tab:green", "tab:blue")):
-        e = np.zeros(3)
-        e[k] = 2 * tick
-        ax.plot(*np.c_[np.zeros(3), e], color=c, lw=1.5)
+    if world:
+        ax.scatter([0], [0], [0], marker="s", s=40, color="k", label="world origin", depthshade=False)
+        for k, c in enumerate(("tab:red", "tab:green", "tab:blue")):
+            e = np.zeros(3)
+            e[k] = 2 * tick
+            ax.plot(*np.c_[np.zeros(3), e], color=c, lw=1.5)
     if labels is None:
         labels = len(model.bodies) <= 12
     if labels:                                  # one label per point: coincident joints share it
@@ -161,6 +172,7 @@ def _plot(fig, model, q, elev, azim, labels, title, source=""):
     if len(vals) > 12:
         vals = vals[:5] + ["..."] + vals[-5:]
     qtext = "[" + ", ".join(vals) + "]"
-    ax.set_title(title or f"{model.name}: {len(model.bodies)} bodies, nq = {model.nq}\nq = {qtext}",
+    away = "" if world else f"\n(the world origin is off the picture, {gap:.3g} m away)"
+    ax.set_title(title or f"{model.name}: {len(model.bodies)} bodies, nq = {model.nq}\nq = {qtext}{away}",
                  fontsize=9)
     ax.legend(loc="upper left", fontsize=7, frameon=False)
