@@ -513,6 +513,21 @@ BAD_YAML = {
     "deep": (None, "bodies: " + "[" * 60 + "]" * 60 + "\n", ["deeper than 50"]),
     "big_int": (B_MASS, "    mass: " + "9" * 400 + "\n    com: [0.5, 0, 0]", ["body 'b'", "mass"]),
     "bad_timestamp": ("name: m\n", "name: 2001-13-45\n", ["malformed YAML"]),
+    # an outside tester's fuzzing: each was an internal error (TypeError, ValueError, OverflowError,
+    # ZeroDivisionError) or accepted against the docs
+    "huge_hex_int": (B_MASS, "    mass: 0x" + "f" * 3600 + "\n    com: [0.5, 0, 0]",
+                     ["body 'b'", "mass is too large: an integer of 3600 hexadecimal digits"]),
+    "surface_shape_list": (JB, "joint: {name: jb, type: surface_point, surface: {shape: [sphere], radius: 1}}",
+                           ["joint 'jb'", "surface must be a mapping with shape", "a list of 1 item"]),
+    "curve_shape_mapping": (JB, "joint: {name: jb, type: curve_point, curve: {shape: {a: 1}, radius: 1}}",
+                            ["joint 'jb'", "curve must be a mapping with shape", "a mapping with 1 key"]),
+    "custom_axis_overflow": (JB, "joint: {name: jb, type: custom, coordinates: [a], rotation: [[[1"
+                             + "0" * 400 + ", 0, 0], a]]}", ["joint 'jb'", "rotation[0]: the axis must be finite"]),
+    "custom_literal_underflow": (JB, 'joint: {name: jb, type: custom, coordinates: [a], '
+                                 'translation: ["1e308/1e-400", a, 0]}',
+                                 ["joint 'jb'", "'1e-400' is too small for a double"]),
+    "name_not_printable": ("  - name: b\n", '  - name: "b\\x7fc"\n', ["200 printable characters"]),
+    "name_bidi_override": ("  - name: b\n", '  - name: "b\\u202ec"\n', ["200 printable characters"]),
 }
 
 
@@ -524,6 +539,17 @@ def yaml_case_text(key):
         return new if key in ("top_is_list", "empty", "two_documents", "deep") else GOOD + new + "\n"
     assert old in GOOD, key
     return GOOD.replace(old, new, 1)
+
+
+def test_joint_parameters_whose_derivation_overflows_are_a_model_error(tmp_path):
+    """An ellipsoid of semi-axes 1e200 and 1e-200 loaded, then codegen died of an OverflowError
+    in sympy (an outside tester): the joint is named now."""
+    path = write(tmp_path, "ell.yaml", "name: ell\nbodies:\n  - {name: a, parent: world, mass: 1, "
+                 "com: [0.1, 0.05, 0.02], inertia: [0.1, 0.12, 0.15],\n     joint: {name: j, type: "
+                 "surface_point, surface: {shape: ellipsoid, semi_axes: [1.0e200, 1.0e-200, 1]}}}\n")
+    with pytest.raises(ModelError, match=r"ell.yaml: joint 'j' \(surface_point\): its parameters "
+                                         r"overflow double precision"):
+        scleron.pipeline.build_sources(load_model(path))
 
 
 def test_good_yaml_is_good(tmp_path):

@@ -592,7 +592,8 @@ Q3 = '"' * 3                      # a triple quote, kept out of this file's own 
 EVIL_BODY = 'x; system("touch PWNED_BODY")'
 EVIL_JOINT = '*/ int pwned = system("touch PWNED_C"); /*'
 EVIL_BODY2 = Q3 + '; __import__("os").system("touch PWNED_PY"); ' + Q3
-EVIL_JOINT2 = 'j2\\N{x}\u2028\\'           # backslashes and a Unicode line separator
+EVIL_JOINT2 = 'j2\\N{x}\\'                  # backslashes (a Unicode line separator: m2 below;
+                                           # a YAML name must be printable)
 EVIL_YAML = json.dumps({"name": "evil", "bodies": [
     {"name": EVIL_BODY, "parent": "world", "joint": {"name": EVIL_JOINT, "type": "revolute", "axis": [0, 0, 1]},
      "mass": 1.0, "com": [0.1, 0, 0], "inertia": [0.01, 0.02, 0.02]},
@@ -663,7 +664,8 @@ def test_hostile_names_give_valid_harmless_code(tmp_path, monkeypatch):
 
     # a model built in Python may have any name: the C prefix is sanitised too
     m2 = scleron.Model('x; system("touch PWNED_NAME") */ ' + Q3 + ' \\', source=str(path))
-    m2.add_body("a", mass=1.0, inertia=(0.01, 0.02, 0.02), joint_name="*/ #include </etc/passwd> /*")
+    m2.add_body("a", mass=1.0, inertia=(0.01, 0.02, 0.02),
+                joint_name="*/ #include </etc/passwd> /*\u2028\\N{x}")
     files, _, _ = pipeline.build_sources(m2)
     name = pipeline.c_identifier(m2.name)
     assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)

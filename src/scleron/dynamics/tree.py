@@ -18,6 +18,18 @@ from ..joints.registry import joint_type
 from . import body_frames
 
 
+def derived_joint(j, source=None):
+    """The joint's derived model (joints.joint_model); parameters so extreme that the derivation
+    overflows double precision (an ellipsoid of semi-axes 1e200 and 1e-200) are a ModelError
+    naming the joint, not an internal OverflowError."""
+    try:
+        return joint_model(j.type, j.params)
+    except (OverflowError, ZeroDivisionError) as exc:
+        raise ModelError(f"its parameters overflow double precision where its motion is derived "
+                         f"({exc}): bring them to a moderate range of values", source=source,
+                         element=f"joint '{j.name}' ({j.type})", joint=j.name) from None
+
+
 @dataclass
 class TreeBody:
     index: int
@@ -78,7 +90,7 @@ class Tree:
         self.bodies = []
         k = kq = 0
         for i, (body, j) in enumerate(zip(model.bodies, model.joints)):
-            jm = joint_model(j.type, j.params)
+            jm = derived_joint(j, getattr(model, "source", None))
             X = j.origin
             placement = None
             if not X.is_identity(tol=0.0):

@@ -230,7 +230,10 @@ def _axis_value(axis, k):
         return axis.lower()
     if isinstance(axis, (list, tuple)) and len(axis) == 3 and all(
             isinstance(x, (int, float)) and not isinstance(x, bool) for x in axis):
-        a = np.array(axis, dtype=float)
+        try:
+            a = np.array(axis, dtype=float)
+        except OverflowError:                   # an integer past the largest double
+            raise ExpressionError(f"rotation[{k}]: the axis must be finite and non-zero") from None
         n = float(np.linalg.norm(a)) if np.all(np.isfinite(a)) else 0.0
         if not n > 1e-12:
             raise ExpressionError(f"rotation[{k}]: the axis must be finite and non-zero")

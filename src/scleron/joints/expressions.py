@@ -143,6 +143,9 @@ def _number(text):
     if not math.isfinite(value):
         raise ExpressionError(f"number {text!r} is not finite", token=text)
     mant, _, exp = text.lower().partition("e")
+    if value == 0.0 and float(mant) != 0.0:     # 1e-400: 0 as a double (1/1e-400 divided by 0)
+        raise ExpressionError(f"number {text[:40]!r} is too small for a double (it would be 0)",
+                              token=text[:40])
     if len(text) <= 40 and (not exp or abs(int(exp)) <= 30):
         f = Fraction(mant) * Fraction(10) ** (int(exp) if exp else 0)
         return sp.Rational(f.numerator, f.denominator)
@@ -205,7 +208,7 @@ class _Parser:
             op = self.take()
             t = self.unary()
             if op[1] == "/":
-                if t == 0:
+                if t == 0 or t.is_zero:             # (Float(0.0) == 0 is False in sympy)
                     raise ExpressionError(f"division by zero at position {op[2]}", token="/")
                 e = e / t
             else:

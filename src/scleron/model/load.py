@@ -88,6 +88,8 @@ def describe(value, limit=40):
         return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
     if isinstance(value, str):
         return repr(value[:limit] + ("..." if len(value) > limit else ""))
+    if isinstance(value, int) and value.bit_length() > 4 * limit:     # (repr of a 4300-digit
+        return f"an integer of {len(hex(value)) - 2} hexadecimal digits"  # int raises ValueError)
     if isinstance(value, (int, float)):
         text = repr(value)
         return text if len(text) <= limit else text[:limit] + "..."

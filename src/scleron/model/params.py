@@ -98,10 +98,15 @@ def placement(spec, what, err, out):
     return out
 
 
+def _is_key(shape, table):
+    """shape is one of table's keys (a list or mapping there, unhashable, is not)."""
+    return isinstance(shape, str) and shape in table
+
+
 def surface(value, what, err):
     """{shape: sphere, radius} | {shape: ellipsoid, semi_axes: [a, b, c]} |
     {shape: torus, major_radius, minor_radius}, each with an optional placement."""
-    if not isinstance(value, dict) or value.get("shape") not in SURFACE_KEYS:
+    if not isinstance(value, dict) or not _is_key(value.get("shape"), SURFACE_KEYS):
         shape = value.get("shape") if isinstance(value, dict) else None
         raise err(f"{what} must be a mapping with shape sphere, ellipsoid or torus, got "
                   f"{describe(shape if shape is not None else value)}")
@@ -128,7 +133,7 @@ def surface(value, what, err):
 
 def curve(value, what, err):
     """{shape: circle, radius} | {shape: helix, radius, rise}."""
-    if not isinstance(value, dict) or value.get("shape") not in CURVE_KEYS:
+    if not isinstance(value, dict) or not _is_key(value.get("shape"), CURVE_KEYS):
         shape = value.get("shape") if isinstance(value, dict) else None
         raise err(f"{what} must be a mapping with shape circle or helix, got "
                   f"{describe(shape if shape is not None else value)}")

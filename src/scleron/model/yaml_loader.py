@@ -304,7 +304,7 @@ def _matrix3(value, what, where):
 def _name(value, what, where):
     if not isinstance(value, str) or not value:
         raise where.error(f"{what} must be a non-empty string, got {describe(value)}")
-    if len(value) > 200 or any(ord(c) < 32 for c in value):
+    if len(value) > 200 or not value.isprintable():
         raise where.error(f"{what} must be at most 200 printable characters, got {describe(value)}")
     return value
 
