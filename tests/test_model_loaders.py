@@ -526,6 +526,10 @@ BAD_YAML = {
     "custom_literal_underflow": (JB, 'joint: {name: jb, type: custom, coordinates: [a], '
                                  'translation: ["1e308/1e-400", a, 0]}',
                                  ["joint 'jb'", "'1e-400' is too small for a double"]),
+    "list_too_long": (B_MASS, "    mass: 1.0\n    com: [" + "1, " * 10000 + "1]",
+                      ["more than 10000 entries", ":12"]),      # refused while the text streams
+    "mapping_too_long": (None, "extra: {" + ", ".join(f"k{i}: 1" for i in range(10001)) + "}",
+                         ["more than 10000 entries"]),
     "name_not_printable": ("  - name: b\n", '  - name: "b\\x7fc"\n', ["200 printable characters"]),
     "name_bidi_override": ("  - name: b\n", '  - name: "b\\u202ec"\n', ["200 printable characters"]),
 }

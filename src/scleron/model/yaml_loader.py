@@ -49,9 +49,16 @@ class LineList(list):
 
 
 class _TooDeep(Exception):
-    def __init__(self, line):
+    def __init__(self, line, problem=None):
         super().__init__(line)
         self.line = line
+        self.problem = problem or f"the YAML nests deeper than {MAX_DEPTH} levels"
+
+
+# The most entries of one YAML list or mapping: a model's longest are its bodies (MAX_BODIES)
+# and a spline's data; checked while the text streams, before any object is built (a 20 MB list
+# of 6.5 million numbers took minutes and gigabytes before "com must be 3 numbers")
+MAX_ENTRIES = 10 * MAX_BODIES
 
 
 class _LineConstructor:
@@ -151,15 +158,25 @@ for _cls in _LOADERS:
 
 
 def _check_depth(text, loader_cls):
-    """Stream the parse events (no recursion) and stop at the first one nested too deep."""
-    depth = 0
+    """Stream the parse events (no recursion) and stop at the first one nested too deep, or at
+    the first list or mapping of more than MAX_ENTRIES entries."""
+    limits, counts = [], []         # per open collection: its most child events, and so far
     for event in yaml.parse(text, Loader=loader_cls):
+        if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            limits.pop()
+            counts.pop()
+            continue
+        if counts:
+            counts[-1] += 1         # a scalar or a collection's start: one item, key or value
+            if counts[-1] > limits[-1]:
+                raise _TooDeep(event.start_mark.line + 1, f"a YAML list or mapping of more than "
+                               f"{MAX_ENTRIES} entries (no model has so many)")
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            depth += 1
-            if depth > MAX_DEPTH:
+            mapping = isinstance(event, yaml.MappingStartEvent)
+            limits.append(2 * MAX_ENTRIES if mapping else MAX_ENTRIES)     # (a key and a value)
+            counts.append(0)
+            if len(counts) > MAX_DEPTH:
                 raise _TooDeep(event.start_mark.line + 1)
-        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            depth -= 1
 
 
 def parse_yaml_text(text, source=None):
@@ -176,8 +193,7 @@ def parse_yaml_text(text, source=None):
             loader = _PyLoader(text)
         return loader.get_single_data()
     except _TooDeep as e:
-        raise ModelError(f"the YAML nests deeper than {MAX_DEPTH} levels", source=source,
-                         line=e.line) from None
+        raise ModelError(e.problem, source=source, line=e.line) from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         problem = " ".join(str(p) for p in (e.context, e.problem) if p) or "invalid YAML"
