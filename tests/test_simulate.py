@@ -709,7 +709,7 @@ def test_the_summary_names_what_does_work_and_where_the_drift_was_measured(tmp_p
     out = capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if ln.startswith("energy:"))
     assert "at the 51 recorded states (dampers dissipate (hinge))" in line, line
-    assert float(line.split("drift ")[1].split()[0]) > 1e-3        # and the energy did go down
+    assert float(line.split("change ")[1].split()[0]) > 1e-3       # and the energy did go down
     assert cmd_simulate(parse([str(path), "--duration", "0.5", "--dt", "1e-3", "--tau", "0.1",
                                "--build-dir", build, "-q"])) == 0
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("energy:"))

@@ -664,32 +664,45 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 class Terminated(KeyboardInterrupt):
     """SIGTERM (kill, a job scheduler's timeout), raised like Ctrl-C so that the same clean-up
     runs: temporary files and folders removed, compilers stopped (a terminated simulate left
-    its half-written .npz beside the output)."""
-
-
-def _terminated(signum, frame):
-    raise Terminated()
+    its half-written .npz beside the output). The process then ends by the signal, as it would
+    have without scleron's handler."""
 
 
 def main(argv=None):
-    with warnings.catch_warnings(), _on_sigterm(_terminated):
-        warnings.showwarning = _show_warning
-        return _main(argv)
+    try:
+        with _terminate_unwinds(), warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return _main(argv)
+    except Terminated:
+        print("scleron: terminated", file=sys.stderr)
+        if hasattr(signal, "SIGTERM") and os.name == "posix":
+            os.kill(os.getpid(), signal.SIGTERM)      # the default handler again: ends here
+        return 143
 
 
 @contextlib.contextmanager
-def _on_sigterm(handler):
-    """handler for SIGTERM while the command runs (only where Python lets it be set: the main
-    thread); the previous handler afterwards (main() is also called in-process)."""
+def _terminate_unwinds():
+    """SIGTERM raises Terminated while the command runs, only where nobody else handles it (the
+    main thread, the default handler: main() is also called in-process by other programs); a
+    second SIGTERM waits for the clean-up. The default handler afterwards."""
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except (ValueError, AttributeError, OSError):     # another thread; no SIGTERM
+        mine = (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+    except AttributeError:                            # no SIGTERM on this platform
+        mine = False
+    if not mine:
         yield
         return
+
+    def terminate(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Terminated()
+
+    signal.signal(signal.SIGTERM, terminate)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _main(argv):
@@ -699,8 +712,7 @@ def _main(argv):
     except SystemExit as exc:            # --help, --version
         return exc.code
     except Terminated:
-        print("scleron: terminated", file=sys.stderr)
-        return 143
+        raise                                # (main says so and ends by the signal)
     except KeyboardInterrupt:
         print("scleron: interrupted", file=sys.stderr)
         return 130

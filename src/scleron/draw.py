@@ -11,7 +11,8 @@ segment from the parent's joint to the child's joint (a leaf body, which has no 
 gets a lighter one from its joint to its centre of mass); each centre of mass is a small green
 cross joined to its joint by a dotted line; the world origin is a black square with a small
 x/y/z (red/green/blue) triad, and a dashed grey line joins it to each root body (unless the
-robot stands more than ORIGIN_IN_VIEW of its sizes away: the title says where the origin is).
+robot stands more than ORIGIN_IN_VIEW of its sizes and ORIGIN_ALWAYS_WITHIN metres away: then
+the title says where the origin is).
 Axes are scaled equally, so lengths and angles are true.
 """
 import os
@@ -19,7 +20,7 @@ import os
 import numpy as np
 
 from .kinematics import Kinematics, configuration
-from .outputs import NEEDS_TEX, write_all
+from .outputs import format_problem, writable_formats, write_all
 
 
 class MissingDependency(RuntimeError):
@@ -40,7 +41,8 @@ def _figure(**kw):
     return fig
 
 
-ORIGIN_IN_VIEW = 2.0     # the world origin is drawn within this many robot sizes of the robot
+ORIGIN_IN_VIEW = 2.0        # the world origin is drawn within this many robot sizes of the robot,
+ORIGIN_ALWAYS_WITHIN = 2.0  # and always within this many metres (a small arm on a 1 m pedestal)
 
 
 def forward_kinematics(model, q=None):
@@ -65,10 +67,9 @@ def draw(model, path, q=None, elev=20.0, azim=-60.0, labels=None, title=None):
     if not ext:
         raise ValueError(f"{path}: give the picture a file extension (.png, .pdf, .svg)")
     fig = _figure(figsize=(8, 8), dpi=100)
-    supported = set(fig.canvas.get_supported_filetypes()) - NEEDS_TEX
-    if ext not in supported:
-        raise ValueError(f"{path}: matplotlib cannot write .{ext} files "
-                         f"(use one of: {', '.join(sorted(supported))})")
+    problem = format_problem(path, ext, writable_formats(fig.canvas))
+    if problem:
+        raise ValueError(problem)
     folder = os.path.dirname(os.path.realpath(path))
     if not os.path.isdir(folder):
         problem = (f"{folder} is a file, not a folder" if os.path.exists(folder)
@@ -99,7 +100,7 @@ def _plot(fig, model, q, elev, azim, labels, title, source=""):
     robot = np.vstack([origins, coms])
     size = max(float((robot.max(axis=0) - robot.min(axis=0)).max()), 0.05)
     gap = float(np.linalg.norm(np.maximum(0.0, np.maximum(robot.min(axis=0), -robot.max(axis=0)))))
-    world = gap <= ORIGIN_IN_VIEW * size
+    world = gap <= max(ORIGIN_IN_VIEW * size, ORIGIN_ALWAYS_WITHIN)
     points = np.vstack([robot, np.zeros((1, 3))]) if world else robot
     lo, hi = points.min(axis=0), points.max(axis=0)
     center = (lo + hi) / 2
@@ -173,6 +174,6 @@ def _plot(fig, model, q, elev, azim, labels, title, source=""):
         vals = vals[:5] + ["..."] + vals[-5:]
     qtext = "[" + ", ".join(vals) + "]"
     away = "" if world else f"\n(the world origin is off the picture, {gap:.3g} m away)"
-    ax.set_title(title or f"{model.name}: {len(model.bodies)} bodies, nq = {model.nq}\nq = {qtext}{away}",
-                 fontsize=9)
+    ax.set_title((title or f"{model.name}: {len(model.bodies)} bodies, nq = {model.nq}\nq = {qtext}")
+                 + away, fontsize=9)
     ax.legend(loc="upper left", fontsize=7, frameon=False)

@@ -10,9 +10,29 @@ import os
 import secrets
 import stat
 
-# formats matplotlib lists but writes only through a TeX installation: refused before the work
-# (.pgf ran a whole simulation, then failed for want of xelatex)
-NEEDS_TEX = {"pgf"}
+
+
+def writable_formats(canvas):
+    """The file formats a matplotlib canvas writes here: .pgf only where its TeX system
+    (rcParams["pgf.texsystem"], xelatex by default) is installed (without it a whole simulation
+    ran, then failed in savefig)."""
+    import shutil
+
+    import matplotlib
+    formats = set(canvas.get_supported_filetypes())
+    if not shutil.which(matplotlib.rcParams.get("pgf.texsystem", "xelatex")):
+        formats.discard("pgf")
+    return formats
+
+
+def format_problem(path, ext, formats):
+    """Why path cannot be written as .ext (None where it can)."""
+    if ext in formats:
+        return None
+    if ext == "pgf":
+        return (f"{path}: matplotlib writes .pgf files through a TeX system (xelatex), which is not "
+                f"installed (use one of: {', '.join(sorted(formats))})")
+    return f"{path}: matplotlib cannot write .{ext} files (use one of: {', '.join(sorted(formats))})"
 
 def write_all(jobs):
     """jobs: (what, path, write) triples; write(tmp) writes the file at tmp (its extension is the

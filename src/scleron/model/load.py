@@ -56,13 +56,35 @@ def read_source(path):
     return data
 
 
-def _read_regular(name):
-    """Up to MAX_FILE_BYTES + 1 bytes of a regular file, None for anything else: opened without
-    blocking (a FIFO would wait for a writer) and checked on the open file, not the name."""
-    fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    with os.fdopen(fd, "rb") as f:
+def _open_regular(name):
+    """The open file (binary) if name is a regular file, else None. Looked at before it is opened
+    (opening a FIFO would release its writer into a broken pipe), opened without blocking or
+    becoming a controlling terminal, and checked again on the open file (a swap between the two
+    looks), then set to blocking reads."""
+    if not stat.S_ISREG(os.stat(name).st_mode):
+        return None
+    flags = os.O_RDONLY
+    for flag in ("O_NONBLOCK", "O_NOCTTY", "O_BINARY"):
+        flags |= getattr(os, flag, 0)
+    fd = os.open(name, flags)
+    try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
             return None
+        if hasattr(os, "set_blocking") and getattr(os, "O_NONBLOCK", 0):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def _read_regular(name):
+    """Up to MAX_FILE_BYTES + 1 bytes of a regular file, None for anything else."""
+    f = _open_regular(name)
+    if f is None:
+        return None
+    with f:
         return f.read(MAX_FILE_BYTES + 1)
 
 
@@ -208,8 +230,9 @@ def load_model(path, **kw):
                              + ((", ".join(takes[:-1]) + " and " if len(takes) > 1 else "") + takes[-1] + " files"
                                 if takes else "no model file")
                              + f", not to {fmt}", source=name)
-    before = file_digest(name)          # the file as it was when reading began (an edit during a
-    with warnings.catch_warnings(record=True) as caught:     # long codegen: the import warns)
+    # the file as it was when reading began (an edit during a long codegen: the import warns)
+    before = file_digest(name, limit=MAX_FILE_BYTES)
+    with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = _read(fmt, path, kw).merged_fixed().validate()
     _warn_once(caught)
@@ -218,17 +241,25 @@ def load_model(path, **kw):
     return model
 
 
-def file_digest(path):
-    """The SHA-256 of a file's bytes (hex), or None where it cannot be read: a pipe, a device
-    or a file over MAX_FILE_BYTES is not read (the reader refuses it; /dev/zero was read until
-    memory ran out, a FIFO waited forever, before any check)."""
+def file_digest(path, limit=None):
+    """The SHA-256 of a regular file's bytes (hex), read in pieces (a mesh an MJCF file includes
+    may be larger than a model file may be), or None where it is not a regular file, is larger
+    than limit bytes, or cannot be read: a pipe or a device is not read at all (a FIFO waited
+    forever, /dev/zero was read until memory ran out, before the reader could refuse them)."""
     try:
-        data = _read_regular(path)
+        f = _open_regular(path)
+        if f is None:
+            return None
+        if limit is not None and os.fstat(f.fileno()).st_size > limit:
+            f.close()
+            return None
+        digest = hashlib.sha256()
+        with f:
+            for piece in iter(lambda: f.read(1 << 20), b""):
+                digest.update(piece)
+        return digest.hexdigest()
     except (OSError, ValueError):
         return None
-    if data is None or len(data) > MAX_FILE_BYTES:
-        return None
-    return hashlib.sha256(data).hexdigest()
 
 
 def _read(fmt, path, kw):

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from ..outputs import NEEDS_TEX
+from ..outputs import format_problem, writable_formats
 from .trajectory import SimulationError
 
 RANGE_RATIO = 10.0          # a panel's largest |q| over its smallest, at most
@@ -91,12 +91,12 @@ def check_plot_path(path):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     ext = os.path.splitext(path)[1].lower().lstrip(".")
-    supported = set(FigureCanvasAgg(Figure()).get_supported_filetypes()) - NEEDS_TEX
+    formats = writable_formats(FigureCanvasAgg(Figure()))
     if not ext:                      # matplotlib would write path + ".png", not path
         raise ValueError(f"plot {path}: give the picture a file extension (.png, .svg, .pdf, ...)")
-    if ext not in supported:
-        raise ValueError(f"plot {path}: matplotlib cannot write .{ext} files "
-                         f"(use one of: {', '.join(sorted(supported))})")
+    problem = format_problem(path, ext, formats)
+    if problem:
+        raise ValueError(f"plot {problem}")
 
 
 def plot_trajectory(traj, path):
