@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_e0f86835c1df"
-HASH = "e0f86835c1dff3f86964d43cdb6c7ce68572e25c2817958b2c5b6daa074f1a4e"
+MODULE = "_branched_d5ef8366a2ad"
+HASH = "d5ef8366a2ad7f5b707482368583259bf679cb784a659a226d9c941d411956b0"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

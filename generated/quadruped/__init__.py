@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_ad3760ebf07f"
-HASH = "ad3760ebf07fe9fbc7dc400316130ddf59e6347c886b9ab41900fd5d7e6fdb5d"
+MODULE = "_quadruped_1743af18e9b2"
+HASH = "1743af18e9b232b24626c7b37d9cc7bd0431809d7860248530d846386c054399"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

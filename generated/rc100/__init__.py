@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_bd351ceda794"
-HASH = "bd351ceda794db8440e75c8eaf417aaf6d070d6cb87673a5200e77bca001e33e"
+MODULE = "_rc100_1397c95772ea"
+HASH = "1397c95772ea3f00f59efd3c296b45e17bf437ad0a63f4499b7d4afd4537bec6"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_7f40de8112ba"
-HASH = "7f40de8112ba51527781fe2e724e64886d064597ae653b6ccfbd131ad0b0154a"
+MODULE = "_rc20_2230742fd1ea"
+HASH = "2230742fd1ea7931f95275715a28ea82b6088f225b33192676769a33a1a4cdc1"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

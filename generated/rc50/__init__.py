@@ -60,8 +60,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_a964ca8c1843"
-HASH = "a964ca8c18435276294bdc6a442f6e5a464cfed7bfefc1ba7ade9616ae27072b"
+MODULE = "_rc50_a59135e2f84b"
+HASH = "a59135e2f84b4abc21c057c0752c1fd8402c6844726b7d6479b6baa6aeeb4de4"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
