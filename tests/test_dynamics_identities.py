@@ -528,7 +528,9 @@ def test_constant_inertia_moved_by_its_centre_equals_the_congruence(rng):
 
 def test_a_forked_child_runs_threaded_batches(generated, rng):
     """gcc's OpenMP runtime, used in a parent, hangs in a forked child (a fork Pool, Python's
-    default on Linux): the child splits its batches over Python threads of its own instead."""
+    default on Linux): the child splits its batches over Python threads of its own instead,
+    in a module loaded before the fork and in one loaded only in the child (an outside tester:
+    the README's worker pattern, load_generated in each worker, waited forever)."""
     if not hasattr(os, "fork"):
         pytest.skip("no fork")
     _, dyn = generated(example("rc20.yaml"), "rc20")
@@ -537,7 +539,9 @@ def test_a_forked_child_runs_threaded_batches(generated, rng):
     pid = os.fork()
     if pid == 0:                                               # the child: 0 when it agrees
         try:
-            os._exit(0 if np.array_equal(dyn.forward_dynamics(Q, Q, Q, threads=2), want) else 1)
+            again = scleron.load_generated(os.path.dirname(dyn.__file__))   # loaded after the fork
+            same = [np.array_equal(m.forward_dynamics(Q, Q, Q, threads=2), want) for m in (dyn, again)]
+            os._exit(0 if all(same) else 1)
         finally:
             os._exit(2)
     for _ in range(600):                                       # at most 30 s
@@ -550,6 +554,18 @@ def test_a_forked_child_runs_threaded_batches(generated, rng):
         os.waitpid(pid, 0)
         pytest.fail("the forked child's threads=2 call did not return in 30 s")
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_threads_beyond_four_per_core_run_as_that_many_and_a_ragged_input_is_named(generated, rng):
+    """threads=40000 made the OpenMP runtime end the process ("Thread creation failed"; an
+    outside tester); a ragged list gave numpy's message without the argument's name."""
+    _, dyn = generated(example("rc20.yaml"), "rc20")
+    Q = rng.uniform(-1, 1, (200, 20))
+    assert dyn.MAX_THREADS == 4 * (os.cpu_count() or 1)
+    np.testing.assert_array_equal(dyn.forward_dynamics(Q, Q, Q, threads=100),
+                                  dyn.forward_dynamics(Q, Q, Q))
+    with pytest.raises(ValueError, match="q must be an array of numbers"):
+        dyn.forward_dynamics([[1.0, 2.0], [3.0]], Q[0], Q[0])
 
 
 def test_the_functions_pickle_by_the_packages_name(tmp_path):

@@ -54,14 +54,15 @@ import numbers
 import importlib.util
 import os
 import signal
+import sys
 import tempfile
 import threading
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_1743af18e9b2"
-HASH = "1743af18e9b232b24626c7b37d9cc7bd0431809d7860248530d846386c054399"
+MODULE = "_quadruped_fcf87aed9707"
+HASH = "fcf87aed9707b2576289365f5578546ff5b9de78b106baf9821e2fb9324744f5"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -268,7 +269,16 @@ def _warn_if_the_model_file_changed():
 ffi, lib = _load()
 _warn_if_the_model_file_changed()
 _fast = _load_fast()
-_openmp = bool(lib.quadruped_openmp())     # threads= runs OpenMP threads in C, else Python threads
+# threads= runs OpenMP threads in C, else Python threads: Python threads in a forked child of a
+# process that ran OpenMP threads, whose runtime does not survive the fork (its next parallel
+# call waits forever). The process that ran them is marked on `sys`, which a fork copies and a
+# new process does not have, so that a module loaded only in the child knows it too.
+_OPENMP_RAN_IN = "_scleron_openmp_ran_in_process"
+_openmp = (bool(lib.quadruped_openmp())
+           and getattr(sys, _OPENMP_RAN_IN, os.getpid()) == os.getpid())
+# threads= beyond this many run as this many: more threads than cores gain nothing, and tens of
+# thousands made the OpenMP runtime end the process ("Thread creation failed")
+MAX_THREADS = 4 * (os.cpu_count() or 1)
 _F64 = np.dtype(np.float64)
 _D = "double[]"
 _fb = ffi.from_buffer
@@ -276,7 +286,10 @@ _empty = np.empty
 
 
 def _as_input(x, name, width, count=None):
-    a = x if isinstance(x, np.ndarray) else np.asarray(x)
+    try:
+        a = x if isinstance(x, np.ndarray) else np.asarray(x)
+    except ValueError as exc:                 # a ragged list: numpy's words, and which input
+        raise ValueError(f"{name} must be an array of numbers: {exc}") from None
     if a.ndim == 0 and width == 1:            # a scalar input (dt): one state's value
         a = a.reshape(1)
     if a.dtype.kind not in "fiu":
@@ -385,7 +398,10 @@ def _call(function, values, out, threads=1):
     if count is None:
         single(*ptrs)
     elif threads > 1 and count >= 2 * threads:
+        threads = min(threads, MAX_THREADS)
         if _openmp:
+            if not hasattr(sys, _OPENMP_RAN_IN):
+                setattr(sys, _OPENMP_RAN_IN, os.getpid())
             parallel(count, threads, *ptrs)
         else:
             _threaded(batch, count, arrays, outs, threads)

@@ -411,10 +411,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_1743af18e9b2_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_fcf87aed9707_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_1743af18e9b2_py(void)
+PyMODINIT_FUNC PyInit__quadruped_fcf87aed9707_py(void)
 {
     import_array();
     return PyModule_Create(&module);

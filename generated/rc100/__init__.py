@@ -54,14 +54,15 @@ import numbers
 import importlib.util
 import os
 import signal
+import sys
 import tempfile
 import threading
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_1397c95772ea"
-HASH = "1397c95772ea3f00f59efd3c296b45e17bf437ad0a63f4499b7d4afd4537bec6"
+MODULE = "_rc100_253f4edbe7b3"
+HASH = "253f4edbe7b3f5168933e643383cd80634b90997f228845c136f5e3ef8713027"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -268,7 +269,16 @@ def _warn_if_the_model_file_changed():
 ffi, lib = _load()
 _warn_if_the_model_file_changed()
 _fast = _load_fast()
-_openmp = bool(lib.rc100_openmp())     # threads= runs OpenMP threads in C, else Python threads
+# threads= runs OpenMP threads in C, else Python threads: Python threads in a forked child of a
+# process that ran OpenMP threads, whose runtime does not survive the fork (its next parallel
+# call waits forever). The process that ran them is marked on `sys`, which a fork copies and a
+# new process does not have, so that a module loaded only in the child knows it too.
+_OPENMP_RAN_IN = "_scleron_openmp_ran_in_process"
+_openmp = (bool(lib.rc100_openmp())
+           and getattr(sys, _OPENMP_RAN_IN, os.getpid()) == os.getpid())
+# threads= beyond this many run as this many: more threads than cores gain nothing, and tens of
+# thousands made the OpenMP runtime end the process ("Thread creation failed")
+MAX_THREADS = 4 * (os.cpu_count() or 1)
 _F64 = np.dtype(np.float64)
 _D = "double[]"
 _fb = ffi.from_buffer
@@ -276,7 +286,10 @@ _empty = np.empty
 
 
 def _as_input(x, name, width, count=None):
-    a = x if isinstance(x, np.ndarray) else np.asarray(x)
+    try:
+        a = x if isinstance(x, np.ndarray) else np.asarray(x)
+    except ValueError as exc:                 # a ragged list: numpy's words, and which input
+        raise ValueError(f"{name} must be an array of numbers: {exc}") from None
     if a.ndim == 0 and width == 1:            # a scalar input (dt): one state's value
         a = a.reshape(1)
     if a.dtype.kind not in "fiu":
@@ -385,7 +398,10 @@ def _call(function, values, out, threads=1):
     if count is None:
         single(*ptrs)
     elif threads > 1 and count >= 2 * threads:
+        threads = min(threads, MAX_THREADS)
         if _openmp:
+            if not hasattr(sys, _OPENMP_RAN_IN):
+                setattr(sys, _OPENMP_RAN_IN, os.getpid())
             parallel(count, threads, *ptrs)
         else:
             _threaded(batch, count, arrays, outs, threads)
