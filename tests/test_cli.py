@@ -372,7 +372,8 @@ def test_sigterm_cleans_up_as_ctrl_c_does(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "scleron", "simulate", one, "--duration", "1e5",
                              "--dt", "1e-3", "--every", "100000", "-o", str(out / "t.npz"),
                              "--plot", str(out / "t.png")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"})
     assert proc.stdout.readline().startswith("generated dynamics:")    # the run has begun
     time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)

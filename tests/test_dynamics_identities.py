@@ -566,6 +566,10 @@ def test_threads_beyond_four_per_core_run_as_that_many_and_a_ragged_input_is_nam
                                   dyn.forward_dynamics(Q, Q, Q))
     with pytest.raises(ValueError, match="q must be an array of numbers"):
         dyn.forward_dynamics([[1.0, 2.0], [3.0]], Q[0], Q[0])
+    _, small = generated(example("branched.yaml"), "branched_int", functions=["integrate"])
+    Qs = rng.uniform(-1, 1, (3, small.nq))
+    with pytest.raises(ValueError, match="dt must be an array of numbers"):
+        small.integrate(Qs, Qs, [[0.1], [0.1, 0.2], [0.3]])
 
 
 def test_the_functions_pickle_by_the_packages_name(tmp_path):

@@ -422,6 +422,9 @@ def test_pipes_devices_and_huge_files_are_refused_before_they_are_read(tmp_path)
             assert time.perf_counter() - t < 2
     from scleron.model.load import file_digest
     assert file_digest(tmp_path / "pipe.urdf") is None and file_digest(tmp_path / "zero.urdf") is None
+    if os.path.exists("/proc/self/status"):       # a regular file whose size st_size does not say
+        assert file_digest("/proc/self/status", limit=10) is None
+        assert file_digest("/proc/self/status") is not None
 
 
 def test_an_unknown_encoding_is_malformed_xml_in_every_xml_format(tmp_path):

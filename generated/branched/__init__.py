@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_1164a65bdc9f"
-HASH = "1164a65bdc9f557dacc4de625a693fdd8f4a9532d4ce10e873e4df89bdce229f"
+MODULE = "_branched_a0d4391df171"
+HASH = "a0d4391df1710c7a3ef562ec21b6d859288d5c1ccfe1546473e3977c15665ee2"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -139,7 +139,11 @@ def _terminate_unwinds():
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise _Terminated()
 
-    signal.signal(signal.SIGTERM, terminate)
+    try:
+        signal.signal(signal.SIGTERM, terminate)
+    except (ValueError, OSError):       # a sub-interpreter: signals are the main one's
+        yield
+        return
     try:
         yield
     except _Terminated:
@@ -311,7 +315,10 @@ def _as_input(x, name, width, count=None):
 def _per_state(x, count):
     """A one-number input (dt) of N states: a scalar or (1,) for every state, (N,) or (N, 1)
     one per state."""
-    a = np.asarray(x)
+    try:
+        a = np.asarray(x)
+    except ValueError:                        # ragged: _as_input says so, with the name
+        return x
     if a.dtype.kind in "fiu" and a.ndim <= 1 and a.size == 1:
         return np.full((count, 1), a.reshape(()), dtype=np.float64)
     if a.dtype.kind in "fiu" and a.shape == (count,):
@@ -338,6 +345,8 @@ def _after_fork_in_child():
     and the parent's thread pool do not survive a fork (a call would wait forever)."""
     global _openmp, _pool
     _openmp, _pool = False, None
+    if hasattr(sys, _OPENMP_RAN_IN):    # (not a pid a later process could be given again)
+        setattr(sys, _OPENMP_RAN_IN, -1)
 
 
 if hasattr(os, "register_at_fork"):
@@ -397,7 +406,7 @@ def _call(function, values, out, threads=1):
     ptrs = [_fb(_D, a) for a in arrays] + [_fb(_D, o, True) for o in outs]
     if count is None:
         single(*ptrs)
-    elif threads > 1 and count >= 2 * threads:
+    elif min(threads, MAX_THREADS) > 1 and count >= 2 * min(threads, MAX_THREADS):
         threads = min(threads, MAX_THREADS)
         if _openmp:
             if not hasattr(sys, _OPENMP_RAN_IN):

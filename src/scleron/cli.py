@@ -669,40 +669,48 @@ class Terminated(KeyboardInterrupt):
 
 
 def main(argv=None):
+    owned = []                      # [True] while this call holds SIGTERM (_terminate_unwinds)
     try:
-        with _terminate_unwinds(), warnings.catch_warnings():
+        with _terminate_unwinds(owned), warnings.catch_warnings():
             warnings.showwarning = _show_warning
             return _main(argv)
     except Terminated:
-        print("scleron: terminated", file=sys.stderr)
-        if hasattr(signal, "SIGTERM") and os.name == "posix":
+        if not owned:               # another main() up the stack holds it: its clean-up too
+            raise
+        for stream, text in ((sys.stderr, "scleron: terminated\n"), (sys.stdout, "")):
+            try:                    # what was printed is not lost: the signal ends the
+                stream.write(text)  # process without flushing Python's buffers
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        if os.name == "posix":
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)      # the default handler again: ends here
         return 143
 
 
 @contextlib.contextmanager
-def _terminate_unwinds():
+def _terminate_unwinds(owned):
     """SIGTERM raises Terminated while the command runs, only where nobody else handles it (the
-    main thread, the default handler: main() is also called in-process by other programs); a
-    second SIGTERM waits for the clean-up. The default handler afterwards."""
-    try:
-        mine = (threading.current_thread() is threading.main_thread()
-                and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
-    except AttributeError:                            # no SIGTERM on this platform
-        mine = False
-    if not mine:
-        yield
-        return
-
+    main thread of the main interpreter, the default handler: main() is also called in-process
+    by other programs); a second SIGTERM waits for the clean-up. The default handler afterwards.
+    owned gets True while the handler is this call's."""
     def terminate(signum, frame):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise Terminated()
 
-    signal.signal(signal.SIGTERM, terminate)
+    try:
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL):
+            owned.append(True)
+            signal.signal(signal.SIGTERM, terminate)
+    except (AttributeError, ValueError, OSError):     # no SIGTERM; a sub-interpreter
+        owned.clear()
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if owned:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _main(argv):

@@ -11,7 +11,6 @@ import secrets
 import stat
 
 
-
 def writable_formats(canvas):
     """The file formats a matplotlib canvas writes here: .pgf only where its TeX system
     (rcParams["pgf.texsystem"], xelatex by default) is installed (without it a whole simulation
@@ -30,9 +29,12 @@ def format_problem(path, ext, formats):
     if ext in formats:
         return None
     if ext == "pgf":
-        return (f"{path}: matplotlib writes .pgf files through a TeX system (xelatex), which is not "
+        import matplotlib
+        tex = matplotlib.rcParams.get("pgf.texsystem", "xelatex")
+        return (f"{path}: matplotlib writes .pgf files through a TeX system ({tex}), which is not "
                 f"installed (use one of: {', '.join(sorted(formats))})")
     return f"{path}: matplotlib cannot write .{ext} files (use one of: {', '.join(sorted(formats))})"
+
 
 def write_all(jobs):
     """jobs: (what, path, write) triples; write(tmp) writes the file at tmp (its extension is the

@@ -58,25 +58,29 @@ def read_source(path):
 
 def _open_regular(name):
     """The open file (binary) if name is a regular file, else None. Looked at before it is opened
-    (opening a FIFO would release its writer into a broken pipe), opened without blocking or
-    becoming a controlling terminal, and checked again on the open file (a swap between the two
-    looks), then set to blocking reads."""
+    (opening a FIFO would release its writer into a broken pipe), opened without blocking (a
+    swap to a pipe between the two looks) or becoming a controlling terminal, checked again on
+    the open file, then set to blocking reads. A file under a write lease answers a non-blocking
+    open with EAGAIN: opened again, waiting for the lease's break."""
     if not stat.S_ISREG(os.stat(name).st_mode):
         return None
     flags = os.O_RDONLY
-    for flag in ("O_NONBLOCK", "O_NOCTTY", "O_BINARY"):
+    for flag in ("O_NOCTTY", "O_BINARY"):
         flags |= getattr(os, flag, 0)
-    fd = os.open(name, flags)
+    try:
+        fd = os.open(name, flags | getattr(os, "O_NONBLOCK", 0))
+    except BlockingIOError:
+        fd = os.open(name, flags)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
             return None
         if hasattr(os, "set_blocking") and getattr(os, "O_NONBLOCK", 0):
             os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
-    return os.fdopen(fd, "rb")
 
 
 def _read_regular(name):
@@ -250,12 +254,12 @@ def file_digest(path, limit=None):
         f = _open_regular(path)
         if f is None:
             return None
-        if limit is not None and os.fstat(f.fileno()).st_size > limit:
-            f.close()
-            return None
-        digest = hashlib.sha256()
+        digest, size = hashlib.sha256(), 0
         with f:
             for piece in iter(lambda: f.read(1 << 20), b""):
+                size += len(piece)
+                if limit is not None and size > limit:    # (counted: st_size may not say)
+                    return None
                 digest.update(piece)
         return digest.hexdigest()
     except (OSError, ValueError):

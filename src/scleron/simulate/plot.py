@@ -111,7 +111,8 @@ def _count(n, word):
 
 def trajectory_figure(traj):
     """A matplotlib Figure: one or more panels of joint coordinates (see the module's docstring)
-    and the total energy as E(t) - E(0), with E(0) and the relative drift in the title."""
+    and the total energy as E(t) - E(0), with E(0) and its largest relative change in the title
+    ("drift" where nothing does work)."""
     require_matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
