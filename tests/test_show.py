@@ -459,7 +459,7 @@ def test_draw(small, tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["small.png"]      # no temporary file left
 
 
-def test_draw_writes_through_links_keeps_modes_and_the_callers_backend(small, tmp_path):
+def test_draw_writes_through_links_keeps_modes_and_the_callers_backend(small, tmp_path, capsys):
     """An outside tester: draw() called matplotlib.use("Agg") (a notebook's pyplot backend
     changed under it), replaced a symbolic link by a file and an existing file's mode by the
     umask's, and took .pgf, which fails for want of xelatex after the work. simulate's files
@@ -482,8 +482,8 @@ def test_draw_writes_through_links_keeps_modes_and_the_callers_backend(small, tm
                  ["simulate", small, "--duration", "0.01", "--dt", "0.01", "--plot",
                   str(tmp_path / "x.pgf"), "-o", str(tmp_path / "x.npz")]):
         if shutil.which("xelatex") is None:           # (with it, .pgf is written)
-            one_line_error(cli(*args), "matplotlib writes .pgf files through a TeX system")
-    one_line_error(cli("draw", small, "-o", f"{tmp_path}/y.png/"), "is a folder")
+            one_line_error(in_process(args, capsys), "matplotlib writes .pgf files through a TeX system")
+    one_line_error(in_process(["draw", small, "-o", f"{tmp_path}/y.png/"], capsys), "is a folder")
     assert sorted(os.listdir(tmp_path)) == ["link.png", "target.png"]
 
 
@@ -501,6 +501,16 @@ def test_a_robot_far_from_the_world_origin_fills_the_picture():
         _plot(fig, model, np.array([x, 0.0, 0.0, 0, 0, 0, 1, 0.2]), 20.0, -60.0, None, None)
         ax = fig.axes[0]
         assert (ax.get_xlim()[0] > 19.0) == far and ("off the picture" in ax.get_title()) == far
+
+
+def in_process(args, capsys):
+    """scleron's command line run in this process, as a CompletedProcess."""
+    try:
+        code = main(args)
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, out, err)
 
 
 def test_draw_kinematics():
