@@ -835,6 +835,10 @@ bodies:
 @pytest.mark.parametrize("text,needle", [
     (SINGULAR_CUSTOM, "joint 'ja': the custom joint is singular at q = 0"),
     (HUGE, "the dynamics overflow double precision at q = 0"),
+    # a finite force no inertia can take: qdd = inf from every forward dynamics (an outside tester)
+    (HUGE.replace("gravity: [0, 0, -1.0e300]\n", "").replace("mass: 1.0e300", "mass: 1.0")
+     .replace("  inertia: [1, 1, 1]", "  inertia: [0.1, 0.1, 0.1]\n  wrench: [1.0e308, 0, 0, 0, 0, 0]"),
+     "the forward dynamics overflow double precision at q = 0"),
     (TINY.format(mass=2.0).replace("name: tiny", "name: tiny\ninitial: {q: {jb: 0.0}}", 1), None),
     # log(a) is fine where the model starts (a = 1): q = 0 is not required to be regular
     (SINGULAR_CUSTOM.replace('"1/a", "log(a)", "sqrt(a)"', '"log(a)", "0", "0"') + "initial: {q: {ja: 1.0}}\n",

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_a0d4391df171"
-HASH = "a0d4391df1710c7a3ef562ec21b6d859288d5c1ccfe1546473e3977c15665ee2"
+MODULE = "_branched_1821f47c6949"
+HASH = "1821f47c6949256b7caccbc67d98136dcfd51eaa3433a922e3ef27987d3d2020"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

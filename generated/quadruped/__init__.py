@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_e57e6c6a0a7a"
-HASH = "e57e6c6a0a7ac130f600686c7e08418fa27601b0dcc4f7c159d3751eef5a0ce6"
+MODULE = "_quadruped_c09c0309f14f"
+HASH = "c09c0309f14f84d65bcfcb4f0ac178198ab22e7ab228c2fb7aaaf846a1708ab4"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_95a776765c23"
-HASH = "95a776765c238d184b745aa15252c701a9a05afe9073f865f475a52d8657ba33"
+MODULE = "_rc100_c568105e175c"
+HASH = "c568105e175c43e5e51ae419edac59315104b5dc876a217ad1c2793e567c1628"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_4440af31c6e7"
-HASH = "4440af31c6e76b6c9c91d9a4467bdfc304b9bbd9087efd0952cc29abc32ac617"
+MODULE = "_rc20_7def5fcef697"
+HASH = "7def5fcef697519b9fc2eaf0493aa2533a320d7de19da26aaee95ed8b672a273"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

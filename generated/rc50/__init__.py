@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_60fdcd56504d"
-HASH = "60fdcd56504deb51b65020b72ca64d5a777f66cf46e623e80301ae61302f22fb"
+MODULE = "_rc50_e7be4726a17f"
+HASH = "e7be4726a17f915cfbcb1cea81996c9fd267a43168b558407f3a5eeaf1fd5134"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -231,17 +231,38 @@ def overflow_error(tree, source=None):
 
 def check_finite(tree, q, *, source=None):
     """Raise ModelError when the model's numbers overflow: the mass matrix or the gravity and
-    velocity forces are not finite at q (masses, inertias, lengths or gravity near 1e300)."""
+    velocity forces are not finite at q (masses, inertias, lengths or gravity near 1e300).
+    Returns (M, h) at q, h with qd = 1."""
     alg = FloatAlgebra()
     M = mass_matrix(tree, alg, q)
     h = bias_forces(tree, alg, q, [1.0] * tree.nv)
     if all(math.isfinite(x) for row in M for x in row) and all(math.isfinite(x) for x in h):
-        return
+        return M, h
     body, text = _largest_numbers(tree)
     raise ModelError(
         f"the dynamics overflow double precision at {_where(q)}: the mass matrix or the forces "
         f"are not finite (largest numbers: {text}); rescale the model's units",
         source=source, element=f"body '{body.name}'", body=body.name)
+
+
+def check_accelerations_finite(tree, q, M, h, *, source=None):
+    """Raise ModelError when the forward dynamics overflow at q (M regular there; M and h with
+    qd = 1 from check_finite) with tau = 0: finite forces too large for their bodies' inertias
+    (a constant wrench of 1e308 N gave qdd = inf from every generated forward dynamics)."""
+    if tree.nv == 0:
+        return
+    with np.errstate(all="ignore"):
+        try:
+            qdd = np.linalg.solve(np.array(M, dtype=float), -np.array(h, dtype=float))
+        except np.linalg.LinAlgError:           # (check_regular_at_start has said it is regular)
+            return
+    if np.all(np.isfinite(qdd)):
+        return
+    body, text = _largest_numbers(tree)
+    raise ModelError(
+        f"the forward dynamics overflow double precision at {_where(q)} (qd = 1, tau = 0): forces "
+        f"too large for the inertias they move (largest numbers: {text}); rescale the model's "
+        "units or its forces", source=source, element=f"body '{body.name}'", body=body.name)
 
 
 def check_total_mass(tree, *, source=None):
@@ -272,7 +293,7 @@ def check_model_dynamics(tree, *, source=None, q0=None, samples=SAMPLES, seed=SE
     check_total_mass(tree.full, source=source)
     # at every configuration, not only the first: a rotated body may overflow where the
     # initial pose does not, and check_nonsingular needs a finite mass matrix at each
-    for q in configurations:
-        check_finite(tree, q, source=source)
+    first = [check_finite(tree, q, source=source) for q in configurations][0]
     check_nonsingular(tree, source=source, configurations=configurations)
     check_regular_at_start(tree, configurations[0], source=source)
+    check_accelerations_finite(tree, configurations[0], *first, source=source)
