@@ -676,9 +676,15 @@ def test_an_overflowing_constant_names_the_model_and_its_numbers(tmp_path):
     text = ("gravity: [0, 0, -1e308]\nbodies:\n- {name: a, parent: world, mass: 1, com: [0.1, 0, 0], "
             "inertia: [0.01, 0.01, 0.01], joint: {name: j, axis: [0, 1, 0], damping: 1e308}}\n")
     path = write(tmp_path, "huge.yaml", text)
-    with pytest.raises(ModelError) as e:      # (the derivatives fold them into an overflow)
+    with pytest.raises(ModelError) as e:      # the checks before unrolling see qdd = inf now
         scleron.pipeline.build_sources(load_model(path), "huge", functions=["fdd"])
     msg = str(e.value)
+    assert msg.startswith(f"{path}: body 'a': the forward dynamics overflow double precision")
+    assert "gravity 1e+308" in msg and "damping up to 1e+308 (joint 'j')" in msg
+    # what the printer raises for a constant that overflows as the program is folded
+    from scleron.dynamics.checks import overflow_error
+    from scleron.dynamics.tree import Tree
+    msg = str(overflow_error(Tree(load_model(path)), source=str(path)))
     assert msg.startswith(f"{path}: a constant of the generated code overflows double precision")
     assert "gravity 1e+308" in msg and "damping up to 1e+308 (joint 'j')" in msg
 
