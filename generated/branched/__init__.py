@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_1821f47c6949"
-HASH = "1821f47c6949256b7caccbc67d98136dcfd51eaa3433a922e3ef27987d3d2020"
+MODULE = "_branched_1ce345fcd476"
+HASH = "1ce345fcd47699438b7f716667cf4b104658e89897613f891216aa8a27e0c594"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -404,10 +404,10 @@ def _call(function, values, out, threads=1):
     if out is not None:                  # out= an input (q, in place): C must read a copy
         arrays = [a.copy() if any(np.may_share_memory(a, o) for o in outs) else a for a in arrays]
     ptrs = [_fb(_D, a) for a in arrays] + [_fb(_D, o, True) for o in outs]
+    threads = min(threads, MAX_THREADS)
     if count is None:
         single(*ptrs)
-    elif min(threads, MAX_THREADS) > 1 and count >= 2 * min(threads, MAX_THREADS):
-        threads = min(threads, MAX_THREADS)
+    elif threads > 1 and count >= 2 * threads:
         if _openmp:
             if not hasattr(sys, _OPENMP_RAN_IN):
                 setattr(sys, _OPENMP_RAN_IN, os.getpid())

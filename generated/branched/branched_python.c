@@ -411,10 +411,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_1821f47c6949_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_1ce345fcd476_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_1821f47c6949_py(void)
+PyMODINIT_FUNC PyInit__branched_1ce345fcd476_py(void)
 {
     import_array();
     return PyModule_Create(&module);

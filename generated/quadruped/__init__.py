@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_c09c0309f14f"
-HASH = "c09c0309f14f84d65bcfcb4f0ac178198ab22e7ab228c2fb7aaaf846a1708ab4"
+MODULE = "_quadruped_5204843cc5fe"
+HASH = "5204843cc5fecd022261d8b50257db724f33962a66265f6b5e8a76b95612bac2"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -404,10 +404,10 @@ def _call(function, values, out, threads=1):
     if out is not None:                  # out= an input (q, in place): C must read a copy
         arrays = [a.copy() if any(np.may_share_memory(a, o) for o in outs) else a for a in arrays]
     ptrs = [_fb(_D, a) for a in arrays] + [_fb(_D, o, True) for o in outs]
+    threads = min(threads, MAX_THREADS)
     if count is None:
         single(*ptrs)
-    elif min(threads, MAX_THREADS) > 1 and count >= 2 * min(threads, MAX_THREADS):
-        threads = min(threads, MAX_THREADS)
+    elif threads > 1 and count >= 2 * threads:
         if _openmp:
             if not hasattr(sys, _OPENMP_RAN_IN):
                 setattr(sys, _OPENMP_RAN_IN, os.getpid())

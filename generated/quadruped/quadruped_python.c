@@ -411,10 +411,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_c09c0309f14f_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_5204843cc5fe_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_c09c0309f14f_py(void)
+PyMODINIT_FUNC PyInit__quadruped_5204843cc5fe_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_c568105e175c"
-HASH = "c568105e175c43e5e51ae419edac59315104b5dc876a217ad1c2793e567c1628"
+MODULE = "_rc100_a7145e1d2d84"
+HASH = "a7145e1d2d84f59f0a52c868fc7e324727078ecbe143ce619190204d68026cd7"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -404,10 +404,10 @@ def _call(function, values, out, threads=1):
     if out is not None:                  # out= an input (q, in place): C must read a copy
         arrays = [a.copy() if any(np.may_share_memory(a, o) for o in outs) else a for a in arrays]
     ptrs = [_fb(_D, a) for a in arrays] + [_fb(_D, o, True) for o in outs]
+    threads = min(threads, MAX_THREADS)
     if count is None:
         single(*ptrs)
-    elif min(threads, MAX_THREADS) > 1 and count >= 2 * min(threads, MAX_THREADS):
-        threads = min(threads, MAX_THREADS)
+    elif threads > 1 and count >= 2 * threads:
         if _openmp:
             if not hasattr(sys, _OPENMP_RAN_IN):
                 setattr(sys, _OPENMP_RAN_IN, os.getpid())

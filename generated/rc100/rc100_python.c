@@ -411,10 +411,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_c568105e175c_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_a7145e1d2d84_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_c568105e175c_py(void)
+PyMODINIT_FUNC PyInit__rc100_a7145e1d2d84_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_7def5fcef697"
-HASH = "7def5fcef697519b9fc2eaf0493aa2533a320d7de19da26aaee95ed8b672a273"
+MODULE = "_rc20_c13be6de1ef1"
+HASH = "c13be6de1ef1acb5bb0dfb7977a7a290cad7d00dc41aefa8bdb172599d81fea9"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -404,10 +404,10 @@ def _call(function, values, out, threads=1):
     if out is not None:                  # out= an input (q, in place): C must read a copy
         arrays = [a.copy() if any(np.may_share_memory(a, o) for o in outs) else a for a in arrays]
     ptrs = [_fb(_D, a) for a in arrays] + [_fb(_D, o, True) for o in outs]
+    threads = min(threads, MAX_THREADS)
     if count is None:
         single(*ptrs)
-    elif min(threads, MAX_THREADS) > 1 and count >= 2 * min(threads, MAX_THREADS):
-        threads = min(threads, MAX_THREADS)
+    elif threads > 1 and count >= 2 * threads:
         if _openmp:
             if not hasattr(sys, _OPENMP_RAN_IN):
                 setattr(sys, _OPENMP_RAN_IN, os.getpid())

@@ -411,10 +411,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_7def5fcef697_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_c13be6de1ef1_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc20_7def5fcef697_py(void)
+PyMODINIT_FUNC PyInit__rc20_c13be6de1ef1_py(void)
 {
     import_array();
     return PyModule_Create(&module);

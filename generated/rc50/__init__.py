@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_e7be4726a17f"
-HASH = "e7be4726a17f915cfbcb1cea81996c9fd267a43168b558407f3a5eeaf1fd5134"
+MODULE = "_rc50_4a83a5ab22fc"
+HASH = "4a83a5ab22fcc10a1dca5f70603efa1c01642946938542c22ead492285a92605"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -404,10 +404,10 @@ def _call(function, values, out, threads=1):
     if out is not None:                  # out= an input (q, in place): C must read a copy
         arrays = [a.copy() if any(np.may_share_memory(a, o) for o in outs) else a for a in arrays]
     ptrs = [_fb(_D, a) for a in arrays] + [_fb(_D, o, True) for o in outs]
+    threads = min(threads, MAX_THREADS)
     if count is None:
         single(*ptrs)
-    elif min(threads, MAX_THREADS) > 1 and count >= 2 * min(threads, MAX_THREADS):
-        threads = min(threads, MAX_THREADS)
+    elif threads > 1 and count >= 2 * threads:
         if _openmp:
             if not hasattr(sys, _OPENMP_RAN_IN):
                 setattr(sys, _OPENMP_RAN_IN, os.getpid())

@@ -411,10 +411,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_e7be4726a17f_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_4a83a5ab22fc_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc50_e7be4726a17f_py(void)
+PyMODINIT_FUNC PyInit__rc50_4a83a5ab22fc_py(void)
 {
     import_array();
     return PyModule_Create(&module);
