@@ -430,8 +430,8 @@ def build_parser():
                         "but the derivatives and M^-1 above 12 coordinates, the frame Jacobians "
                         "of many frames, the Jacobians of integrate and difference (dint, ddiff) "
                         "without a quaternion joint, and mimic-coupled trees' frame, derivative, "
-                        "M^-1, centroidal and Jacobian functions (codegen names what it left out, but for "
-                        "dint and ddiff, constants there)")
+                        "M^-1, centroidal and Jacobian functions (codegen names what it left "
+                        "out, but for dint and ddiff, constants there)")
     c.add_argument("--frames", metavar="A,B,...",
                    help="the frames the frame functions cover, in this order (default: every "
                         "body, URDF link and declared frame; a comma within a name as \\,)")

@@ -33,7 +33,8 @@ def format_problem(path, ext, formats):
         tex = matplotlib.rcParams.get("pgf.texsystem", "xelatex")
         return (f"{path}: matplotlib writes .pgf files through a TeX system ({tex}), which is not "
                 f"installed (use one of: {', '.join(sorted(formats))})")
-    return f"{path}: matplotlib cannot write .{ext} files (use one of: {', '.join(sorted(formats))})"
+    return (f"{path}: matplotlib cannot write .{ext} files "
+            f"(use one of: {', '.join(sorted(formats))})")
 
 
 def write_all(jobs):
