@@ -566,10 +566,19 @@ def test_threads_beyond_four_per_core_run_as_that_many_and_a_ragged_input_is_nam
                                   dyn.forward_dynamics(Q, Q, Q))
     with pytest.raises(ValueError, match="q must be an array of numbers"):
         dyn.forward_dynamics([[1.0, 2.0], [3.0]], Q[0], Q[0])
+    # a masked entry was read as the number the mask hides (an outside tester); none masked: data
+    hidden = np.ma.masked_array(Q[0], mask=np.arange(20) == 3)
+    for args in ((hidden, Q[0], Q[0]), (Q[0], Q[0], hidden), (Q[:4], Q[:4], np.ma.vstack([hidden] * 4))):
+        with pytest.raises(ValueError, match="has masked entries"):
+            dyn.forward_dynamics(*args)
+    np.testing.assert_array_equal(dyn.forward_dynamics(np.ma.masked_array(Q[0]), Q[0], Q[0]),
+                                  dyn.forward_dynamics(Q[0], Q[0], Q[0]))
     _, small = generated(example("branched.yaml"), "branched_int", functions=["integrate"])
     Qs = rng.uniform(-1, 1, (3, small.nq))
     with pytest.raises(ValueError, match="dt must be an array of numbers"):
         small.integrate(Qs, Qs, [[0.1], [0.1, 0.2], [0.3]])
+    with pytest.raises(ValueError, match="dt has masked entries"):
+        small.integrate(Qs, Qs, np.ma.masked_array([0.1, 0.2, 0.3], mask=[0, 1, 0]))
 
 
 def test_the_functions_pickle_by_the_packages_name(tmp_path):
