@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_1ce345fcd476"
-HASH = "1ce345fcd47699438b7f716667cf4b104658e89897613f891216aa8a27e0c594"
+MODULE = "_branched_04c9d8405a3f"
+HASH = "04c9d8405a3fce4b8d67605f3791598eabb93e7a391d38ac12dae9bafb67e033"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -294,6 +294,7 @@ def _as_input(x, name, width, count=None):
         a = x if isinstance(x, np.ndarray) else np.asarray(x)
     except ValueError as exc:                 # a ragged list: numpy's words, and which input
         raise ValueError(f"{name} must be an array of numbers: {exc}") from None
+    a = _unmasked(a, name)
     if a.ndim == 0 and width == 1:            # a scalar input (dt): one state's value
         a = a.reshape(1)
     if a.dtype.kind not in "fiu":
@@ -312,13 +313,25 @@ def _as_input(x, name, width, count=None):
     raise ValueError(f"{name} must have shape ({width},) or (N, {width}), got {a.shape}")
 
 
-def _per_state(x, count):
+def _unmasked(a, name):
+    """A masked array's data, where no entry is masked (C would read what the mask hides)."""
+    ma = sys.modules.get("numpy.ma")         # (no masked array can exist before it is imported)
+    if ma is None or not isinstance(a, ma.MaskedArray):
+        return a
+    if ma.is_masked(a):
+        raise ValueError(f"{name} has masked entries; fill them (a.filled(value)) or leave "
+                         "those states out")
+    return a.data
+
+
+def _per_state(x, name, count):
     """A one-number input (dt) of N states: a scalar or (1,) for every state, (N,) or (N, 1)
     one per state."""
     try:
-        a = np.asarray(x)
+        a = x if isinstance(x, np.ndarray) else np.asarray(x)
     except ValueError:                        # ragged: _as_input says so, with the name
         return x
+    a = _unmasked(a, name)
     if a.dtype.kind in "fiu" and a.ndim <= 1 and a.size == 1:
         return np.full((count, 1), a.reshape(()), dtype=np.float64)
     if a.dtype.kind in "fiu" and a.shape == (count,):
@@ -382,7 +395,7 @@ def _call(function, values, out, threads=1):
     arrays, count = [], None
     for i, ((name, width), x) in enumerate(zip(inputs, values)):
         if width == 1 and count is not None:
-            x = _per_state(x, count)
+            x = _per_state(x, name, count)
         a, n = _as_input(x, name, width, count)
         if i and (n is None) != (count is None) or (n is not None and count is not None and n != count):
             raise ValueError(f"{name} has shape {a.shape}, but {inputs[0][0]} has "

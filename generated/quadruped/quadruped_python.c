@@ -15,10 +15,11 @@
 #define NFUNCS 9
 static PyObject *fallback[NFUNCS];      /* the checked Python functions, set by _set_fallbacks */
 
-/* a 1-D C-contiguous float64 array of n entries */
+/* a 1-D C-contiguous float64 array of n entries (a plain one: a subclass, such as a masked
+ * array, takes the checked Python function) */
 static int is_vector(PyObject *o, npy_intp n)
 {
-    return PyArray_Check(o) && PyArray_TYPE((PyArrayObject *)o) == NPY_DOUBLE
+    return PyArray_CheckExact(o) && PyArray_TYPE((PyArrayObject *)o) == NPY_DOUBLE
         && PyArray_ISNOTSWAPPED((PyArrayObject *)o) && PyArray_ISALIGNED((PyArrayObject *)o)
         && PyArray_NDIM((PyArrayObject *)o) == 1 && PyArray_DIM((PyArrayObject *)o, 0) == n
         && PyArray_IS_C_CONTIGUOUS((PyArrayObject *)o);
@@ -411,10 +412,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_5204843cc5fe_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_72ef0a372fbb_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_5204843cc5fe_py(void)
+PyMODINIT_FUNC PyInit__quadruped_72ef0a372fbb_py(void)
 {
     import_array();
     return PyModule_Create(&module);
