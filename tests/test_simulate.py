@@ -5,6 +5,7 @@ import io
 import math
 import os
 import re
+import stat
 import subprocess
 import sys
 import warnings
@@ -14,6 +15,7 @@ import pytest
 
 import scleron
 from scleron.kinematics import joint_transform
+from scleron.outputs import write_all
 from scleron.simulate import (SimulationError, Switch, Trajectory, add_parser, best_chart, chart_det,
                               cmd_simulate, reparameterise_exp, simulate, switch_euler)
 from scleron.simulate.charts import chart_R as euler_R
@@ -529,6 +531,30 @@ def test_outputs_are_checked_before_the_run(files, tmp_path, monkeypatch, option
     assert not (tmp_path / "build").exists()
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_pipe_or_link_to_one_is_refused_not_replaced_and_odd_names_are_named(files, tmp_path):
+    """Writing beside the destination, then renaming over it, turned a named pipe, and a device
+    a link named (/dev/full), into a regular file (an outside tester); output=5 was a raw
+    TypeError and a complex q0 lost its imaginary part with a numpy warning."""
+    pipe = tmp_path / "pipe.npz"
+    os.mkfifo(pipe)
+    link = tmp_path / "link.png"
+    link.symlink_to(pipe)
+    for option, needle in (({"output": str(pipe)}, "is a named pipe, not a file"),
+                           ({"output": tmp_path / "x.npz", "plot": str(link)}, "is a named pipe"),
+                           ({"output": 5}, "output must be a file name, got int"),
+                           ({"q0": [0.1j, 0, 0]}, "q0 must be real numbers")):
+        with pytest.raises(ValueError, match=re.escape(needle)):
+            simulate(files["chain3"], 0.01, 1e-3, out_dir=str(tmp_path / "build"),
+                     progress=False, **option)
+    assert stat.S_ISFIFO(os.stat(pipe).st_mode) and os.path.islink(link)
+    assert not (tmp_path / "build").exists() and not list(tmp_path.glob(".scleron-*"))
+    fig = {"written": False}
+    with pytest.raises(ValueError, match="is a named pipe"):
+        write_all([("picture", str(link), lambda tmp: fig.update(written=True))])
+    assert not fig["written"] and stat.S_ISFIFO(os.stat(pipe).st_mode)
+
+
 def test_rk45_ends_at_the_duration_without_a_sliver_step(files, build):
     """2 s at dt = 1e-3 with loose tolerances: 2000 steps of 1e-3 sum to 2 - 1.1e-13 in floating
     point; the run used to take a 2001st step of 1.1e-13 s and record it as a sample."""
@@ -713,7 +739,7 @@ def test_the_summary_names_what_does_work_and_where_the_drift_was_measured(tmp_p
     assert cmd_simulate(parse([str(path), "--duration", "0.5", "--dt", "1e-3", "--tau", "0.1",
                                "--build-dir", build, "-q"])) == 0
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("energy:"))
-    assert line.endswith("(tau is not zero: work is done) (dampers dissipate (hinge))"), line
+    assert line.endswith("(tau is not zero: work is done; dampers dissipate (hinge))"), line
     assert "recorded" not in line
 
 
@@ -815,6 +841,11 @@ def test_semi_implicit_keeps_a_spinning_free_flyers_energy(tmp_path, build):
     fine, e2 = run(5e-4)
     assert coarse.energy_drift < 1e-3 and fine.energy_drift < 5e-4
     assert e1 < 0.1 and 1.8 < e1 / e2 < 2.2
+    # spun up until the step diverges: the simulator's error, not "math domain error" from the
+    # transport's cos(inf) (an outside tester)
+    with pytest.raises(SimulationError, match="non-finite"):
+        simulate(str(path), 1.0, 0.01, integrator="semi-implicit", out_dir=build, progress=False,
+                 qd0=[0, 0, 0, 0, 1e300, 1])
 
 
 COUPLED_THEN_BALL = """

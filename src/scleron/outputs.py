@@ -37,10 +37,31 @@ def format_problem(path, ext, formats):
             f"(use one of: {', '.join(sorted(formats))})")
 
 
+def destination_problem(path):
+    """Why a file cannot be written at path, a name of what is there now (None where it can):
+    a pipe, a device or a socket, also through a symbolic link, is never replaced by a file (a
+    link to /dev/full became a regular file: the device node was gone)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None                 # nothing there (yet), or a dangling link: a new file
+    if stat.S_ISDIR(mode):
+        return "is a folder: give a file name"
+    if not stat.S_ISREG(mode):
+        kind = ("a named pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "no regular file")
+        return f"is {kind}, not a file: scleron writes whole files only, give a file name"
+    return None
+
+
 def write_all(jobs):
     """jobs: (what, path, write) triples; write(tmp) writes the file at tmp (its extension is the
     destination's). Either every path is written or none is; a ValueError names what and path."""
     jobs = [(what, os.path.realpath(path), path, write) for what, path, write in jobs]
+    for what, real, path, _ in jobs:
+        problem = destination_problem(real)
+        if problem:
+            raise ValueError(f"{what} {path} {problem}")
     written = []
     try:
         for what, real, path, write in jobs:

@@ -6,7 +6,7 @@ import tempfile
 
 import numpy as np
 
-from ..outputs import write_all
+from ..outputs import destination_problem, write_all
 from .integrators import INTEGRATORS
 from .plot import check_plot_path, plot_trajectory
 from .charts import switchables
@@ -18,6 +18,8 @@ EXP_LIMIT = math.pi                 # ‖q‖ above which an exp-coordinate ball
 
 
 def _vector(value, n, what, names=None, size="nv"):
+    if np.iscomplexobj(value):          # (numpy would drop the imaginary part with a warning)
+        raise ValueError(f"{what} must be real numbers, got complex ones")
     try:
         a = np.array(value, dtype=float)
     except (TypeError, ValueError):
@@ -36,10 +38,21 @@ def _vector(value, n, what, names=None, size="nv"):
     return a
 
 
+def _file_name(path, what):
+    """A file name given as str, bytes or os.PathLike, as str (None stays None)."""
+    if path is None:
+        return None
+    try:
+        return os.fsdecode(os.fspath(path))
+    except TypeError:
+        raise ValueError(f"{what} must be a file name, got {type(path).__name__}") from None
+
+
 def _check_writable(path, what):
     folder = os.path.dirname(os.path.realpath(path))
-    if os.path.isdir(path):
-        raise ValueError(f"{what} {path} is a folder: give a file name")
+    problem = destination_problem(path)
+    if problem:
+        raise ValueError(f"{what} {path} {problem}")
     if not os.path.isdir(folder):
         problem = (f"{folder} is a file, not a folder" if os.path.exists(folder)
                    else f"the folder {folder} does not exist")
@@ -150,10 +163,11 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     if not isinstance(record_every, numbers.Integral) or isinstance(record_every, bool) or record_every < 1:
         raise ValueError(f"record_every must be a positive integer, got {record_every!r}")
     record_every = int(record_every)
+    output, plot = _file_name(output, "output"), _file_name(plot, "plot")
     for what, path in (("output", output), ("plot", plot)):
         if path is not None:
             _check_writable(path, what)         # before the run, not after it
-    if output is not None and not os.fspath(output).lower().endswith(".npz"):
+    if output is not None and not output.lower().endswith(".npz"):
         raise ValueError(f"output {output}: a trajectory is written as numpy's .npz: name the "
                          "file ....npz (Trajectory.load reads it back)")
     if plot is not None:

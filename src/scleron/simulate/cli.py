@@ -78,7 +78,7 @@ def summary(traj):
              f"t = {traj.t[-1]:g} s in {traj.steps} step{'' if traj.steps == 1 else 's'}"
              + (f" ({traj.rejected} rejected)" if traj.rejected else "") + f", {traj.wall_time:.2f} s",
              f"energy: E(0) = {e0:.10g} J, E(end) = {float(traj.energy[-1]):.10g} J, max relative "
-             f"{'change' if traj.work else 'drift'} {traj.energy_drift:.3e}" + _over(traj) + "".join(f" ({w})" for w in traj.work),
+             f"{'change' if traj.work else 'drift'} {traj.energy_drift:.3e}" + _over(traj) + (f" ({'; '.join(traj.work)})" if traj.work else ""),
              f"chart switches: {len(traj.switches)}"]
     lines += [f"  {s}" for s in traj.switches[:SHOWN_SWITCHES]]
     if len(traj.switches) > SHOWN_SWITCHES:

@@ -125,6 +125,8 @@ def rotated(x, rotation_vector):
     angle = math.sqrt(sum(c * c for c in rotation_vector))
     if angle == 0.0:
         return list(x)
+    if not math.isfinite(angle):        # a diverged run: the simulator says so after the step
+        return [math.nan] * len(x)
     axis = [c / angle for c in rotation_vector]
     c, s = math.cos(angle), math.sin(angle)
     along = sum(a * b for a, b in zip(axis, x)) * (1.0 - c)

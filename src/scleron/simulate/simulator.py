@@ -85,8 +85,9 @@ class Simulator:
         give nv finite numbers (its fault named as its own, not as the step's)."""
         if not callable(self.tau):
             return self.tau
+        value = self.tau(t, q, qd)          # (an error of the function itself is its own)
         try:
-            tau = np.asarray(self.tau(t, q, qd), dtype=float)
+            tau = np.asarray(value, dtype=float)
         except (TypeError, ValueError) as exc:
             raise SimulationError(f"tau(t, q, qd) at t = {t:.6g} s did not return numbers: {exc}") from None
         if tau.shape != (self.nv,):
