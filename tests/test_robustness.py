@@ -5,6 +5,7 @@ All on a 2-body model written here (a compile takes about a second).
 """
 import ast
 import glob
+import importlib.machinery
 import importlib.util
 import io
 import json
@@ -303,6 +304,106 @@ def test_compile_on_import_without_a_compiler_is_one_clear_import_error(tmp_path
     last = r.stderr.strip().splitlines()[-1]
     assert r.returncode != 0 and last.startswith("ImportError: ") and str(out) in last
     assert "CC='no-such-cc-here'" in last and not list(out.glob(".build-*"))
+
+
+def _compiled_once(tmp_path):
+    out = tmp_path / "tiny"
+    scleron.generate(scleron.load_model(tiny(tmp_path)), str(out), functions=FEW)
+    return out
+
+
+def _imports_and_computes(folder):
+    code = ("import tiny, numpy as np; print(repr(float(tiny.mass_matrix(np.array([0.3, -0.7]))"
+            "[0, 0])), tiny._fast is not None)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=folder.parent, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    value, fast = r.stdout.split()
+    assert float(value) == reference_M(str(folder.parent / "tiny.yaml"))[0, 0] and fast == "True"
+
+
+def test_a_module_compiled_for_another_cpu_or_python_is_not_loaded_but_compiled_again(tmp_path):
+    """-march=native code run on a CPU without its instructions ends the process with SIGILL (a
+    folder copied to another machine; an outside tester): the folder records what its modules
+    need (MODULE.target.json), and a CPU that lacks it compiles its own, on import as through
+    scleron. A module of another Python ABI (cpython-310 beside 3.11) was loaded as well."""
+    out = _compiled_once(tmp_path)
+    target = next(out.glob("*.target.json"))
+    record = json.loads(target.read_text())
+    assert "-march=native" in record["cflags"]
+    if "features" not in record:
+        pytest.skip("this CPU's features cannot be read (no /proc/cpuinfo)")
+    assert {"sse2"} <= set(record["features"]) or record["machine"] != "x86_64"
+
+    def other_cpu():
+        record["features"] = record["features"] + ["avx9000"]
+        target.write_text(json.dumps(record))
+        return {p: p.stat().st_mtime_ns for p in out.glob("*.so")}
+    before = other_cpu()
+    _imports_and_computes(out)                                    # compiled again on import
+    assert all(p.stat().st_mtime_ns != t for p, t in before.items())
+    assert "avx9000" not in json.loads(target.read_text())["features"]
+    before = other_cpu()
+    scleron.load_generated(str(out))                              # and by scleron
+    assert all(p.stat().st_mtime_ns != t for p, t in before.items())
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    for p in out.glob("*" + suffix):                              # only another Python's module
+        p.rename(str(p)[:-len(suffix)] + suffix.replace(sys.implementation.cache_tag, "cpython-30"))
+    _imports_and_computes(out)
+    assert len(list(out.glob("*" + suffix))) == 2
+
+
+def test_a_failed_compile_on_import_is_an_import_error_and_march_picks_the_target(tmp_path):
+    """The package's compile on import raised RuntimeError when the compiler failed (an
+    `except ImportError` around the import missed it); --march builds for a named CPU."""
+    out = tmp_path / "tiny"
+    r = cli("codegen", tiny(tmp_path), "-o", str(out), "--no-compile", "--march", "x86-64-v2",
+            *FEW_CLI)
+    assert r.returncode == 0, r.stderr
+    assert "'-march=x86-64-v2'" in (out / "build_tiny.py").read_text()
+    failing = tmp_path / "failing-cc"
+    failing.write_text("#!/bin/sh\necho 'cc: error: no' >&2\nexit 1\n")
+    failing.chmod(0o755)
+    r = subprocess.run([sys.executable, "-c", "import tiny"], cwd=tmp_path, capture_output=True,
+                       text=True, env={**os.environ, "CC": str(failing)}, timeout=120)
+    last = r.stderr.strip().splitlines()
+    assert any(ln.startswith("ImportError: ") and "compiling it failed" in ln for ln in last), r.stderr
+    assert "RuntimeError" not in r.stderr
+    one_line_error(cli("codegen", tiny(tmp_path), "-o", str(out), "--march", "x86-64;ls"))
+
+
+@pytest.mark.skipif(build.fcntl is None, reason="no flock here")
+def test_a_load_that_compiles_leaves_the_folders_siblings_free(tmp_path, monkeypatch):
+    """load_generated of a folder without its module compiled under the lock of the folder's
+    parent: every codegen and load beside it waited for the whole compile (minutes for a large
+    model; an outside tester: 48 s instead of 4). The compile now holds the folder itself."""
+    import threading
+    out = tmp_path / "tiny"
+    scleron.generate(scleron.load_model(tiny(tmp_path)), str(out), functions=FEW, compile=False)
+    started, release = tmp_path / "started", tmp_path / "release"
+    wrapper = tmp_path / "slow-cc"
+    wrapper.write_text(f"#!/bin/sh\ntouch {started}\nwhile [ ! -e {release} ]; do sleep 0.05; done\n"
+                       f"exec {shutil.which('gcc') or 'cc'} \"$@\"\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("CC", str(wrapper))
+    loaded = {}
+    worker = threading.Thread(target=lambda: loaded.update(m=scleron.load_generated(str(out))))
+    worker.start()
+    try:
+        for _ in range(1200):
+            if started.exists():
+                break
+            time.sleep(0.05)
+        assert started.exists(), "the compiler never started"
+        fd = os.open(tmp_path, os.O_RDONLY)
+        try:
+            build.fcntl.flock(fd, build.fcntl.LOCK_EX | build.fcntl.LOCK_NB)   # free: no wait
+        finally:
+            os.close(fd)
+    finally:
+        release.touch()
+        worker.join(300)
+    assert loaded["m"].mass_matrix(Q)[0, 0] == reference_M(str(tmp_path / "tiny.yaml"))[0, 0]
 
 
 def test_interrupted_install_is_repaired(tmp_path):

@@ -412,10 +412,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_04c9d8405a3f_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_3315192d4dfa_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_04c9d8405a3f_py(void)
+PyMODINIT_FUNC PyInit__branched_3315192d4dfa_py(void)
 {
     import_array();
     return PyModule_Create(&module);

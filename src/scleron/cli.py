@@ -232,9 +232,11 @@ def cmd_codegen(args):
     previous = _generated_from(out)
     try:
         cflags = None
-        if args.opt is not None:
-            from .pipeline import cflags_at
-            cflags = cflags_at(args.opt)
+        if args.opt is not None or args.march is not None:
+            from .pipeline import cflags_at, cflags_for, default_cflags
+            cflags = cflags_at(args.opt) if args.opt is not None else default_cflags()
+            if args.march is not None:
+                cflags = cflags_for(args.march, cflags)
         t0 = time.perf_counter()
         progress = CodegenProgress(len(model.bodies))
         try:
@@ -416,6 +418,11 @@ def build_parser():
                         "straight-line code runs fastest and compiles fastest when small; 0 "
                         "compiles in a tenth of the time and runs slower, for tests and "
                         "debugging; 1, 2, 3 for comparison)")
+    c.add_argument("--march", metavar="CPU", default=None,
+                   help="the CPU the compiled code is for: native (default) uses this machine's "
+                        "instruction sets, and on a CPU without them the package compiles its "
+                        "own copy when first imported; a gcc -march name such as x86-64-v3 "
+                        "builds a folder to ship to machines that cannot compile it")
     c.add_argument("--method", choices=["1", "2"], default="1",
                    help="forward dynamics: 1 = fully unrolled (fastest to run); 2 = passes 4-6 as "
                         "loops over the bodies with one kernel per joint class (Si & Guenter "

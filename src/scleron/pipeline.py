@@ -8,6 +8,7 @@ start, each function's unrolling and the compiler's parts: a large model takes m
 import hashlib
 import json
 import os
+import re
 import shlex
 import time
 from dataclasses import dataclass, field, replace
@@ -49,6 +50,16 @@ def cflags_at(level):
     if level not in OPT_LEVELS:
         raise ValueError(f"optimisation level must be one of {', '.join(OPT_LEVELS)}, not {level!r}")
     return [f"-O{level}" if f.startswith("-O") else f for f in DEFAULT_CFLAGS]
+
+
+def cflags_for(march, flags):
+    """flags with -march=native swapped for -march=<march>: the CPU the compiled code is for
+    (native: this machine's instruction sets; a name such as x86-64-v3 for a folder shipped to
+    machines that cannot compile it, gcc's -march values)."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", march or ""):
+        raise ValueError(f"--march must be a gcc -march name (native, x86-64-v3, armv8-a, ...), "
+                         f"got {march!r}")
+    return [f"-march={march}" if f == "-march=native" else f for f in flags]
 
 
 def default_cflags(environ=os.environ):

@@ -6,7 +6,10 @@
 - Concurrent runs are clean. Installing and loading hold an exclusive flock on the output
   folder's parent directory (a lock on the directory itself: no lock file is written), so two
   processes installing into one folder take turns; the last one wins and both results are
-  valid. Loading under the same lock never sees a folder in the middle of a swap.
+  valid. Loading under the same lock never sees a folder in the middle of a swap. A load that
+  must compile the folder first (written with --no-compile, or compiled for another Python or
+  CPU) holds the folder itself instead while it compiles, so that its siblings wait for nothing;
+  an install into that folder waits for the compile before it moves the folder aside.
 - An interrupted run loses nothing. A process killed mid-build leaves only its temporary
   folder. Each builder holds a shared flock on its temporary folder and writes its pid and
   host into it (OWNER_FILE, removed before the install); the next run removes a folder no
@@ -171,7 +174,7 @@ def record_model_file(folder, model_file, key, relative_to=None, included=(), di
 # what a build leaves in an output folder besides scleron.json and its sources: the compiled
 # modules, Python's bytecode, the CUDA build's resource report, and the logs and build folders
 # of a compile in progress (on import, or killed)
-BUILD_PRODUCTS = ("*.so", "*.pyd", "*.dll", "__pycache__", "*_cuda_resources.txt", "build.log",
+BUILD_PRODUCTS = ("*.so", "*.pyd", "*.dll", "*.target.json", "__pycache__", "*_cuda_resources.txt", "build.log",
                   "build_cuda.log", "_build-*", ".build-*", MODEL_FILE_RECORD + ".*.tmp")
 
 
@@ -383,7 +386,8 @@ def install_folder(tmp, out_dir):
             old = None
             if os.path.lexists(out_dir):
                 old = os.path.join(parent, f".{_stem(base)}.old-{uuid.uuid4().hex[:8]}")
-                os.rename(out_dir, old)
+                with _dir_lock(out_dir):        # (a load compiling in it finishes first)
+                    os.rename(out_dir, old)
             try:
                 os.rename(tmp, out_dir)
             except OSError:

@@ -242,10 +242,29 @@ def _keep_log(log_path, name):
 
 
 # ---- loading ---------------------------------------------------------------------------------
+def _builder(folder, meta):
+    """The folder's build script as a module (its compiled modules' names and the CPU they
+    need), or None where it has none that loads."""
+    script = os.path.join(folder, f"build_{meta['name']}.py")
+    try:
+        spec = importlib.util.spec_from_file_location(f"_scleron_build_{uuid.uuid4().hex[:8]}", script)
+        builder = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(builder)
+    except (OSError, ImportError, SyntaxError):
+        return None
+    return builder if callable(getattr(builder, "compiled_problem", None)) else None
+
+
 def _compiled(folder, meta):
+    """The folder's compiled modules this Python may load on this CPU (build_NAME.py's
+    compiled_problem: built for this EXT_SUFFIX, and for this CPU where -march=native)."""
+    builder = _builder(folder, meta)
     module = f"_{meta['name']}_{meta['hash'][:12]}"
-    return (glob.glob(os.path.join(glob.escape(folder), module + ".*.so"))
-            + glob.glob(os.path.join(glob.escape(folder), module + ".*.pyd")))
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    if builder is not None and builder.compiled_problem():
+        return []
+    return [p for p in (os.path.join(folder, module + suffix),
+                        os.path.join(folder, module + "_py" + suffix)) if os.path.isfile(p)]
 
 
 def _edits_in_module(folder, meta, edited):
@@ -262,43 +281,70 @@ def _edits_in_module(folder, meta, edited):
     return "the compiled module loaded is older than the edits and does not hold them"
 
 
+def _checked_meta(folder, expect):
+    """The folder's scleron.json (None where it has none that reads), after the checks of a
+    load; under the parent's lock."""
+    _recover(folder)
+    init = os.path.join(folder, "__init__.py")
+    if not os.path.isfile(init):
+        raise FileNotFoundError(f"{folder} is not a generated scleron folder (no __init__.py)")
+    try:
+        with open(os.path.join(folder, "scleron.json")) as fh:
+            meta = json.load(fh)
+        meta["name"], meta["hash"]
+    except (OSError, ValueError, KeyError, TypeError):
+        meta = None
+    if expect is not None and (meta or {}).get("hash") != expect:
+        raise BuildError(f"{folder} was replaced by another generation while this one ran "
+                         "(two generations into one folder at once; the last one stays): "
+                         "run again, or give each model its own folder")
+    edited = edited_sources(folder, meta) if meta is not None else []
+    if edited and not _compiled(folder, meta):
+        raise BuildError(f"{folder}: {', '.join(edited)} {'differs' if len(edited) == 1 else 'differ'} from what scleron generated "
+                         "(edited by hand?) and there is no compiled module for them: "
+                         "regenerate with `scleron codegen --force`, or remove \"sources\" "
+                         "from scleron.json to compile the edited files on purpose")
+    return meta
+
+
+def _compile_in_place(folder, meta):
+    """Compiles a folder that has no module for this Python and CPU, holding the folder itself
+    (an install into it waits; its siblings do not: the parent's lock was held for the whole
+    compile, and every codegen beside it waited minutes without a word)."""
+    with _dir_lock(folder):
+        try:
+            with open(os.path.join(folder, "scleron.json")) as fh:
+                same = json.load(fh).get("hash") == meta["hash"]
+        except (OSError, ValueError, AttributeError):
+            same = False
+        if same and not _compiled(folder, meta):    # (else replaced, or compiled meanwhile)
+            compile_folder(folder, meta["name"])
+
+
 def load_package(folder, expect=None):
     """Imports a generated folder as a package (a fresh module object each time).
 
-    Compiles it first when its compiled module is missing (a folder written with
-    --no-compile), with the same clear errors as a generation. expect: the generation's hash
-    the caller has just installed; a BuildError if the folder holds another (a concurrent
-    codegen of another model or options replaced it meanwhile)."""
+    Compiles it first when it has no compiled module for this Python and CPU (a folder written
+    with --no-compile, or compiled elsewhere), with the same clear errors as a generation.
+    expect: the generation's hash the caller has just installed; a BuildError if the folder
+    holds another (a concurrent codegen of another model or options replaced it meanwhile)."""
     folder = os.path.abspath(folder)
     parent = os.path.dirname(folder)
     with _dir_lock(parent):
-        _recover(folder)
-        init = os.path.join(folder, "__init__.py")
-        if not os.path.isfile(init):
-            raise FileNotFoundError(f"{folder} is not a generated scleron folder (no __init__.py)")
-        try:
-            with open(os.path.join(folder, "scleron.json")) as fh:
-                meta = json.load(fh)
-            name, _ = meta["name"], meta["hash"]
-        except (OSError, ValueError, KeyError, TypeError):
-            meta = None
+        meta = _checked_meta(folder, expect)
+        missing = meta is not None and not _compiled(folder, meta)
+    if missing:
+        _compile_in_place(folder, meta)
+        expect = meta["hash"]
+    with _dir_lock(parent):
+        meta = _checked_meta(folder, expect)
         edited = edited_sources(folder, meta) if meta is not None else []
-        if expect is not None and (meta or {}).get("hash") != expect:
-            raise BuildError(f"{folder} was replaced by another generation while this one ran "
-                             "(two generations into one folder at once; the last one stays): "
-                             "run again, or give each model its own folder")
-        if edited and not _compiled(folder, meta):
-            raise BuildError(f"{folder}: {', '.join(edited)} {'differs' if len(edited) == 1 else 'differ'} from what scleron generated "
-                             "(edited by hand?) and there is no compiled module for them: "
-                             "regenerate with `scleron codegen --force`, or remove \"sources\" "
-                             "from scleron.json to compile the edited files on purpose")
         if edited:
             warnings.warn(f"{folder}: {', '.join(edited)} {'differs' if len(edited) == 1 else 'differ'} from what scleron generated; "
                           + _edits_in_module(folder, meta, edited)
                           + " (regenerate with `scleron codegen --force`)", stacklevel=2)
-        if meta is not None and not _compiled(folder, meta):
-            compile_folder(folder, name)
         modname = f"scleron_generated_{os.path.basename(folder)}_{uuid.uuid4().hex[:8]}"
+        init = os.path.join(folder, "__init__.py")
         spec = importlib.util.spec_from_file_location(modname, init, submodule_search_locations=[folder])
         mod = importlib.util.module_from_spec(spec)
         sys.modules[modname] = mod
