@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_3315192d4dfa"
-HASH = "3315192d4dfa959d7d1bb592812d93e1163012edc4f7b615f14444c88c5bace2"
+MODULE = "_branched_e948def8a701"
+HASH = "e948def8a701fac17ca47b3449daf2d0f6c401389012c03337b5b6775cb5bcdb"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -182,7 +182,9 @@ def _build_problem(e, cc):
     """What an OSError of the compile on import means for the user, or None (not one of these)."""
     import errno
     name = os.fsdecode(e.filename) if e.filename is not None else ""
-    if name == cc[0] or os.path.basename(name) == os.path.basename(cc[0]):
+    if (name == cc[0] or os.path.basename(name) == os.path.basename(cc[0])
+            or (not name and isinstance(e, FileNotFoundError))):   # (Windows names no file)
+        name = name or cc[0]
         return (f"the C compiler cannot run ({e.strerror}: {name}; CC={' '.join(cc)!r}): "
                 "install it, or set CC to an installed C compiler, e.g. CC=gcc")
     inside = os.path.abspath(name).startswith(os.path.join(os.path.abspath(HERE), ""))

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_061ee0c56bb9"
-HASH = "061ee0c56bb94bcc2c93ee1f5323d2f07da305e26c65aea880faa425db188f7d"
+MODULE = "_quadruped_f3ca843c0333"
+HASH = "f3ca843c0333ed3a22590156a939bfb54909abdddbf4f0bdaa8f6fbdf8f9b222"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -182,7 +182,9 @@ def _build_problem(e, cc):
     """What an OSError of the compile on import means for the user, or None (not one of these)."""
     import errno
     name = os.fsdecode(e.filename) if e.filename is not None else ""
-    if name == cc[0] or os.path.basename(name) == os.path.basename(cc[0]):
+    if (name == cc[0] or os.path.basename(name) == os.path.basename(cc[0])
+            or (not name and isinstance(e, FileNotFoundError))):   # (Windows names no file)
+        name = name or cc[0]
         return (f"the C compiler cannot run ({e.strerror}: {name}; CC={' '.join(cc)!r}): "
                 "install it, or set CC to an installed C compiler, e.g. CC=gcc")
     inside = os.path.abspath(name).startswith(os.path.join(os.path.abspath(HERE), ""))

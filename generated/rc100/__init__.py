@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_6d7a06e9db1e"
-HASH = "6d7a06e9db1e56b809a3e74a96f80799b0d34b1d8a9f2309ad6687a5a50f3e15"
+MODULE = "_rc100_6debbba7914b"
+HASH = "6debbba7914b627464cec58d076e8993cc2d3a75f9e066b15f7499d8369bf00e"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -182,7 +182,9 @@ def _build_problem(e, cc):
     """What an OSError of the compile on import means for the user, or None (not one of these)."""
     import errno
     name = os.fsdecode(e.filename) if e.filename is not None else ""
-    if name == cc[0] or os.path.basename(name) == os.path.basename(cc[0]):
+    if (name == cc[0] or os.path.basename(name) == os.path.basename(cc[0])
+            or (not name and isinstance(e, FileNotFoundError))):   # (Windows names no file)
+        name = name or cc[0]
         return (f"the C compiler cannot run ({e.strerror}: {name}; CC={' '.join(cc)!r}): "
                 "install it, or set CC to an installed C compiler, e.g. CC=gcc")
     inside = os.path.abspath(name).startswith(os.path.join(os.path.abspath(HERE), ""))

@@ -412,10 +412,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_6d7a06e9db1e_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_6debbba7914b_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_6d7a06e9db1e_py(void)
+PyMODINIT_FUNC PyInit__rc100_6debbba7914b_py(void)
 {
     import_array();
     return PyModule_Create(&module);

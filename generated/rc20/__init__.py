@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_24a103dd2e05"
-HASH = "24a103dd2e05b430ea80992aa5e17ae2849d03742b477895c013b2cc481efaa7"
+MODULE = "_rc20_b3f04483d918"
+HASH = "b3f04483d918abc589c8aa8c638ca76e96aa0341006cfb3f48b70fbbc21431fd"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -182,7 +182,9 @@ def _build_problem(e, cc):
     """What an OSError of the compile on import means for the user, or None (not one of these)."""
     import errno
     name = os.fsdecode(e.filename) if e.filename is not None else ""
-    if name == cc[0] or os.path.basename(name) == os.path.basename(cc[0]):
+    if (name == cc[0] or os.path.basename(name) == os.path.basename(cc[0])
+            or (not name and isinstance(e, FileNotFoundError))):   # (Windows names no file)
+        name = name or cc[0]
         return (f"the C compiler cannot run ({e.strerror}: {name}; CC={' '.join(cc)!r}): "
                 "install it, or set CC to an installed C compiler, e.g. CC=gcc")
     inside = os.path.abspath(name).startswith(os.path.join(os.path.abspath(HERE), ""))

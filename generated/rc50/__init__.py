@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_28edd8c18839"
-HASH = "28edd8c18839eb8677eafc319b7b901e402ebd533a64dea86884ab1cf3fb7e7b"
+MODULE = "_rc50_7256e418e510"
+HASH = "7256e418e5103d34ed31f566ff041488d09ade5bf8e8f55f7eb60ffacc7360d5"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -182,7 +182,9 @@ def _build_problem(e, cc):
     """What an OSError of the compile on import means for the user, or None (not one of these)."""
     import errno
     name = os.fsdecode(e.filename) if e.filename is not None else ""
-    if name == cc[0] or os.path.basename(name) == os.path.basename(cc[0]):
+    if (name == cc[0] or os.path.basename(name) == os.path.basename(cc[0])
+            or (not name and isinstance(e, FileNotFoundError))):   # (Windows names no file)
+        name = name or cc[0]
         return (f"the C compiler cannot run ({e.strerror}: {name}; CC={' '.join(cc)!r}): "
                 "install it, or set CC to an installed C compiler, e.g. CC=gcc")
     inside = os.path.abspath(name).startswith(os.path.join(os.path.abspath(HERE), ""))
