@@ -621,6 +621,94 @@ def test_a_spline_of_too_many_knots_is_refused(tmp_path):
     scleron.load_model(write(tmp_path, without_constraints(osim_text(joint=spline_joint(x, 0.1 * x)))))
 
 
+def test_long_polynomials_and_overflowing_splines_are_refused_by_name(tmp_path):
+    """A PolynomialFunction of 60 coefficients ended in sympy's RecursionError at codegen, a
+    SimmSpline of y = 1e308 in 'cannot convert NaN to integer ratio' (an outside tester)."""
+    poly = ("<PolynomialFunction name='function'><coefficients>" + " 0.5" * 33
+            + "</coefficients></PolynomialFunction>")
+    path = write(tmp_path, without_constraints(osim_text(joint=custom_joint(poly).replace(
+        "<SpatialTransform>", "<coordinates><Coordinate name='a'/></coordinates><SpatialTransform>"))))
+    with pytest.raises(ModelError, match="PolynomialFunction of 33 coefficients is more than the limit of 32"):
+        scleron.load_model(path)
+    path = write(tmp_path, without_constraints(osim_text(joint=spline_joint([0, 1, 2], [0, 1e308, -1e308]))))
+    with pytest.raises(ModelError, match=r"<SimmSpline.*cubic pieces overflow double precision"):
+        scleron.load_model(path)
+
+
+def test_a_chain_of_a_thousand_offset_frames_is_composed(tmp_path):
+    """Offset frames were resolved by recursion: 987 frames, each on the one before, exceeded
+    Python's limit (an outside tester; OpenSim loads the file)."""
+    n = 1000
+    frames = "".join(f"<PhysicalOffsetFrame name='f{k}'><socket_parent>{'/ground' if k == 0 else f'../f{k - 1}'}"
+                     f"</socket_parent><translation>0.001 0 0</translation>"
+                     f"<orientation>0 0 {0.5 if k == 10 else 0}</orientation></PhysicalOffsetFrame>"
+                     for k in range(n))
+    text = without_constraints(osim_text()).replace(
+        "<socket_parent_frame>/ground</socket_parent_frame>",
+        f"<socket_parent_frame>f{n - 1}</socket_parent_frame><frames>{frames}</frames>", 1)
+    from scleron.draw import forward_kinematics
+    joint_frames, _ = forward_kinematics(load(write(tmp_path, text)))
+    turned = np.array([0.011, 0, 0]) + 0.989 * np.array([math.cos(0.5), math.sin(0.5), 0.0])
+    np.testing.assert_allclose(joint_frames[0][:3, 3], turned, atol=1e-12)
+
+
+def test_a_locked_coordinate_starts_still_as_in_opensim(tmp_path):
+    """qd0 took a locked coordinate's default_speed_value; OpenSim's initial state holds it at
+    0 (an outside tester)."""
+    osim = opensim()
+    text = without_constraints(osim_text()).replace(
+        "<locked>true</locked>", "<locked>true</locked><default_speed_value>0.7</default_speed_value>")
+    for locked, speed in ((True, 0.0), (False, 0.7)):
+        path = write(tmp_path, text if locked else text.replace("<locked>true</locked>", ""))
+        oracle = osim.Model(str(path))          # (kept: a state outliving its model crashes)
+        state = oracle.initSystem()
+        assert load(path).qd0.tolist() == [state.getU().get(0)] == [speed]
+
+
+def test_simbody_turns_a_coordinates_axis_by_no_constant_rotation_before_it(tmp_path):
+    """A CustomJoint's Constant rotation before the coordinate's (rotation1 = 0.3 about z, then
+    the coordinate about x): Simbody's mass matrix (0.0613) disagrees with its own body poses,
+    whose finite differences give scleron's (0.0525); an outside tester found it in 56 of 150
+    random models. The reference here is those poses."""
+    osim = opensim()
+    joint = """<CustomJoint name="cj"><socket_parent_frame>/ground</socket_parent_frame>
+      <socket_child_frame>/bodyset/b</socket_child_frame><coordinates><Coordinate name="a"/></coordinates>
+      <SpatialTransform><TransformAxis name="rotation1"><coordinates></coordinates><axis>0 0 1</axis>
+      <Constant name="function"><value>0.3</value></Constant></TransformAxis>
+      <TransformAxis name="rotation2"><coordinates>a</coordinates><axis>1 0 0</axis>
+      <LinearFunction name="function"><coefficients>1 0</coefficients></LinearFunction></TransformAxis>
+      """ + "".join(f"""<TransformAxis name="{name}"><coordinates></coordinates><axis>{axis}</axis>
+      <Constant name="function"><value>0</value></Constant></TransformAxis>""" for name, axis in (
+        ("rotation3", "0 1 0"), ("translation1", "1 0 0"), ("translation2", "0 1 0"),
+        ("translation3", "0 0 1"))) + """</SpatialTransform></CustomJoint>"""
+    path = write(tmp_path, without_constraints(osim_text(joint=joint)))
+    model = load(path)
+    body = model.bodies[0]
+    oracle = osim.Model(str(path))
+    state = oracle.initSystem()
+    coordinate = oracle.getCoordinateSet().get(0)
+
+    def pose(q):
+        coordinate.setValue(state, q)
+        oracle.realizePosition(state)
+        X = oracle.getBodySet().get(0).getTransformInGround(state)
+        R = X.R().asMat33()
+        return (np.array([[R.get(i, j) for j in range(3)] for i in range(3)]),
+                np.array([X.p().get(i) for i in range(3)]))
+    q, h = 0.4, 1e-5
+    (Rp, pp), (Rm, pm), (R, _) = pose(q + h), pose(q - h), pose(q)
+    W = (Rp - Rm) / (2 * h) @ R.T
+    w = np.array([W[2, 1], W[0, 2], W[1, 0]])
+    com, mass = np.asarray(body.inertia.com), body.inertia.mass
+    v = ((Rp @ com + pp) - (Rm @ com + pm)) / (2 * h)
+    from_poses = mass * v @ v + w @ R @ np.asarray(body.inertia.inertia) @ R.T @ w
+    M = recursions.mass_matrix(Tree(model), ALG, [q])[0][0]
+    assert abs(M - from_poses) < 1e-8 * from_poses
+    simbody = osim.Matrix()
+    oracle.getMatterSubsystem().calcM(state, simbody)
+    assert abs(simbody.get(0, 0) - from_poses) > 1e-3 * from_poses      # (Simbody's, as found)
+
+
 def test_dump_yaml_refuses_opensim_joints_and_writes_nothing(tmp_path):
     """dump_yaml wrote a file that did not load (YAML has no `opensim` joint), which its docs
     promise; it is refused now, before the file is opened."""

@@ -28,6 +28,10 @@ def derived_joint(j, source=None):
         raise ModelError(f"its parameters overflow double precision where its motion is derived "
                          f"({exc}): bring them to a moderate range of values", source=source,
                          element=f"joint '{j.name}' ({j.type})", joint=j.name) from None
+    except RecursionError:
+        raise ModelError("its motion is nested too deeply for sympy to derive (maximum recursion "
+                         "depth exceeded): give it fewer terms", source=source,
+                         element=f"joint '{j.name}' ({j.type})", joint=j.name) from None
 
 
 @dataclass

@@ -40,7 +40,7 @@ from xml.parsers import expat
 import numpy as np
 
 from ..errors import ModelError
-from ..joints.opensim import KINDS, is_zero
+from ..joints.opensim import KINDS, is_zero, spline_coefficients
 from .load import MAX_BODIES, MAX_DEPTH, read_source
 from .model import INERTIA_CHECKS, WORLD, Model, Transform
 
@@ -75,6 +75,10 @@ DEFAULT_NAMES = {"Ground": "ground", "BodySet": "bodyset", "JointSet": "jointset
 # a SimmSpline's knots at most: its branch-free formula has a clamp per knot, which every
 # derivative carries (128 knots: 10 s to generate; 1,000: 3 min and 1 GB; OpenSim's models: ~20)
 MAX_SPLINE_KNOTS = 128
+# a PolynomialFunction's coefficients: its Horner form nests one level per coefficient, and
+# sympy's derivatives recurse through it (60 exceeded Python's recursion limit; OpenSim's own
+# models use a handful)
+MAX_POLYNOMIAL_COEFFICIENTS = 32
 # a Coordinate's <range> where the file gives none (OpenSim 4.6's Coordinate: [-10, 10])
 DEFAULT_RANGE = (-10.0, 10.0)
 AXES = ("rotation1", "rotation2", "rotation3", "translation1", "translation2", "translation3")
@@ -300,16 +304,20 @@ class _Frames:
                                  "or PhysicalOffsetFrame of the model")
         return self.base(path)
 
-    def base(self, path, seen=()):
-        """(base path, Transform of the frame in its base)."""
-        if path in self.done:
-            return self.done[path]
-        node = self.index[path]
-        if node.tag in ("Ground", "Body"):
-            out = (path if node.tag == "Body" else GROUND, Transform())
-        else:
+    def base(self, path):
+        """(base path, Transform of the frame in its base): the chain of offset frames walked
+        down to a Body or Ground (in a loop, not by recursion: a chain of 987 frames exceeded
+        Python's recursion limit), then composed back up."""
+        chain, seen = [], set()
+        while path not in self.done:
+            node = self.index[path]
+            if node.tag in ("Ground", "Body"):
+                self.done[path] = (path if node.tag == "Body" else GROUND, Transform())
+                break
             if path in seen:
                 raise self.ctx.error(node, "its frames form a loop")
+            seen.add(path)
+            chain.append((path, node))
             sock = node.child("socket_parent")
             if sock is None or not sock.text.strip():
                 raise self.ctx.error(node, "<socket_parent> is missing")
@@ -317,12 +325,14 @@ class _Frames:
             if ref not in self.index:
                 raise self.ctx.error(sock, f"frame '{sock.text.strip()}' is not a Ground, Body "
                                      "or PhysicalOffsetFrame of the model")
-            where, X = self.base(ref, seen + (path,))
+            path = ref
+        where, X = self.done[path]
+        for offset, node in reversed(chain):
             own = Transform(_orientation(self.ctx.numbers(node, "orientation", 3, (0, 0, 0))),
                             np.array(self.ctx.numbers(node, "translation", 3, (0, 0, 0))))
-            out = (where, X.compose(own))
-        self.done[path] = out
-        return out
+            X = X.compose(own)
+            self.done[offset] = (where, X)
+        return where, X
 
 
 # ---- bodies --------------------------------------------------------------------------------------
@@ -394,6 +404,8 @@ def _coordinates(node, ctx):
             "clamped": ctx.text(c, "clamped").lower() == "true",
             "prescribed": ctx.text(c, "prescribed").lower() == "true",
             "node": c}
+        if out[c.name]["locked"]:          # (OpenSim's initial state holds it still)
+            out[c.name]["speed"] = 0.0
         lo, hi = out[c.name]["range"]
         if out[c.name]["clamped"] and not lo <= out[c.name]["default"] <= hi:
             raise ctx.error(c, f"the coordinate is clamped and its default_value "
@@ -584,6 +596,9 @@ def _function(f, args, ctx):
                         f"{len(args)}")
     if kind == "polynomial":
         cs = ctx.numbers(f, "coefficients")
+        if len(cs) > MAX_POLYNOMIAL_COEFFICIENTS:
+            raise ctx.error(f, f"a PolynomialFunction of {len(cs)} coefficients is more than the "
+                            f"limit of {MAX_POLYNOMIAL_COEFFICIENTS}: fit a SimmSpline instead")
         return {"kind": kind, "args": args, "coefficients": tuple(cs)}
     x, y = ctx.numbers(f, "x"), ctx.numbers(f, "y")
     if len(x) != len(y) or len(x) < 2:
@@ -594,6 +609,14 @@ def _function(f, args, ctx):
                         f"{MAX_SPLINE_KNOTS} (the generated code grows with them): fit fewer")
     if any(b <= a for a, b in zip(x, x[1:])):
         raise ctx.error(f, "the SimmSpline's <x> values must increase")
+    with np.errstate(all="ignore"):
+        try:
+            finite = all(np.all(np.isfinite(c)) for c in spline_coefficients(x, y))
+        except np.linalg.LinAlgError:
+            finite = False
+    if not finite:
+        raise ctx.error(f, "the SimmSpline's cubic pieces overflow double precision (its slopes "
+                        "or curvatures from these <x> and <y>): bring the values to a moderate range")
     return {"kind": kind, "args": args, "x": tuple(x), "y": tuple(y)}
 
 
