@@ -15,6 +15,8 @@ import json
 import math
 import os
 import re
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -497,6 +499,71 @@ def test_an_include_that_is_no_regular_file_is_refused(tmp_path):
         with pytest.raises(ModelError, match=r'<include file="fifo.xml">: .*fifo.xml is not a '
                                              "regular file"):
             scleron.load_model(path)
+
+
+def test_a_fifo_named_in_any_spelling_or_folder_is_refused(tmp_path):
+    """The check read file= by a pattern: an apostrophe inside double quotes, a character
+    reference (file="fi&#102;o.xml") and a meshdir set in an included file each got past it, and
+    MuJoCo then waited on the FIFO for ever (an outside tester). Loaded in a child process: a
+    check that misses one hangs that child, not the suite."""
+    os.mkfifo(tmp_path / "it's.xml")
+    os.mkfifo(tmp_path / "fifo.xml")
+    (tmp_path / "md").mkdir()
+    os.mkfifo(tmp_path / "md" / "m.stl")
+    (tmp_path / "comp.xml").write_text('<mujoco><compiler meshdir="md"/></mujoco>')
+    body = '<worldbody><body><joint/><geom size="0.1" pos=".1 0 0"/></body></worldbody>'
+    cases = {"apostrophe.xml": ('<include file="it\'s.xml"/>', "it's.xml"),
+             "reference.xml": ('<include file="fi&#102;o.xml"/>', "fifo.xml"),
+             "meshdir.xml": ('<include file="comp.xml"/><asset><mesh name="m" file="m.stl"/></asset>',
+                             "md/m.stl")}
+    for fname, (inner, named) in cases.items():
+        path = write(tmp_path, f"<mujoco>{inner}{body}</mujoco>", fname)
+        code = ("import scleron, sys\ntry:\n    scleron.load_model(sys.argv[1])\n"
+                "except scleron.ModelError as e:\n    print(e)\n")
+        done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                              text=True, timeout=120)
+        assert f"{named} is not a regular file" in done.stdout, (fname, done.stdout, done.stderr[-500:])
+
+
+def test_a_mujoco_that_does_not_load_is_said_with_the_file(tmp_path):
+    """A mujoco whose library fails to load raised its OSError with no file named (the CLI:
+    'scleron: error: libmujoco.so...'); it is a ModelError naming the file, with the fix."""
+    fake = tmp_path / "fake" / "mujoco"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise OSError('libmujoco.so.4: cannot open shared object file')\n")
+    path = write(tmp_path, '<mujoco><worldbody><body><joint/><geom size="0.1"/></body></worldbody></mujoco>')
+    done = subprocess.run([sys.executable, "-m", "scleron", "show", "--tree", str(path)],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [str(tmp_path / "fake"), os.environ.get("PYTHONPATH", "")])})
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"scleron: error: {path}: the mujoco package does not load "
+                                  "(OSError: libmujoco.so.4"), done.stderr
+    assert "pip install --force-reinstall mujoco" in done.stderr
+
+
+def test_mujoco_layout_refuses_what_is_not_one_state(tmp_path):
+    """MujocoLayout rolled a (3, 7) batch as one flat vector and took 5 numbers for nq = 7
+    without a word (an outside tester); it converts one state at a time."""
+    model = load_quiet(write(tmp_path, '<mujoco><worldbody><body><freejoint/><geom size="0.1"/>'
+                                       '</body></worldbody></mujoco>'))
+    layout = MujocoLayout(model)
+    for call, needle in ((lambda: layout.q(np.zeros(5)), r"qpos must be one state, an array of shape \(7,\)"),
+                         (lambda: layout.q(np.zeros((3, 7))), r"got shape \(3, 7\)"),
+                         (lambda: layout.v(model.neutral(), np.zeros(5)), "qvel must be one state"),
+                         (lambda: layout.mass_matrix(model.neutral(), np.eye(5)), "M must be one state")):
+        with pytest.raises(ValueError, match=needle):
+            call()
+
+
+def test_tendon_armature_is_named_among_what_is_not_read(tmp_path):
+    """A tendon's armature changes MuJoCo's mass matrix (87 % in a tester's model); the report
+    said only "1 tendon"."""
+    text = ('<mujoco><worldbody><body><joint name="h" axis="0 1 0"/><geom size="0.1" pos=".1 0 0"/>'
+            '</body></worldbody><tendon><fixed name="t" armature="0.5"><joint joint="h" coef="1"/>'
+            '</fixed></tendon></mujoco>')
+    with pytest.warns(MjcfWarning, match=r"not read: .*1 tendon, 1 tendon's armature \(MuJoCo adds it to M\)"):
+        scleron.load_model(write(tmp_path, text))
 
 
 def test_the_model_name_is_the_files(tmp_path):

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_e948def8a701"
-HASH = "e948def8a701fac17ca47b3449daf2d0f6c401389012c03337b5b6775cb5bcdb"
+MODULE = "_branched_6739c9491abe"
+HASH = "6739c9491abe24d068e6fb48093eb0932ccdc4d5d434134c015a4693a4ffbd13"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

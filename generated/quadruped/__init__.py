@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_f3ca843c0333"
-HASH = "f3ca843c0333ed3a22590156a939bfb54909abdddbf4f0bdaa8f6fbdf8f9b222"
+MODULE = "_quadruped_f3e124415ce6"
+HASH = "f3e124415ce6491b38d166406dfb5e14325ca39ec0d3aace46f4820961bba39b"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_6debbba7914b"
-HASH = "6debbba7914b627464cec58d076e8993cc2d3a75f9e066b15f7499d8369bf00e"
+MODULE = "_rc100_e7267eadb2d8"
+HASH = "e7267eadb2d86415792d67bb7198eaa7cac2b5ae022460067a609c3af6ccd8f3"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

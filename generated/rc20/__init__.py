@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_b3f04483d918"
-HASH = "b3f04483d918abc589c8aa8c638ca76e96aa0341006cfb3f48b70fbbc21431fd"
+MODULE = "_rc20_8188dd1bbf5f"
+HASH = "8188dd1bbf5fe31d346abd08ead74950c6d6a617897931b8002ec9acd6720f9c"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

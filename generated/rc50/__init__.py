@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_7256e418e510"
-HASH = "7256e418e5103d34ed31f566ff041488d09ade5bf8e8f55f7eb60ffacc7360d5"
+MODULE = "_rc50_727117616a97"
+HASH = "727117616a97e2516ed08180194090a86a1cc193d9e1a07781d6eb16996f711a"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

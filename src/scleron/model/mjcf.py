@@ -41,11 +41,13 @@ ModelError: files MuJoCo cannot compile (its message quoted), a free joint below
 and free joints whose linear damping or armature differ between axes (MuJoCo applies them to the
 world-frame velocity, scleron's free_flyer to the body-frame one: equal only when isotropic).
 """
+import html
 import math
 import os
 import re
 import stat
 import warnings
+from xml.etree import ElementTree
 
 import numpy as np
 
@@ -98,6 +100,10 @@ def compile_mjcf(path):
         import mujoco
     except ImportError:
         raise ModelError(MUJOCO_HINT, source=name) from None
+    except Exception as e:              # installed, but its library does not load
+        raise ModelError(f"the mujoco package does not load ({type(e).__name__}: "
+                         f"{' '.join(str(e).split())[:300]}): reinstall it, `pip install "
+                         "--force-reinstall mujoco`", source=name) from None
     said, previous = [], mujoco.get_mju_user_warning()
     mujoco.set_mju_user_warning(said.append)    # its warnings here, not in ./MUJOCO_LOG.TXT
     try:
@@ -130,47 +136,90 @@ def _refuse_too_many_bodies(name, text):
                          "compile of so many takes minutes)", source=name)
 
 
-_FILE_ATTRIBUTE = re.compile(rb"""<(\w+)\s[^>]*?\bfile\s*=\s*["']([^"']*)["']""")
-_DIR_ATTRIBUTE = re.compile(rb"""\b(?:meshdir|texturedir|assetdir)\s*=\s*["']([^"']*)["']""")
+_FILE_ATTRIBUTE = re.compile(rb"""<(\w+)\s[^>]*?\bfile\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+_DIR_ATTRIBUTE = re.compile(rb"""\b(?:meshdir|texturedir|assetdir)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+DIR_ATTRIBUTES = ("meshdir", "texturedir", "assetdir")
 
 
-def _refuse_special_files(name, text, main=None, seen=None):
-    """MuJoCo opens the files an MJCF names (<include>, meshes, textures, height fields) itself:
-    a FIFO or a device among them (`file="/dev/stdin"`) would block its compiler. Each
-    non-empty file= value is looked up where MuJoCo may look (beside the file that names it,
-    beside the main file, under a meshdir/texturedir/assetdir) and refused where it is such a
-    special file; included files are searched in turn (each once). Returns the files the
-    dynamics read besides this one (real paths): those it includes and the meshes (a geom's
-    mesh gives its body's inertia), for the generated code's staleness check."""
-    main, seen = main or name, seen if seen is not None else set()
-    seen.add(os.path.realpath(name))
+def _file_references(text):
+    """([(element, file= value)], [meshdir/texturedir/assetdir values]) of one MJCF file's text,
+    as MuJoCo reads them: by an XML parser, character references decoded (a regular expression
+    missed file="fi&#102;o" and an apostrophe inside double quotes); by patterns where the text
+    does not parse (MuJoCo's compiler then says what is wrong) or declares entities."""
+    if b"<!DOCTYPE" not in text and b"<!ENTITY" not in text:
+        try:
+            root = ElementTree.fromstring(text)
+        except (ElementTree.ParseError, ValueError, LookupError):
+            root = None
+        if root is not None:
+            elements = list(root.iter())
+            return ([(str(e.tag), e.get("file")) for e in elements if e.get("file") is not None],
+                    [e.get(k) for e in elements for k in DIR_ATTRIBUTES if e.get(k) is not None])
     uncommented = re.sub(rb"<!--.*?-->", b"", text, flags=re.S)
-    dirs = [b""] + _DIR_ATTRIBUTE.findall(uncommented)
-    bases = dict.fromkeys([os.path.dirname(name), os.path.dirname(main)])
-    for element, value in _FILE_ATTRIBUTE.findall(uncommented):
-        written = os.fsdecode(value)
-        if not written.strip():                   # (file="" beside builtin= textures)
-            continue
-        for base in bases:
-            for d in dirs:
-                path = os.path.join(base, os.fsdecode(d), written)
-                try:
-                    mode = os.stat(path).st_mode
-                except (OSError, ValueError):     # (missing: MuJoCo's own message)
-                    continue
-                if any(special(mode) for special in (stat.S_ISFIFO, stat.S_ISCHR,
-                                                     stat.S_ISBLK, stat.S_ISSOCK)):
-                    raise ModelError(f"<{element.decode('ascii', 'replace')} file=\"{written[:200]}\">: "
-                                     f"{path[:300]} is not a regular file (a FIFO or a device: "
-                                     "MuJoCo would block reading it)", source=name)
-                if element == b"include" and stat.S_ISDIR(mode):
-                    raise ModelError(f"<include file=\"{written[:200]}\">: {path[:300]} is a "
-                                     "folder, not a file", source=name)
-                if element == b"mesh" and stat.S_ISREG(mode):
-                    seen.add(os.path.realpath(path))
-                if element == b"include" and os.path.realpath(path) not in seen:
-                    _refuse_special_files(path, read_source(path), main, seen)
+    decode = lambda pair: html.unescape(os.fsdecode(pair[0] or pair[1]))
+    return ([(tag.decode("ascii", "replace"), decode(value))
+             for tag, *value in _FILE_ATTRIBUTE.findall(uncommented)],
+            [decode(value) for value in _DIR_ATTRIBUTE.findall(uncommented)])
+
+
+def _refuse_special_files(name, text):
+    """MuJoCo opens the files an MJCF names (<include>, meshes, textures, height fields) itself:
+    a FIFO or a device among them (`file="/dev/stdin"`) would block its compiler. The file and
+    those it includes (each once) are read first, for their compiler folders (an included
+    file's meshdir holds for the whole model, as MuJoCo merges the files into one); then each
+    non-empty file= value is looked up where MuJoCo may look (beside the file that names it,
+    beside the main file, under any meshdir/texturedir/assetdir) and refused where it is such a
+    special file. Returns the files the dynamics read besides this one (real paths): those it
+    includes and the meshes (a geom's mesh gives its body's inertia), for the generated code's
+    staleness check."""
+    seen, files, dirs = {os.path.realpath(name)}, [(name, text)], [""]
+    references = []
+    for path, content in files:                 # (grows as includes are found)
+        found, folders = _file_references(content)
+        dirs += [d for d in folders if d not in dirs]
+        references += [(path, element, value) for element, value in found]
+        for element, value in found:
+            if element != "include":
+                continue
+            for candidate in _candidates(path, name, value, dirs):
+                mode = _special(path, element, value, candidate)
+                if stat.S_ISREG(mode) and os.path.realpath(candidate) not in seen:
+                    seen.add(os.path.realpath(candidate))
+                    files.append((candidate, read_source(candidate)))
+    for path, element, value in references:
+        for candidate in _candidates(path, name, value, dirs):
+            mode = _special(path, element, value, candidate)
+            if element == "mesh" and stat.S_ISREG(mode):
+                seen.add(os.path.realpath(candidate))
     return sorted(seen - {os.path.realpath(name)})
+
+
+def _candidates(path, main, value, dirs):
+    """Where MuJoCo may look for a file= value (those that exist)."""
+    if not value.strip():                       # (file="" beside builtin= textures)
+        return []
+    out = []
+    for base in dict.fromkeys([os.path.dirname(path), os.path.dirname(main)]):
+        for d in dirs:
+            candidate = os.path.join(base, d, value)
+            try:
+                os.stat(candidate)
+            except (OSError, ValueError):       # (missing: MuJoCo's own message)
+                continue
+            out.append(candidate)
+    return out
+
+
+def _special(path, element, value, candidate):
+    """The candidate's mode, after a ModelError where MuJoCo could not read it as a file."""
+    mode = os.stat(candidate).st_mode
+    if any(special(mode) for special in (stat.S_ISFIFO, stat.S_ISCHR, stat.S_ISBLK, stat.S_ISSOCK)):
+        raise ModelError(f"<{element} file=\"{value[:200]}\">: {candidate[:300]} is not a regular "
+                         "file (a FIFO or a device: MuJoCo would block reading it)", source=path)
+    if element == "include" and stat.S_ISDIR(mode):
+        raise ModelError(f"<include file=\"{value[:200]}\">: {candidate[:300]} is a folder, not a "
+                         "file", source=path)
+    return mode
 
 
 def _include_hint(message, text):
@@ -408,6 +457,8 @@ def _report(m):
     if on("mjDSBL_LIMIT", "mjDSBL_CONSTRAINT"):
         count(int(np.count_nonzero(m.jnt_limited)), "joint limits")
     count(m.ntendon, "tendons")
+    count(int(np.count_nonzero(getattr(m, "tendon_armature", ()))),
+          "tendons' armature (MuJoCo adds it to M)")
     if on("mjDSBL_EQUALITY", "mjDSBL_CONSTRAINT"):
         count(m.neq, "equality constraints")
     if on("mjDSBL_ACTUATION"):
@@ -480,9 +531,18 @@ class MujocoLayout:
             iv += j.dof
         self.nq, self.nv = iq, iv
 
+    def _state(self, x, name, size):
+        """x as a new array of one state's shape (size,) or (size, size), else a ValueError (a
+        batch of rows was rolled as one flat vector, silently wrong)."""
+        a = np.array(x, dtype=float)
+        if a.shape != size:
+            raise ValueError(f"{name} must be one state, an array of shape {size}; got shape "
+                             f"{a.shape} (MujocoLayout converts one state at a time)")
+        return a
+
     def q(self, qpos):
         """scleron's q of MuJoCo's qpos."""
-        q = np.array(qpos, dtype=float)
+        q = self._state(qpos, "qpos", (self.nq,))
         for i in self.balls:
             q[i:i + 4] = np.roll(q[i:i + 4], -1)
         for i, _ in self.frees:
@@ -491,7 +551,7 @@ class MujocoLayout:
 
     def qpos(self, q):
         """MuJoCo's qpos of scleron's q."""
-        out = np.array(q, dtype=float)
+        out = self._state(q, "q", (self.nq,))
         for i in self.balls:
             out[i:i + 4] = np.roll(out[i:i + 4], 1)
         for i, _ in self.frees:
@@ -499,45 +559,46 @@ class MujocoLayout:
         return out
 
     def _rotations(self, q):
-        q = np.asarray(q, dtype=float)
+        q = self._state(q, "q", (self.nq,))
         return [(iv, quaternion_matrix(q[iq + 6], *q[iq + 3:iq + 6])) for iq, iv in self.frees]
 
-    def v(self, q, qvel):
+    def v(self, q, qvel, name="qvel"):
         """scleron's velocity v at q of MuJoCo's qvel."""
-        v = np.array(qvel, dtype=float)
+        v = self._state(qvel, name, (self.nv,))
         for i, R in self._rotations(q):
             v[i:i + 3] = R.T @ v[i:i + 3]
         return v
 
-    def qvel(self, q, v):
-        out = np.array(v, dtype=float)
+    def qvel(self, q, v, name="v"):
+        out = self._state(v, name, (self.nv,))
         for i, R in self._rotations(q):
             out[i:i + 3] = R @ out[i:i + 3]
         return out
 
     def vdot(self, q, v, qacc):
         """scleron's acceleration of MuJoCo's qacc (v: scleron's velocity at q)."""
-        a = np.array(qacc, dtype=float)
+        a, v = self._state(qacc, "qacc", (self.nv,)), self._state(v, "v", (self.nv,))
         for i, R in self._rotations(q):
             a[i:i + 3] = R.T @ a[i:i + 3] - np.cross(v[i + 3:i + 6], v[i:i + 3])
         return a
 
     def qacc(self, q, v, vdot):
-        out = np.array(vdot, dtype=float)
+        out, v = self._state(vdot, "vdot", (self.nv,)), self._state(v, "v", (self.nv,))
         for i, R in self._rotations(q):
             out[i:i + 3] = R @ (out[i:i + 3] + np.cross(v[i + 3:i + 6], v[i:i + 3]))
         return out
 
     def tau(self, q, qfrc):
         """scleron's joint forces of MuJoCo's generalised forces (same power along qvel)."""
-        return self.v(q, qfrc)
+        return self.v(q, qfrc, "qfrc")
 
     def qfrc(self, q, tau):
-        return self.qvel(q, tau)
+        return self.qvel(q, tau, "tau")
 
     def mass_matrix(self, q, M):
         """MuJoCo's M (qvel coordinates) of scleron's: T^T M T, T = d v / d qvel."""
+        M = self._state(M, "M", (self.nv, self.nv))
         T = np.eye(self.nv)
         for i, R in self._rotations(q):
             T[i:i + 3, i:i + 3] = R.T
-        return T.T @ np.asarray(M, dtype=float) @ T
+        return T.T @ M @ T
