@@ -665,6 +665,19 @@ def test_a_locked_coordinate_starts_still_as_in_opensim(tmp_path):
         assert load(path).qd0.tolist() == [state.getU().get(0)] == [speed]
 
 
+def test_a_coordinate_name_two_joints_use_is_said(tmp_path):
+    """OpenSim takes two joints' coordinates of one name; mapping arrays by OpenSim's names then
+    goes wrong without a word (an outside tester)."""
+    second = """<PinJoint name="pin2"><socket_parent_frame>/bodyset/b</socket_parent_frame>
+        <socket_child_frame>/bodyset/c</socket_child_frame>
+        <coordinates><Coordinate name="a"/></coordinates></PinJoint>"""
+    text = without_constraints(osim_text(body="<Body name='c'><mass>1</mass><mass_center>0 -0.1 0"
+                                              "</mass_center><inertia>0.01 0.01 0.01 0 0 0</inertia></Body>"))
+    text = text.replace("</objects></JointSet>", second + "</objects></JointSet>")
+    with pytest.warns(OsimWarning, match=r"coordinate names used by more than one joint \(a\)"):
+        assert scleron.load_model(write(tmp_path, text)).nv == 2
+
+
 def test_simbody_turns_a_coordinates_axis_by_no_constant_rotation_before_it(tmp_path):
     """A CustomJoint's Constant rotation before the coordinate's (rotation1 = 0.3 about z, then
     the coordinate about x): Simbody's mass matrix (0.0613) disagrees with its own body poses,

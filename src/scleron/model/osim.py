@@ -739,6 +739,12 @@ def _report(el, joints, ctx):
             loose.append(f"{what}: {', '.join(names)}")
     if loose:
         text += ("; " if text else "") + "coordinates left free (" + "; ".join(loose) + ")"
+    repeated = Counter(c["name"] for j in joints for c in j.coords)
+    repeated = sorted(name for name, n in repeated.items() if n > 1)
+    if repeated:            # (OpenSim takes them too; arrays can then not be matched by name)
+        text += (("; " if text else "") + "coordinate names used by more than one joint ("
+                 + ", ".join(repeated) + "): match arrays with OpenSim's by joint and "
+                 "coordinate, as dyn.coordinate_descriptions names them, not by name alone")
     return text
 
 
