@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_6739c9491abe"
-HASH = "6739c9491abe24d068e6fb48093eb0932ccdc4d5d434134c015a4693a4ffbd13"
+MODULE = "_branched_535e1bd77070"
+HASH = "535e1bd770701691c3448eecf2d66cb0c3eeeb24d368bb344f25aa2d81969c37"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -169,13 +169,16 @@ def _build(why):
         with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
             built = builder.build(tmpdir=tmp)
             os.replace(built, os.path.join(HERE, os.path.basename(built)))
-    except OSError as e:
+    except (OSError, RuntimeError) as e:
+        if _replaced():                     # (its build folder went with the old folder)
+            raise ImportError(f"{HERE} was replaced by a new generation (a concurrent `scleron "
+                              "codegen`) while Python compiled it: import it again") from None
+        if isinstance(e, RuntimeError):     # the compiler failed: an import error, whose text
+            raise ImportError(f"{HERE}: {why}, and compiling it failed: {e}") from None
         problem = _build_problem(e, builder.compiler())
         if problem is None:
             raise
         raise ImportError(f"{HERE}: {why}, and {problem}") from None
-    except RuntimeError as e:               # the compiler failed: an import error, whose text
-        raise ImportError(f"{HERE}: {why}, and compiling it failed: {e}") from None
 
 
 def _build_problem(e, cc):

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_f3e124415ce6"
-HASH = "f3e124415ce6491b38d166406dfb5e14325ca39ec0d3aace46f4820961bba39b"
+MODULE = "_quadruped_69288a2b21cb"
+HASH = "69288a2b21cb79065b9b473228e57531d6732f196b09213c9705dfae133861c9"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -169,13 +169,16 @@ def _build(why):
         with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
             built = builder.build(tmpdir=tmp)
             os.replace(built, os.path.join(HERE, os.path.basename(built)))
-    except OSError as e:
+    except (OSError, RuntimeError) as e:
+        if _replaced():                     # (its build folder went with the old folder)
+            raise ImportError(f"{HERE} was replaced by a new generation (a concurrent `scleron "
+                              "codegen`) while Python compiled it: import it again") from None
+        if isinstance(e, RuntimeError):     # the compiler failed: an import error, whose text
+            raise ImportError(f"{HERE}: {why}, and compiling it failed: {e}") from None
         problem = _build_problem(e, builder.compiler())
         if problem is None:
             raise
         raise ImportError(f"{HERE}: {why}, and {problem}") from None
-    except RuntimeError as e:               # the compiler failed: an import error, whose text
-        raise ImportError(f"{HERE}: {why}, and compiling it failed: {e}") from None
 
 
 def _build_problem(e, cc):

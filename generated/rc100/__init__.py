@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_e7267eadb2d8"
-HASH = "e7267eadb2d86415792d67bb7198eaa7cac2b5ae022460067a609c3af6ccd8f3"
+MODULE = "_rc100_b37dbfb89835"
+HASH = "b37dbfb898355d70bc29e0e4e97c03291f4fbc3f0862b4208387bb1277dc242e"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -169,13 +169,16 @@ def _build(why):
         with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
             built = builder.build(tmpdir=tmp)
             os.replace(built, os.path.join(HERE, os.path.basename(built)))
-    except OSError as e:
+    except (OSError, RuntimeError) as e:
+        if _replaced():                     # (its build folder went with the old folder)
+            raise ImportError(f"{HERE} was replaced by a new generation (a concurrent `scleron "
+                              "codegen`) while Python compiled it: import it again") from None
+        if isinstance(e, RuntimeError):     # the compiler failed: an import error, whose text
+            raise ImportError(f"{HERE}: {why}, and compiling it failed: {e}") from None
         problem = _build_problem(e, builder.compiler())
         if problem is None:
             raise
         raise ImportError(f"{HERE}: {why}, and {problem}") from None
-    except RuntimeError as e:               # the compiler failed: an import error, whose text
-        raise ImportError(f"{HERE}: {why}, and compiling it failed: {e}") from None
 
 
 def _build_problem(e, cc):

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_8188dd1bbf5f"
-HASH = "8188dd1bbf5fe31d346abd08ead74950c6d6a617897931b8002ec9acd6720f9c"
+MODULE = "_rc20_9a2beea1ff6e"
+HASH = "9a2beea1ff6ed1f8355213f30c5de6c3a8260dceeaf51b999f3c3a0c484d0164"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -169,13 +169,16 @@ def _build(why):
         with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
             built = builder.build(tmpdir=tmp)
             os.replace(built, os.path.join(HERE, os.path.basename(built)))
-    except OSError as e:
+    except (OSError, RuntimeError) as e:
+        if _replaced():                     # (its build folder went with the old folder)
+            raise ImportError(f"{HERE} was replaced by a new generation (a concurrent `scleron "
+                              "codegen`) while Python compiled it: import it again") from None
+        if isinstance(e, RuntimeError):     # the compiler failed: an import error, whose text
+            raise ImportError(f"{HERE}: {why}, and compiling it failed: {e}") from None
         problem = _build_problem(e, builder.compiler())
         if problem is None:
             raise
         raise ImportError(f"{HERE}: {why}, and {problem}") from None
-    except RuntimeError as e:               # the compiler failed: an import error, whose text
-        raise ImportError(f"{HERE}: {why}, and compiling it failed: {e}") from None
 
 
 def _build_problem(e, cc):

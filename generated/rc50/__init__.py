@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_727117616a97"
-HASH = "727117616a97e2516ed08180194090a86a1cc193d9e1a07781d6eb16996f711a"
+MODULE = "_rc50_7ed2e38ae886"
+HASH = "7ed2e38ae886cd21e75793896fde221c7f2606df7cf3c921e77c7896c7891620"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -169,13 +169,16 @@ def _build(why):
         with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
             built = builder.build(tmpdir=tmp)
             os.replace(built, os.path.join(HERE, os.path.basename(built)))
-    except OSError as e:
+    except (OSError, RuntimeError) as e:
+        if _replaced():                     # (its build folder went with the old folder)
+            raise ImportError(f"{HERE} was replaced by a new generation (a concurrent `scleron "
+                              "codegen`) while Python compiled it: import it again") from None
+        if isinstance(e, RuntimeError):     # the compiler failed: an import error, whose text
+            raise ImportError(f"{HERE}: {why}, and compiling it failed: {e}") from None
         problem = _build_problem(e, builder.compiler())
         if problem is None:
             raise
         raise ImportError(f"{HERE}: {why}, and {problem}") from None
-    except RuntimeError as e:               # the compiler failed: an import error, whose text
-        raise ImportError(f"{HERE}: {why}, and compiling it failed: {e}") from None
 
 
 def _build_problem(e, cc):
