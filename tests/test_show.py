@@ -271,8 +271,10 @@ def test_joint_text_and_latex(small, tmp_path):
     model = scleron.load_model(small)
     text = S.show(model, joint="shoulder")
     assert "chart ZYX: R = R_Z(q1) R_Y(q2) R_X(q3), intrinsic" in text and "Tait-Bryan" in text
-    for k in (1, 2, 3):
-        assert f"q{k}: ZYX angle {k} (rad)" in text
+    first = model.coordinate_names().index("shoulder[0]")
+    assert first > 0
+    for k in (1, 2, 3):       # each with its entry of the model's q (was read as if from q[0])
+        assert f"q{k}: q[{first + k - 1}] = shoulder[{k - 1}]: ZYX angle {k} (rad)" in text
     for label in ("X_tree", "Q(q)", "G = X_tree Q(q)", "S (6 x d", "Sdot ="):
         assert label in text, label
     assert "cos(q₁)" in text and "↪" not in text
@@ -286,7 +288,23 @@ def test_joint_text_and_latex(small, tmp_path):
     assert np.allclose(G, X @ jm.numeric("G", q))
     latex_ok(S.show(model, fmt="latex"), tmp_path)          # every joint, ball_exp included
     c = S.show(model, joint="wrist", fmt="c")
-    assert "scl_exp_a(" in c and "const double q1 = q[0];" in c
+    wrist = model.coordinate_names().index("wrist[0]")
+    assert "scl_exp_a(" in c and f"const double q1 = q[{wrist}];" in c
+    assert f"const double qd1 = qd[{model.coordinate_names(velocities=True).index('wrist[0]')}];" in c
+
+
+def test_a_quaternion_or_mimic_joints_c_reads_the_models_entries():
+    """An outside reviewer: `show --joint --format c` numbered each joint's coordinates from
+    q[0], and read a quaternion joint's velocities from q (qd1 = q[4])."""
+    model = scleron.Model("qm")
+    model.add_body("base", joint="free_flyer", mass=2.0, inertia=(0.1, 0.2, 0.3))
+    model.add_body("arm", parent="base", joint="spherical_quat", mass=1.0, inertia=(0.1, 0.1, 0.1),
+                   com=(0.1, 0, 0), joint_name="shoulder")
+    c = S.show(model, joint="shoulder", what="S", fmt="c")
+    for k in range(4):
+        assert f"const double q{k + 1} = q[{7 + k}];" in c
+    for k in range(3):
+        assert f"const double qd{k + 1} = qd[{6 + k}];" in c
 
 
 def test_hostile_names_in_latex_and_c(tmp_path):

@@ -412,10 +412,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_69288a2b21cb_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_98f2460eec45_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_69288a2b21cb_py(void)
+PyMODINIT_FUNC PyInit__quadruped_98f2460eec45_py(void)
 {
     import_array();
     return PyModule_Create(&module);

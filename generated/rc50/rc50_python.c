@@ -412,10 +412,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_7ed2e38ae886_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_78f496cd58c2_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc50_7ed2e38ae886_py(void)
+PyMODINIT_FUNC PyInit__rc50_78f496cd58c2_py(void)
 {
     import_array();
     return PyModule_Create(&module);

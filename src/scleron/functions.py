@@ -154,7 +154,8 @@ def referenced(name, inputs, output, recursion, doc, aliases=(), by_default=None
     for ref in frames.REFERENCES:
         suffix = "" if ref == frames.REFERENCES[0] else f"_{ref}"
         out.append(FunctionSpec(name + suffix, inputs, (output,), partial(recursion, reference=ref),
-                                f"{doc}, reference {ref}", tuple(a + suffix for a in aliases),
+                                f"{doc}, reference {ref} ({frames.REFERENCE_MEANINGS[ref]})",
+                                tuple(a + suffix for a in aliases),
                                 forms, variant=(name, (("reference", ref, frames.REFERENCES[0]),)),
                                 by_default=by_default))
     return out
@@ -186,7 +187,8 @@ FUNCTIONS = {f.name: f for f in [
                  recursions.center_of_mass, "the whole tree's centre of mass in world coordinates",
                  ("com",)),
     FunctionSpec("com_jacobian", (Q,), (Argument("Jcom", (3, "nv"), "centre of mass Jacobian"),),
-                 frames.com_jacobian, "d com / d q (world), row-major 3 x nv", ("jcom",),
+                 frames.com_jacobian, "d com / d v (world): the centre of mass's velocity is Jcom qd; "
+                 "row-major 3 x nv", ("jcom",),
                  by_default=uncoupled),
     FunctionSpec("centroidal_momentum_matrix", (Q,),
                  (Argument("Ag", (6, "nv"), "centroidal momentum matrix"),),
@@ -239,7 +241,8 @@ FUNCTIONS = {f.name: f for f in [
     *referenced("frame_accelerations", (Q, QD, QDD),
                 Argument("af", ("nframes", 6), "classical accelerations [dw/dt; a]"),
                 frames.frame_accelerations,
-                "the classical acceleration [dw/dt; a of the origin] of every frame",
+                "the classical acceleration [dw/dt; a] of every frame (a: of the frame's "
+                "origin; reference world: of the body point at the world origin)",
                 ("accelerations",), uncoupled),
     FunctionSpec("mass_matrix_inverse", (Q,),
                  (Argument("Minv", ("nv", "nv"), "inverse mass matrix"),),
@@ -263,7 +266,8 @@ FUNCTIONS = {f.name: f for f in [
                   Argument("Minv", ("nv", "nv"), "d qdd / d tau, the inverse mass matrix")),
                  derivatives.forward_dynamics_derivatives,
                  "d qdd/dq, d qdd/dqd and M^-1 at (q, qd, tau), row-major nv x nv each: "
-                 "-M^-1 d tau/dx at qdd = FD(q, qd, tau) (Carpentier & Mansard 2018)",
+                 "-M^-1 d tau/dx at qdd = FD(q, qd, tau) (Carpentier & Mansard 2018; q "
+                 "columns along integrate(q, v), as Pinocchio's)",
                  ("fd_derivatives", "fdd"), ("unrolled", "product_loop"),
                  by_default=few_coordinates),
 ]}
@@ -301,7 +305,8 @@ class FrameFunction:
                 specs.append(FunctionSpec(
                     f"{self.name}_{k}{suffix}", FUNCTIONS[self.all_frames].inputs, (one,),
                     partial(frames.one_frame, function=self.recursion, index=k, **kw),
-                    f"{self.doc} of frame {f.name}" + (f", reference {ref}" if ref else ""),
+                    f"{self.doc} of frame {f.name}"
+                    + (f", reference {ref} ({frames.REFERENCE_MEANINGS[ref]})" if ref else ""),
                     variant=(self.name, options)))
         return specs
 
@@ -316,7 +321,8 @@ FRAME_FUNCTIONS = {f.name: f for f in [
     FrameFunction("frame_velocity", "frame_velocities", frames.frame_velocities, True,
                   "the twist [w; v]", named_only),
     FrameFunction("frame_acceleration", "frame_accelerations", frames.frame_accelerations, True,
-                  "the classical acceleration [dw/dt; a of the origin]", named_only),
+                  "the classical acceleration [dw/dt; a] (a: of the frame's origin; reference "
+                  "world: of the body point at the world origin)", named_only),
 ]}
 
 

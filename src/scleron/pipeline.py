@@ -265,6 +265,8 @@ class Generation:
     quaternions: list           # the index in q of each quaternion joint's [x, y, z, w]
     coordinate_names: list
     coordinate_descriptions: list
+    velocity_names: list        # a name and a meaning per entry of qd (qdd, tau): nv of them
+    velocity_descriptions: list
     gravity: list
     functions: list
     chunk: int
@@ -360,6 +362,7 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         source=os.path.basename(str(model.source)) if model.source else "Python model",
         version=__version__, key=key, nq=tree.nq, nv=tree.nv, joint_names=tree.joint_names,
         frame_names=[f.name for f in tree.frames], neutral=tree.neutral, quaternions=tree.quaternions, coordinate_names=tree.coordinate_names(), coordinate_descriptions=_coordinate_doc(tree),
+        velocity_names=tree.velocity_names(), velocity_descriptions=_velocity_doc(tree),
         gravity=tree.gravity, functions=codes, chunk=chunk, cflags=cflags, method=method,
         mass_form=mass)
     progress(f"render: {backend.upper()} code of {len(codes)} functions")
@@ -410,6 +413,19 @@ def _coordinate_doc(tree):
         for k, meaning in enumerate(configuration_meanings(b)):
             label = b.joint_name if b.nq == 1 else f"{b.joint_name}[{k}]"
             out.append(f"{label}: {b.joint.type} joint of body {b.name}, {meaning}")
+    return out
+
+
+def _velocity_doc(tree):
+    """What each entry of qd is: the rate of its coordinate, or a quaternion joint's angular
+    (and a free flyer's linear) velocity, as the joint says."""
+    out = []
+    for b in tree.bodies:
+        quaternion = b.nq != b.dof
+        for k, meaning in enumerate(b.joint.coordinates):
+            label = b.joint_name if b.dof == 1 else f"{b.joint_name}[{k}]"
+            what = meaning if quaternion else f"rate of {label}"
+            out.append(f"{label}: {b.joint.type} joint of body {b.name}, {what}")
     return out
 
 

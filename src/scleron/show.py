@@ -222,6 +222,35 @@ def _c_matrix(name, M):
     return "\n".join(lines)
 
 
+def _entries_of(model, j):
+    """(q_at, v_at, source) for a joint's coordinates in the model's arrays: q_at(k) names the
+    entry of q its k-th coordinate is ("q[4] = a_elbow[0]"), v_at(k) that of qd, source(k, array)
+    the C expression that reads it (a mimic joint's: its leader's entry, scaled and offset)."""
+    leader = j
+    if getattr(j, "mimic", None) is not None:
+        leader = next(o for o in model.joints if o.name == j.mimic[0])
+    iq = iv = 0
+    for o in model.joints:
+        if o is leader:
+            break
+        if o.mimic is None:
+            iq, iv = iq + o.nq, iv + o.dof
+    names = model.coordinate_names(), model.coordinate_names(velocities=True)
+
+    def source(k, array="q"):
+        entry = f"{array}[{(iq if array == 'q' else iv) + k}]"
+        if leader is j:
+            return entry
+        multiplier, offset = float(j.mimic[1]), float(j.mimic[2])
+        return (f"{multiplier!r} * {entry}" + (f" + {offset!r}" if offset and array == "q" else ""))
+
+    def q_at(k, array="q"):
+        i = (iq if array == "q" else iv) + k
+        named = f"{array}[{i}] = {names[array == 'qd'][i]}"
+        return named if leader is j else f"{source(k, array)}, {named}"
+    return q_at, lambda k: q_at(k, "qd"), source
+
+
 def joint_text(model, j, what="all", fmt="text"):
     """One joint: coordinates with their meaning (and chart), X_tree, Q(q), G, S, Sdot."""
     jm = joint_model(j.type, j.params)
@@ -232,10 +261,13 @@ def joint_text(model, j, what="all", fmt="text"):
     head = f"joint {j.name}: {j.type}, parent {j.parent} -> body {j.child}, {_dof_text(j)}"
     if getattr(j, "mimic", None) is not None:
         head += " (that q is q1 below)"
-    coords = [(sym, meaning) for sym, meaning in zip(jm.q, jm.coordinates)]
+    q_at, v_at, source = _entries_of(model, j)
+    entries = (joint_type(j.type).configuration_entries if jm.nq != jm.dof else jm.coordinates)
+    coords = [(sym, f"{q_at(k)}: {meaning}") for k, (sym, meaning) in enumerate(zip(jm.q, entries))]
+    velocities = [(qd, f"{v_at(k)}: {meaning}" if jm.nq != jm.dof else v_at(k))
+                  for k, (qd, meaning) in enumerate(zip(jm.qd, jm.coordinates))]
     if jm.nq != jm.dof:                 # a quaternion joint: q's entries, then v's
-        entries = joint_type(j.type).configuration_entries
-        coords = list(zip(jm.q, entries)) + list(zip(jm.qd, jm.coordinates))
+        coords += velocities
     items = []
     if what in ("all", "G"):
         if not identity:
@@ -291,10 +323,11 @@ def joint_text(model, j, what="all", fmt="text"):
         parts += [f"/* {c_comment(n)} */" for n in notes]
         parts += _c_helpers(_guarded_helpers([M for _, M in items]
                                              + [sp.Matrix([e for _, e in r]) for r in shared if r]))
-        parts += [f"const double {sym} = q[{k}];      /* {c_comment(meaning)} */"
-                  for k, (sym, meaning) in enumerate(coords)]
-        if what in ("all", "Sdot"):
-            parts += [f"const double {qd} = qd[{k}];" for k, qd in enumerate(jm.qd)]
+        parts += [f"const double {sym} = {source(k)};      /* {c_comment(meaning)} */"
+                  for k, (sym, meaning) in enumerate(coords[:jm.nq])]
+        if what in ("all", "Sdot") or jm.nq != jm.dof:
+            parts += [f"const double {qd} = {source(k, 'qd')};      /* {c_comment(meaning)} */"
+                      for k, (qd, meaning) in enumerate(velocities)]
         names = {"X_tree": "X", "Q(q)": "Q", "G ": "G", "S ": "S", "Sdot": "Sdot"}
         for (label, M), reps in zip(items, shared):
             parts += [f"const double {x} = {_ccode(e)};" for x, e in reps]
@@ -728,7 +761,8 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
             lines.append(f"showing body {target.name} (joint {target.joint_name}) only: "
                          f"after {mine_a.total}, before {mine_b.total} ops")
         lines.append("")
-        lines.append("operations by pass (after / before simplification):")
+        lines.append("operations by pass (after / before simplification)"
+                     + (", whole function:" if target is not None else ":"))
         w = max([len(k) for k in per_pass] + [4])
         for k, (a, b) in per_pass.items():
             lines.append(f"  {k:<{w}}  {a.total:>7} / {b.total:>7}")
@@ -793,7 +827,8 @@ def _function_c(cs, spec, tree, groups, target, title, io, summary, per_pass, sh
                        + [f"double *restrict {a.name}" for a in spec.outputs])
     head = [f"/* {c_comment(title)}", f" * inputs {c_comment(io)}"]
     head += [f" * {c_comment(s)}" for s in summary]
-    head += [" * operations by pass (after / before simplification):"]
+    head += [" * operations by pass (after / before simplification)"
+             + (", whole function:" if target is not None else ":")]
     head += [f" *   {c_comment(k)}: {a.total} / {b.total}" for k, (a, b) in per_pass.items()]
     if target is not None:
         head.append(f" * showing body {c_comment(target.name)} (joint "
@@ -823,7 +858,7 @@ def _function_c(cs, spec, tree, groups, target, title, io, summary, per_pass, sh
                           if _stored_here(tree, shapes, t, target)]
     rest = [(t, v) for t, v in cs.other_outputs() if _stored_here(tree, shapes, t, target)]
     if rest:
-        lines.append("    /* outputs that are constants or inputs */")
+        lines.append("    /* outputs that are constants, inputs or sin/cos of q */")
         lines += [f"    {t} = {v};" for t, v in rest]
     if target is None:
         lines.append("}")

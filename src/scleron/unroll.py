@@ -102,6 +102,7 @@ class Storage:
     size: int
     pack: object
     unpack: object
+    layout: str = ""         # how a reader of the C finds an entry (comments of the tables)
 
     def entries(self, dof):
         return ldl_size(dof) if self.per == "ldl" else self.size * (dof if self.per == "coords" else 1)
@@ -113,14 +114,15 @@ def _vector_input(n=None):
 
 STORAGE = {
     "J": Storage("body", 21, lambda J: [J[r][c] for r in range(6) for c in range(r, 6)],
-                 lambda prog, array, d: _symmetric_input(prog, array)),
+                 lambda prog, array, d: _symmetric_input(prog, array),
+                 "21 per body: the upper triangle of its 6 x 6 spatial inertia, row by row"),
     "U": Storage("coords", 6, lambda U: [x for col in U for x in col],
                  lambda prog, array, d: [prog.input_vector(array, 6 * d)[6 * c:6 * c + 6]
                                          for c in range(d)]),
     "L": Storage("ldl", 0, lambda solver: _solver_entries(solver),
                  lambda prog, array, d: _stored_solver(prog, d, array)),
-    "z": Storage("body", 6, list, _vector_input(6)),
-    "e": Storage("body", 6, list, _vector_input(6)),
+    "z": Storage("body", 6, list, _vector_input(6), "6 per body: a wrench [n; f]"),
+    "e": Storage("body", 6, list, _vector_input(6), "6 per body"),
     "tb": Storage("coords", 1, list, _vector_input()),
     "cb": Storage("coords", 1, list, _vector_input()),
     "qdd": Storage("coords", 1, list, _vector_input()),

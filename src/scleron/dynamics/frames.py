@@ -18,6 +18,9 @@ from .spatial import (cross, matvec, mat_t_vec, columns, twist_to_child, twist_t
                       vscale)
 
 REFERENCES = ("local_world_aligned", "local", "world")
+REFERENCE_MEANINGS = {"local_world_aligned": "world axes, at the frame origin",
+                      "local": "the frame's axes, at its origin",
+                      "world": "world axes, at the world origin"}
 
 
 def one_frame(tree, alg, *inputs, function, index, **options):

@@ -312,7 +312,7 @@ _declare(JointType(
     transform=lambda p, q: (quaternion_rotation(*q), sp.zeros(3, 1)),
     motion_subspace=lambda q: sp.Matrix(sp.BlockMatrix([[sp.eye(3)], [sp.zeros(3, 3)]])),
     composite_part=False,
-    notes="S = [1; 0] is constant; q holds a unit quaternion, integrate() keeps it one"))
+    notes="S = [I3; 0] (the 3 x 3 identity over zeros) is constant; q holds a unit quaternion, integrate() keeps it one"))
 
 
 # ---- composite joints: Q = Q1 Q2 ... (Sueda 2.53) -------------------------------------------------

@@ -74,6 +74,7 @@ def _method2_context(m2, name, nv, public):
     local += [{"name": bp.to_parent + "p", "size": st[bp.to_parent].size}
               for bp in m2.passes if bp.to_parent]
     initial = [{"name": a, "zero": all(x == 0.0 for v in values for x in v),
+                "layout": c_comment(st[a].layout) if a in st else "",
                 "values": [", ".join(c_literal(x) for x in v) for v in values]}
                for a, values in m2.initial.items()]
     bodies = m2.bodies
@@ -260,7 +261,8 @@ def variants_context(functions):
         v = out.setdefault(name, {"name": name, "py_args": f["py_args"], "table": {},
                                   "options": [{"name": o, "default": d, "values": []}
                                               for o, _, d in options],
-                                  "doc": f["doc"].split(", reference")[0].split(" of frame ")[0]})
+                                  "doc": f["doc"].split(", reference")[0].split(" of frame ")[0],
+                                  "outputs": f["outputs"]})
         for slot, (_, value, _) in zip(v["options"], options):
             if value not in slot["values"]:
                 slot["values"].append(value)

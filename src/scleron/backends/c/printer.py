@@ -238,7 +238,7 @@ def print_program(prog, fname, arrays, chunk=1000, first_index=0, sincos_of=None
     rest = cs.constant_stores(cleared=cleared)
     if rest:
         tail = chunks[last]
-        tail.lines.append("/* outputs that are constants or inputs */")
+        tail.lines.append("/* outputs that are constants, inputs or sin/cos of q */")
         tail.lines += rest
 
     def param(name, is_out):

@@ -139,7 +139,7 @@ def print_device(prog, fname, split=None):
     cs.used = used[-1]
     rest = cs.constant_stores()
     if rest:
-        bodies[-1].append("/* outputs that are constants or inputs */")
+        bodies[-1].append("/* outputs that are constants, inputs or sin/cos of q */")
         bodies[-1] += rest
     parts = []
     for k, body in enumerate(bodies):
