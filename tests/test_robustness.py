@@ -322,35 +322,81 @@ def _imports_and_computes(folder):
     assert float(value) == reference_M(str(folder.parent / "tiny.yaml"))[0, 0] and fast == "True"
 
 
+def _modules(out):
+    return sorted(p.name for p in out.glob("*.so"))
+
+
 def test_a_module_compiled_for_another_cpu_or_python_is_not_loaded_but_compiled_again(tmp_path):
     """-march=native code run on a CPU without its instructions ends the process with SIGILL (a
-    folder copied to another machine; an outside tester): the folder records what its modules
-    need (MODULE.target.json), and a CPU that lacks it compiles its own, on import as through
-    scleron. A module of another Python ABI (cpython-310 beside 3.11) was loaded as well."""
+    folder copied to another machine; an outside tester): each build records, per Python, the
+    modules it made (new names each build) and what they need of the CPU; a CPU that lacks it,
+    another Python, or a record that does not read compiles the folder again (on import, as
+    through scleron) instead of loading what may not run."""
     out = _compiled_once(tmp_path)
-    target = next(out.glob("*.target.json"))
-    record = json.loads(target.read_text())
-    assert "-march=native" in record["cflags"]
-    if "features" not in record:
-        pytest.skip("this CPU's features cannot be read (no /proc/cpuinfo)")
-    assert {"sse2"} <= set(record["features"]) or record["machine"] != "x86_64"
-
-    def other_cpu():
-        record["features"] = record["features"] + ["avx9000"]
-        target.write_text(json.dumps(record))
-        return {p: p.stat().st_mtime_ns for p in out.glob("*.so")}
-    before = other_cpu()
-    _imports_and_computes(out)                                    # compiled again on import
-    assert all(p.stat().st_mtime_ns != t for p, t in before.items())
-    assert "avx9000" not in json.loads(target.read_text())["features"]
-    before = other_cpu()
-    scleron.load_generated(str(out))                              # and by scleron
-    assert all(p.stat().st_mtime_ns != t for p, t in before.items())
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    for p in out.glob("*" + suffix):                              # only another Python's module
-        p.rename(str(p)[:-len(suffix)] + suffix.replace(sys.implementation.cache_tag, "cpython-30"))
+    record_path = out / ("_tiny_" + json.loads((out / "scleron.json").read_text())["hash"][:12]
+                         + suffix[:-len(".so")] + ".target.json")
+    record = json.loads(record_path.read_text())
+    assert "-march=native" in record["cflags"] and sorted(record["modules"]) == _modules(out)
+    if record["features"] is None:
+        pytest.skip("the compiler names no instruction sets here")
+    assert "sse2" in record["features"] or record["machine"] != "x86_64"
+
+    def spoil(value):
+        before = _modules(out)
+        record_path.write_text(value if isinstance(value, str) else json.dumps(value))
+        return before
+    other_cpu = dict(record, features=record["features"] + ["avx512f", "fma4", "xop", "sve2"])
+    cases = [other_cpu, dict(record, features=[["x"]]), dict(record, machine="riscv128"),
+             "{not json", dict(record, modules=["../elsewhere.so"])]
+    for k, value in enumerate(cases):
+        before = spoil(value)
+        if k % 2:
+            scleron.load_generated(str(out))                      # compiled again by scleron
+        else:
+            _imports_and_computes(out)                            # or on import
+        assert _modules(out) != before and len(_modules(out)) == 2, value
+        assert json.loads(record_path.read_text())["modules"] == _modules(out)
+    os.remove(record_path)                                        # and without a record at all
+    before = _modules(out)
     _imports_and_computes(out)
-    assert len(list(out.glob("*" + suffix))) == 2
+    assert _modules(out) != before
+    for p in out.glob("*" + suffix):                              # only another Python's
+        p.rename(str(p)[:-len(suffix)] + suffix.replace(sys.implementation.cache_tag, "cpython-30"))
+    record_path.rename(str(record_path).replace(sys.implementation.cache_tag, "cpython-30"))
+    _imports_and_computes(out)
+    assert len(list(out.glob("*" + suffix))) == 2 and len(list(out.glob("*.target.json"))) == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_record_that_is_a_pipe_is_no_wait(tmp_path):
+    """A FIFO at the record's place made every import wait for a writer."""
+    out = _compiled_once(tmp_path)
+    record_path = next(out.glob("*.target.json"))
+    os.remove(record_path)
+    os.mkfifo(record_path)
+    r = subprocess.run([sys.executable, "-c", "import tiny"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 or "ImportError" in r.stderr, r.stderr
+
+
+def test_a_folder_built_for_a_cpu_this_one_is_not_is_refused_here_not_run(tmp_path):
+    """codegen --march bdver1 (AMD's FMA4 and XOP) built, and the first call ended the process
+    in SIGILL (an outside tester): the record names what the named CPU has, and here the load
+    says what this one lacks; the folder is written, for a machine that runs it."""
+    flags = open("/proc/cpuinfo").read() if os.path.isfile("/proc/cpuinfo") else ""
+    if " xop" in flags or " fma4" in flags or "flags" not in flags:
+        pytest.skip("this CPU has XOP/FMA4, or its features cannot be read")
+    out = tmp_path / "tiny"
+    r = cli("codegen", tiny(tmp_path), "-o", str(out), "--march", "bdver1", *FEW_CLI)
+    if "unrecognized" in r.stderr or "bad value" in r.stderr:
+        pytest.skip("this compiler has no bdver1")
+    line = one_line_error(r)
+    assert "compiled for a CPU with instructions this one lacks (" in line and "fma4" in line
+    assert "the folder is written" in line and _modules(out)
+    done = subprocess.run([sys.executable, "-c", "import tiny"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 1 and "ImportError" in done.stderr and "fma4" in done.stderr
 
 
 def test_a_failed_compile_on_import_is_an_import_error_and_march_picks_the_target(tmp_path):

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_9b032bbba53a"
-HASH = "9b032bbba53a5e13586c0a5d5e8a25eba292aab91dfdd3b9871fd5bb8d229a83"
+MODULE = "_rc100_5a0321540e8e"
+HASH = "5a0321540e8ea7890f6b795bac59983d5958427c113170421c3715b16591232b"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -102,31 +102,52 @@ def normalize(q):
     return q
 
 
-@functools.lru_cache(maxsize=None)
-def _builder():
-    """build_rc100.py as a module: how this folder's modules are compiled and named."""
-    spec = importlib.util.spec_from_file_location("_scleron_build_rc100",
-                                                  os.path.join(HERE, "build_rc100.py"))
-    builder = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(builder)
-    if getattr(builder, "MODULE", None) != MODULE:
+def _module_at(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _target():
+    """rc100_target.py: which compiled modules this Python may load on this CPU."""
+    try:
+        target = _module_at(os.path.join(HERE, "rc100_target.py"), "_scleron_target_rc100")
+    except OSError as e:
+        raise ImportError(f"{HERE}: rc100_target.py cannot be read ({e.strerror or e}): "
+                          "regenerate the folder with `scleron codegen --force`") from None
+    if getattr(target, "MODULE", None) != MODULE:
         raise ImportError(f"{HERE} was replaced by a new generation (a concurrent `scleron "
                           "codegen`) while Python imported it: import it again")
-    return builder
+    return target
 
 
-def _load_fast():
-    """The optional METH_FASTCALL extension (rc100_python.c), or None."""
-    path = os.path.join(HERE, MODULE + "_py" + _builder().EXT_SUFFIX)
-    if not os.path.isfile(path):
+def _load_fast(path):
+    """The optional METH_FASTCALL extension (rc100_python.c) at path, or None."""
+    if path is None:
         return None
     try:
-        spec = importlib.util.spec_from_file_location(MODULE + "_py", path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
+        return _module_at(path, MODULE + "_py")
     except ImportError:
         return None
+
+
+@contextlib.contextmanager
+def _folder_held():
+    """An exclusive flock on this folder while it compiles (where flock exists): a `scleron
+    codegen` into it waits before it moves the folder aside, and a second import waits and
+    then finds the modules built."""
+    try:
+        import fcntl
+        fd = os.open(HERE, os.O_RDONLY)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 class _Terminated(BaseException):
@@ -164,13 +185,15 @@ def _terminate_unwinds():
 
 
 def _build(why):
-    """Compile this folder's C code (once); the result is moved into place atomically. why: what
-    the folder's compiled module lacks (builder.compiled_problem)."""
-    builder = _builder()
+    """Compile this folder's C code (once; build_rc100.py installs the modules and their
+    record atomically). why: what the folder's compiled modules lack (target.problem)."""
+    builder = _module_at(os.path.join(HERE, "build_rc100.py"), "_scleron_build_rc100")
     try:
-        with _terminate_unwinds(), tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
-            built = builder.build(tmpdir=tmp)
-            os.replace(built, os.path.join(HERE, os.path.basename(built)))
+        with _terminate_unwinds(), _folder_held():
+            if _target().problem() is None:         # (built by another process meanwhile)
+                return
+            with tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
+                builder.build(tmpdir=tmp)
     except (OSError, RuntimeError) as e:
         if _replaced():                     # (its build folder went with the old folder)
             raise ImportError(f"{HERE} was replaced by a new generation (a concurrent `scleron "
@@ -232,7 +255,9 @@ def _replaced():
 
 
 def _load():
-    why = _builder().compiled_problem()
+    """(ffi, lib, the fast extension or None), compiling the folder first where it has no
+    modules for this Python and CPU."""
+    why = _target().problem()
     if why:
         if _replaced():
             raise ImportError(f"{HERE} was replaced by a new generation (a concurrent `scleron "
@@ -244,15 +269,14 @@ def _load():
                               "`scleron codegen --force`, or remove \"sources\" from scleron.json "
                               "to compile the edited files on purpose")
         _build(why)
-    why = _builder().compiled_problem()
+    target = _target()
+    why = target.problem()
     if why:
         raise ImportError(f"{HERE}: {why} after its compile"
                           + (" (the folder was replaced meanwhile: import it again)" if _replaced() else ""))
-    path = os.path.join(HERE, MODULE + _builder().EXT_SUFFIX)
-    spec = importlib.util.spec_from_file_location(MODULE, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.ffi, mod.lib
+    path, fast = target.modules()
+    mod = _module_at(path, MODULE)
+    return mod.ffi, mod.lib, _load_fast(fast)
 
 
 def _warn_if_the_model_file_changed():
@@ -285,9 +309,8 @@ def _warn_if_the_model_file_changed():
                       stacklevel=2)
 
 
-ffi, lib = _load()
+ffi, lib, _fast = _load()
 _warn_if_the_model_file_changed()
-_fast = _load_fast()
 # threads= runs OpenMP threads in C, else Python threads: Python threads in a forked child of a
 # process that ran OpenMP threads, whose runtime does not survive the fork (its next parallel
 # call waits forever). The process that ran them is marked on `sys`, which a fork copies and a

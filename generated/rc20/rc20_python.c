@@ -412,10 +412,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_eea9324a7e9e_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_22b9df502ad3_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc20_eea9324a7e9e_py(void)
+PyMODINIT_FUNC PyInit__rc20_22b9df502ad3_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -276,7 +276,7 @@ def cmd_codegen(args):
         # compiled it just now
         compiled = not args.no_compile and _binaries(out) != before
         print(f"time: load {t_load:.2f} s, " + ("compile (the folder had no compiled module for "
-              "these sources)" if compiled else "check and load") + f" {t_generate:.2f} s, "
+              "this Python and CPU)" if compiled else "check and load") + f" {t_generate:.2f} s, "
               f"total {t_load + t_generate:.2f} s")
         return 0
     _table(report.functions, report.forms)

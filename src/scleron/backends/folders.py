@@ -52,7 +52,7 @@ def _dir_lock(path):
     fd = None
     if fcntl is not None:
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))   # (never a FIFO's wait)
             fcntl.flock(fd, fcntl.LOCK_EX)
         except OSError:
             if fd is not None:
@@ -380,14 +380,16 @@ def install_folder(tmp, out_dir):
         pass
     _fsync_tree(tmp)
     try:
-        with _dir_lock(parent):
+        # the folder's own lock first: a load compiling in it finishes before the folder moves,
+        # and the parent's lock (which every load and install beside it takes) is not held
+        # while waiting for that (its siblings waited out the whole compile)
+        with _dir_lock(out_dir), _dir_lock(parent):
             _recover(out_dir)
             _check_replaceable(out_dir)
             old = None
             if os.path.lexists(out_dir):
                 old = os.path.join(parent, f".{_stem(base)}.old-{uuid.uuid4().hex[:8]}")
-                with _dir_lock(out_dir):        # (a load compiling in it finishes first)
-                    os.rename(out_dir, old)
+                os.rename(out_dir, old)
             try:
                 os.rename(tmp, out_dir)
             except OSError:

@@ -204,7 +204,8 @@ def _compile(folder, name, progress):
     try:
         build_dir = tempfile.mkdtemp(prefix="_build-", dir=folder)
     except OSError as e:
-        raise BuildError(f"{folder} has no compiled module for {name} and it cannot be compiled "
+        raise BuildError(f"{folder} has no compiled module of {name} for this Python and CPU, "
+                         "and it cannot be compiled "
                          f"there ({e.strerror or e}): generate it into a folder you can write "
                          "(scleron codegen MODEL -o DIR), or compile it where it is writable") from None
     log_path = os.path.join(folder, "build.log")
@@ -242,29 +243,26 @@ def _keep_log(log_path, name):
 
 
 # ---- loading ---------------------------------------------------------------------------------
-def _builder(folder, meta):
-    """The folder's build script as a module (its compiled modules' names and the CPU they
-    need), or None where it has none that loads."""
-    script = os.path.join(folder, f"build_{meta['name']}.py")
+def _target(folder, meta):
+    """The folder's NAME_target.py as a module (which compiled modules this Python may load on
+    this CPU), or None where it has none that loads."""
+    script = os.path.join(folder, f"{meta['name']}_target.py")
     try:
-        spec = importlib.util.spec_from_file_location(f"_scleron_build_{uuid.uuid4().hex[:8]}", script)
-        builder = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(builder)
+        spec = importlib.util.spec_from_file_location(f"_scleron_target_{uuid.uuid4().hex[:8]}", script)
+        target = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(target)
     except (OSError, ImportError, SyntaxError):
         return None
-    return builder if callable(getattr(builder, "compiled_problem", None)) else None
+    return target if callable(getattr(target, "problem", None)) else None
 
 
 def _compiled(folder, meta):
-    """The folder's compiled modules this Python may load on this CPU (build_NAME.py's
-    compiled_problem: built for this EXT_SUFFIX, and for this CPU where -march=native)."""
-    builder = _builder(folder, meta)
-    module = f"_{meta['name']}_{meta['hash'][:12]}"
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    if builder is not None and builder.compiled_problem():
+    """The folder's compiled modules this Python may load on this CPU (NAME_target.py: those
+    its record names, built for this Python and for a CPU with this one's instructions)."""
+    target = _target(folder, meta)
+    if target is None or target.problem():
         return []
-    return [p for p in (os.path.join(folder, module + suffix),
-                        os.path.join(folder, module + "_py" + suffix)) if os.path.isfile(p)]
+    return [p for p in target.modules() if p]
 
 
 def _edits_in_module(folder, meta, edited):
@@ -338,6 +336,11 @@ def load_package(folder, expect=None):
         expect = meta["hash"]
     with _dir_lock(parent):
         meta = _checked_meta(folder, expect)
+        if missing and meta is not None and not _compiled(folder, meta):
+            target = _target(folder, meta)      # compiled here, and still not for this CPU
+            why = target.problem() if target is not None else "it has no compiled module"
+            raise BuildError(f"{folder}: {why}; the folder is written, for a machine that "
+                             "can run it (here: generate with --march native)")
         edited = edited_sources(folder, meta) if meta is not None else []
         if edited:
             warnings.warn(f"{folder}: {', '.join(edited)} {'differs' if len(edited) == 1 else 'differ'} from what scleron generated; "

@@ -86,6 +86,7 @@ FILES = {
     "{name}_dynamics.h": "dynamics.h.j2",
     "{name}_dynamics.c": "dynamics.c.j2",
     "build_{name}.py": "build.py.j2",
+    "{name}_target.py": "target.py.j2",
     "__init__.py": "__init__.py.j2",
     "{name}_python.c": "python_ext.c.j2",
 }
