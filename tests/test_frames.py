@@ -436,8 +436,13 @@ def test_a_function_not_generated_is_named_with_how_to_get_it(tmp_path, generate
                        functions=["fd", "frame_jacobians"])
     with pytest.raises(AttributeError) as e:
         dyn.mass_matrix
-    listed = re.search(r"generated into .* \((.*)\); name it", str(e.value)).group(1).split(", ")
+    listed = re.search(r"generated into .* \((.*)\); add it", str(e.value)).group(1).split(", ")
     assert "frame_jacobians" in listed and len(listed) == len(set(listed))      # each name once
+    # the way to add it keeps what was there (a tester followed `--functions NAME` and lost the
+    # rest); each frame's own entry points are not listed (180 names for go1)
+    assert "--functions +mass_matrix` (+: the defaults and it)" in str(e.value)
+    assert "functions=['+mass_matrix']" in str(e.value)
+    assert not any(re.fullmatch(r"frame_[a-z]+_\d+.*", n) for n in listed)
 
 
 @pytest.mark.parametrize("which", ["two_roots", "qball"])

@@ -115,6 +115,18 @@ def test_bad_mimics_are_refused_naming_the_joint(old, new, words):
     assert "gripper.urdf:" in str(e.value) and "joint '" in str(e.value) and words in str(e.value)
 
 
+def test_a_mimic_of_no_joint_is_refused_only_where_it_would_be_used():
+    """alex_psyonic_hands.urdf's <mimic joint="index_q1"> names no joint (the file's is
+    'Left_index_q1'): Pinocchio loads the file, and scleron refused it even with mimic=
+    'independent', which reads no <mimic> at all (an outside tester); a MimicWarning names it."""
+    text = gripper_text('<mimic joint="j0_base"', '<mimic joint="j9_none"')
+    with pytest.warns(MimicWarning, match=r"<mimic> of joint j\w+ -> j9_none names a joint that does not exist"):
+        model = load_urdf_string(text, "gripper.urdf", mimic="independent")
+    assert all(j.mimic is None for j in model.joints)
+    with pytest.raises(ModelError, match="names joint 'j9_none', which does not exist"):
+        load_urdf_string(text, "gripper.urdf", mimic="couple")
+
+
 def test_a_mimic_on_a_fixed_joint_is_ignored_and_a_chain_is_composed():
     text = gripper_text('<mimic joint="j1_finger_a" multiplier="20" offset="-0.3"/>',
                         '<mimic joint="j3_wrist" multiplier="2" offset="0.1"/>')

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_7553e10b28b0"
-HASH = "7553e10b28b09d97c5a2d05c00229fef059a98045ee91438ca6d9c7413427460"
+MODULE = "_branched_50ffb1917192"
+HASH = "50ffb191719233f52f17f1a622a635974fadda3a114b3125a95cbfe8d5af7ef3"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -831,7 +831,13 @@ def __getattr__(attr):
     """A name this module lacks (PEP 562): most often a function it was not generated with."""
     if attr.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+    # the functions a user calls: the frame families' dispatchers, not each frame's entry point
+    import re
+    callable_names = [n for n in dict.fromkeys(_VARIANTS + FUNCTIONS)
+                      if not re.fullmatch(r"frame_[a-z]+_\d+(_[a-z_]+)?", n)]
+    shown = ", ".join(callable_names[:30]) + (f", ... ({len(callable_names)} in all: FUNCTIONS)"
+                                               if len(callable_names) > 30 else "")
     raise AttributeError(
-        f"{attr!r} is not among the functions generated into {HERE} ({', '.join(dict.fromkeys(_VARIANTS + FUNCTIONS))}); "
-        f"name it when generating: `scleron codegen MODEL --functions NAME,...` or "
-        f"scleron.generate(model, ..., functions=[...])")
+        f"{attr!r} is not among the functions generated into {HERE} ({shown}); add it when "
+        f"generating: `scleron codegen MODEL --functions +{attr}` (+: the defaults and it) or "
+        f"scleron.generate(model, ..., functions=['+{attr}'])")

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_ef4b0b685f58"
-HASH = "ef4b0b685f58d859a977dafa35217014eebc395b950ebb0b6854d2d0be023c8a"
+MODULE = "_quadruped_d3fbee29c80b"
+HASH = "d3fbee29c80bd1837c338e4b6b93549a4faae3f9d0532ad8ec93e3f1ce0f3205"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -831,7 +831,13 @@ def __getattr__(attr):
     """A name this module lacks (PEP 562): most often a function it was not generated with."""
     if attr.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+    # the functions a user calls: the frame families' dispatchers, not each frame's entry point
+    import re
+    callable_names = [n for n in dict.fromkeys(_VARIANTS + FUNCTIONS)
+                      if not re.fullmatch(r"frame_[a-z]+_\d+(_[a-z_]+)?", n)]
+    shown = ", ".join(callable_names[:30]) + (f", ... ({len(callable_names)} in all: FUNCTIONS)"
+                                               if len(callable_names) > 30 else "")
     raise AttributeError(
-        f"{attr!r} is not among the functions generated into {HERE} ({', '.join(dict.fromkeys(_VARIANTS + FUNCTIONS))}); "
-        f"name it when generating: `scleron codegen MODEL --functions NAME,...` or "
-        f"scleron.generate(model, ..., functions=[...])")
+        f"{attr!r} is not among the functions generated into {HERE} ({shown}); add it when "
+        f"generating: `scleron codegen MODEL --functions +{attr}` (+: the defaults and it) or "
+        f"scleron.generate(model, ..., functions=['+{attr}'])")

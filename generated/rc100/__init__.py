@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_5a0321540e8e"
-HASH = "5a0321540e8ea7890f6b795bac59983d5958427c113170421c3715b16591232b"
+MODULE = "_rc100_66d6d433df16"
+HASH = "66d6d433df16d7b60e70d30628c501204fdb0c74667e6e998efd5d7f57767cb0"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -831,7 +831,13 @@ def __getattr__(attr):
     """A name this module lacks (PEP 562): most often a function it was not generated with."""
     if attr.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+    # the functions a user calls: the frame families' dispatchers, not each frame's entry point
+    import re
+    callable_names = [n for n in dict.fromkeys(_VARIANTS + FUNCTIONS)
+                      if not re.fullmatch(r"frame_[a-z]+_\d+(_[a-z_]+)?", n)]
+    shown = ", ".join(callable_names[:30]) + (f", ... ({len(callable_names)} in all: FUNCTIONS)"
+                                               if len(callable_names) > 30 else "")
     raise AttributeError(
-        f"{attr!r} is not among the functions generated into {HERE} ({', '.join(dict.fromkeys(_VARIANTS + FUNCTIONS))}); "
-        f"name it when generating: `scleron codegen MODEL --functions NAME,...` or "
-        f"scleron.generate(model, ..., functions=[...])")
+        f"{attr!r} is not among the functions generated into {HERE} ({shown}); add it when "
+        f"generating: `scleron codegen MODEL --functions +{attr}` (+: the defaults and it) or "
+        f"scleron.generate(model, ..., functions=['+{attr}'])")

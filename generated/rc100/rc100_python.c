@@ -412,10 +412,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_5a0321540e8e_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_66d6d433df16_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_5a0321540e8e_py(void)
+PyMODINIT_FUNC PyInit__rc100_66d6d433df16_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_22b9df502ad3"
-HASH = "22b9df502ad3c79f3542b80ece1b597bba6c39cdd15923743d9cb5a2cfc904cf"
+MODULE = "_rc20_483785cca2e4"
+HASH = "483785cca2e43bc60f3ba425c2fdd88efe303e1df8b3f6fb48cf4c8200d5d625"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -831,7 +831,13 @@ def __getattr__(attr):
     """A name this module lacks (PEP 562): most often a function it was not generated with."""
     if attr.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+    # the functions a user calls: the frame families' dispatchers, not each frame's entry point
+    import re
+    callable_names = [n for n in dict.fromkeys(_VARIANTS + FUNCTIONS)
+                      if not re.fullmatch(r"frame_[a-z]+_\d+(_[a-z_]+)?", n)]
+    shown = ", ".join(callable_names[:30]) + (f", ... ({len(callable_names)} in all: FUNCTIONS)"
+                                               if len(callable_names) > 30 else "")
     raise AttributeError(
-        f"{attr!r} is not among the functions generated into {HERE} ({', '.join(dict.fromkeys(_VARIANTS + FUNCTIONS))}); "
-        f"name it when generating: `scleron codegen MODEL --functions NAME,...` or "
-        f"scleron.generate(model, ..., functions=[...])")
+        f"{attr!r} is not among the functions generated into {HERE} ({shown}); add it when "
+        f"generating: `scleron codegen MODEL --functions +{attr}` (+: the defaults and it) or "
+        f"scleron.generate(model, ..., functions=['+{attr}'])")

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_0aa4c92297d7"
-HASH = "0aa4c92297d79d38ce5b86dc8db41e041b93ee7908fba5be0b311fa4dcfa79c5"
+MODULE = "_rc50_0c83c4a16322"
+HASH = "0c83c4a163229de76973f82ba491c39fbdf7456368a82adb5a7ea3a30b610935"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -831,7 +831,13 @@ def __getattr__(attr):
     """A name this module lacks (PEP 562): most often a function it was not generated with."""
     if attr.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+    # the functions a user calls: the frame families' dispatchers, not each frame's entry point
+    import re
+    callable_names = [n for n in dict.fromkeys(_VARIANTS + FUNCTIONS)
+                      if not re.fullmatch(r"frame_[a-z]+_\d+(_[a-z_]+)?", n)]
+    shown = ", ".join(callable_names[:30]) + (f", ... ({len(callable_names)} in all: FUNCTIONS)"
+                                               if len(callable_names) > 30 else "")
     raise AttributeError(
-        f"{attr!r} is not among the functions generated into {HERE} ({', '.join(dict.fromkeys(_VARIANTS + FUNCTIONS))}); "
-        f"name it when generating: `scleron codegen MODEL --functions NAME,...` or "
-        f"scleron.generate(model, ..., functions=[...])")
+        f"{attr!r} is not among the functions generated into {HERE} ({shown}); add it when "
+        f"generating: `scleron codegen MODEL --functions +{attr}` (+: the defaults and it) or "
+        f"scleron.generate(model, ..., functions=['+{attr}'])")

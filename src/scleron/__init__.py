@@ -17,13 +17,30 @@ with command_start():       # the imports below take a second or two (sympy)
 
 
 def load_model(path, **kwargs):
-    """Load a model file (.yaml/.yml or .urdf); raises ModelError on bad input."""
+    """Load a model file; returns the Model with fixed joints merged, validated. The format
+    follows the file: .yaml/.yml (scleron's own, docs/model-format.md), .urdf, .xml/.mjcf (URDF
+    or MJCF by the root element; MJCF needs the `mujoco` extra), .osim (OpenSim 4).
+
+    Options (the command line's of the same names; each applies to the formats named):
+    floating=True (URDF: a quaternion free flyer at the root link, Pinocchio's layout;
+    floating="free" the Euler-angle free joint), inertia="physical" | "relaxed" (URDF, MJCF,
+    .osim: docs/inertia-checks.md), mimic="independent" | "couple" (URDF, docs/mimic.md),
+    damping="ignore" | "read" (URDF <dynamics damping>), order="pinocchio" | "file" (URDF:
+    siblings by joint name or in file order), merge_fixed=False (the tree with its fixed joints,
+    not validated as a whole). Bad input raises ModelError naming the file and the element."""
     from .model.load import load_model as _load
     return _load(path, **kwargs)
 
 
 def generate(model, out_dir=None, name=None, **kwargs):
-    """Derive + unroll + render + compile + load; see scleron.generate.generate."""
+    """Derives, unrolls, renders and compiles a model's dynamics into out_dir (default
+    generated/<name>) and returns the generated module (as `scleron codegen`, cached: an
+    unchanged model with the same options is not rebuilt). model: a Model or a model file's path;
+    name: the module and C prefix (default the model's). Keyword options (scleron.pipeline.
+    generate has them all): functions=[...] (names or aliases; "+name" first adds to the
+    defaults), frames=[...], cflags="..." or a list (default -Os -march=native ...),
+    compile=False (sources only), force=True, mass_matrix="auto" | "unrolled" | "loop",
+    method=1 | 2, progress=print, cuda=True. Raises ModelError or BuildError in one line."""
     from .pipeline import generate as _generate
     return _generate(model, out_dir, name, **kwargs)
 

@@ -345,8 +345,10 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
         raise ValueError(f"floating must be True, False, 'free_flyer' or 'free', not {floating!r}")
     if floating:
         if root == WORLD:
-            raise root_ctx.error(f"the root link is '{WORLD}', which cannot float: "
-                                 "load it with floating=False")
+            raise root_ctx.error(f"the root link is '{WORLD}', which cannot float (scleron "
+                                 f"keeps '{WORLD}' for the fixed world; Pinocchio floats the "
+                                 "link): leave out --floating (floating=False), or rename the "
+                                 "link in a copy of the file")
         if ROOT_JOINT in joints:
             raise ctx.at(element=f"joint '{ROOT_JOINT}'", line=joints[ROOT_JOINT][0].line).error(
                 f"floating (--floating) adds a joint named '{ROOT_JOINT}' (Pinocchio's name) above "
@@ -405,7 +407,7 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
 def _mimic(model, joints, ctx, how):
     """Joint.mimic from each moving joint's <mimic joint= multiplier=1 offset=0>, chains composed
     to the joint at their end (q_c = a_c (a_b q_a + b_b) + b_c); "independent": none, a warning."""
-    read = {}
+    read, dangling = {}, []
     for jname, (j, jtype, _, _) in joints.items():
         m = j.find("mimic")
         if m is None or jtype == "fixed":
@@ -417,8 +419,16 @@ def _mimic(model, joints, ctx, how):
         a = _floats(m.attrib.get("multiplier", "1"), 1, "mimic multiplier", mctx)[0]
         b = _floats(m.attrib.get("offset", "0"), 1, "mimic offset", mctx)[0]
         if target not in joints:
-            raise mctx.error(f"<mimic> names joint '{target[:200]}', which does not exist")
+            if how != "independent":
+                raise mctx.error(f"<mimic> names joint '{target[:200]}', which does not exist")
+            dangling.append(f"{jname[:200]} -> {target[:200]}")  # (unused: Pinocchio loads it)
+            continue
         read[jname] = (target, a, b, mctx)
+    if dangling:
+        warnings.warn(f"{ctx.source}: <mimic> of joint{'s' if len(dangling) > 1 else ''} "
+                      + ", ".join(dangling[:5]) + (", ..." if len(dangling) > 5 else "")
+                      + " names a joint that does not exist: not used (mimic='independent'; "
+                      "mimic='couple' refuses it)", MimicWarning, stacklevel=4)
     if not read:
         return
     if how == "independent":
