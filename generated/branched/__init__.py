@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_50ffb1917192"
-HASH = "50ffb191719233f52f17f1a622a635974fadda3a114b3125a95cbfe8d5af7ef3"
+MODULE = "_branched_7498716f7d24"
+HASH = "7498716f7d24a630e05f20bfefe836029efe633250eb04d515551e53acb2af95"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_d3fbee29c80b"
-HASH = "d3fbee29c80bd1837c338e4b6b93549a4faae3f9d0532ad8ec93e3f1ce0f3205"
+MODULE = "_quadruped_a26e5aaec9e0"
+HASH = "a26e5aaec9e04ecfe8c3084db17eb98da54e49daf458f6266911ec7995e0ffbe"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -17,7 +17,7 @@ import stat
 import sysconfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_d3fbee29c80b"
+MODULE = "_quadruped_a26e5aaec9e0"
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 RECORD = os.path.join(HERE, MODULE + os.path.splitext(EXT_SUFFIX)[0] + ".target.json")
 RECORD_SUFFIX = ".target.json"

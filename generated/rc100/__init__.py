@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_66d6d433df16"
-HASH = "66d6d433df16d7b60e70d30628c501204fdb0c74667e6e998efd5d7f57767cb0"
+MODULE = "_rc100_1a64d78d6df2"
+HASH = "1a64d78d6df29f8cf798db70b794fc0499616c06bb19e46401ccfb1a2c8a8fb1"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

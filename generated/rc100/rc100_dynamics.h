@@ -104,6 +104,9 @@
  *   99: joint100: revolute joint of body link100, angle about the axis (rad)
  *
  * Conventions: twists [w; v] in body coordinates; gravity (0 0 -9.81) m/s^2 in the world frame.
+ * Units SI, per coordinate as listed: q in rad or m, qd and qdd their rates (a quaternion
+ * joint's: its velocities' units); tau and h in N m or N; M in kg m^2, kg m or kg; placements in
+ * m; twists [rad/s; m/s], accelerations [rad/s^2; m/s^2]; energies in J.
  * All arrays are row-major doubles; inputs are read only, every entry of every output is
  * written (a function may read back what it wrote, e.g. Minv), and no array may overlap another
  * (the code may assume it does not: restrict). No state is kept between calls: the functions are

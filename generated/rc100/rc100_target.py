@@ -17,7 +17,7 @@ import stat
 import sysconfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_66d6d433df16"
+MODULE = "_rc100_1a64d78d6df2"
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 RECORD = os.path.join(HERE, MODULE + os.path.splitext(EXT_SUFFIX)[0] + ".target.json")
 RECORD_SUFFIX = ".target.json"

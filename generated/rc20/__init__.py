@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_483785cca2e4"
-HASH = "483785cca2e43bc60f3ba425c2fdd88efe303e1df8b3f6fb48cf4c8200d5d625"
+MODULE = "_rc20_674070797fba"
+HASH = "674070797fbaec49d821d07c323263f2971e363402e1ef830e31b41b20f5bdc4"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_0c83c4a16322"
-HASH = "0c83c4a163229de76973f82ba491c39fbdf7456368a82adb5a7ea3a30b610935"
+MODULE = "_rc50_5887d2531a75"
+HASH = "5887d2531a75ebae2fbdb6ec5d11dd8a81a3b39a69998e285b91e527d77f0560"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

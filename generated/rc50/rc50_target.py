@@ -17,7 +17,7 @@ import stat
 import sysconfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_0c83c4a16322"
+MODULE = "_rc50_5887d2531a75"
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 RECORD = os.path.join(HERE, MODULE + os.path.splitext(EXT_SUFFIX)[0] + ".target.json")
 RECORD_SUFFIX = ".target.json"
