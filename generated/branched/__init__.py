@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_7498716f7d24"
-HASH = "7498716f7d24a630e05f20bfefe836029efe633250eb04d515551e53acb2af95"
+MODULE = "_branched_b7159911a2a8"
+HASH = "b7159911a2a867f64a95a6a9a5aa0104df903324ddc65d5800cb2d74d5c7ab76"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

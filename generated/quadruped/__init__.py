@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_a26e5aaec9e0"
-HASH = "a26e5aaec9e04ecfe8c3084db17eb98da54e49daf458f6266911ec7995e0ffbe"
+MODULE = "_quadruped_bc6927e31e25"
+HASH = "bc6927e31e25362b559b21921827b19106ae8ef4df75e92a7db64b9773242da9"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

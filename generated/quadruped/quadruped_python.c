@@ -412,10 +412,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_a26e5aaec9e0_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_bc6927e31e25_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_a26e5aaec9e0_py(void)
+PyMODINIT_FUNC PyInit__quadruped_bc6927e31e25_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_1a64d78d6df2"
-HASH = "1a64d78d6df29f8cf798db70b794fc0499616c06bb19e46401ccfb1a2c8a8fb1"
+MODULE = "_rc100_9e3180626ede"
+HASH = "9e3180626ede3e9f85b43963b4d8a36ceb39db97b02c0064fb1ee1c83b3a03ec"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_674070797fba"
-HASH = "674070797fbaec49d821d07c323263f2971e363402e1ef830e31b41b20f5bdc4"
+MODULE = "_rc20_8b13f2437d48"
+HASH = "8b13f2437d4878d7528990a1780203ea3327e9428bec23ee699cecba6141e71e"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

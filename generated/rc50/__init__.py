@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_5887d2531a75"
-HASH = "5887d2531a75ebae2fbdb6ec5d11dd8a81a3b39a69998e285b91e527d77f0560"
+MODULE = "_rc50_695d48bb5b92"
+HASH = "695d48bb5b92105e76754708054eb9a8fcf73f872284597246a0ecf8d05e5e03"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

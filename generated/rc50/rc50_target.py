@@ -17,7 +17,7 @@ import stat
 import sysconfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_5887d2531a75"
+MODULE = "_rc50_695d48bb5b92"
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 RECORD = os.path.join(HERE, MODULE + os.path.splitext(EXT_SUFFIX)[0] + ".target.json")
 RECORD_SUFFIX = ".target.json"
@@ -149,8 +149,9 @@ def problem():
                     f"loads {EXT_SUFFIX})")
         return "it has no compiled module" + (" (or no readable record of it)"
                                               if os.path.lexists(RECORD) else "")
-    if not os.path.isfile(os.path.join(HERE, r["modules"][0])):
-        return f"its compiled module {r['modules'][0]} is missing"
+    for m in r["modules"]:          # (the fast extension too: where it was built, it is used)
+        if not os.path.isfile(os.path.join(HERE, m)):
+            return f"its compiled module {m} is missing"
     if r.get("machine") != machine():
         return f"it was compiled for {r.get('machine')} processors, this is {machine()}"
     needed = r.get("features")
@@ -172,5 +173,4 @@ def modules():
     """(cffi module path, fast extension path or None) of this Python's record."""
     r = read_record()
     paths = [os.path.join(HERE, m) for m in r["modules"]]
-    fast = paths[1] if len(paths) > 1 and os.path.isfile(paths[1]) else None
-    return paths[0], fast
+    return paths[0], paths[1] if len(paths) > 1 else None
