@@ -443,6 +443,9 @@ def test_a_function_not_generated_is_named_with_how_to_get_it(tmp_path, generate
     assert "--functions +mass_matrix` (+: the defaults and it)" in str(e.value)
     assert "functions=['+mass_matrix']" in str(e.value)
     assert not any(re.fullmatch(r"frame_[a-z]+_\d+.*", n) for n in listed)
+    with pytest.raises(AttributeError) as e:           # a typo: no way to "add" it
+        dyn.mas_matrix
+    assert "has no attribute 'mas_matrix'" in str(e.value) and "--functions" not in str(e.value)
 
 
 @pytest.mark.parametrize("which", ["two_roots", "qball"])

@@ -305,6 +305,15 @@ def test_a_quaternion_or_mimic_joints_c_reads_the_models_entries():
         assert f"const double q{k + 1} = q[{7 + k}];" in c
     for k in range(3):
         assert f"const double qd{k + 1} = qd[{6 + k}];" in c
+    # a mimic joint's coordinate is its leader's entry, scaled and offset
+    model.add_body("hand", parent="arm", joint="revolute", axis=(0, 0, 1), mass=1.0,
+                   inertia=(0.1, 0.1, 0.1), com=(0.1, 0, 0), joint_name="elbow")
+    model.add_body("tip", parent="hand", joint="revolute", axis=(0, 1, 0), mass=1.0,
+                   inertia=(0.1, 0.1, 0.1), com=(0.1, 0, 0), joint_name="wrist")
+    model.joints[-1].mimic = ("elbow", -1.5, -0.3)
+    c = S.show(model, joint="wrist", fmt="c")
+    assert "const double q1 = -1.5 * q[11] - 0.3;" in c and "const double qd1 = -1.5 * qd[9];" in c
+    assert "q1: -1.5 * q[11] - 0.3, q[11] = elbow" in S.show(model, joint="wrist")
 
 
 def test_hostile_names_in_latex_and_c(tmp_path):

@@ -543,7 +543,8 @@ def test_a_pipe_or_link_to_one_is_refused_not_replaced_and_odd_names_are_named(f
     for option, needle in (({"output": str(pipe)}, "is a named pipe, not a file"),
                            ({"output": tmp_path / "x.npz", "plot": str(link)}, "is a named pipe"),
                            ({"output": 5}, "output must be a file name, got int"),
-                           ({"q0": [0.1j, 0, 0]}, "q0 must be real numbers")):
+                           ({"q0": [0.1j, 0, 0]}, "q0 must be real numbers"),
+                           ({"q0": [[1, 2], [3]]}, "q0 must be numbers")):
         with pytest.raises(ValueError, match=re.escape(needle)):
             simulate(files["chain3"], 0.01, 1e-3, out_dir=str(tmp_path / "build"),
                      progress=False, **option)

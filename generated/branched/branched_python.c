@@ -412,10 +412,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_b7159911a2a8_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_96a943ef2e50_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_b7159911a2a8_py(void)
+PyMODINIT_FUNC PyInit__branched_96a943ef2e50_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -5,21 +5,23 @@ when it compiles).
 A compiled module is built for one Python (its EXT_SUFFIX) and for the instruction sets its
 flags let the compiler use (-march=native: those of the CPU that compiled it): on a CPU without
 them it ends the process with SIGILL at its first call. So each build writes a record beside
-its modules, one per Python: the modules' file names (each build's are new, so the record names
-this build's modules only, and a copied folder keeps them), the machine, and the features the
-code needs, from the compiler's predefined macros (__AVX2__, __FMA__, ...) in the names Linux's
-/proc/cpuinfo gives them. A module without such a record, or on a CPU that lacks a feature, is
-not loaded: the folder is compiled again, or the import says why it cannot be.
+its modules: the modules' file names (each build's are new, so a record names its own build's
+modules only, and a copied folder keeps them), the machine, and the features the code needs,
+from the compiler's predefined macros (__AVX2__, __FMA__, ...) in the names Linux's
+/proc/cpuinfo gives them. There is one record per Python and set of features (machines of two
+kinds sharing a folder keep a build each); a load uses a record whose needs this CPU meets, and
+otherwise the folder is compiled again, or the import says why it cannot be.
 """
+import hashlib
 import json
 import os
 import stat
 import sysconfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_bc6927e31e25"
+MODULE = "_quadruped_7327f5464774"
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-RECORD = os.path.join(HERE, MODULE + os.path.splitext(EXT_SUFFIX)[0] + ".target.json")
+RECORD_PREFIX = MODULE + os.path.splitext(EXT_SUFFIX)[0] + "."      # then a tag, then:
 RECORD_SUFFIX = ".target.json"
 
 # the instruction sets a compiler's predefined macros name (lower case without '_'), as
@@ -30,15 +32,15 @@ X86_NAMES = {"sse3": "pni", "bmi": "bmi1", "lzcnt": "abm", "pclmul": "pclmulqdq"
              "crc32": "sse42"}
 X86_FEATURES = {
     "mmx", "sse", "sse2", "pni", "ssse3", "sse41", "sse42", "sse4a", "popcnt", "avx", "avx2",
-    "fma", "fma4", "xop", "f16c", "bmi1", "bmi2", "abm", "movbe", "aes", "pclmulqdq", "rdrand",
-    "rdseed", "adx", "shani", "lahflm", "3dnowprefetch", "gfni", "vaes", "vpclmulqdq", "avxvnni",
-    "avx512f", "avx512cd", "avx512vl", "avx512bw", "avx512dq", "avx512ifma", "avx512vbmi",
-    "avx512vbmi2", "avx512vnni", "avx512bitalg", "avx512vpopcntdq", "avx512bf16", "avx512fp16",
-    "amxtile", "amxint8", "amxbf16"}
+    "fma", "fma4", "xop", "tbm", "f16c", "bmi1", "bmi2", "abm", "movbe", "aes", "pclmulqdq",
+    "rdrand", "rdseed", "adx", "shani", "lahflm", "3dnowprefetch", "gfni", "vaes", "vpclmulqdq",
+    "avxvnni", "avx512f", "avx512cd", "avx512vl", "avx512bw", "avx512dq", "avx512ifma",
+    "avx512vbmi", "avx512vbmi2", "avx512vnni", "avx512bitalg", "avx512vpopcntdq", "avx512bf16",
+    "avx512fp16", "amxtile", "amxint8", "amxbf16"}
 ARM_NAMES = {"dotprod": "asimddp", "fp16scalararithmetic": "fphp", "jcvt": "jscvt",
-             "matmulint8": "i8mm", "bf16scalararithmetic": "bf16"}
+             "matmulint8": "i8mm", "bf16scalararithmetic": "bf16", "frint": "frint"}
 ARM_FEATURES = {"asimd", "sve", "sve2", "asimddp", "fphp", "atomics", "crc32", "sha2", "jscvt",
-                "i8mm", "bf16"}
+                "i8mm", "bf16", "frint"}
 NATIVE = ("-march=native", "-mcpu=native")
 
 
@@ -49,7 +51,7 @@ def _regular_text(path):
             return None
         with open(path, encoding="utf-8", errors="replace") as fh:
             return fh.read(1 << 20)
-    except OSError:
+    except (OSError, ValueError):
         return None
 
 
@@ -73,16 +75,22 @@ def machine():
 
 
 def this_cpu():
-    """This machine by name: what a record must match where the features cannot be read."""
+    """The processor by name, for a native build where its features cannot be read (macOS)."""
     import platform
-    return " ".join((platform.machine(), platform.processor(), platform.node()))
+    return " ".join((platform.machine(), platform.processor()))
+
+
+def native(cflags):
+    return any(f in NATIVE for f in cflags)
 
 
 def required_features(macros, cflags=()):
     """The features the compiler may use, by its predefined macros' text (`cc FLAGS -dM -E`),
-    sorted; None where the text names none (no such compiler output). Under -march=native only
-    those this CPU reports (a name this table maps wrongly never refuses the machine that
-    compiled the code)."""
+    sorted: those of the macros this table knows; None where there is no such text. Under
+    -march=native only those this CPU reports (a name this table maps wrongly never refuses the
+    machine that compiled the code)."""
+    if not macros.strip():
+        return None
     names = set()
     for line in macros.splitlines():
         parts = line.split()
@@ -97,80 +105,126 @@ def required_features(macros, cflags=()):
         else:
             x86 = name.replace("_", "")
             names.add(X86_NAMES.get(x86, x86) if X86_NAMES.get(x86, x86) in X86_FEATURES else "")
-    if not macros.strip():
-        return None
     names.discard("")
     have = cpu_features()
-    if have is not None and any(f in NATIVE for f in cflags):
+    if have is not None and native(cflags):
         names &= have
     return sorted(names)
 
 
 def record(modules, macros, cflags):
-    """The record of a build (a dict for RECORD): the modules' file names (the cffi module
-    first, the fast extension if built), the machine and what the code needs of the CPU."""
-    return {"modules": [os.path.basename(m) for m in modules], "machine": machine(),
-            "features": required_features(macros, cflags), "cpu": this_cpu(),
-            "cflags": list(cflags)}
+    """(path, dict) of a build's record: the modules' file names (the cffi module first, the
+    fast extension if built), the machine, the flags and what the code needs of the CPU; named
+    by this Python and a tag of those needs."""
+    features = required_features(macros, cflags)
+    r = {"modules": [os.path.basename(m) for m in modules], "machine": machine(),
+         "features": features, "cflags": list(cflags),
+         "cpu": this_cpu() if features is None and native(cflags) else None}
+    need = json.dumps([r["machine"], features, r["cpu"]])
+    tag = hashlib.sha256(need.encode()).hexdigest()[:8]
+    return os.path.join(HERE, RECORD_PREFIX + tag + RECORD_SUFFIX), r
 
 
-def read_record():
-    """This Python's record, or None where there is none that reads as one."""
-    text = _regular_text(RECORD)
+def _read(path):
+    """A record, or None where the file does not read as one."""
+    text = _regular_text(path)
     try:
         r = json.loads(text) if text is not None else None
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     ok = (isinstance(r, dict) and isinstance(r.get("modules"), list) and r["modules"]
-          and all(isinstance(m, str) and os.path.basename(m) == m for m in r["modules"])
+          and all(isinstance(m, str) and m and os.path.basename(m) == m and "\0" not in m
+                  for m in r["modules"])
           and (r.get("features") is None or (isinstance(r["features"], list)
-                                              and all(isinstance(f, str) for f in r["features"]))))
+                                              and all(isinstance(f, str) for f in r["features"])))
+          and isinstance(r.get("cflags", []), list))
     return r if ok else None
 
 
-def _other_pythons():
+def _entries():
     try:
-        names = os.listdir(HERE)
+        return sorted(os.listdir(HERE))
     except OSError:
         return []
-    return sorted(n[len(MODULE):-len(RECORD_SUFFIX)] for n in names
-                  if n.startswith(MODULE + ".") and n.endswith(RECORD_SUFFIX)
-                  and os.path.join(HERE, n) != RECORD)
 
 
-def problem():
-    """Why this folder has no compiled module this Python may load on this CPU (None where it
-    has): none, one for another Python only, one for a CPU with features this one lacks."""
-    r = read_record()
-    if r is None:
-        others = _other_pythons()
-        if others:
-            return (f"its compiled module is for another Python ({', '.join(others)}; this one "
-                    f"loads {EXT_SUFFIX})")
-        return "it has no compiled module" + (" (or no readable record of it)"
-                                              if os.path.lexists(RECORD) else "")
+def records():
+    """[(path, record)] of this Python's records that read."""
+    out = []
+    for n in _entries():
+        if n.startswith(RECORD_PREFIX) and n.endswith(RECORD_SUFFIX):
+            r = _read(os.path.join(HERE, n))
+            if r is not None:
+                out.append((os.path.join(HERE, n), r))
+    return out
+
+
+def _problem(r):
+    """(why a record's modules may not be loaded here or None, whether compiling helps)."""
     for m in r["modules"]:          # (the fast extension too: where it was built, it is used)
         if not os.path.isfile(os.path.join(HERE, m)):
-            return f"its compiled module {m} is missing"
+            return f"its compiled module {m} is missing", True
     if r.get("machine") != machine():
-        return f"it was compiled for {r.get('machine')} processors, this is {machine()}"
-    needed = r.get("features")
-    have = cpu_features()
+        return f"it was compiled for {r.get('machine')} processors, this is {machine()}", True
+    flags = [str(f) for f in r.get("cflags") or []]
+    needed, have = r.get("features"), cpu_features()
     if needed is not None and have is not None:
         missing = sorted(set(needed) - have)
         if missing:
             shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
             return (f"it was compiled for a CPU with instructions this one lacks ({shown}; flags "
-                    f"{' '.join(map(str, r.get('cflags') or []))[:200]})")
-        return None
-    if r.get("cpu") != this_cpu():
-        return (f"it was compiled on another machine ({r.get('cpu')}) and this one's instruction "
-                "sets cannot be read to tell whether it runs here")
-    return None
+                    f"{' '.join(flags)[:200]})", native(flags))
+        return None, False
+    if native(flags) and r.get("cpu") != this_cpu():
+        return (f"it was compiled (-march=native) on another processor ({r.get('cpu')}) and this "
+                "one's instruction sets cannot be read to tell whether it runs here"), True
+    return None, False
+
+
+def chosen():
+    """(record or None, why none may be loaded or None, whether compiling helps)."""
+    found = records()
+    if not found:
+        others = sorted({n[len(MODULE):].split(".target")[0].rsplit(".", 1)[0] for n in _entries()
+                         if n.startswith(MODULE + ".") and n.endswith(RECORD_SUFFIX)})
+        if others:
+            return None, (f"its compiled modules are for another Python ({', '.join(others)}; "
+                          f"this one loads {EXT_SUFFIX})"), True
+        return None, "it has no compiled module for this Python", True
+    problems = []
+    for _, r in found:
+        why, helps = _problem(r)
+        if why is None:
+            return r, None, False
+        problems.append((why, helps))
+    return None, problems[0][0], any(helps for _, helps in problems)
+
+
+def problem():
+    """Why this folder has no compiled module this Python may load on this CPU (None where it
+    has): none, one for another Python only, one for a CPU with features this one lacks."""
+    return chosen()[1]
+
+
+def compiling_helps():
+    """Whether compiling here would give a module this Python may load on this CPU (not where
+    the flags name another CPU: --march bdver1 on an Intel machine)."""
+    _, why, helps = chosen()
+    return why is not None and helps
 
 
 def modules():
-    """(cffi module path, fast extension path or None) of this Python's record."""
-    r = read_record()
+    """(cffi module path, fast extension path or None) of the record this CPU may use."""
+    r, why, _ = chosen()
+    if r is None:
+        raise ImportError(f"{HERE}: {why}")
     paths = [os.path.join(HERE, m) for m in r["modules"]]
     return paths[0], paths[1] if len(paths) > 1 else None
+
+
+def stale_modules():
+    """This Python's modules no record names (an earlier build's)."""
+    named = {m for _, r in records() for m in r["modules"]}
+    return [os.path.join(HERE, n) for n in _entries()
+            if n.startswith((MODULE + ".", MODULE + "_py.")) and n.endswith(EXT_SUFFIX)
+            and n not in named]

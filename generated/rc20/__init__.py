@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_8b13f2437d48"
-HASH = "8b13f2437d4878d7528990a1780203ea3327e9428bec23ee699cecba6141e71e"
+MODULE = "_rc20_e21c1398c83f"
+HASH = "e21c1398c83f3bf06034bdbaa1f7d9076e6cdf9c0feecbbe389e8c9757851bde"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -113,9 +113,9 @@ def _target():
     """rc20_target.py: which compiled modules this Python may load on this CPU."""
     try:
         target = _module_at(os.path.join(HERE, "rc20_target.py"), "_scleron_target_rc20")
-    except OSError as e:
-        raise ImportError(f"{HERE}: rc20_target.py cannot be read ({e.strerror or e}): "
-                          "regenerate the folder with `scleron codegen --force`") from None
+    except Exception as e:                  # missing, or edited into something that fails
+        raise ImportError(f"{HERE}: rc20_target.py does not load ({type(e).__name__}: "
+                          f"{e}): regenerate the folder with `scleron codegen --force`") from None
     if getattr(target, "MODULE", None) != MODULE:
         raise ImportError(f"{HERE} was replaced by a new generation (a concurrent `scleron "
                           "codegen`) while Python imported it: import it again")
@@ -144,7 +144,10 @@ def _folder_held():
         yield
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:                     # (NFS: no flock on a folder) compiles unlocked
+            pass
         yield
     finally:
         os.close(fd)
@@ -257,8 +260,14 @@ def _replaced():
 def _load():
     """(ffi, lib, the fast extension or None), compiling the folder first where it has no
     modules for this Python and CPU."""
-    why = _target().problem()
+    target = _target()
+    why = target.problem()
     if why:
+        if not target.compiling_helps():
+            raise ImportError(f"{HERE}: {why}: it does not run here (load it on such a CPU, or "
+                              "generate it for this one: `scleron codegen --march native`)")
+        if getattr(__spec__, "loader_state", None) == "scleron: no compile":
+            raise ImportError(f"{HERE}: {why} (changed while scleron loaded it: load it again)")
         if _replaced():
             raise ImportError(f"{HERE} was replaced by a new generation (a concurrent `scleron "
                               "codegen`) while Python imported it: import it again")
@@ -837,7 +846,14 @@ def __getattr__(attr):
                       if not re.fullmatch(r"frame_[a-z]+_\d+(_[a-z_]+)?", n)]
     shown = ", ".join(callable_names[:30]) + (f", ... ({len(callable_names)} in all: FUNCTIONS)"
                                                if len(callable_names) > 30 else "")
+    if attr not in _KNOWN_FUNCTIONS:
+        raise AttributeError(f"module {__name__!r} has no attribute {attr!r} (its functions: "
+                             f"{shown})")
     raise AttributeError(
         f"{attr!r} is not among the functions generated into {HERE} ({shown}); add it when "
         f"generating: `scleron codegen MODEL --functions +{attr}` (+: the defaults and it) or "
         f"scleron.generate(model, ..., functions=['+{attr}'])")
+
+
+# every function scleron generates (a name this module lacks and scleron has: how to add it)
+_KNOWN_FUNCTIONS = ['bias_forces', 'center_of_mass', 'centroidal_momentum', 'centroidal_momentum_matrix', 'centroidal_momentum_rate', 'com_jacobian', 'difference', 'difference_jacobians', 'forward_dynamics', 'forward_dynamics_derivatives', 'frame_acceleration', 'frame_accelerations', 'frame_accelerations_local', 'frame_accelerations_world', 'frame_jacobian', 'frame_jacobians', 'frame_jacobians_local', 'frame_jacobians_world', 'frame_placement', 'frame_placements', 'frame_velocities', 'frame_velocities_local', 'frame_velocities_world', 'frame_velocity', 'integrate', 'integrate_jacobians', 'inverse_dynamics', 'inverse_dynamics_derivatives', 'kinetic_energy', 'mass_matrix', 'mass_matrix_inverse', 'potential_energy', 'static_forces']

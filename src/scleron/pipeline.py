@@ -267,6 +267,7 @@ class Generation:
     coordinate_descriptions: list
     velocity_names: list        # a name and a meaning per entry of qd (qdd, tau): nv of them
     velocity_descriptions: list
+    known_functions: list       # every function scleron generates, by name (the hints of errors)
     gravity: list
     functions: list
     chunk: int
@@ -363,6 +364,7 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         version=__version__, key=key, nq=tree.nq, nv=tree.nv, joint_names=tree.joint_names,
         frame_names=[f.name for f in tree.frames], neutral=tree.neutral, quaternions=tree.quaternions, coordinate_names=tree.coordinate_names(), coordinate_descriptions=_coordinate_doc(tree),
         velocity_names=tree.velocity_names(), velocity_descriptions=_velocity_doc(tree),
+        known_functions=sorted({**FUNCTIONS, **FRAME_FUNCTIONS}),
         gravity=tree.gravity, functions=codes, chunk=chunk, cflags=cflags, method=method,
         mass_form=mass)
     progress(f"render: {backend.upper()} code of {len(codes)} functions")

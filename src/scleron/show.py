@@ -242,7 +242,8 @@ def _entries_of(model, j):
         if leader is j:
             return entry
         multiplier, offset = float(j.mimic[1]), float(j.mimic[2])
-        return (f"{multiplier!r} * {entry}" + (f" + {offset!r}" if offset and array == "q" else ""))
+        shift = f" {'-' if offset < 0 else '+'} {abs(offset)!r}" if offset and array == "q" else ""
+        return f"{multiplier!r} * {entry}{shift}"
 
     def q_at(k, array="q"):
         i = (iq if array == "q" else iv) + k

@@ -59,10 +59,22 @@ def _dir_lock(path):
                 os.close(fd)
             fd = None
     try:
-        yield
+        yield fd
     finally:
         if fd is not None:
             os.close(fd)          # releases the lock
+
+
+def _still_there(fd, path):
+    """Whether the directory a lock's fd holds is still the one at path (an install may have
+    moved it aside while this process waited for its lock); True where there is no lock."""
+    if fd is None:
+        return True
+    try:
+        a, b = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def _hold(folder):
@@ -383,25 +395,34 @@ def install_folder(tmp, out_dir):
         # the folder's own lock first: a load compiling in it finishes before the folder moves,
         # and the parent's lock (which every load and install beside it takes) is not held
         # while waiting for that (its siblings waited out the whole compile)
-        with _dir_lock(out_dir), _dir_lock(parent):
-            _recover(out_dir)
-            _check_replaceable(out_dir)
-            old = None
-            if os.path.lexists(out_dir):
-                old = os.path.join(parent, f".{_stem(base)}.old-{uuid.uuid4().hex[:8]}")
-                os.rename(out_dir, old)
-            try:
-                os.rename(tmp, out_dir)
-            except OSError:
-                if old is not None:
-                    os.rename(old, out_dir)      # put the previous result back
-                raise
-            _made.pop(tmp, None)                 # installed: its parents are the result's
-            _fsync_path(parent)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
+        while True:
+            with _dir_lock(out_dir) as held, _dir_lock(parent):
+                if not _still_there(held, out_dir) and os.path.lexists(out_dir):
+                    continue                    # replaced while this one waited: lock the new one
+                _install_locked(tmp, out_dir, parent, base)
+                break
     finally:
         _release(tmp)
+
+
+def _install_locked(tmp, out_dir, parent, base):
+    """install_folder's renames, under the folder's and the parent's locks."""
+    _recover(out_dir)
+    _check_replaceable(out_dir)
+    old = None
+    if os.path.lexists(out_dir):
+        old = os.path.join(parent, f".{_stem(base)}.old-{uuid.uuid4().hex[:8]}")
+        os.rename(out_dir, old)
+    try:
+        os.rename(tmp, out_dir)
+    except OSError:
+        if old is not None:
+            os.rename(old, out_dir)      # put the previous result back
+        raise
+    _made.pop(tmp, None)                 # installed: its parents are the result's
+    _fsync_path(parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def edited_sources(folder, meta):

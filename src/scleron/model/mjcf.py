@@ -143,23 +143,24 @@ DIR_ATTRIBUTES = ("meshdir", "texturedir", "assetdir")
 
 def _file_references(text):
     """([(element, file= value)], [meshdir/texturedir/assetdir values]) of one MJCF file's text,
-    as MuJoCo reads them: by an XML parser, character references decoded (a regular expression
-    missed file="fi&#102;o" and an apostrophe inside double quotes); by patterns where the text
-    does not parse (MuJoCo's compiler then says what is wrong) or declares entities."""
+    each value as MuJoCo may read it: by an XML parser, character references decoded (a pattern
+    missed file="fi&#102;o" and an apostrophe inside double quotes), and by patterns as well,
+    whitespace kept (an XML parser reads a newline in a value as a space, MuJoCo's keeps it) and
+    where the text does not parse (MuJoCo's compiler then says what is wrong)."""
+    files, dirs = [], []
     if b"<!DOCTYPE" not in text and b"<!ENTITY" not in text:
         try:
-            root = ElementTree.fromstring(text)
+            elements = list(ElementTree.fromstring(text).iter())
         except (ElementTree.ParseError, ValueError, LookupError):
-            root = None
-        if root is not None:
-            elements = list(root.iter())
-            return ([(str(e.tag), e.get("file")) for e in elements if e.get("file") is not None],
-                    [e.get(k) for e in elements for k in DIR_ATTRIBUTES if e.get(k) is not None])
+            elements = []
+        files = [(str(e.tag), e.get("file")) for e in elements if e.get("file") is not None]
+        dirs = [e.get(k) for e in elements for k in DIR_ATTRIBUTES if e.get(k) is not None]
     uncommented = re.sub(rb"<!--.*?-->", b"", text, flags=re.S)
     decode = lambda pair: html.unescape(os.fsdecode(pair[0] or pair[1]))
-    return ([(tag.decode("ascii", "replace"), decode(value))
-             for tag, *value in _FILE_ATTRIBUTE.findall(uncommented)],
-            [decode(value) for value in _DIR_ATTRIBUTE.findall(uncommented)])
+    files += [(tag.decode("ascii", "replace"), decode(value))
+              for tag, *value in _FILE_ATTRIBUTE.findall(uncommented)]
+    dirs += [decode(value) for value in _DIR_ATTRIBUTE.findall(uncommented)]
+    return list(dict.fromkeys(files)), list(dict.fromkeys(dirs))
 
 
 def _refuse_special_files(name, text):

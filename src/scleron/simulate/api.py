@@ -18,12 +18,13 @@ EXP_LIMIT = math.pi                 # ‖q‖ above which an exp-coordinate ball
 
 
 def _vector(value, n, what, names=None, size="nv"):
-    if np.iscomplexobj(value):          # (numpy would drop the imaginary part with a warning)
-        raise ValueError(f"{what} must be real numbers, got complex ones")
     try:
-        a = np.array(value, dtype=float)
+        complex_ = np.iscomplexobj(value)   # (numpy would drop the imaginary part, warning)
+        a = None if complex_ else np.array(value, dtype=float)
     except (TypeError, ValueError):
         raise ValueError(f"{what} must be numbers, got {value!r}") from None
+    if complex_:
+        raise ValueError(f"{what} must be real numbers, got complex ones")
     if a.ndim > 1:
         raise ValueError(f"{what} must be a vector of {size} = {n} numbers, got an array of "
                          f"shape {a.shape}")

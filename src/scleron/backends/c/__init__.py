@@ -25,7 +25,7 @@ class CBackend(Backend):
             "coordinates": [c_comment(c) for c in gen.coordinate_descriptions],
             "coordinate_names": gen.coordinate_names,
             "velocities": [c_comment(v) for v in gen.velocity_descriptions],
-            "velocity_names": gen.velocity_names,
+            "velocity_names": gen.velocity_names, "known_functions": gen.known_functions,
             "joint_names": gen.joint_names, "gravity": " ".join(f"{g:g}" for g in gen.gravity),
             "gravity_list": list(gen.gravity), "functions": functions,
             "variants": variants_context(functions), "frame_names": list(gen.frame_names),

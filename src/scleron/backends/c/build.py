@@ -28,7 +28,8 @@ import uuid
 import warnings
 
 from ...errors import BuildError
-from ..folders import _dir_lock, _held, _made, _recover, discard_temp_folder, edited_sources
+from ..folders import (_dir_lock, _held, _made, _recover, _still_there, discard_temp_folder,
+                       edited_sources)
 INSTALL_HINT = ("install one, e.g. `apt-get install gcc` (Debian/Ubuntu), `dnf install gcc` "
                 "(Fedora), `xcode-select --install` (macOS), or set CC to a C compiler")
 
@@ -280,8 +281,7 @@ def _edits_in_module(folder, meta, edited):
 
 
 def _checked_meta(folder, expect):
-    """The folder's scleron.json (None where it has none that reads), after the checks of a
-    load; under the parent's lock."""
+    """The folder's scleron.json, after the checks of a load; under the parent's lock."""
     _recover(folder)
     init = os.path.join(folder, "__init__.py")
     if not os.path.isfile(init):
@@ -291,7 +291,8 @@ def _checked_meta(folder, expect):
             meta = json.load(fh)
         meta["name"], meta["hash"]
     except (OSError, ValueError, KeyError, TypeError):
-        meta = None
+        raise BuildError(f"{folder}: its scleron.json is missing or does not read: regenerate "
+                         "the folder with `scleron codegen --force`") from None
     if expect is not None and (meta or {}).get("hash") != expect:
         raise BuildError(f"{folder} was replaced by another generation while this one ran "
                          "(two generations into one folder at once; the last one stays): "
@@ -309,7 +310,9 @@ def _compile_in_place(folder, meta):
     """Compiles a folder that has no module for this Python and CPU, holding the folder itself
     (an install into it waits; its siblings do not: the parent's lock was held for the whole
     compile, and every codegen beside it waited minutes without a word)."""
-    with _dir_lock(folder):
+    with _dir_lock(folder) as held:
+        if not _still_there(held, folder):
+            return                                  # replaced meanwhile: the caller looks again
         try:
             with open(os.path.join(folder, "scleron.json")) as fh:
                 same = json.load(fh).get("hash") == meta["hash"]
@@ -323,37 +326,57 @@ def load_package(folder, expect=None):
     """Imports a generated folder as a package (a fresh module object each time).
 
     Compiles it first when it has no compiled module for this Python and CPU (a folder written
-    with --no-compile, or compiled elsewhere), with the same clear errors as a generation.
-    expect: the generation's hash the caller has just installed; a BuildError if the folder
-    holds another (a concurrent codegen of another model or options replaced it meanwhile)."""
+    with --no-compile, or compiled elsewhere), with the same clear errors as a generation: the
+    compile holds the folder's lock, the check and the import its parent's, never both at once
+    (an install takes them in that order). expect: the generation's hash the caller has just
+    installed; a BuildError if the folder holds another (a concurrent codegen of another model
+    or options replaced it meanwhile)."""
     folder = os.path.abspath(folder)
     parent = os.path.dirname(folder)
-    with _dir_lock(parent):
-        meta = _checked_meta(folder, expect)
-        missing = meta is not None and not _compiled(folder, meta)
-    if missing:
+    compiled_here = False
+    while True:
+        with _dir_lock(parent):
+            meta = _checked_meta(folder, expect)
+            why = _unloadable(folder, meta)
+            if why is None:
+                return _import(folder, meta)
+        if compiled_here or not why[1]:        # compiled, and still not for this CPU
+            raise BuildError(f"{folder}: {why[0]}" + ("" if why[1] else
+                             ": it does not run here; the folder is written, for a machine that "
+                             "can run it (for this one: `scleron codegen --march native`)"))
         _compile_in_place(folder, meta)
-        expect = meta["hash"]
-    with _dir_lock(parent):
-        meta = _checked_meta(folder, expect)
-        if missing and meta is not None and not _compiled(folder, meta):
-            target = _target(folder, meta)      # compiled here, and still not for this CPU
-            why = target.problem() if target is not None else "it has no compiled module"
-            raise BuildError(f"{folder}: {why}; the folder is written, for a machine that "
-                             "can run it (here: generate with --march native)")
-        edited = edited_sources(folder, meta) if meta is not None else []
-        if edited:
-            warnings.warn(f"{folder}: {', '.join(edited)} {'differs' if len(edited) == 1 else 'differ'} from what scleron generated; "
-                          + _edits_in_module(folder, meta, edited)
-                          + " (regenerate with `scleron codegen --force`)", stacklevel=2)
-        modname = f"scleron_generated_{os.path.basename(folder)}_{uuid.uuid4().hex[:8]}"
-        init = os.path.join(folder, "__init__.py")
-        spec = importlib.util.spec_from_file_location(modname, init, submodule_search_locations=[folder])
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[modname] = mod
-        try:
-            spec.loader.exec_module(mod)
-        except BaseException:
-            sys.modules.pop(modname, None)
-            raise
-        return mod
+        expect, compiled_here = meta["hash"], True
+
+
+def _unloadable(folder, meta):
+    """None where the folder has modules this Python may load on this CPU, else (why, whether
+    compiling helps); a BuildError for a folder an older scleron wrote (no NAME_target.py)."""
+    target = _target(folder, meta)
+    if target is None:
+        raise BuildError(f"{folder}: {meta['name']}_target.py is missing or does not load (a "
+                         "folder of an older scleron, or edited): regenerate it with `scleron "
+                         "codegen --force`")
+    why = target.problem()
+    return None if why is None else (why, target.compiling_helps())
+
+
+def _import(folder, meta):
+    """Runs the folder's __init__.py as a fresh module (under the parent's lock: it must not
+    compile, its modules are there)."""
+    edited = edited_sources(folder, meta) if meta is not None else []
+    if edited:
+        warnings.warn(f"{folder}: {', '.join(edited)} {'differs' if len(edited) == 1 else 'differ'} from what scleron generated; "
+                      + _edits_in_module(folder, meta, edited)
+                      + " (regenerate with `scleron codegen --force`)", stacklevel=4)
+    modname = f"scleron_generated_{os.path.basename(folder)}_{uuid.uuid4().hex[:8]}"
+    init = os.path.join(folder, "__init__.py")
+    spec = importlib.util.spec_from_file_location(modname, init, submodule_search_locations=[folder])
+    spec.loader_state = "scleron: no compile"      # (__init__ raises where it would compile)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        sys.modules.pop(modname, None)
+        raise
+    return mod
