@@ -404,6 +404,33 @@ def test_a_folder_built_for_a_cpu_this_one_is_not_is_refused_here_not_run(tmp_pa
     assert _modules(out) == built
 
 
+def test_a_compiler_that_lists_no_macros_or_a_folder_at_the_records_place(tmp_path):
+    """An outside tester: where `cc -dM -E` failed, the record named no instruction sets and a
+    --march bdver1 build loaded on an Intel CPU (SIGILL); a native build now records this CPU's
+    features, a named CPU's unknown needs refuse the load. A folder at the record's place made
+    every compile fail."""
+    nodm = tmp_path / "nodm"
+    nodm.write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = -dM ] && exit 1; done\n'
+                    f'exec {shutil.which("gcc") or "cc"} "$@"\n')
+    nodm.chmod(0o755)
+    env = dict(os.environ, CC=str(nodm))
+    out = tmp_path / "tiny"
+    assert cli("codegen", tiny(tmp_path), "-o", str(out), *FEW_CLI, env=env).returncode == 0
+    (record_path,) = out.glob("*.target.json")
+    record = json.loads(record_path.read_text())
+    if os.path.isfile("/proc/cpuinfo"):
+        assert record["features"] and "sse2" in record["features"] or record["machine"] != "x86_64"
+    _imports_and_computes(out)
+    other = tmp_path / "other" / "tiny"
+    r = cli("codegen", tiny(tmp_path), "-o", str(other), "--march", "x86-64-v2", *FEW_CLI, env=env)
+    assert "could not be listed when it was compiled" in one_line_error(r)
+    for p in out.glob("*.target.json"):                 # a folder where the record goes
+        p.unlink()
+        p.mkdir()
+    _imports_and_computes(out)
+    assert all(p.is_file() for p in out.glob("*.target.json"))
+
+
 def test_a_folder_without_its_records_script_or_json_is_named_and_a_lock_that_fails_is_no_error(tmp_path):
     """An outside reviewer: load_generated of a folder without scleron.json compiled inside the
     package's __init__ while holding the parent's lock (the opposite order to an install's:

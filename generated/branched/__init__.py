@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_96a943ef2e50"
-HASH = "96a943ef2e50fc5d1bc665cde988f4a998c48d4b6d219c39ce6e7548541c18c9"
+MODULE = "_branched_765a07bf85df"
+HASH = "765a07bf85df55428b9601e0fe6a7df0150fed761da38763821a7b0081cf3508"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

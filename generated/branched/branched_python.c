@@ -412,10 +412,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_96a943ef2e50_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_765a07bf85df_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_96a943ef2e50_py(void)
+PyMODINIT_FUNC PyInit__branched_765a07bf85df_py(void)
 {
     import_array();
     return PyModule_Create(&module);

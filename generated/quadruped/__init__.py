@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_7327f5464774"
-HASH = "7327f546477496db1316ce8848957d46aa33f6ddcac64db1698db63c7754983d"
+MODULE = "_quadruped_f645cac1bf07"
+HASH = "f645cac1bf073ecb58b37a9554e44a69990b8ec97a13b52d03b4d3414c416bf6"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_c33a2360af9d"
-HASH = "c33a2360af9d7fa6da21d9d0385b111211e7d5975b807da590deab4197bad375"
+MODULE = "_rc100_a9b921f5b0cc"
+HASH = "a9b921f5b0ccdcba4c39689faf9c3e96dd20946aeb3994d06dca995fa81de58f"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -19,7 +19,7 @@ import stat
 import sysconfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_c33a2360af9d"
+MODULE = "_rc100_a9b921f5b0cc"
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 RECORD_PREFIX = MODULE + os.path.splitext(EXT_SUFFIX)[0] + "."      # then a tag, then:
 RECORD_SUFFIX = ".target.json"
@@ -117,6 +117,9 @@ def record(modules, macros, cflags):
     fast extension if built), the machine, the flags and what the code needs of the CPU; named
     by this Python and a tag of those needs."""
     features = required_features(macros, cflags)
+    if features is None and native(cflags):    # (no macros: native code needs at most these)
+        have = cpu_features()
+        features = sorted(have & (X86_FEATURES | ARM_FEATURES)) if have is not None else None
     r = {"modules": [os.path.basename(m) for m in modules], "machine": machine(),
          "features": features, "cflags": list(cflags),
          "cpu": this_cpu() if features is None and native(cflags) else None}
@@ -132,9 +135,11 @@ def _read(path):
         r = json.loads(text) if text is not None else None
     except (ValueError, RecursionError):
         return None
-    ok = (isinstance(r, dict) and isinstance(r.get("modules"), list) and r["modules"]
-          and all(isinstance(m, str) and m and os.path.basename(m) == m and "\0" not in m
-                  for m in r["modules"])
+    ok = (isinstance(r, dict) and isinstance(r.get("modules"), list)
+          and 1 <= len(r["modules"]) <= 2
+          and all(isinstance(m, str) and os.path.basename(m) == m and "\0" not in m
+                  and m.startswith(prefix) and m.endswith(EXT_SUFFIX)
+                  for m, prefix in zip(r["modules"], (MODULE + ".", MODULE + "_py.")))
           and (r.get("features") is None or (isinstance(r["features"], list)
                                               and all(isinstance(f, str) for f in r["features"])))
           and isinstance(r.get("cflags", []), list))
@@ -175,6 +180,10 @@ def _problem(r):
             return (f"it was compiled for a CPU with instructions this one lacks ({shown}; flags "
                     f"{' '.join(flags)[:200]})", native(flags))
         return None, False
+    if needed is None and any(f.startswith(("-march=", "-mcpu=")) for f in flags) \
+            and not native(flags):
+        return ("the instruction sets its flags name could not be listed when it was compiled "
+                f"({' '.join(flags)[:200]}): it is not loaded where it might not run"), False
     if native(flags) and r.get("cpu") != this_cpu():
         return (f"it was compiled (-march=native) on another processor ({r.get('cpu')}) and this "
                 "one's instruction sets cannot be read to tell whether it runs here"), True

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_e21c1398c83f"
-HASH = "e21c1398c83f3bf06034bdbaa1f7d9076e6cdf9c0feecbbe389e8c9757851bde"
+MODULE = "_rc20_53d21b804960"
+HASH = "53d21b80496057ad2f7f451486921955c041eebfd8a751a48a02757b04e4dc98"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_6adb90d43efa"
-HASH = "6adb90d43efaab14ff6a5bea77fcbc7d227e5f353caf5f0d7f91bf5cd7d4cde9"
+MODULE = "_rc50_484a643c7b1d"
+HASH = "484a643c7b1d231d423871d28e3862352e494a6a8739f8b2e21f198eff83dc63"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -412,10 +412,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_6adb90d43efa_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_484a643c7b1d_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc50_6adb90d43efa_py(void)
+PyMODINIT_FUNC PyInit__rc50_484a643c7b1d_py(void)
 {
     import_array();
     return PyModule_Create(&module);

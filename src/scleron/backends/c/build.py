@@ -252,9 +252,10 @@ def _target(folder, meta):
         spec = importlib.util.spec_from_file_location(f"_scleron_target_{uuid.uuid4().hex[:8]}", script)
         target = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(target)
-    except (OSError, ImportError, SyntaxError):
+    except Exception:               # missing, or edited into something that fails
         return None
-    return target if callable(getattr(target, "problem", None)) else None
+    usable = all(callable(getattr(target, f, None)) for f in ("problem", "compiling_helps", "modules"))
+    return target if usable else None
 
 
 def _compiled(folder, meta):
