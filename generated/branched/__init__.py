@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_765a07bf85df"
-HASH = "765a07bf85df55428b9601e0fe6a7df0150fed761da38763821a7b0081cf3508"
+MODULE = "_branched_fd5cc721dba9"
+HASH = "fd5cc721dba9aa8a8f7b5a70bd1b9252a2012b3edce7ed5b46e42ff5c316bb2e"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -132,27 +132,6 @@ def _load_fast(path):
         return None
 
 
-@contextlib.contextmanager
-def _folder_held():
-    """An exclusive flock on this folder while it compiles (where flock exists): a `scleron
-    codegen` into it waits before it moves the folder aside, and a second import waits and
-    then finds the modules built."""
-    try:
-        import fcntl
-        fd = os.open(HERE, os.O_RDONLY)
-    except (ImportError, OSError):
-        yield
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:                     # (NFS: no flock on a folder) compiles unlocked
-            pass
-        yield
-    finally:
-        os.close(fd)
-
-
 class _Terminated(BaseException):
     """A SIGTERM during the build, raised to unwind it."""
 
@@ -192,7 +171,7 @@ def _build(why):
     record atomically). why: what the folder's compiled modules lack (target.problem)."""
     builder = _module_at(os.path.join(HERE, "build_branched.py"), "_scleron_build_branched")
     try:
-        with _terminate_unwinds(), _folder_held():
+        with _terminate_unwinds(), builder.folder_held():
             if _target().problem() is None:         # (built by another process meanwhile)
                 return
             with tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_f645cac1bf07"
-HASH = "f645cac1bf073ecb58b37a9554e44a69990b8ec97a13b52d03b4d3414c416bf6"
+MODULE = "_quadruped_568b7ee33d27"
+HASH = "568b7ee33d27eca908f91e062b56887eef4e05c18ff2b3533ad0b9bb19a8e654"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -132,27 +132,6 @@ def _load_fast(path):
         return None
 
 
-@contextlib.contextmanager
-def _folder_held():
-    """An exclusive flock on this folder while it compiles (where flock exists): a `scleron
-    codegen` into it waits before it moves the folder aside, and a second import waits and
-    then finds the modules built."""
-    try:
-        import fcntl
-        fd = os.open(HERE, os.O_RDONLY)
-    except (ImportError, OSError):
-        yield
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:                     # (NFS: no flock on a folder) compiles unlocked
-            pass
-        yield
-    finally:
-        os.close(fd)
-
-
 class _Terminated(BaseException):
     """A SIGTERM during the build, raised to unwind it."""
 
@@ -192,7 +171,7 @@ def _build(why):
     record atomically). why: what the folder's compiled modules lack (target.problem)."""
     builder = _module_at(os.path.join(HERE, "build_quadruped.py"), "_scleron_build_quadruped")
     try:
-        with _terminate_unwinds(), _folder_held():
+        with _terminate_unwinds(), builder.folder_held():
             if _target().problem() is None:         # (built by another process meanwhile)
                 return
             with tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_a9b921f5b0cc"
-HASH = "a9b921f5b0ccdcba4c39689faf9c3e96dd20946aeb3994d06dca995fa81de58f"
+MODULE = "_rc100_a5c6ff12072e"
+HASH = "a5c6ff12072e5ce25fbbc40dcd0d95b2fb254d61e6551b10cde73bec131b282b"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -132,27 +132,6 @@ def _load_fast(path):
         return None
 
 
-@contextlib.contextmanager
-def _folder_held():
-    """An exclusive flock on this folder while it compiles (where flock exists): a `scleron
-    codegen` into it waits before it moves the folder aside, and a second import waits and
-    then finds the modules built."""
-    try:
-        import fcntl
-        fd = os.open(HERE, os.O_RDONLY)
-    except (ImportError, OSError):
-        yield
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:                     # (NFS: no flock on a folder) compiles unlocked
-            pass
-        yield
-    finally:
-        os.close(fd)
-
-
 class _Terminated(BaseException):
     """A SIGTERM during the build, raised to unwind it."""
 
@@ -192,7 +171,7 @@ def _build(why):
     record atomically). why: what the folder's compiled modules lack (target.problem)."""
     builder = _module_at(os.path.join(HERE, "build_rc100.py"), "_scleron_build_rc100")
     try:
-        with _terminate_unwinds(), _folder_held():
+        with _terminate_unwinds(), builder.folder_held():
             if _target().problem() is None:         # (built by another process meanwhile)
                 return
             with tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:

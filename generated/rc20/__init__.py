@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_53d21b804960"
-HASH = "53d21b80496057ad2f7f451486921955c041eebfd8a751a48a02757b04e4dc98"
+MODULE = "_rc20_9fc58d254056"
+HASH = "9fc58d2540560792f9ad2f3cc511ed202b6c012b4a535c3405b279e592e525bd"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -132,27 +132,6 @@ def _load_fast(path):
         return None
 
 
-@contextlib.contextmanager
-def _folder_held():
-    """An exclusive flock on this folder while it compiles (where flock exists): a `scleron
-    codegen` into it waits before it moves the folder aside, and a second import waits and
-    then finds the modules built."""
-    try:
-        import fcntl
-        fd = os.open(HERE, os.O_RDONLY)
-    except (ImportError, OSError):
-        yield
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:                     # (NFS: no flock on a folder) compiles unlocked
-            pass
-        yield
-    finally:
-        os.close(fd)
-
-
 class _Terminated(BaseException):
     """A SIGTERM during the build, raised to unwind it."""
 
@@ -192,7 +171,7 @@ def _build(why):
     record atomically). why: what the folder's compiled modules lack (target.problem)."""
     builder = _module_at(os.path.join(HERE, "build_rc20.py"), "_scleron_build_rc20")
     try:
-        with _terminate_unwinds(), _folder_held():
+        with _terminate_unwinds(), builder.folder_held():
             if _target().problem() is None:         # (built by another process meanwhile)
                 return
             with tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_484a643c7b1d"
-HASH = "484a643c7b1d231d423871d28e3862352e494a6a8739f8b2e21f198eff83dc63"
+MODULE = "_rc50_c0d7213ede76"
+HASH = "c0d7213ede769cc37e54fbde119a89a24fa78a0b18b94c3733dc7e8f1e6c5482"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -132,27 +132,6 @@ def _load_fast(path):
         return None
 
 
-@contextlib.contextmanager
-def _folder_held():
-    """An exclusive flock on this folder while it compiles (where flock exists): a `scleron
-    codegen` into it waits before it moves the folder aside, and a second import waits and
-    then finds the modules built."""
-    try:
-        import fcntl
-        fd = os.open(HERE, os.O_RDONLY)
-    except (ImportError, OSError):
-        yield
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:                     # (NFS: no flock on a folder) compiles unlocked
-            pass
-        yield
-    finally:
-        os.close(fd)
-
-
 class _Terminated(BaseException):
     """A SIGTERM during the build, raised to unwind it."""
 
@@ -192,7 +171,7 @@ def _build(why):
     record atomically). why: what the folder's compiled modules lack (target.problem)."""
     builder = _module_at(os.path.join(HERE, "build_rc50.py"), "_scleron_build_rc50")
     try:
-        with _terminate_unwinds(), _folder_held():
+        with _terminate_unwinds(), builder.folder_held():
             if _target().problem() is None:         # (built by another process meanwhile)
                 return
             with tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
