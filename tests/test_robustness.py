@@ -342,6 +342,12 @@ def test_a_module_compiled_for_another_cpu_or_python_is_not_loaded_but_compiled_
         pytest.skip("the compiler names no instruction sets here")
     assert "sse2" in record["features"] or record["machine"] != "x86_64"
 
+    from scleron.backends.c.build import _target
+    meta = json.loads((out / "scleron.json").read_text())
+    record_path.write_text("{not json")                           # this Python's: said so
+    assert "does not read as one" in _target(str(out), meta).problem()
+    record_path.write_text(json.dumps(record))
+
     def spoil(value):
         before = _modules(out)
         record_path.write_text(value if isinstance(value, str) else json.dumps(value))
@@ -401,6 +407,26 @@ def test_a_folder_built_for_a_cpu_this_one_is_not_is_refused_here_not_run(tmp_pa
     assert "it does not run here" in done.stderr and _modules(out) == built   # no compile: futile
     with pytest.raises(scleron.BuildError, match="it does not run here"):
         scleron.load_generated(str(out))
+    assert _modules(out) == built
+
+
+def test_where_the_cpu_cannot_be_read_a_native_build_loads_on_its_own_machine(tmp_path):
+    """An outside reviewer: where /proc/cpuinfo cannot be read (macOS, Windows), a native
+    build's record named no processor, and every import compiled again and failed 'on another
+    processor (None)'. Simulated by a target script whose cpu_features() reads nothing."""
+    out = tmp_path / "tiny"
+    scleron.generate(scleron.load_model(tiny(tmp_path)), str(out), functions=FEW, compile=False)
+    script = out / "tiny_target.py"
+    script.write_text(script.read_text().replace('def cpu_features():\n', 'def cpu_features():\n'
+                                                 '    return None\n', 1))
+    meta = json.loads((out / "scleron.json").read_text())
+    del meta["sources"]                             # (compiling the edited script on purpose)
+    (out / "scleron.json").write_text(json.dumps(meta))
+    _imports_and_computes(out)                      # compiles
+    built = _modules(out)
+    (record_path,) = out.glob("*.target.json")
+    assert json.loads(record_path.read_text())["cpu"]
+    _imports_and_computes(out)                      # and loads, without compiling again
     assert _modules(out) == built
 
 

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_fd5cc721dba9"
-HASH = "fd5cc721dba9aa8a8f7b5a70bd1b9252a2012b3edce7ed5b46e42ff5c316bb2e"
+MODULE = "_branched_ace9b27c1aa3"
+HASH = "ace9b27c1aa3f15cd1add52263f1bb388eb7ae16f2192f7108e64c7f9613252b"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -263,6 +263,8 @@ def _load():
         raise ImportError(f"{HERE}: {why} after its compile"
                           + (" (the folder was replaced meanwhile: import it again)" if _replaced() else ""))
     path, fast = target.modules()
+    if not os.path.isfile(path):            # (a build replaced them between the two looks)
+        path, fast = target.modules()
     mod = _module_at(path, MODULE)
     return mod.ffi, mod.lib, _load_fast(fast)
 

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_568b7ee33d27"
-HASH = "568b7ee33d27eca908f91e062b56887eef4e05c18ff2b3533ad0b9bb19a8e654"
+MODULE = "_quadruped_fb480d21a434"
+HASH = "fb480d21a434d36b802e64d85840b101b540780e7ca899bd6561dbb5da52469e"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -263,6 +263,8 @@ def _load():
         raise ImportError(f"{HERE}: {why} after its compile"
                           + (" (the folder was replaced meanwhile: import it again)" if _replaced() else ""))
     path, fast = target.modules()
+    if not os.path.isfile(path):            # (a build replaced them between the two looks)
+        path, fast = target.modules()
     mod = _module_at(path, MODULE)
     return mod.ffi, mod.lib, _load_fast(fast)
 

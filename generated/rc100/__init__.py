@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_a5c6ff12072e"
-HASH = "a5c6ff12072e5ce25fbbc40dcd0d95b2fb254d61e6551b10cde73bec131b282b"
+MODULE = "_rc100_134b389e0820"
+HASH = "134b389e0820eff4c193ebffdd0fdadbd807742b88b96996605e826b26f9aa05"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -263,6 +263,8 @@ def _load():
         raise ImportError(f"{HERE}: {why} after its compile"
                           + (" (the folder was replaced meanwhile: import it again)" if _replaced() else ""))
     path, fast = target.modules()
+    if not os.path.isfile(path):            # (a build replaced them between the two looks)
+        path, fast = target.modules()
     mod = _module_at(path, MODULE)
     return mod.ffi, mod.lib, _load_fast(fast)
 

@@ -19,7 +19,7 @@ import stat
 import sysconfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_a5c6ff12072e"
+MODULE = "_rc100_134b389e0820"
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 RECORD_PREFIX = MODULE + os.path.splitext(EXT_SUFFIX)[0] + "."      # then a tag, then:
 RECORD_SUFFIX = ".target.json"
@@ -75,9 +75,19 @@ def machine():
 
 
 def this_cpu():
-    """The processor by name, for a native build where its features cannot be read (macOS)."""
+    """The processor by name, for a native build where its features cannot be read (macOS: its
+    brand, which tells an M1 from an M4)."""
     import platform
-    return " ".join((platform.machine(), platform.processor()))
+    name = " ".join((platform.machine(), platform.processor()))
+    if hasattr(os, "uname") and os.uname().sysname == "Darwin":
+        import subprocess
+        try:
+            brand = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], timeout=10,
+                                   capture_output=True, text=True).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            brand = ""
+        name += " " + brand
+    return name
 
 
 def native(cflags):
@@ -122,7 +132,7 @@ def record(modules, macros, cflags):
         features = sorted(have & (X86_FEATURES | ARM_FEATURES)) if have is not None else None
     r = {"modules": [os.path.basename(m) for m in modules], "machine": machine(),
          "features": features, "cflags": list(cflags),
-         "cpu": this_cpu() if features is None and native(cflags) else None}
+         "cpu": this_cpu() if native(cflags) and cpu_features() is None else None}
     need = json.dumps([r["machine"], features, r["cpu"]])
     tag = hashlib.sha256(need.encode()).hexdigest()[:8]
     return os.path.join(HERE, RECORD_PREFIX + tag + RECORD_SUFFIX), r
@@ -184,7 +194,7 @@ def _problem(r):
             and not native(flags):
         return ("the instruction sets its flags name could not be listed when it was compiled "
                 f"({' '.join(flags)[:200]}): it is not loaded where it might not run"), False
-    if native(flags) and r.get("cpu") != this_cpu():
+    if native(flags) and have is None and r.get("cpu") != this_cpu():
         return (f"it was compiled (-march=native) on another processor ({r.get('cpu')}) and this "
                 "one's instruction sets cannot be read to tell whether it runs here"), True
     return None, False
@@ -194,6 +204,9 @@ def chosen():
     """(record or None, why none may be loaded or None, whether compiling helps)."""
     found = records()
     if not found:
+        mine = [n for n in _entries() if n.startswith(RECORD_PREFIX) and n.endswith(RECORD_SUFFIX)]
+        if mine:
+            return None, f"its record {mine[0]} does not read as one", True
         others = sorted({n[len(MODULE):].split(".target")[0].rsplit(".", 1)[0] for n in _entries()
                          if n.startswith(MODULE + ".") and n.endswith(RECORD_SUFFIX)})
         if others:
@@ -205,8 +218,9 @@ def chosen():
         why, helps = _problem(r)
         if why is None:
             return r, None, False
-        problems.append((why, helps))
-    return None, problems[0][0], any(helps for _, helps in problems)
+        problems.append((r.get("machine") != machine(), why, helps))
+    problems.sort(key=lambda p: p[0])       # (this machine's records' problems first)
+    return None, problems[0][1], any(helps for _, _, helps in problems)
 
 
 def problem():

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_9fc58d254056"
-HASH = "9fc58d2540560792f9ad2f3cc511ed202b6c012b4a535c3405b279e592e525bd"
+MODULE = "_rc20_70f0d035070d"
+HASH = "70f0d035070dcf3d91dd01f77118f793b0045be86bbab1b79eec53758f540716"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -263,6 +263,8 @@ def _load():
         raise ImportError(f"{HERE}: {why} after its compile"
                           + (" (the folder was replaced meanwhile: import it again)" if _replaced() else ""))
     path, fast = target.modules()
+    if not os.path.isfile(path):            # (a build replaced them between the two looks)
+        path, fast = target.modules()
     mod = _module_at(path, MODULE)
     return mod.ffi, mod.lib, _load_fast(fast)
 

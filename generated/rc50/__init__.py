@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_c0d7213ede76"
-HASH = "c0d7213ede769cc37e54fbde119a89a24fa78a0b18b94c3733dc7e8f1e6c5482"
+MODULE = "_rc50_bce8ea4d8714"
+HASH = "bce8ea4d871421d9d2a6c8d6554cca009813f70c2e59f53a0f9ba02069e346ac"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -263,6 +263,8 @@ def _load():
         raise ImportError(f"{HERE}: {why} after its compile"
                           + (" (the folder was replaced meanwhile: import it again)" if _replaced() else ""))
     path, fast = target.modules()
+    if not os.path.isfile(path):            # (a build replaced them between the two looks)
+        path, fast = target.modules()
     mod = _module_at(path, MODULE)
     return mod.ffi, mod.lib, _load_fast(fast)
 

@@ -310,10 +310,11 @@ def _checked_meta(folder, expect):
 def _compile_in_place(folder, meta):
     """Compiles a folder that has no module for this Python and CPU, holding the folder itself
     (an install into it waits; its siblings do not: the parent's lock was held for the whole
-    compile, and every codegen beside it waited minutes without a word)."""
+    compile, and every codegen beside it waited minutes without a word). Whether it compiled
+    (not where the folder was replaced or compiled by another process meanwhile)."""
     with _dir_lock(folder) as held:
         if not _still_there(held, folder):
-            return                                  # replaced meanwhile: the caller looks again
+            return False                            # replaced meanwhile: the caller looks again
         try:
             with open(os.path.join(folder, "scleron.json")) as fh:
                 same = json.load(fh).get("hash") == meta["hash"]
@@ -321,6 +322,8 @@ def _compile_in_place(folder, meta):
             same = False
         if same and not _compiled(folder, meta):    # (else replaced, or compiled meanwhile)
             compile_folder(folder, meta["name"])
+            return True
+        return False
 
 
 def load_package(folder, expect=None):
@@ -335,18 +338,19 @@ def load_package(folder, expect=None):
     folder = os.path.abspath(folder)
     parent = os.path.dirname(folder)
     compiled_here = False
-    while True:
+    for _ in range(10):                         # (each round: compiled, replaced or loaded)
         with _dir_lock(parent):
             meta = _checked_meta(folder, expect)
             why = _unloadable(folder, meta)
             if why is None:
                 return _import(folder, meta)
         if compiled_here or not why[1]:        # compiled, and still not for this CPU
-            raise BuildError(f"{folder}: {why[0]}" + ("" if why[1] else
+            raise BuildError(f"{folder}: {why[0]}" + (" (after compiling it here)" if why[1] else
                              ": it does not run here; the folder is written, for a machine that "
                              "can run it (for this one: `scleron codegen --march native`)"))
-        _compile_in_place(folder, meta)
-        expect, compiled_here = meta["hash"], True
+        compiled_here = _compile_in_place(folder, meta)
+        expect = meta["hash"]
+    raise BuildError(f"{folder}: changed while it was loaded, again and again: load it again")
 
 
 def _unloadable(folder, meta):
