@@ -430,6 +430,30 @@ def test_where_the_cpu_cannot_be_read_a_native_build_loads_on_its_own_machine(tm
     assert _modules(out) == built
 
 
+@pytest.mark.skipif(build.fcntl is None, reason="no flock here")
+def test_a_hand_run_build_holds_the_folder_and_clears_what_killed_builds_left(tmp_path):
+    """`python build_NAME.py` took no lock (a concurrent codegen removed its build folder
+    mid-compile); it waits for the folder's holder now, and removes the .build-* folders of
+    builds killed an hour ago (not CUDA's, which take no lock)."""
+    out = _compiled_once(tmp_path)
+    old, cuda = out / ".build-killed", out / ".build-cuda-killed"
+    for d in (old, cuda):
+        d.mkdir()
+        os.utime(d, (time.time() - 7200, time.time() - 7200))
+    fd = os.open(out, os.O_RDONLY)
+    build.fcntl.flock(fd, build.fcntl.LOCK_EX)
+    try:
+        hand = subprocess.Popen([sys.executable, "build_tiny.py"], cwd=out,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        with pytest.raises(subprocess.TimeoutExpired):
+            hand.wait(timeout=2)                    # waits for the holder
+    finally:
+        os.close(fd)
+    assert hand.wait(timeout=300) == 0, hand.stderr.read()[-2000:]
+    assert not old.exists() and cuda.exists()
+    _imports_and_computes(out)
+
+
 def test_a_compiler_that_lists_no_macros_or_a_folder_at_the_records_place(tmp_path):
     """An outside tester: where `cc -dM -E` failed, the record named no instruction sets and a
     --march bdver1 build loaded on an Intel CPU (SIGILL); a native build now records this CPU's
