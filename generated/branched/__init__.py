@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_ace9b27c1aa3"
-HASH = "ace9b27c1aa3f15cd1add52263f1bb388eb7ae16f2192f7108e64c7f9613252b"
+MODULE = "_branched_0ccae682cb92"
+HASH = "0ccae682cb922c8df4b8846e724f06177aa52f20cd3a06a06937af1e403f67d9"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -240,9 +240,9 @@ def _load():
     """(ffi, lib, the fast extension or None), compiling the folder first where it has no
     modules for this Python and CPU."""
     target = _target()
-    why = target.problem()
+    record, why, helps = target.chosen()
     if why:
-        if not target.compiling_helps():
+        if not helps:
             raise ImportError(f"{HERE}: {why}: it does not run here (load it on such a CPU, or "
                               "generate it for this one: `scleron codegen --march native`)")
         if getattr(__spec__, "loader_state", None) == "scleron: no compile":
@@ -257,12 +257,11 @@ def _load():
                               "`scleron codegen --force`, or remove \"sources\" from scleron.json "
                               "to compile the edited files on purpose")
         _build(why)
-    target = _target()
-    why = target.problem()
-    if why:
-        raise ImportError(f"{HERE}: {why} after its compile"
-                          + (" (the folder was replaced meanwhile: import it again)" if _replaced() else ""))
-    path, fast = target.modules()
+        record, why, _ = target.chosen()
+        if why:
+            raise ImportError(f"{HERE}: {why} after its compile"
+                              + (" (the folder was replaced meanwhile: import it again)" if _replaced() else ""))
+    path, fast = target.paths(record)
     if not os.path.isfile(path):            # (a build replaced them between the two looks)
         path, fast = target.modules()
     mod = _module_at(path, MODULE)

@@ -412,10 +412,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_ace9b27c1aa3_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_0ccae682cb92_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_ace9b27c1aa3_py(void)
+PyMODINIT_FUNC PyInit__branched_0ccae682cb92_py(void)
 {
     import_array();
     return PyModule_Create(&module);

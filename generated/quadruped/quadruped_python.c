@@ -412,10 +412,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_fb480d21a434_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_1dc71cfc25ed_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_fb480d21a434_py(void)
+PyMODINIT_FUNC PyInit__quadruped_1dc71cfc25ed_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_134b389e0820"
-HASH = "134b389e0820eff4c193ebffdd0fdadbd807742b88b96996605e826b26f9aa05"
+MODULE = "_rc100_d9a016dec750"
+HASH = "d9a016dec750e3676a574ca5664eae6c43897aaea3e69146db74f83ed2f3e9e7"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -240,9 +240,9 @@ def _load():
     """(ffi, lib, the fast extension or None), compiling the folder first where it has no
     modules for this Python and CPU."""
     target = _target()
-    why = target.problem()
+    record, why, helps = target.chosen()
     if why:
-        if not target.compiling_helps():
+        if not helps:
             raise ImportError(f"{HERE}: {why}: it does not run here (load it on such a CPU, or "
                               "generate it for this one: `scleron codegen --march native`)")
         if getattr(__spec__, "loader_state", None) == "scleron: no compile":
@@ -257,12 +257,11 @@ def _load():
                               "`scleron codegen --force`, or remove \"sources\" from scleron.json "
                               "to compile the edited files on purpose")
         _build(why)
-    target = _target()
-    why = target.problem()
-    if why:
-        raise ImportError(f"{HERE}: {why} after its compile"
-                          + (" (the folder was replaced meanwhile: import it again)" if _replaced() else ""))
-    path, fast = target.modules()
+        record, why, _ = target.chosen()
+        if why:
+            raise ImportError(f"{HERE}: {why} after its compile"
+                              + (" (the folder was replaced meanwhile: import it again)" if _replaced() else ""))
+    path, fast = target.paths(record)
     if not os.path.isfile(path):            # (a build replaced them between the two looks)
         path, fast = target.modules()
     mod = _module_at(path, MODULE)

@@ -19,7 +19,7 @@ import stat
 import sysconfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_134b389e0820"
+MODULE = "_rc100_d9a016dec750"
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 RECORD_PREFIX = MODULE + os.path.splitext(EXT_SUFFIX)[0] + "."      # then a tag, then:
 RECORD_SUFFIX = ".target.json"
@@ -236,13 +236,18 @@ def compiling_helps():
     return why is not None and helps
 
 
+def paths(r):
+    """(cffi module path, fast extension path or None) of a record."""
+    found = [os.path.join(HERE, m) for m in r["modules"]]
+    return found[0], found[1] if len(found) > 1 else None
+
+
 def modules():
-    """(cffi module path, fast extension path or None) of the record this CPU may use."""
+    """paths() of the record this CPU may use."""
     r, why, _ = chosen()
     if r is None:
         raise ImportError(f"{HERE}: {why}")
-    paths = [os.path.join(HERE, m) for m in r["modules"]]
-    return paths[0], paths[1] if len(paths) > 1 else None
+    return paths(r)
 
 
 def stale_modules():

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_70f0d035070d"
-HASH = "70f0d035070dcf3d91dd01f77118f793b0045be86bbab1b79eec53758f540716"
+MODULE = "_rc20_3e443d25b152"
+HASH = "3e443d25b152c2c608ef94a73c37d42b20748e12c1c0bc93a80e6d4fd9788eb2"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -240,9 +240,9 @@ def _load():
     """(ffi, lib, the fast extension or None), compiling the folder first where it has no
     modules for this Python and CPU."""
     target = _target()
-    why = target.problem()
+    record, why, helps = target.chosen()
     if why:
-        if not target.compiling_helps():
+        if not helps:
             raise ImportError(f"{HERE}: {why}: it does not run here (load it on such a CPU, or "
                               "generate it for this one: `scleron codegen --march native`)")
         if getattr(__spec__, "loader_state", None) == "scleron: no compile":
@@ -257,12 +257,11 @@ def _load():
                               "`scleron codegen --force`, or remove \"sources\" from scleron.json "
                               "to compile the edited files on purpose")
         _build(why)
-    target = _target()
-    why = target.problem()
-    if why:
-        raise ImportError(f"{HERE}: {why} after its compile"
-                          + (" (the folder was replaced meanwhile: import it again)" if _replaced() else ""))
-    path, fast = target.modules()
+        record, why, _ = target.chosen()
+        if why:
+            raise ImportError(f"{HERE}: {why} after its compile"
+                              + (" (the folder was replaced meanwhile: import it again)" if _replaced() else ""))
+    path, fast = target.paths(record)
     if not os.path.isfile(path):            # (a build replaced them between the two looks)
         path, fast = target.modules()
     mod = _module_at(path, MODULE)

@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_bce8ea4d8714"
-HASH = "bce8ea4d871421d9d2a6c8d6554cca009813f70c2e59f53a0f9ba02069e346ac"
+MODULE = "_rc50_459667618007"
+HASH = "45966761800710e40eb941691a1832dcf6c077cd46e0c01675befb00827b3ea8"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -240,9 +240,9 @@ def _load():
     """(ffi, lib, the fast extension or None), compiling the folder first where it has no
     modules for this Python and CPU."""
     target = _target()
-    why = target.problem()
+    record, why, helps = target.chosen()
     if why:
-        if not target.compiling_helps():
+        if not helps:
             raise ImportError(f"{HERE}: {why}: it does not run here (load it on such a CPU, or "
                               "generate it for this one: `scleron codegen --march native`)")
         if getattr(__spec__, "loader_state", None) == "scleron: no compile":
@@ -257,12 +257,11 @@ def _load():
                               "`scleron codegen --force`, or remove \"sources\" from scleron.json "
                               "to compile the edited files on purpose")
         _build(why)
-    target = _target()
-    why = target.problem()
-    if why:
-        raise ImportError(f"{HERE}: {why} after its compile"
-                          + (" (the folder was replaced meanwhile: import it again)" if _replaced() else ""))
-    path, fast = target.modules()
+        record, why, _ = target.chosen()
+        if why:
+            raise ImportError(f"{HERE}: {why} after its compile"
+                              + (" (the folder was replaced meanwhile: import it again)" if _replaced() else ""))
+    path, fast = target.paths(record)
     if not os.path.isfile(path):            # (a build replaced them between the two looks)
         path, fast = target.modules()
     mod = _module_at(path, MODULE)
