@@ -513,6 +513,29 @@ def test_an_out_tuple_takes_the_fast_path(qball, generated, rng, monkeypatch):
         dyn.forward_dynamics_derivatives(q, qd, tau, out=list(outs))
 
 
+def test_a_number_for_dt_takes_the_fast_path(qball, generated, rng, monkeypatch):
+    """integrate(q, v, 0.01), as the README writes it, goes to C through the fast extension (a
+    float dt took the checked path: 7.9 us against 0.09 us for a one-entry array, an MPC
+    tester's horizon loop ran slower than Pinocchio's); an int still reaches the checked path."""
+    model, dyn = generated(qball, "qball", functions=FUNCTIONS)
+    if dyn._fast is None:
+        pytest.skip("the fast extension was not built")
+    q, v = random_configuration(model, dyn, rng, 1.0), rng.uniform(-2, 2, dyn.nv)
+    want = dyn.integrate(q, v, np.array([0.01]))
+    assert np.array_equal(dyn.integrate(q, v, 1), dyn.integrate(q, v, 1.0))
+
+    def checked_path(*args, **kw):
+        raise AssertionError("the checked Python path was taken")
+    monkeypatch.setattr(dyn, "_call", checked_path)
+    for dt in (0.01, np.float64(0.01), np.array(0.01), np.array([0.01])):
+        assert np.array_equal(dyn.integrate(q, v, dt), want), type(dt)
+    out = np.empty(dyn.nq)
+    assert dyn.integrate(q, v, 0.01, out=out) is out and np.array_equal(out, want)
+    for other in (1, np.float32(0.01), np.array([0.01, 0.02])):
+        with pytest.raises(AssertionError, match="checked Python path"):
+            dyn.integrate(q, v, other)
+
+
 def dq_at(dyn, q, qd, tau):
     return dyn.forward_dynamics_derivatives(q, qd, tau)[0]
 

@@ -324,3 +324,37 @@ def test_the_refusal_offers_only_a_cure_that_applies(tmp_path):
     m = scleron.Model("m")
     with pytest.raises(scleron.ModelError, match="set model.inertia_checks = 'relaxed' first"):
         m.add_body("a", inertia=[0.01, 0.01, 0.05])
+
+
+def test_a_light_joint_under_a_heavy_one_is_regular():
+    """A 50 g camera panning at the end of a 100 t crane's boom: M_kk of the pan is 1.6e-13 of the
+    slew's (cond M 6e12), yet regular, and the recursions are exact for it (Pinocchio's aba to
+    1e-13); it was refused as singular (pivots under 1e-12 of the largest diagonal entry counted
+    as 0: an outside tester). A point mass 1e-9 m off the pan's axis, beside a 1 kg m^2 body,
+    still is (M_kk 1e-18 of the largest, snapped to 0 by the tree), with the numbers said."""
+    pin = pytest.importorskip("pinocchio")
+    crane = Model("crane")
+    crane.add_body("boom", joint_name="slew", mass=1e5, com=(15, 0, 0), inertia=(1e4, 8e6, 8e6))
+    crane.add_body("cam", "boom", joint_name="pan", mass=0.05, inertia=(5e-6, 5e-6, 5e-6),
+                   xyz=(30, 0, 0))
+    tree = Tree(crane)
+    check_nonsingular(tree)
+    M = M_of(crane, [0.3, 0.2])
+    assert M[1, 1] / M[0, 0] < 1e-12
+    # Pinocchio's crba of the same model, built through its own API (no file in common)
+    pm = pin.Model()
+    j1 = pm.addJoint(0, pin.JointModelRZ(), pin.SE3.Identity(), "slew")
+    pm.appendBodyToJoint(j1, pin.Inertia(1e5, np.array([15.0, 0, 0]), np.diag([1e4, 8e6, 8e6])),
+                         pin.SE3.Identity())
+    j2 = pm.addJoint(j1, pin.JointModelRZ(), pin.SE3(np.eye(3), np.array([30.0, 0, 0])), "pan")
+    pm.appendBodyToJoint(j2, pin.Inertia(0.05, np.zeros(3), np.diag([5e-6] * 3)), pin.SE3.Identity())
+    Mp = pin.crba(pm, pm.createData(), np.array([0.3, 0.2]))
+    Mp = np.triu(Mp) + np.triu(Mp, 1).T
+    assert np.abs(M - Mp).max() <= 1e-14 * np.abs(Mp).max()
+    assert abs(M[1, 1] - Mp[1, 1]) <= 1e-12 * Mp[1, 1]          # the light entry to its own scale
+    near = Model("near")
+    near.add_body("base", mass=1.0, com=(0.3, 0, 0), inertia=(1.0, 1.0, 1.0))
+    near.add_body("bead", "base", joint_name="spin", mass=1.0, com=(1e-9, 0, 0.1),
+                  inertia=(0, 0, 0), xyz=(0.5, 0, 0))
+    with pytest.raises(ModelError, match=r"coordinate spin .*its diagonal entry M_kk 0, the matrix's largest 1.3"):
+        check_nonsingular(Tree(near))

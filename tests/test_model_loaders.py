@@ -355,12 +355,38 @@ BRANCHES = f"""<robot name="br">
 </robot>"""
 
 
-def test_urdf_sibling_order_matches_pinocchio(tmp_path):
+def test_urdf_sibling_order_matches_pinocchio(tmp_path, capsys):
     path = write(tmp_path, "br.urdf", BRANCHES)
     m = load_urdf(path)
     assert [j.name for j in m.joints] == ["a_j", "b_j", "z_j", "m_j"]
     pin_compare(path, m)
     assert [j.name for j in load_urdf(path, order="file").joints] == ["z_j", "m_j", "a_j", "b_j"]
+    # and from the commands (a pybullet user had only Python's order="file"); a YAML file has one
+    from scleron.cli import main
+    capsys.readouterr()
+    for order, first in (("file", "z_j"), ("pinocchio", "a_j")):
+        assert main(["show", str(path), "--tree", "--order", order]) == 0
+        out = capsys.readouterr().out
+        assert out.index(first) < min(out.index(j) for j in ("z_j", "m_j", "a_j", "b_j") if j != first)
+    assert main(["show", str(path), "--tree", "--order", "name"]) == 2
+    assert "invalid choice: 'name'" in capsys.readouterr().err
+
+
+def test_blank_lines_before_the_xml_declaration(tmp_path, capsys):
+    """pybullet's diff_ring.urdf starts with a blank line before <?xml ...?>: urdfdom, Pinocchio
+    and OpenSim read such files, expat said 'XML or text declaration not at start of entity'.
+    Read now, and the lines an error names are the file's."""
+    text = "\n \n" + '<?xml version="1.0" encoding="utf-8"?>' + BRANCHES
+    m = load_urdf(write(tmp_path, "ws.urdf", text))
+    assert [j.name for j in m.joints] == ["a_j", "b_j", "z_j", "m_j"]
+    bad = text.replace('<joint name="a_j" type="prismatic">', '<joint name="a_j" type="twisty">')
+    msg = error_of(write(tmp_path, "bad.urdf", bad))
+    line = bad[:bad.index("twisty")].count("\n") + 1
+    assert f"bad.urdf:{line}:" in msg and "twisty" in msg
+    assert load_urdf_string("\n" + '<?xml version="1.0"?>' + BRANCHES).nq == 4
+    # a declaration after an element is still malformed
+    msg = error_of(write(tmp_path, "late.urdf", BRANCHES + '<?xml version="1.0"?>'))
+    assert "late.urdf" in msg and "malformed XML" in msg
 
 
 @pytest.mark.parametrize("rel, nq", [("panda_description/urdf/panda.urdf", 9),

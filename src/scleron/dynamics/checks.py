@@ -21,9 +21,16 @@ from .body_frames import INERTIA_FLOOR, SNAP_INERTIA
 from .configuration import normalized
 from .recursions import bias_forces, expand, mass_matrix
 
-# a pivot below this fraction of the mass matrix's largest diagonal entry counts as zero
-# (rounding leaves ~1e-16 of it; real robots' smallest pivots are above ~1e-10 of it)
+# a pivot below this fraction of its coordinate's own diagonal entry M_kk counts as zero: the
+# coordinate moves only what the coordinates before it already move (two hinges on one axis;
+# rounding leaves ~1e-16 of M_kk)
 PIVOT_RTOL = 1e-12
+# a diagonal entry below this fraction of the matrix's largest counts as zero: the coordinate
+# moves nothing with mass (a point mass on its axis leaves ~1e-32 of it). Not a tighter bound: a
+# light joint under a heavy one is regular, and the recursions are exact for it (a 50 g camera
+# panning on a 100 t crane's boom: M_kk 1.6e-13 of the largest, forward dynamics to 1e-13, as
+# Pinocchio's; it was refused as singular at 1e-12)
+DIAGONAL_RTOL = 1e-15
 # the tree keeps entries of the spatial inertias below this as exact zeros (dynamics.body_frames.snapped_inertia)
 ROUNDED_TO_ZERO = INERTIA_FLOOR
 SAMPLES = 2                     # random configurations besides q = 0
@@ -40,7 +47,7 @@ class SingularConfigurationWarning(UserWarning):
 
 def ldl_pivots(M):
     """(pivots d_k of M = L D L^T without pivoting, scale = the largest |M_kk|) for a symmetric
-    positive semi-definite M (nested lists or an array). A vanishing pivot (<= PIVOT_RTOL * scale)
+    positive semi-definite M (nested lists or an array). A vanishing pivot (vanishing_pivots)
     eliminates nothing: for a semi-definite M its column of the remaining block is zero up to
     rounding, so every coordinate gets a pivot of its own."""
     A = np.array(M, dtype=float)
@@ -48,16 +55,34 @@ def ldl_pivots(M):
     scale = float(np.abs(np.diag(A)).max()) if n else 0.0
     if not 0.0 < scale < math.inf:              # zero, or not finite: nothing to eliminate
         return np.diag(A).tolist(), scale
-    # eliminate in units of the scale: the entries of a semi-definite A / scale are at most 1
-    # and the pivots used at least PIVOT_RTOL, so no product overflows however large M is
+    # eliminate in units of the scale: the entries of a semi-definite A / scale are at most 1,
+    # |A_jk|^2 <= A_jj A_kk, and a pivot used is at least PIVOT_RTOL A_kk, so no product
+    # overflows however large M is
     A /= scale
+    diagonal = np.diag(A).copy()
     d = np.zeros(n)
     with np.errstate(all="ignore"):             # an indefinite M (extreme inertias) may
         for k in range(n):                      # overflow: its pivots come out inf or nan,
             d[k] = A[k, k]                      # and nan counts as vanishing below
-            if d[k] > PIVOT_RTOL:
+            if not _vanishes(d[k], diagonal[k], 1.0):
                 A[k + 1:, k + 1:] -= np.outer(A[k + 1:, k], A[k, k + 1:]) / d[k]
         return (d * scale).tolist(), scale
+
+
+def _vanishes(pivot, diagonal, scale):
+    """Whether a pivot of M = L D L^T counts as zero: below PIVOT_RTOL of its diagonal entry M_kk,
+    or M_kk below DIAGONAL_RTOL of the matrix's scale (not a number: vanishing too)."""
+    return not (pivot > PIVOT_RTOL * diagonal and diagonal > DIAGONAL_RTOL * scale)
+
+
+def vanishing_pivots(M):
+    """(the coordinates k whose pivot of M = L D L^T counts as zero, the pivots, the diagonal,
+    the scale); every coordinate where M is zero or not finite."""
+    d, scale = ldl_pivots(M)
+    diagonal = [float(x) for x in np.diag(np.array(M, dtype=float))]
+    if not 0.0 < scale < math.inf:
+        return list(range(len(d))), d, diagonal, scale
+    return [k for k, dk in enumerate(d) if _vanishes(dk, diagonal[k], scale)], d, diagonal, scale
 
 
 def _samples(tree, samples, seed):
@@ -100,31 +125,27 @@ def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED, configur
     alg = FloatAlgebra()
     configurations = configurations or _samples(tree, samples, seed)
     count = [0] * tree.nv                       # at how many configurations each pivot vanishes
-    largest = [0.0] * tree.nv                   # each one's largest vanishing pivot (message)
+    largest = [(0.0, 0.0)] * tree.nv            # each one's largest vanishing pivot, M_kk (message)
     for q in configurations:
-        d, scale = ldl_pivots(mass_matrix(tree, alg, q))
-        if scale <= 0.0 or not math.isfinite(scale):
-            here = set(range(tree.nv))
-        else:
-            here = {k for k, dk in enumerate(d) if not dk > PIVOT_RTOL * scale}
+        here, d, diagonal, scale = vanishing_pivots(mass_matrix(tree, alg, q))
         if not here:
             return                              # regular here: not a singular model
         for k in here:
             count[k] += 1
-            largest[k] = max(largest[k], d[k])
+            largest[k] = max(largest[k], (d[k], diagonal[k]))
     k = max(range(tree.nv), key=lambda i: (count[i], -i))
     b, coordinate, meaning = _coordinate(tree, k)
     raise ModelError(
         f"the mass matrix is singular: coordinate {coordinate} ({meaning}) of this {b.joint.type} "
         f"joint moves nothing with mass or inertia that the joints before it do not already move "
-        f"(body '{b.name}' and the bodies beyond it): M = L D L^T has a vanishing pivot (below "
-        f"{PIVOT_RTOL:g} of the matrix's scale {scale:.3g}) at each of the {len(configurations)} "
-        f"configurations tried, this coordinate's at {count[k]} of them (at most "
-        f"{largest[k]:.3g}). "
+        f"(body '{b.name}' and the bodies beyond it): M = L D L^T has a vanishing pivot at each "
+        f"of the {len(configurations)} configurations tried, this coordinate's at {count[k]} of "
+        f"them (its pivot at most {largest[k][0]:.3g}, its diagonal entry M_kk "
+        f"{largest[k][1]:.3g}, the matrix's largest {scale:.3g}). "
         "Give the body mass off the joint's axis or rotational inertia about it (masses and "
         f"inertias below {ROUNDED_TO_ZERO:g}, entries below {SNAP_INERTIA:g} of their block of "
-        f"the body's inertia, and pivots below {PIVOT_RTOL:g} of the scale, count as 0), or fix "
-        "the joint",
+        f"the body's inertia, pivots below {PIVOT_RTOL:g} of their M_kk and M_kk below "
+        f"{DIAGONAL_RTOL:g} of the largest count as 0), or fix the joint",
         source=source, element=f"joint '{b.joint_name}'", joint=b.joint_name)
 
 
@@ -144,8 +165,7 @@ def check_regular_at_start(tree, q0, *, source=None):
     fails at its first step. A singularity of the masses alone (icub's point-mass head, whose
     neck axes line up at q = 0) is a SingularConfigurationWarning: a configuration of the
     robot, like a kinematic singularity, which the model's data puts there."""
-    d, scale = ldl_pivots(mass_matrix(tree, FloatAlgebra(), q0))
-    vanishing = [k for k, dk in enumerate(d) if not dk > PIVOT_RTOL * scale]
+    vanishing = vanishing_pivots(mass_matrix(tree, FloatAlgebra(), q0))[0]
     if not vanishing:
         return
     b, coordinate, meaning = _coordinate(tree, vanishing[0])

@@ -127,6 +127,20 @@ MJCF_SUFFIXES = (".xml", ".mjcf")
 OSIM_SUFFIXES = (".osim",)
 
 
+def xml_declaration_first(data):
+    """XML text with a declaration (<?xml ...?>) that follows blank lines moved before them:
+    urdfdom's and OpenSim's parsers read such files (pybullet's diff_ring.urdf has one), expat
+    refuses them. The same characters precede the root element, so line numbers stay."""
+    blank = b" \t\r\n" if isinstance(data, bytes) else " \t\r\n"
+    rest = data.lstrip(blank)
+    start = b"<?xml" if isinstance(data, bytes) else "<?xml"
+    end = b"?>" if isinstance(data, bytes) else "?>"
+    if len(rest) == len(data) or not rest.startswith(start) or end not in rest:
+        return data
+    k = rest.index(end) + 2
+    return rest[:k] + data[:len(data) - len(rest)] + rest[k:]
+
+
 def xml_root_tag(path):
     """The name of an XML file's root element ('robot' for URDF, 'mujoco' for MJCF), read with the
     same size limit as every model file; None when the text is not XML."""
@@ -182,11 +196,11 @@ LOAD_OPTIONS = {YAML_FORMAT: ("merge_fixed",),
 
 
 def add_load_arguments(parser, floating_help="URDF: put a free_flyer joint at the root link"):
-    """The options of reading a model file (--floating, --inertia, --mimic, --damping) on an
+    """The options of reading a model file (--floating, --inertia, --mimic, --damping, --order) on an
     argparse parser: every command that reads one takes them (load_arguments turns them into
     load_model's)."""
     from .model import INERTIA_CHECKS
-    from .urdf import DAMPING, MIMIC
+    from .urdf import DAMPING, MIMIC, ORDERS
     parser.add_argument("--floating", action="store_true", help=floating_help)
     parser.add_argument("--inertia", choices=INERTIA_CHECKS,
                         help="URDF, MJCF, OpenSim: 'relaxed' accepts inertias that break the "
@@ -198,12 +212,16 @@ def add_load_arguments(parser, floating_help="URDF: put a free_flyer joint at th
     parser.add_argument("--damping", choices=DAMPING,
                         help="URDF <dynamics damping=d>: 'read' makes it the joint's damper (tau = "
                              "-d qd), 'ignore' drops it (default, as Pinocchio's dynamics)")
+    parser.add_argument("--order", choices=ORDERS,
+                        help="URDF: the order of sibling links and so of the coordinates: "
+                             "'pinocchio' by joint name, as urdfdom and Pinocchio (default), 'file' "
+                             "as written (pybullet's and MuJoCo's order)")
 
 
 def load_arguments(args):
     """load_model's keywords from the parsed options of add_load_arguments (those given)."""
     kw = {"floating": True} if getattr(args, "floating", False) else {}
-    for option in ("inertia", "mimic", "damping"):
+    for option in ("inertia", "mimic", "damping", "order"):
         if getattr(args, option, None):
             kw[option] = getattr(args, option)
     return kw

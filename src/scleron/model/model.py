@@ -684,7 +684,9 @@ class Model:
         matrix is singular; the error names the joint and the top body of what it moves), at
         most MAX_BODIES moving bodies (README, Limits: what larger models cost)."""
         if not self.bodies:
-            raise ModelError("the model has no moving bodies", source=self.source)
+            raise ModelError("the model has no moving bodies: every body is welded to the world (a "
+                             "free object moves on a free_flyer joint: --floating on a URDF, "
+                             "load_model(..., floating=True); a freejoint in MJCF)", source=self.source)
         if len(self.bodies) > MAX_BODIES:
             raise ModelError(f"{len(self.bodies)} moving bodies is more than the limit of "
                              f"{MAX_BODIES} (generation and compile time grow with the bodies: "

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..joints.opensim import KINDS, is_zero, spline_coefficients
-from .load import MAX_BODIES, MAX_DEPTH, read_source
+from .load import MAX_BODIES, MAX_DEPTH, read_source, xml_declaration_first
 from .model import INERTIA_CHECKS, WORLD, Model, Transform
 
 GROUND = "ground"
@@ -154,7 +154,7 @@ def parse_xml(data, source):
     parser.EndElementHandler = end
     parser.CharacterDataHandler = text.append
     try:
-        parser.Parse(data, True)
+        parser.Parse(xml_declaration_first(data), True)
     except _Refused as e:
         raise ModelError(str(e), source=source, line=parser.CurrentLineNumber) from None
     except expat.ExpatError as e:

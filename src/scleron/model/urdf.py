@@ -33,7 +33,7 @@ import numpy as np
 import warnings
 
 from ..errors import ModelError
-from .load import MAX_BODIES, MAX_DEPTH, read_source, sanitize_identifier
+from .load import MAX_BODIES, MAX_DEPTH, read_source, sanitize_identifier, xml_declaration_first
 from .joint_types import joint_dof
 from .model import (INERTIA_CHECKS, WORLD, Inertia, InertiaWarning, Model, Transform,
                     inertia_problems, rotation_from_rpy)
@@ -55,6 +55,7 @@ MIMIC_DEFAULT = "independent"
 # damping= of the loader: <dynamics damping> "ignore"d (Pinocchio's dynamics ignore it too) or
 # "read" as the joint's damper, tau = -d qd on each of its coordinates (friction is not read)
 DAMPING = ("ignore", "read")
+ORDERS = ("pinocchio", "file")          # sibling links by joint name (urdfdom's) or as written
 
 
 class MimicWarning(UserWarning):
@@ -118,7 +119,7 @@ def parse_xml(data, source=None):
     parser.StartElementHandler = start
     parser.EndElementHandler = end
     try:
-        parser.Parse(data, True)
+        parser.Parse(xml_declaration_first(data), True)
     except _Refused as e:
         raise ModelError(str(e), source=source, line=parser.CurrentLineNumber) from None
     except expat.ExpatError as e:
@@ -265,8 +266,8 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
     """Build a Model from a parsed URDF element tree (see parse_xml)."""
     if damping not in DAMPING:
         raise ValueError(f"damping must be one of {DAMPING}, not {damping!r}")
-    if order not in ("pinocchio", "file"):
-        raise ValueError("order must be 'pinocchio' or 'file'")
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, not {order!r}")
     if mimic not in MIMIC:
         raise ValueError(f"mimic must be one of {MIMIC}, not {mimic!r}")
     if inertia not in INERTIA_CHECKS:
