@@ -120,6 +120,46 @@ def test_kill_9_during_compile_kills_the_compiler_and_the_next_run_cleans_up(tmp
     assert any("part" in m for m in heard if m.startswith("compile"))
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_kill_9_of_a_program_importing_a_package_that_compiles(tmp_path):
+    """A program importing a package written without its binary compiles it in-process; killed
+    outright, its compilers ran on (their own sessions) and its .build-* folder stayed an hour
+    (an outside tester). The compilers now run in a watcher's group, which ends them and
+    removes the folder; the next import compiles and loads."""
+    out = tmp_path / "pkg" / "tiny"
+    scleron.generate(scleron.load_model(tiny(tmp_path)), str(out),
+                     functions=["forward_dynamics", "mass_matrix"], compile=False)
+    marker = tmp_path / "compiling"
+    slowcc = tmp_path / "slowcc"
+    slowcc.write_text(f'#!/bin/sh\ntouch "{marker}"\nsleep 60\nexec gcc "$@"\n')
+    slowcc.chmod(0o755)
+    tag = uuid.uuid4().hex
+    program = f"import sys; sys.path.insert(0, {str(out.parent)!r}); import tiny"
+    p = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, env=dict(os.environ, CC=str(slowcc),
+                                                             SCLERON_TEST_TAG=tag))
+    try:
+        deadline = time.time() + 60
+        while not marker.exists():
+            assert p.poll() is None, "the import ended before it compiled"
+            assert time.time() < deadline, "the compiler never started"
+            time.sleep(0.05)
+        assert any(n.startswith(".build-") for n in os.listdir(out))
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+        deadline = time.time() + 5.0
+        while tagged_processes(tag) and time.time() < deadline:
+            time.sleep(0.05)
+        assert tagged_processes(tag) == [], "a compiler outlived the killed program"
+    finally:
+        for pid in tagged_processes(tag):
+            os.kill(pid, signal.SIGKILL)
+    assert not any(n.startswith(".build-") for n in os.listdir(out))
+    r = subprocess.run([sys.executable, "-c", program + "; print(tiny.mass_matrix([0.1, 0.2])[0, 0])"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and float(r.stdout) > 0, r.stderr
+
+
 def test_the_owner_of_a_temporary_folder(tmp_path):
     """A folder whose owner process is dead goes at once; one whose owner lives, runs on
     another host or is unknown stays until STALE_AFTER."""

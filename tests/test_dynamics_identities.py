@@ -8,6 +8,7 @@ and Featherstone's 6-link planar oracle (RBDA Fig. 10.3).
 import inspect
 import math
 import os
+import pickle
 import signal
 import time
 
@@ -321,6 +322,12 @@ def test_bind_is_the_same_computation(system, rng):
         dyn.bind("bias_forces", q, qd.astype(np.float32), np.empty(nv))
     with pytest.raises(ValueError, match="unknown function"):
         dyn.bind("jacobian", q, np.empty(nv))
+    frozen = np.empty(nv)
+    frozen.flags.writeable = False                 # said as such (it said "C-contiguous float64")
+    with pytest.raises(ValueError, match=r"out \(h\) must be a C-contiguous writeable"):
+        dyn.bind("bias_forces", q, qd, frozen)
+    with pytest.raises(TypeError, match="does not pickle"):     # not cffi's "_cffi_backend.Lib"
+        pickle.dumps(fd)
 
     def forward_dynamics(*args):       # another module's function of the same name: bind ran
         pass                           # this module's on the arrays, silently (an outside tester)

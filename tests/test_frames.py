@@ -142,8 +142,17 @@ def test_frame_functions_batch_out_and_reference_errors(generated, rng):
                        rtol=0, atol=1e-14)
     c = open(os.path.join(os.path.dirname(dyn.__file__), "panda_dynamics.c")).read()
     assert "mostly zeros" in c
+    # Pinocchio's spelling (an MPC tester passed pin.LOCAL): its name in any case, or its enum
+    local = dyn.frame_jacobians(Q[0], reference="local")
+    assert np.array_equal(dyn.frame_jacobians(Q[0], reference="LOCAL"), local)
+    assert np.array_equal(dyn.frame_jacobian(Q[0], "PANDA_LINK4", "LOCAL"),
+                          local[dyn.frame_names.index("panda_link4")])
+    pin = pytest.importorskip("pinocchio")
+    assert np.array_equal(dyn.frame_jacobians(Q[0], reference=pin.LOCAL), local)
     with pytest.raises(ValueError, match="reference must be one of"):
-        dyn.frame_jacobians(Q[0], reference="LOCAL")
+        dyn.frame_jacobians(Q[0], reference="local_world")
+    with pytest.raises(ValueError, match="reference must be one of"):
+        dyn.frame_jacobians(Q[0], reference=["local"])
     for name in ("frame_jacobians", "frame_velocities", "frame_accelerations"):   # every value
         assert all(f"'{r}'" in getattr(dyn, name).__doc__
                    for r in ("local", "local_world_aligned", "world")), getattr(dyn, name).__doc__

@@ -29,7 +29,7 @@ Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N 
         V(q): gravity (-sum m g . c, world centres of mass) plus joint springs
     center_of_mass(q[20]) -> com[3]
         the whole tree's centre of mass in world coordinates
-    integrate(q[20], v[20], dt[1]) -> q_next[20]
+    integrate(q[20], v[20], dt (float)) -> q_next[20]
         q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
     difference(q0[20], q1[20]) -> v[20]
         q1 (-) q0: the v with integrate(q0, v, 1) = q1
@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_0ccae682cb92"
-HASH = "0ccae682cb922c8df4b8846e724f06177aa52f20cd3a06a06937af1e403f67d9"
+MODULE = "_branched_9edb6cc0a21f"
+HASH = "9edb6cc0a21fe8d3c52af713d0877ada2d6778b43eb5d3396c400f550d0eaaaf"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -696,7 +696,7 @@ _OUT_integrate = _SHAPES["integrate", "q_next"]
 def integrate(q, v, dt, out=None, threads=1):
     """q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
 
-    Inputs q (20,), v (20,), dt (1,); returns q_next (20,).
+    Inputs q (20,), v (20,), dt (a number); returns q_next (20,).
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
     splits a batch over that many threads (off by default). out: preallocated result
     array."""
@@ -777,6 +777,19 @@ def _option_error(options, values):
     return ValueError(f"no generated function for {values!r}")
 
 
+def _option_spelled(options, values):
+    """Option values spelled another way, as the generated ones: a name in other letter case
+    ("LOCAL") or an enum of that name (pinocchio.LOCAL), where it matches one value only."""
+    out = []
+    for (_, allowed), value in zip(options, values):
+        text = getattr(value, "name", value)
+        if isinstance(text, str) and text not in allowed:
+            same = [a for a in allowed if a.lower() == text.lower()]
+            text = same[0] if len(same) == 1 else text
+        out.append(text if isinstance(text, str) else value)
+    return tuple(out)
+
+
 def bind(function, *arrays):
     """Binds arrays to a function once; returns a callable with no arguments.
 
@@ -803,14 +816,22 @@ def bind(function, *arrays):
     for a, (label, shapes, is_out) in zip(arrays, wants):
         if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape not in shapes
                 or not a.flags.c_contiguous or (is_out and not a.flags.writeable)):
-            raise ValueError(f"{label} must be a C-contiguous float64 array of shape "
-                             + " or ".join(map(str, shapes)))
+            raise ValueError(f"{label} must be a C-contiguous{' writeable' if is_out else ''} "
+                             "float64 array of shape " + " or ".join(map(str, shapes)))
         ptrs.append(_fb(_D, a, is_out))
     outs = arrays[len(inputs):]
     if any(np.may_share_memory(o, a) for i, o in enumerate(outs) for a in arrays[:len(inputs) + i]):
         raise ValueError("bind: an output array shares memory with an input or another output "
                          "(the C code reads its inputs while it writes: give each its own array)")
-    return functools.partial(getattr(lib, "branched_" + function), *ptrs)
+    return _Bound(getattr(lib, "branched_" + function), *ptrs)
+
+
+class _Bound(functools.partial):
+    """bind's callable: the C function and this process's array addresses."""
+
+    def __reduce__(self):
+        raise TypeError("a bound function holds this process's array addresses and does not "
+                        "pickle: call bind in the process that calls it")
 
 
 _VARIANTS = ()

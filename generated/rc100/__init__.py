@@ -29,7 +29,7 @@ Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N 
         V(q): gravity (-sum m g . c, world centres of mass) plus joint springs
     center_of_mass(q[100]) -> com[3]
         the whole tree's centre of mass in world coordinates
-    integrate(q[100], v[100], dt[1]) -> q_next[100]
+    integrate(q[100], v[100], dt (float)) -> q_next[100]
         q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
     difference(q0[100], q1[100]) -> v[100]
         q1 (-) q0: the v with integrate(q0, v, 1) = q1
@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_d9a016dec750"
-HASH = "d9a016dec750e3676a574ca5664eae6c43897aaea3e69146db74f83ed2f3e9e7"
+MODULE = "_rc100_4441b6d828a7"
+HASH = "4441b6d828a7136a6529d0479661d90f9fba7cf10cc4df556f253ea22ab52580"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -696,7 +696,7 @@ _OUT_integrate = _SHAPES["integrate", "q_next"]
 def integrate(q, v, dt, out=None, threads=1):
     """q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
 
-    Inputs q (100,), v (100,), dt (1,); returns q_next (100,).
+    Inputs q (100,), v (100,), dt (a number); returns q_next (100,).
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
     splits a batch over that many threads (off by default). out: preallocated result
     array."""
@@ -777,6 +777,19 @@ def _option_error(options, values):
     return ValueError(f"no generated function for {values!r}")
 
 
+def _option_spelled(options, values):
+    """Option values spelled another way, as the generated ones: a name in other letter case
+    ("LOCAL") or an enum of that name (pinocchio.LOCAL), where it matches one value only."""
+    out = []
+    for (_, allowed), value in zip(options, values):
+        text = getattr(value, "name", value)
+        if isinstance(text, str) and text not in allowed:
+            same = [a for a in allowed if a.lower() == text.lower()]
+            text = same[0] if len(same) == 1 else text
+        out.append(text if isinstance(text, str) else value)
+    return tuple(out)
+
+
 def bind(function, *arrays):
     """Binds arrays to a function once; returns a callable with no arguments.
 
@@ -803,14 +816,22 @@ def bind(function, *arrays):
     for a, (label, shapes, is_out) in zip(arrays, wants):
         if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape not in shapes
                 or not a.flags.c_contiguous or (is_out and not a.flags.writeable)):
-            raise ValueError(f"{label} must be a C-contiguous float64 array of shape "
-                             + " or ".join(map(str, shapes)))
+            raise ValueError(f"{label} must be a C-contiguous{' writeable' if is_out else ''} "
+                             "float64 array of shape " + " or ".join(map(str, shapes)))
         ptrs.append(_fb(_D, a, is_out))
     outs = arrays[len(inputs):]
     if any(np.may_share_memory(o, a) for i, o in enumerate(outs) for a in arrays[:len(inputs) + i]):
         raise ValueError("bind: an output array shares memory with an input or another output "
                          "(the C code reads its inputs while it writes: give each its own array)")
-    return functools.partial(getattr(lib, "rc100_" + function), *ptrs)
+    return _Bound(getattr(lib, "rc100_" + function), *ptrs)
+
+
+class _Bound(functools.partial):
+    """bind's callable: the C function and this process's array addresses."""
+
+    def __reduce__(self):
+        raise TypeError("a bound function holds this process's array addresses and does not "
+                        "pickle: call bind in the process that calls it")
 
 
 _VARIANTS = ()

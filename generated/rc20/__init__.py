@@ -29,7 +29,7 @@ Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N 
         V(q): gravity (-sum m g . c, world centres of mass) plus joint springs
     center_of_mass(q[20]) -> com[3]
         the whole tree's centre of mass in world coordinates
-    integrate(q[20], v[20], dt[1]) -> q_next[20]
+    integrate(q[20], v[20], dt (float)) -> q_next[20]
         q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
     difference(q0[20], q1[20]) -> v[20]
         q1 (-) q0: the v with integrate(q0, v, 1) = q1
@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_3e443d25b152"
-HASH = "3e443d25b152c2c608ef94a73c37d42b20748e12c1c0bc93a80e6d4fd9788eb2"
+MODULE = "_rc20_baaaaf7501f8"
+HASH = "baaaaf7501f87240cf569d41adb65d4950ae7fe90b2cc83261c2de48462a796d"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -696,7 +696,7 @@ _OUT_integrate = _SHAPES["integrate", "q_next"]
 def integrate(q, v, dt, out=None, threads=1):
     """q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
 
-    Inputs q (20,), v (20,), dt (1,); returns q_next (20,).
+    Inputs q (20,), v (20,), dt (a number); returns q_next (20,).
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
     splits a batch over that many threads (off by default). out: preallocated result
     array."""
@@ -777,6 +777,19 @@ def _option_error(options, values):
     return ValueError(f"no generated function for {values!r}")
 
 
+def _option_spelled(options, values):
+    """Option values spelled another way, as the generated ones: a name in other letter case
+    ("LOCAL") or an enum of that name (pinocchio.LOCAL), where it matches one value only."""
+    out = []
+    for (_, allowed), value in zip(options, values):
+        text = getattr(value, "name", value)
+        if isinstance(text, str) and text not in allowed:
+            same = [a for a in allowed if a.lower() == text.lower()]
+            text = same[0] if len(same) == 1 else text
+        out.append(text if isinstance(text, str) else value)
+    return tuple(out)
+
+
 def bind(function, *arrays):
     """Binds arrays to a function once; returns a callable with no arguments.
 
@@ -803,14 +816,22 @@ def bind(function, *arrays):
     for a, (label, shapes, is_out) in zip(arrays, wants):
         if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape not in shapes
                 or not a.flags.c_contiguous or (is_out and not a.flags.writeable)):
-            raise ValueError(f"{label} must be a C-contiguous float64 array of shape "
-                             + " or ".join(map(str, shapes)))
+            raise ValueError(f"{label} must be a C-contiguous{' writeable' if is_out else ''} "
+                             "float64 array of shape " + " or ".join(map(str, shapes)))
         ptrs.append(_fb(_D, a, is_out))
     outs = arrays[len(inputs):]
     if any(np.may_share_memory(o, a) for i, o in enumerate(outs) for a in arrays[:len(inputs) + i]):
         raise ValueError("bind: an output array shares memory with an input or another output "
                          "(the C code reads its inputs while it writes: give each its own array)")
-    return functools.partial(getattr(lib, "rc20_" + function), *ptrs)
+    return _Bound(getattr(lib, "rc20_" + function), *ptrs)
+
+
+class _Bound(functools.partial):
+    """bind's callable: the C function and this process's array addresses."""
+
+    def __reduce__(self):
+        raise TypeError("a bound function holds this process's array addresses and does not "
+                        "pickle: call bind in the process that calls it")
 
 
 _VARIANTS = ()

@@ -29,7 +29,7 @@ Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N 
         V(q): gravity (-sum m g . c, world centres of mass) plus joint springs
     center_of_mass(q[50]) -> com[3]
         the whole tree's centre of mass in world coordinates
-    integrate(q[50], v[50], dt[1]) -> q_next[50]
+    integrate(q[50], v[50], dt (float)) -> q_next[50]
         q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
     difference(q0[50], q1[50]) -> v[50]
         q1 (-) q0: the v with integrate(q0, v, 1) = q1
@@ -61,8 +61,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_459667618007"
-HASH = "45966761800710e40eb941691a1832dcf6c077cd46e0c01675befb00827b3ea8"
+MODULE = "_rc50_4c1d9c4f0cf9"
+HASH = "4c1d9c4f0cf98af5c922aecbcf183c15c539dec484343de5ed5bd18bb7d25542"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -696,7 +696,7 @@ _OUT_integrate = _SHAPES["integrate", "q_next"]
 def integrate(q, v, dt, out=None, threads=1):
     """q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
 
-    Inputs q (50,), v (50,), dt (1,); returns q_next (50,).
+    Inputs q (50,), v (50,), dt (a number); returns q_next (50,).
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
     splits a batch over that many threads (off by default). out: preallocated result
     array."""
@@ -777,6 +777,19 @@ def _option_error(options, values):
     return ValueError(f"no generated function for {values!r}")
 
 
+def _option_spelled(options, values):
+    """Option values spelled another way, as the generated ones: a name in other letter case
+    ("LOCAL") or an enum of that name (pinocchio.LOCAL), where it matches one value only."""
+    out = []
+    for (_, allowed), value in zip(options, values):
+        text = getattr(value, "name", value)
+        if isinstance(text, str) and text not in allowed:
+            same = [a for a in allowed if a.lower() == text.lower()]
+            text = same[0] if len(same) == 1 else text
+        out.append(text if isinstance(text, str) else value)
+    return tuple(out)
+
+
 def bind(function, *arrays):
     """Binds arrays to a function once; returns a callable with no arguments.
 
@@ -803,14 +816,22 @@ def bind(function, *arrays):
     for a, (label, shapes, is_out) in zip(arrays, wants):
         if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape not in shapes
                 or not a.flags.c_contiguous or (is_out and not a.flags.writeable)):
-            raise ValueError(f"{label} must be a C-contiguous float64 array of shape "
-                             + " or ".join(map(str, shapes)))
+            raise ValueError(f"{label} must be a C-contiguous{' writeable' if is_out else ''} "
+                             "float64 array of shape " + " or ".join(map(str, shapes)))
         ptrs.append(_fb(_D, a, is_out))
     outs = arrays[len(inputs):]
     if any(np.may_share_memory(o, a) for i, o in enumerate(outs) for a in arrays[:len(inputs) + i]):
         raise ValueError("bind: an output array shares memory with an input or another output "
                          "(the C code reads its inputs while it writes: give each its own array)")
-    return functools.partial(getattr(lib, "rc50_" + function), *ptrs)
+    return _Bound(getattr(lib, "rc50_" + function), *ptrs)
+
+
+class _Bound(functools.partial):
+    """bind's callable: the C function and this process's array addresses."""
+
+    def __reduce__(self):
+        raise TypeError("a bound function holds this process's array addresses and does not "
+                        "pickle: call bind in the process that calls it")
 
 
 _VARIANTS = ()

@@ -635,7 +635,8 @@ class Model:
             norm = float(np.linalg.norm(q[part]))
             if not abs(norm - 1.0) <= UNIT_TOLERANCE:
                 raise error(f"joint '{name}': its quaternion [x, y, z, w] = {q[part].tolist()} "
-                            f"has length {norm:.6g}, not 1 (the identity is [0, 0, 0, 1])")
+                            f"has length {norm:.6g}, not 1 (within {UNIT_TOLERANCE:g}: it is then "
+                            "normalised; the identity is [0, 0, 0, 1])")
             q[part] /= norm
         return q
 
