@@ -488,6 +488,14 @@ def test_forward_dynamics_derivatives_match_finite_differences(qball, generated,
     outs = (big[:dyn.nv], big[dyn.nv:], np.empty((dyn.nv, dyn.nv)))      # apart: fine
     assert dyn.forward_dynamics_derivatives(q, qd, tau, out=outs) is outs
     assert rel_err(outs[0], dq_at(dyn, q, qd, tau)) == 0.0
+    # side by side in one matrix, [dqdd_dq | dqdd_dqd] as an MPC's B holds them: strided, apart
+    wide = np.full((dyn.nv, 3 * dyn.nv), np.nan)
+    blocks = tuple(wide[:, k * dyn.nv:(k + 1) * dyn.nv] for k in range(3))
+    assert dyn.forward_dynamics_derivatives(q, qd, tau, out=blocks) is blocks
+    assert all(np.array_equal(b, w) for b, w in zip(blocks, dyn.forward_dynamics_derivatives(q, qd, tau)))
+    with pytest.raises(ValueError, match="overlap"):
+        dyn.forward_dynamics_derivatives(q, qd, tau, out=(wide[:, :dyn.nv], wide[:, 1:dyn.nv + 1],
+                                                          blocks[2]))
 
 
 def test_an_out_tuple_takes_the_fast_path(qball, generated, rng, monkeypatch):

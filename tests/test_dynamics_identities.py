@@ -146,9 +146,23 @@ def test_out_argument_and_input_checks(system, rng):
     outh = np.empty((3, nv))
     assert dyn.bias_forces(Q, np.stack([qd] * 3), out=outh) is outh
     np.testing.assert_array_equal(outh[2], dyn.bias_forces(-q, qd))
-    # wrong out: shape, dtype, layout, read-only
+    # any layout: a strided view, a block of a larger matrix, Fortran order (an MPC tester
+    # filled the blocks of its A matrix through copies of its own)
+    strided = np.full(2 * nv, np.nan)
+    assert dyn.inverse_dynamics(q, qd, qdd, out=strided[::2]) is not None
+    np.testing.assert_array_equal(strided[::2], dyn.inverse_dynamics(q, qd, qdd))
+    assert np.isnan(strided[1::2]).all()                    # nothing written between
+    A = np.full((nv + 2, 2 * nv), np.nan)
+    block = A[1:nv + 1, nv:]
+    assert dyn.mass_matrix(q, out=block) is block
+    np.testing.assert_array_equal(A[1:nv + 1, nv:], dyn.mass_matrix(q))
+    assert np.isnan(A[0]).all() and np.isnan(A[1:nv + 1, :nv]).all()
+    F = np.empty((3, nv, nv), order="F")
+    dyn.mass_matrix(Q, out=F)
+    np.testing.assert_array_equal(F, outB)
+    # wrong out: shape, dtype, read-only
     bad_outs = [np.empty(nv + 1), np.empty((1, nv)), np.empty(nv, dtype=np.float32),
-                np.empty(2 * nv)[::2], np.empty(nv, dtype=np.int64), [0.0] * nv]
+                np.empty(nv, dtype=np.int64), [0.0] * nv]
     ro = np.empty(nv)
     ro.flags.writeable = False
     bad_outs.append(ro)
