@@ -121,11 +121,13 @@ def test_kill_9_during_compile_kills_the_compiler_and_the_next_run_cleans_up(tmp
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_kill_9_of_a_program_importing_a_package_that_compiles(tmp_path):
+@pytest.mark.parametrize("leader", [False, True], ids=["in_a_group", "leading_its_group"])
+def test_kill_9_of_a_program_importing_a_package_that_compiles(tmp_path, leader):
     """A program importing a package written without its binary compiles it in-process; killed
     outright, its compilers ran on (their own sessions) and its .build-* folder stayed an hour
     (an outside tester). The compilers now run in a watcher's group, which ends them and
-    removes the folder; the next import compiles and loads."""
+    removes the folder; the next import compiles and loads. Also where the program leads its
+    process group, as every command typed in an interactive shell does (a reviewer)."""
     out = tmp_path / "pkg" / "tiny"
     scleron.generate(scleron.load_model(tiny(tmp_path)), str(out),
                      functions=["forward_dynamics", "mass_matrix"], compile=False)
@@ -137,7 +139,8 @@ def test_kill_9_of_a_program_importing_a_package_that_compiles(tmp_path):
     program = f"import sys; sys.path.insert(0, {str(out.parent)!r}); import tiny"
     p = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, env=dict(os.environ, CC=str(slowcc),
-                                                             SCLERON_TEST_TAG=tag))
+                                                             SCLERON_TEST_TAG=tag),
+                         start_new_session=leader)
     try:
         deadline = time.time() + 60
         while not marker.exists():
@@ -154,6 +157,9 @@ def test_kill_9_of_a_program_importing_a_package_that_compiles(tmp_path):
     finally:
         for pid in tagged_processes(tag):
             os.kill(pid, signal.SIGKILL)
+    deadline = time.time() + 5.0                  # (removed once the compilers are gone)
+    while any(n.startswith(".build-") for n in os.listdir(out)) and time.time() < deadline:
+        time.sleep(0.05)
     assert not any(n.startswith(".build-") for n in os.listdir(out))
     r = subprocess.run([sys.executable, "-c", program + "; print(tiny.mass_matrix([0.1, 0.2])[0, 0])"],
                        capture_output=True, text=True, timeout=300)

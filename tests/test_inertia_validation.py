@@ -358,3 +358,18 @@ def test_a_light_joint_under_a_heavy_one_is_regular():
                   inertia=(0, 0, 0), xyz=(0.5, 0, 0))
     with pytest.raises(ModelError, match=r"coordinate spin .*its diagonal entry M_kk 0, the matrix's largest 1.3"):
         check_nonsingular(Tree(near))
+
+
+def test_a_point_mass_far_along_its_axis_is_still_singular():
+    """A reviewer: with M_kk measured against the largest diagonal entry only, a point mass on a
+    hinge's axis 1000 m out passed (M_kk 4e-17, rounding of terms of 1e6, against a largest
+    entry of 0.02) and forward dynamics returned 2.6e16. Measured against the inertia the joint
+    moves, it is refused."""
+    m = Model("bead")
+    m.add_body("base", joint_name="j0", mass=0.1, com=(0.1, 0, 0), inertia=(0.01,) * 3, axis=(0, 0, 1))
+    a = np.array([-4e-4, 1e-5, 1.0])
+    a /= np.linalg.norm(a)
+    m.add_body("bead", "base", joint_name="spin", mass=1.0, com=tuple(a * 1000), inertia=(0, 0, 0),
+               xyz=(0.5, 0, 0), axis=tuple(a))
+    with pytest.raises(ModelError, match="coordinate spin "):
+        check_nonsingular(Tree(m))

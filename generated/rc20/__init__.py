@@ -34,8 +34,9 @@ Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N 
     difference(q0[20], q1[20]) -> v[20]
         q1 (-) q0: the v with integrate(q0, v, 1) = q1
 
-Every function takes an optional `out=` array (float64, C-contiguous, the result's shape; a
-tuple of them for several results) to avoid allocating; it may be an input (copied first). The fastest calling pattern for a control loop binds arrays once and then
+Every function takes an optional `out=` array (float64, the result's shape; a tuple of them for
+several results) to avoid allocating: C-contiguous ones are written directly, strided views
+through a copy; it may be an input (copied first). The fastest calling pattern for a control loop binds arrays once and then
 calls with no arguments (update the arrays in place between calls):
 
     fd = rc20.bind("forward_dynamics", q, qd, tau, qdd)
@@ -49,6 +50,7 @@ fast extension (about the C call's time) keeps it. Imported by its name (import 
 functions pickle by that name, so a process pool can be sent them.
 """
 import contextlib
+import enum
 import functools
 import numbers
 import importlib.util
@@ -61,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_baaaaf7501f8"
-HASH = "baaaaf7501f87240cf569d41adb65d4950ae7fe90b2cc83261c2de48462a796d"
+MODULE = "_rc20_f47468d74eb7"
+HASH = "f47468d74eb7b7d61173adae87090dfc942a0229e7afce50352caf6a6116ef5b"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -177,10 +179,13 @@ def _build(why):
             with tempfile.TemporaryDirectory(prefix=".build-", dir=HERE) as tmp:
                 builder.build(tmpdir=tmp)
     except (OSError, RuntimeError) as e:
+        failed = isinstance(e, getattr(builder, "CompileError", RuntimeError))
+        if not failed and not isinstance(e, OSError):
+            raise                           # (not the build's: a program's own RuntimeError)
         if _replaced():                     # (its build folder went with the old folder)
             raise ImportError(f"{HERE} was replaced by a new generation (a concurrent `scleron "
                               "codegen`) while Python compiled it: import it again") from None
-        if isinstance(e, RuntimeError):     # the compiler failed: an import error, whose text
+        if failed:                          # the compiler failed: an import error, whose text
             raise ImportError(f"{HERE}: {why}, and compiling it failed: {e}") from None
         problem = _build_problem(e, builder.compiler())
         if problem is None:
@@ -368,12 +373,12 @@ def _per_state(x, name, count):
 
 def _as_output(out, want, label):
     """out= checked against the result's shape; a single state's number (an energy) fits in a
-    0-d array or one of shape (1,), as bind takes it."""
+    0-d array or one of shape (1,), as bind takes it. Any layout: a strided view (a block of a
+    larger matrix) is written through a C-contiguous copy."""
     fits = isinstance(out, np.ndarray) and (out.shape == want or (want == () and out.shape == (1,)))
-    if (not fits or out.dtype != np.float64 or not out.flags.c_contiguous
-            or not out.flags.writeable):
+    if not fits or out.dtype != np.float64 or not out.flags.writeable:
         shapes = "() or (1,)" if want == () else str(want)
-        raise ValueError(f"out ({label}) must be a writeable C-contiguous float64 array of shape {shapes}")
+        raise ValueError(f"out ({label}) must be a writeable float64 array of shape {shapes}")
     return out
 
 
@@ -442,6 +447,8 @@ def _call(function, values, out, threads=1):
         if _overlap(outs):
             raise ValueError("out: the arrays overlap; each result needs its own array")
     if out is not None:                  # out= an input (q, in place): C must read a copy
+        given = outs                     # (a strided one: C writes a contiguous one, copied in)
+        outs = [o if o.flags.c_contiguous and o.flags.aligned else _empty(o.shape) for o in given]
         arrays = [a.copy() if any(np.may_share_memory(a, o) for o in outs) else a for a in arrays]
     ptrs = [_fb(_D, a) for a in arrays] + [_fb(_D, o, True) for o in outs]
     threads = min(threads, MAX_THREADS)
@@ -457,6 +464,9 @@ def _call(function, values, out, threads=1):
     elif count:
         batch(count, *ptrs)
     if out is not None:
+        for g, o in zip(given, outs):
+            if g is not o:
+                g[...] = o
         return out
     if count is None:                    # scalars of a single state come back as floats
         outs = [o if w else float(o[0]) for o, w in zip(outs, wants)]
@@ -465,10 +475,23 @@ def _call(function, values, out, threads=1):
 
 def _overlap(outs):
     """Whether output arrays share memory: arrays that own theirs only if one is given twice
-    (a few attribute reads); views by numpy's bounds check (about a microsecond a pair)."""
+    (a few attribute reads); views by numpy's bounds check (about a microsecond a pair), and
+    where bounds overlap by the exact check (side-by-side blocks of one matrix are apart)."""
     if all(o.base is None for o in outs):
         return len(set(map(id, outs))) < len(outs)
-    return any(np.may_share_memory(a, b) for i, a in enumerate(outs) for b in outs[:i])
+    return any(_share(a, b) for i, a in enumerate(outs) for b in outs[:i])
+
+
+_TOO_HARD = getattr(getattr(np, "exceptions", np), "TooHardError", Exception)
+
+
+def _share(a, b):
+    if not np.may_share_memory(a, b):
+        return False
+    try:
+        return np.shares_memory(a, b, max_work=10000)
+    except _TOO_HARD:                   # (too many strides to decide: taken as shared)
+        return True
 
 
 def _check_threads(threads):
@@ -779,10 +802,12 @@ def _option_error(options, values):
 
 def _option_spelled(options, values):
     """Option values spelled another way, as the generated ones: a name in other letter case
-    ("LOCAL") or an enum of that name (pinocchio.LOCAL), where it matches one value only."""
+    ("LOCAL") or an enum of that name (pinocchio.LOCAL, an int with a name), where it matches
+    one value only."""
     out = []
     for (_, allowed), value in zip(options, values):
-        text = getattr(value, "name", value)
+        named = isinstance(value, (enum.Enum, int)) and isinstance(getattr(value, "name", None), str)
+        text = value.name if named else value
         if isinstance(text, str) and text not in allowed:
             same = [a for a in allowed if a.lower() == text.lower()]
             text = same[0] if len(same) == 1 else text
@@ -832,6 +857,12 @@ class _Bound(functools.partial):
     def __reduce__(self):
         raise TypeError("a bound function holds this process's array addresses and does not "
                         "pickle: call bind in the process that calls it")
+
+    def __copy__(self):                 # (the same arrays: a copy is the same callable)
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
 
 
 _VARIANTS = ()

@@ -409,55 +409,55 @@ static PyMethodDef methods[] = {
      "forward_dynamics(q, qd, tau, out=None, threads=1)\n--\n\nqdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6.\n\n"
      "Single state: 1-D arrays (q: 20, qd: 20, tau: 20). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
-     "C-contiguous float64 result array(s) (the fastest call for single states)."},
+     "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"inverse_dynamics", (PyCFunction)(void (*)(void))py_inverse_dynamics, METH_FASTCALL | METH_KEYWORDS,
      "inverse_dynamics(q, qd, qdd, out=None, threads=1)\n--\n\ntau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3).\n\n"
      "Single state: 1-D arrays (q: 20, qd: 20, qdd: 20). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
-     "C-contiguous float64 result array(s) (the fastest call for single states)."},
+     "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"mass_matrix", (PyCFunction)(void (*)(void))py_mass_matrix, METH_FASTCALL | METH_KEYWORDS,
      "mass_matrix(q, out=None, threads=1)\n--\n\nM(q), row-major nv x nv, composite rigid bodies.\n\n"
      "Single state: 1-D arrays (q: 20). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
-     "C-contiguous float64 result array(s) (the fastest call for single states)."},
+     "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"bias_forces", (PyCFunction)(void (*)(void))py_bias_forces, METH_FASTCALL | METH_KEYWORDS,
      "bias_forces(q, qd, out=None, threads=1)\n--\n\nh(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau.\n\n"
      "Single state: 1-D arrays (q: 20, qd: 20). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
-     "C-contiguous float64 result array(s) (the fastest call for single states)."},
+     "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"kinetic_energy", (PyCFunction)(void (*)(void))py_kinetic_energy, METH_FASTCALL | METH_KEYWORDS,
      "kinetic_energy(q, qd, out=None, threads=1)\n--\n\nT(q, qd) = 1/2 qd^T M(q) qd, from the body twists.\n\n"
      "Single state: 1-D arrays (q: 20, qd: 20). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
-     "C-contiguous float64 result array(s) (the fastest call for single states)."},
+     "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"potential_energy", (PyCFunction)(void (*)(void))py_potential_energy, METH_FASTCALL | METH_KEYWORDS,
      "potential_energy(q, out=None, threads=1)\n--\n\nV(q): gravity (-sum m g . c, world centres of mass) plus joint springs.\n\n"
      "Single state: 1-D arrays (q: 20). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
-     "C-contiguous float64 result array(s) (the fastest call for single states)."},
+     "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"center_of_mass", (PyCFunction)(void (*)(void))py_center_of_mass, METH_FASTCALL | METH_KEYWORDS,
      "center_of_mass(q, out=None, threads=1)\n--\n\nthe whole tree's centre of mass in world coordinates.\n\n"
      "Single state: 1-D arrays (q: 20). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
-     "C-contiguous float64 result array(s) (the fastest call for single states)."},
+     "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"integrate", (PyCFunction)(void (*)(void))py_integrate, METH_FASTCALL | METH_KEYWORDS,
      "integrate(q, v, dt, out=None, threads=1)\n--\n\nq (+) v dt on each joint's configuration space (quaternions: q exp(v dt)).\n\n"
      "Single state: 1-D arrays (q: 20, v: 20, dt: a number). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
-     "C-contiguous float64 result array(s) (the fastest call for single states)."},
+     "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"difference", (PyCFunction)(void (*)(void))py_difference, METH_FASTCALL | METH_KEYWORDS,
      "difference(q0, q1, out=None, threads=1)\n--\n\nq1 (-) q0: the v with integrate(q0, v, 1) = q1.\n\n"
      "Single state: 1-D arrays (q0: 20, q1: 20). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
-     "C-contiguous float64 result array(s) (the fastest call for single states)."},
+     "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"_set_fallbacks", set_fallbacks, METH_O, "the package's checked Python functions"},
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_baaaaf7501f8_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_f47468d74eb7_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc20_baaaaf7501f8_py(void)
+PyMODINIT_FUNC PyInit__rc20_f47468d74eb7_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -19,17 +19,19 @@ from ..errors import ModelError
 from ..program.algebra import FloatAlgebra
 from .body_frames import INERTIA_FLOOR, SNAP_INERTIA
 from .configuration import normalized
-from .recursions import bias_forces, expand, mass_matrix
+from .recursions import bias_forces, composite_inertias, expand, joint_kinematics, mass_matrix
 
 # a pivot below this fraction of its coordinate's own diagonal entry M_kk counts as zero: the
 # coordinate moves only what the coordinates before it already move (two hinges on one axis;
 # rounding leaves ~1e-16 of M_kk)
 PIVOT_RTOL = 1e-12
-# a diagonal entry below this fraction of the matrix's largest counts as zero: the coordinate
-# moves nothing with mass (a point mass on its axis leaves ~1e-32 of it). Not a tighter bound: a
-# light joint under a heavy one is regular, and the recursions are exact for it (a 50 g camera
-# panning on a 100 t crane's boom: M_kk 1.6e-13 of the largest, forward dynamics to 1e-13, as
-# Pinocchio's; it was refused as singular at 1e-12)
+# an M_kk below PIVOT_RTOL of the numbers it is computed from, |S_k|^2 times the largest entry
+# of the composite inertia its joint moves, counts as zero: the coordinate moves nothing with
+# mass (a point mass on its axis, 1000 m out: M_kk 4e-17, pure rounding of terms of 1e6)
+# and a diagonal entry below DIAGONAL_RTOL of the largest does too. Not the largest diagonal
+# entry alone: a light joint under a heavy one is regular, and the recursions are exact for it
+# (a 50 g camera panning on a 100 t crane's boom: M_kk 1.6e-13 of the largest, forward
+# dynamics to 1e-13, as Pinocchio's; it was refused as singular at 1e-12 of it)
 DIAGONAL_RTOL = 1e-15
 # the tree keeps entries of the spatial inertias below this as exact zeros (dynamics.body_frames.snapped_inertia)
 ROUNDED_TO_ZERO = INERTIA_FLOOR
@@ -45,44 +47,67 @@ class SingularConfigurationWarning(UserWarning):
     there (point masses on joint axes), not because of the joints' coordinates."""
 
 
-def ldl_pivots(M):
+def ldl_pivots(M, floors=None):
     """(pivots d_k of M = L D L^T without pivoting, scale = the largest |M_kk|) for a symmetric
-    positive semi-definite M (nested lists or an array). A vanishing pivot (vanishing_pivots)
-    eliminates nothing: for a semi-definite M its column of the remaining block is zero up to
-    rounding, so every coordinate gets a pivot of its own."""
+    positive semi-definite M (nested lists or an array). A vanishing pivot (_vanishes, with
+    floors[k] the least M_kk that is more than rounding: default PIVOT_RTOL * scale) eliminates
+    nothing: for a semi-definite M its column of the remaining block is zero up to rounding, so
+    every coordinate gets a pivot of its own."""
     A = np.array(M, dtype=float)
     n = A.shape[0]
     scale = float(np.abs(np.diag(A)).max()) if n else 0.0
     if not 0.0 < scale < math.inf:              # zero, or not finite: nothing to eliminate
         return np.diag(A).tolist(), scale
+    floors = np.full(n, PIVOT_RTOL * scale) if floors is None else np.asarray(floors, dtype=float)
     # eliminate in units of the scale: the entries of a semi-definite A / scale are at most 1,
     # |A_jk|^2 <= A_jj A_kk, and a pivot used is at least PIVOT_RTOL A_kk, so no product
     # overflows however large M is
     A /= scale
-    diagonal = np.diag(A).copy()
+    diagonal, floors = np.diag(A).copy(), floors / scale
     d = np.zeros(n)
     with np.errstate(all="ignore"):             # an indefinite M (extreme inertias) may
         for k in range(n):                      # overflow: its pivots come out inf or nan,
             d[k] = A[k, k]                      # and nan counts as vanishing below
-            if not _vanishes(d[k], diagonal[k], 1.0):
+            if not _vanishes(d[k], diagonal[k], floors[k]):
                 A[k + 1:, k + 1:] -= np.outer(A[k + 1:, k], A[k, k + 1:]) / d[k]
         return (d * scale).tolist(), scale
 
 
-def _vanishes(pivot, diagonal, scale):
+def _vanishes(pivot, diagonal, floor):
     """Whether a pivot of M = L D L^T counts as zero: below PIVOT_RTOL of its diagonal entry M_kk,
-    or M_kk below DIAGONAL_RTOL of the matrix's scale (not a number: vanishing too)."""
-    return not (pivot > PIVOT_RTOL * diagonal and diagonal > DIAGONAL_RTOL * scale)
+    or M_kk not above its floor (not a number: vanishing too)."""
+    return not (pivot > PIVOT_RTOL * diagonal and diagonal > floor)
 
 
-def vanishing_pivots(M):
-    """(the coordinates k whose pivot of M = L D L^T counts as zero, the pivots, the diagonal,
-    the scale); every coordinate where M is zero or not finite."""
-    d, scale = ldl_pivots(M)
+def rounding_floors(tree, alg, q, scale):
+    """The least M_kk of each coordinate that is more than rounding: PIVOT_RTOL of |S_k|^2 times
+    the largest entry of the composite inertia its joint moves, and DIAGONAL_RTOL of the
+    largest M_kk. A tree with mimic joints (M of its independent coordinates): PIVOT_RTOL of
+    the largest M_kk, as for any matrix."""
+    if tree.coupling is not None:
+        return [PIVOT_RTOL * scale] * tree.nv
+    kins = joint_kinematics(tree, alg, q, None)
+    Ic = composite_inertias(tree, alg, kins)
+    floors = []
+    for b, kin in zip(tree.bodies, kins):
+        largest = float(np.abs(np.array(Ic[b.index], dtype=float)).max())
+        for col in np.array(kin[2], dtype=float).T:
+            floors.append(max(PIVOT_RTOL * largest * float(col @ col), DIAGONAL_RTOL * scale))
+    return floors
+
+
+def vanishing_pivots(tree, alg, q):
+    """(the coordinates k whose pivot of M(q) = L D L^T counts as zero, the pivots, the
+    diagonal, the scale); every coordinate where M is zero or not finite."""
+    M = mass_matrix(tree, alg, q)
     diagonal = [float(x) for x in np.diag(np.array(M, dtype=float))]
+    scale = max((abs(x) for x in diagonal), default=0.0)
     if not 0.0 < scale < math.inf:
-        return list(range(len(d))), d, diagonal, scale
-    return [k for k, dk in enumerate(d) if _vanishes(dk, diagonal[k], scale)], d, diagonal, scale
+        return list(range(len(diagonal))), diagonal, diagonal, scale
+    floors = rounding_floors(tree, alg, q, scale)
+    d, scale = ldl_pivots(M, floors)
+    return ([k for k, dk in enumerate(d) if _vanishes(dk, diagonal[k], floors[k])], d, diagonal,
+            scale)
 
 
 def _samples(tree, samples, seed):
@@ -127,7 +152,7 @@ def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED, configur
     count = [0] * tree.nv                       # at how many configurations each pivot vanishes
     largest = [(0.0, 0.0)] * tree.nv            # each one's largest vanishing pivot, M_kk (message)
     for q in configurations:
-        here, d, diagonal, scale = vanishing_pivots(mass_matrix(tree, alg, q))
+        here, d, diagonal, scale = vanishing_pivots(tree, alg, q)
         if not here:
             return                              # regular here: not a singular model
         for k in here:
@@ -144,8 +169,9 @@ def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED, configur
         f"{largest[k][1]:.3g}, the matrix's largest {scale:.3g}). "
         "Give the body mass off the joint's axis or rotational inertia about it (masses and "
         f"inertias below {ROUNDED_TO_ZERO:g}, entries below {SNAP_INERTIA:g} of their block of "
-        f"the body's inertia, pivots below {PIVOT_RTOL:g} of their M_kk and M_kk below "
-        f"{DIAGONAL_RTOL:g} of the largest count as 0), or fix the joint",
+        f"the body's inertia, pivots below {PIVOT_RTOL:g} of their M_kk, and M_kk below "
+        f"{PIVOT_RTOL:g} of the inertia it moves or {DIAGONAL_RTOL:g} of the largest count as "
+        "0), or fix the joint",
         source=source, element=f"joint '{b.joint_name}'", joint=b.joint_name)
 
 
@@ -165,7 +191,7 @@ def check_regular_at_start(tree, q0, *, source=None):
     fails at its first step. A singularity of the masses alone (icub's point-mass head, whose
     neck axes line up at q = 0) is a SingularConfigurationWarning: a configuration of the
     robot, like a kinematic singularity, which the model's data puts there."""
-    vanishing = vanishing_pivots(mass_matrix(tree, FloatAlgebra(), q0))[0]
+    vanishing = vanishing_pivots(tree, FloatAlgebra(), q0)[0]
     if not vanishing:
         return
     b, coordinate, meaning = _coordinate(tree, vanishing[0])

@@ -130,15 +130,18 @@ OSIM_SUFFIXES = (".osim",)
 def xml_declaration_first(data):
     """XML text with a declaration (<?xml ...?>) that follows blank lines moved before them:
     urdfdom's and OpenSim's parsers read such files (pybullet's diff_ring.urdf has one), expat
-    refuses them. The same characters precede the root element, so line numbers stay."""
-    blank = b" \t\r\n" if isinstance(data, bytes) else " \t\r\n"
-    rest = data.lstrip(blank)
-    start = b"<?xml" if isinstance(data, bytes) else "<?xml"
-    end = b"?>" if isinstance(data, bytes) else "?>"
-    if len(rest) == len(data) or not rest.startswith(start) or end not in rest:
+    refuses them. The same characters precede the root element, so line numbers stay; a
+    UTF-8 byte order mark stays before the declaration."""
+    raw = isinstance(data, bytes)
+    bom = b"\xef\xbb\xbf" if raw else "\ufeff"           # (a UTF-8 byte order mark stays first)
+    bom = bom if data.startswith(bom) else data[:0]
+    body = data[len(bom):]
+    rest = body.lstrip(b" \t\r\n" if raw else " \t\r\n")
+    start, end = (b"<?xml", b"?>") if raw else ("<?xml", "?>")
+    if len(rest) == len(body) or not rest.startswith(start) or end not in rest:
         return data
     k = rest.index(end) + 2
-    return rest[:k] + data[:len(data) - len(rest)] + rest[k:]
+    return bom + rest[:k] + body[:len(body) - len(rest)] + rest[k:]
 
 
 def xml_root_tag(path):

@@ -140,6 +140,7 @@ def _silent(message):
 
 def _start_child(script, build_dir, folder, env, log):
     """The build's child process, in a process group of its own on POSIX."""
+    env = dict(env, SCLERON_BUILD_CHILD="1")     # (its compilers stay in its group: own_groups)
     return subprocess.Popen([sys.executable, "-c", _CHILD, script, build_dir, str(os.getpid())],
                             cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=os.name == "posix")
