@@ -339,6 +339,15 @@ def test_a_light_joint_under_a_heavy_one_is_regular():
                    xyz=(30, 0, 0))
     tree = Tree(crane)
     check_nonsingular(tree)
+    gripping = Model("crane_gripper")                # with a mimic pair elsewhere (coupled tree)
+    gripping.add_body("boom", joint_name="slew", mass=1e5, com=(15, 0, 0), inertia=(1e4, 8e6, 8e6))
+    gripping.add_body("cam", "boom", joint_name="pan", mass=0.05, inertia=(5e-6,) * 3, xyz=(30, 0, 0))
+    for finger in ("fa", "fb"):
+        gripping.add_body(finger, "boom", joint="prismatic", joint_name=finger, mass=1.0,
+                          inertia=(0.01,) * 3, xyz=(1, 0, 0), axis=(0, 1, 0))
+    gripping.joints[-1].mimic = ("fa", -1.0, 0.0)
+    assert Tree(gripping).coupling is not None
+    check_nonsingular(Tree(gripping))
     M = M_of(crane, [0.3, 0.2])
     assert M[1, 1] / M[0, 0] < 1e-12
     # Pinocchio's crba of the same model, built through its own API (no file in common)

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_805c337422ce"
-HASH = "805c337422ce1805b1130aa91fcf93bcda0fdf83e878faa64ec9d94995c14be5"
+MODULE = "_branched_55ee203e5854"
+HASH = "55ee203e5854173ae50867fe84678502da5b285ed4baf154bda01603dfd3c46c"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_7f9265606817"
-HASH = "7f926560681722abbba39c6ee837ecbaaddff631d1f7d8280d98cab84aa1a559"
+MODULE = "_quadruped_8b27c6c552d3"
+HASH = "8b27c6c552d39eb4ca98f4f7c6590912eb46bdee41a190ab5ca2b1e0492ea604"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_1aba3461ef87"
-HASH = "1aba3461ef877aed28031e7a32b3fba425f7a36299f59f42901b79276ccc4af1"
+MODULE = "_rc100_cebbc101895c"
+HASH = "cebbc101895cdab0121706974ee55d3eae961e998c4d3164fa6ff819c427293d"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

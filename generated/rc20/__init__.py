@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_f47468d74eb7"
-HASH = "f47468d74eb7b7d61173adae87090dfc942a0229e7afce50352caf6a6116ef5b"
+MODULE = "_rc20_faee42011123"
+HASH = "faee42011123a14b5eed501127a5458f1ab59a5ec4d6e5a5728bcf04c7c4ef1a"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

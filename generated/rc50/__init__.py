@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_5ceec835dd67"
-HASH = "5ceec835dd679d1ff4734cc006be11f948417a25ccff2441b93e6e852e8484b3"
+MODULE = "_rc50_5fa37b1aa6c0"
+HASH = "5fa37b1aa6c05db34f4b05fd0292e35745016ea0ffbebd634ef79eed25e7b86b"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

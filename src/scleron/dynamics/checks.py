@@ -82,10 +82,10 @@ def _vanishes(pivot, diagonal, floor):
 def rounding_floors(tree, alg, q, scale):
     """The least M_kk of each coordinate that is more than rounding: PIVOT_RTOL of |S_k|^2 times
     the largest entry of the composite inertia its joint moves, and DIAGONAL_RTOL of the
-    largest M_kk. A tree with mimic joints (M of its independent coordinates): PIVOT_RTOL of
-    the largest M_kk, as for any matrix."""
+    largest M_kk. A tree with mimic joints (M of its independent coordinates): DIAGONAL_RTOL
+    of the largest M_kk alone."""
     if tree.coupling is not None:
-        return [PIVOT_RTOL * scale] * tree.nv
+        return [DIAGONAL_RTOL * scale] * tree.nv
     kins = joint_kinematics(tree, alg, q, None)
     Ic = composite_inertias(tree, alg, kins)
     floors = []
