@@ -218,7 +218,7 @@ def add_load_arguments(parser, floating_help="URDF: put a free_flyer joint at th
     parser.add_argument("--order", choices=ORDERS,
                         help="URDF: the order of sibling links and so of the coordinates: "
                              "'pinocchio' by joint name, as urdfdom and Pinocchio (default), 'file' "
-                             "as written (pybullet's and MuJoCo's order)")
+                             "as written (pybullet's order)")
 
 
 def load_arguments(args):
