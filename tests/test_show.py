@@ -6,6 +6,7 @@ is installed); the counts add up; the stick figure's kinematics equal Pinocchio'
 """
 import math
 import os
+from dataclasses import replace
 import warnings
 import re
 import shutil
@@ -22,6 +23,7 @@ from scleron.dynamics import derivatives, frames, recursions, spatial
 from scleron.dynamics.algebra import FloatAlgebra
 from scleron.dynamics.tree import Tree
 from scleron.joints.special import GUARDED
+from scleron.functions import function_spec
 from scleron.unroll import unroll
 
 from conftest import ROOT, example, robot_urdf
@@ -121,18 +123,31 @@ def test_printed_statements_compute_the_function(small, fname, rng):
 def test_groups_counts_and_totals(small):
     model = scleron.load_model(small)
     tree = Tree(model)
-    prog, groups, before = S.analyse(tree, "forward_dynamics")
+    spec, prog, groups, before = S.analyse(tree, "forward_dynamics")
     # every live operation is in exactly one group; the groups' counts add up to the totals
     ids = [i for g in groups for i in g.ids]
     assert sorted(ids) == [i for i in prog.live() if prog.ops[i] != "in"]
     assert sum((g.after for g in groups), S.Counts()).total == prog.op_counts().total
     assert sum((g.before for g in groups), S.Counts()) == sum(before.values(), S.Counts())
-    # all six passes of S&G Method I, with their equation numbers, for every body
+    # this small arm's forward dynamics is the mass matrix's LTDL solve (fewer estimated
+    # cycles: unroll.fastest_recursion), shown as such; the articulated-body passes by the spec
+    # without alternatives: passes 1-3, then the mass matrix's columns and factors, or passes 4-6
+    assert spec.recursion is recursions.forward_dynamics_by_mass_matrix
+    aba = S.analyse(tree, replace(function_spec("fd"), alternatives=()))
+    assert aba[0].recursion is recursions.forward_dynamics
+    for shown, later in ((groups, []), (aba[2], [(4, "27-28"), (5, "31-33"), (6, "34-35")])):
+        notes = [g.note for g in shown]
+        for n, eqs in [(1, "18-20"), (2, "21-23"), (3, "24-25")] + later:
+            for b in tree.bodies:
+                assert any(note.startswith(f"pass {n} (S&G {eqs})") and g.body == b.index
+                           for note, g in zip(notes, shown)), (n, b.name)
     notes = [g.note for g in groups]
-    for n, eqs in [(1, "18-20"), (2, "21-23"), (3, "24-25"), (4, "27-28"), (5, "31-33"), (6, "34-35")]:
-        for b in tree.bodies:
-            assert any(note.startswith(f"pass {n} (S&G {eqs})") and g.body == b.index
-                       for note, g in zip(notes, groups)), (n, b.name)
+    for b in tree.bodies:
+        if b.dof:
+            assert any(n.startswith(f"mass matrix (Featherstone Table 6.2): column of joint {b.joint_name}")
+                       for n in notes), b.name
+    assert "mass matrix: M = L^T D L (Featherstone 6.5, Table 6.3)" in notes
+    assert not any(n.startswith("pass 4") for n in notes)
     assert any(n.startswith("joint shoulder (spherical)") and "(S&G 9, 12)" in n for n in notes)
     # folding only removes work
     for g in groups:
@@ -434,7 +449,9 @@ def test_constant_outputs_say_so(arm2):
 def test_cli_show_function(small):
     r = cli("show", small, "--function", "fd", "--body", "hand")
     assert r.returncode == 0, r.stderr
-    assert "pass 6 (S&G 34-35): acceleration of body hand" in r.stdout
+    assert "pass 3 (S&G 24-25): force on body hand, joint wrist" in r.stdout
+    assert "mass matrix (Featherstone Table 6.2): column of joint wrist" in r.stdout  # LTDL form
+    assert "solved by its sparse LTDL factors" in r.stdout
     assert "before simplification" in r.stdout and "after simplification" in r.stdout
     r = cli("show", small, "--function", "mass", "--format", "c")
     assert r.returncode == 0 and r.stdout.startswith("/* small mass_matrix")

@@ -16,7 +16,7 @@ named branched; a folder of another name is imported by that name):
 
 Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N axis):
     forward_dynamics(q[20], qd[20], tau[20]) -> qdd[20]
-        qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
+        qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-3, M by composite rigid bodies, solved by its sparse LTDL factors (Featherstone 6.2, 6.5)
     inverse_dynamics(q[20], qd[20], qdd[20]) -> tau[20]
         tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
     mass_matrix(q[20]) -> M[20, 20]
@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_55ee203e5854"
-HASH = "55ee203e5854173ae50867fe84678502da5b285ed4baf154bda01603dfd3c46c"
+MODULE = "_branched_b294cc46ee1f"
+HASH = "b294cc46ee1fb8715985af471db1be310c860c7de480f8254ec3576bb53efb76"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -561,7 +561,7 @@ _OUT_forward_dynamics = _SHAPES["forward_dynamics", "qdd"]
 
 
 def forward_dynamics(q, qd, tau, out=None, threads=1):
-    """qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
+    """qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-3, M by composite rigid bodies, solved by its sparse LTDL factors (Featherstone 6.2, 6.5)
 
     Inputs q (20,), qd (20,), tau (20,); returns qdd (20,).
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_8b27c6c552d3"
-HASH = "8b27c6c552d39eb4ca98f4f7c6590912eb46bdee41a190ab5ca2b1e0492ea604"
+MODULE = "_quadruped_326b5434f94b"
+HASH = "326b5434f94b60165beeadd0e448f5a8de751c55029f57400a33053a26e109b4"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

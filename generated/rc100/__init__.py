@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_cebbc101895c"
-HASH = "cebbc101895cdab0121706974ee55d3eae961e998c4d3164fa6ff819c427293d"
+MODULE = "_rc100_9033e493f0bd"
+HASH = "9033e493f0bd979367e6d909941dcfc35e5f4fcc008671308c7c9c1bbc6b6a33"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_faee42011123"
-HASH = "faee42011123a14b5eed501127a5458f1ab59a5ec4d6e5a5728bcf04c7c4ef1a"
+MODULE = "_rc20_43f03c84695d"
+HASH = "43f03c84695db973a5aab8b6ec30763ac4651ed11b38189d38643f34e904b860"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_5fa37b1aa6c0"
-HASH = "5fa37b1aa6c05db34f4b05fd0292e35745016ea0ffbebd634ef79eed25e7b86b"
+MODULE = "_rc50_2b4e91e9062e"
+HASH = "2b4e91e9062ed4b0bf9b99fd06230cd5bc945d880e98f39811af6addb99fb0df"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

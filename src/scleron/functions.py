@@ -33,6 +33,15 @@ class Argument:
 
 
 @dataclass(frozen=True)
+class Alternative:
+    """Another recursion that computes a spec's outputs, with its own doc, tried for the trees
+    where applies(tree) holds."""
+    recursion: object
+    doc: str
+    applies: Callable
+
+
+@dataclass(frozen=True)
 class FunctionSpec:
     name: str
     inputs: tuple
@@ -46,6 +55,8 @@ class FunctionSpec:
                                 # their default; None: required) and calls this one
     by_default: Callable = None     # tree -> whether it is generated without being named
     said_when_left_out: bool = True     # codegen names it where by_default left it out
+    alternatives: tuple = ()    # Alternatives: other recursions of the same outputs; the
+                                # unrolled code takes the fastest (unroll.fastest_recursion)
 
     def program(self, tree, prefix=None):
         """The straight-line Program of this function for one tree: inputs are program input
@@ -145,6 +156,17 @@ def few_coordinates(tree):
     return uncoupled(tree) and tree.nv <= DERIVATIVES_BY_DEFAULT_NV
 
 
+# Forward dynamics by the mass matrix's factors is O(n d^2) against the articulated-body
+# algorithm's O(n): it is unrolled as well, to be timed against it (unroll.fastest_recursion),
+# only up to this many coordinates. Beyond, its operations decide against it (RC20: 8,599
+# against 4,530; 0.96 against 0.72 us).
+MASS_MATRIX_SOLVE_UP_TO_NV = 24
+
+
+def small_uncoupled(tree):
+    return uncoupled(tree) and tree.nv <= MASS_MATRIX_SOLVE_UP_TO_NV
+
+
 def referenced(name, inputs, output, recursion, doc, aliases=(), by_default=None,
                forms=("unrolled",)):
     """One spec per reference of frames.REFERENCES, the default (local_world_aligned) under
@@ -164,7 +186,11 @@ FUNCTIONS = {f.name: f for f in [
     FunctionSpec("forward_dynamics", (Q, QD, _in("tau", doc="joint forces")),
                  (_in("qdd", doc="acceleration"),), recursions.forward_dynamics,
                  "qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6", ("fd",),
-                 ("unrolled", "method2")),
+                 ("unrolled", "method2"),
+                 alternatives=(Alternative(recursions.forward_dynamics_by_mass_matrix,
+                                           "qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-3, "
+                                           "M by composite rigid bodies, solved by its sparse LTDL "
+                                           "factors (Featherstone 6.2, 6.5)", small_uncoupled),)),
     FunctionSpec("inverse_dynamics", (Q, QD, _in("qdd", doc="acceleration")),
                  (_in("tau", doc="joint forces"),), recursions.inverse_dynamics,
                  "tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)", ("id",)),

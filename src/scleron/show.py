@@ -28,7 +28,7 @@ from .backends.c.render import c_comment, c_identifier
 from .errors import ModelError, name_list, short_name
 from .dynamics.frames import REFERENCES
 from .functions import FRAME_FUNCTIONS, function_spec, model_sizes
-from .unroll import FORMS
+from .unroll import FORMS, fastest_recursion
 from .joints import joint_model
 from .joints.registry import joint_type
 from .model import WORLD
@@ -575,17 +575,18 @@ class Group:
 
 
 def analyse(tree, spec):
-    """(Program, [Group], before-by-section): the unrolled program of one function grouped
-    by section (pass and body), with each group's counts after and before simplification."""
+    """(spec, Program, [Group], before-by-section): the unrolled program of one function
+    grouped by section (pass and body), with each group's counts after and before
+    simplification; spec: the one whose recursion the C code unrolls (fastest_recursion)."""
     spec = function_spec(spec) if isinstance(spec, str) else spec
-    prog = spec.program(tree)
+    spec, prog = fastest_recursion(tree, spec)          # the recursion the C code unrolls
     before = count_before(tree, spec)
     live = [i for i in prog.live() if prog.ops[i] != "in"]
     out = []
     for sec, ids, again in section_runs(prog, live, before):
         counts = Counts() if again else before.get(sec, Counts())
         out.append(Group(sec, ids, Counts.of(prog.op_counts(ids)), counts))
-    return prog, out, before
+    return spec, prog, out, before
 
 
 def section_runs(prog, live, sections):
@@ -697,7 +698,7 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
         raise ModelError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     tree = tree or Tree(model)
     spec = resolve_function(tree, function, frame)
-    prog, groups, before = analyse(tree, spec)
+    spec, prog, groups, before = analyse(tree, spec)
     target = _find_body(tree, body) if body is not None else None
     sizes = model_sizes(tree)
     shapes = {a.name: a.dims(sizes) for a in spec.inputs + spec.outputs}

@@ -3,7 +3,7 @@
 The recursion code of scleron.dynamics is run on program Vars instead of floats: every
 scalar operation becomes a node of a Program, with the model's constants folded in.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 
 from .dynamics import derivatives, frames, recursions
@@ -71,14 +71,34 @@ def function_code(tree, spec, prefix, form="unrolled"):
     if form == "frame_loop":
         fl = unroll_frame_loop(tree, spec, prefix)
         return FunctionCode(spec, form, fl.prologue, sizes, fl)
-    return FunctionCode(spec, form, spec.program(tree, prefix), sizes)
+    spec, program = fastest_recursion(tree, spec, prefix)
+    return FunctionCode(spec, form, program, sizes)
+
+
+def fastest_recursion(tree, spec, prefix=None):
+    """(spec, its Program): the spec's own recursion or one of its alternatives that applies to
+    the tree, whichever program has the fewest estimated cycles (Program.estimated_cycles); the
+    spec returned carries the recursion and doc taken (forward dynamics: the articulated-body
+    passes, or the mass matrix's factors on small arms, where the passes wait on their chain
+    of divisions: docs/performance.md)."""
+    best = spec, spec.program(tree, prefix)
+    cycles = best[1].estimated_cycles() if spec.alternatives else None
+    for alt in spec.alternatives:
+        if not alt.applies(tree):
+            continue
+        other = replace(spec, recursion=alt.recursion, doc=alt.doc, alternatives=())
+        program = other.program(tree, prefix)
+        if program.estimated_cycles() < cycles:
+            best, cycles = (other, program), program.estimated_cycles()
+    return best
 
 
 def unroll(tree, function):
-    """The Program of one function (a name or alias of scleron.functions.FUNCTIONS) for one tree."""
+    """The Program of one function (a name or alias of scleron.functions.FUNCTIONS) for one
+    tree, as the unrolled C code computes it (fastest_recursion)."""
     if not isinstance(tree, Tree):
         tree = Tree(tree)
-    return function_spec(function).program(tree)
+    return fastest_recursion(tree, function_spec(function))[1]
 
 
 # ---- Method II: passes 4-6 as numeric loops over bodies (S&G section 4) -------------------------

@@ -22,7 +22,8 @@ Twists [w; v] and wrenches [n; f], angular first, as everywhere in scleron.
 from ..joints import manifolds
 from ..program.algebra import Dual, DualAlgebra
 from . import configuration, recursions
-from .tree import consecutive_runs, coordinate_ancestors, coordinate_parents
+from .recursions import ltdl_factors, ltdl_solve, mass_matrix_factors  # noqa: F401 (LTDL: M^-1, q'')
+from .tree import consecutive_runs
 from .spatial import (ad, ad_star, columns, constant_rigid_inertia_to_parent, cross, dot, matmul, matvec,
                       sym_add, transpose, twist_to_parent, vadd, vscale, wrench_to_parent)
 
@@ -53,14 +54,6 @@ def inverse_of_mass_matrix(tree, alg, M):
     return inverse_from_ltdl(alg, *mass_matrix_factors(tree, alg, M))
 
 
-def mass_matrix_factors(tree, alg, M):
-    """(L, 1/D, ancestors) of M = L^T D L over the expanded parent array of the coordinates."""
-    parents = coordinate_parents(tree)
-    ancestors = [coordinate_ancestors(parents, k) for k in range(tree.nv)]
-    L, inv_d = ltdl_factors(alg, M, ancestors)
-    return L, inv_d, ancestors
-
-
 def composite_mass_matrix(tree, alg, world):
     """M from world_dynamics' root-frame inertias: the composite inertias leaves to root and
     M_rc = J_r . Ycrb_c J_c, formed exactly as composite_backward will form them (the program
@@ -86,22 +79,6 @@ def composite_mass_matrix(tree, alg, world):
     return recursions.add_armature(tree, M)
 
 
-def ltdl_factors(alg, M, ancestors):
-    """(L, 1/D) with M = L^T D L, L unit lower triangular (its strict lower entries in L[k][i],
-    i an ancestor of k): Featherstone Table 6.3, leaves to root, on a copy of M."""
-    alg.section("mass matrix inverse: M = L^T D L (Featherstone 6.5, Table 6.3)")
-    H = [list(row) for row in M]
-    inv_d = [None] * len(M)
-    for k in reversed(range(len(M))):
-        inv_d[k] = 1.0 / H[k][k]
-        for i in ancestors[k]:
-            a = H[k][i] * inv_d[k]
-            for j in [i] + ancestors[i]:
-                H[i][j] = H[i][j] - a * H[k][j]
-            H[k][i] = a
-    return H, inv_d
-
-
 def inverse_from_ltdl(alg, L, inv_d, ancestors):
     """M^-1 = L^-1 D^-1 L^-T: row k of W = L^-1 is e_k - sum_(j ancestor of k) L_kj W_j (nonzero
     on k and its ancestors only); M^-1_ab = sum_k (W_ak / D_k) W_bk, upper triangle, mirrored."""
@@ -125,21 +102,6 @@ def inverse_from_ltdl(alg, L, inv_d, ancestors):
                     s = s + v * W[b][k]
             Minv[a][b] = Minv[b][a] = s
     return Minv
-
-
-def ltdl_solve(L, inv_d, ancestors, b):
-    """x = M^-1 b from M = L^T D L (Featherstone Table 6.4, the tree's sparsity): L^T z = b leaves
-    to root, y = D^-1 z, L x = y root to leaves; 2 nnz(L) + nv multiply-adds against the nv^2 of
-    M^-1 b (solo12: 432 against 648 operations)."""
-    z = list(b)
-    for k in reversed(range(len(z))):
-        for i in ancestors[k]:
-            z[i] = z[i] - L[k][i] * z[k]
-    x = [zk * d for zk, d in zip(z, inv_d)]
-    for k in range(len(x)):
-        for i in ancestors[k]:
-            x[k] = x[k] - L[k][i] * x[i]
-    return x
 
 
 # M^-1 and M^-1 B by Carpentier 2018 (Featherstone 7.3 on many joint forces at once)

@@ -68,6 +68,16 @@ def _is_const(x):
     return not isinstance(x, Var)
 
 
+# Latencies in cycles of double-precision scalar operations on a current x86-64 core (Agner
+# Fog's instruction tables: add, multiply 4, divide 13-15); a math function (sin, cos, sqrt:
+# sincos is one call for all angles) counted as 20. Operations retire at about 3.5 per cycle in
+# the generated code where nothing waits (callgrind instructions per call over the timed
+# cycles, unrolled forward dynamics on a Xeon, 2026-11-28: docs/performance.md).
+LATENCY = {"add": 4, "sub": 4, "mul": 4, "div": 14, "neg": 1}
+FUNCTION_LATENCY = 20
+OPERATIONS_PER_CYCLE = 3.5
+
+
 @dataclass
 class OpCounts:
     mul: int = 0      # multiplications and divisions
@@ -280,6 +290,25 @@ class Program:
             elif op != "in":
                 c.fn += 1
         return c
+
+    def critical_path(self):
+        """The latency, in cycles, of the longest chain of dependent operations to an output
+        (LATENCY: a current x86-64 core's)."""
+        depth = {}
+        for i in self.live():
+            if self.ops[i] == "in":
+                depth[i] = 0
+                continue
+            before = [depth[a.id] for a in self.args[i] if isinstance(a, Var)]
+            depth[i] = max(before, default=0) + LATENCY.get(self.ops[i], FUNCTION_LATENCY)
+        return max(depth.values(), default=0)
+
+    def estimated_cycles(self):
+        """A rough time of one call, in cycles: the larger of its critical path and its operations
+        at OPERATIONS_PER_CYCLE. Straight-line code of a few thousand operations is bound by
+        one or the other: an articulated-body pass on a small arm by its chain of dependent
+        divisions, a long chain's code by its operations (docs/performance.md)."""
+        return max(self.critical_path(), self.op_counts().total / OPERATIONS_PER_CYCLE)
 
     def evaluate(self, inputs):
         """Run the program in Python on numbers (for tests): inputs maps array name -> sequence."""

@@ -1,0 +1,139 @@
+"""Forward dynamics by the articulated-body passes or by the mass matrix's LTDL factors.
+
+The generated forward dynamics unrolls whichever of the two recursions its program estimates
+faster for the model (scleron.unroll.fastest_recursion, Program.estimated_cycles). Checked here:
+the two recursions give the same qdd on every kind of joint (the float references, which share
+only passes 1-3), the choice itself on robots whose timings decided the estimate
+(docs/performance.md), and the estimate's critical path on a hand-counted program. The compiled
+result of the choice is checked against Pinocchio where its robots are (test_oracle_pinocchio).
+"""
+import os
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import scleron
+from scleron.dynamics import recursions
+from scleron.dynamics.tree import Tree
+from scleron.functions import function_spec
+from scleron.program import FloatAlgebra, Program, ProgramAlgebra
+from scleron.program.program import LATENCY
+from scleron.unroll import fastest_recursion
+
+from conftest import example, robots_dir
+
+ALG = FloatAlgebra()
+
+# a free flyer carrying a quaternion ball, Euler and exponential joints, a slider, springs,
+# dampers, armature and a body wrench: every term the two recursions must agree on
+MIXED = """
+name: mixed
+gravity: [0, 0, -9.81]
+bodies:
+  - {name: base, parent: world, joint: {name: root, type: free_flyer}, mass: 4.0,
+     com: [0.02, -0.01, 0.03], inertia: [0.1, 0.12, 0.08]}
+  - {name: ball, parent: base, joint: {name: shoulder, type: spherical_quat, xyz: [0.1, 0, 0.2]},
+     mass: 1.2, com: [0, 0.05, -0.1], inertia: [0.01, 0.012, 0.004]}
+  - {name: wrist, parent: ball, joint: {name: wrist, type: spherical, chart: ZYX, xyz: [0, 0, -0.3],
+     stiffness: [3, 2, 1], damping: 0.2}, mass: 0.6, com: [0.01, 0, -0.05],
+     inertia: [0.004, 0.003, 0.002]}
+  - {name: slide, parent: base, joint: {name: slide, type: prismatic, axis: [0, 0.6, 0.8],
+     xyz: [-0.2, 0.1, 0], armature: 0.05}, mass: 0.8, com: [0, 0, 0.1],
+     inertia: [0.002, 0.002, 0.001], wrench: [0, 0.1, 0, 1.0, 0, 0]}
+  - {name: hinge, parent: slide, joint: {name: hinge, type: revolute, axis: [1, 0, 0],
+     xyz: [0, 0, 0.2], rpy: [0.3, 0, 1.5708]}, mass: 0.5, com: [0, 0.1, 0],
+     inertia: [0.003, 0.001, 0.003]}
+"""
+
+
+def models(tmp_path):
+    path = tmp_path / "mixed.yaml"
+    path.write_text(MIXED)
+    out = [str(path)] + [example(n) for n in ("tc10.yaml", "spline_chain.yaml", "spline_surface.yaml",
+                                              "branched.yaml", "quadruped.yaml")]
+    base = robots_dir()
+    if base is not None:
+        out += [os.path.join(base, p) for p in ("xarm_description/urdf/xarm7.urdf",
+                                                "so_arm_description/urdf/so101.urdf")]
+    return out
+
+
+def random_state(tree, rng):
+    """(q, qd, tau) with unit quaternions where the tree has them."""
+    q = rng.uniform(-0.8, 0.8, tree.nq)
+    for b in tree.bodies:
+        if b.nq == b.dof + 1:                    # a quaternion joint: its last four entries
+            s = b.q_start + b.nq - 4
+            q[s:s + 4] /= np.linalg.norm(q[s:s + 4])
+    return q, rng.uniform(-1, 1, tree.nv), rng.uniform(-2, 2, tree.nv)
+
+
+def test_the_two_recursions_give_the_same_accelerations(tmp_path, rng):
+    import warnings
+    for path in models(tmp_path):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = Tree(scleron.load_model(path))
+        for _ in range(3):
+            q, qd, tau = (list(x) for x in random_state(tree, rng))
+            aba = np.array(recursions.forward_dynamics(tree, ALG, q, qd, tau))
+            crba = np.array(recursions.forward_dynamics_by_mass_matrix(tree, ALG, q, qd, tau))
+            assert np.abs(crba - aba).max() <= 1e-10 * max(1.0, np.abs(aba).max()), path
+            # and M qdd + h = tau, by the other functions' references
+            M = np.array(recursions.mass_matrix(tree, ALG, q))
+            h = np.array(recursions.bias_forces(tree, ALG, q, qd))
+            assert np.abs(M @ crba + h - tau).max() <= 1e-10 * max(1.0, np.abs(tau).max()), path
+
+
+def chosen(path, **kw):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = Tree(scleron.load_model(path, **kw))
+    spec, program = fastest_recursion(tree, function_spec("fd"))
+    aba = replace(function_spec("fd"), alternatives=()).program(tree)
+    return spec.recursion, program, aba
+
+
+def test_small_arms_take_the_mass_matrix_and_long_chains_the_articulated_bodies():
+    # timed 2026-11-28 (docs/performance.md): branched 580 -> 419 ns by the factors, RC20 722
+    # against 960 ns by them, the floating quadruped 406 against 439 ns
+    recursion, program, aba = chosen(example("branched.yaml"))
+    assert recursion is recursions.forward_dynamics_by_mass_matrix
+    assert program.estimated_cycles() < aba.estimated_cycles()
+    assert program.critical_path() < 0.7 * aba.critical_path()    # the passes' chain of divisions
+    for name in ("rc20.yaml", "quadruped.yaml"):
+        recursion, program, aba = chosen(example(name))
+        assert recursion is recursions.forward_dynamics, name
+        assert program.op_counts().total == aba.op_counts().total
+    # beyond MASS_MATRIX_SOLVE_UP_TO_NV the factors are not even unrolled
+    recursion, _, _ = chosen(example("rc50.yaml"))
+    assert recursion is recursions.forward_dynamics
+
+
+@pytest.mark.skipif(robots_dir() is None, reason="example-robot-data (pip install -e .[test])")
+def test_the_arms_of_the_speed_targets_take_the_mass_matrix():
+    base = robots_dir()
+    for p in ("xarm_description/urdf/xarm7.urdf", "so_arm_description/urdf/so101.urdf",
+              "ur_description/urdf/ur5_robot.urdf", "panda_description/urdf/panda.urdf"):
+        recursion, _, _ = chosen(os.path.join(base, p))
+        assert recursion is recursions.forward_dynamics_by_mass_matrix, p
+    recursion, _, _ = chosen(os.path.join(base, "solo_description/robots/solo12.urdf"), floating=True)
+    assert recursion is recursions.forward_dynamics
+
+
+def test_critical_path_and_estimate_of_a_hand_counted_program():
+    prog = Program("p")
+    alg = ProgramAlgebra(prog)
+    a, b, c, d = prog.input_vector("x", 4)
+    e = (a * b + c) / d                        # mul, add, div in a chain
+    f = alg.sin(a)                             # a function alone: shorter
+    prog.set_outputs("y", [e, f])
+    assert prog.critical_path() == LATENCY["mul"] + LATENCY["add"] + LATENCY["div"]
+    assert prog.estimated_cycles() == prog.critical_path()    # 5 operations: latency-bound
+    wide = Program("w")
+    xs = wide.input_vector("x", 200)
+    wide.set_outputs("y", [x * x for x in xs])                # 200 independent products
+    assert wide.critical_path() == LATENCY["mul"]
+    assert wide.estimated_cycles() == pytest.approx(200 / 3.5)
