@@ -14,8 +14,9 @@ QUICK_VARIANT_SYSTEMS = ["rc20"]
 
 # harness function -> (scleron.json function, title, [(label, the config name of that row)])
 VARIANT_COMPARISONS = {
-    "fd": ("forward_dynamics", "forward dynamics: Method I (fully unrolled) vs Method II (passes 4-6 "
-           "as loops over the bodies, one kernel per joint class)",
+    "fd": ("forward_dynamics", "forward dynamics: Method I (fully unrolled: the passes, or the mass "
+           "matrix's factors where the estimate takes them) vs Method II (passes 4-6 as loops over the "
+           "bodies, one kernel per joint class)",
            [("Method I", lambda V: "default"), ("Method II", lambda V: "method2")]),
     "M": ("mass_matrix", "mass matrix: unrolled (every entry straight-line code) vs loop (world-frame "
           "columns unrolled, dense dot-product loops)",

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_b294cc46ee1f"
-HASH = "b294cc46ee1fb8715985af471db1be310c860c7de480f8254ec3576bb53efb76"
+MODULE = "_branched_f1365e9f0b97"
+HASH = "f1365e9f0b9713223bf0c394611a4935fa47f22d7055754807747f8b4242c6c0"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_326b5434f94b"
-HASH = "326b5434f94b60165beeadd0e448f5a8de751c55029f57400a33053a26e109b4"
+MODULE = "_quadruped_9092add447cc"
+HASH = "9092add447cc3fcc62a2828fc7f00deeddfbbed096e414e58f496bca3b1094c6"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -454,10 +454,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_326b5434f94b_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_9092add447cc_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_326b5434f94b_py(void)
+PyMODINIT_FUNC PyInit__quadruped_9092add447cc_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_9033e493f0bd"
-HASH = "9033e493f0bd979367e6d909941dcfc35e5f4fcc008671308c7c9c1bbc6b6a33"
+MODULE = "_rc100_e34cbbe26c3e"
+HASH = "e34cbbe26c3e98eb66138ebbe3854df751ea4129d7bd017161af60113f1801cf"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

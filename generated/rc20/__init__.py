@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_43f03c84695d"
-HASH = "43f03c84695db973a5aab8b6ec30763ac4651ed11b38189d38643f34e904b860"
+MODULE = "_rc20_f9155f7269b4"
+HASH = "f9155f7269b4b454374c37e17c2455c772dc54cddb3189dd76f0852d7274f188"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_2b4e91e9062e"
-HASH = "2b4e91e9062ed4b0bf9b99fd06230cd5bc945d880e98f39811af6addb99fb0df"
+MODULE = "_rc50_c3904ad5f9b6"
+HASH = "c3904ad5f9b6cc52edf3a31f6037b6c3cfebea42605c8e7190eed8d3dd8c2755"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -13,7 +13,7 @@ from typing import Callable
 from functools import partial
 from math import prod
 
-from .dynamics import centroidal, configuration, derivatives, frames, recursions
+from .dynamics import centroidal, checks, configuration, derivatives, frames, recursions
 from .program import Program, ProgramAlgebra
 
 
@@ -157,14 +157,17 @@ def few_coordinates(tree):
 
 
 # Forward dynamics by the mass matrix's factors is O(n d^2) against the articulated-body
-# algorithm's O(n): it is unrolled as well, to be timed against it (unroll.fastest_recursion),
+# algorithm's O(n): it is unrolled as well, to be estimated against it (unroll.fastest_recursion),
 # only up to this many coordinates. Beyond, its operations decide against it (RC20: 8,599
-# against 4,530; 0.96 against 0.72 us).
+# against 4,530 operations, 988 against 726 ns: docs/performance.md).
 MASS_MATRIX_SOLVE_UP_TO_NV = 24
 
 
-def small_uncoupled(tree):
-    return uncoupled(tree) and tree.nv <= MASS_MATRIX_SOLVE_UP_TO_NV
+def factors_apply(tree):
+    """Small uncoupled trees whose LTDL pivots are not a vanishing fraction of M's diagonal
+    (checks.factors_are_accurate: there the factors' rounding would grow)."""
+    return (uncoupled(tree) and tree.nv <= MASS_MATRIX_SOLVE_UP_TO_NV
+            and checks.factors_are_accurate(tree))
 
 
 def referenced(name, inputs, output, recursion, doc, aliases=(), by_default=None,
@@ -190,7 +193,7 @@ FUNCTIONS = {f.name: f for f in [
                  alternatives=(Alternative(recursions.forward_dynamics_by_mass_matrix,
                                            "qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-3, "
                                            "M by composite rigid bodies, solved by its sparse LTDL "
-                                           "factors (Featherstone 6.2, 6.5)", small_uncoupled),)),
+                                           "factors (Featherstone 6.2, 6.5)", factors_apply),)),
     FunctionSpec("inverse_dynamics", (Q, QD, _in("qdd", doc="acceleration")),
                  (_in("tau", doc="joint forces"),), recursions.inverse_dynamics,
                  "tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)", ("id",)),

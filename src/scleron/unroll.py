@@ -81,13 +81,13 @@ def fastest_recursion(tree, spec, prefix=None):
     spec returned carries the recursion and doc taken (forward dynamics: the articulated-body
     passes, or the mass matrix's factors on small arms, where the passes wait on their chain
     of divisions: docs/performance.md)."""
-    best = spec, spec.program(tree, prefix)
-    cycles = best[1].estimated_cycles() if spec.alternatives else None
+    best, cycles = (spec, spec.program(tree, prefix)), None
     for alt in spec.alternatives:
         if not alt.applies(tree):
             continue
         other = replace(spec, recursion=alt.recursion, doc=alt.doc, alternatives=())
         program = other.program(tree, prefix)
+        cycles = best[1].estimated_cycles() if cycles is None else cycles
         if program.estimated_cycles() < cycles:
             best, cycles = (other, program), program.estimated_cycles()
     return best

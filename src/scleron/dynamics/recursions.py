@@ -629,7 +629,10 @@ def forward_dynamics_by_mass_matrix(tree, alg, q, qd, tau):
     operations on long chains, but on a small arm none of its steps waits on a division of the
     step before, where the articulated inertias of passes 4-6 form one chain of dependent
     products and divisions from the leaves to the root and back (unroll.fastest_recursion
-    picks per model)."""
+    picks per model; checks.factors_are_accurate says where the factors' rounding stays small).
+    A coupled tree: coupled_forward_dynamics, as forward_dynamics."""
+    if tree.coupling is not None:
+        return coupled_forward_dynamics(tree, alg, q, qd, tau)
     kins = joint_kinematics(tree, alg, q, qd)
     tau_bar = tau_bar_pass(tree, alg, kins, q, qd, tau)
     L, inv_d, ancestors = mass_matrix_factors(tree, alg, composite_rigid_body_mass_matrix(tree, alg, kins))
