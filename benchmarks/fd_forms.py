@@ -169,7 +169,7 @@ def main(argv=None):
         rows.append((key, nv, est, times, ir, chosen, err))
         print(f"{key}: done", file=sys.stderr)
     print("| system | nv | operations passes → factors | critical path (cycles) | min time (ns) | "
-          "median (ns) | instructions | estimate takes | max rel. difference |")
+          "median (ns) | instructions | taken | max rel. difference |")
     print("|---|---|---|---|---|---|---|---|---|")
     for key, nv, est, times, ir, chosen, err in rows:
         p, f = est["passes"], est["factors"]

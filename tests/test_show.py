@@ -670,3 +670,14 @@ def test_draw_names_the_file_and_the_body_where_it_cannot_draw(small, tmp_path, 
         err = capsys.readouterr().err
         assert needle in err and len(err.splitlines()) == 1, err
     assert sorted(os.listdir(tmp_path)) == ["dir.png", "sing.yaml"] and not os.listdir(tmp_path / "dir.png")
+
+
+def test_show_of_a_singular_model_names_the_joint(tmp_path):
+    """An outside tester: `show --function fd` of a body without inertia about its hinge ended
+    in an internal ZeroDivisionError (a constant pivot 0 folded as 1 / 0); codegen's ModelError."""
+    path = tmp_path / "flat.yaml"
+    path.write_text("name: flat\nbodies:\n- name: disc\n  parent: world\n"
+                    "  joint: {name: spin, type: revolute, axis: [0, 0, 1]}\n"
+                    "  mass: 1.0\n  inertia: [0.1, 0.1, 0.0]\n")
+    r = cli("show", str(path), "--function", "fd")
+    one_line_error(r, "joint 'spin': the mass matrix is singular")

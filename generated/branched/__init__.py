@@ -16,7 +16,7 @@ named branched; a folder of another name is imported by that name):
 
 Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N axis):
     forward_dynamics(q[20], qd[20], tau[20]) -> qdd[20]
-        qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-3, M by composite rigid bodies, solved by its sparse LTDL factors (Featherstone 6.2, 6.5)
+        qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
     inverse_dynamics(q[20], qd[20], qdd[20]) -> tau[20]
         tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
     mass_matrix(q[20]) -> M[20, 20]
@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_f1365e9f0b97"
-HASH = "f1365e9f0b9713223bf0c394611a4935fa47f22d7055754807747f8b4242c6c0"
+MODULE = "_branched_1422b4d496e3"
+HASH = "1422b4d496e365667a7ad5c362ac64149aae3e10acffdc628c7356b821512397"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -561,7 +561,7 @@ _OUT_forward_dynamics = _SHAPES["forward_dynamics", "qdd"]
 
 
 def forward_dynamics(q, qd, tau, out=None, threads=1):
-    """qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-3, M by composite rigid bodies, solved by its sparse LTDL factors (Featherstone 6.2, 6.5)
+    """qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
 
     Inputs q (20,), qd (20,), tau (20,); returns qdd (20,).
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1

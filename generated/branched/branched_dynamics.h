@@ -64,7 +64,7 @@ extern "C" {
 /* 1 when compiled with OpenMP */
 int branched_openmp(void);
 
-/* qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-3, M by composite rigid bodies, solved by its sparse LTDL factors (Featherstone 6.2, 6.5)
+/* qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
  * q[20], qd[20], tau[20] -> qdd[20] */
 void branched_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd);
 /* the same for n states stored one after another: every array, inputs and outputs, holds n of

@@ -406,7 +406,7 @@ static PyObject *set_fallbacks(PyObject *self, PyObject *arg)
 
 static PyMethodDef methods[] = {
     {"forward_dynamics", (PyCFunction)(void (*)(void))py_forward_dynamics, METH_FASTCALL | METH_KEYWORDS,
-     "forward_dynamics(q, qd, tau, out=None, threads=1)\n--\n\nqdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-3, M by composite rigid bodies, solved by its sparse LTDL factors (Featherstone 6.2, 6.5).\n\n"
+     "forward_dynamics(q, qd, tau, out=None, threads=1)\n--\n\nqdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6.\n\n"
      "Single state: 1-D arrays (q: 20, qd: 20, tau: 20). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
      "float64 result array(s); C-contiguous ones are the fastest call for single states."},
@@ -454,10 +454,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_f1365e9f0b97_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_1422b4d496e3_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_f1365e9f0b97_py(void)
+PyMODINIT_FUNC PyInit__branched_1422b4d496e3_py(void)
 {
     import_array();
     return PyModule_Create(&module);

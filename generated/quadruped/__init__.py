@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_9092add447cc"
-HASH = "9092add447cc3fcc62a2828fc7f00deeddfbbed096e414e58f496bca3b1094c6"
+MODULE = "_quadruped_b94a04e3e17c"
+HASH = "b94a04e3e17c15d537e2bc9a956f91bc816ae2734dfe7d36d58f7cad7c7d59d3"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_e34cbbe26c3e"
-HASH = "e34cbbe26c3e98eb66138ebbe3854df751ea4129d7bd017161af60113f1801cf"
+MODULE = "_rc100_7d9ab367dcee"
+HASH = "7d9ab367dcee54e33a9f3bbf4e282a2de770a593705c3c84dbc368cc0ca0aa05"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

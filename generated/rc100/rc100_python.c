@@ -454,10 +454,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_e34cbbe26c3e_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_7d9ab367dcee_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_e34cbbe26c3e_py(void)
+PyMODINIT_FUNC PyInit__rc100_7d9ab367dcee_py(void)
 {
     import_array();
     return PyModule_Create(&module);

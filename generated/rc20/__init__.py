@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_f9155f7269b4"
-HASH = "f9155f7269b4b454374c37e17c2455c772dc54cddb3189dd76f0852d7274f188"
+MODULE = "_rc20_564add7fb6e9"
+HASH = "564add7fb6e9ede415b59fea7e43641ba35f5494e8b9e02cdf04673ecef59f02"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_c3904ad5f9b6"
-HASH = "c3904ad5f9b6cc52edf3a31f6037b6c3cfebea42605c8e7190eed8d3dd8c2755"
+MODULE = "_rc50_c711161483ed"
+HASH = "c711161483ed77a54662ee56b7a9e6e50c6473298b1eff44389e4274eb555af8"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -696,8 +696,10 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
     from .dynamics.tree import Tree
     if fmt not in FORMATS:
         raise ModelError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+    from .dynamics.checks import check_nonsingular
     tree = tree or Tree(model)
     spec = resolve_function(tree, function, frame)
+    check_nonsingular(tree, source=model.source)    # as codegen: a singular M is named, not 1 / 0
     spec, prog, groups, before = analyse(tree, spec)
     target = _find_body(tree, body) if body is not None else None
     sizes = model_sizes(tree)
