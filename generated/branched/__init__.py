@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_1422b4d496e3"
-HASH = "1422b4d496e365667a7ad5c362ac64149aae3e10acffdc628c7356b821512397"
+MODULE = "_branched_14fc36079839"
+HASH = "14fc360798396f64ad16b0f75aee7f003cf042c16085b7bd590f781734884201"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_b94a04e3e17c"
-HASH = "b94a04e3e17c15d537e2bc9a956f91bc816ae2734dfe7d36d58f7cad7c7d59d3"
+MODULE = "_quadruped_98d60b1994a4"
+HASH = "98d60b1994a4c7f7c298633c84f1d680c7f39a25c4ddfe439e2caa4cc325118e"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_7d9ab367dcee"
-HASH = "7d9ab367dcee54e33a9f3bbf4e282a2de770a593705c3c84dbc368cc0ca0aa05"
+MODULE = "_rc100_66536a13ab05"
+HASH = "66536a13ab05f1fea52a24a02e4f7aed043d3d6816255c2e4da15c8d0f20e71c"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

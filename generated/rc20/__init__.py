@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_564add7fb6e9"
-HASH = "564add7fb6e9ede415b59fea7e43641ba35f5494e8b9e02cdf04673ecef59f02"
+MODULE = "_rc20_5d4cce9af617"
+HASH = "5d4cce9af6172e33a505ae83257976b2538b78925d22c24430cfc604e104a92d"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

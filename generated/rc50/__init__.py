@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_c711161483ed"
-HASH = "c711161483ed77a54662ee56b7a9e6e50c6473298b1eff44389e4274eb555af8"
+MODULE = "_rc50_45a4891e8124"
+HASH = "45a4891e8124633ccaf662c781f7d5533585f314db0079b17e2efe90da74bfe4"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -696,11 +696,15 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
     from .dynamics.tree import Tree
     if fmt not in FORMATS:
         raise ModelError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
-    from .dynamics.checks import check_nonsingular
     tree = tree or Tree(model)
     spec = resolve_function(tree, function, frame)
-    check_nonsingular(tree, source=model.source)    # as codegen: a singular M is named, not 1 / 0
-    spec, prog, groups, before = analyse(tree, spec)
+    try:
+        spec, prog, groups, before = analyse(tree, spec)
+    except ZeroDivisionError:           # a constant pivot 0 (M singular): codegen's checks say
+        from .dynamics.checks import check_model_dynamics       # which joint, as codegen does
+        check_model_dynamics(tree, source=model.source, q0=model.q0)
+        raise ModelError(f"{spec.name}: a division by zero in its constants (a singular model)",
+                         source=model.source) from None
     target = _find_body(tree, body) if body is not None else None
     sizes = model_sizes(tree)
     shapes = {a.name: a.dims(sizes) for a in spec.inputs + spec.outputs}

@@ -125,49 +125,57 @@ def _samples(tree, samples, seed):
 # forms each pivot D_k of M = L^T D L as M_kk less the shares of the coordinates below k: where
 # D_k is a small fraction of M_kk they cancel, and about eps M_kk / D_k of q'' is rounding (a
 # 50 g gimbal carrying a 100 t body 10 um off its axis: D / M_kk 1e-12, q'' 2e-4 off; a
-# gimbal whose axes line up at q = -0.5 rad: 3e-7; outside testers). The articulated-body
-# passes form D_k without that subtraction; they are kept wherever a pivot falls below this
-# fraction of its M_kk at one of FACTORS_SAMPLES configurations (the arms of
-# example-robot-data, over 200 of them: 0.020 (xarm7) to 0.25 (UR5)), which bounds the factors'
-# rounding there to about 1e2 eps. The hinges' angles are drawn from the whole turn, where a
-# gimbal lines up anywhere; other coordinates, as check_nonsingular's, from (0.1, 0.9).
+# gimbal whose axes line up at q = -0.5 rad: 3e-7; outside testers and reviewers). The
+# articulated-body passes form D_k without that subtraction; they are kept wherever a pivot
+# falls below this fraction of its M_kk at one of FACTORS_SAMPLES configurations (the arms of
+# example-robot-data, over 3,000 of them: 0.016 (xarm7) and more), which bounds the factors'
+# rounding there to about 1e2 eps. Every angle (a coordinate in rad: hinges, universal,
+# planar, Euler and rotation-vector joints) is drawn from the whole turn, where a gimbal may
+# line up, in strata (each of FACTORS_SAMPLES equal parts of the turn once per angle: a band
+# of a few degrees around a line-up is not missed by chance); other coordinates, as
+# check_nonsingular's, from (0.1, 0.9).
 FACTORS_PIVOT_RTOL = 1e-2
-FACTORS_SAMPLES = 16
+FACTORS_SAMPLES = 64
 
 
 def factors_are_accurate(tree, configurations=None):
     """Whether every pivot D_k of M's leaves-first LTDL factors is at least FACTORS_PIVOT_RTOL of
-    its M_kk at q = 0 and FACTORS_SAMPLES random configurations (an uncoupled tree). Not where
-    M cannot be factored at one of them (a pivot 0, a joint undefined there, as log(a) at
-    a = 0: the model's own checks say whether that is an error)."""
+    its M_kk at q = 0 and FACTORS_SAMPLES configurations (_turning_samples; an uncoupled tree).
+    Not where M cannot be factored at one of them (a pivot 0, a joint undefined there, as
+    log(a) at a = 0: the model's own checks say whether that is an error)."""
     alg = FloatAlgebra()
     for q in configurations or _turning_samples(tree, FACTORS_SAMPLES, SEED):
         try:
             M = mass_matrix(tree, alg, q)
             _, inv_d, _ = mass_matrix_factors(tree, alg, M)
+            ratios = [1.0 / (float(x) * float(M[k][k])) for k, x in enumerate(inv_d)]
         except (ArithmeticError, ValueError):        # 1 / 0, math domain, overflow
             return False
-        with np.errstate(all="ignore"):
-            ratios = [1.0 / (float(x) * float(M[k][k])) for k, x in enumerate(inv_d)]
         if not all(r >= FACTORS_PIVOT_RTOL for r in ratios):       # (nan: not accurate)
             return False
     return True
 
 
 def _turning_samples(tree, samples, seed):
-    """q = 0 and random configurations: a hinge's angle (one coordinate, S a constant rotation)
-    in (-pi, pi), every other coordinate in (0.1, 0.9); unit quaternions."""
+    """q = 0 and `samples` configurations: every angle (a coordinate whose joint says rad) in
+    (-pi, pi), stratified (a Latin hypercube: each angle visits each 1/samples of the turn
+    once), every other coordinate in (0.1, 0.9); unit quaternions."""
     rng = random.Random(seed)
-    hinge = [False] * tree.nq
+    angle = [False] * tree.nq
     for b in tree.bodies:
-        S = getattr(b.joint, "S", None)
-        if b.dof == 1 and b.nq == 1 and S is not None and all(x.is_Number for x in S):
-            if any(float(x) != 0.0 for x in S[:3]) and all(float(x) == 0.0 for x in S[3:]):
-                hinge[b.q_start] = True
+        if b.nq == b.dof:                           # (a quaternion joint's q are not angles)
+            for c, meaning in enumerate(b.joint.coordinates):
+                angle[b.q_start + c] = "(rad)" in meaning
+    strata = []
+    for is_angle in angle:
+        order = list(range(samples))
+        rng.shuffle(order)
+        strata.append(order if is_angle else None)
     out = [list(tree.neutral)]
-    for _ in range(samples):
-        out.append(normalized(tree, [rng.uniform(-math.pi, math.pi) if h else rng.uniform(0.1, 0.9)
-                                     for h in hinge]))
+    for s in range(samples):
+        out.append(normalized(tree, [
+            -math.pi + 2 * math.pi * (order[s] + rng.random()) / samples if order is not None
+            else rng.uniform(0.1, 0.9) for order in strata]))
     return out
 
 
