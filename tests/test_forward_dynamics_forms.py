@@ -128,7 +128,7 @@ def test_long_chains_and_ill_conditioned_trees_keep_the_articulated_bodies():
         assert recursion is recursions.forward_dynamics, name
         assert program.op_counts().total == aba.op_counts().total
     # fewer estimated cycles by the factors (938 against 1,202), but its planar joint's pivot
-    # is 5e-3 of its M_kk at one configuration, its ball joints' 2e-4 in the whole turn
+    # is 5e-3 of its M_kk at one configuration, its spherical (Euler) joint's 2e-4
     tree = Tree(scleron.load_model(example("branched.yaml")))
     assert not checks.factors_are_accurate(tree)
     assert fastest_recursion(tree, function_spec("fd"))[0].recursion is recursions.forward_dynamics
@@ -152,13 +152,24 @@ def test_gimbals_that_line_up_and_quaternions_below_the_root_keep_the_passes(rng
     """Outside testers and reviewers: a gimbal whose first and third axes line up at q2 = -0.5
     rad (outside the (0.1, 0.9) of the model checks' samples) carrying 1 t: by the factors q''
     there was 3e-9 off, 6e4 times the passes' error; at other angles, and with a universal joint
-    in front, 16 random samples missed the line-up; a chain of two spherical_quat joints: with
+    in front, 16 random samples missed the line-up, and custom joints' angles were never turned; a chain of two spherical_quat joints: with
     the lower quaternion 1e-6 off unit length the factors' q'' moved by 2e-6, as Pinocchio's
     crba and solve, the passes' by 8e-7, as its aba."""
     for line_up in np.linspace(-3.0, 3.0, 13):
         assert not checks.factors_are_accurate(gimbal(line_up)), line_up
-    tree = gimbal(0.5, first="universal")
-    assert not checks.factors_are_accurate(tree)
+        behind_a_universal = Model("universal_gimbal")    # its second axis lines up with c's
+        behind_a_universal.add_body("a", joint="universal", chart="ZXY", mass=0.05, inertia=(1e-5,) * 3)
+        behind_a_universal.add_body("c", "a", joint="revolute", axis=(0, 0, 1), rpy=(line_up, 0, 0),
+                                    mass=1e3, com=(1e-5, 0, 0), inertia=(1e3,) * 3)
+        assert not checks.factors_are_accurate(Tree(behind_a_universal)), line_up
+        custom = Model("custom_gimbal")                    # the same gimbal of custom joints
+        custom.add_body("a", joint="custom", coordinates=["a"], rotation=[["z", "a"]], mass=0.05,
+                        inertia=(1e-5,) * 3)
+        custom.add_body("b", "a", joint="custom", coordinates=["b"], rotation=[["x", "b"]],
+                        mass=0.05, inertia=(1e-5,) * 3)
+        custom.add_body("c", "b", joint="custom", coordinates=["c"], rotation=[["z", "c"]],
+                        rpy=(line_up, 0, 0), mass=1e3, com=(1e-5, 0, 0), inertia=(1e3,) * 3)
+        assert not checks.factors_are_accurate(Tree(custom)), line_up
     tree = gimbal(0.5)
     spec, program = fastest_recursion(tree, function_spec("fd"))
     for _ in range(3):

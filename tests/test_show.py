@@ -681,3 +681,22 @@ def test_show_of_a_singular_model_names_the_joint(tmp_path):
                     "  mass: 1.0\n  inertia: [0.1, 0.1, 0.0]\n")
     r = cli("show", str(path), "--function", "fd")
     one_line_error(r, "joint 'spin': the mass matrix is singular")
+
+
+def test_show_of_what_a_singular_or_partly_undefined_model_still_computes(tmp_path):
+    """A singular M is worth seeing (mass, id have no division by its pivots), and a joint
+    undefined at q = 0 but not at its initial q shows every function: the model checks run
+    only where unrolling divides by zero (a reviewer: both were refused for a while)."""
+    flat = tmp_path / "flat.yaml"
+    flat.write_text("name: flat\nbodies:\n- name: disc\n  parent: world\n"
+                    "  joint: {name: spin, type: revolute, axis: [0, 0, 1]}\n"
+                    "  mass: 1.0\n  inertia: [0.1, 0.1, 0.0]\n")
+    for f in ("mass", "id"):
+        r = cli("show", str(flat), "--function", f)
+        assert r.returncode == 0 and "after simplification" in r.stdout, (f, r.stderr)
+    logj = tmp_path / "logj.yaml"
+    logj.write_text("name: logj\nbodies:\n- name: a\n  parent: world\n"
+                    "  joint: {name: ja, type: custom, coordinates: [a], translation: [\"log(a)\", \"0\", \"0\"]}\n"
+                    "  mass: 1.0\n  inertia: [0.1, 0.1, 0.1]\ninitial: {q: {ja: 1.0}}\n")
+    r = cli("show", str(logj), "--function", "fd")
+    assert r.returncode == 0 and "logj forward_dynamics" in r.stdout, r.stderr

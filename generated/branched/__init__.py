@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_14fc36079839"
-HASH = "14fc360798396f64ad16b0f75aee7f003cf042c16085b7bd590f781734884201"
+MODULE = "_branched_1be17e4b3784"
+HASH = "1be17e4b37843e2a9b8a460f12fbc62dc75f43a16103bf4611207fee9eef2c22"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_98d60b1994a4"
-HASH = "98d60b1994a4c7f7c298633c84f1d680c7f39a25c4ddfe439e2caa4cc325118e"
+MODULE = "_quadruped_3d189d8b1381"
+HASH = "3d189d8b138101ce29292bab0f5d6890d6de3438aa25800c828da2967c4e463e"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_66536a13ab05"
-HASH = "66536a13ab05f1fea52a24a02e4f7aed043d3d6816255c2e4da15c8d0f20e71c"
+MODULE = "_rc100_57643a654271"
+HASH = "57643a654271b5d85e80311d938e94adb5c14e359346ce2ef9056dab62ac4913"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

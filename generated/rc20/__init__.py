@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_5d4cce9af617"
-HASH = "5d4cce9af6172e33a505ae83257976b2538b78925d22c24430cfc604e104a92d"
+MODULE = "_rc20_71f246d6d9c0"
+HASH = "71f246d6d9c062fcd80767043dd1f17aad4bf0c850dbbd2801ff12e82c5b95de"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_45a4891e8124"
-HASH = "45a4891e8124633ccaf662c781f7d5533585f314db0079b17e2efe90da74bfe4"
+MODULE = "_rc50_729f5878b964"
+HASH = "729f5878b9640d4954dd53a1eddcf5a0ae4083516cbb0af24fdce4571c0b5aec"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -703,8 +703,7 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
     except ZeroDivisionError:           # a constant pivot 0 (M singular): codegen's checks say
         from .dynamics.checks import check_model_dynamics       # which joint, as codegen does
         check_model_dynamics(tree, source=model.source, q0=model.q0)
-        raise ModelError(f"{spec.name}: a division by zero in its constants (a singular model)",
-                         source=model.source) from None
+        raise                           # (regular: a division by zero of ours, not the model's)
     target = _find_body(tree, body) if body is not None else None
     sizes = model_sizes(tree)
     shapes = {a.name: a.dims(sizes) for a in spec.inputs + spec.outputs}

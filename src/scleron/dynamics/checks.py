@@ -157,15 +157,16 @@ def factors_are_accurate(tree, configurations=None):
 
 
 def _turning_samples(tree, samples, seed):
-    """q = 0 and `samples` configurations: every angle (a coordinate whose joint says rad) in
-    (-pi, pi), stratified (a Latin hypercube: each angle visits each 1/samples of the turn
+    """q = 0 and `samples` configurations: every angle (a coordinate whose joint says rad, and
+    every coordinate of a custom or OpenSim joint) in (-pi, pi), stratified (a Latin hypercube: each angle visits each 1/samples of the turn
     once), every other coordinate in (0.1, 0.9); unit quaternions."""
     rng = random.Random(seed)
     angle = [False] * tree.nq
     for b in tree.bodies:
         if b.nq == b.dof:                           # (a quaternion joint's q are not angles)
-            for c, meaning in enumerate(b.joint.coordinates):
-                angle[b.q_start + c] = "(rad)" in meaning
+            general = b.joint.type in ("custom", "opensim")     # their coordinates say no unit:
+            for c, meaning in enumerate(b.joint.coordinates):   # all of them turned (where one
+                angle[b.q_start + c] = general or "(rad)" in meaning   # is not defined: False)
     strata = []
     for is_angle in angle:
         order = list(range(samples))
