@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_1be17e4b3784"
-HASH = "1be17e4b37843e2a9b8a460f12fbc62dc75f43a16103bf4611207fee9eef2c22"
+MODULE = "_branched_6c6976acf146"
+HASH = "6c6976acf1463e9792784b07b52437986e64090b77eeca7899b36f5f010093bb"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

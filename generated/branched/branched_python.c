@@ -454,10 +454,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_1be17e4b3784_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_6c6976acf146_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_1be17e4b3784_py(void)
+PyMODINIT_FUNC PyInit__branched_6c6976acf146_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_3d189d8b1381"
-HASH = "3d189d8b138101ce29292bab0f5d6890d6de3438aa25800c828da2967c4e463e"
+MODULE = "_quadruped_4720bcc0a888"
+HASH = "4720bcc0a88827a6cc7dbf660e8fa8b6121f4f1769c5ce473e4cf2b62f7ad316"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_57643a654271"
-HASH = "57643a654271b5d85e80311d938e94adb5c14e359346ce2ef9056dab62ac4913"
+MODULE = "_rc100_d8b318124f9a"
+HASH = "d8b318124f9a551fac1b640b9cb3e615a0fa48243939199381e825c68c33c95e"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_71f246d6d9c0"
-HASH = "71f246d6d9c062fcd80767043dd1f17aad4bf0c850dbbd2801ff12e82c5b95de"
+MODULE = "_rc20_490f87cd0b7e"
+HASH = "490f87cd0b7e16c711e53d85708df5e8e7a32ab99db3ec16f734744952a727c2"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

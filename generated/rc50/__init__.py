@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_729f5878b964"
-HASH = "729f5878b9640d4954dd53a1eddcf5a0ae4083516cbb0af24fdce4571c0b5aec"
+MODULE = "_rc50_5d45c97f4ff7"
+HASH = "5d45c97f4ff7eb3586655ed3ae18d73b8b9f27f9cbd0f0845846a0effc826d67"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -130,8 +130,8 @@ def _samples(tree, samples, seed):
 # falls below this fraction of its M_kk at one of FACTORS_SAMPLES configurations (the arms of
 # example-robot-data, over 3,000 of them: 0.016 (xarm7) and more), which bounds the factors'
 # rounding there to about 1e2 eps. Every angle (a coordinate in rad: hinges, universal,
-# planar, Euler and rotation-vector joints) is drawn from the whole turn, where a gimbal may
-# line up, in strata (each of FACTORS_SAMPLES equal parts of the turn once per angle: a band
+# planar, Euler and rotation-vector joints; every coordinate of a custom or OpenSim joint,
+# which says no unit) is drawn from the whole turn, where a gimbal may line up, in strata (each of FACTORS_SAMPLES equal parts of the turn once per angle: a band
 # of a few degrees around a line-up is not missed by chance); other coordinates, as
 # check_nonsingular's, from (0.1, 0.9).
 FACTORS_PIVOT_RTOL = 1e-2
@@ -158,15 +158,17 @@ def factors_are_accurate(tree, configurations=None):
 
 def _turning_samples(tree, samples, seed):
     """q = 0 and `samples` configurations: every angle (a coordinate whose joint says rad, and
-    every coordinate of a custom or OpenSim joint) in (-pi, pi), stratified (a Latin hypercube: each angle visits each 1/samples of the turn
-    once), every other coordinate in (0.1, 0.9); unit quaternions."""
+    every coordinate of a custom or OpenSim joint) in (-pi, pi), stratified (a Latin hypercube:
+    each angle visits each 1/samples of the turn once), every other coordinate in (0.1, 0.9);
+    unit quaternions. A coordinate turned where its joint is not defined makes
+    factors_are_accurate False: the passes, which is safe."""
     rng = random.Random(seed)
     angle = [False] * tree.nq
     for b in tree.bodies:
         if b.nq == b.dof:                           # (a quaternion joint's q are not angles)
-            general = b.joint.type in ("custom", "opensim")     # their coordinates say no unit:
-            for c, meaning in enumerate(b.joint.coordinates):   # all of them turned (where one
-                angle[b.q_start + c] = general or "(rad)" in meaning   # is not defined: False)
+            general = b.joint.type in ("custom", "opensim")
+            for c, meaning in enumerate(b.joint.coordinates):
+                angle[b.q_start + c] = general or "(rad)" in meaning
     strata = []
     for is_angle in angle:
         order = list(range(samples))
