@@ -14,6 +14,9 @@ QUICK_SYSTEMS = ["rc20", "panda"]
 QUADRUPEDS = ["solo_description/robots/solo12.urdf", "solo_description/urdf/solo12.urdf",
               "anymal_b_simple_description/robots/anymal.urdf",
               "anymal_c_simple_description/urdf/anymal.urdf"]
+# the floating humanoid (python benchmarks/run.py --systems talos): TALOS without its grippers and
+# head, on a free flyer (nq 39, nv 38; the full file's mimic joints Pinocchio refuses)
+HUMANOIDS = {"talos": "talos_data/robots/talos_reduced.urdf"}
 ROBOT_URDFS = {"panda": "panda_description/urdf/panda.urdf", "ur5": "ur_description/urdf/ur5_robot.urdf"}
 # the other fixed-base arms of example-robot-data (python benchmarks/run.py --systems ARMS...)
 ARMS = {"ur3": "ur_description/urdf/ur3_robot.urdf", "ur10": "ur_description/urdf/ur10_robot.urdf",
@@ -27,17 +30,19 @@ RX90 = [[1.0, 0, 0], [0, 0, -1], [0, 1, 0]]
 
 def system_kind(key):
     """"rc" (RC-n, n >= 1), "urdf" (a robot of example-robot-data: ROBOT_URDFS), "quadruped"
-    (solo12, quadruped), or None: an unknown name."""
+    (solo12, quadruped), "humanoid" (HUMANOIDS), or None: an unknown name."""
     if re.fullmatch(r"rc[1-9][0-9]*", key):
         return "rc"
-    return "urdf" if key in ROBOT_URDFS else "quadruped" if key in ("solo12", "quadruped") else None
+    if key in ROBOT_URDFS:
+        return "urdf"
+    return "quadruped" if key in ("solo12", "quadruped") else "humanoid" if key in HUMANOIDS else None
 
 
 def known_system(key):
     """comma_list's item check of --systems: a name system_kind knows."""
     if system_kind(key) is None:
         raise ValueError(f"unknown system {key!r} (rcN for any N >= 1, "
-                         + ", ".join(list(ROBOT_URDFS) + ["solo12", "quadruped"]) + ")")
+                         + ", ".join(list(ROBOT_URDFS) + ["solo12", "quadruped"] + list(HUMANOIDS)) + ")")
     return key
 
 
@@ -253,9 +258,11 @@ def locate_system(key, build_dir):
     robots = robots_dir()
     if robots is None:
         raise RuntimeError("example-robot-data not found (pip install example-robot-data)")
-    floating = kind == "quadruped"
+    floating = kind in ("quadruped", "humanoid")
     if kind == "urdf":
         rel = ROBOT_URDFS[key]
+    elif kind == "humanoid":
+        rel = HUMANOIDS[key]
     else:
         rel = next((r for r in QUADRUPEDS if os.path.isfile(os.path.join(robots, r))), None)
         if rel is None:
