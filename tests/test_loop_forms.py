@@ -22,7 +22,8 @@ from scleron.dynamics import configuration, derivatives, recursions as rec
 from scleron.dynamics.algebra import FloatAlgebra
 from scleron.dynamics.tree import Tree
 from scleron.functions import function_spec
-from scleron.pipeline import MASS_LOOP_FROM_NV, PRODUCT_LOOP_FROM_NV, build_sources, code_form, mass_form
+from scleron.pipeline import (MASS_LOOP_FROM_NV, PRODUCT_LOOP_FROM_NV, build_sources, code_form, mass_form,
+                              mass_matrix_entries)
 from scleron.unroll import (PAIR_LOOP_FROM_PAIRS, related_pairs, unroll_mass_loop, unroll_method2,
                             unroll_minv_loop)
 
@@ -194,6 +195,9 @@ def test_mass_form_auto_and_recorded():
     assert mass_form(10, "loop") == "loop" and mass_form(100, "unrolled") == "unrolled"
     with pytest.raises(ValueError, match="mass matrix form"):
         mass_form(10, "dense")
+    # a branched tree (a humanoid's limbs leave most of M zero) keeps the unrolled form longer
+    assert mass_form(38, entries=369) == "unrolled" and mass_form(50, entries=567) == "unrolled"
+    assert mass_form(60, entries=1275) == "loop" and mass_form(40, entries=700) == "loop"
     files, _, _ = build_sources(scleron.load_model(example("rc50.yaml")), "rc50")
     meta = json.loads(files["scleron.json"])
     assert meta["mass_matrix"] == "loop"
@@ -517,3 +521,18 @@ def test_chain_products_compiled(tmp_path, rng, monkeypatch, floating):
         for g, r in zip(out, ref):
             r = np.asarray(r, dtype=float)
             assert np.max(np.abs(g - r)) <= 1e-11 * max(1.0, np.max(np.abs(r)))
+
+
+@pytest.mark.parametrize("name", ["rc20.yaml", "branched.yaml", "quadruped.yaml"])
+def test_mass_matrix_entries_count_the_nonzeros_of_m(name, rng):
+    """mass_matrix_entries (what picks the mass matrix's form, from the model's joints) counts
+    the upper entries of M between related coordinates as the tree's own ranges do, and every
+    entry the CRBA makes nonzero at a random configuration is one of them."""
+    model = scleron.load_model(example(name))
+    tree = Tree(model)
+    own = sum(b.dof * (b.dof + 1) // 2 for b in tree.bodies)
+    assert mass_matrix_entries(model) == related_pairs(tree) + own
+    q = rng.uniform(-1, 1, tree.nq)
+    M = np.array(rec.mass_matrix(tree, FloatAlgebra(), list(q)))
+    assert mass_matrix_entries(model) - 10 < np.count_nonzero(np.triu(M)) <= mass_matrix_entries(model)
+    assert (mass_matrix_entries(model) < tree.nv * (tree.nv + 1) // 2) == (name != "rc20.yaml")

@@ -121,9 +121,18 @@ def cache_key(model, options):
 
 METHODS = (1, 2)
 MASS_FORMS = ("auto", "unrolled", "loop")
-# "auto" picks the loop form from this many coordinates on (benchmarks/results/results.md,
-# "Code generation variants"; README "The generated code")
+# "auto" picks the loop form from this many entries of M's upper triangle that can be nonzero on
+# (mass_matrix_entries; a chain's nv (nv + 1) / 2: 465 = 30 coordinates, benchmarks/results/
+# results.md, "Code generation variants"; README "The generated code"), where at least
+# MASS_LOOP_FILL of the upper triangle can be nonzero (a chain, or nearly). A branched tree takes
+# the loop form from a 50-coordinate chain's 1,275 entries on: its loops run over short ranges,
+# and the unrolled CRBA folds what they multiply (a free flyer's structural zeros). Measured, ns
+# per call unrolled / loop: talos_reduced on a free flyer (nv 38, 369 entries) 454 / 944,
+# talos_full_v2 (nv 50, 567 entries, 44 %) 728 / 1,370; RC50 (1,275 entries) 2,992 / 2,548.
 MASS_LOOP_FROM_NV = 30
+MASS_LOOP_FROM_ENTRIES = MASS_LOOP_FROM_NV * (MASS_LOOP_FROM_NV + 1) // 2
+MASS_LOOP_FILL = 0.75
+MASS_LOOP_BRANCHED_FROM_ENTRIES = 50 * 51 // 2
 # the forward dynamics' derivatives multiply M^-1 by dtau/dx in loops (scleron.unroll.ProductLoop)
 # from this many coordinates on (fewer instructions than straight-line products from 4: UR5 6,556
 # -> 6,219 per call, panda 15,690 -> 13,593; 3 coordinates 1,212 against 1,272); the entries
@@ -132,16 +141,36 @@ MASS_LOOP_FROM_NV = 30
 PRODUCT_LOOP_FROM_NV = 4
 
 
-def mass_form(nv, form="auto", coupled=False):
+def mass_form(nv, form="auto", coupled=False, entries=None):
     """'unrolled' (Featherstone's CRBA in body frames, every entry straight-line code: fastest
-    for small trees, code grows as n^2) or 'loop' (world-frame columns unrolled in O(n), the
-    n^2/2 dot products as vectorised loops). A coupled tree (mimic joints) has no loop form:
-    'auto' is 'unrolled' there."""
+    for small trees, code grows with the entries between related bodies) or 'loop' (world-frame
+    columns unrolled in O(n), the n^2/2 dot products as vectorised loops). entries: those of
+    M's upper triangle that can be nonzero (mass_matrix_entries; a chain's, all, by default).
+    A coupled tree (mimic joints) has no loop form: 'auto' is 'unrolled' there."""
     if form not in MASS_FORMS:
         raise ValueError(f"mass matrix form must be one of {MASS_FORMS}, not {form!r}")
-    if form == "auto":
-        return "loop" if nv >= MASS_LOOP_FROM_NV and not coupled else "unrolled"
-    return form
+    if form != "auto":
+        return form
+    upper = nv * (nv + 1) // 2
+    entries = upper if entries is None else entries
+    dense = entries >= MASS_LOOP_FILL * upper
+    loop = entries >= (MASS_LOOP_FROM_ENTRIES if dense else MASS_LOOP_BRANCHED_FROM_ENTRIES)
+    return "loop" if loop and not coupled else "unrolled"
+
+
+def mass_matrix_entries(model):
+    """The entries of M's upper triangle that can be nonzero: each joint's own block, and its
+    coordinates' with those of every joint above it (M_rc = 0 between coordinates of bodies
+    on different branches; Featherstone 6.2)."""
+    dof = {j.child: j.dof for j in model.joints}
+    parent = {j.child: j.parent for j in model.joints}
+    total = 0
+    for j in model.joints:
+        above, p = 0, j.parent
+        while p in parent:
+            above, p = above + dof[p], parent[p]
+        total += j.dof * (j.dof + 1) // 2 + j.dof * above
+    return total
 
 
 def is_coupled(model):
@@ -343,7 +372,7 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise ValueError(f"chunk must be a positive number of statements, not {chunk!r}")
     model.validate()          # a model built or changed in Python gets the loaders' checks
-    mass = mass_form(model.nv, mass_matrix, is_coupled(model))
+    mass = mass_form(model.nv, mass_matrix, is_coupled(model), mass_matrix_entries(model))
     options = _options(name, chunk, cflags, method, mass, functions, frames, cuda)
     key = cache_key(model, options)
     t0 = time.perf_counter()
@@ -499,7 +528,8 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     if cuda and compile:
         find_nvcc()                      # no nvcc: one line before any work
     key = cache_key(model, _options(name, chunk, cflags, method,
-                                    mass_form(model.nv, mass_matrix, is_coupled(model)),
+                                    mass_form(model.nv, mass_matrix, is_coupled(model),
+                                              mass_matrix_entries(model)),
                                     functions, frames, cuda))
     hit, report.edited = _cached(out_dir, key) if not force else (False, [])
     if hit:

@@ -617,14 +617,15 @@ def section_runs(prog, live, sections):
     return out
 
 
-def _codegen_form(tree, spec):
+def _codegen_form(tree, spec, model):
     """The form `scleron codegen` gives this function for this tree with its default options."""
-    from .pipeline import code_form, mass_form
+    from .pipeline import code_form, mass_form, mass_matrix_entries
     from .dynamics.frames import frame_columns
     from .unroll import related_pairs
     columns = frame_columns(tree) if "frame_loop" in spec.forms else 0
     coupled = tree.coupling is not None
-    return code_form(spec, 1, mass_form(tree.nv, coupled=coupled), tree.nv, related_pairs(tree),
+    mass = mass_form(tree.nv, coupled=coupled, entries=mass_matrix_entries(model))
+    return code_form(spec, 1, mass, tree.nv, related_pairs(tree),
                      columns, coupled=coupled)
 
 
@@ -734,7 +735,7 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
                + (f" (and {len(trig)} sin/cos of q, computed at once into sq[], cq[])" if trig else ""),
                f"before simplification: {before_total}",
                f"after simplification:  {after_total}  ({ratio})"]
-    form = _codegen_form(tree, spec)
+    form = _codegen_form(tree, spec, model)
     if form != "unrolled":
         summary.append(f"(the unrolled program; `scleron codegen` writes this function for this "
                        f"model in {FORMS[form]}, which `codegen` counts)")
