@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_6c6976acf146"
-HASH = "6c6976acf1463e9792784b07b52437986e64090b77eeca7899b36f5f010093bb"
+MODULE = "_branched_6f9366b736db"
+HASH = "6f9366b736db4716ec59736210bd156534ffcc3d5d2273493ba8b4cb9b0776df"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_4720bcc0a888"
-HASH = "4720bcc0a88827a6cc7dbf660e8fa8b6121f4f1769c5ce473e4cf2b62f7ad316"
+MODULE = "_quadruped_396aa1510736"
+HASH = "396aa15107369f3c7d3ad2654ff112b91d48b5a1afb78f0d982f10a2af582aad"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_d8b318124f9a"
-HASH = "d8b318124f9a551fac1b640b9cb3e615a0fa48243939199381e825c68c33c95e"
+MODULE = "_rc100_f52ce510039e"
+HASH = "f52ce510039e919b6624432c1111ebc055bd926014d27ee69c85d7c216e47ae3"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_490f87cd0b7e"
-HASH = "490f87cd0b7e16c711e53d85708df5e8e7a32ab99db3ec16f734744952a727c2"
+MODULE = "_rc20_00be267fbdf0"
+HASH = "00be267fbdf011fc8e668602d8b73f377ac36d93dea0a8acd4ed04d86c437ac9"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_5d45c97f4ff7"
-HASH = "5d45c97f4ff7eb3586655ed3ae18d73b8b9f27f9cbd0f0845846a0effc826d67"
+MODULE = "_rc50_a61bb3029848"
+HASH = "a61bb30298483faddbbebfa0ddc22ee38bd58406b9ee32c0ff0813d1338ddd55"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
