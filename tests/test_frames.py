@@ -570,3 +570,22 @@ def test_frame_order_is_the_same_merged_dumped_and_generated(tmp_path):
     raw, back = F.frame_placements(Tree(m), FloatAlgebra(), q), \
         F.frame_placements(Tree(loaded), FloatAlgebra(), q)
     assert np.allclose(np.array(raw, dtype=float), np.array(back, dtype=float), atol=1e-14)
+
+
+def test_frame_name_in_other_letter_case_matching_two_frames_is_named_ambiguous(generated, tmp_path):
+    """Another letter case finds a frame where it matches one only; where it matches two, the
+    error names both."""
+    path = tmp_path / "cases.yaml"
+    path.write_text("name: cases\nbodies:\n  - name: leg\n    parent: world\n"
+                    "    joint: {name: hip, type: revolute, axis: [0, 1, 0]}\n"
+                    "    mass: 1.0\n    com: [0, 0, -0.2]\n    inertia: [0.01, 0.01, 0.01]\n"
+                    "    frames: [{name: Foot, xyz: [0, 0, -0.4]}, {name: foot, xyz: [0, 0, -0.5]},"
+                    " {name: Knee, xyz: [0, 0, -0.2]}]\n")
+    _, dyn = generated(str(path), "cases", functions=["frame_placements", "frame_placement"])
+    q = np.array([0.3])
+    P = dyn.frame_placements(q)
+    names = dyn.frame_names
+    assert np.array_equal(dyn.frame_placement(q, "KNEE"), P[names.index("Knee")])
+    assert np.array_equal(dyn.frame_placement(q, "foot"), P[names.index("foot")])
+    with pytest.raises(ValueError, match="frame 'FOOT' matches 'Foot' and 'foot' in other letter case"):
+        dyn.frame_placement(q, "FOOT")

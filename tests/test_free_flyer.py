@@ -50,6 +50,13 @@ def check_normalize(pin, dyn, pm, rng):
     zero[dyn._QUATERNIONS[0]:dyn._QUATERNIONS[0] + 4] = 0.0
     with pytest.raises(ValueError, match="zero quaternion"):
         dyn.normalize(zero)
+    k = dyn._QUATERNIONS[0]                            # no overflow nor underflow of the norm
+    for scale in (1e200, 1e-170):
+        far = Q[0].copy()
+        far[k:k + 4] = np.array([3.0, 0.0, 0.0, 4.0]) * scale
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            np.testing.assert_allclose(dyn.normalize(far)[k:k + 4], [0.6, 0, 0, 0.8], rtol=1e-15)
     for bad in (np.nan, np.inf):                      # not called a zero quaternion, no warning
         broken = Q[0].copy()
         broken[dyn._QUATERNIONS[0] + 1] = bad

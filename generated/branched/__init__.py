@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_6f9366b736db"
-HASH = "6f9366b736db4716ec59736210bd156534ffcc3d5d2273493ba8b4cb9b0776df"
+MODULE = "_branched_f3c9d76c9395"
+HASH = "f3c9d76c939528166d12337f9ab9a6d384ba673cadc64f95ff01f5367c91e50e"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -97,10 +97,11 @@ def normalize(q):
         if not np.all(np.isfinite(quaternion)):
             raise ValueError(f"q[{k}:{k + 4}] holds a non-finite number (nan or inf): no rotation "
                              "to normalise")
-        norm = np.linalg.norm(quaternion, axis=-1, keepdims=True)
-        if not np.all(norm > 0):
+        largest = np.max(np.abs(quaternion), axis=-1, keepdims=True)
+        if not np.all(largest > 0):
             raise ValueError(f"q[{k}:{k + 4}] is a zero quaternion: no rotation to normalise")
-        quaternion /= norm
+        quaternion /= largest             # (entries of 1e200 or 1e-170: no overflow, no underflow)
+        quaternion /= np.linalg.norm(quaternion, axis=-1, keepdims=True)
     return q
 
 
@@ -794,6 +795,10 @@ def _option_error(options, values):
     """The ValueError for option values no generated function has, naming the wrong one."""
     for (name, allowed), value in zip(options, values):
         if not (isinstance(value, str) and value in allowed):
+            same = [a for a in allowed if isinstance(value, str) and a.lower() == value.lower()]
+            if len(same) > 1:               # (_option_spelled takes another case for one only)
+                return ValueError(f"{name} {value!r} matches {' and '.join(repr(a) for a in same)} "
+                                  "in other letter case: spell it as one of them")
             shown = ", ".join(repr(a) for a in allowed[:20]) + (", ..." if len(allowed) > 20 else "")
             return ValueError(f"{name} must be one of {shown} (those this module was generated "
                               f"for); got {value!r}")

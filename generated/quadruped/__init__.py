@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_396aa1510736"
-HASH = "396aa15107369f3c7d3ad2654ff112b91d48b5a1afb78f0d982f10a2af582aad"
+MODULE = "_quadruped_e3d62e52cd49"
+HASH = "e3d62e52cd49897b4b78a0795b6b80f4c9865f601f7c71cae298f9abdf0150ce"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -97,10 +97,11 @@ def normalize(q):
         if not np.all(np.isfinite(quaternion)):
             raise ValueError(f"q[{k}:{k + 4}] holds a non-finite number (nan or inf): no rotation "
                              "to normalise")
-        norm = np.linalg.norm(quaternion, axis=-1, keepdims=True)
-        if not np.all(norm > 0):
+        largest = np.max(np.abs(quaternion), axis=-1, keepdims=True)
+        if not np.all(largest > 0):
             raise ValueError(f"q[{k}:{k + 4}] is a zero quaternion: no rotation to normalise")
-        quaternion /= norm
+        quaternion /= largest             # (entries of 1e200 or 1e-170: no overflow, no underflow)
+        quaternion /= np.linalg.norm(quaternion, axis=-1, keepdims=True)
     return q
 
 
@@ -794,6 +795,10 @@ def _option_error(options, values):
     """The ValueError for option values no generated function has, naming the wrong one."""
     for (name, allowed), value in zip(options, values):
         if not (isinstance(value, str) and value in allowed):
+            same = [a for a in allowed if isinstance(value, str) and a.lower() == value.lower()]
+            if len(same) > 1:               # (_option_spelled takes another case for one only)
+                return ValueError(f"{name} {value!r} matches {' and '.join(repr(a) for a in same)} "
+                                  "in other letter case: spell it as one of them")
             shown = ", ".join(repr(a) for a in allowed[:20]) + (", ..." if len(allowed) > 20 else "")
             return ValueError(f"{name} must be one of {shown} (those this module was generated "
                               f"for); got {value!r}")
