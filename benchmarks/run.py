@@ -32,14 +32,14 @@ from benchmarks.generation import run_worker_from_argv                          
 
 
 def parse_args(argv):
-    from benchmarks.systems import ALL_SYSTEMS, ARMS, system_names
+    from benchmarks.systems import ALL_SYSTEMS, ARMS, HUMANOIDS, system_names
     from benchmarks.variants import VARIANT_SYSTEMS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="rc20 and panda, fewer repeats, PyDy n <= 5 (< 3 min once built)")
     ap.add_argument("--systems", default=None, type=system_names(),
                     help="comma-separated: " + ",".join(ALL_SYSTEMS)
                     + " (default), or the fixed-base arms of example-robot-data: "
-                    + ",".join(ARMS))
+                    + ",".join(ARMS) + ", or the floating humanoid: " + ",".join(HUMANOIDS))
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--build", default=os.path.join(HERE, "build"))
     ap.add_argument("--pydy-cap", type=at_least(1.0, "--pydy-cap", float), default=120.0,
