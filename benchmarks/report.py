@@ -489,7 +489,7 @@ def variants_intro(R):
             "statements and ops (executed per call, loops counted per iteration) of the compared function "
             "from `scleron.json`; ns per call from the scleron C harness, the variants of a system "
             "interleaved round by round, pinned with `taskset`, same settings as the main table. "
-            f"The default is `method=1, mass_matrix=\"auto\"` (loop from nv ≥ "
+            f"The default is `method=1, mass_matrix=\"auto\"` (loop on chains from nv ≥ "
             f"{R['settings'].get('mass_loop_from_nv', '?')}). Ratios = variant / default "
             "(time: median / median, min / min in parentheses). Each variant's C harness output at state 0 is "
             "checked against the default's (Verification; a variant off by more than 1e-9 is not timed).\n")

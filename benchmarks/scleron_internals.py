@@ -43,9 +43,11 @@ def write_sources(files, folder):
     _pipeline().write_sources(files, folder)
 
 
-def default_mass_form(nv):
-    """'unrolled' or 'loop': the mass-matrix form scleron's default (mass_matrix="auto") picks."""
-    return _pipeline().mass_form(nv)
+def default_mass_form(model):
+    """'unrolled' or 'loop': the mass-matrix form scleron's default (mass_matrix="auto") picks
+    for a scleron Model (by its nonzero entries of M: pipeline.mass_matrix_entries)."""
+    P = _pipeline()
+    return P.mass_form(model.nv, coupled=P.is_coupled(model), entries=P.mass_matrix_entries(model))
 
 
 def mass_loop_from_nv():

@@ -25,10 +25,10 @@ VARIANT_COMPARISONS = {
 }
 
 
-def variant_configs(nv):
+def variant_configs(model):
     """{name: (method, mass_matrix)}: the default configuration, Method II, and the mass-matrix
-    form the default does not use (loop from scleron's MASS_LOOP_FROM_NV on)."""
-    other = "unrolled" if scleron_internals.default_mass_form(nv) == "loop" else "loop"
+    form the default does not use (scleron_internals.default_mass_form)."""
+    other = "unrolled" if scleron_internals.default_mass_form(model) == "loop" else "loop"
     return {"default": (1, "auto"), "method2": (2, "auto"), f"mass_{other}": (1, other)}
 
 
@@ -102,9 +102,9 @@ def run_variants(S, builder, build_dir, rounds, per_round, target_ms):
     """Generates (fresh process, build_sources timed), compiles (gcc timed) and times (the
     scleron C harness, the variants interleaved round by round) each code generation variant
     of one system. Returns the system's results["variants"] entry."""
-    V = {"default_mass": scleron_internals.default_mass_form(S.nv), "configs": {}, "errors": []}
+    V = {"default_mass": scleron_internals.default_mass_form(S.model), "configs": {}, "errors": []}
     cmds, funcs = {}, {}
-    for vname, (method, mass) in variant_configs(S.nv).items():
+    for vname, (method, mass) in variant_configs(S.model).items():
         cfg, folder, error = generate_variant(S, vname, method, mass)
         if cfg is None:
             V["errors"].append(f"{vname}: {error}")

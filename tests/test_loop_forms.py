@@ -536,3 +536,11 @@ def test_mass_matrix_entries_count_the_nonzeros_of_m(name, rng):
     M = np.array(rec.mass_matrix(tree, FloatAlgebra(), list(q)))
     assert mass_matrix_entries(model) - 10 < np.count_nonzero(np.triu(M)) <= mass_matrix_entries(model)
     assert (mass_matrix_entries(model) < tree.nv * (tree.nv + 1) // 2) == (name != "rc20.yaml")
+
+
+def test_mass_matrix_entries_of_a_coupled_model_are_its_whole_upper_triangle():
+    """Mimic-coupled reduced coordinates drive several joints each: every entry can be nonzero
+    (and never more than the upper triangle)."""
+    model = scleron.load_model(os.path.join(os.path.dirname(__file__), "data", "urdf",
+                                            "mimic_gripper.urdf"), mimic="couple")
+    assert mass_matrix_entries(model) == model.nv * (model.nv + 1) // 2

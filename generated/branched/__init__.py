@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_f3c9d76c9395"
-HASH = "f3c9d76c939528166d12337f9ab9a6d384ba673cadc64f95ff01f5367c91e50e"
+MODULE = "_branched_172f580a15e8"
+HASH = "172f580a15e8602a6b8ec4109fce555ef4c15ac98ec8198b1788024544b390b0"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_e3d62e52cd49"
-HASH = "e3d62e52cd49897b4b78a0795b6b80f4c9865f601f7c71cae298f9abdf0150ce"
+MODULE = "_quadruped_06a5c467c158"
+HASH = "06a5c467c158aeefff765aa524ba27495a9fb2bd97a9bd93e29e6ea13879dc1c"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

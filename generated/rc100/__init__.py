@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_e419c798bc6c"
-HASH = "e419c798bc6ccec29a74129d3a3ec37eb5dcbf9c2474e20da612fcb14a5fa223"
+MODULE = "_rc100_e383f01aeedd"
+HASH = "e383f01aeedd6a0eeef0ac2eeab2c0006487b2dc5bedafbf91b950350fb0f31d"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

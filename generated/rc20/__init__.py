@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_5affc09ac033"
-HASH = "5affc09ac033394fc5d0ec57eb10968761b8eb1d485e17bc882dde31eb93411b"
+MODULE = "_rc20_e989cee393f2"
+HASH = "e989cee393f2adf5c792d6e44e02a189fadd083862a4f8574746efd7f6a49859"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_6e2c0d11f640"
-HASH = "6e2c0d11f640965a2c0cd0008f73cc8bd99b80cf3635b533fe3b92a8456bfefd"
+MODULE = "_rc50_2e8bb06e1d1e"
+HASH = "2e8bb06e1d1e5fd1f6c782cac5e83bc7faa6f3f2e668871b9cea124c6554d68a"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -161,7 +161,10 @@ def mass_form(nv, form="auto", coupled=False, entries=None):
 def mass_matrix_entries(model):
     """The entries of M's upper triangle that can be nonzero: each joint's own block, and its
     coordinates' with those of every joint above it (M_rc = 0 between coordinates of bodies
-    on different branches; Featherstone 6.2)."""
+    on different branches; Featherstone 6.2). A mimic-coupled model's reduced coordinates
+    drive several joints each: all of its upper triangle."""
+    if is_coupled(model):
+        return model.nv * (model.nv + 1) // 2
     dof = {j.child: j.dof for j in model.joints}
     parent = {j.child: j.parent for j in model.joints}
     total = 0
