@@ -46,8 +46,7 @@ def write_sources(files, folder):
 def default_mass_form(model):
     """'unrolled' or 'loop': the mass-matrix form scleron's default (mass_matrix="auto") picks
     for a scleron Model (by its nonzero entries of M: pipeline.mass_matrix_entries)."""
-    P = _pipeline()
-    return P.mass_form(model.nv, coupled=P.is_coupled(model), entries=P.mass_matrix_entries(model))
+    return _pipeline().model_mass_form(model)
 
 
 def mass_loop_from_nv():

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_172f580a15e8"
-HASH = "172f580a15e8602a6b8ec4109fce555ef4c15ac98ec8198b1788024544b390b0"
+MODULE = "_branched_5e5ad7b1a847"
+HASH = "5e5ad7b1a847ae16b436b807318c1bea288ad86a9fcbc964638fa9d7a0babf25"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -454,10 +454,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_172f580a15e8_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_5e5ad7b1a847_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_172f580a15e8_py(void)
+PyMODINIT_FUNC PyInit__branched_5e5ad7b1a847_py(void)
 {
     import_array();
     return PyModule_Create(&module);

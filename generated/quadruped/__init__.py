@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_06a5c467c158"
-HASH = "06a5c467c158aeefff765aa524ba27495a9fb2bd97a9bd93e29e6ea13879dc1c"
+MODULE = "_quadruped_b87f70a80fed"
+HASH = "b87f70a80fedfe98cb6e3be4de3540546941f65c493000d3a16e22ebd283ed76"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

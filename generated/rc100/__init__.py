@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_e383f01aeedd"
-HASH = "e383f01aeedd6a0eeef0ac2eeab2c0006487b2dc5bedafbf91b950350fb0f31d"
+MODULE = "_rc100_407b95f01392"
+HASH = "407b95f01392979367656434c49e414163de77ef248861c3a8da91f5b130f015"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_e989cee393f2"
-HASH = "e989cee393f2adf5c792d6e44e02a189fadd083862a4f8574746efd7f6a49859"
+MODULE = "_rc20_1b14c7196869"
+HASH = "1b14c71968692f80316d0f8cb5b34dab9dbc106ae6388f60be4e161384043589"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_2e8bb06e1d1e"
-HASH = "2e8bb06e1d1e5fd1f6c782cac5e83bc7faa6f3f2e668871b9cea124c6554d68a"
+MODULE = "_rc50_c78a2b06718c"
+HASH = "c78a2b06718c3d8e790418c1a047dc3290d7e2624f3c099596140cc4d0fb746a"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

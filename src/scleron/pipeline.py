@@ -158,6 +158,11 @@ def mass_form(nv, form="auto", coupled=False, entries=None):
     return "loop" if loop and not coupled else "unrolled"
 
 
+def model_mass_form(model, form="auto"):
+    """mass_form for a Model: its coordinates, its mimic coupling and its entries of M."""
+    return mass_form(model.nv, form, is_coupled(model), mass_matrix_entries(model))
+
+
 def mass_matrix_entries(model):
     """The entries of M's upper triangle that can be nonzero: each joint's own block, and its
     coordinates' with those of every joint above it (M_rc = 0 between coordinates of bodies
@@ -375,7 +380,7 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise ValueError(f"chunk must be a positive number of statements, not {chunk!r}")
     model.validate()          # a model built or changed in Python gets the loaders' checks
-    mass = mass_form(model.nv, mass_matrix, is_coupled(model), mass_matrix_entries(model))
+    mass = model_mass_form(model, mass_matrix)
     options = _options(name, chunk, cflags, method, mass, functions, frames, cuda)
     key = cache_key(model, options)
     t0 = time.perf_counter()
@@ -531,8 +536,7 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     if cuda and compile:
         find_nvcc()                      # no nvcc: one line before any work
     key = cache_key(model, _options(name, chunk, cflags, method,
-                                    mass_form(model.nv, mass_matrix, is_coupled(model),
-                                              mass_matrix_entries(model)),
+                                    model_mass_form(model, mass_matrix),
                                     functions, frames, cuda))
     hit, report.edited = _cached(out_dir, key) if not force else (False, [])
     if hit:

@@ -619,13 +619,12 @@ def section_runs(prog, live, sections):
 
 def _codegen_form(tree, spec, model):
     """The form `scleron codegen` gives this function for this tree with its default options."""
-    from .pipeline import code_form, mass_form, mass_matrix_entries
+    from .pipeline import code_form, model_mass_form
     from .dynamics.frames import frame_columns
     from .unroll import related_pairs
     columns = frame_columns(tree) if "frame_loop" in spec.forms else 0
     coupled = tree.coupling is not None
-    mass = mass_form(tree.nv, coupled=coupled, entries=mass_matrix_entries(model))
-    return code_form(spec, 1, mass, tree.nv, related_pairs(tree),
+    return code_form(spec, 1, model_mass_form(model), tree.nv, related_pairs(tree),
                      columns, coupled=coupled)
 
 
