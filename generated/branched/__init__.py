@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_5e5ad7b1a847"
-HASH = "5e5ad7b1a847ae16b436b807318c1bea288ad86a9fcbc964638fa9d7a0babf25"
+MODULE = "_branched_2b9b3bd82ce9"
+HASH = "2b9b3bd82ce9142ede37ac290577aab2a254095279f2ff97f8a4f4a9d5810db5"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_b87f70a80fed"
-HASH = "b87f70a80fedfe98cb6e3be4de3540546941f65c493000d3a16e22ebd283ed76"
+MODULE = "_quadruped_998acf69ab8b"
+HASH = "998acf69ab8b5a6b9a01885074fa3ee72bd05b3b3335e3f337196aedc24420c4"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

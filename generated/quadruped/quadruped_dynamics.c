@@ -37,9 +37,11 @@
 #if defined(__GNUC__)
 #define SCLERON_LOCAL __attribute__((visibility("hidden")))
 #define SCL_ONE_VECTOR _Pragma("GCC unroll 1")      /* a loop of 4 columns kept a loop (columns.c.j2) */
+#define SCL_PREFETCH_WRITE(p) __builtin_prefetch((p), 1, 3)  /* a cache line to be written (frameloop.c.j2) */
 #else
 #define SCLERON_LOCAL
 #define SCL_ONE_VECTOR
+#define SCL_PREFETCH_WRITE(p) ((void)(p))
 #endif
 
 #ifndef SCL_SINCOS_DEFINED      /* once where several models' files make one translation unit */

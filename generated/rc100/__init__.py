@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_407b95f01392"
-HASH = "407b95f01392979367656434c49e414163de77ef248861c3a8da91f5b130f015"
+MODULE = "_rc100_615b4098fa5f"
+HASH = "615b4098fa5f374d425a3fefe4da9598a23a61a7586a7fadd064bc32593282c7"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_1b14c7196869"
-HASH = "1b14c71968692f80316d0f8cb5b34dab9dbc106ae6388f60be4e161384043589"
+MODULE = "_rc20_aac40ec22062"
+HASH = "aac40ec22062770123d25a78452f530c8935309b0fcda5e7a82924de58749f2c"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

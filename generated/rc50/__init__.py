@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_c78a2b06718c"
-HASH = "c78a2b06718c3d8e790418c1a047dc3290d7e2624f3c099596140cc4d0fb746a"
+MODULE = "_rc50_1b66ec3caf9d"
+HASH = "1b66ec3caf9d6f5633106145a2c885d7c9b597497158d5dbc7375d81bed387de"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

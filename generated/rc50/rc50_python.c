@@ -454,10 +454,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_c78a2b06718c_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_1b66ec3caf9d_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc50_c78a2b06718c_py(void)
+PyMODINIT_FUNC PyInit__rc50_1b66ec3caf9d_py(void)
 {
     import_array();
     return PyModule_Create(&module);
