@@ -359,6 +359,60 @@ def test_mass_matrix_inverse_mirror_compiled(tmp_path, monkeypatch, rng, n):
         assert np.max(np.abs(out - ref)) <= 1e-12 * np.max(np.abs(ref))
 
 
+def ball_chain_yaml():
+    """A chain of Euler ball joints (3 dof) between hinges and a slider, with a branch of two
+    hinges off its second body: runs of column steps of dof 1 and 3, some of two branches."""
+    lines = ["name: ball_chain", "gravity: [0, 0, -9.81]", "bodies:"]
+    joints = ["spherical", "revolute", "spherical", "spherical", "revolute", "prismatic",
+              "spherical", "revolute", "revolute", "revolute", "revolute"]
+    parents = ["world"] + [f"c{i}" for i in range(8)] + ["c1", "c9"]
+    for k, (kind, parent) in enumerate(zip(joints, parents)):
+        axis = "" if kind == "spherical" else f", axis: [{k % 2}, 1, {0.5 * (k % 3)}]"
+        lines += [f"- {{name: c{k}, parent: {parent}, mass: {1.0 + 0.1 * k}, com: [0.1, 0.02, 0.03],",
+                  f"   inertia: [0.01, 0.02, 0.015], joint: {{name: j{k}, type: {kind}{axis}, "
+                  f"xyz: [0.3, 0, 0.05]}}}}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_mass_matrix_inverse_runs_of_column_steps(tmp_path, monkeypatch, rng):
+    """Consecutive column steps over few columns go as one run, the block of columns in registers
+    (MinvLoop.grouped_steps, minvsteps.c.j2 *_run kernels): the runs keep the steps' order and
+    never join ranges wider than RUN_COLUMNS_UP_TO; compiled (loop form forced), M^-1 and the
+    forward dynamics' derivatives equal the reference, every entry of out= (NaN) written."""
+    import scleron.unroll
+    from scleron.unroll import RUN_COLUMNS_UP_TO
+    monkeypatch.setattr(scleron.unroll, "PAIR_LOOP_FROM_PAIRS", 0)
+    monkeypatch.setattr(scleron.pipeline, "PRODUCT_LOOP_FROM_NV", 1)
+    path = tmp_path / "ball_chain.yaml"
+    path.write_text(ball_chain_yaml())
+    model = scleron.load_model(str(path))
+    tree = Tree(model)
+    ml, _ = unroll_minv_loop(tree, function_spec("minv"))
+    grouped = ml.grouped_steps()
+    flat = [t for s in grouped for t in (s[4] if s[0].endswith("_run") else [s])]
+    assert flat == ml.steps                                     # same steps, same order
+    runs = [s for s in grouped if s[0].endswith("_run")]
+    assert {(s[0], s[1]) for s in runs} >= {("backward_run", 1), ("forward_run", 3), ("backward_run", 3)}
+    assert all(s[3] - s[2] <= RUN_COLUMNS_UP_TO and len(s[4]) >= 2 for s in runs)
+    dyn = scleron.generate(model, str(tmp_path / "build"), "ball_chain", functions=["fdd", "minv"])
+    c = open(tmp_path / "build" / "ball_chain_dynamics.c").read()
+    assert "ball_chain_mass_matrix_inverse_backward_run3(mb, " in c
+    assert "ball_chain_forward_dynamics_derivatives_forward_run1(mb, " in c
+    for _ in range(3):
+        q, qd, tau = (rng.uniform(-1.2, 1.2, tree.nv) for _ in range(3))
+        out = np.full((tree.nv, tree.nv), np.nan)
+        dyn.mass_matrix_inverse(q, out=out)
+        ref = np.asarray(derivatives.mass_matrix_inverse(tree, FloatAlgebra(), list(q)))
+        assert np.array_equal(out, out.T)
+        assert np.max(np.abs(out - ref)) <= 1e-12 * np.max(np.abs(ref))
+        fdd_out = tuple(np.full((tree.nv, tree.nv), np.nan) for _ in range(3))
+        dyn.forward_dynamics_derivatives(q, qd, tau, out=fdd_out)
+        fdd_ref = derivatives.forward_dynamics_derivatives(tree, FloatAlgebra(), list(q), list(qd), list(tau))
+        for g, r in zip(fdd_out, fdd_ref):
+            r = np.asarray(r, dtype=float)
+            assert np.max(np.abs(g - r)) <= 1e-10 * max(1.0, np.max(np.abs(r)))
+
+
 def test_mass_matrix_inverse_column_steps_out_of_order(tmp_path, rng):
     """The column operations on lists (the unrolled and reference M^-1) and as recorded for the
     C loops, on a tree whose subtrees' columns are not consecutive and that has two roots:

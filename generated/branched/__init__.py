@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_2b9b3bd82ce9"
-HASH = "2b9b3bd82ce9142ede37ac290577aab2a254095279f2ff97f8a4f4a9d5810db5"
+MODULE = "_branched_1e4378d56835"
+HASH = "1e4378d568358336625e73f784315cd55a885544f9de8be4f94bf44b8f97af09"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_998acf69ab8b"
-HASH = "998acf69ab8b5a6b9a01885074fa3ee72bd05b3b3335e3f337196aedc24420c4"
+MODULE = "_quadruped_669ab51d7b5e"
+HASH = "669ab51d7b5e85c64156550a43d05fed014399207246c5cd966f7684bcc7d9bf"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

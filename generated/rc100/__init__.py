@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_615b4098fa5f"
-HASH = "615b4098fa5f374d425a3fefe4da9598a23a61a7586a7fadd064bc32593282c7"
+MODULE = "_rc100_474892f912ef"
+HASH = "474892f912efa2d46c5179e05649b2de78273c1f54138d1cea10f7857362cb97"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_aac40ec22062"
-HASH = "aac40ec22062770123d25a78452f530c8935309b0fcda5e7a82924de58749f2c"
+MODULE = "_rc20_473807f14724"
+HASH = "473807f1472440300321f2bc146bb2eade28fd7aca13c1ca032e9de137048867"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

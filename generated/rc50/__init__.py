@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_1b66ec3caf9d"
-HASH = "1b66ec3caf9d6f5633106145a2c885d7c9b597497158d5dbc7375d81bed387de"
+MODULE = "_rc50_a5c7e774cc15"
+HASH = "a5c7e774cc156193fe50a3dea20de7ebb8c03c98e7700d444a06c2e1630971b9"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
