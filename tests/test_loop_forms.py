@@ -257,7 +257,7 @@ def test_forward_dynamics_derivatives_loop_form_equals_the_reference(fdd_loop, r
     assert "fdd_loop_forward_dynamics_derivatives_negated_products(Minv, Dq, Dqd, dqdd_dq, dqdd_dqd)" in c
     assert "loop form: -M^-1 dtau/dx as dense products" in c
     assert "fdd_loop_forward_dynamics_derivatives_pairs_9_9(v_YJ, v_dAdV, v_dAvJ" in c
-    assert "fdd_loop_forward_dynamics_derivatives_forward1(mb + " in c
+    assert "fdd_loop_forward_dynamics_derivatives_forward_run1(mb, " in c     # M^-1's column steps
     for _ in range(3):
         q, qd, tau = (rng.uniform(-1, 1, dyn.nv) for _ in range(3))
         got = dyn.forward_dynamics_derivatives(q, qd, tau)
@@ -305,7 +305,7 @@ def test_mass_matrix_inverse_loop_form_equals_the_reference(fdd_loop, rng):
     model, dyn = fdd_loop
     tree = Tree(model)
     c = open(os.path.join(os.path.dirname(dyn.__file__), "fdd_loop_dynamics.c")).read()
-    assert "fdd_loop_mass_matrix_inverse_backward1(mb + " in c and "A_saved0" in c
+    assert "fdd_loop_mass_matrix_inverse_backward_run1(mb, " in c and "A_saved0" in c
     for _ in range(3):
         q = rng.uniform(-1, 1, dyn.nv)
         got = dyn.mass_matrix_inverse(q)
@@ -375,12 +375,12 @@ def ball_chain_yaml():
 
 
 def test_mass_matrix_inverse_runs_of_column_steps(tmp_path, monkeypatch, rng):
-    """Consecutive column steps over few columns go as one run, the block of columns in registers
-    (MinvLoop.grouped_steps, minvsteps.c.j2 *_run kernels): the runs keep the steps' order and
-    never join ranges wider than RUN_COLUMNS_UP_TO; compiled (loop form forced), M^-1 and the
-    forward dynamics' derivatives equal the reference, every entry of out= (NaN) written."""
+    """Consecutive column steps go in runs, four columns at a time in registers over the run's
+    steps (MinvLoop.grouped_steps, minvsteps.c.j2 *_run kernels): the runs keep the steps' order
+    and hold 2 to RUN_STEPS steps of one dof; compiled (loop form forced), M^-1 and the forward
+    dynamics' derivatives equal the reference, every entry of out= (NaN) written."""
     import scleron.unroll
-    from scleron.unroll import RUN_COLUMNS_UP_TO
+    from scleron.unroll import RUN_STEPS
     monkeypatch.setattr(scleron.unroll, "PAIR_LOOP_FROM_PAIRS", 0)
     monkeypatch.setattr(scleron.pipeline, "PRODUCT_LOOP_FROM_NV", 1)
     path = tmp_path / "ball_chain.yaml"
@@ -393,7 +393,12 @@ def test_mass_matrix_inverse_runs_of_column_steps(tmp_path, monkeypatch, rng):
     assert flat == ml.steps                                     # same steps, same order
     runs = [s for s in grouped if s[0].endswith("_run")]
     assert {(s[0], s[1]) for s in runs} >= {("backward_run", 1), ("forward_run", 3), ("backward_run", 3)}
-    assert all(s[3] - s[2] <= RUN_COLUMNS_UP_TO and len(s[4]) >= 2 for s in runs)
+    assert all(2 <= len(s[4]) <= RUN_STEPS and {t[1] for t in s[4]} == {s[1]} for s in runs)
+    streak = longest = 1                                        # consecutive steps of one kind and dof
+    for a, b in zip(ml.steps, ml.steps[1:]):
+        streak = streak + 1 if a[:2] == b[:2] and a[0] in ("backward", "forward") else 1
+        longest = max(longest, streak)
+    assert max(len(s[4]) for s in runs) == min(RUN_STEPS, longest)
     dyn = scleron.generate(model, str(tmp_path / "build"), "ball_chain", functions=["fdd", "minv"])
     c = open(tmp_path / "build" / "ball_chain_dynamics.c").read()
     assert "ball_chain_mass_matrix_inverse_backward_run3(mb, " in c
@@ -447,7 +452,7 @@ def test_derivative_loops_compiled_out_of_order(tmp_path, rng, monkeypatch, fuse
     dyn = scleron.generate(model, str(tmp_path / "build"), "out_of_order",
                            functions=["fdd", "idd", "minv"])
     c = open(tmp_path / "build" / "out_of_order_dynamics.c").read()
-    assert "A_saved3" in c and "out_of_order_mass_matrix_inverse_forward1" in c
+    assert "A_saved3" in c and "out_of_order_mass_matrix_inverse_forward1(mb + " in c
     assert "out_of_order_inverse_dynamics_derivatives_pairs_6_6_6(v_J, v_dFdq, v_dFdv, v_YJ" in c
     assert "row 0 of dtau/dx: columns 0..3 (the others are zero)" in c
     tree = Tree(model)

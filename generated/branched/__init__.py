@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_1e4378d56835"
-HASH = "1e4378d568358336625e73f784315cd55a885544f9de8be4f94bf44b8f97af09"
+MODULE = "_branched_5dddf361f0d1"
+HASH = "5dddf361f0d16f3998ef0f908f33594d44ae28f695e82e85f74c853a292aa996"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

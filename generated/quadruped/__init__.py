@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_669ab51d7b5e"
-HASH = "669ab51d7b5e85c64156550a43d05fed014399207246c5cd966f7684bcc7d9bf"
+MODULE = "_quadruped_14b54c0875d1"
+HASH = "14b54c0875d1934eeca4f08c6cb6b75258a1a521d3f5c8e612f73c42591ec173"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_474892f912ef"
-HASH = "474892f912efa2d46c5179e05649b2de78273c1f54138d1cea10f7857362cb97"
+MODULE = "_rc100_b38fd7926217"
+HASH = "b38fd79262179def3f3b5f64d02f857e721de5f8bbd514e7857a868a71817b14"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

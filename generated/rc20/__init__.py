@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_473807f14724"
-HASH = "473807f1472440300321f2bc146bb2eade28fd7aca13c1ca032e9de137048867"
+MODULE = "_rc20_e80b361b9e2c"
+HASH = "e80b361b9e2cfa2df8e3c843569f0646e705f2eba7f9ad029053f40e3d607195"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

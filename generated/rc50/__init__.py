@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_a5c7e774cc15"
-HASH = "a5c7e774cc156193fe50a3dea20de7ebb8c03c98e7700d444a06c2e1630971b9"
+MODULE = "_rc50_9ebf52776663"
+HASH = "9ebf52776663ed7b191cb9d33b373fd356edec41cdf26798aa19930c3319c81a"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

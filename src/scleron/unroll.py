@@ -450,16 +450,15 @@ def unroll_pair_loop(tree, spec, name=None):
 
 
 # ---- the mass matrix inverse in loop form -----------------------------------------------------
-# Up to RUNS_UP_TO_NV coordinates, consecutive column steps of M^-1's loop form that run over at
-# most RUN_COLUMNS_UP_TO columns go as one run (MinvLoop.grouped_steps): a step at a time spends
-# its time in its loop's entry and in the columns short of a vector of 4, which the run's block
-# of columns in registers saves; over longer ranges each step's own loop runs at full width with
-# its columns overlapped, and the run, waiting on one dot product after another, does no better.
-# M^-1, ns per call (Xeon, best of 15 samples), steps one at a time / in runs: RC20 1,079 / 935
-# (fdd 4,910 / 4,860); RC50 4,450 / 4,345; talos_reduced floating 2,590 / 2,650 (runs of 8
-# columns at most: RC20 1,006, talos 2,650), hence none above 24 coordinates.
-RUNS_UP_TO_NV = 24
-RUN_COLUMNS_UP_TO = 16
+# Consecutive column steps of M^-1's loop form of one kind and dof go in runs of up to this many
+# (MinvLoop.grouped_steps), four columns at a time with their P (or A) in registers over the run's
+# steps: one step at a time loads and stores them at every step and spends its time, over short
+# ranges, in its loop's entry and in the columns short of a vector of 4. Longer runs leave fewer
+# groups of columns in flight at once for the CPU to overlap. M^-1, ns per call (Xeon, best of
+# 15 samples, three alternating passes), runs of 1 (one step at a time) / 3 / 4 / 6 / 8 / 12 / 16:
+# RC20 1,085 / 900 / 885 / 875 / 895 / 905 / 940; RC50 4,330 / 4,170 / 4,115 / 4,030 / 3,990 /
+# 4,230 / 4,430; talos_reduced floating 2,710 / 2,485 / 2,455 / 2,360 / 2,365 / 2,395 / 2,440.
+RUN_STEPS = 6
 
 
 @dataclass
@@ -478,35 +477,24 @@ class MinvLoop:
     unrelated: list = field(default_factory=list)   # unrelated_upper_ranges: zeroed first
 
     def grouped_steps(self):
-        """The steps, each run of two or more consecutive "backward" (or "forward") steps of one
-        dof as one ("backward_run" | "forward_run", dof, first, end, steps): the C code takes a
-        run block of columns by block, the block's P (or A) in registers over all the run's
-        steps, where one step at a time loads and stores them at every step. Exact: a step
-        changes only its own columns of P, A and the output, so the columns may go in any order
-        as long as each column sees the steps in theirs. [first, end): the columns the run
-        touches (a forward step: its own first column on; a backward step: its range)."""
-        if self.nv > RUNS_UP_TO_NV:
-            return list(self.steps)
+        """The steps, each run of two to RUN_STEPS consecutive "backward" (or "forward") steps of
+        one dof as one ("backward_run" | "forward_run", dof, first, end, steps): the C code takes
+        a run four columns at a time, their P (or A) in registers over all the run's steps.
+        Exact: a step changes only its own columns of P, A and the output, so the columns may go
+        in any order as long as each column sees the steps in theirs. [first, end): the columns
+        the run touches (a forward step's: its own first on; a backward step's: its range)."""
         out = []
         for step in self.steps:
-            kind = step[0]
-            last = out[-1] if out else None
-            if self._runs(step) and last and last[1] == step[1] and \
-                    (last[0] == kind + "_run" or (last[0] == kind and self._runs(last))):
-                steps = last[4] if last[0] == kind + "_run" else [last]
-                run = self._run(kind, step[1], steps + [step])
-                if run[3] - run[2] <= RUN_COLUMNS_UP_TO:   # (not the ranges of two branches)
-                    out[-1] = run
+            kind, last = step[0], out[-1] if out else None
+            if kind in ("backward", "forward") and last and last[1] == step[1]:
+                if last[0] == kind:
+                    out[-1] = self._run(kind, step[1], [last, step])
+                    continue
+                if last[0] == kind + "_run" and len(last[4]) < RUN_STEPS:
+                    out[-1] = self._run(kind, step[1], last[4] + [step])
                     continue
             out.append(step)
         return out
-
-    def _runs(self, step):
-        """Whether the step may join a run: a backward or forward step over few columns."""
-        if step[0] not in ("backward", "forward"):
-            return False
-        columns = step[5] - step[4] if step[0] == "backward" else self.nv - step[3]
-        return columns <= RUN_COLUMNS_UP_TO
 
     def _run(self, kind, dof, steps):
         if kind == "backward":
