@@ -201,10 +201,11 @@ INERTIA_ATOL = 1e-15
 TRIANGLE_HAIR = 1e-3
 INERTIA_CHECKS = ("physical", "relaxed")
 RELAX_HINT = ("load it with inertia='relaxed' (scleron.load_model(path, inertia='relaxed'); "
-              "the commands' --inertia relaxed) to accept it, as Pinocchio does, with a warning")
+              "the commands' --inertia relaxed) to accept this inertia, as Pinocchio does, with a "
+              "warning (the model's other checks still apply)")
 # a model built in Python; a YAML file (scleron's own format, written for scleron) gets no hint
-MODEL_RELAX_HINT = ("set model.inertia_checks = 'relaxed' first to accept it, as Pinocchio does, "
-                    "with a warning")
+MODEL_RELAX_HINT = ("set model.inertia_checks = 'relaxed' first to accept this inertia, as Pinocchio "
+                    "does, with a warning (the model's other checks still apply)")
 
 
 class InertiaWarning(UserWarning):
