@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_5dddf361f0d1"
-HASH = "5dddf361f0d16f3998ef0f908f33594d44ae28f695e82e85f74c853a292aa996"
+MODULE = "_branched_f1ab4cbc5f92"
+HASH = "f1ab4cbc5f92d6b02a14eae52f46b281090b3325340a9ec691ad31e5c840d5c9"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_14b54c0875d1"
-HASH = "14b54c0875d1934eeca4f08c6cb6b75258a1a521d3f5c8e612f73c42591ec173"
+MODULE = "_quadruped_3653525204b6"
+HASH = "3653525204b6d63815893df3da3cb61be217d7e3c7d803b33d91a89563c7beb3"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_b38fd7926217"
-HASH = "b38fd79262179def3f3b5f64d02f857e721de5f8bbd514e7857a868a71817b14"
+MODULE = "_rc100_44b4e7677513"
+HASH = "44b4e7677513bb15df47d12f8aa31d580cf18362f982222e78b45c5691bb5057"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_e80b361b9e2c"
-HASH = "e80b361b9e2cfa2df8e3c843569f0646e705f2eba7f9ad029053f40e3d607195"
+MODULE = "_rc20_0e1c435030f9"
+HASH = "0e1c435030f99a5235add6e209ef17a9f77278301ad77b49206aaeee6aeefe5a"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_9ebf52776663"
-HASH = "9ebf52776663ed7b191cb9d33b373fd356edec41cdf26798aa19930c3319c81a"
+MODULE = "_rc50_c9e48908e238"
+HASH = "c9e48908e238abcf33c9aed492e18132be3f1b663e145f845b40025f00d4e953"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

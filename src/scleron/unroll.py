@@ -501,6 +501,11 @@ class MinvLoop:
             return ("backward_run", dof, min(s[4] for s in steps), max(s[5] for s in steps), steps)
         return ("forward_run", dof, min(s[3] for s in steps), self.nv, steps)
 
+    def single_dofs(self, kind):
+        """The dofs of the `kind` steps ("backward" or "forward") left out of runs (a one-step
+        kernel each; an unused kernel would be a compiler warning)."""
+        return sorted({s[1] for s in self.grouped_steps() if s[0] == kind})
+
     def run_dofs(self):
         """The dofs of the runs (a run kernel each)."""
         return sorted({s[1] for s in self.grouped_steps() if s[0].endswith("_run")})
