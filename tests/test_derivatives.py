@@ -455,6 +455,13 @@ def test_forward_dynamics_derivatives_equal_pinocchio(robot, pin, generated, rng
     if robot == "allegro":           # the products by runs of related columns, both rows at once
         c = open(os.path.join(folder, f"{robot}_dynamics.c")).read()
         assert "row 4 of dtau/dx: columns 4..7 (the others are zero)" in c and "c1[j] -= a * B1" in c
+    if robot == "solo12":            # the free flyer's columns of dtau/dq (zero) skipped
+        c = open(os.path.join(folder, f"{robot}_dynamics.c")).read()
+        assert "row 0 of dtau/dq: columns 6..17 (the others are zero)" in c
+        assert "row 0 of dtau/dqd: columns 0..17 (the others are zero)" in c
+        outs = tuple(np.full((pm.nv, pm.nv), np.nan) for _ in range(3))   # the skipped columns
+        dyn.forward_dynamics_derivatives(Q[0], V[0], T[0], out=outs)       # are written too
+        assert all(np.array_equal(o, g[0]) for o, g in zip(outs, got))
     header = open(os.path.join(folder, f"{robot}_dynamics.h")).read()
     assert (f"void {robot}_forward_dynamics_derivatives(const double *q, const double *qd, "
             "const double *tau, double *dqdd_dq, double *dqdd_dqd, double *Minv);") in header

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_f1ab4cbc5f92"
-HASH = "f1ab4cbc5f92d6b02a14eae52f46b281090b3325340a9ec691ad31e5c840d5c9"
+MODULE = "_branched_15e54dcfb786"
+HASH = "15e54dcfb786d69be54e6a73c1aefe46b7039bd432e0d4226da77c8939b62f3c"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_3653525204b6"
-HASH = "3653525204b6d63815893df3da3cb61be217d7e3c7d803b33d91a89563c7beb3"
+MODULE = "_quadruped_b9b190491326"
+HASH = "b9b190491326fda4c65bad8d695520d7c76920e7c4739b1790c0e5c4a494e660"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_44b4e7677513"
-HASH = "44b4e7677513bb15df47d12f8aa31d580cf18362f982222e78b45c5691bb5057"
+MODULE = "_rc100_354f7b11c6c8"
+HASH = "354f7b11c6c81a01de75a42408e102f453d7705e0d957dd80389a9f4bf3847b3"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

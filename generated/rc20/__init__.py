@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_0e1c435030f9"
-HASH = "0e1c435030f99a5235add6e209ef17a9f77278301ad77b49206aaeee6aeefe5a"
+MODULE = "_rc20_f97e24fe9ea1"
+HASH = "f97e24fe9ea1563a9f8e16fa13a1af13f453d0720a8a075811a43f87deeec4ea"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_c9e48908e238"
-HASH = "c9e48908e238abcf33c9aed492e18132be3f1b663e145f845b40025f00d4e953"
+MODULE = "_rc50_8eb563406bed"
+HASH = "8eb563406bed46d67076eed6dc2f912071f1c22890985079218ee9074df0a2b3"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
