@@ -211,16 +211,22 @@ def test_frame_jacobians_loop_form_equals_pinocchio(pin, generated, rng, monkeyp
         assert np.array_equal(batch[0], dyn.frame_jacobians(q, reference="local"))
 
 
-def test_frame_jacobians_form_auto():
+def test_frame_jacobians_form_auto(monkeypatch):
     """The loop form from FRAME_LOOP_FROM_COLUMNS frame columns on (RC20: 210), straight-line
-    code below (a quadruped: 102, panda: 65), in every reference."""
+    code below (a quadruped: 102, panda: 65), in every reference; never for frames no
+    coordinate moves (only frames on the world: nothing to loop over), even where forced."""
     import scleron.functions
+    import scleron.unroll
     from scleron.pipeline import code_form
     from scleron.unroll import FRAME_LOOP_FROM_COLUMNS as n
     for suffix in ("", "_local", "_world"):
         spec = scleron.functions.FUNCTIONS["frame_jacobians" + suffix]
         assert code_form(spec, 1, "unrolled", 20, frame_columns=n) == "frame_loop"
         assert code_form(spec, 1, "unrolled", 20, frame_columns=n - 1) == "unrolled"
+        monkeypatch.setattr(scleron.unroll, "FRAME_LOOP_FROM_COLUMNS", 0)
+        assert code_form(spec, 1, "unrolled", 20, frame_columns=1) == "frame_loop"
+        assert code_form(spec, 1, "unrolled", 20, frame_columns=0) == "unrolled"
+        monkeypatch.undo()
     columns = {m: F.frame_columns(Tree(scleron.load_model(example(m + ".yaml"))))
                for m in ("quadruped", "rc20")}
     assert columns["quadruped"] < n <= columns["rc20"]

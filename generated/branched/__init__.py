@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_15e54dcfb786"
-HASH = "15e54dcfb786d69be54e6a73c1aefe46b7039bd432e0d4226da77c8939b62f3c"
+MODULE = "_branched_f241720489eb"
+HASH = "f241720489eb5c284e69b62fc93e23e0a23b7549d4f947f65daad4465685c7f0"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_b9b190491326"
-HASH = "b9b190491326fda4c65bad8d695520d7c76920e7c4739b1790c0e5c4a494e660"
+MODULE = "_quadruped_ad2581d5d00c"
+HASH = "ad2581d5d00c65e9d8cee46da43ba6f04dfda48e38275130d3d31fe9738eda91"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

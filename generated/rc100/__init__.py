@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_354f7b11c6c8"
-HASH = "354f7b11c6c81a01de75a42408e102f453d7705e0d957dd80389a9f4bf3847b3"
+MODULE = "_rc100_af8083334336"
+HASH = "af8083334336e20fe7cd027d1f893d68b8c4a5d5a0958c99f5046367fc4d9924"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_f97e24fe9ea1"
-HASH = "f97e24fe9ea1563a9f8e16fa13a1af13f453d0720a8a075811a43f87deeec4ea"
+MODULE = "_rc20_5f794145611d"
+HASH = "5f794145611dbfad842905192d5e340e60ff5a09b9cd675e10b527f32f612d74"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

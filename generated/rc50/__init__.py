@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_8eb563406bed"
-HASH = "8eb563406bed46d67076eed6dc2f912071f1c22890985079218ee9074df0a2b3"
+MODULE = "_rc50_ebfd6838ad2d"
+HASH = "ebfd6838ad2de73c64b223c66dd1e6559c6d343080a775d0f6707d8c40655abd"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

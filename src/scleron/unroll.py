@@ -831,7 +831,8 @@ def spec_reference(spec):
 
 
 def frame_loops_pay(columns):
-    return columns >= FRAME_LOOP_FROM_COLUMNS
+    """(Never without a column: a loop form over no ranges would declare arrays of size 0.)"""
+    return columns > 0 and columns >= FRAME_LOOP_FROM_COLUMNS
 
 
 def reference_pattern(matrices):
