@@ -410,6 +410,34 @@ def test_free_root_columns_in_closed_form(tmp_path, extra, rng, monkeypatch):
         assert taken < unroll(tree, "forward_dynamics_derivatives").op_counts().total
 
 
+def test_products_skip_a_second_roots_free_columns(tmp_path, rng):
+    """The C products leave out dtau/dq's columns of a free root (zero: the closed form writes
+    them), here a second root's, columns 1..6 behind a fixed-base hinge, and keep dtau/dqd's
+    (only its translations are zero): every entry still written (out= full of NaN), equal to
+    -M^-1 dtau/dx formed with numpy."""
+    path = tmp_path / "hinge_and_free_root.yaml"
+    path.write_text(FREE_ROOT.replace("ROOT_EXTRA", "").replace("bodies:\n", (
+        "bodies:\n  - {name: post, parent: world, mass: 2, com: [0.1, 0, 0.2], inertia: [0.1, 0.2, 0.3],\n"
+        "     joint: {type: revolute, axis: [0, 0, 1], xyz: [0.5, 0, 0]}}\n")))
+    model = scleron.load_model(str(path))
+    tree = Tree(model)
+    assert [b.v_start for b in derivatives.free_roots(tree)] == [1]
+    dyn = scleron.generate(model, str(tmp_path / "build"), "hinge_free", functions=["fdd"])
+    c = open(tmp_path / "build" / "hinge_free_dynamics.c").read()
+    assert "row 1 of dtau/dq: columns 0..0 (the others are zero)" in c
+    assert "row 1 of dtau/dq: columns 7..10 (the others are zero)" in c
+    assert "row 1 of dtau/dqd: columns 0..10 (the others are zero)" in c
+    for _ in range(3):
+        q, qd, tau = float_state(model, tree, rng, scale=1.5)
+        out = tuple(np.full((tree.nv, tree.nv), np.nan) for _ in range(3))
+        dyn.forward_dynamics_derivatives(np.array(q), np.array(qd), np.array(tau), out=out)
+        qdd = recursions.forward_dynamics(tree, ALG, q, qd, tau)
+        dq, dqd, _ = derivatives.inverse_dynamics_derivatives(tree, ALG, q, qd, qdd)
+        Minv = np.linalg.inv(recursions.mass_matrix(tree, ALG, q))
+        assert rel_err(out[0], -Minv @ dq) < 1e-10 and rel_err(out[1], -Minv @ dqd) < 1e-10
+        assert rel_err(out[2], Minv) < 1e-10
+
+
 @pytest.mark.parametrize("name", ["branched", *(pytest.param(n, marks=pytest.mark.slow) for n in
                                                ("quadruped", "spline_chain", "tc10", "windmill"))])
 def test_generated_derivatives_of_general_joints_match_finite_differences(name, qball, generated,

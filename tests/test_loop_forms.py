@@ -389,16 +389,16 @@ def test_mass_matrix_inverse_runs_of_column_steps(tmp_path, monkeypatch, rng):
     tree = Tree(model)
     ml, _ = unroll_minv_loop(tree, function_spec("minv"))
     grouped = ml.grouped_steps()
-    flat = [t for s in grouped for t in (s[4] if s[0].endswith("_run") else [s])]
+    flat = [t for s in grouped for t in (s.steps if s.kind.endswith("_run") else [s])]
     assert flat == ml.steps                                     # same steps, same order
-    runs = [s for s in grouped if s[0].endswith("_run")]
-    assert {(s[0], s[1]) for s in runs} >= {("backward_run", 1), ("forward_run", 3), ("backward_run", 3)}
-    assert all(2 <= len(s[4]) <= RUN_STEPS and {t[1] for t in s[4]} == {s[1]} for s in runs)
+    runs = [s for s in grouped if s.kind.endswith("_run")]
+    assert {(s.kind, s.dof) for s in runs} >= {("backward_run", 1), ("forward_run", 3), ("backward_run", 3)}
+    assert all(2 <= len(s.steps) <= RUN_STEPS and {t.dof for t in s.steps} == {s.dof} for s in runs)
     streak = longest = 1                                        # consecutive steps of one kind and dof
     for a, b in zip(ml.steps, ml.steps[1:]):
-        streak = streak + 1 if a[:2] == b[:2] and a[0] in ("backward", "forward") else 1
+        streak = streak + 1 if a[:2] == b[:2] and a.kind in ("backward", "forward") else 1
         longest = max(longest, streak)
-    assert max(len(s[4]) for s in runs) == min(RUN_STEPS, longest)
+    assert max(len(s.steps) for s in runs) == min(RUN_STEPS, longest)
     dyn = scleron.generate(model, str(tmp_path / "build"), "ball_chain", functions=["fdd", "minv"])
     c = open(tmp_path / "build" / "ball_chain_dynamics.c").read()
     assert "ball_chain_mass_matrix_inverse_backward_run3(mb, " in c
@@ -432,7 +432,7 @@ def test_mass_matrix_inverse_column_steps_out_of_order(tmp_path, rng):
         M = np.asarray(rec.mass_matrix(tree, FloatAlgebra(), q))
         np.testing.assert_allclose(Minv @ M, np.eye(tree.nv), atol=1e-11)
     ml, _ = unroll_minv_loop(tree, function_spec("minv"))
-    kinds = [s[0] for s in ml.steps]
+    kinds = [s.kind for s in ml.steps]
     assert kinds.count("zero") == 1 and kinds.count("restore") == 4 and kinds[-1] == "mirror"
 
 

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_f241720489eb"
-HASH = "f241720489eb5c284e69b62fc93e23e0a23b7549d4f947f65daad4465685c7f0"
+MODULE = "_branched_5e17cc39fb26"
+HASH = "5e17cc39fb268a204257eb60792ef34401c74ebbd2e914a2747b112f44b21f04"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_ad2581d5d00c"
-HASH = "ad2581d5d00c65e9d8cee46da43ba6f04dfda48e38275130d3d31fe9738eda91"
+MODULE = "_quadruped_99c191f7f13b"
+HASH = "99c191f7f13bb3018f5f6f9ce63ee0526191321d27cc5a4ced316cd71e2891ee"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_af8083334336"
-HASH = "af8083334336e20fe7cd027d1f893d68b8c4a5d5a0958c99f5046367fc4d9924"
+MODULE = "_rc100_b87030296974"
+HASH = "b87030296974e67247ffa42c2b853a3d8836f9449e11d0bddcb8ef7e02f9ef00"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

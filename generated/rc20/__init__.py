@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_5f794145611d"
-HASH = "5f794145611dbfad842905192d5e340e60ff5a09b9cd675e10b527f32f612d74"
+MODULE = "_rc20_96766a3a2807"
+HASH = "96766a3a28076d37fedb641d091771ecbe6cda1cc15b47efcd3dfe1f439c8fac"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

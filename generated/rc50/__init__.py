@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_ebfd6838ad2d"
-HASH = "ebfd6838ad2de73c64b223c66dd1e6559c6d343080a775d0f6707d8c40655abd"
+MODULE = "_rc50_0f324eac5e1a"
+HASH = "0f324eac5e1a121a6961efe2e1fe09fbad2b3978ddd40597dd509e43593a3143"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

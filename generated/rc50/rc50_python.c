@@ -454,10 +454,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_ebfd6838ad2d_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_0f324eac5e1a_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc50_ebfd6838ad2d_py(void)
+PyMODINIT_FUNC PyInit__rc50_0f324eac5e1a_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -3,6 +3,7 @@
 The recursion code of scleron.dynamics is run on program Vars instead of floats: every
 scalar operation becomes a node of a Program, with the model's constants folded in.
 """
+from collections import namedtuple
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 
@@ -461,14 +462,26 @@ def unroll_pair_loop(tree, spec, name=None):
 RUN_STEPS = 6
 
 
+# The column operations of MinvLoop.steps, each a tuple whose first field names its kind (so
+# that a step still compares and indexes as the plain tuple it is)
+BackwardStep = namedtuple("BackwardStep", "kind dof offset v first end")   # P over [first, end)
+ForwardStep = namedtuple("ForwardStep", "kind dof offset v")                # A from column v on
+SaveStep = namedtuple("SaveStep", "kind slot first")
+RestoreStep = namedtuple("RestoreStep", "kind slot first")
+ZeroStep = namedtuple("ZeroStep", "kind first")
+MirrorStep = namedtuple("MirrorStep", "kind")
+RunStep = namedtuple("RunStep", "kind dof first end steps")     # kind: backward_run, forward_run
+
+
 @dataclass
 class MinvLoop:
     """M^-1 by derivatives.articulated_mass_matrix_inverse with its column operations as C loops:
     the unrolled prologue writes each body's D^-1 S^T, U, D^-1 U^T and S (array "mb", 24 dof entries
     per body from offset[body]: SD d x 6, U 6 x d, UD d x 6, S 6 x d, row-major), the own
     blocks of the output and the initial P (6 x nv, entry-major); `steps` are the column
-    operations in order: ("backward", dof, offset, v, first, end), ("forward", dof, offset, v),
-    ("save", slot, first), ("restore", slot, first), ("zero", first), ("mirror",)."""
+    operations in order: BackwardStep ("backward", dof, offset, v, first, end), ForwardStep
+    ("forward", dof, offset, v), SaveStep ("save", slot, first), RestoreStep ("restore", slot,
+    first), ZeroStep ("zero", first), MirrorStep ("mirror",)."""
     output: str
     nv: int
     steps: list = field(default_factory=list)
@@ -485,38 +498,39 @@ class MinvLoop:
         the run touches (a forward step's: its own first on; a backward step's: its range)."""
         out = []
         for step in self.steps:
-            kind, last = step[0], out[-1] if out else None
-            if kind in ("backward", "forward") and last and last[1] == step[1]:
-                if last[0] == kind:
-                    out[-1] = self._run(kind, step[1], [last, step])
+            last = out[-1] if out else None
+            if step.kind in ("backward", "forward") and getattr(last, "dof", None) == step.dof:
+                if last.kind == step.kind:
+                    out[-1] = self._run(step.kind, [last, step])
                     continue
-                if last[0] == kind + "_run" and len(last[4]) < RUN_STEPS:
-                    out[-1] = self._run(kind, step[1], last[4] + [step])
+                if last.kind == step.kind + "_run" and len(last.steps) < RUN_STEPS:
+                    out[-1] = self._run(step.kind, last.steps + [step])
                     continue
             out.append(step)
         return out
 
-    def _run(self, kind, dof, steps):
+    def _run(self, kind, steps):
         if kind == "backward":
-            return ("backward_run", dof, min(s[4] for s in steps), max(s[5] for s in steps), steps)
-        return ("forward_run", dof, min(s[3] for s in steps), self.nv, steps)
+            return RunStep("backward_run", steps[0].dof, min(s.first for s in steps),
+                           max(s.end for s in steps), steps)
+        return RunStep("forward_run", steps[0].dof, min(s.v for s in steps), self.nv, steps)
 
     def single_dofs(self, kind):
         """The dofs of the `kind` steps ("backward" or "forward") left out of runs (a one-step
         kernel each; an unused kernel would be a compiler warning)."""
-        return sorted({s[1] for s in self.grouped_steps() if s[0] == kind})
+        return sorted({s.dof for s in self.grouped_steps() if s.kind == kind})
 
     def run_dofs(self):
         """The dofs of the runs (a run kernel each)."""
-        return sorted({s[1] for s in self.grouped_steps() if s[0].endswith("_run")})
+        return sorted({s.dof for s in self.grouped_steps() if s.kind.endswith("_run")})
 
     def loop_counts(self):
         n = 0
         for step in self.steps:
-            if step[0] == "backward":
-                n += 12 * step[1] * (step[5] - step[4])
-            elif step[0] == "forward":
-                n += 12 * step[1] * (self.nv - step[3])
+            if step.kind == "backward":
+                n += 12 * step.dof * (step.end - step.first)
+            elif step.kind == "forward":
+                n += 12 * step.dof * (self.nv - step.v)
         return OpCounts(mul=n, add=n)
 
 
@@ -551,24 +565,24 @@ class LoopBlocks:
                 self.prog.outputs.append(("P", r * self.nv + c, p[r]))
 
     def backward(self, b, axes, first, end):
-        self.loop.steps.append(("backward", b.dof, self._body(b, axes), b.v_start, first, end))
+        self.loop.steps.append(BackwardStep("backward", b.dof, self._body(b, axes), b.v_start, first, end))
 
     def forward(self, b, axes):
-        self.loop.steps.append(("forward", b.dof, self._body(b, axes), b.v_start))
+        self.loop.steps.append(ForwardStep("forward", b.dof, self._body(b, axes), b.v_start))
 
     def zero(self, first):
-        self.loop.steps.append(("zero", first))
+        self.loop.steps.append(ZeroStep("zero", first))
 
     def save(self, first):
         self.loop.saves.append(first)
-        self.loop.steps.append(("save", len(self.loop.saves) - 1, first))
+        self.loop.steps.append(SaveStep("save", len(self.loop.saves) - 1, first))
         return len(self.loop.saves) - 1
 
     def restore(self, slot, first):
-        self.loop.steps.append(("restore", slot, first))
+        self.loop.steps.append(RestoreStep("restore", slot, first))
 
     def mirrored(self):
-        self.loop.steps.append(("mirror",))
+        self.loop.steps.append(MirrorStep("mirror"))
         return None
 
 
