@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_5e17cc39fb26"
-HASH = "5e17cc39fb268a204257eb60792ef34401c74ebbd2e914a2747b112f44b21f04"
+MODULE = "_branched_28589ac0bbf2"
+HASH = "28589ac0bbf2876bebed9741689f6f1507aa917faa0d5e2e1d5cff1b18030409"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_99c191f7f13b"
-HASH = "99c191f7f13bb3018f5f6f9ce63ee0526191321d27cc5a4ced316cd71e2891ee"
+MODULE = "_quadruped_a9b6a85d1f64"
+HASH = "a9b6a85d1f64560ff887c834f3d6780d0935739e8471e230bb7e03da023e30a8"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

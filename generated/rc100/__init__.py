@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_b87030296974"
-HASH = "b87030296974e67247ffa42c2b853a3d8836f9449e11d0bddcb8ef7e02f9ef00"
+MODULE = "_rc100_937c244a45b9"
+HASH = "937c244a45b9225d1a3950745e2d42b348338975cbf98c65b6985441bb9f7c6c"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_96766a3a2807"
-HASH = "96766a3a28076d37fedb641d091771ecbe6cda1cc15b47efcd3dfe1f439c8fac"
+MODULE = "_rc20_f5ed9460e79d"
+HASH = "f5ed9460e79d1952f0c116a5ed0be0d720fd783785060cc95ea6f650a8399567"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_0f324eac5e1a"
-HASH = "0f324eac5e1a121a6961efe2e1fe09fbad2b3978ddd40597dd509e43593a3143"
+MODULE = "_rc50_71563b3faf1f"
+HASH = "71563b3faf1feb5ba14c5396aa54e57dd12cd733c218a1fc059dfb57f733ba96"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
