@@ -17,7 +17,7 @@ import scleron
 from scleron.dynamics import configuration, derivatives, recursions
 from scleron.dynamics.tree import Tree, coordinate_ancestors, coordinate_parents
 from scleron.functions import DERIVATIVES_BY_DEFAULT_NV, function_spec
-from scleron.pipeline import selected_functions
+from scleron.pipeline import default_cflags, selected_functions
 from scleron.program import FloatAlgebra
 
 from conftest import example, robot_urdf, robots_dir
@@ -410,23 +410,57 @@ def test_free_root_columns_in_closed_form(tmp_path, extra, rng, monkeypatch):
         assert taken < unroll(tree, "forward_dynamics_derivatives").op_counts().total
 
 
-def test_products_skip_a_second_roots_free_columns(tmp_path, rng):
+HINGE_AND_FREE_ROOT = FREE_ROOT.replace("ROOT_EXTRA", "").replace("bodies:\n", (
+    "bodies:\n  - {name: post, parent: world, mass: 2, com: [0.1, 0, 0.2], inertia: [0.1, 0.2, 0.3],\n"
+    "     joint: {type: revolute, axis: [0, 0, 1], xyz: [0.5, 0, 0]}}\n"))
+LINK = "mass: 1, com: [0, 0, 0.1], inertia: [0.1, 0.1, 0.1], joint: {type: revolute, "
+FREE_CHAIN_AND_SIDE = "name: free_side\ngravity: [0.5, -1.0, -9.81]\nbodies:\n" + "\n".join(
+    ["  - {name: base, parent: world, mass: 3, com: [0.1, 0.05, -0.02], inertia: [0.2, 0.3, 0.4],"
+     " joint: {type: free_flyer}}"]
+    + [f"  - {{name: l{k}, parent: {'base' if k == 1 else f'l{k - 1}'}, {LINK}axis: {axis}, xyz: [0, 0, 0.2]}}}}"
+       for k, axis in enumerate(["[0, 0, 1]", "[0, 1, 0]", "[1, 0, 0]", "[0, 1, 0]"], 1)]
+    + [f"  - {{name: side, parent: base, {LINK}axis: [0, 1, 0], xyz: [0.2, 0, 0]}}}}"]) + "\n"
+TWO_LONE_FREE_BODIES = """
+name: lone
+gravity: [0, 0, -9.81]
+bodies:
+  - {name: a, parent: world, mass: 1.0, com: [0.05, -0.06, -0.09], inertia: [0.12, 0.16, 0.11], joint: {type: free_flyer}}
+  - {name: b, parent: world, mass: 1.6, com: [-0.08, -0.09, 0.04], inertia: [0.15, 0.13, 0.14], joint: {type: free_flyer}}
+"""
+
+
+@pytest.mark.parametrize("which", ["second_root", "pair_loops", "lone_free_bodies"])
+def test_products_skip_free_flyer_columns(tmp_path, rng, monkeypatch, which):
     """The C products leave out dtau/dq's columns of a free root (zero: the closed form writes
-    them), here a second root's, columns 1..6 behind a fixed-base hinge, and keep dtau/dqd's
-    (only its translations are zero): every entry still written (out= full of NaN), equal to
-    -M^-1 dtau/dx formed with numpy."""
-    path = tmp_path / "hinge_and_free_root.yaml"
-    path.write_text(FREE_ROOT.replace("ROOT_EXTRA", "").replace("bodies:\n", (
-        "bodies:\n  - {name: post, parent: world, mass: 2, com: [0.1, 0, 0.2], inertia: [0.1, 0.2, 0.3],\n"
-        "     joint: {type: revolute, axis: [0, 0, 1], xyz: [0.5, 0, 0]}}\n")))
+    them) and keep dtau/dqd's (only its translations are zero); every entry is still written
+    (out= full of NaN) and equal to -M^-1 dtau/dx formed with numpy:
+    - second_root: a hinge root, then a free flyer: the skipped columns are 1..6;
+    - pair_loops: a free base with a chain and a side branch, rows nearly full (whole rows
+      walked) and the pair loops forced: dtau/dx between unrelated bodies is read as zeros, so
+      it must be cleared (an outside reviewer found it read uninitialised);
+    - lone_free_bodies: two free flyers without children, nothing left of dtau/dq's rows to
+      walk (generation raised IndexError)."""
+    import scleron.unroll
+    text = {"second_root": HINGE_AND_FREE_ROOT, "pair_loops": FREE_CHAIN_AND_SIDE,
+            "lone_free_bodies": TWO_LONE_FREE_BODIES}[which]
+    if which == "pair_loops":
+        monkeypatch.setattr(scleron.unroll, "PAIR_LOOP_FROM_PAIRS", 0)
+    path = tmp_path / f"{which}.yaml"
+    path.write_text(text)
     model = scleron.load_model(str(path))
     tree = Tree(model)
-    assert [b.v_start for b in derivatives.free_roots(tree)] == [1]
-    dyn = scleron.generate(model, str(tmp_path / "build"), "hinge_free", functions=["fdd"])
-    c = open(tmp_path / "build" / "hinge_free_dynamics.c").read()
-    assert "row 1 of dtau/dq: columns 0..0 (the others are zero)" in c
-    assert "row 1 of dtau/dq: columns 7..10 (the others are zero)" in c
-    assert "row 1 of dtau/dqd: columns 0..10 (the others are zero)" in c
+    assert len(derivatives.free_roots(tree)) == (2 if which == "lone_free_bodies" else 1)
+    # locals filled with a pattern (a huge number) instead of what the stack held, often zeros:
+    # an entry read before it is written shows (gcc >= 12, clang)
+    dyn = scleron.generate(model, str(tmp_path / "build"), which, functions=["fdd"],
+                           cflags=default_cflags() + ["-ftrivial-auto-var-init=pattern"])
+    c = open(tmp_path / "build" / f"{which}_dynamics.c").read()
+    if which == "second_root":
+        assert "row 1 of dtau/dq: columns 0..0 (the others are zero)" in c
+        assert "row 1 of dtau/dq: columns 7..10 (the others are zero)" in c
+        assert "row 1 of dtau/dqd: columns 0..10 (the others are zero)" in c
+    if which == "pair_loops":
+        assert "_pairs_6_6(" in c and "memset(Dq, 0, " in c
     for _ in range(3):
         q, qd, tau = float_state(model, tree, rng, scale=1.5)
         out = tuple(np.full((tree.nv, tree.nv), np.nan) for _ in range(3))

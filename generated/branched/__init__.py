@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_28589ac0bbf2"
-HASH = "28589ac0bbf2876bebed9741689f6f1507aa917faa0d5e2e1d5cff1b18030409"
+MODULE = "_branched_2ef88687710b"
+HASH = "2ef88687710bd26379a63ea514b0fd489460d474ef743f428ad0b1e6b0807091"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

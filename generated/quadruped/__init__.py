@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_a9b6a85d1f64"
-HASH = "a9b6a85d1f64560ff887c834f3d6780d0935739e8471e230bb7e03da023e30a8"
+MODULE = "_quadruped_1720f3e6d642"
+HASH = "1720f3e6d6423908ede05ab40bdbce2825b80b24c95aa0ee4b64e75d5b0f7ce9"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

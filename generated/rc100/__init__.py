@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_937c244a45b9"
-HASH = "937c244a45b9225d1a3950745e2d42b348338975cbf98c65b6985441bb9f7c6c"
+MODULE = "_rc100_4b1b617f1a77"
+HASH = "4b1b617f1a776dd483ba567179d8379c632129828865e06d13f27b021ff98a82"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_f5ed9460e79d"
-HASH = "f5ed9460e79d1952f0c116a5ed0be0d720fd783785060cc95ea6f650a8399567"
+MODULE = "_rc20_b89fd1044e7d"
+HASH = "b89fd1044e7d4df8f5f90dbb10c00bda836276e0992de05025262bfcfa9cd226"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

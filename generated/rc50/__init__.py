@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_71563b3faf1f"
-HASH = "71563b3faf1feb5ba14c5396aa54e57dd12cd733c218a1fc059dfb57f733ba96"
+MODULE = "_rc50_baf83554c390"
+HASH = "baf83554c390ec773193ab35ee071498e4f896ab47b92cc57b6102653858f60c"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -633,6 +633,8 @@ class ProductLoop:
     fused: bool = False     # both products' rows at once (FUSED_PRODUCTS_UP_TO_NV)
     runs: tuple = None      # per product, the runs of columns its factor's rows can have
                             # nonzero (product_column_runs); None: every row of dtau/dx full
+    full_rows: bool = True  # the runs (if any) are whole rows less skipped columns: the
+                            # products read the entries between unrelated bodies too (zeros)
     chain: list = None      # derivatives.chain_bodies where the products go by prefix and suffix
                             # sums of the pairs' vectors instead (CHAIN_PRODUCTS_FROM_NV)
     free: tuple = ()        # (output, index): the entries of the free roots' columns in closed
@@ -649,7 +651,7 @@ class ProductLoop:
     def first_full(self):
         """Row 0 of every factor has no zero (a single root's, no free root's columns taken
         out): its term sets each output row."""
-        return self.runs is None or all(tuple(r[0]) == (0, 0, self.nv) for r in self.runs)
+        return self.runs is None or all(r and tuple(r[0]) == (0, 0, self.nv) for r in self.runs)
 
     def row_runs(self, products, first_row):
         """The runs (k, first, end, products) the loops over rows k >= first_row of the factors
@@ -702,12 +704,18 @@ def related_column_runs(tree):
     return [(k, f, e) for k in range(tree.nv) for f, e in derivatives.consecutive_runs(sorted(cols[k]))]
 
 
-def whole_zero_bodies(tree, zero_columns):
-    """The columns of the bodies all of whose columns are among zero_columns."""
+def zero_columns(free, output):
+    """The columns of dtau/dq ("dq") or dtau/dqd ("dqd") that free_root_columns took out (zero
+    there; the closed form writes those columns of the derivatives)."""
+    return {column for key, _, column, _ in free if key == output}
+
+
+def whole_zero_bodies(tree, zero):
+    """The columns of the bodies all of whose columns are among `zero`."""
     out = set()
     for b in tree.bodies:
         own = range(b.v_start, b.v_start + b.dof)
-        if all(c in zero_columns for c in own):
+        if all(c in zero for c in own):
             out.update(own)
     return out
 
@@ -777,12 +785,13 @@ def unroll_product_loop(tree, spec, name=None):
     else:
         dq, dqd, Minv, free = derivatives.forward_dynamics_derivative_factors(tree, alg, *args)
         pairs = None
-    skipped = [whole_zero_bodies(tree, {c for k, _, c, _ in free if k == key}) for key in ("dq", "dqd")]
+    full_rows = runs is None
+    skipped = [whole_zero_bodies(tree, zero_columns(free, key)) for key in ("dq", "dqd")]
     if runs is not None or any(skipped):
         runs = tuple(product_column_runs(tree, runs, s) for s in skipped)
     if pairs is None:
-        store_runs(prog, "Dq", dq, runs and runs[0])
-        store_runs(prog, "Dqd", dqd, runs and runs[1])
+        store_runs(prog, "Dq", dq, None if runs is None else runs[0])
+        store_runs(prog, "Dqd", dqd, None if runs is None else runs[1])
     if blocks is None:
         prog.set_outputs(minv_name, [x for row in Minv for x in row])
     names = {"dq": dq_name, "dqd": dqd_name}
@@ -790,7 +799,7 @@ def unroll_product_loop(tree, spec, name=None):
               if not derivatives.is_zero(value)]
     prog.set_outputs("Dfree", [value for _, _, value in closed])
     return ProductLoop(prog, tree.nv, (("Dq", dq_name), ("Dqd", dqd_name)), minv_name, pairs,
-                       blocks.loop if blocks else None, fused, runs, chain,
+                       blocks.loop if blocks else None, fused, runs, full_rows, chain,
                        tuple((out, i) for out, i, _ in closed))
 
 

@@ -185,7 +185,7 @@ def _own_parameters(chunk, pointers):
     pointer is one more argument to pass at every call, on the stack from the seventh."""
     text = "\n".join(chunk.lines)
     mine = [(n, decl) for n, decl in pointers
-            if re.search(rf"\b{re.escape(n)}\[", text) or f"memset({n}," in text]
+            if re.search(rf"\b{re.escape(n)}\[|memset\({re.escape(n)}\b", text)]
     chunk.params = ", ".join(decl for _, decl in mine) or "void"
     chunk.args = ", ".join(n for n, _ in mine)
 
