@@ -418,6 +418,61 @@ def test_mass_matrix_inverse_runs_of_column_steps(tmp_path, monkeypatch, rng):
             assert np.max(np.abs(g - r)) <= 1e-10 * max(1.0, np.max(np.abs(r)))
 
 
+def test_run_blocks_cover_each_column_once():
+    """A run's blocks (the C's walk, unroll.run_blocks) cover its columns once each, widest
+    first; run_groups takes three groups of four where the steps fill the blocks (a chain's
+    forward steps) and fewer where three groups would compute much outside the steps' columns."""
+    from scleron.unroll import BackwardStep, ForwardStep, run_blocks, run_groups, run_work
+    for first, end, groups in [(0, 50, 3), (3, 38, 2), (5, 16, 3), (7, 9, 3), (4, 4, 1)]:
+        blocks = run_blocks(first, end, groups)
+        assert sorted(c for a, b in blocks for c in range(a, b)) == list(range(first, end))
+        widths = [b - a for a, b in blocks]
+        assert widths == sorted(widths, reverse=True) and max(widths, default=4) <= 4 * groups
+    chain = [ForwardStep("forward", 1, 24 * v, v) for v in range(6)]     # columns v..49 each
+    assert run_groups("forward", chain, 0, 50) == 3
+    assert run_work("forward", chain, 0, 50, 3) <= 1.1 * run_work("forward", chain, 0, 50, 1)
+    # n steps on the top 4 of 12 columns, m on all 12: (step, column) pairs of blocks of one /
+    # two / three groups; the most groups within 10 % of one group's
+    for n, m, work, groups in [(2, 4, [56, 64, 72], 1), (1, 5, [64, 68, 72], 2), (1, 8, [100, 104, 108], 3)]:
+        steps = [BackwardStep("backward", 1, 0, 20, 32, 36)] * n + [BackwardStep("backward", 1, 0, 19, 24, 36)] * m
+        assert [run_work("backward", steps, 24, 36, g) for g in (1, 2, 3)] == work
+        assert run_groups("backward", steps, 24, 36) == groups
+
+
+def test_mass_matrix_inverse_column_groups_compiled(tmp_path, monkeypatch, rng):
+    """The runs' blocks of one, two and three groups of four columns (SCL_COLUMN_GROUPS set for
+    the compiler, whatever the CPU's registers): RC30's M^-1 (runs of 6 steps over up to 29
+    columns) and the ball chain's (dof 3 and 1, short ranges of two branches) equal the
+    reference, every entry of out= (NaN) written, bit for bit the same in the three builds (each
+    column sees the same operations in the same order)."""
+    import sys
+    import scleron.unroll
+    from scleron.pipeline import default_cflags
+    monkeypatch.setattr(scleron.unroll, "PAIR_LOOP_FROM_PAIRS", 0)
+    sys.path.insert(0, os.path.dirname(example("rc20.yaml")))
+    from make_examples import rc_yaml
+    for name, text in [("rc30", rc_yaml(30)), ("ball_chain", ball_chain_yaml())]:
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text)
+        model = scleron.load_model(str(path))
+        tree = Tree(model)
+        qs = rng.uniform(-2, 2, (3, tree.nq))
+        outs = []
+        for groups in (1, 2, 3):
+            dyn = scleron.generate(model, str(tmp_path / f"{name}{groups}"), name, functions=["minv"],
+                                   cflags=default_cflags() + [f"-DSCL_COLUMN_GROUPS={groups}"])
+            c = open(tmp_path / f"{name}{groups}" / f"{name}_dynamics.c").read()
+            assert "_mass_matrix_inverse_backward_run1(mb, " in c
+            out = np.full((len(qs), tree.nv, tree.nv), np.nan)
+            dyn.mass_matrix_inverse(qs, out=out)
+            outs.append(out)
+        assert np.array_equal(outs[0], outs[1]) and np.array_equal(outs[0], outs[2])
+        for q, out in zip(qs, outs[2]):
+            ref = np.array(derivatives.mass_matrix_inverse(tree, FloatAlgebra(), list(q)))
+            assert np.array_equal(out, out.T)
+            assert np.max(np.abs(out - ref)) <= 1e-9 * np.max(np.abs(ref))
+
+
 def test_mass_matrix_inverse_column_steps_out_of_order(tmp_path, rng):
     """The column operations on lists (the unrolled and reference M^-1) and as recorded for the
     C loops, on a tree whose subtrees' columns are not consecutive and that has two roots:

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_2ef88687710b"
-HASH = "2ef88687710bd26379a63ea514b0fd489460d474ef743f428ad0b1e6b0807091"
+MODULE = "_branched_6df9cd63ea73"
+HASH = "6df9cd63ea73b2eb40300b0279cf9c49d555b271d6abf3b6939d14aeeae8b615"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

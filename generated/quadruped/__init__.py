@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_1720f3e6d642"
-HASH = "1720f3e6d6423908ede05ab40bdbce2825b80b24c95aa0ee4b64e75d5b0f7ce9"
+MODULE = "_quadruped_c74870abda35"
+HASH = "c74870abda35d673178d373eb820ee8e3047955957c81bdbd8526885cc5ea9b4"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_4b1b617f1a77"
-HASH = "4b1b617f1a776dd483ba567179d8379c632129828865e06d13f27b021ff98a82"
+MODULE = "_rc100_42597d002d6b"
+HASH = "42597d002d6b5ed689440eb5a4244ff0e3794506415b038d9baf3124734af88b"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -454,10 +454,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_4b1b617f1a77_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_42597d002d6b_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_4b1b617f1a77_py(void)
+PyMODINIT_FUNC PyInit__rc100_42597d002d6b_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_b89fd1044e7d"
-HASH = "b89fd1044e7d4df8f5f90dbb10c00bda836276e0992de05025262bfcfa9cd226"
+MODULE = "_rc20_e7d0b7c28903"
+HASH = "e7d0b7c28903ca9832b2c184cce83adccbc43be625d41a10e98700c29fa34c16"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_baf83554c390"
-HASH = "baf83554c390ec773193ab35ee071498e4f896ab47b92cc57b6102653858f60c"
+MODULE = "_rc50_a23299ae9c00"
+HASH = "a23299ae9c007cf0e014be8c257c08ea255f5a0f2122a134b0117d1d9e50e09d"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -461,6 +461,18 @@ def unroll_pair_loop(tree, spec, name=None):
 # 4,230 / 4,430; talos_reduced floating 2,710 / 2,485 / 2,455 / 2,360 / 2,365 / 2,395 / 2,440.
 RUN_STEPS = 6
 
+# A run's C code takes its columns in blocks of up to this many groups of four (minvsteps.c.j2
+# *_block kernels), their P (or A) in registers over the run's steps: the groups' chains of
+# dependent multiply-adds overlap. The compiler's SCL_COLUMN_GROUPS caps it at the target: 3 with
+# AVX-512's 32 vector registers, 1 with 16 (a second group spills there). A step still computes
+# the columns of a block outside its range, masked off, so a run takes fewer groups where its
+# blocks would compute more than RUN_GROUPS_EXTRA more (step, column) pairs than blocks of one
+# group (run_groups). M^-1, ns per call (Xeon, best of 25, three alternating passes), one group /
+# three groups everywhere / run_groups: RC20 863 / 803-820; RC50 3,770-3,920 / 3,280-3,430;
+# talos_reduced floating (short ranges of columns between its limbs) 2,341-2,385 / 2,495-2,528.
+RUN_GROUPS = 3
+RUN_GROUPS_EXTRA = 0.1
+
 
 # The column operations of MinvLoop.steps, each a tuple whose first field names its kind (so
 # that a step still compares and indexes as the plain tuple it is)
@@ -470,7 +482,35 @@ SaveStep = namedtuple("SaveStep", "kind slot first")
 RestoreStep = namedtuple("RestoreStep", "kind slot first")
 ZeroStep = namedtuple("ZeroStep", "kind first")
 MirrorStep = namedtuple("MirrorStep", "kind")
-RunStep = namedtuple("RunStep", "kind dof first end steps")     # kind: backward_run, forward_run
+RunStep = namedtuple("RunStep", "kind dof first end steps groups")  # kind: backward_run, forward_run
+
+
+def run_blocks(first, end, groups):
+    """The blocks of columns [a, b) a run's C code takes, in its order (minvsteps.c.j2 *_run):
+    from `end` down, blocks of `groups` groups of four while they fit, then of fewer groups, then
+    single columns."""
+    blocks, c = [], end
+    for g in range(groups, 0, -1):
+        while c - first >= 4 * g:
+            blocks.append((c - 4 * g, c))
+            c -= 4 * g
+    return blocks + [(k, k + 1) for k in range(c - 1, first - 1, -1)]
+
+
+def run_work(kind, steps, first, end, groups):
+    """The (step, column) pairs a run computes in blocks of `groups`: a step skips only the
+    blocks wholly outside its columns (a backward step's [first, end), a forward step's v on)."""
+    def active(s, a, b):
+        return s.first < b and s.end > a if kind == "backward" else s.v < b
+    return sum(b - a for a, b in run_blocks(first, end, groups) for s in steps if active(s, a, b))
+
+
+def run_groups(kind, steps, first, end):
+    """The most groups of four columns (up to RUN_GROUPS) a run's blocks take without computing
+    more than RUN_GROUPS_EXTRA more (step, column) pairs than blocks of one group."""
+    least = run_work(kind, steps, first, end, 1)
+    return max(g for g in range(1, RUN_GROUPS + 1)
+               if run_work(kind, steps, first, end, g) <= (1 + RUN_GROUPS_EXTRA) * least)
 
 
 @dataclass
@@ -491,8 +531,9 @@ class MinvLoop:
 
     def grouped_steps(self):
         """The steps, each run of two to RUN_STEPS consecutive "backward" (or "forward") steps of
-        one dof as one ("backward_run" | "forward_run", dof, first, end, steps): the C code takes
-        a run four columns at a time, their P (or A) in registers over all the run's steps.
+        one dof as one ("backward_run" | "forward_run", dof, first, end, steps, groups): the C
+        code takes a run in blocks of `groups` groups of four columns, their P (or A) in registers
+        over all the run's steps.
         Exact: a step changes only its own columns of P, A and the output, so the columns may go
         in any order as long as each column sees the steps in theirs. [first, end): the columns
         the run touches (a forward step's: its own first on; a backward step's: its range)."""
@@ -511,9 +552,11 @@ class MinvLoop:
 
     def _run(self, kind, steps):
         if kind == "backward":
-            return RunStep("backward_run", steps[0].dof, min(s.first for s in steps),
-                           max(s.end for s in steps), steps)
-        return RunStep("forward_run", steps[0].dof, min(s.v for s in steps), self.nv, steps)
+            first, end = min(s.first for s in steps), max(s.end for s in steps)
+        else:
+            first, end = min(s.v for s in steps), self.nv
+        return RunStep(kind + "_run", steps[0].dof, first, end, steps,
+                       run_groups(kind, steps, first, end))
 
     def single_dofs(self, kind):
         """The dofs of the `kind` steps ("backward" or "forward") left out of runs (a one-step
