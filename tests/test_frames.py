@@ -128,7 +128,7 @@ def test_frame_functions_batch_out_and_reference_errors(generated, rng):
     out = np.empty((len(dyn.frame_names), 4, 4))
     assert dyn.frame_placements(Q[0], out=out) is out
     assert np.array_equal(out[:, 3], np.tile([0.0, 0.0, 0.0, 1.0], (len(dyn.frame_names), 1)))
-    # mostly zeros: cleared by one memset before the computed entries (printer.cleared_arrays),
+    # mostly zeros: cleared by one scl_zero before the computed entries (printer.cleared_arrays),
     # so garbage in out= (single call and batch) must not survive
     for ref in ("local", "local_world_aligned", "world"):
         garbage = np.full((len(dyn.frame_names), 6, dyn.nv), np.nan)

@@ -254,12 +254,14 @@ def test_rpy_quarter_turn_folds_to_a_permutation():
 
 
 def test_a_chunk_takes_the_arrays_it_only_clears():
-    """A chunk whose only use of an output is zeroing part of it (memset(Minv + 9, ...), as
-    CStatements.zero_run writes) takes that array as a parameter: it was left out, and gcc
-    stopped at "'Minv' undeclared" (an outside reviewer's model: two free roots with children)."""
+    """A chunk whose only use of an output is zeroing part of it (scl_zero(Minv + 9, 3), as
+    CStatements.zero_run writes, or a memset) takes that array as a parameter: it was left out,
+    and gcc stopped at "'Minv' undeclared" (an outside reviewer's model: two free roots with
+    children)."""
     from scleron.backends.c.printer import Chunk, _own_parameters
     pointers = [("Minv", "double *restrict Minv"), ("Minvx", "double *restrict Minvx"),
                 ("w", "double *restrict w")]
-    chunk = Chunk("part1", lines=["memset(Minv + 9, 0, 3 * sizeof(double));", "w[0] = 1.0;"])
-    _own_parameters(chunk, pointers)
-    assert chunk.params == "double *restrict Minv, double *restrict w" and chunk.args == "Minv, w"
+    for clear in ("scl_zero(Minv + 9, 3);", "memset(Minv + 9, 0, 3 * sizeof(double));"):
+        chunk = Chunk("part1", lines=[clear, "w[0] = 1.0;"])
+        _own_parameters(chunk, pointers)
+        assert chunk.params == "double *restrict Minv, double *restrict w" and chunk.args == "Minv, w"

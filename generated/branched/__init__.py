@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_6df9cd63ea73"
-HASH = "6df9cd63ea73b2eb40300b0279cf9c49d555b271d6abf3b6939d14aeeae8b615"
+MODULE = "_branched_53666818c286"
+HASH = "53666818c286ef19a771b340fbc7738f5ac7af4db74f305ac819d707b888d3b6"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_c74870abda35"
-HASH = "c74870abda35d673178d373eb820ee8e3047955957c81bdbd8526885cc5ea9b4"
+MODULE = "_quadruped_a6d562d2c757"
+HASH = "a6d562d2c75792a92014936136106d32bbf5cde9733a2bbc9ca1f48692295df4"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_42597d002d6b"
-HASH = "42597d002d6b5ed689440eb5a4244ff0e3794506415b038d9baf3124734af88b"
+MODULE = "_rc100_ea579deb9532"
+HASH = "ea579deb95329f55b13c316d4a5dbca637ae0a91fe21b43285a24e000132a2d8"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

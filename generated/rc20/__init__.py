@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_e7d0b7c28903"
-HASH = "e7d0b7c28903ca9832b2c184cce83adccbc43be625d41a10e98700c29fa34c16"
+MODULE = "_rc20_1d062446ac6e"
+HASH = "1d062446ac6e07e17d02c43b0151b6db54568424871f4d974ea490ed8023a33e"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_a23299ae9c00"
-HASH = "a23299ae9c007cf0e014be8c257c08ea255f5a0f2122a134b0117d1d9e50e09d"
+MODULE = "_rc50_05a8476e88f8"
+HASH = "05a8476e88f864d097d024bc62b65ad1af3a8ebeee1ed2b45b82b964d8d9f317"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

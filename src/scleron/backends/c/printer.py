@@ -16,7 +16,7 @@ C_FUNCS = {"sin": "sin", "cos": "cos", "tan": "tan", "exp": "exp", "log": "log",
 BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
 
-ZERO_RUN = 8          # consecutive zero outputs stored with one memset
+ZERO_RUN = 8          # consecutive zero outputs stored with one scl_zero (dynamics.c.j2)
 # an output array at least this fraction of whose entries are exact zeros (a frame Jacobian: the
 # columns of coordinates that do not move the frame) is cleared by one memset before the first
 # statement, its zeros not stored one run at a time: solo12's 17 frame Jacobians take 0.6 us
@@ -125,7 +125,7 @@ class CStatements:
 
     def zero_run(self, array, first, n):
         """The C statement zeroing n consecutive output entries from first."""
-        return f"memset({array} + {first}, 0, {n} * sizeof(double));"
+        return f"scl_zero({array} + {first}, {n});"
 
     def stores(self):
         """node id -> the output entries ('array[index]') that take its value."""
@@ -181,11 +181,11 @@ class CStatements:
 
 
 def _own_parameters(chunk, pointers):
-    """A chunk takes only the arrays its lines use (name[...] or a memset of it): each further
+    """A chunk takes only the arrays its lines use (name[...] or a scl_zero of it): each further
     pointer is one more argument to pass at every call, on the stack from the seventh."""
     text = "\n".join(chunk.lines)
     mine = [(n, decl) for n, decl in pointers
-            if re.search(rf"\b{re.escape(n)}\[|memset\({re.escape(n)}\b", text)]
+            if re.search(rf"\b{re.escape(n)}\[|(?:scl_zero|memset)\({re.escape(n)}\b", text)]
     chunk.params = ", ".join(decl for _, decl in mine) or "void"
     chunk.args = ", ".join(n for n, _ in mine)
 
@@ -233,7 +233,7 @@ def print_program(prog, fname, arrays, chunk=1000, first_index=0, sincos_of=None
         for target in stores.get(i, ()):
             ch.lines.append(f"{target} = {name_of[i]};")
     cleared = cs.cleared_arrays()
-    chunks[0].lines[:0] = [f"memset({a}, 0, {n} * sizeof(double));    /* mostly zeros */"
+    chunks[0].lines[:0] = [f"scl_zero({a}, {n});    /* mostly zeros */"
                            for a, n in cleared.items()]
     rest = cs.constant_stores(cleared=cleared)
     if rest:
