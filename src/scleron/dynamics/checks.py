@@ -212,14 +212,17 @@ def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED, configur
     alg = FloatAlgebra()
     configurations = configurations or _samples(tree, samples, seed)
     count = [0] * tree.nv                       # at how many configurations each pivot vanishes
-    largest = [(0.0, 0.0)] * tree.nv            # each one's largest vanishing pivot, M_kk (message)
+    # each one's largest vanishing pivot, with M_kk and the largest diagonal entry of that same
+    # configuration (the message)
+    largest = [None] * tree.nv
     for q in configurations:
         here, d, diagonal, scale = vanishing_pivots(tree, alg, q)
         if not here:
             return                              # regular here: not a singular model
         for k in here:
             count[k] += 1
-            largest[k] = max(largest[k], (d[k], diagonal[k]))
+            here_k = (d[k], diagonal[k], scale)
+            largest[k] = here_k if largest[k] is None else max(largest[k], here_k)
     k = max(range(tree.nv), key=lambda i: (count[i], -i))
     b, coordinate, meaning = _coordinate(tree, k)
     raise ModelError(
@@ -227,8 +230,8 @@ def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED, configur
         f"joint moves nothing with mass or inertia that the joints before it do not already move "
         f"(body '{b.name}' and the bodies beyond it): M = L D L^T has a vanishing pivot at each "
         f"of the {len(configurations)} configurations tried, this coordinate's at {count[k]} of "
-        f"them (its pivot at most {largest[k][0]:.3g}, its diagonal entry M_kk "
-        f"{largest[k][1]:.3g}, the matrix's largest {scale:.3g}). "
+        f"them (its pivot at most {largest[k][0]:.3g}, where its diagonal entry M_kk is "
+        f"{largest[k][1]:.3g} and the largest one {largest[k][2]:.3g}). "
         "Give the body mass off the joint's axis or rotational inertia about it (masses and "
         f"inertias below {ROUNDED_TO_ZERO:g}, entries below {SNAP_INERTIA:g} of their block of "
         f"the body's inertia, pivots below {PIVOT_RTOL:g} of their M_kk, and M_kk below "

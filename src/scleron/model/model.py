@@ -262,8 +262,12 @@ def check_inertia(inertia, err, relaxed=False, hint=RELAX_HINT):
     if m < 0:
         raise err(f"mass must be positive (or 0 for a massless body without inertia), got {m!r}")
     I = np.asarray(inertia.inertia, dtype=float)
-    if I.shape != (3, 3) or not np.all(np.isfinite(I)):
+    if I.shape != (3, 3):
         raise err("inertia must be a finite 3x3 matrix")
+    if not np.all(np.isfinite(I)):
+        raise err(f"inertia must be a finite 3x3 matrix, got entries up to {np.abs(I).max():g} "
+                  "(inf or nan in the model, or moments so large that turning them into the "
+                  "body's axes overflowed double precision: rescale the model's units)")
     if not np.all(np.isfinite(np.asarray(inertia.com, dtype=float))):
         raise err("centre of mass must be finite")
     if np.abs(I - I.T).max() > 1e-9 * max(1.0, np.abs(I).max()):
