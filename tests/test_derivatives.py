@@ -429,7 +429,7 @@ bodies:
 """
 
 
-@pytest.mark.parametrize("which", ["second_root", "pair_loops", "lone_free_bodies"])
+@pytest.mark.parametrize("which", ["second_root", "second_root_loops", "pair_loops", "lone_free_bodies"])
 def test_products_skip_free_flyer_columns(tmp_path, rng, monkeypatch, which):
     """The C products leave out dtau/dq's columns of a free root (zero: the closed form writes
     them) and keep dtau/dqd's (only its translations are zero); every entry is still written
@@ -439,11 +439,14 @@ def test_products_skip_free_flyer_columns(tmp_path, rng, monkeypatch, which):
       walked) and the pair loops forced: dtau/dx between unrelated bodies is read as zeros, so
       it must be cleared (an outside reviewer found it read uninitialised);
     - lone_free_bodies: two free flyers without children, nothing left of dtau/dq's rows to
-      walk (generation raised IndexError)."""
+      walk (generation raised IndexError);
+    - second_root_loops: second_root with M^-1's column loops: each root's steps alone skip
+      the P no parent reads and, A still zero, the product with it (the free flyer's after the
+      hinge root's forward step has moved A, zeroed again)."""
     import scleron.unroll
-    text = {"second_root": HINGE_AND_FREE_ROOT, "pair_loops": FREE_CHAIN_AND_SIDE,
-            "lone_free_bodies": TWO_LONE_FREE_BODIES}[which]
-    if which == "pair_loops":
+    text = {"second_root": HINGE_AND_FREE_ROOT, "second_root_loops": HINGE_AND_FREE_ROOT,
+            "pair_loops": FREE_CHAIN_AND_SIDE, "lone_free_bodies": TWO_LONE_FREE_BODIES}[which]
+    if which in ("pair_loops", "second_root_loops"):
         monkeypatch.setattr(scleron.unroll, "PAIR_LOOP_FROM_PAIRS", 0)
     path = tmp_path / f"{which}.yaml"
     path.write_text(text)
@@ -461,6 +464,8 @@ def test_products_skip_free_flyer_columns(tmp_path, rng, monkeypatch, which):
         assert "row 1 of dtau/dqd: columns 0..10 (the others are zero)" in c
     if which == "pair_loops":
         assert "_pairs_6_6(" in c and "memset(Dq, 0, " in c
+    if which == "second_root_loops":
+        assert f"{which}_forward_dynamics_derivatives_forward6(mb + 24, 1, 1, A, Minv);" in c
     for _ in range(3):
         q, qd, tau = float_state(model, tree, rng, scale=1.5)
         out = tuple(np.full((tree.nv, tree.nv), np.nan) for _ in range(3))

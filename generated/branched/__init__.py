@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_53666818c286"
-HASH = "53666818c286ef19a771b340fbc7738f5ac7af4db74f305ac819d707b888d3b6"
+MODULE = "_branched_7803f865114b"
+HASH = "7803f865114bf20ba2c6bacc183a5a03e3fdf50d0dbd4fbd9e0d27e5542e8a10"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

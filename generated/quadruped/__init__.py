@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_a6d562d2c757"
-HASH = "a6d562d2c75792a92014936136106d32bbf5cde9733a2bbc9ca1f48692295df4"
+MODULE = "_quadruped_cc4cd071c6f0"
+HASH = "cc4cd071c6f0a8d164a55c9d0276654d09b4fd68bd0dc546d9a08f73e874bf5d"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

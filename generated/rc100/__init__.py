@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_ea579deb9532"
-HASH = "ea579deb95329f55b13c316d4a5dbca637ae0a91fe21b43285a24e000132a2d8"
+MODULE = "_rc100_9eb8dcad8a7b"
+HASH = "9eb8dcad8a7b46f8b989f6435864a351cef30bba57973381ccb3ce0476f0c006"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

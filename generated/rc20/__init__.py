@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_1d062446ac6e"
-HASH = "1d062446ac6e07e17d02c43b0151b6db54568424871f4d974ea490ed8023a33e"
+MODULE = "_rc20_7368af271e9f"
+HASH = "7368af271e9f122186bbde5097fe286e90a88decee76bdc6ac0ed05bf2dd93d0"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_05a8476e88f8"
-HASH = "05a8476e88f864d097d024bc62b65ad1af3a8ebeee1ed2b45b82b964d8d9f317"
+MODULE = "_rc50_dd15656f2434"
+HASH = "dd15656f24349609262744400b20f37738a0dc33cbbe2bd6f459eb274a149c35"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -476,8 +476,10 @@ RUN_GROUPS_EXTRA = 0.1
 
 # The column operations of MinvLoop.steps, each a tuple whose first field names its kind (so
 # that a step still compares and indexes as the plain tuple it is)
-BackwardStep = namedtuple("BackwardStep", "kind dof offset v first end")   # P over [first, end)
-ForwardStep = namedtuple("ForwardStep", "kind dof offset v")                # A from column v on
+# P over [first, end); carry: P updated for a parent (not at a root)
+BackwardStep = namedtuple("BackwardStep", "kind dof offset v first end carry", defaults=(True,))
+# A from column v on; at_rest: A still zero there (a root), X = W
+ForwardStep = namedtuple("ForwardStep", "kind dof offset v at_rest", defaults=(False,))
 SaveStep = namedtuple("SaveStep", "kind slot first")
 RestoreStep = namedtuple("RestoreStep", "kind slot first")
 ZeroStep = namedtuple("ZeroStep", "kind first")
@@ -569,11 +571,16 @@ class MinvLoop:
 
     def loop_counts(self):
         n = 0
+        in_runs = {id(s) for r in self.grouped_steps() if r.kind.endswith("_run") for s in r.steps}
         for step in self.steps:
-            if step.kind == "backward":
-                n += 12 * step.dof * (step.end - step.first)
-            elif step.kind == "forward":
-                n += 12 * step.dof * (self.nv - step.v)
+            if step.kind not in ("backward", "forward"):
+                continue
+            # a root's step by itself skips half its work (no P for a parent, or A = 0); a run
+            # computes all of it
+            half = id(step) not in in_runs and (step.kind == "backward" and not step.carry
+                                                or step.kind == "forward" and step.at_rest)
+            columns = step.end - step.first if step.kind == "backward" else self.nv - step.v
+            n += (6 if half else 12) * step.dof * columns
         return OpCounts(mul=n, add=n)
 
 
@@ -607,11 +614,12 @@ class LoopBlocks:
             for r in range(6):
                 self.prog.outputs.append(("P", r * self.nv + c, p[r]))
 
-    def backward(self, b, axes, first, end):
-        self.loop.steps.append(BackwardStep("backward", b.dof, self._body(b, axes), b.v_start, first, end))
+    def backward(self, b, axes, first, end, carry=True):
+        self.loop.steps.append(BackwardStep("backward", b.dof, self._body(b, axes), b.v_start, first,
+                                            end, carry))
 
-    def forward(self, b, axes):
-        self.loop.steps.append(ForwardStep("forward", b.dof, self._body(b, axes), b.v_start))
+    def forward(self, b, axes, at_rest=False):
+        self.loop.steps.append(ForwardStep("forward", b.dof, self._body(b, axes), b.v_start, at_rest))
 
     def zero(self, first):
         self.loop.steps.append(ZeroStep("zero", first))

@@ -118,7 +118,10 @@ def articulated_mass_matrix_inverse(tree, alg, q, blocks=None, world=None):
     (W_i,c = 0 outside i's subtree). A_c, the acceleration of the body just done in column c, is
     kept in place: a body whose child does not follow it right away saves A after its step,
     and that child restores it (the world's zeros for a second root). The lower triangle is
-    the upper one mirrored. world: articulated_world at q when the caller has it."""
+    the upper one mirrored. A root's steps skip what cannot matter: its P_c goes to no parent
+    (carry=False), and its A_c is still the world's zero (at_rest=True: X = W); a free flyer's
+    two 6 x 6 steps per column take half the work. world: articulated_world at q when the
+    caller has it."""
     world = articulated_world(tree, alg, q) if world is None else world
     blocks = ColumnBlocks(tree.nv) if blocks is None else blocks
     for b in tree.bodies:
@@ -128,7 +131,7 @@ def articulated_mass_matrix_inverse(tree, alg, q, blocks=None, world=None):
         alg.section(f"mass matrix inverse (Carpentier 2018, backward): body {b.name}",
                     "mass matrix inverse: backward pass", b.index)
         for _, first, end in (x for x in below if x[0] == b.v_start):
-            blocks.backward(b, world[b.index], first, end)
+            blocks.backward(b, world[b.index], first, end, carry=b.parent >= 0)
     saved = {}
     for b in tree.bodies:
         alg.section(f"mass matrix inverse (Carpentier 2018, forward): body {b.name}",
@@ -137,7 +140,7 @@ def articulated_mass_matrix_inverse(tree, alg, q, blocks=None, world=None):
             blocks.zero(b.v_start)
         elif b.parent >= 0 and b.parent != b.index - 1:
             blocks.restore(saved[b.parent], b.v_start)
-        blocks.forward(b, world[b.index])
+        blocks.forward(b, world[b.index], at_rest=b.parent < 0)
         later = [tree.bodies[c].v_start for c in b.children if c != b.index + 1]
         if later:
             saved[b.index] = blocks.save(min(later))
@@ -169,21 +172,25 @@ class ColumnBlocks:
             for r in range(6):
                 self.P[r][c] = p[r]
 
-    def backward(self, b, axes, first, end):
+    def backward(self, b, axes, first, end, carry=True):
+        """carry=False: P_c is not updated (no parent reads it)."""
         S, U, Dinv, SD, UD = axes
         for c in range(first, end):
             p = [row[c] for row in self.P]
             w = [-dot(row, p) for row in SD]
             for a in range(b.dof):
                 self.X[b.v_start + a][c] = w[a]
-            for r in range(6):
-                self.P[r][c] = p[r] + dot([Ua[r] for Ua in U], w)
+            if carry:
+                for r in range(6):
+                    self.P[r][c] = p[r] + dot([Ua[r] for Ua in U], w)
 
-    def forward(self, b, axes):
+    def forward(self, b, axes, at_rest=False):
+        """at_rest=True: A_c is zero in every column from b's on (a root), X = W."""
         S, U, Dinv, SD, UD = axes
         for c in range(b.v_start, self.nv):
             acc = [row[c] for row in self.A]
-            x = [self.X[b.v_start + a][c] - dot(UD[a], acc) for a in range(b.dof)]
+            x = [self.X[b.v_start + a][c] if at_rest else self.X[b.v_start + a][c] - dot(UD[a], acc)
+                 for a in range(b.dof)]
             for a in range(b.dof):
                 self.X[b.v_start + a][c] = x[a]
             for r in range(6):
