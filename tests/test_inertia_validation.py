@@ -401,7 +401,7 @@ def test_singular_message_takes_its_numbers_from_one_configuration():
 def test_moments_that_overflow_in_the_body_axes_say_so(tmp_path):
     """An outside tester: mass and moments 1e308, finite in the file, under a joint turned by
     rpy 1e300: turned into the body's axes the moments overflow, and the error blamed "a finite
-    3x3 matrix" alone. It now says that the numbers overflowed and to rescale."""
+    3x3 matrix" alone. It now says that the numbers may have overflowed and to rescale."""
     path = tmp_path / "big.urdf"
     path.write_text(
         '<robot name="r"><link name="base"/><link name="l1"><inertial><mass value="1e308"/>'

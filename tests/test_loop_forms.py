@@ -473,6 +473,42 @@ def test_mass_matrix_inverse_column_groups_compiled(tmp_path, monkeypatch, rng):
             assert np.max(np.abs(out - ref)) <= 1e-9 * np.max(np.abs(ref))
 
 
+def test_column_step_kernels_compile_plain_and_without_unused_ones(tmp_path, monkeypatch):
+    """An outside reviewer: the runs' block kernels (GCC vector types) were outside the guard of
+    GCC's vectors, so a compiler without them stopped at 'unknown type name scl_v4' (the run
+    kernels' scalar loops are the fallback); and every dof of a run got both run kernels, one
+    unused (-Wunused-function) where a dof had only backward runs. Syntax-checked with
+    -Wall -Werror, once as GCC and once with __GNUC__ undefined after the system headers."""
+    import shutil
+    import subprocess
+    import scleron.unroll
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    monkeypatch.setattr(scleron.unroll, "PAIR_LOOP_FROM_PAIRS", 0)
+    # a ball root whose descendants' columns are not consecutive (a second root's between
+    # them): two backward steps of dof 3, one forward step
+    lines = ["name: split", "gravity: [0, 0, -9.81]", "bodies:"]
+    for k, (name, parent, kind) in enumerate([("a", "world", "spherical"), ("b", "a", "revolute"),
+                                              ("c", "world", "revolute"), ("d", "a", "revolute"),
+                                              ("e", "d", "revolute")]):
+        axis = "" if kind == "spherical" else ", axis: [0, 1, 0.5]"
+        lines.append(f"- {{name: {name}, parent: {parent}, mass: {1 + 0.1 * k}, com: [0.1, 0.02, 0],"
+                     f" inertia: [0.01, 0.02, 0.015], joint: {{type: {kind}{axis}, xyz: [0.3, 0, 0]}}}}")
+    path = tmp_path / "split.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    model = scleron.load_model(str(path))
+    ml, _ = unroll_minv_loop(Tree(model), function_spec("minv"))
+    assert 3 in ml.run_dofs("backward") and 3 not in ml.run_dofs("forward")
+    scleron.generate(model, str(tmp_path / "build"), "split", functions=["minv"], compile=False)
+    (tmp_path / "build" / "plain.c").write_text(
+        '#include <math.h>\n#include <string.h>\n#undef __GNUC__\n#include "split_dynamics.c"\n')
+    for source, flags in [("split_dynamics.c", ["-Os", "-march=native"]), ("plain.c", [])]:
+        r = subprocess.run([cc, "-std=c99", "-fsyntax-only", "-Wall", "-Werror", *flags, source],
+                           cwd=tmp_path / "build", capture_output=True, text=True)
+        assert r.returncode == 0, (source, r.stderr[-2000:])
+
+
 def test_mass_matrix_inverse_column_steps_out_of_order(tmp_path, rng):
     """The column operations on lists (the unrolled and reference M^-1) and as recorded for the
     C loops, on a tree whose subtrees' columns are not consecutive and that has two roots:

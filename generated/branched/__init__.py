@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_7803f865114b"
-HASH = "7803f865114bf20ba2c6bacc183a5a03e3fdf50d0dbd4fbd9e0d27e5542e8a10"
+MODULE = "_branched_0658dff31f8b"
+HASH = "0658dff31f8ba21e542ffb71e29975d2398e0e27bf9b0ccb63472c59da0c9ebe"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_cc4cd071c6f0"
-HASH = "cc4cd071c6f0a8d164a55c9d0276654d09b4fd68bd0dc546d9a08f73e874bf5d"
+MODULE = "_quadruped_8dd32eaaa002"
+HASH = "8dd32eaaa00251954697626d1ed233cacaa4bc3aa0847996cb31db2009871b7c"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

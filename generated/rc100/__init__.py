@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_9eb8dcad8a7b"
-HASH = "9eb8dcad8a7b46f8b989f6435864a351cef30bba57973381ccb3ce0476f0c006"
+MODULE = "_rc100_e3d40369d7c0"
+HASH = "e3d40369d7c07337d73f1d5d6890cb8b1bb480391068122fbc5075cce5fdbdae"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

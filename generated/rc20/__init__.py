@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_7368af271e9f"
-HASH = "7368af271e9f122186bbde5097fe286e90a88decee76bdc6ac0ed05bf2dd93d0"
+MODULE = "_rc20_5befbde81d4b"
+HASH = "5befbde81d4b8b2ebeb3d0a8ca527887e9869257f33062f67b087a35e5ef150f"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -48,7 +48,7 @@
 /* scl_zero, scl_copy: n doubles (a constant where they are called) zeroed or copied as vector
  * stores. At -Os gcc turns a memset or memcpy of a constant size into `rep stos` / `rep movs`,
  * whose start costs tens of cycles: talos_reduced's M^-1, with 28 short zero runs and the
- * saved accelerations of its branches, 2,460 -> 2,280 ns (Xeon). Long arrays go to memset and
+ * saved accelerations of its branches, 2,460 -> 2,230 ns (Xeon). Long arrays go to memset and
  * memcpy, fast there. */
 #if defined(__GNUC__)
 typedef double scl_zv4 __attribute__((vector_size(32)));

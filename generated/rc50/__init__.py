@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_dd15656f2434"
-HASH = "dd15656f24349609262744400b20f37738a0dc33cbbe2bd6f459eb274a149c35"
+MODULE = "_rc50_e70c12805309"
+HASH = "e70c12805309ba0ecb7829211e1b4ab787ea9cd9232c8c2f27a5ee88ed29f7e9"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -467,9 +467,10 @@ RUN_STEPS = 6
 # AVX-512's 32 vector registers, 1 with 16 (a second group spills there). A step still computes
 # the columns of a block outside its range, masked off, so a run takes fewer groups where its
 # blocks would compute more than RUN_GROUPS_EXTRA more (step, column) pairs than blocks of one
-# group (run_groups). M^-1, ns per call (Xeon, best of 25, three alternating passes), one group /
-# three groups everywhere / run_groups: RC20 863 / 803-820; RC50 3,770-3,920 / 3,280-3,430;
-# talos_reduced floating (short ranges of columns between its limbs) 2,341-2,385 / 2,495-2,528.
+# group (run_groups). M^-1, ns per call (Xeon, best of 25, three alternating passes), one group
+# -> three groups everywhere: RC20 863 -> 803-820, RC50 3,770-3,920 -> 3,280-3,430 (run_groups
+# takes three there too); talos_reduced floating (short ranges of columns between its limbs)
+# 2,341-2,385 -> 2,495-2,528, with run_groups 2,456-2,546 (within the noise of one group).
 RUN_GROUPS = 3
 RUN_GROUPS_EXTRA = 0.1
 
@@ -521,8 +522,8 @@ class MinvLoop:
     the unrolled prologue writes each body's D^-1 S^T, U, D^-1 U^T and S (array "mb", 24 dof entries
     per body from offset[body]: SD d x 6, U 6 x d, UD d x 6, S 6 x d, row-major), the own
     blocks of the output and the initial P (6 x nv, entry-major); `steps` are the column
-    operations in order: BackwardStep ("backward", dof, offset, v, first, end), ForwardStep
-    ("forward", dof, offset, v), SaveStep ("save", slot, first), RestoreStep ("restore", slot,
+    operations in order: BackwardStep ("backward", dof, offset, v, first, end, carry),
+    ForwardStep ("forward", dof, offset, v, at_rest), SaveStep ("save", slot, first), RestoreStep ("restore", slot,
     first), ZeroStep ("zero", first), MirrorStep ("mirror",)."""
     output: str
     nv: int
@@ -565,9 +566,9 @@ class MinvLoop:
         kernel each; an unused kernel would be a compiler warning)."""
         return sorted({s.dof for s in self.grouped_steps() if s.kind == kind})
 
-    def run_dofs(self):
-        """The dofs of the runs (a run kernel each)."""
-        return sorted({s.dof for s in self.grouped_steps() if s.kind.endswith("_run")})
+    def run_dofs(self, kind):
+        """The dofs of the `kind` runs ("backward" or "forward"; a run kernel each)."""
+        return sorted({s.dof for s in self.grouped_steps() if s.kind == kind + "_run"})
 
     def loop_counts(self):
         n = 0

@@ -265,9 +265,9 @@ def check_inertia(inertia, err, relaxed=False, hint=RELAX_HINT):
     if I.shape != (3, 3):
         raise err("inertia must be a finite 3x3 matrix")
     if not np.all(np.isfinite(I)):
-        raise err(f"inertia must be a finite 3x3 matrix, got entries up to {np.abs(I).max():g} "
-                  "(inf or nan in the model, or moments so large that turning them into the "
-                  "body's axes overflowed double precision: rescale the model's units)")
+        raise err("inertia must be a finite 3x3 matrix: its entries in the body's frame are not "
+                  "(inf or nan in the model, or moments so large that the arithmetic overflowed "
+                  "double precision: rescale the model's units)")
     if not np.all(np.isfinite(np.asarray(inertia.com, dtype=float))):
         raise err("centre of mass must be finite")
     if np.abs(I - I.T).max() > 1e-9 * max(1.0, np.abs(I).max()):

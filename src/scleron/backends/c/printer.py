@@ -18,7 +18,7 @@ BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
 ZERO_RUN = 8          # consecutive zero outputs stored with one scl_zero (dynamics.c.j2)
 # an output array at least this fraction of whose entries are exact zeros (a frame Jacobian: the
-# columns of coordinates that do not move the frame) is cleared by one memset before the first
+# columns of coordinates that do not move the frame) is cleared by one scl_zero before the first
 # statement, its zeros not stored one run at a time: solo12's 17 frame Jacobians take 0.6 us
 # instead of 0.85-0.97 us (72 short memsets and single zeros between the computed entries)
 CLEAR_FRACTION = 0.5
@@ -152,7 +152,7 @@ class CStatements:
 
     def constant_stores(self, min_run=ZERO_RUN, cleared=()):
         """The C statements storing the outputs that are constants or inputs: runs of at least
-        min_run consecutive exact zeros of one array as one memset (a frame Jacobian is mostly
+        min_run consecutive exact zeros of one array as one scl_zero (a frame Jacobian is mostly
         zeros: the coordinates that do not move the frame), the others one by one; none for the
         zeros of the `cleared` arrays (zeroed as a whole beforehand)."""
         lines, run = [], []
