@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_0658dff31f8b"
-HASH = "0658dff31f8ba21e542ffb71e29975d2398e0e27bf9b0ccb63472c59da0c9ebe"
+MODULE = "_branched_ef379b20ee11"
+HASH = "ef379b20ee1111e276b29fa1e2678e4930a81c2bb15e8c90256f7342149bfc8d"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

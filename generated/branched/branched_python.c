@@ -454,10 +454,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_0658dff31f8b_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_ef379b20ee11_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_0658dff31f8b_py(void)
+PyMODINIT_FUNC PyInit__branched_ef379b20ee11_py(void)
 {
     import_array();
     return PyModule_Create(&module);

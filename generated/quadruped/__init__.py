@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_8dd32eaaa002"
-HASH = "8dd32eaaa00251954697626d1ed233cacaa4bc3aa0847996cb31db2009871b7c"
+MODULE = "_quadruped_6dfe5b4839dc"
+HASH = "6dfe5b4839dc8b6e1191ff89ec742294bb72b23ff92b59e2c065b1ace0a4d21b"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -454,10 +454,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_8dd32eaaa002_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_6dfe5b4839dc_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_8dd32eaaa002_py(void)
+PyMODINIT_FUNC PyInit__quadruped_6dfe5b4839dc_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_e3d40369d7c0"
-HASH = "e3d40369d7c07337d73f1d5d6890cb8b1bb480391068122fbc5075cce5fdbdae"
+MODULE = "_rc100_e086e1bdaf6b"
+HASH = "e086e1bdaf6b0e85a07b4f4e7ab9c427e3630567ff6a8e59c3a5712a9e29eb16"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

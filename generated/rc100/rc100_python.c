@@ -454,10 +454,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_e3d40369d7c0_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_e086e1bdaf6b_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_e3d40369d7c0_py(void)
+PyMODINIT_FUNC PyInit__rc100_e086e1bdaf6b_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_5befbde81d4b"
-HASH = "5befbde81d4b8b2ebeb3d0a8ca527887e9869257f33062f67b087a35e5ef150f"
+MODULE = "_rc20_0fae1653ced2"
+HASH = "0fae1653ced298509f286bd854ed5611c9f550d9fe8bb9722015565f6fd3e77a"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -454,10 +454,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_5befbde81d4b_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_0fae1653ced2_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc20_5befbde81d4b_py(void)
+PyMODINIT_FUNC PyInit__rc20_0fae1653ced2_py(void)
 {
     import_array();
     return PyModule_Create(&module);

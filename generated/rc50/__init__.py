@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_e70c12805309"
-HASH = "e70c12805309ba0ecb7829211e1b4ab787ea9cd9232c8c2f27a5ee88ed29f7e9"
+MODULE = "_rc50_3bf03bb65b0a"
+HASH = "3bf03bb65b0a0f71ca2c0bff6f2ccc1818d46966387320d2f405894751bd9e13"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

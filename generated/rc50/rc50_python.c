@@ -454,10 +454,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_e70c12805309_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_3bf03bb65b0a_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc50_e70c12805309_py(void)
+PyMODINIT_FUNC PyInit__rc50_3bf03bb65b0a_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -523,8 +523,8 @@ class MinvLoop:
     per body from offset[body]: SD d x 6, U 6 x d, UD d x 6, S 6 x d, row-major), the own
     blocks of the output and the initial P (6 x nv, entry-major); `steps` are the column
     operations in order: BackwardStep ("backward", dof, offset, v, first, end, carry),
-    ForwardStep ("forward", dof, offset, v, at_rest), SaveStep ("save", slot, first), RestoreStep ("restore", slot,
-    first), ZeroStep ("zero", first), MirrorStep ("mirror",)."""
+    ForwardStep ("forward", dof, offset, v, at_rest), SaveStep ("save", slot, first),
+    RestoreStep ("restore", slot, first), ZeroStep ("zero", first), MirrorStep ("mirror",)."""
     output: str
     nv: int
     steps: list = field(default_factory=list)
