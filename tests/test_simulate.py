@@ -942,3 +942,60 @@ def test_the_load_options_reach_load_model():
     assert _load(example("rc20.urdf"), False).joints[0].type == "revolute"
     with pytest.raises(ValueError, match="damping= is an option of reading a model file"):
         _load(scleron.load_model(example("rc20.yaml")), False, damping="read")
+
+
+def test_every_load_option_of_the_command_line_reaches_simulate(tmp_path, capsys):
+    """`scleron simulate --order file` (or pinocchio) stopped at an internal error: the option
+    reached simulate(), which had no order= (an outside tester). Every option of reading a
+    file that the command line takes is now a keyword of simulate(), and --order decides the
+    coordinates' order."""
+    import inspect
+    from scleron.cli import main
+    from scleron.model.load import add_load_arguments, load_arguments
+    parser = argparse.ArgumentParser()
+    add_load_arguments(parser)
+    every = [a for a in parser._actions if a.option_strings and a.dest != "help"]
+    given = load_arguments(parser.parse_args(
+        [x for a in every for x in ([a.option_strings[0]] if a.nargs == 0 else
+                                    [a.option_strings[0], a.choices[0]])]))
+    assert set(given) == {a.dest for a in every}
+    assert set(given) <= set(inspect.signature(simulate).parameters)
+    link = ('<link name="{0}"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" '
+            'izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="{0}_j" '
+            'type="revolute"><parent link="base"/><child link="{0}"/><axis xyz="0 0 1"/>'
+            '<origin xyz="0.1 0 0"/></joint>')
+    urdf = tmp_path / "two.urdf"
+    urdf.write_text(f'<robot name="two"><link name="base"/>{link.format("b")}{link.format("a")}'
+                    '</robot>')
+    for order, names in (("file", ["b_j", "a_j"]), ("pinocchio", ["a_j", "b_j"])):
+        out = tmp_path / f"{order}.npz"
+        assert main(["simulate", str(urdf), "--duration", "0.002", "--dt", "1e-3", "-q",
+                     "--order", order, "-o", str(out), "--build-dir",
+                     str(tmp_path / "build" / order)]) == 0, capsys.readouterr().err
+        assert Trajectory.load(str(out)).coordinate_names == names
+
+
+def test_a_cached_simulation_records_the_file_it_now_comes_from(tmp_path):
+    """Editing only a model's `initial:` leaves its generated code as it is (the code's hash
+    ignores it), so the cache was loaded without a new record of the file: every later run
+    warned that the file had changed, and a second file of the same model warned about the
+    first (an outside tester). A covering cache hit now records the file it comes from."""
+    text = ("name: swing\nbodies:\n  - {name: a, parent: world, mass: 1.0, com: [0.5, 0, 0], "
+            "inertia: [0.01, 0.01, 0.01], joint: {name: j, type: revolute, axis: [0, 1, 0]}}\n"
+            "initial:\n  q: {j: QQ}\n")
+    first, second = tmp_path / "one.yaml", tmp_path / "two.yaml"
+    build = str(tmp_path / "build")
+
+    def run(path):
+        r = subprocess.run([sys.executable, "-m", "scleron", "simulate", str(path), "--duration",
+                            "0.002", "--dt", "1e-3", "-q", "--build-dir", build],
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        return [line for line in r.stderr.splitlines() if "changed since" in line]
+
+    first.write_text(text.replace("QQ", "0.1"))
+    assert run(first) == []
+    first.write_text(text.replace("QQ", "0.2"))             # the same code: a cache hit
+    assert run(first) == [] and run(first) == []
+    second.write_text(text.replace("QQ", "0.3"))
+    assert run(second) == [] and run(first) == []

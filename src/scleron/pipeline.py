@@ -601,6 +601,11 @@ def generate_covering(model, out_dir, name, functions, **options):
     if meta is not None:
         if _covers(model, out_dir, meta, wanted):
             clean_stale(out_dir)
+            # the file it now comes from (its `initial:` or comments may differ, or another
+            # file of the same model: the import's warning compares with this record)
+            record_model_file(out_dir, model.source, meta.get("hash"),
+                              included=getattr(model, "included", ()),
+                              digests=getattr(model, "file_digests", None))
             return _load(out_dir)
         every = {**FUNCTIONS, **FRAME_FUNCTIONS}
         kept = [f for f in meta.get("functions") or {} if f in every]

@@ -119,11 +119,11 @@ def _load(model_or_path, floating, **options):
 def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, tau=None, plot=None,
              output=None, progress=True, out_dir=None, *, rtol=None, atol=None,
              switch_threshold=None, exp_limit=EXP_LIMIT, record_every=1,
-             floating=False, inertia=None, mimic=None, damping=None, log=None):
+             floating=False, inertia=None, mimic=None, damping=None, order=None, log=None):
     """Integrate a model from its initial state and return a Trajectory.
 
     model_or_path: a Model or a model file (.yaml/.yml/.urdf; floating=True puts a free_flyer at
-    a URDF's root; inertia=, mimic=, damping=: load_model's, for a file). integrator: "rk4", "semi-implicit", "rk45" or "implicit" (linearly implicit Euler
+    a URDF's root; inertia=, mimic=, damping=, order=: load_model's, for a file). integrator: "rk4", "semi-implicit", "rk45" or "implicit" (linearly implicit Euler
     with the generated inverse-dynamics derivatives: stable on stiff joint springs at steps where
     rk4 blows up; first order). duration, dt: seconds; dt is the step of rk4, semi-implicit and
     implicit, and the first and largest step of rk45 (whose step is chosen by the error control:
@@ -173,7 +173,8 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
                          "file ....npz (Trajectory.load reads it back)")
     if plot is not None:
         check_plot_path(plot)
-    model = _load(model_or_path, floating, inertia=inertia, mimic=mimic, damping=damping)
+    model = _load(model_or_path, floating, inertia=inertia, mimic=mimic, damping=damping,
+                  order=order)
     nv, names = model.nv, model.coordinate_names(velocities=True)
     _check_record_size(duration / dt / record_every, model.nq, nv, integrator)
     if tau is None:
