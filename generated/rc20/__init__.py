@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_0fae1653ced2"
-HASH = "0fae1653ced298509f286bd854ed5611c9f550d9fe8bb9722015565f6fd3e77a"
+MODULE = "_rc20_316197ffc99b"
+HASH = "316197ffc99b3aaf83faf94c5e5f8b33b4eabdb56da2179ceb830afdfca850df"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -320,6 +320,8 @@ _F64 = np.dtype(np.float64)
 _D = "double[]"
 _fb = ffi.from_buffer
 _empty = np.empty
+_ND = np.ndarray          # the shortcut of a plain single state takes exactly this type (a masked
+                          # array's data would pass unchecked: its mask is _unmasked's to check)
 
 
 def _as_input(x, name, width, count=None):
@@ -376,6 +378,10 @@ def _as_output(out, want, label):
     """out= checked against the result's shape; a single state's number (an energy) fits in a
     0-d array or one of shape (1,), as bind takes it. Any layout: a strided view (a block of a
     larger matrix) is written through a C-contiguous copy."""
+    ma = sys.modules.get("numpy.ma")
+    if ma is not None and isinstance(out, ma.MaskedArray) and ma.is_masked(out):
+        raise ValueError(f"out ({label}) has masked entries, which would hide the results written "
+                         "under them: give a plain array (or out.data, or unmask it first)")
     fits = isinstance(out, np.ndarray) and (out.shape == want or (want == () and out.shape == (1,)))
     if not fits or out.dtype != np.float64 or not out.flags.writeable:
         shapes = "() or (1,)" if want == () else str(want)
@@ -570,12 +576,12 @@ def forward_dynamics(q, qd, tau, out=None, threads=1):
     array."""
     if not _checked_only and type(threads) is int and threads == 1:
         try:
-            if q.shape == _IN_forward_dynamics[0] and q.dtype is _F64 and qd.shape == _IN_forward_dynamics[1] and qd.dtype is _F64 and tau.shape == _IN_forward_dynamics[2] and tau.dtype is _F64 and True:
+            if type(q) is _ND and q.shape == _IN_forward_dynamics[0] and q.dtype is _F64 and type(qd) is _ND and qd.shape == _IN_forward_dynamics[1] and qd.dtype is _F64 and type(tau) is _ND and tau.shape == _IN_forward_dynamics[2] and tau.dtype is _F64 and True:
                 if out is None:
                     out = _empty(_OUT_forward_dynamics)
                     lib.rc20_forward_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, tau), _fb(_D, out))
                     return out
-                if (out.shape == _OUT_forward_dynamics and out.dtype is _F64
+                if (type(out) is _ND and out.shape == _OUT_forward_dynamics and out.dtype is _F64
                         and not (np.may_share_memory(out, q) or np.may_share_memory(out, qd) or np.may_share_memory(out, tau) or False)):
                     lib.rc20_forward_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, tau), _fb(_D, out, True))
                     return out
@@ -596,12 +602,12 @@ def inverse_dynamics(q, qd, qdd, out=None, threads=1):
     array."""
     if not _checked_only and type(threads) is int and threads == 1:
         try:
-            if q.shape == _IN_inverse_dynamics[0] and q.dtype is _F64 and qd.shape == _IN_inverse_dynamics[1] and qd.dtype is _F64 and qdd.shape == _IN_inverse_dynamics[2] and qdd.dtype is _F64 and True:
+            if type(q) is _ND and q.shape == _IN_inverse_dynamics[0] and q.dtype is _F64 and type(qd) is _ND and qd.shape == _IN_inverse_dynamics[1] and qd.dtype is _F64 and type(qdd) is _ND and qdd.shape == _IN_inverse_dynamics[2] and qdd.dtype is _F64 and True:
                 if out is None:
                     out = _empty(_OUT_inverse_dynamics)
                     lib.rc20_inverse_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, qdd), _fb(_D, out))
                     return out
-                if (out.shape == _OUT_inverse_dynamics and out.dtype is _F64
+                if (type(out) is _ND and out.shape == _OUT_inverse_dynamics and out.dtype is _F64
                         and not (np.may_share_memory(out, q) or np.may_share_memory(out, qd) or np.may_share_memory(out, qdd) or False)):
                     lib.rc20_inverse_dynamics(_fb(_D, q), _fb(_D, qd), _fb(_D, qdd), _fb(_D, out, True))
                     return out
@@ -622,12 +628,12 @@ def mass_matrix(q, out=None, threads=1):
     array."""
     if not _checked_only and type(threads) is int and threads == 1:
         try:
-            if q.shape == _IN_mass_matrix[0] and q.dtype is _F64 and True:
+            if type(q) is _ND and q.shape == _IN_mass_matrix[0] and q.dtype is _F64 and True:
                 if out is None:
                     out = _empty(_OUT_mass_matrix)
                     lib.rc20_mass_matrix(_fb(_D, q), _fb(_D, out))
                     return out
-                if (out.shape == _OUT_mass_matrix and out.dtype is _F64
+                if (type(out) is _ND and out.shape == _OUT_mass_matrix and out.dtype is _F64
                         and not (np.may_share_memory(out, q) or False)):
                     lib.rc20_mass_matrix(_fb(_D, q), _fb(_D, out, True))
                     return out
@@ -648,12 +654,12 @@ def bias_forces(q, qd, out=None, threads=1):
     array."""
     if not _checked_only and type(threads) is int and threads == 1:
         try:
-            if q.shape == _IN_bias_forces[0] and q.dtype is _F64 and qd.shape == _IN_bias_forces[1] and qd.dtype is _F64 and True:
+            if type(q) is _ND and q.shape == _IN_bias_forces[0] and q.dtype is _F64 and type(qd) is _ND and qd.shape == _IN_bias_forces[1] and qd.dtype is _F64 and True:
                 if out is None:
                     out = _empty(_OUT_bias_forces)
                     lib.rc20_bias_forces(_fb(_D, q), _fb(_D, qd), _fb(_D, out))
                     return out
-                if (out.shape == _OUT_bias_forces and out.dtype is _F64
+                if (type(out) is _ND and out.shape == _OUT_bias_forces and out.dtype is _F64
                         and not (np.may_share_memory(out, q) or np.may_share_memory(out, qd) or False)):
                     lib.rc20_bias_forces(_fb(_D, q), _fb(_D, qd), _fb(_D, out, True))
                     return out
@@ -700,12 +706,12 @@ def center_of_mass(q, out=None, threads=1):
     array."""
     if not _checked_only and type(threads) is int and threads == 1:
         try:
-            if q.shape == _IN_center_of_mass[0] and q.dtype is _F64 and True:
+            if type(q) is _ND and q.shape == _IN_center_of_mass[0] and q.dtype is _F64 and True:
                 if out is None:
                     out = _empty(_OUT_center_of_mass)
                     lib.rc20_center_of_mass(_fb(_D, q), _fb(_D, out))
                     return out
-                if (out.shape == _OUT_center_of_mass and out.dtype is _F64
+                if (type(out) is _ND and out.shape == _OUT_center_of_mass and out.dtype is _F64
                         and not (np.may_share_memory(out, q) or False)):
                     lib.rc20_center_of_mass(_fb(_D, q), _fb(_D, out, True))
                     return out
@@ -726,12 +732,12 @@ def integrate(q, v, dt, out=None, threads=1):
     array."""
     if not _checked_only and type(threads) is int and threads == 1:
         try:
-            if q.shape == _IN_integrate[0] and q.dtype is _F64 and v.shape == _IN_integrate[1] and v.dtype is _F64 and dt.shape == _IN_integrate[2] and dt.dtype is _F64 and True:
+            if type(q) is _ND and q.shape == _IN_integrate[0] and q.dtype is _F64 and type(v) is _ND and v.shape == _IN_integrate[1] and v.dtype is _F64 and type(dt) is _ND and dt.shape == _IN_integrate[2] and dt.dtype is _F64 and True:
                 if out is None:
                     out = _empty(_OUT_integrate)
                     lib.rc20_integrate(_fb(_D, q), _fb(_D, v), _fb(_D, dt), _fb(_D, out))
                     return out
-                if (out.shape == _OUT_integrate and out.dtype is _F64
+                if (type(out) is _ND and out.shape == _OUT_integrate and out.dtype is _F64
                         and not (np.may_share_memory(out, q) or np.may_share_memory(out, v) or np.may_share_memory(out, dt) or False)):
                     lib.rc20_integrate(_fb(_D, q), _fb(_D, v), _fb(_D, dt), _fb(_D, out, True))
                     return out
@@ -752,12 +758,12 @@ def difference(q0, q1, out=None, threads=1):
     array."""
     if not _checked_only and type(threads) is int and threads == 1:
         try:
-            if q0.shape == _IN_difference[0] and q0.dtype is _F64 and q1.shape == _IN_difference[1] and q1.dtype is _F64 and True:
+            if type(q0) is _ND and q0.shape == _IN_difference[0] and q0.dtype is _F64 and type(q1) is _ND and q1.shape == _IN_difference[1] and q1.dtype is _F64 and True:
                 if out is None:
                     out = _empty(_OUT_difference)
                     lib.rc20_difference(_fb(_D, q0), _fb(_D, q1), _fb(_D, out))
                     return out
-                if (out.shape == _OUT_difference and out.dtype is _F64
+                if (type(out) is _ND and out.shape == _OUT_difference and out.dtype is _F64
                         and not (np.may_share_memory(out, q0) or np.may_share_memory(out, q1) or False)):
                     lib.rc20_difference(_fb(_D, q0), _fb(_D, q1), _fb(_D, out, True))
                     return out
