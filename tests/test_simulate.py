@@ -394,6 +394,8 @@ def test_cli_bad_model_path_is_one_line_exit_2(tmp_path):
     (["--duration", "1", "--dt", "0.1", "--plot", "{tmp}/p"], "give the picture a file extension"),
     (["--duration", "1", "--dt", "0.1", "--switch-threshold", "0.3"],
      "chain3 has no Euler-angle joint whose chart may switch"),
+    (["--duration", "1", "--dt", "0.1", "-o", ""], "output: an empty name"),    # (an outside
+    (["--duration", "1", "--dt", "0.1", "--plot", ""], "plot: an empty name"),  # tester)
 ])
 def test_cli_bad_options_are_one_line_exit_2(files, build, capsys, tmp_path, argv, needle):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
@@ -999,3 +1001,17 @@ def test_a_cached_simulation_records_the_file_it_now_comes_from(tmp_path):
     assert run(first) == [] and run(first) == []
     second.write_text(text.replace("QQ", "0.3"))
     assert run(second) == [] and run(first) == []
+
+
+def test_an_empty_folder_name_and_a_string_step_are_refused(files, capsys, tmp_path):
+    """--build-dir "" ran in the default cache folder, and simulate(dt="0.01") took a string
+    for a number (an outside tester): both are refused now, naming the argument."""
+    from scleron.cli import main
+    assert main(["simulate", files["chain3"], "--duration", "1", "--dt", "0.1", "-q",
+                 "--build-dir", ""]) == 2
+    assert capsys.readouterr().err.startswith("scleron: error: --build-dir: an empty name")
+    with pytest.raises(ValueError, match="out_dir: an empty name"):
+        simulate(files["chain3"], 1.0, 0.1, out_dir="", progress=False)
+    for what, args in (("dt", (1.0, "0.1")), ("duration", ("1", 0.1))):
+        with pytest.raises(ValueError, match=f"{what} must be a number, got '"):
+            simulate(files["chain3"], *args, out_dir=str(tmp_path / "b"), progress=False)

@@ -44,9 +44,12 @@ def _file_name(path, what):
     if path is None:
         return None
     try:
-        return os.fsdecode(os.fspath(path))
+        name = os.fsdecode(os.fspath(path))
     except TypeError:
         raise ValueError(f"{what} must be a file name, got {type(path).__name__}") from None
+    if not name:
+        raise ValueError(f"{what}: an empty name")
+    return name
 
 
 def _check_writable(path, what):
@@ -89,7 +92,7 @@ def _write_files(traj, output, plot):
 
 
 def _positive(value, what):
-    if isinstance(value, bool):
+    if isinstance(value, (bool, str, bytes)):      # ("0.01" is a number only to float())
         raise ValueError(f"{what} must be a number, got {value!r}")
     try:
         v = float(value)
@@ -191,6 +194,8 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     qd0 = _vector(qd0 if qd0 is not None else (model.qd0 if model.qd0 is not None else np.zeros(nv)),
                   nv, "qd0", names)
     from ..pipeline import c_identifier
+    if out_dir is not None:
+        out_dir = _file_name(out_dir, "out_dir")    # ("" is refused, not read as the default)
     build_dir = out_dir or default_build_dir(c_identifier(model.name) + ("_floating" if floating else ""))
     sim = Simulator(model, build_dir=os.fspath(build_dir), integrator=integrator, dt=dt,
                     duration=duration, q0=q0, qd0=qd0, tau=tau, rtol=rtol, atol=atol,

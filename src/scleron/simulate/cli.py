@@ -99,6 +99,8 @@ def cmd_simulate(args):
         if tolerances and args.integrator != "rk45":      # (simulate() says it too, without --)
             raise ValueError(f"--{' and --'.join(tolerances)} set the error control of rk45, not "
                              f"of {args.integrator} (its error is set by --dt)")
+        if args.build_dir == "":
+            raise ValueError("--build-dir: an empty name")
         if args.plot:
             require_matplotlib()
         traj = simulate(args.model, args.duration, args.dt, integrator=args.integrator,
