@@ -1015,3 +1015,45 @@ def test_an_empty_folder_name_and_a_string_step_are_refused(files, capsys, tmp_p
     for what, args in (("dt", (1.0, "0.1")), ("duration", ("1", 0.1))):
         with pytest.raises(ValueError, match=f"{what} must be a number, got '"):
             simulate(files["chain3"], *args, out_dir=str(tmp_path / "b"), progress=False)
+
+
+SLIDER = """\
+name: slider
+gravity: [0, 0, -9.81]
+bodies:
+  - name: car
+    parent: world
+    joint:
+      name: s
+      type: spline_curve
+      frames: [{xyz: [0, 0, 0]}, {xyz: [1, 0, 0]}, {xyz: [2, 0, 0]}, {xyz: [3, 0, 0]}, {xyz: [4, 0, 0]}]
+    mass: 1.0
+    inertia: [0.01, 0.01, 0.01]
+initial:
+  q: {s: 1.0}
+  qd: {s: QD}
+"""
+
+
+def test_leaving_a_splines_range_is_said(tmp_path):
+    """A spline's parameter run past [0, n - 3] (docs/joints.md: keep the motion inside) ended
+    rk4 at "non-finite ... a smaller --dt may help" and let the implicit integrator finish with
+    the energy gone (an outside tester); the run now says which coordinate left its range,
+    when, and how far it went; a run that stays inside says nothing."""
+    from scleron.simulate.simulator import ranged_coordinates
+    path = tmp_path / "slider.yaml"
+    path.write_text(SLIDER.replace("QD", "3.0"))
+    model = scleron.load_model(str(path))
+    (c,) = ranged_coordinates(model)
+    assert (c.name, c.index, c.low, c.high) == ("s", 0, 0.0, 2.0) and c.left(2.5) == 0.5
+    build = str(tmp_path / "b")
+    with pytest.warns(scleron.SimulationWarning, match=r"coordinate 's' of joint 's' \(spline_curve\) "
+                      r"left its range \[0, 2\] at t = 0\.3\d* s \(reaching 2\.\d+"):
+        simulate(str(path), 0.5, 0.01, integrator="implicit", out_dir=build, progress=False)
+    with pytest.raises(SimulationError, match=r"non-finite .*left its range \[0, 2\]"):
+        simulate(str(path), 3.0, 0.01, out_dir=build, progress=False)
+    path.write_text(SLIDER.replace("QD", "0.5"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        traj = simulate(str(path), 0.5, 0.01, out_dir=build, progress=False)
+    assert 1.0 < traj.q[-1, 0] < 2.0

@@ -298,6 +298,7 @@ class Generation:
     nv: int
     joint_names: list
     frame_names: list
+    option_names: dict          # {option: every value a caller may name}: all the model's frames
     neutral: list
     quaternions: list           # the index in q of each quaternion joint's [x, y, z, w]
     coordinate_names: list
@@ -399,7 +400,8 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         name=name, model_name=model.name,
         source=os.path.basename(str(model.source)) if model.source else "Python model",
         version=__version__, key=key, nq=tree.nq, nv=tree.nv, joint_names=tree.joint_names,
-        frame_names=[f.name for f in tree.frames], neutral=tree.neutral, quaternions=tree.quaternions, coordinate_names=tree.coordinate_names(), coordinate_descriptions=_coordinate_doc(tree),
+        frame_names=[f.name for f in tree.frames], option_names={"frame": model.frame_names()},
+        neutral=tree.neutral, quaternions=tree.quaternions, coordinate_names=tree.coordinate_names(), coordinate_descriptions=_coordinate_doc(tree),
         velocity_names=tree.velocity_names(), velocity_descriptions=_velocity_doc(tree),
         known_functions=sorted({**FUNCTIONS, **FRAME_FUNCTIONS}),
         gravity=tree.gravity, functions=codes, chunk=chunk, cflags=cflags, method=method,

@@ -57,6 +57,8 @@ class JointType:
     configuration: str = "vector"                 # its space: "vector", "quaternion", "se3"
     neutral: Optional[tuple] = None               # the neutral q (default: zeros)
     configuration_entries: Optional[list] = None  # what each entry of q is, when nq != dof
+    ranges: Optional[Callable[[dict], list]] = None   # (low, high) of each coordinate, where
+                                                      # the joint is valid only there (splines)
 
     def dof_of(self, params):
         """Number of (velocity) coordinates with these (normalised or plain dict) parameters."""
@@ -74,6 +76,10 @@ class JointType:
     def default_dof(self):
         """Number of coordinates with no parameters given (None where parameters are required)."""
         return self.dof_of({})
+
+    def ranges_of(self, params):
+        """(low, high) of each coordinate where the joint holds only there, or None (any q)."""
+        return None if self.ranges is None else [tuple(map(float, r)) for r in self.ranges(params or {})]
 
     def meanings(self, params):
         """One meaning (with unit) per coordinate."""
@@ -436,6 +442,7 @@ def _spline(name, doc, params, dof, factors):
     return _declare(JointType(
         name, doc, params=params, dof=dof,
         coordinates=lambda p: splines.coordinates(name, p),
+        ranges=lambda p: splines.valid_ranges(name, p),
         factors=factors, simplify=lambda p: light_entry,
         composite_part=False, general=True,
         notes="uniform cubic B-spline, evaluated branch-free over all segments"))

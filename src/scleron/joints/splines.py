@@ -180,10 +180,17 @@ def grid_shape(params):
     return len(grid), len(grid[0])
 
 
-def coordinates(jtype, params):
+def valid_ranges(jtype, params):
+    """[(0, segments)] per coordinate: outside, S fades to 0 within 3 units (docs/joints.md)."""
     if jtype == "spline_curve":
-        n = len(params.get("frames") or default_frames())
-        return [f"spline parameter s in [0, {n - 3}] (segment floor(s), {n} control frames)"]
+        return [(0, len(params.get("frames") or default_frames()) - 3)]
     m, n = grid_shape(params)
-    return [f"spline parameter u in [0, {m - 3}] ({m} control rows)",
-            f"spline parameter v in [0, {n - 3}] ({n} control columns)"]
+    return [(0, m - 3), (0, n - 3)]
+
+
+def coordinates(jtype, params):
+    (low, high), *rest = valid_ranges(jtype, params)
+    if jtype == "spline_curve":
+        return [f"spline parameter s in [{low}, {high}] (segment floor(s), {high + 3} control frames)"]
+    return [f"spline parameter u in [{low}, {high}] ({high + 3} control rows)",
+            f"spline parameter v in [{low}, {rest[0][1]}] ({rest[0][1] + 3} control columns)"]

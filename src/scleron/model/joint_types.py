@@ -22,6 +22,11 @@ def joint_configuration(jtype):
     return joint_type(jtype).configuration
 
 
+def joint_ranges(jtype, params):
+    """(low, high) of each coordinate where the joint is valid only there (splines), or None."""
+    return joint_type(jtype).ranges_of(params)
+
+
 def joint_neutral(jtype, params):
     """The neutral configuration of a joint (zeros; the identity quaternion)."""
     return joint_type(jtype).neutral_of(params)

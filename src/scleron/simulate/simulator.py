@@ -3,13 +3,14 @@ import math
 import re
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
 from .charts import (chart_det, det_name, kept_charts, reparameterise_exp, switch_euler,
                      switchables)
 from .energy import energies
-from ..model.joint_types import joint_configuration
+from ..model.joint_types import joint_configuration, joint_ranges
 from .integrators import (NEEDS_DERIVATIVES, derivative, dopri_step, error_norm, fixed_step,
                           step_factor, velocity_bracket)
 from .progress import Progress
@@ -49,6 +50,33 @@ def lie_groups(model):
     return out
 
 
+@dataclass(frozen=True)
+class RangedCoordinate:
+    """A coordinate of q its joint holds only in [low, high] (a spline's parameter)."""
+    joint: str
+    type: str
+    name: str
+    index: int
+    low: float
+    high: float
+
+    def left(self, x):
+        """How far x lies outside [low, high] (0 inside)."""
+        return max(self.low - x, x - self.high, 0.0)
+
+
+def ranged_coordinates(model):
+    """The RangedCoordinate of each coordinate whose joint is valid only in a range."""
+    out, k, names = [], 0, model.coordinate_names()
+    for j in model.joints:
+        if j.mimic is not None:             # no coordinates of its own (q skips it)
+            continue
+        for i, (low, high) in enumerate(joint_ranges(j.type, j.params) or []):
+            out.append(RangedCoordinate(j.name, j.type, names[k + i], k + i, low, high))
+        k += j.nq
+    return out
+
+
 class Simulator:
     def __init__(self, model, *, build_dir, integrator, dt, duration, q0, qd0, tau, rtol, atol,
                  switch_threshold, exp_limit, record_every, progress, log=None):
@@ -66,6 +94,8 @@ class Simulator:
         self.exp = [s for s in sw if s.kind == "exp"]
         self.kept = kept_charts(model, tau)
         self.nearest = {}          # kept chart's joint -> (smallest |det S| met, t, KeptChart)
+        self.ranged = ranged_coordinates(model)
+        self.outside = {}          # RangedCoordinate -> (t when it first left, farthest value)
         self.variants = Variants(model, build_dir, self.euler, self.progress, log,
                                  derivatives=integrator in NEEDS_DERIVATIVES)
         self.tau = tau
@@ -184,6 +214,11 @@ class Simulator:
     def check_finite(self, t):
         """SimulationError once the state is not finite (after a step), naming a kept chart's
         singularity where one was met; else notes how near the kept charts came to theirs."""
+        for c in self.ranged:
+            x = float(self.q[c.index])
+            if c.left(x) > 0:                       # (not NaN: the check below says so)
+                first, far = self.outside.get(c, (t, x))
+                self.outside[c] = (first, max(far, x, key=c.left))
         if not np.isfinite(self.q.sum() + self.qd.sum()):
             near = self.near_singularities()
             raise SimulationError(f"the state became non-finite at t = {t:.6g} s" +
@@ -196,12 +231,18 @@ class Simulator:
                 self.nearest[c.name] = (d, t, c)
 
     def near_singularities(self):
-        """What the kept charts' singularities did to the run, or "" (none came near)."""
+        """What the kept charts' singularities, and the coordinates that left the range of their
+        joint, did to the run, or "" (none came near, none left)."""
         near = [(d, t, c) for d, t, c in self.nearest.values() if d < self.threshold]
-        return "; ".join(
+        return "; ".join([
             f"joint '{c.name}' came near the gimbal lock of its chart {c.chart} "
             f"(|{det_name(c.chart)}| = {d:.2g} at t = {t:.6g} s; {c.why}): the run is inaccurate "
-            f"there; a spherical_quat or free_flyer joint has no such point" for d, t, c in near)
+            f"there; a spherical_quat or free_flyer joint has no such point" for d, t, c in near] + [
+            f"coordinate '{c.name}' of joint '{c.joint}' ({c.type}) left its range "
+            f"[{c.low:g}, {c.high:g}] at t = {t:.6g} s (reaching {far:.6g}): outside it the "
+            f"joint's motion fades out (S tends to 0, the mass matrix to singular) and the body "
+            f"no longer follows the spline; keep the motion inside the range"
+            for c, (t, far) in self.outside.items()])
 
     # -- the loops -------------------------------------------------------------------------------
     def run_fixed(self):

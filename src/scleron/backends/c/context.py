@@ -250,10 +250,12 @@ def function_context(code, prefix, chunk, first_index):
     }
 
 
-def variants_context(functions):
+def variants_context(functions, named=None):
     """The generated Python functions that choose a generated function by options
     (FunctionSpec.variant): name, inputs, the options (name, default or None, the values in
-    order) and the table (option values) -> function name."""
+    order, and `known`: every value a caller may name, generated or not, from named = {option:
+    values}, e.g. all the model's frames where --frames generated some) and the table (option
+    values) -> function name."""
     out = {}
     for f in functions:
         if f["variant"] is None:
@@ -269,6 +271,8 @@ def variants_context(functions):
                 slot["values"].append(value)
         v["table"][tuple(value for _, value, _ in options)] = f["name"]
     for v in out.values():
+        for slot in v["options"]:
+            slot["known"] = list((named or {}).get(slot["name"]) or slot["values"])
         # the values as they appear in the docstring: names from the model file, made harmless
         v["shown"] = {s["name"]: ", ".join(c_comment(repr(x)) for x in s["values"][:6])
                       + (", ..." if len(s["values"]) > 6 else "") for s in v["options"]}
