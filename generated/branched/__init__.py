@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_e7182cab1e0b"
-HASH = "e7182cab1e0b3b449d980e1c402a81adf677d8591ab8c773d05082e334a89170"
+MODULE = "_branched_fb2857c6b80e"
+HASH = "fb2857c6b80eea48c197a0f8933d5e0b49716fc6fbe3ceefbdf253dd63211d36"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -799,28 +799,32 @@ FUNCTIONS = tuple(_SIGNATURES)
 
 def _option_error(options, values):
     """The ValueError for option values no generated function has, naming the wrong one."""
-    for (name, allowed), value in zip(options, values):
+    for (name, allowed, known), value in zip(options, values):
         if not (isinstance(value, str) and value in allowed):
-            same = [a for a in allowed if isinstance(value, str) and a.lower() == value.lower()]
+            shown = ", ".join(repr(a) for a in allowed[:20]) + (", ..." if len(allowed) > 20 else "")
+            if isinstance(value, str) and value in known:       # (_option_spelled's spelling)
+                return ValueError(f"{name} {value!r} was not generated in this module (it has "
+                                  f"{shown}): generate it too (codegen --frames, generate(frames=))")
+            same = [a for a in known if isinstance(value, str) and a.lower() == value.lower()]
             if len(same) > 1:               # (_option_spelled takes another case for one only)
                 return ValueError(f"{name} {value!r} matches {' and '.join(repr(a) for a in same)} "
                                   "in other letter case: spell it as one of them")
-            shown = ", ".join(repr(a) for a in allowed[:20]) + (", ..." if len(allowed) > 20 else "")
             return ValueError(f"{name} must be one of {shown} (those this module was generated "
                               f"for); got {value!r}")
     return ValueError(f"no generated function for {values!r}")
 
 
 def _option_spelled(options, values):
-    """Option values spelled another way, as the generated ones: a name in other letter case
+    """Option values spelled another way, as the known ones: a name in other letter case
     ("LOCAL") or an enum of that name (pinocchio.LOCAL, an int with a name), where it matches
-    one value only."""
+    one value only -- among all the values a caller may name (every frame of the model, also
+    where --frames generated some: 'Tool' is not 'tool' where the model has both)."""
     out = []
-    for (_, allowed), value in zip(options, values):
+    for (_, allowed, known), value in zip(options, values):
         named = isinstance(value, (enum.Enum, int)) and isinstance(getattr(value, "name", None), str)
         text = value.name if named else value
-        if isinstance(text, str) and text not in allowed:
-            same = [a for a in allowed if a.lower() == text.lower()]
+        if isinstance(text, str) and text not in known:
+            same = [a for a in known if a.lower() == text.lower()]
             text = same[0] if len(same) == 1 else text
         out.append(text if isinstance(text, str) else value)
     return tuple(out)
