@@ -194,6 +194,11 @@ def test_body_filter(small):
     tooled.add_frame("tool", "hand", xyz=(0.1, 0, 0))
     with pytest.raises(scleron.ModelError, match="'tool' is a frame on body 'hand'.*--body hand"):
         S.function_text(tooled, "id", body="tool")
+    # an output not indexed by coordinates (the centre of mass) is every body's: it was left out
+    # where its entries' numbers were no coordinate of the body, an empty "== outputs" (a tester)
+    com = S.function_text(model, "com", body="hand")
+    assert [ln.split(" = ")[0] for ln in com.split("== outputs")[1].splitlines() if " = " in ln] \
+        == ["com[0]", "com[1]", "com[2]"]
     c = S.function_text(model, "mass", body="hand", fmt="c")
     assert "composite inertia of body hand" in c and "body arm" not in c
     assert all(re.match(r"\s*M\[(\d+)\]", ln) is None or int(re.match(r"\s*M\[(\d+)\]", ln).group(1)) // 7 in (4, 5, 6)
@@ -434,6 +439,9 @@ def test_show_prints_one_frame(arm2, function, reference, rng):
         S.function_text(model, function, tree=tree)
     with pytest.raises(scleron.ModelError, match="no frame named 'nope'"):
         S.function_text(model, function, tree=tree, frame="nope")
+    # another letter case names the frame where it names one only, as the generated modules take
+    # it (show said "no frame named 'TOOL'": an outside tester)
+    assert S.function_text(model, function, tree=tree, frame="TOOL") == text
     with pytest.raises(scleron.ModelError, match="--frame selects the frame of a one-frame"):
         S.function_text(model, "fd", tree=tree, frame="tool")
 

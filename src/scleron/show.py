@@ -668,8 +668,15 @@ def one_frame_spec(tree, function, frame):
     if frame is None:
         raise ModelError(f"{function} computes one frame: give --frame NAME (frames: "
                          f"{name_list(frames)})")
-    if frame not in frames:
-        raise ModelError(f"no frame named {short_name(frame)!r} (frames: {name_list(frames)})")
+    if frame not in frames:             # another letter case, where it names one frame only,
+        same = [f for f in frames if f.lower() == frame.lower()]     # as the generated modules
+        if len(same) > 1:
+            raise ModelError(f"frame {short_name(frame)!r} matches "
+                             f"{' and '.join(repr(f) for f in same)} in other letter case: spell "
+                             "it as one of them")
+        if not same:
+            raise ModelError(f"no frame named {short_name(frame)!r} (frames: {name_list(frames)})")
+        frame = same[0]
     want = {"frame": frame, **({"reference": ref} if ref else {})}
     return next(s for s in fam.specs(tree) if {o: v for o, v, _ in s.variant[1]} == want)
 
@@ -707,6 +714,9 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
     target = _find_body(tree, body) if body is not None else None
     sizes = model_sizes(tree)
     shapes = {a.name: a.dims(sizes) for a in spec.inputs + spec.outputs}
+    # the outputs whose rows are coordinates (M, tau, ...), else () (the centre of mass, a
+    # frame's placement: shown with every body)
+    rows = {a.name: a.dims(sizes) if a.shape[:1] in (("nv",), ("nq",)) else () for a in spec.outputs}
     after_total = Counts.of(prog.op_counts())
     before_total = sum(before.values(), Counts())
     cs = CStatements(prog, sincos_of="q")            # the generated C's names and sin/cos of q
@@ -716,7 +726,7 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
     name_of.update({i: f"{arr}[{k}]" for i, (arr, k) in trig.items()})
     shown = [g for g in groups if target is None or g.body == target.index]
     outputs = [(a, k, v) for a, k, v in prog.outputs
-               if target is None or _output_body(tree, shapes[a], k) in (None, target.index)]
+               if target is None or _output_body(tree, rows[a], k) in (None, target.index)]
 
     if not after_total.total:
         ratio = "every output a constant"
@@ -744,7 +754,7 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
         per_pass[g.section.pass_] = (a + g.after, b + g.before)
 
     if fmt == "c":
-        return _function_c(cs, spec, tree, groups, target, title, io, summary, per_pass, shapes)
+        return _function_c(cs, spec, tree, groups, target, title, io, summary, per_pass, rows)
 
     group_of = {i: g.note for g in groups for i in g.ids}
     uses = {}
@@ -825,7 +835,7 @@ def _output_body(tree, shape, k):
     return None
 
 
-def _function_c(cs, spec, tree, groups, target, title, io, summary, per_pass, shapes):
+def _function_c(cs, spec, tree, groups, target, title, io, summary, per_pass, rows):
     """The function as C statements, printed from the program group by group (the statements
     of the generated C, in one piece, each group under a comment with its counts)."""
     prog = cs.prog
@@ -862,8 +872,8 @@ def _function_c(cs, spec, tree, groups, target, title, io, summary, per_pass, sh
             if i in cs.name_of:
                 lines.append("    " + cs.statement(i))
                 lines += [f"    {t} = {cs.name_of[i]};" for t in stores.get(i, ())
-                          if _stored_here(tree, shapes, t, target)]
-    rest = [(t, v) for t, v in cs.other_outputs() if _stored_here(tree, shapes, t, target)]
+                          if _stored_here(tree, rows, t, target)]
+    rest = [(t, v) for t, v in cs.other_outputs() if _stored_here(tree, rows, t, target)]
     if rest:
         lines.append("    /* outputs that are constants, inputs or sin/cos of q */")
         lines += [f"    {t} = {v};" for t, v in rest]
@@ -872,12 +882,12 @@ def _function_c(cs, spec, tree, groups, target, title, io, summary, per_pass, sh
     return "\n".join(lines) + "\n"
 
 
-def _stored_here(tree, shapes, target_text, target):
+def _stored_here(tree, rows, target_text, target):
     """Whether the output entry 'array[k]' belongs to the shown body (all when none is)."""
     if target is None:
         return True
     array, k = target_text[:-1].split("[")
-    return _output_body(tree, shapes[array], int(k)) in (None, target.index)
+    return _output_body(tree, rows[array], int(k)) in (None, target.index)
 
 
 # ---- entry point --------------------------------------------------------------------------------
