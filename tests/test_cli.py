@@ -329,7 +329,9 @@ def test_an_output_folder_named_like_a_module_is_refused(tmp_path, capsys):
     import scleron
     from scleron.cli import main
     one = one_body_model(tmp_path)
-    for folder in ("numpy", "json", "mujoco"):       # mujoco: scleron's MJCF reader imports it
+    # mujoco: scleron's MJCF reader imports it; _cffi_backend, pycparser: the importing package
+    # loads (and compiles) with them, and a folder of that name broke every import beside it
+    for folder in ("numpy", "json", "mujoco", "_cffi_backend", "pycparser"):
         out = tmp_path / "build" / folder
         assert main(["codegen", str(one), "-o", str(out), "--no-compile"]) == 2
         err = capsys.readouterr().err

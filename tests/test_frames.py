@@ -507,6 +507,28 @@ def test_a_frame_named_with_spaces_around_is_reached_by_its_stripped_name(tmp_pa
     assert [f.name for f in Tree(model, [" pad "]).frames] == [" pad "]
 
 
+def test_frames_that_differ_only_by_spaces_around_them_are_not_confused(tmp_path, capsys):
+    """A model with frames ' sp' and 'sp': `--frames ' sp'` (stripped to 'sp') silently chose
+    'sp', 0.5 m away (an outside tester). The command line now refuses the name as ambiguous;
+    the Python API takes each exact name."""
+    from scleron.cli import main
+    from scleron.dynamics.tree import Tree
+    path = tmp_path / "pads.yaml"
+    path.write_text("name: pads\nbodies:\n  - {name: a, parent: world, joint: {name: j, type: "
+                    "revolute, axis: [0, 0, 1]}, mass: 1, com: [0.1, 0, 0], inertia: [0.01, 0.01, "
+                    "0.01], frames: [{name: ' sp', xyz: [0.1, 0, 0]}, {name: sp, xyz: [0, 0, 0.5]}]}\n")
+    for given in (" sp", "sp", "a, sp"):
+        assert main(["codegen", str(path), "-o", str(tmp_path / "g"), "--no-compile",
+                     "--frames", given]) == 2
+        err = capsys.readouterr().err
+        assert "--frames 'sp' names frames that differ only by spaces around them (' sp', 'sp')" \
+            in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "g").exists()
+    model = scleron.load_model(str(path))
+    assert [f.name for f in Tree(model, [" sp"]).frames] == [" sp"]
+    assert [f.name for f in Tree(model, ["sp", "a"]).frames] == ["sp", "a"]
+
+
 def test_one_frame_functions_by_default_only_up_to_200_frames(tmp_path):
     """A URDF of 1000 links welded to one moving link took 9 minutes to compile the 4,004
     one-frame functions it got by default (an outside tester): up to 200 frames they come

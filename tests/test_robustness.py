@@ -940,7 +940,10 @@ def test_hostile_names_give_valid_harmless_code(tmp_path, monkeypatch):
     # a model built in Python may have any name: the C prefix is sanitised too
     m2 = scleron.Model('x; system("touch PWNED_NAME") */ ' + Q3 + ' \\', source=str(path))
     m2.add_body("a", mass=1.0, inertia=(0.01, 0.02, 0.02),
-                joint_name="*/ #include </etc/passwd> /*\u2028\\N{x}")
+                joint_name="*/ #include </etc/passwd> /*\\N{x}")
+    with pytest.raises(scleron.ModelError, match="joint name must be printable"):  # (a line
+        m2.add_body("b", "a", mass=1.0, inertia=(0.01, 0.02, 0.02),   # separator: refused)
+                    joint_name="*/ #include </etc/passwd> /*\u2028\\N{x}")
     files, _, _ = pipeline.build_sources(m2)
     name = pipeline.c_identifier(m2.name)
     assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)

@@ -19,7 +19,7 @@ import time
 import warnings
 
 from . import __version__
-from .errors import BuildError, ModelError, command_start
+from .errors import BuildError, ModelError, command_start, name_list, one_line, short_name
 
 with command_start():                   # Ctrl-C while these import: one line, not a traceback
     from .model.load import add_load_arguments, load_arguments
@@ -211,6 +211,21 @@ def _comma_list(text, option):
     return parts
 
 
+def _frames_option(text, model):
+    """--frames as a list of names (_comma_list, which strips the spaces around each name);
+    a name that several frames give once stripped (' sp' and 'sp') is refused rather than one
+    of them taken (' sp' silently gave the frame 'sp': an outside tester)."""
+    names = _comma_list(text, "--frames")
+    every = model.frame_names()
+    for name in names or ():
+        same = [f for f in every if f.strip() == name]
+        if len(same) > 1:
+            raise CommandError(f"--frames {short_name(name)!r} names frames that differ only by "
+                               f"spaces around them ({name_list(map(repr, same))}): select them "
+                               "by their exact names with scleron.generate(..., frames=[...])")
+    return names
+
+
 def cmd_codegen(args):
     from .pipeline import Report, generate
     if args.chunk < 1:
@@ -244,7 +259,7 @@ def cmd_codegen(args):
                      compile=not args.no_compile, report=report, cflags=cflags,
                      method=int(args.method), mass_matrix=args.mass_matrix,
                  functions=_comma_list(args.functions, "--functions"),
-                 frames=_comma_list(args.frames, "--frames"), progress=progress,
+                 frames=_frames_option(args.frames, model), progress=progress,
                      cuda=_cuda_options(args))
         finally:
             progress.close()
@@ -659,9 +674,7 @@ def update_readme(path):
     return True
 
 
-def _one_line(exc):
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__
+_one_line = one_line                # (errors.one_line: the line a command prints)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):

@@ -43,6 +43,17 @@ def name_list(names, most=20, width=60):
     return ", ".join(shown) + (f", ... ({len(names)} in all)" if len(names) > most else "")
 
 
+def one_line(exc):
+    """An exception (or a warning) as the one line a command prints: whitespace runs (newlines
+    in names read from files included) made one space, and every other character that is not
+    printable (an escape sequence, a right-to-left override, a zero-width space from a URDF's
+    &#x202E;) written as its escape, so that a model's names cannot forge or reorder the
+    terminal's output."""
+    text = " ".join(str(exc).split())
+    text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return text or type(exc).__name__
+
+
 def short_name(name, width=200):
     """A name the user gave, cut for a message."""
     name = str(name)

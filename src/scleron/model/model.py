@@ -322,6 +322,15 @@ def massless_subtrees(model):
     return out
 
 
+
+def _printable(name, what, err):
+    """A name of printable characters: no newline, tab, escape or direction mark (a URDF's
+    &#10; or &#x202E; in a link's name forged and reordered the lines `scleron show` prints;
+    YAML refuses them as it reads)."""
+    if not name.isprintable():
+        raise err(f"{what} must be printable characters (no newline, tab, control character or "
+                  f"direction mark), got {name!r}")
+
 class Model:
     """A tree of rigid bodies. Build it with add_body(), or load a file with scleron.load_model()."""
 
@@ -391,6 +400,7 @@ class Model:
         err = self._err(f"body '{name}'", body=name)
         if not isinstance(name, str) or not name:
             raise err("body name must be a non-empty string")
+        _printable(name, "body name", err)
         if name == WORLD:
             raise err(f"the name '{WORLD}' is reserved for the fixed base")
         if name in self._names("bodies"):
@@ -415,6 +425,8 @@ class Model:
         origin = _placement(origin, xyz, rpy, err)
         if joint_name is not None and (not isinstance(joint_name, str) or not joint_name):
             raise err(f"joint_name must be a non-empty string, got {joint_name!r}")
+        if joint_name is not None:
+            _printable(joint_name, "joint name", self._err(f"joint '{joint_name}'", joint=joint_name))
         jname = joint_name or f"{name}_joint"
         if jname in self._names("joints"):
             raise self._err(f"joint '{jname}'", joint=jname)("two joints have this name")
@@ -433,6 +445,7 @@ class Model:
         err = self._err(f"frame '{name}'")
         if not isinstance(name, str) or not name:
             raise err("frame name must be a non-empty string")
+        _printable(name, "frame name", err)
         if name in self.frame_names():
             raise err("a body or another frame has this name")
         if name == WORLD and body != WORLD:

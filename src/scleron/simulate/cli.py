@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from ..errors import BuildError, ModelError
+from ..errors import BuildError, ModelError, one_line
 from ..model.load import add_load_arguments, load_arguments
 from .api import DEFAULT_SWITCH_THRESHOLD, simulate
 from .integrators import INTEGRATORS
@@ -60,9 +60,7 @@ def _positive_int(text):
 _positive_int.__name__ = "positive integer"      # argparse: "invalid positive integer value"
 
 
-def _one_line(exc):
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__
+_one_line = one_line                # (errors.one_line: the line a command prints)
 
 
 def _say(text):

@@ -28,6 +28,11 @@ def _standard_library():
 
 PY_MODULES = _standard_library() | {"numpy", "cffi", "scleron", "sympy", "jinja2", "yaml",
                                     "setuptools", "pip",
+                                    # what those import: cffi's compiled backend and parser
+                                    # (an importing package compiles with them), sympy's and
+                                    # jinja2's own, setuptools' hooks
+                                    "_cffi_backend", "pycparser", "mpmath", "markupsafe",
+                                    "pkg_resources", "_distutils_hack",
                                     # scleron's optional imports (readers, checks, plots, GPU)
                                     "mujoco", "opensim", "pinocchio", "matplotlib", "cupy",
                                     "pytest", "hypothesis"}
