@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_fb2857c6b80e"
-HASH = "fb2857c6b80eea48c197a0f8933d5e0b49716fc6fbe3ceefbdf253dd63211d36"
+MODULE = "_branched_5dee8a259cdf"
+HASH = "5dee8a259cdf324ed3ee7f772f9876fd8a01d8e7f20e6cab950a90f6e45990ff"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -455,10 +455,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_fb2857c6b80e_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_5dee8a259cdf_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_fb2857c6b80e_py(void)
+PyMODINIT_FUNC PyInit__branched_5dee8a259cdf_py(void)
 {
     import_array();
     return PyModule_Create(&module);

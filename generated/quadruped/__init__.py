@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_de57abd368d7"
-HASH = "de57abd368d7ff09737924bbdc645aea006b1dd644a7aca6ef2236a44ee024c3"
+MODULE = "_quadruped_a95599e8d89e"
+HASH = "a95599e8d89ed850733557ea05dcd4129cbf133f42eaecc0e2c45691ac089e60"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_d0d8609ad56a"
-HASH = "d0d8609ad56a7055b15883b6ad715e9ad8a6018aac3f205eab6cc651619532d0"
+MODULE = "_rc100_62a0347c7373"
+HASH = "62a0347c7373e6ff4cce16f6fe47a7138ec1ff6050f76a5fcc96dc97390e8d7e"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

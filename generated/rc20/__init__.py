@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_368794777a3a"
-HASH = "368794777a3ac815189858cd28197c4b352e0874b19c4d42559544492a25afb7"
+MODULE = "_rc20_55efc79b9359"
+HASH = "55efc79b9359408bd2e1cf4d636bf21518e2a538f460e3bda5f47fbbe685f529"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_014839981573"
-HASH = "0148399815732b1bf0030dedd80f3703b5e9e7af10fe7994024626a4bf5c8b4d"
+MODULE = "_rc50_9a7f03251218"
+HASH = "9a7f032512181ebb65f86efc273ae16e3be1a45f909d51c47a0c0e9a4e815847"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
