@@ -602,6 +602,13 @@ def test_bodies_and_joints_among_the_models_components(tmp_path):
      "a PinJoint has 1 coordinate, the file declares 0"),
     (lambda t: t.replace("<locked>true</locked>", "<clamped>true</clamped><range>-0.1 0.1</range>"),
      r"clamped and its default_value 0.2 is outside its range \[-0.1, 0.1\]"),
+    # OpenSim reads a bool's 1 as true (<clamped>1</clamped> was read false: an outside tester)
+    (lambda t: t.replace("<locked>true</locked>", "<clamped> 1 </clamped><range>-0.1 0.1</range>"),
+     r"clamped and its default_value 0.2 is outside its range \[-0.1, 0.1\]"),
+    # '..' above the model: OpenSim finds no frame there ('/ground' was taken)
+    (lambda t: t.replace("<socket_parent_frame>/ground</socket_parent_frame>",
+                         "<socket_parent_frame>../../../ground</socket_parent_frame>", 1),
+     r"frame '../../../ground' \(its '..' climb above the model\) is not a Ground"),
     (lambda t: t.replace("</objects></JointSet>", t.split('<objects>')[2].split('</objects>')[0]
                          .replace('name="a"', 'name="a3"') + "</objects></JointSet>"),
      "a second joint named 'pin'"),
@@ -658,8 +665,9 @@ def test_a_locked_coordinate_starts_still_as_in_opensim(tmp_path):
     osim = opensim()
     text = without_constraints(osim_text()).replace(
         "<locked>true</locked>", "<locked>true</locked><default_speed_value>0.7</default_speed_value>")
-    for locked, speed in ((True, 0.0), (False, 0.7)):
-        path = write(tmp_path, text if locked else text.replace("<locked>true</locked>", ""))
+    for locked, speed in ((True, 0.0), (False, 0.7), ("1", 0.0)):    # (1: true, as OpenSim reads it)
+        path = write(tmp_path, text.replace("<locked>true</locked>", "<locked>1</locked>")
+                     if locked == "1" else text if locked else text.replace("<locked>true</locked>", ""))
         oracle = osim.Model(str(path))          # (kept: a state outliving its model crashes)
         state = oracle.initSystem()
         assert load(path).qd0.tolist() == [state.getU().get(0)] == [speed]

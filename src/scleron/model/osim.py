@@ -266,14 +266,16 @@ def _index(node, out):
 
 
 def _resolve(owner_path, ref):
-    """An absolute component path from a socket's text, relative to the socket's owner."""
+    """An absolute component path from a socket's text, relative to the socket's owner; None
+    where its ".." climb above the model (OpenSim finds no such frame: it did here, at /)."""
     parts = [] if ref.startswith("/") else [p for p in owner_path.split("/") if p]
     for p in ref.split("/"):
         if p in ("", "."):
             continue
         if p == "..":
-            if parts:
-                parts.pop()
+            if not parts:
+                return None
+            parts.pop()
         else:
             parts.append(p)
     return "/" + "/".join(parts)
@@ -300,7 +302,8 @@ class _Frames:
     def find(self, owner, ref, socket_node):
         path = _resolve(owner.path, ref)
         if path not in self.index:
-            raise self.ctx.error(socket_node, f"frame '{ref}' (path {path}) is not a Ground, Body "
+            where = "its '..' climb above the model" if path is None else f"path {path}"
+            raise self.ctx.error(socket_node, f"frame '{ref}' ({where}) is not a Ground, Body "
                                  "or PhysicalOffsetFrame of the model")
         return self.base(path)
 
@@ -386,6 +389,11 @@ class _Joint:
         return "fixed" if not self.coords else "opensim"
 
 
+def _flag(text):
+    """An OpenSim bool property as OpenSim reads it: true or 1 (any case, spaces around)."""
+    return text.strip().lower() in ("true", "1")
+
+
 def _coordinates(node, ctx):
     """name -> dict(default, speed, range, locked, clamped, prescribed) of a joint's Coordinates."""
     out = {}
@@ -400,9 +408,9 @@ def _coordinates(node, ctx):
             "default": ctx.numbers(c, "default_value", 1, (0.0,))[0],
             "speed": ctx.numbers(c, "default_speed_value", 1, (0.0,))[0],
             "range": tuple(ctx.numbers(c, "range", 2, DEFAULT_RANGE)),
-            "locked": ctx.text(c, "locked").lower() == "true",
-            "clamped": ctx.text(c, "clamped").lower() == "true",
-            "prescribed": ctx.text(c, "prescribed").lower() == "true",
+            "locked": _flag(ctx.text(c, "locked")),
+            "clamped": _flag(ctx.text(c, "clamped")),
+            "prescribed": _flag(ctx.text(c, "prescribed")),
             "node": c}
         if out[c.name]["locked"]:          # (OpenSim's initial state holds it still)
             out[c.name]["speed"] = 0.0
@@ -726,7 +734,7 @@ def _report(el, joints, ctx):
     if others:
         parts.append(f"{len(others)} other components ("
                      + ", ".join(sorted({c.tag for c in others})) + ")")
-    reversed_ = [j.node.name for j in joints if ctx.text(j.node, "reverse").lower() in ("true", "1")]
+    reversed_ = [j.node.name for j in joints if _flag(ctx.text(j.node, "reverse"))]
     if reversed_:           # OpenSim 3's property; OpenSim 4 reads the joint as written too
         parts.append(f"<reverse> of joint{'s' if len(reversed_) > 1 else ''} {', '.join(reversed_)} "
                      "(OpenSim 4 has no such property and ignores it)")
