@@ -89,10 +89,28 @@ def at_least(low, what, kind=int, at_most=None):
             raise argparse.ArgumentTypeError(f"{what} must be a number, got {word!r}") from None
         if not value >= low:
             raise argparse.ArgumentTypeError(f"{what} must be at least {low}, got {word!r}")
+        if kind is float and value == float("inf"):
+            raise argparse.ArgumentTypeError(f"{what} must be finite, got {word!r}")
         if at_most is not None and value > at_most:
             raise argparse.ArgumentTypeError(f"{what} must be at most {at_most}, got {word!r}")
         return value
     return check
+
+
+def shipped_flags_only():
+    """The benchmarks time scleron's default flags: $SCLERON_OPT (0 for quick test builds) is
+    dropped, with a line saying so (it made the tables time -O0 code while they say -Os)."""
+    level = os.environ.pop("SCLERON_OPT", None)
+    if level is not None:
+        log(f"SCLERON_OPT={level!r} ignored: the benchmarks time scleron's default flags")
+
+
+def out_folder(path, option="--out"):
+    """The results folder of a benchmark, checked before anything is measured: a file there
+    (the results were measured, then lost at the end) is an argparse-style exit."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise SystemExit(f"{option} {path}: a file is there, not a folder")
+    return path
 
 
 def log(msg):

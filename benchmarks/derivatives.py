@@ -33,7 +33,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.common import HERE, NSTATES, at_least, log, rel_err, sha, stats, write_text  # noqa: E402
+from benchmarks.common import (HERE, NSTATES, at_least, log, out_folder, rel_err, sha,  # noqa: E402
+                               shipped_flags_only, stats, write_text)
 from benchmarks import harnesses                                                   # noqa: E402
 from benchmarks.systems import (export_pin_model, locate_system, pin_q_from_ours,  # noqa: E402
                                 random_coordinates, rc_pin, system_names, write_states)
@@ -333,6 +334,8 @@ def parse_args(argv):
 def main(argv=None):
     import platform
     args = parse_args(argv)
+    out_folder(args.out)
+    shipped_flags_only()
     if args.report_only:
         path = os.path.join(args.out, "derivatives.json")
         if not os.path.isfile(path):

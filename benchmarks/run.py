@@ -73,7 +73,10 @@ def settings_from(args):
 
 def main(argv=None):
     from benchmarks import stages
+    from benchmarks.common import out_folder, shipped_flags_only
     args = parse_args(argv)
+    out_folder(args.out)
+    shipped_flags_only()
     argv_used = ["python", "benchmarks/run.py"] + (argv if argv is not None else sys.argv[1:])
     run = stages.new_run(settings_from(args))
     stages.queue_peer_builds(run)             # Pinocchio's harness: ~3 min of g++ the first time

@@ -18,6 +18,7 @@ from benchmarks import derivatives, gpu, run  # noqa: E402
     (derivatives.parse_args, ["--systems", "rc20,,ur5"], "an empty system"),
     (derivatives.parse_args, ["--systems", "rc20,rc20"], "system 'rc20' given twice"),
     (derivatives.parse_args, ["--rounds", "0"], "--rounds must be at least 1"),
+    (derivatives.parse_args, ["--target-ms", "inf"], "--target-ms must be finite"),   # (cast to long in C)
     (run.parse_args, ["--systems", "panda,nosuch"], "unknown system 'nosuch'"),
     (run.parse_args, ["--systems", ""], "an empty system"),
     (run.parse_args, ["--pydy-cap", "-1"], "--pydy-cap must be at least 1"),     # ran in full
@@ -53,9 +54,17 @@ def test_no_results_are_written_when_every_system_fails(tmp_path, monkeypatch):
     def fail(*_):
         raise RuntimeError("no harness here")
     monkeypatch.setattr(derivatives, "System", fail)
+    monkeypatch.setenv("SCLERON_OPT", "0")          # (restored after the test)
     with pytest.raises(SystemExit, match="every system failed: nothing written"):
         derivatives.main(["--systems", "rc2", "--out", str(tmp_path / "out"),
                           "--build", str(tmp_path / "build"), "--no-callgrind"])
     assert not os.path.exists(tmp_path / "out")
+    # the tables time the shipped flags: SCLERON_OPT=0 made them time -O0 code (an outside tester)
+    assert "SCLERON_OPT" not in os.environ
+    # a file at --out is said before anything is measured (it was, after all of it)
+    (tmp_path / "file").write_text("")
+    for main in (derivatives.main, run.main):
+        with pytest.raises(SystemExit, match="--out .*file: a file is there, not a folder"):
+            main(["--systems", "rc2", "--out", str(tmp_path / "file")])
     with pytest.raises(SystemExit, match="does not exist"):
         derivatives.main(["--report-only", "--out", str(tmp_path / "out")])
