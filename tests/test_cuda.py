@@ -134,6 +134,15 @@ def test_cuda_options_are_checked():
         with pytest.raises(ValueError):           # ("" and 0 were taken for the defaults; sm_90fa
             cuda_backend.cuda_options(bad)        # passed here and failed in nvcc's build script)
     assert cuda_backend.cuda_options({"arch": "sm_90a,sm_100f"})["arch"] == "sm_90a,sm_100f"
+    # flags as one string were split into characters, and other values failed inside the build
+    # (an outside tester): a list of strings, said at once
+    for flags in ("-O3", ["-O3", 5], 5):
+        with pytest.raises(ValueError, match="CUDA flags must be a list of nvcc's arguments"):
+            cuda_backend.cuda_options({"flags": flags})
+    for cuda in ("yes", 1):
+        with pytest.raises(ValueError, match="cuda must be True or a dict of CUDA options"):
+            cuda_backend.cuda_options(cuda)
+    assert cuda_backend.cuda_options({"flags": ("-O3",)})["flags"] == ["-O3"]
 
 
 def test_cuda_changes_the_cache_key_only_when_asked(tmp_path):

@@ -43,7 +43,15 @@ def cuda_options(cuda=True):
     sm_80 and sm_90; "native"; "sm_90"; "sm_80,sm_90"), split ("auto": printer.part_size;
     None: one kernel per function; K: kernels of about K statements), block (threads per block)
     and flags (nvcc flags)."""
+    if cuda is not True and not isinstance(cuda, dict):
+        raise ValueError(f"cuda must be True or a dict of CUDA options (arch, split, block, "
+                         f"flags), not {cuda!r}")
     given = {} if cuda is True else dict(cuda)
+    flags = given.get("flags")
+    if flags is not None and (isinstance(flags, str) or not isinstance(flags, (list, tuple))
+                              or not all(isinstance(f, str) for f in flags)):
+        raise ValueError(f"CUDA flags must be a list of nvcc's arguments as strings (e.g. "
+                         f"['-O3', '--use_fast_math']), not {flags!r}")
     unknown = set(given) - {"arch", "split", "block", "flags"}
     if unknown:
         raise ValueError(f"unknown CUDA option(s) {sorted(unknown)} (arch, split, block, flags)")
