@@ -212,9 +212,11 @@ def op_counts(meta, kind, nv):
         fm = meta["functions"].get(fname, {})
         o = {"statements": fm.get("statements"), "ops": fm.get("ops")}
         p = parse_ops(fm.get("ops"))
-        if kind == "rc" and f in TABLE_10_1 and p:
-            src, formula = TABLE_10_1[f]
-            tm, ta = formula(nv)
+        src, formula = TABLE_10_1.get(f, (None, None))
+        tm, ta = formula(nv) if formula is not None else (0, 0)
+        # (Table 10.1's formulas hold for longer chains: at nv = 1 they count 0 or fewer
+        # operations, so RC1 has no table row, and no ratio)
+        if kind == "rc" and p and tm > 0 and ta > 0:
             o["table"] = {"m": tm, "a": ta, "source": src}
             o["ratio"] = (p[0] + p[1]) / (tm + ta)
             o["ratio_m"], o["ratio_a"] = p[0] / tm, p[1] / ta

@@ -68,3 +68,13 @@ def test_no_results_are_written_when_every_system_fails(tmp_path, monkeypatch):
             main(["--systems", "rc2", "--out", str(tmp_path / "file")])
     with pytest.raises(SystemExit, match="does not exist"):
         derivatives.main(["--report-only", "--out", str(tmp_path / "out")])
+
+
+def test_rc1_has_no_table_10_1_row():
+    """`run.py --systems rc1` ended in ZeroDivisionError: Table 10.1's formulas count 0 or fewer
+    operations at nv = 1 (an outside tester). No table row there, and none divided by."""
+    from benchmarks.generation import op_counts
+    meta = {"functions": {f: {"statements": 3, "ops": "5m + 2a + 1 fn"} for f in
+                          ("forward_dynamics", "inverse_dynamics", "mass_matrix", "bias_forces")}}
+    assert all("table" not in o and "ratio" not in o for o in op_counts(meta, "rc", 1).values())
+    assert op_counts(meta, "rc", 20)["fd"]["table"]["m"] > 0
