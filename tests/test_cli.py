@@ -584,3 +584,13 @@ def test_empty_option_values_are_refused(tmp_path, capsys):
     afile.write_text("")
     assert main(["charts", "-o", str(afile)]) == 2
     assert "is a file, not a folder" in capsys.readouterr().err
+    # a folder at one file's place left the others written, errno's words with no path (an
+    # outside tester): all three or none now, the place named
+    half = tmp_path / "half"
+    (half / "euler_charts.c").mkdir(parents=True)
+    assert main(["charts", "-o", str(half)]) == 2
+    err = capsys.readouterr().err
+    assert "euler_charts.c: a folder is there" in err and len(err.splitlines()) == 1, err
+    assert sorted(os.listdir(half)) == ["euler_charts.c"]
+    assert main(["charts", "-o", str(afile / "sub")]) == 2
+    assert capsys.readouterr().err.startswith(f"scleron: error: -o {afile / 'sub'}: Not a directory")

@@ -391,7 +391,13 @@ def cmd_charts(args):
     from .joints.charts import write_charts
     if os.path.exists(args.output) and not os.path.isdir(args.output):
         raise CommandError(f"-o {args.output}: is a file, not a folder")
-    for path in write_charts(args.output):
+    try:
+        written = write_charts(args.output)
+    except OSError as exc:          # (nothing written: all three files or none)
+        where = exc.filename if exc.filename not in (None, args.output) else ""
+        raise CommandError(f"-o {args.output}: {where + ': ' if where else ''}"
+                           f"{exc.strerror or exc}") from None
+    for path in written:
         print(path)
     return 0
 

@@ -38,8 +38,10 @@ block of S and Sdot is emitted, because the bottom block is identically zero.
 """
 from __future__ import annotations
 
+import errno
 import functools
 import os
+import tempfile
 from collections.abc import Mapping
 
 import numpy as np
@@ -638,10 +640,27 @@ def write_charts(outdir):
     os.makedirs(outdir, exist_ok=True)
     header, source = _c_sources()
     files = {"euler_charts.h": header, "euler_charts.c": source, "euler_charts.py": _py_source()}
-    written = []
-    for fname, text in files.items():
-        path = os.path.join(outdir, fname)
-        with open(path, "w") as f:
-            f.write(text if text.endswith("\n") else text + "\n")
-        written.append(path)
-    return written
+    paths = {fname: os.path.join(outdir, fname) for fname in files}
+    for path in paths.values():         # all three or none (a folder at one left the others
+        if os.path.isdir(path) or (os.path.islink(path) and not os.path.exists(path)):  # written)
+            raise OSError(errno.EISDIR if os.path.isdir(path) else errno.ENOENT,
+                          "a folder is there" if os.path.isdir(path) else "a dangling link is there",
+                          path)
+    temps = []
+    try:
+        for fname, text in files.items():   # each written beside its place, then renamed
+            fd, tmp = tempfile.mkstemp(prefix=f".{fname}.", dir=outdir)
+            temps.append((tmp, paths[fname]))
+            with os.fdopen(fd, "w") as f:
+                f.write(text if text.endswith("\n") else text + "\n")
+            os.chmod(tmp, 0o644)
+        for tmp, path in temps:
+            os.replace(tmp, path)
+        temps = []
+    finally:
+        for tmp, _ in temps:
+            try:
+                os.remove(tmp)
+            except OSError:
+                pass
+    return list(paths.values())
