@@ -528,6 +528,17 @@ def test_draw_at_a_configuration_whose_kinematics_overflow_is_one_line(tmp_path,
     assert err.startswith(f"scleron: error: {example('branched.yaml')}: the kinematics overflow at "
                           "this q (entries up to 1e+160)") and "Numerical result" not in err
     assert not (tmp_path / "x.png").exists()
+    # a slider at 1e308 m reached matplotlib ("Axis limits inf, inf cannot be infinite"), and at
+    # 1e15 m drew a meaningless picture (an outside tester): refused, saying how far
+    path = tmp_path / "slider.yaml"
+    path.write_text("name: slider\nbodies:\n  - {name: a, parent: world, mass: 1, inertia: "
+                    "[1, 1, 1], joint: {name: j, type: prismatic, axis: [1, 0, 0]}}\n")
+    for x in ("1e308", "1e15"):
+        assert main(["draw", str(path), "-o", str(tmp_path / "s.png"), "--q", x]) == 2
+        err = capsys.readouterr().err
+        assert f"the bodies stand up to {float(x):.3g} m from the world origin" in err and \
+            len(err.splitlines()) == 1, err
+    assert not (tmp_path / "s.png").exists()
 
 
 def test_replacing_another_models_default_folder_is_said(tmp_path, capsys, monkeypatch):

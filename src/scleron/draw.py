@@ -80,6 +80,9 @@ def draw(model, path, q=None, elev=20.0, azim=-60.0, labels=None, title=None):
     return path
 
 
+FARTHEST_DRAWN = 1e9        # metres from the world origin a drawn body may stand
+
+
 def _plot(fig, model, q, elev, azim, labels, title, source=""):
     at = f"at this q (entries up to {max(abs(float(x)) for x in q):.3g})"
     try:
@@ -92,9 +95,14 @@ def _plot(fig, model, q, elev, azim, labels, title, source=""):
             raise ValueError(f"{source}body '{body.name}': its pose is not finite {at}: its "
                              f"{joint.type} joint '{joint.name}' or one above it is singular or "
                              "overflows there; draw it at another --q")
-    ax = fig.add_subplot(projection="3d")
     origins = np.array([T[:3, 3] for T in body_frames])
     coms = np.array([T[:3, :3] @ b.inertia.com + T[:3, 3] for T, b in zip(body_frames, model.bodies)])
+    far = float(np.max(np.abs(np.vstack([origins, coms])))) if len(origins) else 0.0
+    if not far <= FARTHEST_DRAWN:       # (a slider at 1e308 made matplotlib's limits inf; from
+        raise ValueError(              #  1e15 m the doubles' spacing is of a robot's size)
+            f"{source}the bodies stand up to {far:.3g} m from the world origin {at}, beyond "
+            f"what a picture resolves ({FARTHEST_DRAWN:g} m): draw it at another --q")
+    ax = fig.add_subplot(projection="3d")
     # the world origin is in the view unless the robot stands far from it (a floating base at
     # x = 20 m was drawn a few pixels wide beside the origin): then a note says where it is
     robot = np.vstack([origins, coms])
