@@ -249,6 +249,11 @@ def test_device_count_never_builds_the_library(tmp_path, monkeypatch):
     assert cu.device_count() == cuda_backend.cuda_device_count()
     assert not (tmp_path / "nvcc-ran").exists() and not (tmp_path / "b" / cu.LIBRARY).exists()
     assert not [f for f in os.listdir(tmp_path / "b") if f.startswith(".build-cuda")]
+    # resources() of such a folder said FileNotFoundError of its report (an outside tester): it
+    # builds the library first, as the first call does (here the build fails, and says so)
+    with pytest.raises(Exception) as info:
+        cu.resources()
+    assert not isinstance(info.value, FileNotFoundError) and (tmp_path / "nvcc-ran").exists()
 
 
 @needs_nvcc
