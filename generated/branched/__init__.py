@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_5dee8a259cdf"
-HASH = "5dee8a259cdf324ed3ee7f772f9876fd8a01d8e7f20e6cab950a90f6e45990ff"
+MODULE = "_branched_9fa2e1ee524c"
+HASH = "9fa2e1ee524ca05c17c6649cc5f85f8526c7ea347a8454dad732aaaab4b50f58"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

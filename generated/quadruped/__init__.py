@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_a95599e8d89e"
-HASH = "a95599e8d89ed850733557ea05dcd4129cbf133f42eaecc0e2c45691ac089e60"
+MODULE = "_quadruped_f83c96d80753"
+HASH = "f83c96d80753817a0915e3396bbe84be0b64b7535e39db3dfbcda6fa7c0d3aa3"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_62a0347c7373"
-HASH = "62a0347c7373e6ff4cce16f6fe47a7138ec1ff6050f76a5fcc96dc97390e8d7e"
+MODULE = "_rc100_6fdb599133a2"
+HASH = "6fdb599133a28425d0db227b6eeb361f69a94e04f570ee58e6e05333bd40cf4c"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_55efc79b9359"
-HASH = "55efc79b9359408bd2e1cf4d636bf21518e2a538f460e3bda5f47fbbe685f529"
+MODULE = "_rc20_00a6e52dd7ee"
+HASH = "00a6e52dd7ee3de1e3c4f2405a763759afaa450e772b6bf2503b2065b600a466"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

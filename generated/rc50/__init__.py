@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_9a7f03251218"
-HASH = "9a7f032512181ebb65f86efc273ae16e3be1a45f909d51c47a0c0e9a4e815847"
+MODULE = "_rc50_7dced98c8e47"
+HASH = "7dced98c8e47b06f298f8b0af98cec925f6873aa657186ca4ba19f452a2f1e1d"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
