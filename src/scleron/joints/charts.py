@@ -638,14 +638,15 @@ def write_charts(outdir):
     Returns the list of paths written.
     """
     os.makedirs(outdir, exist_ok=True)
-    header, source = _c_sources()
-    files = {"euler_charts.h": header, "euler_charts.c": source, "euler_charts.py": _py_source()}
-    paths = {fname: os.path.join(outdir, fname) for fname in files}
+    paths = {fname: os.path.join(outdir, fname)
+             for fname in ("euler_charts.h", "euler_charts.c", "euler_charts.py")}
     for path in paths.values():         # all three or none (a folder at one left the others
         if os.path.isdir(path) or (os.path.islink(path) and not os.path.exists(path)):  # written)
             raise OSError(errno.EISDIR if os.path.isdir(path) else errno.ENOENT,
                           "a folder is there" if os.path.isdir(path) else "a dangling link is there",
                           path)
+    header, source = _c_sources()       # (derived after the places are checked: seconds)
+    files = {"euler_charts.h": header, "euler_charts.c": source, "euler_charts.py": _py_source()}
     temps = []
     try:
         for fname, text in files.items():   # each written beside its place, then renamed
