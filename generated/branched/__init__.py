@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_9fa2e1ee524c"
-HASH = "9fa2e1ee524ca05c17c6649cc5f85f8526c7ea347a8454dad732aaaab4b50f58"
+MODULE = "_branched_d057f847ba18"
+HASH = "d057f847ba18847a2dc9ac67544b2290e867633fabda5c37719a64e94c416aa5"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

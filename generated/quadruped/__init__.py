@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_f83c96d80753"
-HASH = "f83c96d80753817a0915e3396bbe84be0b64b7535e39db3dfbcda6fa7c0d3aa3"
+MODULE = "_quadruped_a232540e9064"
+HASH = "a232540e906458b9c648009313c0e61d3da6e16e0162d8570cb55b69623eaee8"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_6fdb599133a2"
-HASH = "6fdb599133a28425d0db227b6eeb361f69a94e04f570ee58e6e05333bd40cf4c"
+MODULE = "_rc100_bd05cc09acb9"
+HASH = "bd05cc09acb92f8a88327ab07baa7188f85d2f24626a324126693f2a1428f85b"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

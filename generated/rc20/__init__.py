@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_00a6e52dd7ee"
-HASH = "00a6e52dd7ee3de1e3c4f2405a763759afaa450e772b6bf2503b2065b600a466"
+MODULE = "_rc20_81b489f5922a"
+HASH = "81b489f5922ad60e747c71477ca3b06839837e7e738e56c811b7ea053b086ee9"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_7dced98c8e47"
-HASH = "7dced98c8e47b06f298f8b0af98cec925f6873aa657186ca4ba19f452a2f1e1d"
+MODULE = "_rc50_9fea9ad74e6d"
+HASH = "9fea9ad74e6d47cf50efa7acbd33d09dbfda4273f9f6d08e88f4dcb55cfaf0cf"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
