@@ -322,7 +322,6 @@ def massless_subtrees(model):
     return out
 
 
-
 def _printable(name, what, err):
     """A name of printable characters: no newline, tab, escape or direction mark (a URDF's
     &#10; or &#x202E; in a link's name forged and reordered the lines `scleron show` prints;
@@ -330,6 +329,7 @@ def _printable(name, what, err):
     if not name.isprintable():
         raise err(f"{what} must be printable characters (no newline, tab, control character or "
                   f"direction mark), got {name!r}")
+
 
 class Model:
     """A tree of rigid bodies. Build it with add_body(), or load a file with scleron.load_model()."""
