@@ -514,6 +514,8 @@ BAD_YAML = {
     "duplicate_body": ("  - name: b\n", "  - name: a\n", ["body 'a'", "two bodies have this name"]),
     "duplicate_joint": ("name: jb,", "name: ja,", ["joint 'ja'", "two joints have this name"]),
     "duplicate_default_joint": (JB, "joint: {name: b_joint}", None),     # fine: no clash
+    "coordinate_name_clash": ("name: ja,", 'name: "jb[1]",', ["joint 'jb'", "its coordinate 'jb[1]'",
+                                                             "a coordinate of joint 'jb[1]'"]),
     "world_body": ("  - name: b\n    parent: a", "  - name: world\n    parent: a", ["body 'world'", "reserved"]),
     "inertia_not_pd": (B_INERTIA, "    inertia: [1, 1, -1]", ["body 'b'", "not positive definite"]),
     "inertia_asymmetric": (B_INERTIA, "    inertia: [[1, 0.1, 0], [0, 1, 0], [0, 0, 1]]", ["body 'b'", "not symmetric"]),

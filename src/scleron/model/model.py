@@ -617,11 +617,7 @@ class Model:
     def coordinate_names(self, velocities=False):
         """A name per entry of q (of qd with velocities=True): the joint's, with [k] for a joint
         of several; a mimic joint has none of its own (the generated module's coordinate_names)."""
-        names = []
-        for j in self.joints:
-            n = 0 if j.mimic is not None else j.dof if velocities else j.nq
-            names += [j.name] if n == 1 else [f"{j.name}[{k}]" for k in range(n)]
-        return names
+        return [name for j in self.joints for name in _joint_coordinate_names(j, velocities)]
 
     def neutral(self):
         """The neutral configuration (nq,): zeros, with identity quaternions (Pinocchio's)."""
@@ -732,8 +728,22 @@ class Model:
         if not np.all(np.isfinite(self.gravity)):
             raise ModelError("gravity must be finite", source=self.source)
         self._validate_frames()
+        self._validate_coordinate_names()
         self._validate_initial_state()
         return self
+
+    def _validate_coordinate_names(self):
+        """Every entry of q and of qd has its own name (a spherical joint 'arm' names its
+        coordinates 'arm[0]'.., which a revolute joint named 'arm[0]' would repeat)."""
+        for velocities in (False, True):
+            owner = {}
+            for j in self.joints:
+                for name in _joint_coordinate_names(j, velocities):
+                    if owner.setdefault(name, j.name) != j.name:
+                        raise self._err(f"joint '{j.name}'", body=j.child, joint=j.name)(
+                            f"its coordinate '{name}' has the name of a coordinate of joint "
+                            f"'{owner[name]}' (a joint of several coordinates names them "
+                            "'<joint>[k]'): rename one of the two joints")
 
     def _validate_initial_state(self):
         """q0 (nq numbers, unit quaternions) and qd0 (nv) where set: a Python model's were not
@@ -792,6 +802,13 @@ class Model:
 
     def __repr__(self):
         return f"Model({self.name!r}, {len(self.bodies)} bodies, nq={self.nq})"
+
+
+def _joint_coordinate_names(j, velocities=False):
+    """The names of joint j's entries of q (of qd with velocities=True): the joint's, with [k]
+    for a joint of several; none for a mimic joint."""
+    n = 0 if j.mimic is not None else j.dof if velocities else j.nq
+    return [j.name] if n == 1 else [f"{j.name}[{k}]" for k in range(n)]
 
 
 def _wrench_to_parent(X, w):
