@@ -1017,6 +1017,17 @@ def test_an_empty_folder_name_and_a_string_step_are_refused(files, capsys, tmp_p
             simulate(files["chain3"], *args, out_dir=str(tmp_path / "b"), progress=False)
 
 
+@pytest.mark.parametrize("duration, line", [("0.25", "dt = 0.1 s (the last step 0.05 s), t = 0.25 s in 3 steps"),
+                                            ("0.05", "dt = 0.1 s (the last step 0.05 s), t = 0.05 s in 1 step"),
+                                            ("0.3", "dt = 0.1 s, t = 0.3 s in 3 steps")])
+def test_the_summary_names_a_shortened_last_step(files, build, capsys, duration, line):
+    """A fixed-step run's last step ends at the duration; the summary said only the dt asked
+    for (dt 0.1 s, duration 0.05 s: "dt = 0.1 s ... in 1 step")."""
+    from scleron.cli import main
+    assert main(["simulate", files["chain3"], "--duration", duration, "--dt", "0.1",
+                 "--build-dir", build]) == 0
+    assert line in capsys.readouterr().out
+
 SLIDER = """\
 name: slider
 gravity: [0, 0, -9.81]

@@ -72,7 +72,7 @@ def summary(traj):
     e0 = float(traj.energy[0])
     nq, nv = traj.q.shape[1], traj.qd.shape[1]
     sizes = f"nq = nv = {nv}" if nq == nv else f"nq = {nq}, nv = {nv}"
-    lines = [f"{traj.model_name}: {sizes}, {traj.integrator}, dt = {traj.dt:g} s, "
+    lines = [f"{traj.model_name}: {sizes}, {traj.integrator}, dt = {traj.dt:g} s{_last_step(traj)}, "
              f"t = {traj.t[-1]:g} s in {traj.steps} step{'' if traj.steps == 1 else 's'}"
              + (f" ({traj.rejected} rejected)" if traj.rejected else "") + f", {traj.wall_time:.2f} s",
              f"energy: E(0) = {e0:.10g} J, E(end) = {float(traj.energy[-1]):.10g} J, max relative "
@@ -82,6 +82,14 @@ def summary(traj):
     if len(traj.switches) > SHOWN_SWITCHES:
         lines.append(f"  ... and {len(traj.switches) - SHOWN_SWITCHES} more")
     return lines
+
+
+def _last_step(traj):
+    """A fixed-step run's last step ends at the duration: said where it is not dt."""
+    if traj.integrator == "rk45" or traj.steps < 1:
+        return ""
+    last = float(traj.t[-1]) - (traj.steps - 1) * traj.dt
+    return f" (the last step {last:g} s)" if abs(last - traj.dt) > 1e-9 * traj.dt else ""
 
 
 def _over(traj):
