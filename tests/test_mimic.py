@@ -143,6 +143,30 @@ def test_functions_without_coupling_say_so():
     with pytest.raises(ModelError, match="not available yet for a model with mimic joints"):
         frames.frame_placements(tree, FloatAlgebra(), [0.1, 0.02])
 
+    with pytest.raises(ModelError, match=r"load the URDF with mimic='independent' \(--mimic independent\)"):
+        frames.frame_placements(tree, FloatAlgebra(), [0.1, 0.02])
+
+
+MIMIC_YAML = """\
+name: mim
+bodies:
+  - {name: a, parent: world, joint: {type: revolute, axis: [0, 0, 1]}, mass: 1.0, inertia: [0.1, 0.2, 0.2]}
+  - {name: b, parent: a, mass: 0.5, com: [0.1, 0, 0], inertia: [0.1, 0.1, 0.1],
+     joint: {type: revolute, axis: [0, 1, 0], xyz: [0.3, 0, 0], mimic: {joint: a_joint, multiplier: -0.5}}}
+"""
+
+
+def test_a_yaml_model_is_told_to_leave_out_its_mimic_entries(tmp_path):
+    """The refusal of a function a coupled model does not have told a YAML model to load "the
+    URDF with mimic='independent'", which YAML refuses (an outside tester)."""
+    from scleron.dynamics import frames
+    path = tmp_path / "mim.yaml"
+    path.write_text(MIMIC_YAML)
+    tree = Tree(scleron.load_model(str(path)))
+    with pytest.raises(ModelError, match="leave out the joints' mimic: entries") as e:
+        frames.frame_placements(tree, FloatAlgebra(), [0.1])
+    assert "URDF" not in str(e.value)
+
 
 def test_a_coupled_model_compiles_and_equals_its_reference(generated, rng):
     """The unrolled C of the coupled functions (M_r = G^T M G, its LDL^T for forward dynamics)

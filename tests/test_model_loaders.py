@@ -587,6 +587,18 @@ def test_joint_parameters_whose_derivation_overflows_are_a_model_error(tmp_path)
         scleron.pipeline.build_sources(load_model(path))
 
 
+def test_springs_set_on_a_loaded_model_are_checked_by_validate(tmp_path):
+    """A number set as a loaded joint's armature passed validate() and ended generate in a
+    TypeError (an outside tester): validate normalises and checks them as add_body does."""
+    m = load_model(write(tmp_path, "good.yaml", GOOD))
+    m.joints[0].armature, m.joints[0].damping = 0.1, 2
+    m.validate()
+    assert m.joints[0].armature == (0.1,) and m.joints[0].damping == (2.0,)
+    m.joints[1].stiffness = -1.0
+    with pytest.raises(ModelError, match="good.yaml: joint 'jb': stiffness must not be negative"):
+        m.validate()
+
+
 def test_good_yaml_is_good(tmp_path):
     m = load_model(write(tmp_path, "good.yaml", GOOD))
     assert m.nq == 4 and [j.name for j in m.joints] == ["ja", "jb"]

@@ -32,6 +32,13 @@ from .spatial import (ad, body_wrench, columns, cross, dot, inertia_to_parent, m
 ZERO6 = [0.0] * 6
 
 
+def uncoupling_hint(tree):
+    """How to give each mimic joint its own coordinate, for the kind of file the model is from."""
+    if str(tree.source or "").lower().endswith((".yaml", ".yml")):
+        return "leave out the joints' mimic: entries to give each joint its own coordinate"
+    return "load the URDF with mimic='independent' (--mimic independent) to give each joint its own coordinate"
+
+
 # ---- per-joint quantities and frame changes ---------------------------------------------------
 class joint_kinematics:
     """For every body: (R, t) of Q(q_k), S_k and Sdot_k qd_k, evaluated in the algebra.
@@ -44,8 +51,7 @@ class joint_kinematics:
             raise ModelError("this function is not available yet for a model with mimic joints "
                              "(docs/mimic.md: forward and inverse dynamics, mass matrix, bias and "
                              "static forces, energies, centre of mass, integrate and difference "
-                             "are, and M^-1 named with --functions minv); load the URDF with "
-                             "mimic='independent' to give each joint its own coordinate",
+                             f"are, and M^-1 named with --functions minv); {uncoupling_hint(tree)}",
                              source=tree.source, element=f"model '{tree.name}'")
         self.tree, self.alg, self.q, self.qd = tree, alg, q, qd
         self.cache = {}

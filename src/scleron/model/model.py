@@ -713,6 +713,8 @@ class Model:
             for b in self.bodies:
                 check_inertia(b.inertia, self._err(f"body '{b.name}'", body=b.name),
                               relaxed=self.inertia_checks == "relaxed", hint=self._relax_hint())
+        for j in self.joints:               # (fields set after add_body: one number each)
+            P.spring(j, self._err(f"joint '{j.name}'", body=j.child, joint=j.name))
         self._validate_mimic()
         coupled = {j.mimic[0] for j in self.joints if j.mimic is not None}
         for i, names in massless_subtrees(self):
