@@ -121,3 +121,11 @@ def test_several_models_compile_as_one_translation_unit(written_sources):
     unity.write_text("".join(f'#include "{n}/{n}_dynamics.c"\n' for n, _ in MODELS_FOR_COMPILERS))
     compiles_cleanly(["gcc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-fsyntax-only",
                       *[f"-I{n}" for n, _ in MODELS_FOR_COMPILERS], "unity.c"], written_sources)
+    # as C++, with code after them that names a parameter restrict (an ordinary identifier
+    # there, which the files' own #define restrict __restrict__ broke: an outside tester)
+    unity = written_sources / "unity.cpp"
+    unity.write_text("".join(f'#include "{n}/{n}_dynamics.c"\n' for n, _ in MODELS_FOR_COMPILERS)
+                     + "static int after(int restrict) { return restrict; }\n"
+                     + "int use_after(void) { return after(0); }\n")
+    compiles_cleanly(["g++", "-Wall", "-Wextra", "-fsyntax-only",
+                      *[f"-I{n}" for n, _ in MODELS_FOR_COMPILERS], "unity.cpp"], written_sources)
