@@ -8,6 +8,7 @@ import ctypes
 import glob
 import os
 import re
+import subprocess
 import sys
 
 import numpy as np
@@ -193,6 +194,26 @@ def test_library_loads_without_a_gpu_and_exports_every_launcher(rc5, qball):
 def test_load_generated_has_cuda(rc5):
     again = scleron.load_generated(folder_of(rc5))
     assert again.cuda.FUNCTIONS == rc5.FUNCTIONS and again.cuda.LIBRARY == rc5.cuda.LIBRARY
+
+    # imported as a plain package (what `import NAME` does; the test folder's name is not an
+    # identifier): .cuda is there too, imported at first use (an outside tester)
+    init = os.path.join(folder_of(rc5), "__init__.py")
+    done = subprocess.run([sys.executable, "-c", "import importlib.util, sys\n"
+                           f"spec = importlib.util.spec_from_file_location('rc5_plain', {init!r}, "
+                           f"submodule_search_locations=[{folder_of(rc5)!r}])\n"
+                           "m = sys.modules['rc5_plain'] = importlib.util.module_from_spec(spec)\n"
+                           "spec.loader.exec_module(m)\nprint(m.cuda.LIBRARY)"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == rc5.cuda.LIBRARY, done.stderr
+
+
+def test_a_module_without_cuda_says_how_to_add_it(generated):
+    """dyn.cuda of a folder generated without --cuda said only that the module has no attribute
+    'cuda' (an outside tester)."""
+    dyn = generated(example("branched.yaml"), "branched_no_cuda", functions=["fd"])[1]
+    with pytest.raises(AttributeError, match=r"generated without CUDA code: `scleron codegen "
+                                             r"MODEL --cuda` or scleron.generate\(model, ..., cuda=True\)"):
+        dyn.cuda
 
 
 class FakeDeviceArray:

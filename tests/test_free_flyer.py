@@ -48,8 +48,15 @@ def check_normalize(pin, dyn, pm, rng):
     assert dyn._QUATERNIONS and not np.array_equal(dyn.normalize(Q[0]), Q[0])
     zero = Q[0].copy()
     zero[dyn._QUATERNIONS[0]:dyn._QUATERNIONS[0] + 4] = 0.0
-    with pytest.raises(ValueError, match="zero quaternion"):
+    with pytest.raises(ValueError, match=rf"^q\[{dyn._QUATERNIONS[0]}:\d+\] is a zero quaternion"):
         dyn.normalize(zero)
+    batch = np.array([Q[1], zero, Q[2], zero])         # the state named (an outside tester)
+    with pytest.raises(ValueError, match=rf"^q\[1, {dyn._QUATERNIONS[0]}:\d+\] \(state 1, and 1 "
+                                         r"other state\) is a zero quaternion"):
+        dyn.normalize(batch)
+    batch[1, dyn._QUATERNIONS[0]] = np.nan
+    with pytest.raises(ValueError, match=r"^q\[1, \d+:\d+\] \(state 1\) holds a non-finite number"):
+        dyn.normalize(batch)
     k = dyn._QUATERNIONS[0]                            # no overflow nor underflow of the norm
     for scale in (1e200, 1e-170):
         far = Q[0].copy()
