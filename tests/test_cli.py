@@ -71,7 +71,7 @@ def test_codegen_prints_summary_and_the_result_imports(tmp_path):
             os.remove(out / name)
     third = run("codegen", str(model), "-o", str(out), *few)
     assert third.returncode == 0 and "up to date" in third.stdout, third.stderr
-    assert "compile (the folder had no compiled module" in third.stdout
+    assert "compile (the folder had no usable compiled module" in third.stdout
     assert any(name.endswith((".so", ".pyd")) for name in os.listdir(out))
 
 
@@ -418,9 +418,38 @@ def test_a_cut_short_compiled_module_is_built_again(tmp_path, capsys):
         open(so, "w").close()
     capsys.readouterr()
     assert main(["codegen", one, "-o", out, "--functions", "fd", "--opt", "0"]) == 0
-    assert "up to date" not in capsys.readouterr().out
+    assert "compile (the folder had no usable compiled module" in capsys.readouterr().out
     dyn = scleron.load_generated(out)
     assert np.allclose(dyn.forward_dynamics([0.0], [0.0], [1.0]), [1.0 / (0.1 + 0.25)])
+
+
+@pytest.mark.parametrize("which", ["cffi module", "fast extension"])
+def test_a_compiled_module_cut_in_half_is_built_again_not_loaded(tmp_path, which):
+    """A .so cut to half its size (an interrupted copy, a full disk) ended codegen, import and
+    load_generated with SIGBUS inside dlopen, before any check could run (an outside tester; only
+    cut to nothing was caught). Each build records its modules' sizes; a module of another size
+    is built again. (Subprocesses: a failure here would kill the test's process.)"""
+    one, out = one_body_model(tmp_path), str(tmp_path / "g")
+    assert run("codegen", one, "-o", out, "--functions", "fd", "--opt", "0").returncode == 0
+    load = ("import scleron, numpy as np; d = scleron.load_generated({!r}); "
+            "print(np.allclose(d.forward_dynamics([0.0], [0.0], [1.0]), [1 / (0.1 + 0.25)]))")
+
+    def cut():
+        so = [p for p in glob.glob(os.path.join(out, "*.so")) if ("_py." in p) == (which == "fast extension")]
+        assert len(so) == 1, so
+        os.truncate(so[0], os.path.getsize(so[0]) // 2)
+
+    cut()
+    done = subprocess.run([sys.executable, "-c", load.format(out)], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "True", (done.returncode, done.stderr)
+    cut()
+    done = run("codegen", one, "-o", out, "--functions", "fd", "--opt", "0")
+    assert done.returncode == 0 and "compile (the folder had no usable compiled module" in done.stdout, \
+        (done.returncode, done.stdout, done.stderr)
+    done = subprocess.run([sys.executable, "-c", load.format(out)], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "True", (done.returncode, done.stderr)
 
 
 def test_an_output_folder_holding_the_current_folder_is_refused(tmp_path, capsys, monkeypatch):

@@ -290,7 +290,7 @@ def cmd_codegen(args):
         # a folder of sources only (a clone of the repository, --no-compile): loading it
         # compiled it just now
         compiled = not args.no_compile and _binaries(out) != before
-        print(f"time: load {t_load:.2f} s, " + ("compile (the folder had no compiled module for "
+        print(f"time: load {t_load:.2f} s, " + ("compile (the folder had no usable compiled module for "
               "this Python and CPU)" if compiled else "check and load") + f" {t_generate:.2f} s, "
               f"total {t_load + t_generate:.2f} s")
         return 0
