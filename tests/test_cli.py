@@ -354,8 +354,14 @@ def test_an_output_folder_import_cannot_spell_is_said_with_how_to_load_it(tmp_pa
         said = capsys.readouterr().out
         assert f"note: {folder!r} is not a name `import` takes" in said, said
         assert f"importlib.import_module({folder!r})" in said
+    for folder in ("a.b", "__main__"):         # importlib.import_module cannot load them either
+        out = tmp_path / "build" / folder
+        assert main(["codegen", str(one), "-o", str(out), "--no-compile"]) == 0
+        said = capsys.readouterr().out
+        assert f"note: {folder!r} is not a name importlib can load either" in said, said
+        assert f"scleron.load_generated({str(out)!r})" in said and "import_module" not in said
     assert main(["codegen", str(one), "-o", str(tmp_path / "build" / "robot"), "--no-compile"]) == 0
-    assert "is not a name `import` takes" not in capsys.readouterr().out
+    assert "is not a name" not in capsys.readouterr().out
     code = ("import importlib, sys; sys.path.insert(0, sys.argv[1]); "
             "print(importlib.import_module('my-robot').nv)")
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "build")],

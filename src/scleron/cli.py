@@ -307,7 +307,12 @@ def _say_import_name(out):
     `import`) is still loaded by importlib or scleron.load_generated, and the note says how."""
     import keyword
     package = os.path.basename(os.path.normpath(out))
-    if not package.isidentifier() or keyword.iskeyword(package):
+    if "." in package or package in ("__main__", "__init__"):   # (a submodule path; the program)
+        print(f"note: {package!r} is not a name importlib can load either ("
+              + ("a dot separates a package from its module" if "." in package else
+                 "the name of the running program's module") +
+              f"): load the package with scleron.load_generated({out!r})")
+    elif not package.isidentifier() or keyword.iskeyword(package):
         print(f"note: {package!r} is not a name `import` takes: load the package with "
               f"importlib.import_module({package!r}) (its parent folder on sys.path) or "
               f"scleron.load_generated({out!r})")
