@@ -515,7 +515,13 @@ def test_a_fifo_named_in_any_spelling_or_folder_is_refused(tmp_path):
     cases = {"apostrophe.xml": ('<include file="it\'s.xml"/>', "it's.xml"),
              "reference.xml": ('<include file="fi&#102;o.xml"/>', "fifo.xml"),
              "meshdir.xml": ('<include file="comp.xml"/><asset><mesh name="m" file="m.stl"/></asset>',
-                             "md/m.stl")}
+                             "md/m.stl"),
+             # a cube texture's faces (fileright= ...: the pattern took file= alone) and a second
+             # file attribute of one element (an outside tester)
+             "cube.xml": ('<asset><texture name="t" type="cube" fileright="it.png" fileleft="fifo.xml" '
+                          'fileup="it.png" filedown="it.png" filefront="it.png" fileback="it.png"/></asset>',
+                          "fifo.xml")}
+    (tmp_path / "it.png").write_bytes(b"\x89PNG\r\n\x1a\n")
     for fname, (inner, named) in cases.items():
         path = write(tmp_path, f"<mujoco>{inner}{body}</mujoco>", fname)
         code = ("import scleron, sys\ntry:\n    scleron.load_model(sys.argv[1])\n"

@@ -136,13 +136,17 @@ def _refuse_too_many_bodies(name, text):
                          "compile of so many takes minutes)", source=name)
 
 
-_FILE_ATTRIBUTE = re.compile(rb"""<(\w+)\s[^>]*?\bfile\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+# the attributes naming a file MuJoCo opens: file=, and a cube or skybox texture's six faces
+FILE_ATTRIBUTES = ("file", "fileright", "fileleft", "fileup", "filedown", "filefront", "fileback")
+_START_TAG = re.compile(rb"<(\w+)(\s[^>]*)")
+_FILE_ATTRIBUTE = re.compile(rb"""\b(file(?:right|left|up|down|front|back)?)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 _DIR_ATTRIBUTE = re.compile(rb"""\b(?:meshdir|texturedir|assetdir)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 DIR_ATTRIBUTES = ("meshdir", "texturedir", "assetdir")
 
 
 def _file_references(text):
-    """([(element, file= value)], [meshdir/texturedir/assetdir values]) of one MJCF file's text,
+    """([(element, attribute, value)] of the FILE_ATTRIBUTES, [meshdir/texturedir/assetdir
+    values]) of one MJCF file's text,
     each value as MuJoCo may read it: by an XML parser, character references decoded (a pattern
     missed file="fi&#102;o" and an apostrophe inside double quotes), and by patterns as well,
     whitespace kept (an XML parser reads a newline in a value as a space, MuJoCo's keeps it) and
@@ -153,12 +157,14 @@ def _file_references(text):
             elements = list(ElementTree.fromstring(text).iter())
         except (ElementTree.ParseError, ValueError, LookupError):
             elements = []
-        files = [(str(e.tag), e.get("file")) for e in elements if e.get("file") is not None]
+        files = [(str(e.tag), k, e.get(k)) for e in elements for k in FILE_ATTRIBUTES
+                 if e.get(k) is not None]
         dirs = [e.get(k) for e in elements for k in DIR_ATTRIBUTES if e.get(k) is not None]
     uncommented = re.sub(rb"<!--.*?-->", b"", text, flags=re.S)
     decode = lambda pair: html.unescape(os.fsdecode(pair[0] or pair[1]))
-    files += [(tag.decode("ascii", "replace"), decode(value))
-              for tag, *value in _FILE_ATTRIBUTE.findall(uncommented)]
+    files += [(tag.decode("ascii", "replace"), attr.decode("ascii"), decode(value))
+              for tag, attributes in _START_TAG.findall(uncommented)
+              for attr, *value in _FILE_ATTRIBUTE.findall(attributes)]
     dirs += [decode(value) for value in _DIR_ATTRIBUTE.findall(uncommented)]
     return list(dict.fromkeys(files)), list(dict.fromkeys(dirs))
 
@@ -178,18 +184,18 @@ def _refuse_special_files(name, text):
     for path, content in files:                 # (grows as includes are found)
         found, folders = _file_references(content)
         dirs += [d for d in folders if d not in dirs]
-        references += [(path, element, value) for element, value in found]
-        for element, value in found:
+        references += [(path, element, attr, value) for element, attr, value in found]
+        for element, attr, value in found:
             if element != "include":
                 continue
             for candidate in _candidates(path, name, value, dirs):
-                mode = _special(path, element, value, candidate)
+                mode = _special(path, element, attr, value, candidate)
                 if stat.S_ISREG(mode) and os.path.realpath(candidate) not in seen:
                     seen.add(os.path.realpath(candidate))
                     files.append((candidate, read_source(candidate)))
-    for path, element, value in references:
+    for path, element, attr, value in references:
         for candidate in _candidates(path, name, value, dirs):
-            mode = _special(path, element, value, candidate)
+            mode = _special(path, element, attr, value, candidate)
             if element == "mesh" and stat.S_ISREG(mode):
                 seen.add(os.path.realpath(candidate))
     return sorted(seen - {os.path.realpath(name)})
@@ -211,11 +217,11 @@ def _candidates(path, main, value, dirs):
     return out
 
 
-def _special(path, element, value, candidate):
+def _special(path, element, attr, value, candidate):
     """The candidate's mode, after a ModelError where MuJoCo could not read it as a file."""
     mode = os.stat(candidate).st_mode
     if any(special(mode) for special in (stat.S_ISFIFO, stat.S_ISCHR, stat.S_ISBLK, stat.S_ISSOCK)):
-        raise ModelError(f"<{element} file=\"{value[:200]}\">: {candidate[:300]} is not a regular "
+        raise ModelError(f"<{element} {attr}=\"{value[:200]}\">: {candidate[:300]} is not a regular "
                          "file (a FIFO or a device: MuJoCo would block reading it)", source=path)
     if element == "include" and stat.S_ISDIR(mode):
         raise ModelError(f"<include file=\"{value[:200]}\">: {candidate[:300]} is a folder, not a "
