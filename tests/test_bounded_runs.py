@@ -215,6 +215,31 @@ def test_a_build_folder_records_its_owner_until_installed(tmp_path):
         folders.discard_temp_folder(tmp)
 
 
+def test_a_folder_that_cannot_be_moved_aside_is_a_build_error(tmp_path, monkeypatch):
+    """An existing output folder the user may not rename (chattr +i) ended codegen in
+    "[Errno 1] Operation not permitted: 'ro' -> '.ro.old-c415ffd9'" (an outside tester): the
+    folder is named with what failed, and it is left as it was."""
+    import errno
+    from scleron.errors import BuildError
+    out = str(tmp_path / "ro")
+    os.mkdir(out)
+    tmp = folders.make_temp_folder(out)
+    rename = os.rename
+
+    def refusing(src, dst):
+        if src == out:
+            raise PermissionError(errno.EPERM, "Operation not permitted", src, dst)
+        return rename(src, dst)
+    monkeypatch.setattr(folders.os, "rename", refusing)
+    try:
+        with pytest.raises(BuildError, match=r"ro: cannot replace the folder \(Operation not "
+                                             r"permitted\): the new result is put in its place"):
+            folders.install_folder(tmp, out)
+    finally:
+        folders.discard_temp_folder(tmp)
+    assert os.listdir(tmp_path) == ["ro"] and os.listdir(out) == []
+
+
 # ---- progress on the command line ----------------------------------------------------------------
 def test_codegen_progress_lines(monkeypatch):
     """A large model's progress goes to stderr at once, with the time since the start; a small

@@ -412,7 +412,12 @@ def _install_locked(tmp, out_dir, parent, base):
     old = None
     if os.path.lexists(out_dir):
         old = os.path.join(parent, f".{_stem(base)}.old-{uuid.uuid4().hex[:8]}")
-        os.rename(out_dir, old)
+        try:
+            os.rename(out_dir, old)
+        except OSError as e:             # (an immutable folder: chattr +i)
+            raise BuildError(f"{out_dir}: cannot replace the folder ({e.strerror or e}): the "
+                             "new result is put in its place by a rename, which this folder "
+                             "refuses") from None
     try:
         os.rename(tmp, out_dir)
     except OSError:
