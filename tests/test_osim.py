@@ -399,6 +399,13 @@ def test_small_file_and_its_report(tmp_path):
         model = scleron.load_model(write(tmp_path, osim_text()))
     assert model.nq == 1 and model.q0.tolist() == [0.2]
     assert model.gravity.tolist() == [0, -9.81, 0]
+    empty = osim_text().replace('<CoordinateCouplerConstraint name="cc">\n<independent_coordinate_names>a'
+                                '</independent_coordinate_names>\n<dependent_coordinate_name>a2'
+                                '</dependent_coordinate_name></CoordinateCouplerConstraint>',
+                                '<CoordinateCouplerConstraint name="cc"/>')
+    assert empty != osim_text()              # (said "( as a function of : ...)": an outside tester)
+    with pytest.warns(OsimWarning, match=r"CoordinateCouplerConstraint 'cc' \(it names no coordinates"):
+        scleron.load_model(write(tmp_path, empty))
 
 
 def custom_joint(function, coordinates="a"):

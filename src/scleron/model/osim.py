@@ -760,6 +760,8 @@ def _constraint(c, ctx):
     if c.tag == "CoordinateCouplerConstraint":
         indep = ctx.text(c, "independent_coordinate_names")
         dep = ctx.text(c, "dependent_coordinate_name")
+        if not (indep and dep):             # (OpenSim refuses it too when it is enabled)
+            return f"CoordinateCouplerConstraint '{c.name}' (it names no coordinates to couple)"
         return (f"CoordinateCouplerConstraint '{c.name}' ({dep} as a function of {indep}: the "
-                "two stay independent coordinates)")
+                "coordinates stay independent)")
     return f"{c.tag} '{c.name}'"
