@@ -115,6 +115,19 @@ def test_bad_mimics_are_refused_naming_the_joint(old, new, words):
     assert "gripper.urdf:" in str(e.value) and "joint '" in str(e.value) and words in str(e.value)
 
 
+def test_a_mimic_cycle_is_named_by_its_own_joints():
+    """j1 mimics j2, which mimics itself: the error blamed j1 ("j1 -> j2 -> j2"), which is in
+    no cycle (an outside tester)."""
+    link = ('<link name="{}"><inertial><origin xyz="0.1 0 0"/><mass value="1.0"/><inertia ixx="0.01" '
+            'iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>')
+    joint = ('<joint name="{}" type="revolute"><parent link="{}"/><child link="{}"/><origin xyz="0 0 0.5"/>'
+             '<axis xyz="0 0 1"/><mimic joint="j2"/></joint>')
+    text = ('<robot name="r">' + "".join(link.format(n) for n in ("base", "l1", "l2"))
+            + joint.format("j1", "base", "l1") + joint.format("j2", "l1", "l2") + "</robot>")
+    with pytest.raises(ModelError, match=r"joint 'j2'.*<mimic> joints form a cycle: j2 -> j2$"):
+        load_urdf_string(text, "self.urdf", mimic="couple")
+
+
 def test_a_mimic_of_no_joint_is_refused_only_where_it_would_be_used():
     """alex_psyonic_hands.urdf's <mimic joint="index_q1"> names no joint (the file's is
     'Left_index_q1'): Pinocchio loads the file, and scleron refused it even with mimic=

@@ -442,8 +442,9 @@ def _mimic(model, joints, ctx, how):
     for jname, (target, a, b, mctx) in read.items():
         seen = [jname]
         while target in read:                       # compose a chain of mimics
-            if target in seen:
-                raise mctx.error("<mimic> joints form a cycle: " + " -> ".join(seen + [target]))
+            if target in seen:                      # (named at the cycle's first joint)
+                cycle = seen[seen.index(target):] + [target]
+                raise read[cycle[0]][3].error("<mimic> joints form a cycle: " + " -> ".join(cycle))
             seen.append(target)
             t2, a2, b2, _ = read[target]
             target, a, b = t2, a * a2, a * b2 + b
