@@ -1117,6 +1117,11 @@ bodies:
     (HUGE.replace("gravity: [0, 0, -1.0e300]\n", "").replace("mass: 1.0e300", "mass: 1.0")
      .replace("  inertia: [1, 1, 1]", "  inertia: [0.1, 0.1, 0.1]\n  wrench: [1.0e308, 0, 0, 0, 0, 0]"),
      "the forward dynamics overflow double precision at q = 0"),
+    # a joint's own parameter: named among the largest numbers (it named the inertia and the
+    # placement only: an outside tester)
+    ("name: s\nbodies:\n- {name: a, parent: world, mass: 1.0, com: [0.1, 0, 0], inertia: [0.01, 0.01, 0.01],\n"
+     "   joint: {name: ja, type: surface_point, surface: {shape: sphere, radius: 1.0e300}}}\n",
+     "joint parameters up to 1e+300 (joint 'ja')"),
     (TINY.format(mass=2.0).replace("name: tiny", "name: tiny\ninitial: {q: {jb: 0.0}}", 1), None),
     # log(a) is fine where the model starts (a = 1): q = 0 is not required to be regular
     (SINGULAR_CUSTOM.replace('"1/a", "log(a)", "sqrt(a)"', '"log(a)", "0", "0"') + "initial: {q: {ja: 1.0}}\n",

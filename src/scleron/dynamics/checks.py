@@ -329,7 +329,25 @@ def joint_numbers(tree):
             size, b = max(values, key=lambda v: v[0])
             out.append(f", {key} up to {size:.3g} ({'body' if key == 'wrench' else 'joint'} "
                        f"'{b.name if key == 'wrench' else b.joint_name}')")
+    sizes = [(max(_parameter_numbers(getattr(b.joint, "params", None)), default=0.0), b)
+             for b in tree.bodies]
+    size, b = max(sizes, key=lambda v: v[0], default=(0.0, None))
+    if size > 1e3:                  # (a sphere's radius, a spline's knots, a polynomial's terms)
+        out.append(f", joint parameters up to {size:.3g} (joint '{b.joint_name}')")
     return "".join(out)
+
+
+def _parameter_numbers(value):
+    """The magnitudes of the numbers in a joint's parameters (nested mappings and lists)."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, (int, float)):
+        return [abs(float(value))]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _parameter_numbers(v)]
+    return []
 
 
 def overflow_error(tree, source=None):
