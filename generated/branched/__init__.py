@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_d057f847ba18"
-HASH = "d057f847ba18847a2dc9ac67544b2290e867633fabda5c37719a64e94c416aa5"
+MODULE = "_branched_5b9fd49aaf03"
+HASH = "5b9fd49aaf03b9e2caf10352af835bbddf4cfe819ce5244b2b30d6b7cddcc2d2"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -90,19 +90,30 @@ def normalize(q):
     """q (nq,) or (N, nq) with each quaternion joint's [x, y, z, w] scaled to unit length (a new
     array; Pinocchio's normalize). Every function takes unit quaternions and computes with what
     it is given: a quaternion off unit length by e (an integrator of one's own) moves results by
-    about as much, in some functions more. integrate() keeps them unit."""
+    about as much, in some functions more. integrate() keeps unit ones unit."""
     q = np.array(_as_input(q, "q", nq)[0])   # a copy, checked like every function's input
     for k in _QUATERNIONS:
         quaternion = q[..., k:k + 4]
-        if not np.all(np.isfinite(quaternion)):
-            raise ValueError(f"q[{k}:{k + 4}] holds a non-finite number (nan or inf): no rotation "
-                             "to normalise")
+        bad = ~np.all(np.isfinite(quaternion), axis=-1)
+        if np.any(bad):
+            raise ValueError(f"{_states(bad, k)} holds a non-finite number (nan or inf): no "
+                             "rotation to normalise")
         largest = np.max(np.abs(quaternion), axis=-1, keepdims=True)
         if not np.all(largest > 0):
-            raise ValueError(f"q[{k}:{k + 4}] is a zero quaternion: no rotation to normalise")
+            raise ValueError(f"{_states(largest[..., 0] == 0, k)} is a zero quaternion: no rotation "
+                             "to normalise")
         quaternion /= largest             # (entries of 1e200 or 1e-170: no overflow, no underflow)
         quaternion /= np.linalg.norm(quaternion, axis=-1, keepdims=True)
     return q
+
+
+def _states(bad, k):
+    """Where the quaternion at q[k:k + 4] is bad: of the one state, or the first bad state of a
+    batch (and how many others)."""
+    if bad.ndim == 0:
+        return f"q[{k}:{k + 4}]"
+    i, more = int(np.argmax(bad)), int(np.count_nonzero(bad)) - 1
+    return f"q[{i}, {k}:{k + 4}] (state {i}" + (f", and {more} other state{'s' * (more > 1)})" if more else ")")
 
 
 def _module_at(path, name):
@@ -887,6 +898,11 @@ def __getattr__(attr):
     """A name this module lacks (PEP 562): most often a function it was not generated with."""
     if attr.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+    if attr == "cuda":                      # the GPU functions: cuda.py beside this file
+        if os.path.isfile(os.path.join(HERE, "cuda.py")):
+            return importlib.import_module(__name__ + ".cuda")
+        raise AttributeError(f"{HERE} was generated without CUDA code: `scleron codegen MODEL "
+                             "--cuda` or scleron.generate(model, ..., cuda=True) adds it (docs/cuda.md)")
     # the functions a user calls: the frame families' dispatchers, not each frame's entry point
     import re
     callable_names = [n for n in dict.fromkeys(_VARIANTS + FUNCTIONS)

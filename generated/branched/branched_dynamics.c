@@ -28,6 +28,7 @@
 #define SCLERON_IN_PART(k) ((k) % SCLERON_PARTS == SCLERON_PART_INDEX)
 #endif
 #if defined(__cplusplus) && !defined(restrict)     /* C99; compiled as C++ (a C++-only build) too */
+#define SCLERON_DEFINED_RESTRICT
 #if defined(_MSC_VER)
 #define restrict __restrict
 #else
@@ -11576,3 +11577,14 @@ void branched_difference_batch_threads(int n, int threads, const double *q0, con
 }
 #endif
 
+
+/* This file's macros end with it: in a unity build, the code after it keeps its own meaning
+ * of restrict (an ordinary identifier in C++) and of these names. */
+#undef SCLERON_IN_PART
+#undef SCLERON_LOCAL
+#undef SCL_ONE_VECTOR
+#undef SCL_PREFETCH_WRITE
+#ifdef SCLERON_DEFINED_RESTRICT
+#undef restrict
+#undef SCLERON_DEFINED_RESTRICT
+#endif

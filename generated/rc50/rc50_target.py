@@ -19,7 +19,7 @@ import stat
 import sysconfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_9fea9ad74e6d"
+MODULE = "_rc50_3d4a9241a5e7"
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 RECORD_PREFIX = MODULE + os.path.splitext(EXT_SUFFIX)[0] + "."      # then a tag, then:
 RECORD_SUFFIX = ".target.json"
@@ -130,7 +130,8 @@ def record(modules, macros, cflags):
     if features is None and native(cflags):    # (no macros: native code needs at most these)
         have = cpu_features()
         features = sorted(have & (X86_FEATURES | ARM_FEATURES)) if have is not None else None
-    r = {"modules": [os.path.basename(m) for m in modules], "machine": machine(),
+    r = {"modules": [os.path.basename(m) for m in modules],
+         "sizes": [os.path.getsize(m) for m in modules], "machine": machine(),
          "features": features, "cflags": list(cflags),
          "cpu": this_cpu() if native(cflags) and cpu_features() is None else None}
     need = json.dumps([r["machine"], features, r["cpu"]])
@@ -152,7 +153,10 @@ def _read(path):
                   for m, prefix in zip(r["modules"], (MODULE + ".", MODULE + "_py.")))
           and (r.get("features") is None or (isinstance(r["features"], list)
                                               and all(isinstance(f, str) for f in r["features"])))
-          and isinstance(r.get("cflags", []), list))
+          and isinstance(r.get("cflags", []), list)
+          and (r.get("sizes") is None or (isinstance(r["sizes"], list)
+                                          and len(r["sizes"]) == len(r["modules"])
+                                          and all(type(n) is int for n in r["sizes"]))))
     return r if ok else None
 
 
@@ -176,9 +180,15 @@ def records():
 
 def _problem(r):
     """(why a record's modules may not be loaded here or None, whether compiling helps)."""
-    for m in r["modules"]:          # (the fast extension too: where it was built, it is used)
+    for k, m in enumerate(r["modules"]):    # (the fast extension too: where built, it is used)
         if not os.path.isfile(os.path.join(HERE, m)):
             return f"its compiled module {m} is missing", True
+        # a module cut short (a copy or a disk that filled up) ends the process with SIGBUS in
+        # dlopen, before any error could be raised: its size is checked first
+        size, built = os.path.getsize(os.path.join(HERE, m)), (r.get("sizes") or [None] * 2)[k]
+        if built is not None and size != built:
+            return (f"its compiled module {m} is not the one built ({size} bytes, {built} when "
+                    "built: cut short or overwritten)"), True
     if r.get("machine") != machine():
         return f"it was compiled for {r.get('machine')} processors, this is {machine()}", True
     flags = [str(f) for f in r.get("cflags") or []]
