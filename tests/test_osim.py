@@ -408,6 +408,18 @@ def test_small_file_and_its_report(tmp_path):
         scleron.load_model(write(tmp_path, empty))
 
 
+def test_a_joint_in_a_bodys_components_is_refused_as_such(tmp_path):
+    """A PinJoint inside <Body><components> (OpenSim builds it) was refused as "the body has no
+    joint (OpenSim would add a free joint ...)", which is not what OpenSim does (an outside
+    tester)."""
+    joint = ('<PinJoint name="jj"><socket_parent_frame>/ground</socket_parent_frame>'
+             '<socket_child_frame>/bodyset/b</socket_child_frame></PinJoint>')
+    text = osim_text().replace("</Body>", f"<components>{joint}</components></Body>", 1)
+    with pytest.raises(ModelError, match=r"<PinJoint name='jj'>: a joint in the <components> of "
+                                         r"body 'b' is not read: move it into the model's JointSet"):
+        scleron.load_model(write(tmp_path, text))
+
+
 def custom_joint(function, coordinates="a"):
     return f"""<CustomJoint name="cj"><socket_parent_frame>/ground</socket_parent_frame>
       <socket_child_frame>/bodyset/b</socket_child_frame>

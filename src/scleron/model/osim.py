@@ -365,6 +365,11 @@ def _bodies(el, ctx):
                             f"{names[b.name].line}; OpenSim renames it '{b.name}_0' with a "
                             "warning): give each body its own name")
         names[b.name] = b
+        inner = b.child("components")
+        for c in (inner.children if inner is not None else []):
+            if _is_joint(c):                # (OpenSim builds it there too)
+                raise ctx.error(c, f"a joint in the <components> of body '{b.name}' is not "
+                                "read: move it into the model's JointSet")
         mass = ctx.numbers(b, "mass", 1, default=(0.0,))[0]
         com = ctx.numbers(b, "mass_center", 3, default=(0, 0, 0))
         xx, yy, zz, xy, xz, yz = ctx.numbers(b, "inertia", 6, default=(0,) * 6)
