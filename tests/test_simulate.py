@@ -389,11 +389,11 @@ def test_cli_bad_model_path_is_one_line_exit_2(tmp_path):
     (["--duration", "100000001", "--dt", "1"],                     # (it said 1e+08 steps)
      "duration / dt = 100,000,001 steps is more than 100,000,000"),
     (["--duration", "1", "--dt", "0.1", "--tau", "1", "2"], "tau"),
-    (["--duration", "1", "--dt", "0.1", "--rtol", "1e-6"], "--rtol set the error control of rk45, not of rk4"),
+    (["--duration", "1", "--dt", "0.1", "--rtol", "1e-6"], "--rtol sets the error control of rk45, not of rk4"),
     (["--duration", "1", "--dt", "0.1", "-o", "{tmp}/out.csv"], "written as numpy's .npz"),
     (["--duration", "1", "--dt", "0.1", "--plot", "{tmp}/p"], "give the picture a file extension"),
     (["--duration", "1", "--dt", "0.1", "--switch-threshold", "0.3"],
-     "chain3 has no Euler-angle joint whose chart may switch"),
+     "error: --switch-threshold: chain3 has no Euler-angle joint whose chart may switch"),
     (["--duration", "1", "--dt", "0.1", "-o", ""], "output: an empty name"),    # (an outside
     (["--duration", "1", "--dt", "0.1", "--plot", ""], "plot: an empty name"),  # tester)
 ])

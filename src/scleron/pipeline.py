@@ -518,7 +518,8 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
              frames=None, progress=None, cuda=False):
     """Derive, unroll, render and compile the model's dynamics into out_dir; load it back.
 
-    Returns the generated module: nq, nv, joint_names, forward_dynamics, inverse_dynamics,
+    Returns the generated module (None with compile=False: the sources only, which
+    load_generated compiles): nq, nv, joint_names, forward_dynamics, inverse_dynamics,
     mass_matrix, bias_forces, ... (functions=: a selection, default all; frames=: the frames
     of the frame functions, default all). Cached: an unchanged model with the same options is
     not rebuilt. progress: None, or a callable taking one line of text per stage, function and

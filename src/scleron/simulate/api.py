@@ -152,7 +152,7 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
         raise ValueError(f"duration / dt = {count} steps is more than {MAX_STEPS:,}")  # was 1e+08)
     tolerances = [k for k, v in (("rtol", rtol), ("atol", atol)) if v is not None]
     if tolerances and integrator != "rk45":
-        raise ValueError(f"{' and '.join(tolerances)} set the error control of rk45, not of "
+        raise ValueError(f"{' and '.join(tolerances)} set{'s' * (len(tolerances) == 1)} the error control of rk45, not of "
                          f"{integrator} (its error is set by dt)")
     rtol = _positive(1e-8 if rtol is None else rtol, "rtol")
     atol = _positive(1e-10 if atol is None else atol, "atol")

@@ -103,7 +103,7 @@ def cmd_simulate(args):
     try:
         tolerances = {k: v for k, v in (("rtol", args.rtol), ("atol", args.atol)) if v is not None}
         if tolerances and args.integrator != "rk45":      # (simulate() says it too, without --)
-            raise ValueError(f"--{' and --'.join(tolerances)} set the error control of rk45, not "
+            raise ValueError(f"--{' and --'.join(tolerances)} set{'s' * (len(tolerances) == 1)} the error control of rk45, not "
                              f"of {args.integrator} (its error is set by --dt)")
         if args.build_dir == "":
             raise ValueError("--build-dir: an empty name")
@@ -115,7 +115,10 @@ def cmd_simulate(args):
                         switch_threshold=args.switch_threshold,
                         record_every=args.every, log=_say, **load_arguments(args))
     except (ModelError, BuildError, SimulationError, ValueError, OSError) as exc:
-        print(f"scleron: error: {_one_line(exc)}", file=sys.stderr)
+        text = _one_line(exc)
+        if type(exc) is ValueError and text.startswith("switch_threshold: "):   # (the option's name)
+            text = "--switch-threshold: " + text[len("switch_threshold: "):]
+        print(f"scleron: error: {text}", file=sys.stderr)
         return 2
     for line in summary(traj):
         print(line)
