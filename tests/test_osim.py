@@ -408,6 +408,14 @@ def test_small_file_and_its_report(tmp_path):
         scleron.load_model(write(tmp_path, empty))
 
 
+def test_a_readers_warning_is_said_at_the_callers_line(tmp_path):
+    """The OsimWarning pointed at scleron/model/load.py ("return load_osim(path, **kw)"), not at
+    the line that loaded the file (an outside tester)."""
+    with pytest.warns(OsimWarning) as said:
+        scleron.load_model(write(tmp_path, osim_text()))
+    assert {w.filename for w in said} == {__file__}
+
+
 def test_a_joint_in_a_bodys_components_is_refused_as_such(tmp_path):
     """A PinJoint inside <Body><components> (OpenSim builds it) was refused as "the body has no
     joint (OpenSim would add a free joint ...)", which is not what OpenSim does (an outside

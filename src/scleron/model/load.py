@@ -9,6 +9,7 @@ import io
 import os
 import re
 import stat
+import sys
 import warnings
 from pathlib import Path
 
@@ -303,10 +304,24 @@ def _read(fmt, path, kw):
 
 def _warn_once(caught):
     """The warnings of a load, each text once: the reader validates the model it reads and
-    load_model the merged one, and a body both check gave the same InertiaWarning twice."""
+    load_model the merged one, and a body both check gave the same InertiaWarning twice.
+    Each is said at the first line outside scleron that led here (the user's load_model or
+    generate), not inside the reader."""
     seen = set()
     for w in caught:
         key = (w.category, str(w.message))
         if key not in seen:
             seen.add(key)
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            warnings.warn(w.message, w.category, stacklevel=_caller_level())
+
+
+PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _caller_level():
+    """The stacklevel, for a warning of _warn_once, of the first frame outside scleron (3, the
+    caller of load_model, where every frame is scleron's: its command line)."""
+    frame, level = sys._getframe(2), 2           # (_warn_once's frame is level 1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(PACKAGE + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level if frame is not None else 3
