@@ -202,7 +202,12 @@ def test_load_generated_has_cuda(rc5):
                            f"spec = importlib.util.spec_from_file_location('rc5_plain', {init!r}, "
                            f"submodule_search_locations=[{folder_of(rc5)!r}])\n"
                            "m = sys.modules['rc5_plain'] = importlib.util.module_from_spec(spec)\n"
-                           "spec.loader.exec_module(m)\nprint(m.cuda.LIBRARY)"],
+                           "spec.loader.exec_module(m)\nprint(m.cuda.LIBRARY)\n"
+                           # not in sys.modules: no .cuda (hasattr False, not an ImportError)
+                           f"spec = importlib.util.spec_from_file_location('rc5_alone', {init!r}, "
+                           f"submodule_search_locations=[{folder_of(rc5)!r}])\n"
+                           "m = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(m)\n"
+                           "assert not hasattr(m, 'cuda')"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == rc5.cuda.LIBRARY, done.stderr
 

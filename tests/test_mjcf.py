@@ -531,6 +531,16 @@ def test_a_fifo_named_in_any_spelling_or_folder_is_refused(tmp_path):
         assert f"{named} is not a regular file" in done.stdout, (fname, done.stdout, done.stderr[-500:])
 
 
+def test_file_attributes_are_found_past_quoted_angle_brackets():
+    """Where ElementTree cannot parse the file (an entity MuJoCo's parser takes), the patterns
+    alone find the file attributes: a start tag cut at a quoted '>' hid them (a reviewer)."""
+    from scleron.model.mjcf import _file_references
+    assert _file_references(b'<mujoco><include file="x>y.xml"/><bad & </mujoco>')[0] == \
+        [("include", "file", "x>y.xml")]
+    assert _file_references(b"<mujoco><texture name='a>b'\n fileright=\"f\" fileleft='g'/>&x;</mujoco>")[0] == \
+        [("texture", "fileright", "f"), ("texture", "fileleft", "g")]
+
+
 def test_a_mujoco_that_does_not_load_is_said_with_the_file(tmp_path):
     """A mujoco whose library fails to load raised its OSError with no file named (the CLI:
     'scleron: error: libmujoco.so...'); it is a ModelError naming the file, with the fix."""

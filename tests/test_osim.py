@@ -404,7 +404,7 @@ def test_small_file_and_its_report(tmp_path):
                                 '</dependent_coordinate_name></CoordinateCouplerConstraint>',
                                 '<CoordinateCouplerConstraint name="cc"/>')
     assert empty != osim_text()              # (said "( as a function of : ...)": an outside tester)
-    with pytest.warns(OsimWarning, match=r"CoordinateCouplerConstraint 'cc' \(it names no coordinates"):
+    with pytest.warns(OsimWarning, match=r"CoordinateCouplerConstraint 'cc' \(it names no independent and dependent coordinate\)"):
         scleron.load_model(write(tmp_path, empty))
 
 

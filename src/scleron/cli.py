@@ -307,7 +307,7 @@ def _say_import_name(out):
     `import`) is still loaded by importlib or scleron.load_generated, and the note says how."""
     import keyword
     package = os.path.basename(os.path.normpath(out))
-    if "." in package or package in ("__main__", "__init__"):   # (a submodule path; the program)
+    if "." in package or package == "__main__":    # (a submodule path; the running program)
         print(f"note: {package!r} is not a name importlib can load either ("
               + ("a dot separates a package from its module" if "." in package else
                  "the name of the running program's module") +

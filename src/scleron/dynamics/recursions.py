@@ -34,8 +34,11 @@ ZERO6 = [0.0] * 6
 
 def uncoupling_hint(tree):
     """How to give each mimic joint its own coordinate, for the kind of file the model is from."""
-    if str(tree.source or "").lower().endswith((".yaml", ".yml")):
+    source = str(tree.source or "").lower()
+    if source.endswith((".yaml", ".yml")):
         return "leave out the joints' mimic: entries to give each joint its own coordinate"
+    if not source.endswith((".urdf", ".xml")):      # (a model built in Python)
+        return "set the joints' mimic to None to give each joint its own coordinate"
     return "load the URDF with mimic='independent' (--mimic independent) to give each joint its own coordinate"
 
 

@@ -138,7 +138,7 @@ def _refuse_too_many_bodies(name, text):
 
 # the attributes naming a file MuJoCo opens: file=, and a cube or skybox texture's six faces
 FILE_ATTRIBUTES = ("file", "fileright", "fileleft", "fileup", "filedown", "filefront", "fileback")
-_START_TAG = re.compile(rb"<(\w+)(\s[^>]*)")
+_START_TAG = re.compile(rb"""<(\w+)(\s(?:[^>"']|"[^"]*"|'[^']*')*)""")   # (a quoted > inside)
 _FILE_ATTRIBUTE = re.compile(rb"""\b(file(?:right|left|up|down|front|back)?)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 _DIR_ATTRIBUTE = re.compile(rb"""\b(?:meshdir|texturedir|assetdir)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 DIR_ATTRIBUTES = ("meshdir", "texturedir", "assetdir")

@@ -766,7 +766,8 @@ def _constraint(c, ctx):
         indep = ctx.text(c, "independent_coordinate_names")
         dep = ctx.text(c, "dependent_coordinate_name")
         if not (indep and dep):             # (OpenSim refuses it too when it is enabled)
-            return f"CoordinateCouplerConstraint '{c.name}' (it names no coordinates to couple)"
+            missing = " and ".join(w for w, x in (("independent", indep), ("dependent", dep)) if not x)
+            return f"CoordinateCouplerConstraint '{c.name}' (it names no {missing} coordinate)"
         return (f"CoordinateCouplerConstraint '{c.name}' ({dep} as a function of {indep}: the "
                 "coordinates stay independent)")
     return f"{c.tag} '{c.name}'"
