@@ -509,7 +509,9 @@ class Model:
                 n = float(np.linalg.norm(unit)) * big         # a Python float: inf, no warning
                 if n < 1e-12:
                     raise err(f"{key} has zero length (|{key}| = {n:.3g}, below 1e-12)")
-                j.params[key] = tuple(float(x) for x in unit / np.linalg.norm(unit))
+                if abs(n - 1.0) > 1e-15:            # (a unit axis stays as it is: checked
+                    a = unit / np.linalg.norm(unit)     # again, the same)
+                j.params[key] = tuple(float(x) for x in a)
         if j.type == "helical" and "pitch" not in j.params:
             raise err("a helical joint needs 'pitch', its translation per radian along the axis "
                       "(pitch 0 is a revolute joint)")
@@ -713,8 +715,9 @@ class Model:
             for b in self.bodies:
                 check_inertia(b.inertia, self._err(f"body '{b.name}'", body=b.name),
                               relaxed=self.inertia_checks == "relaxed", hint=self._relax_hint())
-        for j in self.joints:               # (fields set after add_body: one number each)
-            P.spring(j, self._err(f"joint '{j.name}'", body=j.child, joint=j.name))
+        self._validate_tree()
+        for j in self.joints:               # (a joint changed after add_body: checked again)
+            self.check_joint(j)
         self._validate_mimic()
         coupled = {j.mimic[0] for j in self.joints if j.mimic is not None}
         for i, names in massless_subtrees(self):
@@ -733,6 +736,26 @@ class Model:
         self._validate_coordinate_names()
         self._validate_initial_state()
         return self
+
+    def _validate_tree(self):
+        """Bodies and joints still in step after changes made outside add_body: one joint per
+        body, names unique, each parent the world or a body listed before its child."""
+        seen = set()
+        if len(self.joints) != len(self.bodies):
+            raise ModelError(f"{len(self.bodies)} bodies but {len(self.joints)} joints: add bodies "
+                             "with add_body (one joint each)", source=self.source)
+        for b, j in zip(self.bodies, self.joints):
+            err = self._err(f"body '{b.name}'", body=b.name, joint=j.name)
+            if j.child != b.name:
+                raise err(f"its joint '{j.name}' moves '{j.child}' (a body or joint renamed after "
+                          "add_body?)")
+            if b.name in seen or b.name == WORLD:
+                raise err("two bodies have this name" if b.name in seen else "the name is reserved")
+            if j.parent != WORLD and j.parent not in seen:
+                raise err(f"its parent '{j.parent}' is not a body listed before it")
+            seen.add(b.name)
+        if len({j.name for j in self.joints}) != len(self.joints):
+            raise ModelError("two joints have one name", source=self.source)
 
     def _validate_coordinate_names(self):
         """Every entry of q and of qd has its own name (a spherical joint 'arm' names its

@@ -580,6 +580,8 @@ def _rotation(value, where):
     problem = P.rotation_problem(R, "rotation")
     if problem:
         raise where.error(problem)
+    if np.abs(R @ R.T - np.eye(3)).max() <= 1e-12:     # (a dumped model's: loaded as it was)
+        return R
     u, _, vt = np.linalg.svd(R)      # nearest exact rotation: remove rounding in the file
     return u @ vt
 
