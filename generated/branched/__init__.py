@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_5b9fd49aaf03"
-HASH = "5b9fd49aaf03b9e2caf10352af835bbddf4cfe819ce5244b2b30d6b7cddcc2d2"
+MODULE = "_branched_b8f42bcadd6d"
+HASH = "b8f42bcadd6d5838f70d615382357781651a428d5c20ca50ea5ba4bd6cf05927"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -900,7 +900,11 @@ def __getattr__(attr):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
     if attr == "cuda":                      # the GPU functions: cuda.py beside this file
         if os.path.isfile(os.path.join(HERE, "cuda.py")):
-            return importlib.import_module(__name__ + ".cuda")
+            try:
+                return importlib.import_module(__name__ + ".cuda")
+            except ImportError as e:        # (a package not in sys.modules: hasattr says False)
+                raise AttributeError(f"{HERE}: its cuda.py does not import as {__name__}.cuda "
+                                     f"({e}): load the folder with scleron.load_generated") from None
         raise AttributeError(f"{HERE} was generated without CUDA code: `scleron codegen MODEL "
                              "--cuda` or scleron.generate(model, ..., cuda=True) adds it (docs/cuda.md)")
     # the functions a user calls: the frame families' dispatchers, not each frame's entry point

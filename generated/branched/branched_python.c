@@ -455,10 +455,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_5b9fd49aaf03_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_b8f42bcadd6d_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_5b9fd49aaf03_py(void)
+PyMODINIT_FUNC PyInit__branched_b8f42bcadd6d_py(void)
 {
     import_array();
     return PyModule_Create(&module);

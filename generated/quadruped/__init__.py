@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_d969a34c0575"
-HASH = "d969a34c0575e10c17f633668525a0f7e2091bef3682f026284c1ff87dde445d"
+MODULE = "_quadruped_e49cddd3bb5b"
+HASH = "e49cddd3bb5b5062cff25e014e4710598e7d6c7d519e2dd248262b4e7953543c"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -900,7 +900,11 @@ def __getattr__(attr):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
     if attr == "cuda":                      # the GPU functions: cuda.py beside this file
         if os.path.isfile(os.path.join(HERE, "cuda.py")):
-            return importlib.import_module(__name__ + ".cuda")
+            try:
+                return importlib.import_module(__name__ + ".cuda")
+            except ImportError as e:        # (a package not in sys.modules: hasattr says False)
+                raise AttributeError(f"{HERE}: its cuda.py does not import as {__name__}.cuda "
+                                     f"({e}): load the folder with scleron.load_generated") from None
         raise AttributeError(f"{HERE} was generated without CUDA code: `scleron codegen MODEL "
                              "--cuda` or scleron.generate(model, ..., cuda=True) adds it (docs/cuda.md)")
     # the functions a user calls: the frame families' dispatchers, not each frame's entry point

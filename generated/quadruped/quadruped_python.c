@@ -455,10 +455,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_d969a34c0575_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_e49cddd3bb5b_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_d969a34c0575_py(void)
+PyMODINIT_FUNC PyInit__quadruped_e49cddd3bb5b_py(void)
 {
     import_array();
     return PyModule_Create(&module);

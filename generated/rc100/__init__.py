@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_383f7bc42ba7"
-HASH = "383f7bc42ba7d8ff561b377afbfad91b1d6f780e11dd21bbb5def6d1b54cf7ac"
+MODULE = "_rc100_a97ce7d62bc5"
+HASH = "a97ce7d62bc56a79b1e693a0ed0f87353ae92b7a498ee4bfe06b130164b84049"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -900,7 +900,11 @@ def __getattr__(attr):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
     if attr == "cuda":                      # the GPU functions: cuda.py beside this file
         if os.path.isfile(os.path.join(HERE, "cuda.py")):
-            return importlib.import_module(__name__ + ".cuda")
+            try:
+                return importlib.import_module(__name__ + ".cuda")
+            except ImportError as e:        # (a package not in sys.modules: hasattr says False)
+                raise AttributeError(f"{HERE}: its cuda.py does not import as {__name__}.cuda "
+                                     f"({e}): load the folder with scleron.load_generated") from None
         raise AttributeError(f"{HERE} was generated without CUDA code: `scleron codegen MODEL "
                              "--cuda` or scleron.generate(model, ..., cuda=True) adds it (docs/cuda.md)")
     # the functions a user calls: the frame families' dispatchers, not each frame's entry point

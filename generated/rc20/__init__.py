@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_b293d3378ee1"
-HASH = "b293d3378ee1442ca7ca58f44d656337a2d66b4753e09cb2bdc51e86915514c0"
+MODULE = "_rc20_f95374ffe480"
+HASH = "f95374ffe480739693dc7a0edeea128d5367bb7a535116b51e0e7ad96efffb3e"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -900,7 +900,11 @@ def __getattr__(attr):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
     if attr == "cuda":                      # the GPU functions: cuda.py beside this file
         if os.path.isfile(os.path.join(HERE, "cuda.py")):
-            return importlib.import_module(__name__ + ".cuda")
+            try:
+                return importlib.import_module(__name__ + ".cuda")
+            except ImportError as e:        # (a package not in sys.modules: hasattr says False)
+                raise AttributeError(f"{HERE}: its cuda.py does not import as {__name__}.cuda "
+                                     f"({e}): load the folder with scleron.load_generated") from None
         raise AttributeError(f"{HERE} was generated without CUDA code: `scleron codegen MODEL "
                              "--cuda` or scleron.generate(model, ..., cuda=True) adds it (docs/cuda.md)")
     # the functions a user calls: the frame families' dispatchers, not each frame's entry point

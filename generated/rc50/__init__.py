@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_3d4a9241a5e7"
-HASH = "3d4a9241a5e7bef37db8f47b409cedd9e66c4acce514e3369517f158a1051601"
+MODULE = "_rc50_ff963411c4d4"
+HASH = "ff963411c4d4553a0385add7a9c48c3b1b3ce03c5798584371bacf8c14bb6944"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -900,7 +900,11 @@ def __getattr__(attr):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
     if attr == "cuda":                      # the GPU functions: cuda.py beside this file
         if os.path.isfile(os.path.join(HERE, "cuda.py")):
-            return importlib.import_module(__name__ + ".cuda")
+            try:
+                return importlib.import_module(__name__ + ".cuda")
+            except ImportError as e:        # (a package not in sys.modules: hasattr says False)
+                raise AttributeError(f"{HERE}: its cuda.py does not import as {__name__}.cuda "
+                                     f"({e}): load the folder with scleron.load_generated") from None
         raise AttributeError(f"{HERE} was generated without CUDA code: `scleron codegen MODEL "
                              "--cuda` or scleron.generate(model, ..., cuda=True) adds it (docs/cuda.md)")
     # the functions a user calls: the frame families' dispatchers, not each frame's entry point
