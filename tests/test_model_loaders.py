@@ -620,6 +620,9 @@ def test_a_model_changed_after_add_body_is_checked_again(tmp_path):
     m.bodies[0].name, m.joints[0].child = "renamed", "renamed"
     with pytest.raises(ModelError, match="body 'b': its parent 'a' is not a body listed before it"):
         m.validate()
+    m.joints[1].parent, m.joints[1].name = "renamed", "a_joint"
+    with pytest.raises(ModelError, match="joint 'a_joint': two joints have this name"):
+        m.validate()
 
 
 def test_a_dumped_model_loads_back_bit_for_bit(tmp_path):

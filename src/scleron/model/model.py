@@ -740,7 +740,7 @@ class Model:
     def _validate_tree(self):
         """Bodies and joints still in step after changes made outside add_body: one joint per
         body, names unique, each parent the world or a body listed before its child."""
-        seen = set()
+        seen, joints = set(), set()
         if len(self.joints) != len(self.bodies):
             raise ModelError(f"{len(self.bodies)} bodies but {len(self.joints)} joints: add bodies "
                              "with add_body (one joint each)", source=self.source)
@@ -753,9 +753,10 @@ class Model:
                 raise err("two bodies have this name" if b.name in seen else "the name is reserved")
             if j.parent != WORLD and j.parent not in seen:
                 raise err(f"its parent '{j.parent}' is not a body listed before it")
+            if j.name in joints:
+                raise self._err(f"joint '{j.name}'", joint=j.name)("two joints have this name")
             seen.add(b.name)
-        if len({j.name for j in self.joints}) != len(self.joints):
-            raise ModelError("two joints have one name", source=self.source)
+            joints.add(j.name)
 
     def _validate_coordinate_names(self):
         """Every entry of q and of qd has its own name (a spherical joint 'arm' names its
