@@ -117,6 +117,9 @@ def test_one_frame_costs_only_its_own_work(generated, rng):
         dyn.frame_jacobian(q, "gripper")
     with pytest.raises(ValueError, match="reference must be one of"):
         dyn.frame_jacobian(q, "panda_hand", reference="body")
+    # a number (a Pinocchio frame id numbers other frames) is refused, with what to give instead
+    with pytest.raises(ValueError, match=r"given by name, not by number \(this module's frame_names"):
+        dyn.frame_placement(q, np.int64(3))
 
 
 def test_frame_functions_batch_out_and_reference_errors(generated, rng):

@@ -292,8 +292,16 @@ def test_urdf_floating_planar_and_free_joints(tmp_path):
     m = load_urdf(write(tmp_path, "bot.urdf", HANDMADE), floating="free")    # Euler angles
     assert m.joints[0].type == "free" and m.joints[0].params == {"chart": "XYZ"}
     assert m.nq == m.nv == 11
-    with pytest.raises(ValueError, match="floating must be"):
+    with pytest.raises(ModelError, match="bot.urdf: floating= must be"):
         load_urdf(write(tmp_path, "bot.urdf", HANDMADE), floating="quaternion")
+
+
+@pytest.mark.parametrize("option, value", [("order", "bad"), ("mimic", ["couple"]), ("inertia", None),
+                                           ("damping", "Read"), ("merge_fixed", "no")])
+def test_a_bad_load_option_value_is_a_model_error_naming_the_file(tmp_path, option, value):
+    path = write(tmp_path, "bot.urdf", HANDMADE)
+    with pytest.raises(ModelError, match=f"bot.urdf: {option}= must be"):
+        load_model(path, **{option: value})
     text = f"""<robot name="p">
       <link name="ground"/>
       <link name="puck">{inertial(1)}</link>

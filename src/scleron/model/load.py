@@ -256,6 +256,8 @@ def load_model(path, **kw):
                              + ((", ".join(takes[:-1]) + " and " if len(takes) > 1 else "") + takes[-1] + " files"
                                 if takes else "no model file")
                              + f", not to {fmt}", source=name)
+    if not isinstance(kw.get("merge_fixed", True), bool):
+        raise ModelError(f"merge_fixed= must be True or False, not {describe(kw['merge_fixed'])}", source=name)
     # the file as it was when reading began (an edit during a long codegen: the import warns)
     before = file_digest(name, limit=MAX_FILE_BYTES)
     with warnings.catch_warnings(record=True) as caught:

@@ -264,14 +264,10 @@ def _link_inertia(link, ctx):
 def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, order="pinocchio",
                     mimic=MIMIC_DEFAULT, inertia="physical", damping="ignore"):
     """Build a Model from a parsed URDF element tree (see parse_xml)."""
-    if damping not in DAMPING:
-        raise ValueError(f"damping must be one of {DAMPING}, not {damping!r}")
-    if order not in ORDERS:
-        raise ValueError(f"order must be one of {ORDERS}, not {order!r}")
-    if mimic not in MIMIC:
-        raise ValueError(f"mimic must be one of {MIMIC}, not {mimic!r}")
-    if inertia not in INERTIA_CHECKS:
-        raise ValueError(f"inertia must be one of {INERTIA_CHECKS}, not {inertia!r}")
+    for option, value, choices in (("damping", damping, DAMPING), ("order", order, ORDERS),
+                                   ("mimic", mimic, MIMIC), ("inertia", inertia, INERTIA_CHECKS)):
+        if not isinstance(value, str) or value not in choices:
+            raise ModelError(f"{option}= must be one of {', '.join(choices)}, not {value!r}", source=source)
     ctx = _Ctx(source)
     if robot.tag != "robot":
         raise ctx.error(f"the root element is <{robot.tag[:40]}>, not <robot>", robot.line)
@@ -343,7 +339,8 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
     # the root link
     root_ctx = ctx.at(element=f"link '{root[:200]}'", line=links[root].line)
     if floating not in (False, None) and floating not in ROOT_JOINTS:
-        raise ValueError(f"floating must be True, False, 'free_flyer' or 'free', not {floating!r}")
+        raise ModelError(f"floating= must be True, False, 'free_flyer' or 'free', not {floating!r}",
+                         source=source)
     if floating:
         if root == WORLD:
             raise root_ctx.error(f"the root link is '{WORLD}', which cannot float (scleron "
