@@ -8,6 +8,7 @@ import ctypes
 import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -210,6 +211,29 @@ def test_load_generated_has_cuda(rc5):
                            "assert not hasattr(m, 'cuda')"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == rc5.cuda.LIBRARY, done.stderr
+
+
+def test_a_cuda_library_cut_short_is_built_again_not_loaded(rc5, tmp_path):
+    """A CUDA library cut to half its size (an interrupted copy, a full disk) ended the first
+    call with SIGBUS inside dlopen (an outside tester, for the C modules; the CUDA library had no
+    check). Its loadable segments are checked against the file's end first: it is built again,
+    here with no nvcc, so the error says what was found."""
+    copy = tmp_path / "rc5_copy"
+    shutil.copytree(folder_of(rc5), copy)
+    library = copy / rc5.cuda.LIBRARY
+    assert not rc5.cuda._cut_short(str(library))
+    data = library.read_bytes()
+    library.write_bytes(data[:len(data) // 2])
+    assert rc5.cuda._cut_short(str(library))
+    done = subprocess.run([sys.executable, "-c", "import scleron\n"
+                           f"dyn = scleron.load_generated({str(copy)!r})\n"
+                           "try:\n    dyn.cuda.library()\nexcept dyn.cuda.CudaError as e:\n"
+                           "    print('CudaError:', e)\n"],
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, NVCC=str(tmp_path / "no-nvcc")))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.search(r"CudaError: .*rc5_copy has a CUDA library cut short \(\S+\.so: a copy or a disk "
+                     r"that filled up\) and no CUDA compiler: NVCC='.*no-nvcc' was not found", done.stdout)
 
 
 def test_a_module_without_cuda_says_how_to_add_it(generated):
