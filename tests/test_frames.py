@@ -160,6 +160,11 @@ def test_frame_functions_batch_out_and_reference_errors(generated, rng):
         assert all(f"'{r}'" in getattr(dyn, name).__doc__
                    for r in ("local", "local_world_aligned", "world")), getattr(dyn, name).__doc__
     assert dyn.com_jacobian(Q).shape == (5, 3, dyn.nv)
+    # the module's docstring lists the functions to call, not one line per frame (an outside
+    # tester: 18.8 kB for solo12, no word of frame_jacobian(q, frame, reference=))
+    doc = dyn.__doc__
+    assert f"    frame_jacobian(q, frame, reference='local_world_aligned') -> J[6, {dyn.nv}]" in doc
+    assert "J = panda.frame_jacobian(q, frame='" in doc and "frame_jacobian_3_local(" not in doc
 
 
 # ---- the loop form of the frame Jacobians -------------------------------------------------------

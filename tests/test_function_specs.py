@@ -160,6 +160,37 @@ def test_scalar_out_and_bad_out(generated, rng):
         dyn.bind("kinetic_energy", Q[0], QD[0], np.empty(2))
 
 
+def test_a_refused_out_says_what_it_got(generated, rng):
+    """Every refused out= had one text, which for a read-only or a big-endian float64 array of
+    the right shape read as if it fitted (an outside tester)."""
+    model, dyn = generated(example("branched.yaml"), "branched")
+    q, qd = rng.uniform(-1, 1, dyn.nq), rng.uniform(-1, 1, dyn.nv)
+    frozen = np.empty(dyn.nv)
+    frozen.flags.writeable = False
+    for out, said in ((frozen, rf"shape \({dyn.nv},\), dtype float64, read-only"),
+                      (np.empty(dyn.nv, ">f8"), r"dtype >f8 \(byte order not native\)"),
+                      (np.empty(dyn.nv, np.float32), "dtype float32"),
+                      ([0.0] * dyn.nv, "a list")):
+        with pytest.raises(ValueError, match=rf"out \(h\) must be a writeable float64 array of shape "
+                                             rf"\({dyn.nv},\); got .*{said}"):
+            dyn.bias_forces(q, qd, out=out)
+
+
+def test_a_batch_beyond_the_c_count_runs_in_pieces(generated, rng, monkeypatch):
+    """The C batch functions count states in an int: 2**31 states and more ended in cffi's
+    OverflowError (an outside tester). They run in pieces of MAX_BATCH states, here made small,
+    with and without threads= and out=."""
+    model, dyn = generated(example("branched.yaml"), "branched")
+    Q, QD = rng.uniform(-1, 1, (23, dyn.nq)), rng.uniform(-1, 1, (23, dyn.nv))
+    want_h, want_M = dyn.bias_forces(Q, QD), dyn.mass_matrix(Q)
+    monkeypatch.setattr(dyn, "MAX_BATCH", 5)
+    np.testing.assert_array_equal(dyn.bias_forces(Q, QD), want_h)
+    np.testing.assert_array_equal(dyn.bias_forces(Q, QD, threads=2), want_h)
+    out = np.full((23, dyn.nv, dyn.nv), np.nan)
+    assert dyn.mass_matrix(Q, out=out, threads=3) is out
+    np.testing.assert_array_equal(out, want_M)
+
+
 def test_out_may_be_an_input(generated, rng):
     """out= q computes from the q given (an outside tester: inverse_dynamics(q, qd, qdd, out=q)
     was 28 off, C writing its output while it read its input), on the fast path, the checked
