@@ -34,7 +34,7 @@ Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N 
     difference(q0[20], q1[20]) -> v[20]
         q1 (-) q0: the v with integrate(q0, v, 1) = q1
 
-Every function takes an optional `out=` array (float64, the result's shape; a tuple of them for
+The functions above take an optional `out=` array (float64, the result's shape; a tuple of them for
 several results) to avoid allocating: C-contiguous ones are written directly, strided views
 through a copy; it may be an input (copied first). The fastest calling pattern for a control loop binds arrays once and then
 calls with no arguments (update the arrays in place between calls):
@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_b8f42bcadd6d"
-HASH = "b8f42bcadd6d5838f70d615382357781651a428d5c20ca50ea5ba4bd6cf05927"
+MODULE = "_branched_87c57eb0b094"
+HASH = "87c57eb0b094298968b22079dc791963ebb9bc9f003f6533e7b6e202fec0ec9e"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -327,6 +327,7 @@ _openmp = (bool(lib.branched_openmp())
 # threads= beyond this many run as this many: more threads than cores gain nothing, and tens of
 # thousands made the OpenMP runtime end the process ("Thread creation failed")
 MAX_THREADS = 4 * (os.cpu_count() or 1)
+MAX_BATCH = 2**31 - 1                   # states per C batch call (its count is an int)
 _F64 = np.dtype(np.float64)
 _D = "double[]"
 _fb = ffi.from_buffer
@@ -396,8 +397,19 @@ def _as_output(out, want, label):
     fits = isinstance(out, np.ndarray) and (out.shape == want or (want == () and out.shape == (1,)))
     if not fits or out.dtype != np.float64 or not out.flags.writeable:
         shapes = "() or (1,)" if want == () else str(want)
-        raise ValueError(f"out ({label}) must be a writeable float64 array of shape {shapes}")
+        raise ValueError(f"out ({label}) must be a writeable float64 array of shape {shapes}; "
+                         f"got {_described(out)}")
     return out
+
+
+def _described(out):
+    """What an out= that does not fit is: its type, or its shape, dtype (byte order named) and
+    whether it is read-only."""
+    if not isinstance(out, np.ndarray):
+        return f"a {type(out).__name__}"
+    dtype = str(out.dtype) if out.dtype.isnative else f"{out.dtype} (byte order not native)"
+    return (f"shape {out.shape}, dtype {dtype}"
+            + ("" if out.flags.writeable else ", read-only"))
 
 
 _pool = None
@@ -437,6 +449,22 @@ def _threaded(batch, count, arrays, outs, threads):
         f.result()
 
 
+def _batch(batch, parallel, arrays, outs, threads, ptrs=None):
+    """N states (at most MAX_BATCH) through C, split over threads if asked."""
+    count = len(arrays[0])
+    if ptrs is None:
+        ptrs = [_fb(_D, a) for a in arrays] + [_fb(_D, o, True) for o in outs]
+    if threads > 1 and count >= 2 * threads:
+        if _openmp:
+            if not hasattr(sys, _OPENMP_RAN_IN):
+                setattr(sys, _OPENMP_RAN_IN, os.getpid())
+            parallel(count, threads, *ptrs)
+        else:
+            _threaded(batch, count, arrays, outs, threads)
+    elif count:
+        batch(count, *ptrs)
+
+
 def _call(function, values, out, threads=1):
     """The checked call of a generated function: converts and checks the inputs (one state or
     N states), allocates or checks the outputs, runs C (split over threads if asked)."""
@@ -472,15 +500,12 @@ def _call(function, values, out, threads=1):
     threads = min(threads, MAX_THREADS)
     if count is None:
         single(*ptrs)
-    elif threads > 1 and count >= 2 * threads:
-        if _openmp:
-            if not hasattr(sys, _OPENMP_RAN_IN):
-                setattr(sys, _OPENMP_RAN_IN, os.getpid())
-            parallel(count, threads, *ptrs)
-        else:
-            _threaded(batch, count, arrays, outs, threads)
-    elif count:
-        batch(count, *ptrs)
+    elif count > MAX_BATCH:              # C counts states in an int: run in pieces
+        for lo in range(0, count, MAX_BATCH):
+            part = slice(lo, min(count, lo + MAX_BATCH))
+            _batch(batch, parallel, [a[part] for a in arrays], [o[part] for o in outs], threads)
+    else:
+        _batch(batch, parallel, arrays, outs, threads, ptrs)
     if out is not None:
         for g, o in zip(given, outs):
             if g is not o:
@@ -820,8 +845,12 @@ def _option_error(options, values):
             if len(same) > 1:               # (_option_spelled takes another case for one only)
                 return ValueError(f"{name} {value!r} matches {' and '.join(repr(a) for a in same)} "
                                   "in other letter case: spell it as one of them")
+            numbered = ""
+            if isinstance(value, numbers.Integral):         # (a Pinocchio frame id, say)
+                listed = f" (this module's {name}_names lists them)" if f"{name}_names" in globals() else ""
+                numbered = f", given by name, not by number{listed}"
             return ValueError(f"{name} must be one of {shown} (those this module was generated "
-                              f"for); got {value!r}")
+                              f"for){numbered}; got {value!r}")
     return ValueError(f"no generated function for {values!r}")
 
 
