@@ -276,6 +276,7 @@ def variants_context(functions, named=None):
         # the values as they appear in the docstring: names from the model file, made harmless
         v["shown"] = {s["name"]: ", ".join(c_comment(repr(x)) for x in s["values"][:6])
                       + (", ..." if len(s["values"]) > 6 else "") for s in v["options"]}
+        v["example"] = "".join(f", {s['name']}={c_comment(repr(s['values'][-1]))}" for s in v["options"])
     return list(out.values())
 
 
