@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_87c57eb0b094"
-HASH = "87c57eb0b094298968b22079dc791963ebb9bc9f003f6533e7b6e202fec0ec9e"
+MODULE = "_branched_e80afa7106fe"
+HASH = "e80afa7106fe71495d12248cf3d8276cf9c0d6f7773fff549810b1f18f844eb9"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -455,10 +455,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_87c57eb0b094_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_e80afa7106fe_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_87c57eb0b094_py(void)
+PyMODINIT_FUNC PyInit__branched_e80afa7106fe_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_06d442d6a0bc"
-HASH = "06d442d6a0bc9a3adcda36303ee5d05a4b46a14fa52f6074422bf123f7a8842d"
+MODULE = "_quadruped_2112c15a9e5a"
+HASH = "2112c15a9e5a802c54add53c8428014f9439b04c42e5cf030abff87b8643633c"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

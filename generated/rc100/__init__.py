@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_413c7e3f10a9"
-HASH = "413c7e3f10a969dce5576be6aa4bc7a84c4a48fdfa45ebbe210dc8a4bfb231ca"
+MODULE = "_rc100_84332c1bfa61"
+HASH = "84332c1bfa61ee325ad85efd37507669bbda231ec3d6addc83183e49736171a7"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

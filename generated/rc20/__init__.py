@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_2a21264bc1ef"
-HASH = "2a21264bc1eff3e2904234546fea6049b3e7f913ae65f5b6614518398e967985"
+MODULE = "_rc20_73d223df2631"
+HASH = "73d223df26311e176e3c17cd89a1b6ebb247b5f90385ffa86617d4aea61f0e80"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_9205fefec47d"
-HASH = "9205fefec47d3b382cef2f1c2cdf1b0e7869a96bf34aa0ea0fcc6fd3d22faba0"
+MODULE = "_rc50_d0f74c0577af"
+HASH = "d0f74c0577af526051170024e01ccc9312ff72db453d0624e89739f2ec298184"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
