@@ -236,6 +236,38 @@ def test_a_cuda_library_cut_short_is_built_again_not_loaded(rc5, tmp_path):
                      r"that filled up\) and no CUDA compiler: NVCC='.*no-nvcc' was not found", done.stdout)
 
 
+def test_a_folder_regenerated_after_loading_gives_no_other_models_cuda(rc5, tmp_path):
+    """A module loaded, then its folder regenerated for another model: dyn.cuda took the new
+    folder's cuda.py, or built the new model's .cu under the old one's library name (an outside
+    tester). The regeneration is mimicked by renaming the generation in the folder's files."""
+    copy = tmp_path / "rc5_copy"
+    shutil.copytree(folder_of(rc5), copy)
+    dyn = scleron.load_generated(str(copy))
+    for name in ("cuda.py", "__init__.py"):
+        text = (copy / name).read_text()
+        (copy / name).write_text(text.replace(rc5.HASH, "0" * len(rc5.HASH))
+                                 .replace(rc5.cuda.LIBRARY, "_other_cuda.so"))
+    (copy / rc5.cuda.LIBRARY).unlink()
+    with pytest.raises(dyn.cuda.CudaError, match="rc5_copy was replaced by a new generation after "
+                                                  "this module was loaded"):
+        dyn.cuda.library()
+    assert not (copy / rc5.cuda.LIBRARY).exists()            # nothing built under the old name
+    init = copy / "__init__.py"
+    done = subprocess.run([sys.executable, "-c", "import importlib.util, sys\n"
+                           f"spec = importlib.util.spec_from_file_location('rc5_plain', {str(init)!r}, "
+                           f"submodule_search_locations=[{str(copy)!r}])\n"
+                           "m = sys.modules['rc5_plain'] = importlib.util.module_from_spec(spec)\n"
+                           "spec.loader.exec_module(m)\n"
+                           f"open({str(init)!r}, 'a').write('\\n# another generation\\n')\n"
+                           "import re\n"
+                           f"t = open({str(init)!r}).read(); open({str(init)!r}, 'w').write("
+                           "re.sub(r'\\nHASH = \"\\w+\"\\n', '\\nHASH = \"x\"\\n', t))\n"
+                           "try:\n    m.cuda\nexcept AttributeError as e:\n    print(e)\n"],
+                          capture_output=True, text=True, timeout=120)
+    assert "was replaced by a new generation after this module was imported" in done.stdout, \
+        done.stdout + done.stderr[-2000:]
+
+
 def test_a_module_without_cuda_says_how_to_add_it(generated):
     """dyn.cuda of a folder generated without --cuda said only that the module has no attribute
     'cuda' (an outside tester)."""
