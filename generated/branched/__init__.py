@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_e80afa7106fe"
-HASH = "e80afa7106fe71495d12248cf3d8276cf9c0d6f7773fff549810b1f18f844eb9"
+MODULE = "_branched_4ffa552544ca"
+HASH = "4ffa552544caa39055d596488e59029f19b20fb178f0ea1a9445b588881c038c"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -928,6 +928,10 @@ def __getattr__(attr):
     if attr.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
     if attr == "cuda":                      # the GPU functions: cuda.py beside this file
+        if _replaced():                     # (its cuda.py is another model's now)
+            raise AttributeError(f"{HERE} was replaced by a new generation after this module was "
+                                 "imported: its cuda.py is the new model's; import it again (a new "
+                                 "process, or scleron.load_generated)")
         if os.path.isfile(os.path.join(HERE, "cuda.py")):
             try:
                 return importlib.import_module(__name__ + ".cuda")

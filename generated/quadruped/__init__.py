@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_2112c15a9e5a"
-HASH = "2112c15a9e5a802c54add53c8428014f9439b04c42e5cf030abff87b8643633c"
+MODULE = "_quadruped_fa3cd28c00ac"
+HASH = "fa3cd28c00ac3105c685c86a83f4231bec92db1f764221a055518312e392472d"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -928,6 +928,10 @@ def __getattr__(attr):
     if attr.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
     if attr == "cuda":                      # the GPU functions: cuda.py beside this file
+        if _replaced():                     # (its cuda.py is another model's now)
+            raise AttributeError(f"{HERE} was replaced by a new generation after this module was "
+                                 "imported: its cuda.py is the new model's; import it again (a new "
+                                 "process, or scleron.load_generated)")
         if os.path.isfile(os.path.join(HERE, "cuda.py")):
             try:
                 return importlib.import_module(__name__ + ".cuda")

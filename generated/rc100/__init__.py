@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_84332c1bfa61"
-HASH = "84332c1bfa61ee325ad85efd37507669bbda231ec3d6addc83183e49736171a7"
+MODULE = "_rc100_ffc620f84dc1"
+HASH = "ffc620f84dc129a055263885144963886f5e045d42cf2b8d927829bbb840a192"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -928,6 +928,10 @@ def __getattr__(attr):
     if attr.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
     if attr == "cuda":                      # the GPU functions: cuda.py beside this file
+        if _replaced():                     # (its cuda.py is another model's now)
+            raise AttributeError(f"{HERE} was replaced by a new generation after this module was "
+                                 "imported: its cuda.py is the new model's; import it again (a new "
+                                 "process, or scleron.load_generated)")
         if os.path.isfile(os.path.join(HERE, "cuda.py")):
             try:
                 return importlib.import_module(__name__ + ".cuda")

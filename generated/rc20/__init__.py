@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_73d223df2631"
-HASH = "73d223df26311e176e3c17cd89a1b6ebb247b5f90385ffa86617d4aea61f0e80"
+MODULE = "_rc20_1c886c941129"
+HASH = "1c886c9411299053bfcbd435219e234ffc052f73c20fc67b9d976c9e45428679"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -928,6 +928,10 @@ def __getattr__(attr):
     if attr.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
     if attr == "cuda":                      # the GPU functions: cuda.py beside this file
+        if _replaced():                     # (its cuda.py is another model's now)
+            raise AttributeError(f"{HERE} was replaced by a new generation after this module was "
+                                 "imported: its cuda.py is the new model's; import it again (a new "
+                                 "process, or scleron.load_generated)")
         if os.path.isfile(os.path.join(HERE, "cuda.py")):
             try:
                 return importlib.import_module(__name__ + ".cuda")

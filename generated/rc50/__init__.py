@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_d0f74c0577af"
-HASH = "d0f74c0577af526051170024e01ccc9312ff72db453d0624e89739f2ec298184"
+MODULE = "_rc50_b197a406f1b4"
+HASH = "b197a406f1b4ccfc39032658347db8fc9cb132cd1b435d6be12a1d2ade49b929"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -928,6 +928,10 @@ def __getattr__(attr):
     if attr.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
     if attr == "cuda":                      # the GPU functions: cuda.py beside this file
+        if _replaced():                     # (its cuda.py is another model's now)
+            raise AttributeError(f"{HERE} was replaced by a new generation after this module was "
+                                 "imported: its cuda.py is the new model's; import it again (a new "
+                                 "process, or scleron.load_generated)")
         if os.path.isfile(os.path.join(HERE, "cuda.py")):
             try:
                 return importlib.import_module(__name__ + ".cuda")
