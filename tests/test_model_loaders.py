@@ -296,7 +296,7 @@ def test_urdf_floating_planar_and_free_joints(tmp_path):
         load_urdf(write(tmp_path, "bot.urdf", HANDMADE), floating="quaternion")
 
 
-@pytest.mark.parametrize("option, value", [("order", "bad"), ("mimic", ["couple"]), ("inertia", None),
+@pytest.mark.parametrize("option, value", [("order", "bad"), ("mimic", ["couple"]), ("inertia", None), ("floating", [1]),
                                            ("damping", "Read"), ("merge_fixed", "no")])
 def test_a_bad_load_option_value_is_a_model_error_naming_the_file(tmp_path, option, value):
     path = write(tmp_path, "bot.urdf", HANDMADE)

@@ -33,7 +33,7 @@ import numpy as np
 import warnings
 
 from ..errors import ModelError
-from .load import MAX_BODIES, MAX_DEPTH, read_source, sanitize_identifier, xml_declaration_first
+from .load import MAX_BODIES, MAX_DEPTH, describe, read_source, sanitize_identifier, xml_declaration_first
 from .joint_types import joint_dof
 from .model import (INERTIA_CHECKS, WORLD, Inertia, InertiaWarning, Model, Transform,
                     inertia_problems, rotation_from_rpy)
@@ -267,7 +267,8 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
     for option, value, choices in (("damping", damping, DAMPING), ("order", order, ORDERS),
                                    ("mimic", mimic, MIMIC), ("inertia", inertia, INERTIA_CHECKS)):
         if not isinstance(value, str) or value not in choices:
-            raise ModelError(f"{option}= must be one of {', '.join(choices)}, not {value!r}", source=source)
+            raise ModelError(f"{option}= must be one of {', '.join(choices)}, not {describe(value)}",
+                             source=source)
     ctx = _Ctx(source)
     if robot.tag != "robot":
         raise ctx.error(f"the root element is <{robot.tag[:40]}>, not <robot>", robot.line)
@@ -338,8 +339,8 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
 
     # the root link
     root_ctx = ctx.at(element=f"link '{root[:200]}'", line=links[root].line)
-    if floating not in (False, None) and floating not in ROOT_JOINTS:
-        raise ModelError(f"floating= must be True, False, 'free_flyer' or 'free', not {floating!r}",
+    if floating not in (False, None) and (not isinstance(floating, (bool, str)) or floating not in ROOT_JOINTS):
+        raise ModelError(f"floating= must be True, False, 'free_flyer' or 'free', not {describe(floating)}",
                          source=source)
     if floating:
         if root == WORLD:
