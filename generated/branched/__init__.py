@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_4ffa552544ca"
-HASH = "4ffa552544caa39055d596488e59029f19b20fb178f0ea1a9445b588881c038c"
+MODULE = "_branched_491d2fa530fe"
+HASH = "491d2fa530fe2250bd7764ccf971497c3030c039d9ba0aa2b8576c485749496b"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

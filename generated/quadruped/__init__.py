@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_fa3cd28c00ac"
-HASH = "fa3cd28c00ac3105c685c86a83f4231bec92db1f764221a055518312e392472d"
+MODULE = "_quadruped_f2c99f75f402"
+HASH = "f2c99f75f4027c9e30bcbc22eb9f4d005f5540d6a77276a24aaa75930742312e"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

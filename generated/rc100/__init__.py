@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_ffc620f84dc1"
-HASH = "ffc620f84dc129a055263885144963886f5e045d42cf2b8d927829bbb840a192"
+MODULE = "_rc100_bc029356c6dc"
+HASH = "bc029356c6dc6546221a7de1b17b195c3e740188cee920957f363d8d28b9faa4"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -455,10 +455,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_ffc620f84dc1_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_bc029356c6dc_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_ffc620f84dc1_py(void)
+PyMODINIT_FUNC PyInit__rc100_bc029356c6dc_py(void)
 {
     import_array();
     return PyModule_Create(&module);

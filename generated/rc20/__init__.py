@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_1c886c941129"
-HASH = "1c886c9411299053bfcbd435219e234ffc052f73c20fc67b9d976c9e45428679"
+MODULE = "_rc20_57209e0ef9d7"
+HASH = "57209e0ef9d7cbe11ddd07285ed2b1126a51744074a609a9854e2fefdf49ce7a"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

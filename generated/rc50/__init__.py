@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_b197a406f1b4"
-HASH = "b197a406f1b4ccfc39032658347db8fc9cb132cd1b435d6be12a1d2ade49b929"
+MODULE = "_rc50_2ec61e267797"
+HASH = "2ec61e267797a714b9f58fa4fa32be7f656143d1c46f2aaab99484315d54587d"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
