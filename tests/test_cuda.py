@@ -147,6 +147,19 @@ def test_cuda_options_are_checked():
     assert cuda_backend.cuda_options({"flags": ("-O3",)})["flags"] == ["-O3"]
 
 
+def test_an_empty_dict_of_cuda_options_asks_for_cuda(tmp_path):
+    """cuda={} (every option at its default) wrote no CUDA code at all, as an empty dict is
+    false; only None and False mean no CUDA, and other values are refused before any work."""
+    model = scleron.load_model(example("branched.yaml"))
+    scleron.generate(model, str(tmp_path / "e"), compile=False, functions=["forward_dynamics"],
+                     cuda={})
+    assert (tmp_path / "e" / "cuda.py").is_file()
+    assert [f for f in os.listdir(tmp_path / "e") if f.endswith(".cu")]
+    with pytest.raises(ValueError, match="cuda must be True or a dict of CUDA options"):
+        scleron.generate(model, str(tmp_path / "z"), compile=False, cuda=0)
+    assert not (tmp_path / "z").exists()
+
+
 def test_cuda_changes_the_cache_key_only_when_asked(tmp_path):
     from scleron.pipeline import _options
     plain = _options("m", 1000, ["-O2"], 1, "unrolled")

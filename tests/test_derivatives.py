@@ -644,6 +644,14 @@ def test_derivatives_are_generated_by_default_for_small_trees_and_when_named():
     for bad in (["fdd", "+idd"], ["+"]):          # a '+' later on, or naming nothing
         with pytest.raises(ValueError, match="functions: .*'\\+'"):
             selected_functions(bad, rc20)
+    # "all": every function, the derivatives and every frame function of rc20 included
+    every = selected_functions("all", rc20)
+    assert set(names) <= set(every) and set(selected_functions(None, rc20)) < set(every)
+    assert {"frame_jacobians_local", "frame_acceleration", "integrate_jacobians"} <= set(every)
+    assert selected_functions(["all"], panda) == every and len(set(every)) == len(every)
+    for bad in ("all,fd", "+all", ["fd", "all"]):
+        with pytest.raises(ValueError, match="'all' stands alone"):
+            selected_functions(bad, rc20)
 
 
 def test_codegen_names_what_a_default_generation_left_out(tmp_path, capsys):

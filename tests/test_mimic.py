@@ -160,6 +160,15 @@ def test_functions_without_coupling_say_so():
         frames.frame_placements(tree, FloatAlgebra(), [0.1, 0.02])
 
 
+def test_all_functions_of_a_coupled_tree_are_what_coupling_has():
+    """functions="all" on a mimic-coupled tree: its defaults, not the functions it refuses."""
+    from scleron.pipeline import selected_functions
+    tree = Tree(scleron.load_model(GRIPPER, mimic="couple"))
+    got = selected_functions("all", tree)
+    assert got == selected_functions(None, tree)
+    assert "forward_dynamics" in got and "frame_placements" not in got
+
+
 MIMIC_YAML = """\
 name: mim
 bodies:

@@ -25,7 +25,7 @@ from .dynamics.checks import check_model_dynamics, overflow_error
 from .errors import ModelError
 from .dynamics.frames import frame_columns
 from .dynamics.tree import Tree, configuration_meanings
-from .functions import FRAME_FUNCTIONS, FUNCTIONS, frame_family, function_spec
+from .functions import FRAME_FUNCTIONS, FUNCTIONS, frame_family, function_spec, uncoupled
 from .model import model_to_dict
 from .unroll import FORMS, frame_loops_pay, function_code, pair_loops_pay, related_pairs
 
@@ -199,6 +199,12 @@ def compiler_flags(cflags):
     return list(cflags)
 
 
+def wanted_cuda(cuda):
+    """generate's cuda= as None (no CUDA: None or False) or its checked options: True and every
+    dict, {} included (the defaults), ask for CUDA code; anything else is refused."""
+    return None if cuda is None or cuda is False else cuda_options(cuda)
+
+
 def _options(name, chunk, cflags, method, mass, functions=None, frames=None, cuda=None):
     opts = {"name": name, "chunk": chunk, "cflags": cflags}
     if cuda:                                        # (absent otherwise: C-only keys unchanged)
@@ -221,12 +227,16 @@ def selected_functions(functions=None, tree=None):
     all, and so does a one-frame function: frame_velocity_local names frame_velocity), or by
     default every function whose spec's by_default(tree) allows it (the frame Jacobians: their
     code grows with the frames' columns). A first name written "+name" adds the names to the
-    defaults (`--functions +fdd,idd`)."""
+    defaults (`--functions +fdd,idd`); "all" alone names every function (every_function)."""
     every = {**FUNCTIONS, **FRAME_FUNCTIONS}
     if functions is None:
         return [f for f, s in every.items()
                 if s.by_default is None or tree is None or s.by_default(tree)]
     plus, functions = _plus(functions)
+    if "all" in functions:
+        if plus or len(functions) > 1:
+            raise ValueError("functions: 'all' stands alone (every function the model can have)")
+        return every_function(tree)
     wanted = {frame_family(f) or function_spec(f).name for f in functions}
     if plus:                            # "+fdd,idd": the defaults for this tree, and these
         wanted |= set(selected_functions(None, tree))
@@ -234,6 +244,15 @@ def selected_functions(functions=None, tree=None):
     if not wanted:
         raise ValueError("functions: name at least one function")
     return [f for f in every if f in wanted]
+
+
+def every_function(tree=None):
+    """functions="all": every function, but on a mimic-coupled tree, whose frame, derivative,
+    M^-1 and centroidal functions are refused (functions.uncoupled), its defaults."""
+    every = {**FUNCTIONS, **FRAME_FUNCTIONS}
+    if tree is None or uncoupled(tree):
+        return list(every)
+    return selected_functions(None, tree)
 
 
 def _plus(functions):
@@ -375,6 +394,7 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
     progress = progress or _silent
     name = c_identifier(name or model.name)
     cflags = compiler_flags(cflags)
+    cuda = wanted_cuda(cuda)
     report = report or Report(name, model.nv)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, not {method!r}")
@@ -534,6 +554,7 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     out_dir = out_dir or os.path.join("generated", name)
     check_package_folder(out_dir)
     cflags = compiler_flags(cflags)
+    cuda = wanted_cuda(cuda)
     report = report if report is not None else Report(name, model.nv)
     progress = progress or _silent
     if cuda and compile:
