@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_491d2fa530fe"
-HASH = "491d2fa530fe2250bd7764ccf971497c3030c039d9ba0aa2b8576c485749496b"
+MODULE = "_branched_bd656a4c124c"
+HASH = "bd656a4c124c592ef975b567aa003f4e92cf713d2a6bcf5971d52af022c85c0c"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

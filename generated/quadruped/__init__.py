@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_f2c99f75f402"
-HASH = "f2c99f75f4027c9e30bcbc22eb9f4d005f5540d6a77276a24aaa75930742312e"
+MODULE = "_quadruped_43c28c468687"
+HASH = "43c28c4686878886083864dd2c3b479eb5efbd5644cf10dd60b63e6986015a82"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_bc029356c6dc"
-HASH = "bc029356c6dc6546221a7de1b17b195c3e740188cee920957f363d8d28b9faa4"
+MODULE = "_rc100_ef91b2095f7f"
+HASH = "ef91b2095f7f5cbe4e8b7bdaa7491d594254063fbf3ebf08841d66f0e84690e0"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

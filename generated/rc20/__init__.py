@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_57209e0ef9d7"
-HASH = "57209e0ef9d7cbe11ddd07285ed2b1126a51744074a609a9854e2fefdf49ce7a"
+MODULE = "_rc20_634207430401"
+HASH = "634207430401d2ad6d5aa56f66dfd6b7009b268a92b578a556b12cd792e3de8c"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

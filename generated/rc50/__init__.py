@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_2ec61e267797"
-HASH = "2ec61e267797a714b9f58fa4fa32be7f656143d1c46f2aaab99484315d54587d"
+MODULE = "_rc50_3b5fd31fbd52"
+HASH = "3b5fd31fbd52d5be187dd0ef898c8a6fc28669da24db6f513dec4d8d8efbb607"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
