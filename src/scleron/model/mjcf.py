@@ -94,8 +94,8 @@ def compile_mjcf(path):
     if b"<!DOCTYPE" in prolog or b"<!ENTITY" in prolog:   # (MuJoCo's parser would misreport them)
         raise ModelError("document type and entity declarations (<!DOCTYPE>, <!ENTITY>) are not "
                          "allowed in an MJCF file", source=name)
-    included = _refuse_special_files(name, text)
-    _refuse_too_many_bodies(name, text)
+    included, texts = _refuse_special_files(name, text)
+    _refuse_too_many_bodies(name, texts)
     try:
         import mujoco
     except ImportError:
@@ -126,14 +126,48 @@ MAX_BODY_ELEMENTS = 5 * MAX_BODIES
 _BODY_ELEMENT = re.compile(rb"<body[\s/>]")
 
 
-def _refuse_too_many_bodies(name, text):
-    """A ModelError before MuJoCo's compile for a file of more than MAX_BODY_ELEMENTS <body>
-    elements (comments left out): its compile takes minutes, and the model is over the limit."""
-    count = len(_BODY_ELEMENT.findall(re.sub(rb"<!--.*?-->", b"", text, flags=re.S)))
+def _refuse_too_many_bodies(name, texts):
+    """A ModelError before MuJoCo's compile for a model of more than MAX_BODY_ELEMENTS <body>
+    elements (comments left out) in the file and the files it includes or attaches (texts):
+    its compile takes minutes, and the model is over the limit. A body inside <replicate
+    count=n> counts n times, nested ones the product (a file of 230 bytes made 30,000)."""
+    count = sum(_body_elements(text) for text in texts)
     if count > MAX_BODY_ELEMENTS:
         raise ModelError(f"{count} <body> elements is more than the limit of "
                          f"{MAX_BODY_ELEMENTS} (at most {MAX_BODIES} of them moving; MuJoCo's "
-                         "compile of so many takes minutes)", source=name)
+                         "compile of so many takes minutes; <replicate> and included files "
+                         "counted)", source=name)
+
+
+def _body_elements(text):
+    """The <body> elements of one MJCF file's text, each times the counts of the <replicate>
+    elements around it (an explicit stack: a file may nest 20,000 elements deep); where the
+    text does not parse or declares entities, its <body> tags (MuJoCo then says what is
+    wrong)."""
+    root = None
+    if b"<!DOCTYPE" not in text and b"<!ENTITY" not in text:
+        try:
+            root = ElementTree.fromstring(text)
+        except (ElementTree.ParseError, ValueError, LookupError):
+            pass
+    if root is None:
+        return len(_BODY_ELEMENT.findall(re.sub(rb"<!--.*?-->", b"", text, flags=re.S)))
+    total, stack = 0, [(root, 1)]
+    while stack:
+        element, times = stack.pop()
+        if element.tag == "replicate":
+            times *= _replicate_count(element.get("count"))
+        total += times if element.tag == "body" else 0
+        stack.extend((child, times) for child in element)
+    return total
+
+
+def _replicate_count(value):
+    """A <replicate count=...> as a number of copies (a count MuJoCo refuses counts once)."""
+    try:
+        return max(int(str(value).strip()), 1)
+    except ValueError:
+        return 1
 
 
 # the attributes naming a file MuJoCo opens: file=, and a cube or skybox texture's six faces
@@ -177,8 +211,9 @@ def _refuse_special_files(name, text):
     non-empty file= value is looked up where MuJoCo may look (beside the file that names it,
     beside the main file, under any meshdir/texturedir/assetdir) and refused where it is such a
     special file. Returns the files the dynamics read besides this one (real paths): those it
-    includes and the meshes (a geom's mesh gives its body's inertia), for the generated code's
-    staleness check."""
+    includes or attaches (<model file=>) and the meshes (a geom's mesh gives its body's
+    inertia), for the generated code's staleness check; and the texts of the file and of those
+    it includes or attaches."""
     seen, files, dirs = {os.path.realpath(name)}, [(name, text)], [""]
     references = []
     for path, content in files:                 # (grows as includes are found)
@@ -186,7 +221,7 @@ def _refuse_special_files(name, text):
         dirs += [d for d in folders if d not in dirs]
         references += [(path, element, attr, value) for element, attr, value in found]
         for element, attr, value in found:
-            if element != "include":
+            if element not in ("include", "model"):   # (<model file=>: an <attach>ed model)
                 continue
             for candidate in _candidates(path, name, value, dirs):
                 mode = _special(path, element, attr, value, candidate)
@@ -198,7 +233,7 @@ def _refuse_special_files(name, text):
             mode = _special(path, element, attr, value, candidate)
             if element == "mesh" and stat.S_ISREG(mode):
                 seen.add(os.path.realpath(candidate))
-    return sorted(seen - {os.path.realpath(name)})
+    return sorted(seen - {os.path.realpath(name)}), [content for _, content in files]
 
 
 def _candidates(path, main, value, dirs):

@@ -190,7 +190,7 @@ class _Ctx:
         if not all(math.isfinite(v) for v in out):
             raise self.error(el, f"<{tag}> must be finite, got {el.text.strip()[:40]!r}")
         if n is not None and len(out) != n:
-            raise self.error(el, f"<{tag}> must hold {n} numbers, got {len(out)}")
+            raise self.error(el, f"<{tag}> must hold {n} number{'s' if n != 1 else ''}, got {len(out)}")
         return out
 
     def text(self, node, tag, default=""):
