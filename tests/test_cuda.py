@@ -265,6 +265,15 @@ def test_a_folder_regenerated_after_loading_gives_no_other_models_cuda(rc5, tmp_
                                                   "this module was loaded"):
         dyn.cuda.library()
     assert not (copy / rc5.cuda.LIBRARY).exists()            # nothing built under the old name
+    with pytest.raises(dyn.cuda.CudaError, match="was replaced by a new generation"):
+        dyn.cuda.resources()                     # (it read the other model's ptxas report)
+    gone = tmp_path / "rc5_gone"                 # a folder removed, not replaced: said so
+    shutil.copytree(folder_of(rc5), gone)
+    dyn_gone = scleron.load_generated(str(gone))
+    shutil.rmtree(gone)
+    with pytest.raises(dyn_gone.cuda.CudaError, match="rc5_gone: its cuda.py cannot be read now "
+                                                       r"\(.*\): the folder was removed or moved"):
+        dyn_gone.cuda.library()
     init = copy / "__init__.py"
     done = subprocess.run([sys.executable, "-c", "import importlib.util, sys\n"
                            f"spec = importlib.util.spec_from_file_location('rc5_plain', {str(init)!r}, "

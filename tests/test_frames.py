@@ -120,6 +120,8 @@ def test_one_frame_costs_only_its_own_work(generated, rng):
     # a number (a Pinocchio frame id numbers other frames) is refused, with what to give instead
     with pytest.raises(ValueError, match=r"given by name, not by number \(this module's frame_names"):
         dyn.frame_placement(q, np.int64(3))
+    with pytest.raises(ValueError, match=r"frame must be one of .*; got True$"):   # (not a number)
+        dyn.frame_placement(q, True)
 
 
 def test_frame_functions_batch_out_and_reference_errors(generated, rng):

@@ -294,14 +294,6 @@ def test_urdf_floating_planar_and_free_joints(tmp_path):
     assert m.nq == m.nv == 11
     with pytest.raises(ModelError, match="bot.urdf: floating= must be"):
         load_urdf(write(tmp_path, "bot.urdf", HANDMADE), floating="quaternion")
-
-
-@pytest.mark.parametrize("option, value", [("order", "bad"), ("mimic", ["couple"]), ("inertia", None), ("floating", [1]),
-                                           ("damping", "Read"), ("merge_fixed", "no")])
-def test_a_bad_load_option_value_is_a_model_error_naming_the_file(tmp_path, option, value):
-    path = write(tmp_path, "bot.urdf", HANDMADE)
-    with pytest.raises(ModelError, match=f"bot.urdf: {option}= must be"):
-        load_model(path, **{option: value})
     text = f"""<robot name="p">
       <link name="ground"/>
       <link name="puck">{inertial(1)}</link>
@@ -313,6 +305,34 @@ def test_a_bad_load_option_value_is_a_model_error_naming_the_file(tmp_path, opti
     assert [(j.name, j.type) for j in m.joints] == [("fly", "free_flyer"), ("slide2d", "planar")]
     assert np.allclose(m.joints[1].params["normal"], [0, 0, 1])
     assert (m.nq, m.nv) == (10, 9)
+
+
+@pytest.mark.parametrize("option, value", [("order", "bad"), ("mimic", ["couple"]), ("inertia", None), ("floating", [1]),
+                                           ("damping", "Read"), ("merge_fixed", "no"),
+                                           ("floating", np.array([1, 2])), ("floating", 0), ("merge_fixed", None)])
+def test_a_bad_load_option_value_is_a_model_error_naming_the_file(tmp_path, option, value):
+    path = write(tmp_path, "bot.urdf", HANDMADE)
+    with pytest.raises(ModelError, match=f"bot.urdf: {option}= must be"):
+        load_model(path, **{option: value})
+
+
+def test_load_options_take_numpy_bools_and_say_python_words(tmp_path):
+    """An outside reviewer: floating=np.True_ was refused as "not a value of type bool", an
+    array floating= was numpy's truth-value ValueError, floating=0 passed as False where 1 was
+    refused, merge_fixed=None read "not null", and load_urdf took merge_fixed="no" as True."""
+    path = write(tmp_path, "bot.urdf", HANDMADE)
+    assert load_model(path, floating=np.True_).joints[0].type == "free_flyer"
+    assert load_model(path, floating=np.False_, merge_fixed=np.True_).nq == load_model(path).nq
+    with pytest.raises(ModelError, match="merge_fixed= must be True or False, not None$"):
+        load_model(path, merge_fixed=None)
+    with pytest.raises(ModelError, match="mimic= must be one of couple, independent, not True$"):
+        load_model(path, mimic=True)
+    with pytest.raises(ModelError, match="bot.urdf: merge_fixed= must be True or False, not 'no'"):
+        load_urdf(path, merge_fixed="no")
+    with pytest.raises(ModelError, match="floating=True .* applies to URDF files"):
+        load_model(write(tmp_path, "one.yaml", "name: one\nbodies:\n  - {name: a, parent: world, "
+                         "joint: {type: revolute}, mass: 1.0, inertia: [0.1, 0.1, 0.1]}\n"),
+                   floating=np.array([1, 2]))
 
 
 def pin_compare(path, m, floating=False):

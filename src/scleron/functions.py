@@ -57,6 +57,8 @@ class FunctionSpec:
     said_when_left_out: bool = True     # codegen names it where by_default left it out
     alternatives: tuple = ()    # Alternatives: other recursions of the same outputs; the
                                 # unrolled code takes the fastest (unroll.fastest_recursion)
+    with_mimic: bool = False    # also for a mimic-coupled tree (docs/mimic.md: its recursion
+                                # runs through the coupling or needs no joint kinematics)
 
     def program(self, tree, prefix=None):
         """The straight-line Program of this function for one tree: inputs are program input
@@ -199,28 +201,31 @@ FUNCTIONS = {f.name: f for f in [
                  alternatives=(Alternative(recursions.forward_dynamics_by_mass_matrix,
                                            "qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-3, "
                                            "M by composite rigid bodies, solved by its sparse LTDL "
-                                           "factors (Featherstone 6.2, 6.5)", factors_apply),)),
+                                           "factors (Featherstone 6.2, 6.5)", factors_apply),),
+                 with_mimic=True),
     FunctionSpec("inverse_dynamics", (Q, QD, _in("qdd", doc="acceleration")),
                  (_in("tau", doc="joint forces"),), recursions.inverse_dynamics,
-                 "tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)", ("id",)),
+                 "tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)", ("id",),
+                 with_mimic=True),
     FunctionSpec("mass_matrix", (Q,), (Argument("M", ("nv", "nv"), "mass matrix"),),
                  recursions.mass_matrix, "M(q), row-major nv x nv, composite rigid bodies",
-                 ("mass",), ("unrolled", "mass_loop")),
+                 ("mass",), ("unrolled", "mass_loop"), with_mimic=True),
     FunctionSpec("bias_forces", (Q, QD), (_in("h", doc="bias forces"),), recursions.bias_forces,
-                 "h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau", ("bias",)),
+                 "h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau", ("bias",),
+                 with_mimic=True),
     FunctionSpec("static_forces", (Q,), (_in("g", doc="static joint forces"),), recursions.static_forces,
                  "g(q) = h(q, 0): the joint forces that hold q at rest (gravity, springs, body "
-                 "wrenches)", ("gravity", "static")),
+                 "wrenches)", ("gravity", "static"), with_mimic=True),
     FunctionSpec("kinetic_energy", (Q, QD), (Argument("T", (), "kinetic energy"),),
                  recursions.kinetic_energy, "T(q, qd) = 1/2 qd^T M(q) qd, from the body twists",
-                 ("ke",)),
+                 ("ke",), with_mimic=True),
     FunctionSpec("potential_energy", (Q,), (Argument("V", (), "potential energy"),),
                  recursions.potential_energy,
                  "V(q): gravity (-sum m g . c, world centres of mass) plus joint springs",
-                 ("pe",)),
+                 ("pe",), with_mimic=True),
     FunctionSpec("center_of_mass", (Q,), (Argument("com", (3,), "centre of mass (world)"),),
                  recursions.center_of_mass, "the whole tree's centre of mass in world coordinates",
-                 ("com",)),
+                 ("com",), with_mimic=True),
     FunctionSpec("com_jacobian", (Q,), (Argument("Jcom", (3, "nv"), "centre of mass Jacobian"),),
                  frames.com_jacobian, "d com / d v (world): the centre of mass's velocity is Jcom qd; "
                  "row-major 3 x nv", ("jcom",),
@@ -247,10 +252,10 @@ FUNCTIONS = {f.name: f for f in [
     FunctionSpec("integrate", (Q, _in("v", doc="velocity"), Argument("dt", (), "time step")),
                  (_in("q_next", "nq", "configuration reached"),), configuration.integrate,
                  "q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))",
-                 ("int",)),
+                 ("int",), with_mimic=True),
     FunctionSpec("difference", (_in("q0", "nq", "configuration"), _in("q1", "nq", "configuration")),
                  (_in("v", doc="velocity"),), configuration.difference,
-                 "q1 (-) q0: the v with integrate(q0, v, 1) = q1", ("diff",)),
+                 "q1 (-) q0: the v with integrate(q0, v, 1) = q1", ("diff",), with_mimic=True),
     FunctionSpec("integrate_jacobians", (Q, _in("v", doc="velocity"), Argument("dt", (), "time step")),
                  (Argument("dqnext_dq", ("nv", "nv"), "d(q (+) v dt)/dq (tangent spaces)"),
                   Argument("dqnext_dv", ("nv", "nv"), "d(q (+) v dt)/dv")),
@@ -258,7 +263,7 @@ FUNCTIONS = {f.name: f for f in [
                  "the Jacobians of integrate in the tangent spaces, row-major nv x nv each "
                  "(Pinocchio's dIntegrate ARG0, ARG1 at dt = 1; joint blocks: Ad exp(v dt)^-1 "
                  "and dt J_r(v dt))", ("dint",), by_default=on_a_manifold,
-                 said_when_left_out=False),          # (elsewhere I and dt I)
+                 said_when_left_out=False, with_mimic=True),          # (elsewhere I and dt I)
     FunctionSpec("difference_jacobians", (_in("q0", "nq", "configuration"),
                                           _in("q1", "nq", "configuration")),
                  (Argument("dv_dq0", ("nv", "nv"), "d(q1 (-) q0)/dq0 (tangent spaces)"),
@@ -266,7 +271,7 @@ FUNCTIONS = {f.name: f for f in [
                  configuration.difference_jacobians,
                  "the Jacobians of difference in the tangent spaces, row-major nv x nv each "
                  "(Pinocchio's dDifference ARG0, ARG1; joint blocks: -J_r(-v)^-1 and J_r(v)^-1)",
-                 ("ddiff",), by_default=on_a_manifold, said_when_left_out=False),
+                 ("ddiff",), by_default=on_a_manifold, said_when_left_out=False, with_mimic=True),
     *referenced("frame_jacobians", (Q,), Argument("J", ("nframes", 6, "nv"), "frame Jacobians"),
                 frames.frame_jacobians, "J_f with twist [w; v] = J_f qd, every frame", ("jacobians",),
                 few_frame_columns, ("unrolled", "frame_loop")),
@@ -285,7 +290,7 @@ FUNCTIONS = {f.name: f for f in [
                  "M(q)^-1, row-major nv x nv: L^-1 D^-1 L^-T of the mass matrix (Featherstone "
                  "6.5); in loop form the articulated-body columns (Carpentier 2018)", ("minv",),
                  ("unrolled", "minv_loop"),
-                 by_default=few_coordinates),
+                 by_default=few_coordinates, with_mimic=True),
     FunctionSpec("inverse_dynamics_derivatives", (Q, QD, QDD),
                  (Argument("dtau_dq", ("nv", "nv"), "d tau / d q (tangent space: nv columns)"),
                   Argument("dtau_dqd", ("nv", "nv"), "d tau / d qd"),
@@ -381,4 +386,5 @@ def function_spec(name):
     choices = ", ".join(f"{f.name} ({'/'.join(f.aliases)})" if f.aliases else f.name
                         for f in FUNCTIONS.values())
     raise ValueError(f"unknown function {name!r} (one of {choices}; the one-frame functions "
-                     f"{', '.join(FRAME_FUNCTIONS)}, each with all its references)")
+                     f"{', '.join(FRAME_FUNCTIONS)}, each with all its references; or all, alone: every "
+                     "function the model can have)")

@@ -247,12 +247,12 @@ def selected_functions(functions=None, tree=None):
 
 
 def every_function(tree=None):
-    """functions="all": every function, but on a mimic-coupled tree, whose frame, derivative,
-    M^-1 and centroidal functions are refused (functions.uncoupled), its defaults."""
+    """functions="all": every function, but on a mimic-coupled tree, which refuses the frame,
+    derivative and centroidal functions, those whose spec says with_mimic."""
     every = {**FUNCTIONS, **FRAME_FUNCTIONS}
     if tree is None or uncoupled(tree):
         return list(every)
-    return selected_functions(None, tree)
+    return [f for f, spec in FUNCTIONS.items() if spec.with_mimic]
 
 
 def _plus(functions):
@@ -540,8 +540,8 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
 
     Returns the generated module (None with compile=False: the sources only, which
     load_generated compiles): nq, nv, joint_names, forward_dynamics, inverse_dynamics,
-    mass_matrix, bias_forces, ... (functions=: a selection, default all; frames=: the frames
-    of the frame functions, default all). Cached: an unchanged model with the same options is
+    mass_matrix, bias_forces, ... (functions=: a selection, default the model's defaults, "all" every
+    function it can have; frames=: the frames of the frame functions, default all). Cached: an unchanged model with the same options is
     not rebuilt. progress: None, or a callable taking one line of text per stage, function and
     compiled part of the C code (a model of thousands of bodies takes minutes).
     cuda: True, or a dict of CUDA options (scleron.backends.cuda.cuda_options), also writes

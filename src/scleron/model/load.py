@@ -123,6 +123,27 @@ def describe(value, limit=40):
     return f"a value of type {type(value).__name__}"
 
 
+def describe_argument(value, limit=40):
+    """describe() of a Python keyword argument's value: True, False and None as Python writes
+    them (not YAML's true, false, null), a numpy scalar as its number."""
+    if value is None or is_bool(value):
+        return repr(None if value is None else bool(value))
+    if hasattr(value, "dtype") and getattr(value, "shape", None) == ():
+        value = value.item()
+    return describe(value, limit)
+
+
+def _off(floating):
+    """floating= left at False or None (a numpy False too; an array is not "off")."""
+    return floating is None or is_bool(floating) and not floating
+
+
+def is_bool(value):
+    """A Python or numpy bool (np.True_ from an array of flags is a flag too)."""
+    return isinstance(value, bool) or type(value).__name__ in ("bool_", "bool") and \
+        type(value).__module__ == "numpy"
+
+
 YAML_FORMAT, URDF_FORMAT, MJCF_FORMAT, OSIM_FORMAT = "YAML", "URDF", "MJCF", "OpenSim"
 MJCF_SUFFIXES = (".xml", ".mjcf")
 OSIM_SUFFIXES = (".osim",)
@@ -244,7 +265,7 @@ def load_model(path, **kw):
     except TypeError:
         raise ModelError(f"a model path must be a file name, got {type(path).__name__}") from None
     fmt = model_format(name)
-    if fmt != URDF_FORMAT and kw.pop("floating", False):
+    if fmt != URDF_FORMAT and not _off(kw.pop("floating", False)):
         where = {YAML_FORMAT: "in YAML give the root body a 'free_flyer' joint",
                  MJCF_FORMAT: "in MJCF give the root body a <freejoint/>",
                  OSIM_FORMAT: "in OpenSim give the root body a FreeJoint"}[fmt]
@@ -256,8 +277,9 @@ def load_model(path, **kw):
                              + ((", ".join(takes[:-1]) + " and " if len(takes) > 1 else "") + takes[-1] + " files"
                                 if takes else "no model file")
                              + f", not to {fmt}", source=name)
-    if not isinstance(kw.get("merge_fixed", True), bool):
-        raise ModelError(f"merge_fixed= must be True or False, not {describe(kw['merge_fixed'])}", source=name)
+    if not is_bool(kw.get("merge_fixed", True)):
+        raise ModelError(f"merge_fixed= must be True or False, not {describe_argument(kw['merge_fixed'])}",
+                         source=name)
     # the file as it was when reading began (an edit during a long codegen: the import warns)
     before = file_digest(name, limit=MAX_FILE_BYTES)
     with warnings.catch_warnings(record=True) as caught:

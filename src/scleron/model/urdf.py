@@ -33,7 +33,8 @@ import numpy as np
 import warnings
 
 from ..errors import ModelError
-from .load import MAX_BODIES, MAX_DEPTH, describe, read_source, sanitize_identifier, xml_declaration_first
+from .load import (MAX_BODIES, MAX_DEPTH, describe_argument, is_bool, read_source, sanitize_identifier,
+                   xml_declaration_first)
 from .joint_types import joint_dof
 from .model import (INERTIA_CHECKS, WORLD, Inertia, InertiaWarning, Model, Transform,
                     inertia_problems, rotation_from_rpy)
@@ -261,14 +262,29 @@ def _link_inertia(link, ctx):
     return Inertia(mass, X.translation.copy(), 0.5 * (I + I.T))
 
 
+def floating_option(floating, source):
+    """floating= as False or a key of ROOT_JOINTS (True, "free_flyer", "free"); None is False, a
+    numpy bool a bool, anything else (0, 1, "quaternion", a list) a ModelError."""
+    if floating is None or is_bool(floating):
+        return bool(floating)
+    if isinstance(floating, str) and floating in ROOT_JOINTS:
+        return floating
+    raise ModelError(f"floating= must be True, False, 'free_flyer' or 'free', not "
+                     f"{describe_argument(floating)}", source=source)
+
+
 def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, order="pinocchio",
                     mimic=MIMIC_DEFAULT, inertia="physical", damping="ignore"):
     """Build a Model from a parsed URDF element tree (see parse_xml)."""
     for option, value, choices in (("damping", damping, DAMPING), ("order", order, ORDERS),
                                    ("mimic", mimic, MIMIC), ("inertia", inertia, INERTIA_CHECKS)):
         if not isinstance(value, str) or value not in choices:
-            raise ModelError(f"{option}= must be one of {', '.join(choices)}, not {describe(value)}",
-                             source=source)
+            raise ModelError(f"{option}= must be one of {', '.join(choices)}, not "
+                             f"{describe_argument(value)}", source=source)
+    if not is_bool(merge_fixed):
+        raise ModelError(f"merge_fixed= must be True or False, not {describe_argument(merge_fixed)}",
+                         source=source)
+    floating = floating_option(floating, source)
     ctx = _Ctx(source)
     if robot.tag != "robot":
         raise ctx.error(f"the root element is <{robot.tag[:40]}>, not <robot>", robot.line)
@@ -339,9 +355,6 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
 
     # the root link
     root_ctx = ctx.at(element=f"link '{root[:200]}'", line=links[root].line)
-    if floating not in (False, None) and (not isinstance(floating, (bool, str)) or floating not in ROOT_JOINTS):
-        raise ModelError(f"floating= must be True, False, 'free_flyer' or 'free', not {describe(floating)}",
-                         source=source)
     if floating:
         if root == WORLD:
             raise root_ctx.error(f"the root link is '{WORLD}', which cannot float (scleron "
