@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_43c28c468687"
-HASH = "43c28c4686878886083864dd2c3b479eb5efbd5644cf10dd60b63e6986015a82"
+MODULE = "_quadruped_75ab95f41119"
+HASH = "75ab95f411191482e3223e3dc58e8832d8466b882142d6db9b3ed43f4aaf1040"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -846,7 +846,7 @@ def _option_error(options, values):
                 return ValueError(f"{name} {value!r} matches {' and '.join(repr(a) for a in same)} "
                                   "in other letter case: spell it as one of them")
             numbered = ""
-            if isinstance(value, numbers.Integral):         # (a Pinocchio frame id, say)
+            if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):  # (a Pinocchio frame id)
                 listed = f" (this module's {name}_names lists them)" if f"{name}_names" in globals() else ""
                 numbered = f", given by name, not by number{listed}"
             return ValueError(f"{name} must be one of {shown} (those this module was generated "
@@ -928,6 +928,10 @@ def __getattr__(attr):
     if attr.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
     if attr == "cuda":                      # the GPU functions: cuda.py beside this file
+        if not os.path.isfile(os.path.join(HERE, "__init__.py")):
+            raise AttributeError(f"{HERE} is gone (removed or moved after this module was "
+                                 "imported): its cuda.py went with it; generate or load the "
+                                 "folder again where it is now")
         if _replaced():                     # (its cuda.py is another model's now)
             raise AttributeError(f"{HERE} was replaced by a new generation after this module was "
                                  "imported: its cuda.py is the new model's; import it again (a new "

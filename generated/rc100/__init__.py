@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_ef91b2095f7f"
-HASH = "ef91b2095f7f5cbe4e8b7bdaa7491d594254063fbf3ebf08841d66f0e84690e0"
+MODULE = "_rc100_9af3dc1243b0"
+HASH = "9af3dc1243b056a64d9a3af2e19918756d0ecf34b81a12fa3bc6ac5356a56442"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -846,7 +846,7 @@ def _option_error(options, values):
                 return ValueError(f"{name} {value!r} matches {' and '.join(repr(a) for a in same)} "
                                   "in other letter case: spell it as one of them")
             numbered = ""
-            if isinstance(value, numbers.Integral):         # (a Pinocchio frame id, say)
+            if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):  # (a Pinocchio frame id)
                 listed = f" (this module's {name}_names lists them)" if f"{name}_names" in globals() else ""
                 numbered = f", given by name, not by number{listed}"
             return ValueError(f"{name} must be one of {shown} (those this module was generated "
@@ -928,6 +928,10 @@ def __getattr__(attr):
     if attr.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
     if attr == "cuda":                      # the GPU functions: cuda.py beside this file
+        if not os.path.isfile(os.path.join(HERE, "__init__.py")):
+            raise AttributeError(f"{HERE} is gone (removed or moved after this module was "
+                                 "imported): its cuda.py went with it; generate or load the "
+                                 "folder again where it is now")
         if _replaced():                     # (its cuda.py is another model's now)
             raise AttributeError(f"{HERE} was replaced by a new generation after this module was "
                                  "imported: its cuda.py is the new model's; import it again (a new "

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_634207430401"
-HASH = "634207430401d2ad6d5aa56f66dfd6b7009b268a92b578a556b12cd792e3de8c"
+MODULE = "_rc20_a87c35eadb70"
+HASH = "a87c35eadb70b5da4682bee8ff8b4137d070fdd7bb326858eb74706c69033f22"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -846,7 +846,7 @@ def _option_error(options, values):
                 return ValueError(f"{name} {value!r} matches {' and '.join(repr(a) for a in same)} "
                                   "in other letter case: spell it as one of them")
             numbered = ""
-            if isinstance(value, numbers.Integral):         # (a Pinocchio frame id, say)
+            if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):  # (a Pinocchio frame id)
                 listed = f" (this module's {name}_names lists them)" if f"{name}_names" in globals() else ""
                 numbered = f", given by name, not by number{listed}"
             return ValueError(f"{name} must be one of {shown} (those this module was generated "
@@ -928,6 +928,10 @@ def __getattr__(attr):
     if attr.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
     if attr == "cuda":                      # the GPU functions: cuda.py beside this file
+        if not os.path.isfile(os.path.join(HERE, "__init__.py")):
+            raise AttributeError(f"{HERE} is gone (removed or moved after this module was "
+                                 "imported): its cuda.py went with it; generate or load the "
+                                 "folder again where it is now")
         if _replaced():                     # (its cuda.py is another model's now)
             raise AttributeError(f"{HERE} was replaced by a new generation after this module was "
                                  "imported: its cuda.py is the new model's; import it again (a new "
