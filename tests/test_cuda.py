@@ -272,8 +272,10 @@ def test_a_folder_regenerated_after_loading_gives_no_other_models_cuda(rc5, tmp_
     dyn_gone = scleron.load_generated(str(gone))
     shutil.rmtree(gone)
     with pytest.raises(dyn_gone.cuda.CudaError, match="rc5_gone: its cuda.py cannot be read now "
-                                                       r"\(.*\): the folder was removed or moved"):
+                                                       r"\(.*\): the folder was removed, moved or "
+                                                       "regenerated without CUDA code"):
         dyn_gone.cuda.library()
+    assert dyn_gone.cuda.device_count() == 0     # ("never raises": it was FileNotFoundError)
     init = copy / "__init__.py"
     done = subprocess.run([sys.executable, "-c", "import importlib.util, sys\n"
                            f"spec = importlib.util.spec_from_file_location('rc5_plain', {str(init)!r}, "

@@ -184,7 +184,11 @@ def test_a_batch_beyond_the_c_count_runs_in_pieces(generated, rng, monkeypatch):
     Q, QD = rng.uniform(-1, 1, (23, dyn.nq)), rng.uniform(-1, 1, (23, dyn.nv))
     want_h, want_M = dyn.bias_forces(Q, QD), dyn.mass_matrix(Q)
     monkeypatch.setattr(dyn, "MAX_BATCH", 5)
+    counts, batch = [], dyn._batch                 # (a reviewer: results alone could not fail)
+    monkeypatch.setattr(dyn, "_batch", lambda b, p, arrays, *rest: (
+        counts.append(len(arrays[0])), batch(b, p, arrays, *rest))[1])
     np.testing.assert_array_equal(dyn.bias_forces(Q, QD), want_h)
+    assert counts == [5, 5, 5, 5, 3]
     np.testing.assert_array_equal(dyn.bias_forces(Q, QD, threads=2), want_h)
     out = np.full((23, dyn.nv, dyn.nv), np.nan)
     assert dyn.mass_matrix(Q, out=out, threads=3) is out

@@ -735,8 +735,8 @@ def test_a_file_of_too_many_bodies_is_refused_before_mujoco_compiles_it(tmp_path
 def test_replicated_included_and_attached_bodies_count_towards_the_limit(tmp_path):
     """The limit counted only the <body> tags written in the main file: 230 bytes of nested
     <replicate> made 30,000 bodies, and so did an included file, which MuJoCo then compiled for
-    half a minute (an outside tester). Now each body counts times its <replicate> counts, in the
-    file and the files it includes or attaches."""
+    half a minute (an outside tester); then an include inside a <replicate> and a model attached
+    twice counted once (a reviewer). Now each body counts once per copy MuJoCo makes."""
     import time
     leaf = '<body><geom size="0.01"/></body>'
     moving = '<body><joint/><geom size="0.1"/></body>'
@@ -744,16 +744,27 @@ def test_replicated_included_and_attached_bodies_count_towards_the_limit(tmp_pat
                                  f'<replicate count="150" offset="0 0.1 0">{leaf}</replicate>'
                                  f'</replicate>{moving}</worldbody></mujoco>', "rep.xml")
     write(tmp_path, "<mujoco><worldbody>" + leaf * 5001 + "</worldbody></mujoco>", "part.xml")
+    write(tmp_path, "<mujoco><worldbody>" + leaf * 3000 + "</worldbody></mujoco>", "half.xml")
+    write(tmp_path, '<mujoco><worldbody><body name="r">' + leaf * 3000 + "</body></worldbody>"
+                    "</mujoco>", "sub.xml")
     included = write(tmp_path, f'<mujoco><worldbody>{moving}</worldbody><include file="part.xml"/>'
                                '</mujoco>', "inc.xml")
-    attached = write(tmp_path, '<mujoco><asset><model name="p" file="part.xml"/></asset>'
-                               f'<worldbody>{moving}</worldbody></mujoco>', "att.xml")
-    for path, count in ((replicated, 30001), (included, 5002), (attached, 5002)):
+    twice = write(tmp_path, f'<mujoco><worldbody>{moving}<replicate count="2" offset="1 0 0">'
+                            '<include file="half.xml"/></replicate></worldbody></mujoco>', "twice.xml")
+    attached = write(tmp_path, '<mujoco><asset><model name="p" file="sub.xml"/></asset><worldbody>'
+                               f'{moving}<attach model="p" body="r" prefix="a_"/>'
+                               '<attach model="p" body="r" prefix="b_"/></worldbody></mujoco>', "att.xml")
+    for path, count in ((replicated, 30001), (included, 5002), (twice, 6001), (attached, 6003)):
         start = time.perf_counter()
         with pytest.raises(ModelError, match=rf"{count} <body> elements is more than the limit "
-                                             r"of 5000 .*<replicate> and included files counted"):
+                                             r"of 5000 .*<replicate> copies and included and "
+                                             r"attached files counted"):
             scleron.load_model(path)
         assert time.perf_counter() - start < 5
+    once = write(tmp_path, '<mujoco><asset><model name="p" file="sub.xml"/></asset><worldbody>'
+                           f'{moving}<attach model="p" body="r" prefix="a_"/></worldbody></mujoco>',
+                 "once.xml")
+    assert len(load_quiet(once).bodies) == 1         # (3001 bodies: under the limit, compiled)
     few = write(tmp_path, f'<mujoco><worldbody><replicate count="3" offset="0.3 0 0">{moving}'
                           '</replicate></worldbody></mujoco>', "few.xml")
     assert len(load_quiet(few).bodies) == 3          # (replicas of a moving body: MuJoCo's own)

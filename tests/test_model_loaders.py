@@ -323,13 +323,14 @@ def test_load_options_take_numpy_bools_and_say_python_words(tmp_path):
     path = write(tmp_path, "bot.urdf", HANDMADE)
     assert load_model(path, floating=np.True_).joints[0].type == "free_flyer"
     assert load_model(path, floating=np.False_, merge_fixed=np.True_).nq == load_model(path).nq
+    assert load_model(path, floating=np.array(True), merge_fixed=np.array(True)).nq == 12
     with pytest.raises(ModelError, match="merge_fixed= must be True or False, not None$"):
         load_model(path, merge_fixed=None)
     with pytest.raises(ModelError, match="mimic= must be one of couple, independent, not True$"):
         load_model(path, mimic=True)
     with pytest.raises(ModelError, match="bot.urdf: merge_fixed= must be True or False, not 'no'"):
         load_urdf(path, merge_fixed="no")
-    with pytest.raises(ModelError, match="floating=True .* applies to URDF files"):
+    with pytest.raises(ModelError, match=r"floating= \(--floating\) applies to URDF files, not to YAML \(got a value of type ndarray\)"):
         load_model(write(tmp_path, "one.yaml", "name: one\nbodies:\n  - {name: a, parent: world, "
                          "joint: {type: revolute}, mass: 1.0, inertia: [0.1, 0.1, 0.1]}\n"),
                    floating=np.array([1, 2]))

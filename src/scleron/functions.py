@@ -386,5 +386,4 @@ def function_spec(name):
     choices = ", ".join(f"{f.name} ({'/'.join(f.aliases)})" if f.aliases else f.name
                         for f in FUNCTIONS.values())
     raise ValueError(f"unknown function {name!r} (one of {choices}; the one-frame functions "
-                     f"{', '.join(FRAME_FUNCTIONS)}, each with all its references; or all, alone: every "
-                     "function the model can have)")
+                     f"{', '.join(FRAME_FUNCTIONS)}, each with all its references)")

@@ -126,10 +126,10 @@ def describe(value, limit=40):
 def describe_argument(value, limit=40):
     """describe() of a Python keyword argument's value: True, False and None as Python writes
     them (not YAML's true, false, null), a numpy scalar as its number."""
-    if value is None or is_bool(value):
-        return repr(None if value is None else bool(value))
     if hasattr(value, "dtype") and getattr(value, "shape", None) == ():
-        value = value.item()
+        value = value.item()                # (np.array(True), np.float64(1.5): plain values)
+    if value is None or isinstance(value, bool):
+        return repr(value)
     return describe(value, limit)
 
 
@@ -139,9 +139,10 @@ def _off(floating):
 
 
 def is_bool(value):
-    """A Python or numpy bool (np.True_ from an array of flags is a flag too)."""
-    return isinstance(value, bool) or type(value).__name__ in ("bool_", "bool") and \
-        type(value).__module__ == "numpy"
+    """A Python or numpy bool (np.True_ or np.array(True) from an array of flags is a flag too)."""
+    if hasattr(value, "dtype") and getattr(value, "shape", None) == ():
+        return value.dtype == bool
+    return isinstance(value, bool)
 
 
 YAML_FORMAT, URDF_FORMAT, MJCF_FORMAT, OSIM_FORMAT = "YAML", "URDF", "MJCF", "OpenSim"
@@ -265,11 +266,14 @@ def load_model(path, **kw):
     except TypeError:
         raise ModelError(f"a model path must be a file name, got {type(path).__name__}") from None
     fmt = model_format(name)
-    if fmt != URDF_FORMAT and not _off(kw.pop("floating", False)):
+    if fmt != URDF_FORMAT and not _off(kw.get("floating", False)):
         where = {YAML_FORMAT: "in YAML give the root body a 'free_flyer' joint",
                  MJCF_FORMAT: "in MJCF give the root body a <freejoint/>",
                  OSIM_FORMAT: "in OpenSim give the root body a FreeJoint"}[fmt]
-        raise ModelError(f"floating=True (--floating) applies to URDF files; {where}", source=name)
+        raise ModelError(f"floating= (--floating) applies to URDF files, not to {fmt} (got "
+                         f"{describe_argument(kw['floating'])}); {where}", source=name)
+    if fmt != URDF_FORMAT:
+        kw.pop("floating", None)
     for option in kw:
         if option not in LOAD_OPTIONS[fmt]:
             takes = [f for f, opts in LOAD_OPTIONS.items() if option in opts]

@@ -128,37 +128,58 @@ _BODY_ELEMENT = re.compile(rb"<body[\s/>]")
 
 def _refuse_too_many_bodies(name, texts):
     """A ModelError before MuJoCo's compile for a model of more than MAX_BODY_ELEMENTS <body>
-    elements (comments left out) in the file and the files it includes or attaches (texts):
-    its compile takes minutes, and the model is over the limit. A body inside <replicate
-    count=n> counts n times, nested ones the product (a file of 230 bytes made 30,000)."""
-    count = sum(_body_elements(text) for text in texts)
+    elements (comments left out): its compile takes minutes, and the model is over the limit.
+    texts: {file= value: text} of the files it includes or attaches, None: the file's own. A
+    body counts once per copy MuJoCo makes: times the counts of the <replicate> elements around
+    it, an <include>d file's bodies where it is included, an <attach>ed model's every time it is
+    attached (all its bodies: an upper bound where one subtree is)."""
+    models = {}                                 # <model name= file=> assets, by name
+    for text in texts.values():
+        for element in _elements(text) or ():
+            if element.tag == "model" and element.get("name") and element.get("file"):
+                models.setdefault(element.get("name"), element.get("file"))
+    count = _body_elements(None, texts, models, {}, ())
     if count > MAX_BODY_ELEMENTS:
         raise ModelError(f"{count} <body> elements is more than the limit of "
                          f"{MAX_BODY_ELEMENTS} (at most {MAX_BODIES} of them moving; MuJoCo's "
-                         "compile of so many takes minutes; <replicate> and included files "
-                         "counted)", source=name)
+                         "compile of so many takes minutes; <replicate> copies and included "
+                         "and attached files counted)", source=name)
 
 
-def _body_elements(text):
-    """The <body> elements of one MJCF file's text, each times the counts of the <replicate>
-    elements around it (an explicit stack: a file may nest 20,000 elements deep); where the
-    text does not parse or declares entities, its <body> tags (MuJoCo then says what is
-    wrong)."""
-    root = None
-    if b"<!DOCTYPE" not in text and b"<!ENTITY" not in text:
-        try:
-            root = ElementTree.fromstring(text)
-        except (ElementTree.ParseError, ValueError, LookupError):
-            pass
-    if root is None:
+def _elements(text):
+    """One MJCF file's elements, or None where the text does not parse or declares entities."""
+    if b"<!DOCTYPE" in text or b"<!ENTITY" in text:
+        return None
+    try:
+        return list(ElementTree.fromstring(text).iter())
+    except (ElementTree.ParseError, ValueError, LookupError):
+        return None
+
+
+def _body_elements(key, texts, models, counted, opened):
+    """The <body> elements of the file texts[key], with its replicas, includes and attachments
+    (see _refuse_too_many_bodies; counted: {key: count} memo, opened: the includes on the way
+    here, a cycle counting nothing more: MuJoCo refuses it). An explicit stack: a file may nest
+    20,000 elements deep. Where the text does not parse: its <body> tags (MuJoCo then says what
+    is wrong)."""
+    if key in counted:
+        return counted[key]
+    text = texts[key]
+    if _elements(text) is None:
         return len(_BODY_ELEMENT.findall(re.sub(rb"<!--.*?-->", b"", text, flags=re.S)))
-    total, stack = 0, [(root, 1)]
+    total, stack = 0, [(ElementTree.fromstring(text), 1)]
     while stack:
         element, times = stack.pop()
         if element.tag == "replicate":
             times *= _replicate_count(element.get("count"))
-        total += times if element.tag == "body" else 0
+        other = {"include": element.get("file"),
+                 "attach": models.get(element.get("model"))}.get(element.tag)
+        if element.tag == "body":
+            total += times
+        elif other is not None and other in texts and other not in opened:
+            total += times * _body_elements(other, texts, models, counted, opened + (other,))
         stack.extend((child, times) for child in element)
+    counted[key] = total
     return total
 
 
@@ -212,10 +233,10 @@ def _refuse_special_files(name, text):
     beside the main file, under any meshdir/texturedir/assetdir) and refused where it is such a
     special file. Returns the files the dynamics read besides this one (real paths): those it
     includes or attaches (<model file=>) and the meshes (a geom's mesh gives its body's
-    inertia), for the generated code's staleness check; and the texts of the file and of those
-    it includes or attaches."""
+    inertia), for the generated code's staleness check; and {file= value: text} of those it
+    includes or attaches, None: the file's own."""
     seen, files, dirs = {os.path.realpath(name)}, [(name, text)], [""]
-    references = []
+    references, texts, by_path = [], {None: text}, {os.path.realpath(name): text}
     for path, content in files:                 # (grows as includes are found)
         found, folders = _file_references(content)
         dirs += [d for d in folders if d not in dirs]
@@ -225,15 +246,19 @@ def _refuse_special_files(name, text):
                 continue
             for candidate in _candidates(path, name, value, dirs):
                 mode = _special(path, element, attr, value, candidate)
-                if stat.S_ISREG(mode) and os.path.realpath(candidate) not in seen:
-                    seen.add(os.path.realpath(candidate))
+                real = os.path.realpath(candidate)
+                if stat.S_ISREG(mode) and real not in seen:
+                    seen.add(real)
                     files.append((candidate, read_source(candidate)))
+                    by_path[real] = files[-1][1]
+                if real in by_path:             # (the same file under another name counts too)
+                    texts.setdefault(value, by_path[real])
     for path, element, attr, value in references:
         for candidate in _candidates(path, name, value, dirs):
             mode = _special(path, element, attr, value, candidate)
             if element == "mesh" and stat.S_ISREG(mode):
                 seen.add(os.path.realpath(candidate))
-    return sorted(seen - {os.path.realpath(name)}), [content for _, content in files]
+    return sorted(seen - {os.path.realpath(name)}), texts
 
 
 def _candidates(path, main, value, dirs):
