@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_4d2bcd7328dd"
-HASH = "4d2bcd7328ddca005b2666eab4d4a474f28181eb6fcc726790e804d9c65b023d"
+MODULE = "_branched_0bf86866820c"
+HASH = "0bf86866820c55120c1b3dc7e4880a2d017d2a3f34b6b290278f17a2ae4e8fa9"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_75ab95f41119"
-HASH = "75ab95f411191482e3223e3dc58e8832d8466b882142d6db9b3ed43f4aaf1040"
+MODULE = "_quadruped_37fab8c04e40"
+HASH = "37fab8c04e40376e4838223b8b80f4370871c92b32607688bc2c39d330a94364"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

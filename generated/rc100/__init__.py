@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_9af3dc1243b0"
-HASH = "9af3dc1243b056a64d9a3af2e19918756d0ecf34b81a12fa3bc6ac5356a56442"
+MODULE = "_rc100_f67d482a8224"
+HASH = "f67d482a8224d708241c620165769ad3237100dfdcbaaf9b1cd071db0f8a3832"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_a87c35eadb70"
-HASH = "a87c35eadb70b5da4682bee8ff8b4137d070fdd7bb326858eb74706c69033f22"
+MODULE = "_rc20_2c6b4a3354f9"
+HASH = "2c6b4a3354f9e3f9b0c612716bfe7b5dacb7e146dc4ee926dd173e9cf2cffbad"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_556e4bb8089b"
-HASH = "556e4bb8089bcb490d4c5519c01858e9a3eb4c4bd84d4174a0910029d3769ddb"
+MODULE = "_rc50_c1075f6d1e78"
+HASH = "c1075f6d1e7859873751a2a6829e6c2d254d12342d36ac57f1490a013eda2da7"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
