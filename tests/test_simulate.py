@@ -1068,3 +1068,15 @@ def test_leaving_a_splines_range_is_said(tmp_path):
         warnings.simplefilter("error")
         traj = simulate(str(path), 0.5, 0.01, out_dir=build, progress=False)
     assert 1.0 < traj.q[-1, 0] < 2.0
+
+
+def test_the_implicit_integrator_refuses_mimic_coupling_before_generating(tmp_path):
+    """An outside tester: --integrator implicit on a coupled model generated and unrolled first,
+    then failed in codegen's words (--functions minv), never naming the integrator."""
+    path = tmp_path / "coupled_ball.yaml"
+    path.write_text(COUPLED_THEN_BALL)
+    with pytest.raises(ValueError, match=r"integrator implicit needs the inverse-dynamics "
+                                         r"derivatives, .* mimic joints \(jb coupled\): use rk4"):
+        scleron.simulate(str(path), 0.01, 1e-3, integrator="implicit",
+                         out_dir=str(tmp_path / "build"))
+    assert not (tmp_path / "build").exists()

@@ -160,7 +160,7 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     switch_threshold = _positive(switch_threshold if threshold_given else DEFAULT_SWITCH_THRESHOLD,
                                  "switch_threshold")
     if switch_threshold >= 0.8:
-        raise ValueError("switch_threshold must be below 0.8 (a fresh chart has |det S| >= 0.816)")
+        raise ValueError("switch_threshold: must be below 0.8 (a fresh chart has |det S| >= 0.816)")
     exp_limit = _positive(exp_limit, "exp_limit")
     if not (math.pi <= exp_limit < 2 * math.pi):
         raise ValueError("exp_limit must lie in [pi, 2 pi)")
@@ -178,6 +178,13 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
         check_plot_path(plot)
     model = _load(model_or_path, floating, inertia=inertia, mimic=mimic, damping=damping,
                   order=order)
+    coupled = [j.name for j in model.joints if j.mimic is not None]
+    if integrator == "implicit" and coupled:    # (before any generation: docs/mimic.md)
+        raise ValueError(f"integrator implicit needs the inverse-dynamics derivatives, not "
+                         f"available yet for a model with mimic joints ({', '.join(coupled[:3])}"
+                         f"{', ...' if len(coupled) > 3 else ''} coupled): use rk4, semi-implicit "
+                         "or rk45, or give each mimic joint its own coordinate (a URDF: --mimic independent, "
+                         "docs/mimic.md)")
     nv, names = model.nv, model.coordinate_names(velocities=True)
     _check_record_size(duration / dt / record_every, model.nq, nv, integrator)
     if tau is None:
