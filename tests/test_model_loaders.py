@@ -1304,3 +1304,24 @@ def test_names_with_control_characters_are_refused_and_errors_print_them_escaped
     with pytest.raises(ModelError, match="frame name must be printable"):
         model.add_frame("t\u202eu", "a")
     assert one_line(ValueError("x\x1b[2Jy\u202ez\n w")) == "x\\x1b[2Jy\\u202ez w"
+
+
+def test_a_yaml_integer_of_too_many_digits_is_named_with_its_line(tmp_path):
+    """An outside tester: mass: 999... (5000 digits) said "malformed YAML" with advice to call
+    sys.set_int_max_str_digits, naming no line."""
+    path = write(tmp_path, "big.yaml", "name: b\nbodies:\n  - {name: a, parent: world, joint: "
+                 "{type: revolute}, mass: " + "9" * 5000 + ", inertia: [0.1, 0.1, 0.1]}\n")
+    with pytest.raises(ModelError, match=r"big.yaml:3: a number of 5000 digits, more than an "
+                                         r"integer may have here \(4300\)"):
+        load_model(path)
+
+
+def test_an_error_escapes_the_unprintable_characters_of_its_element(tmp_path):
+    """An outside tester: str(ModelError) carried a body name's NUL or right-to-left override
+    raw in its element part (only the CLI escaped it)."""
+    path = write(tmp_path, "rlo.yaml", 'name: b\nbodies:\n  - {name: "b\\u202ec\\x00", parent: '
+                 "world, joint: {type: revolute}, mass: 1, inertia: [0.1, 0.1, 0.1]}\n")
+    with pytest.raises(ModelError) as caught:
+        load_model(path)
+    assert "\u202e" not in str(caught.value) and "\x00" not in str(caught.value)
+    assert "body 'b\\u202ec\\x00'" in str(caught.value)

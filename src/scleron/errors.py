@@ -26,8 +26,8 @@ class ModelError(ValueError):
         where = []
         if self.source:
             where.append(str(self.source) + (f":{self.line}" if self.line else ""))
-        if self.element:
-            where.append(str(self.element))
+        if self.element:                    # (a name's NUL or right-to-left override escaped,
+            where.append(printable(str(self.element)))   # as the problem's own quoting does)
         return (": ".join(where) + ": " if where else "") + str(self.problem)
 
 
@@ -49,9 +49,12 @@ def one_line(exc):
     printable (an escape sequence, a right-to-left override, a zero-width space from a URDF's
     &#x202E;) written as its escape, so that a model's names cannot forge or reorder the
     terminal's output."""
-    text = " ".join(str(exc).split())
-    text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-    return text or type(exc).__name__
+    return printable(" ".join(str(exc).split())) or type(exc).__name__
+
+
+def printable(text):
+    """Text with each character that is not printable written as its escape (\\x00, \\u202e)."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def short_name(name, width=200):

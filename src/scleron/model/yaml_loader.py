@@ -202,6 +202,14 @@ def parse_yaml_text(text, source=None):
     except yaml.YAMLError as e:
         raise ModelError(f"malformed YAML: {_short(e)}", source=source) from None
     except (ValueError, TypeError, OverflowError, RecursionError, UnicodeError, AttributeError) as e:
+        digits = rb"\d{4301,}" if isinstance(text, bytes) else r"\d{4301,}"
+        long = re.search(digits, text) if "integer string conversion" in str(e) else None
+        if long:                             # (Python's limit on int("...") of many digits)
+            raise ModelError(f"a number of {long.end() - long.start()} digits, more than an "
+                             "integer may have here (4300): write it in floating point (e.g. "
+                             "1.5e300) if it is meant", source=source,
+                             line=text.count(b"\n" if isinstance(text, bytes) else "\n", 0,
+                                             long.start()) + 1) from None
         # e.g. an impossible !!timestamp (2001-13-45) or a bad explicit !!int / !!float
         raise ModelError(f"malformed YAML: {_short(e)}", source=source) from None
     finally:
