@@ -165,9 +165,10 @@ def _body_elements(key, texts, models, counted, opened):
     if key in counted:
         return counted[key]
     text = texts[key]
-    if _elements(text) is None:
+    elements = _elements(text)
+    if elements is None:
         return len(_BODY_ELEMENT.findall(re.sub(rb"<!--.*?-->", b"", text, flags=re.S)))
-    total, stack = 0, [(ElementTree.fromstring(text), 1)]
+    total, stack = 0, [(elements[0], 1)]            # (iter() starts at the root)
     while stack:
         element, times = stack.pop()
         if element.tag == "replicate":
