@@ -362,6 +362,26 @@ def test_device_count_never_builds_the_library(tmp_path, monkeypatch):
     assert not isinstance(info.value, FileNotFoundError) and (tmp_path / "nvcc-ran").exists()
 
 
+def test_a_failed_cuda_build_shows_nvccs_errors_not_its_resource_report(tmp_path, monkeypatch):
+    """A reviewer: the build's -Xptxas -v report lines came first in nvcc's output and filled the
+    2,000 characters the error keeps, so the real error (here at the end) was cut off."""
+    import importlib.util
+    fake = tmp_path / "nvcc"
+    report = "".join(f"echo 'ptxas info    : Used {k} registers, 400 bytes cmem[0]'\n" for k in range(60))
+    fake.write_text(f"#!/bin/sh\n{report}echo 'Fatal error: cannot create part0.o' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("NVCC", str(fake))
+    scleron.generate(scleron.load_model(example("branched.yaml")), str(tmp_path / "b"),
+                     compile=False, functions=["forward_dynamics"], cuda={"arch": "sm_90"})
+    spec = importlib.util.spec_from_file_location("b_cuda_fails", tmp_path / "b" / "cuda.py")
+    cu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cu)
+    with pytest.raises(cu.CudaError, match="building the CUDA library failed: nvcc failed: "
+                                           "Fatal error: cannot create part0.o") as info:
+        cu.library()
+    assert "ptxas info" not in str(info.value)
+
+
 @needs_nvcc
 def test_a_part_of_a_split_build_compiles_without_warnings(tmp_path):
     """The ball joint's series helpers are in every part of nvcc's parallel build: a part that
