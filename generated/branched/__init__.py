@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_0bf86866820c"
-HASH = "0bf86866820c55120c1b3dc7e4880a2d017d2a3f34b6b290278f17a2ae4e8fa9"
+MODULE = "_branched_c4431b89a538"
+HASH = "c4431b89a538ca0ae55a4cf3f7316c0e966132e89250671f394c77be73e71fa1"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_37fab8c04e40"
-HASH = "37fab8c04e40376e4838223b8b80f4370871c92b32607688bc2c39d330a94364"
+MODULE = "_quadruped_b07e81f3e565"
+HASH = "b07e81f3e565335fd34ed4ce1595b507042ccd441df9b24f9b6b8f11410c6942"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

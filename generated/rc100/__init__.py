@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_f67d482a8224"
-HASH = "f67d482a8224d708241c620165769ad3237100dfdcbaaf9b1cd071db0f8a3832"
+MODULE = "_rc100_21697f066fb8"
+HASH = "21697f066fb89822761f2ba00231d2af08962328dd9375e43e039ed5119fb78e"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_2c6b4a3354f9"
-HASH = "2c6b4a3354f9e3f9b0c612716bfe7b5dacb7e146dc4ee926dd173e9cf2cffbad"
+MODULE = "_rc20_0bd68a55dc0d"
+HASH = "0bd68a55dc0d9523e64f6b9e385d16403d81a328be0da34fdacfe96a281eb39a"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_c1075f6d1e78"
-HASH = "c1075f6d1e7859873751a2a6829e6c2d254d12342d36ac57f1490a013eda2da7"
+MODULE = "_rc50_3b668ced7175"
+HASH = "3b668ced7175d695fa0ba14d7a6b4a7c0266a4a6a511c7dc896c7740103648b1"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
