@@ -338,20 +338,28 @@ def test_arrays_are_checked_before_any_launch(rc5):
         cu.mass_matrix(FakeDeviceArray((5, n)), out=FakeDeviceArray((n, 5, 5)), layout="soa")
 
 
+def cuda_module_with_fake_nvcc(tmp_path, monkeypatch, script, module, arch):
+    """cuda.py of branched.yaml's --no-compile CUDA folder tmp_path/b, loaded alone as `module`,
+    with $NVCC a shell script that runs `script` and fails."""
+    import importlib.util
+    fake = tmp_path / "nvcc"
+    fake.write_text(f"#!/bin/sh\n{script}\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("NVCC", str(fake))
+    scleron.generate(scleron.load_model(example("branched.yaml")), str(tmp_path / "b"),
+                     compile=False, functions=["forward_dynamics"], cuda={"arch": arch})
+    spec = importlib.util.spec_from_file_location(module, tmp_path / "b" / "cuda.py")
+    cu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cu)
+    return cu
+
+
 def test_device_count_never_builds_the_library(tmp_path, monkeypatch):
     """An outside tester: device_count() ("never raises") built a --no-compile folder's library
     with nvcc first (12 minutes for RC20) and raised nvcc's errors; it asks the driver now. (The
     nvcc here is a script that leaves a mark: with or without a CUDA toolkit, no build runs.)"""
-    import importlib.util
-    fake = tmp_path / "nvcc"
-    fake.write_text(f"#!/bin/sh\ntouch {tmp_path / 'nvcc-ran'}\nexit 1\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv("NVCC", str(fake))
-    scleron.generate(scleron.load_model(example("branched.yaml")), str(tmp_path / "b"),
-                     compile=False, functions=["forward_dynamics"], cuda={"arch": "sm_10"})
-    spec = importlib.util.spec_from_file_location("b_cuda_alone", tmp_path / "b" / "cuda.py")
-    cu = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cu)
+    cu = cuda_module_with_fake_nvcc(tmp_path, monkeypatch, f"touch {tmp_path / 'nvcc-ran'}",
+                                    "b_cuda_alone", "sm_10")
     assert cu.device_count() == cuda_backend.cuda_device_count()
     assert not (tmp_path / "nvcc-ran").exists() and not (tmp_path / "b" / cu.LIBRARY).exists()
     assert not [f for f in os.listdir(tmp_path / "b") if f.startswith(".build-cuda")]
@@ -365,17 +373,9 @@ def test_device_count_never_builds_the_library(tmp_path, monkeypatch):
 def test_a_failed_cuda_build_shows_nvccs_errors_not_its_resource_report(tmp_path, monkeypatch):
     """A reviewer: the build's -Xptxas -v report lines came first in nvcc's output and filled the
     2,000 characters the error keeps, so the real error (here at the end) was cut off."""
-    import importlib.util
-    fake = tmp_path / "nvcc"
     report = "".join(f"echo 'ptxas info    : Used {k} registers, 400 bytes cmem[0]'\n" for k in range(60))
-    fake.write_text(f"#!/bin/sh\n{report}echo 'Fatal error: cannot create part0.o' >&2\nexit 1\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv("NVCC", str(fake))
-    scleron.generate(scleron.load_model(example("branched.yaml")), str(tmp_path / "b"),
-                     compile=False, functions=["forward_dynamics"], cuda={"arch": "sm_90"})
-    spec = importlib.util.spec_from_file_location("b_cuda_fails", tmp_path / "b" / "cuda.py")
-    cu = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cu)
+    cu = cuda_module_with_fake_nvcc(tmp_path, monkeypatch, report + "echo 'Fatal error: cannot "
+                                    "create part0.o' >&2", "b_cuda_fails", "sm_90")
     with pytest.raises(cu.CudaError, match="building the CUDA library failed: nvcc failed: "
                                            "Fatal error: cannot create part0.o") as info:
         cu.library()
