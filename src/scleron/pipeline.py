@@ -540,10 +540,11 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
 
     Returns the generated module (None with compile=False: the sources only, which
     load_generated compiles): nq, nv, joint_names, forward_dynamics, inverse_dynamics,
-    mass_matrix, bias_forces, ... (functions=: a selection, default the model's defaults, "all" every
-    function it can have; frames=: the frames of the frame functions, default all). Cached: an unchanged model with the same options is
-    not rebuilt. progress: None, or a callable taking one line of text per stage, function and
-    compiled part of the C code (a model of thousands of bodies takes minutes).
+    mass_matrix, bias_forces, ... (functions=: a selection, default the model's defaults, "all"
+    every function it can have; frames=: the frames of the frame functions, default all).
+    Cached: an unchanged model with the same options is not rebuilt. progress: None, or a
+    callable taking one line of text per stage, function and compiled part of the C code (a
+    model of thousands of bodies takes minutes).
     cuda: True, or a dict of CUDA options (scleron.backends.cuda.cuda_options), also writes
     and builds the CUDA code with nvcc: the module's .cuda runs every function on a GPU.
     """

@@ -182,9 +182,9 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     if integrator == "implicit" and coupled:    # (before any generation: docs/mimic.md)
         raise ValueError(f"integrator implicit needs the inverse-dynamics derivatives, not "
                          f"available yet for a model with mimic joints ({', '.join(coupled[:3])}"
-                         f"{', ...' if len(coupled) > 3 else ''} coupled): use rk4, semi-implicit "
-                         "or rk45, or give each mimic joint its own coordinate (a URDF: --mimic independent, "
-                         "docs/mimic.md)")
+                         f"{', ...' if len(coupled) > 3 else ''} coupled): use rk4, "
+                         "semi-implicit or rk45, or give each mimic joint its own coordinate "
+                         "(a URDF: --mimic independent, docs/mimic.md)")
     nv, names = model.nv, model.coordinate_names(velocities=True)
     _check_record_size(duration / dt / record_every, model.nq, nv, integrator)
     if tau is None:
