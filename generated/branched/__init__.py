@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_c4431b89a538"
-HASH = "c4431b89a538ca0ae55a4cf3f7316c0e966132e89250671f394c77be73e71fa1"
+MODULE = "_branched_65a4a35c624e"
+HASH = "65a4a35c624e7c1d211a3ee38e51389eec23a5584c10c889e20e926ff6ee495b"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_b07e81f3e565"
-HASH = "b07e81f3e565335fd34ed4ce1595b507042ccd441df9b24f9b6b8f11410c6942"
+MODULE = "_quadruped_0d7a06ace7d9"
+HASH = "0d7a06ace7d9e4e6de6a6e5628c97a3c1b48e3ddfa1c3408e3b21bb88103814d"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

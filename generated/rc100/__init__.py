@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_21697f066fb8"
-HASH = "21697f066fb89822761f2ba00231d2af08962328dd9375e43e039ed5119fb78e"
+MODULE = "_rc100_4fe6b0a22b3a"
+HASH = "4fe6b0a22b3a2337fffc550412aa1ba4cb644316089bf395beef37f728e547ab"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

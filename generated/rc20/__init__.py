@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_0bd68a55dc0d"
-HASH = "0bd68a55dc0d9523e64f6b9e385d16403d81a328be0da34fdacfe96a281eb39a"
+MODULE = "_rc20_01b9a95037cb"
+HASH = "01b9a95037cb69d2afe820c958196795d81b82fcf84f13d4204a66d00a02232c"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

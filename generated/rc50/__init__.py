@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_3b668ced7175"
-HASH = "3b668ced7175d695fa0ba14d7a6b4a7c0266a4a6a511c7dc896c7740103648b1"
+MODULE = "_rc50_0305b7e3d498"
+HASH = "0305b7e3d49804bd5a671292db02a215f17c52612e00efd02cd447dbb92e581b"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
