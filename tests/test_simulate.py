@@ -567,6 +567,15 @@ def test_rk45_ends_at_the_duration_without_a_sliver_step(files, build):
     assert np.diff(traj.t).min() > 0.5e-3
 
 
+@pytest.mark.parametrize("duration", [1e-16, 3e-15])
+def test_rk45_takes_one_step_however_short_the_duration(files, build, duration):
+    """A duration below 1e-15 s used to take no step at all (the trajectory ended at t = 0),
+    while the fixed-step integrators take one."""
+    traj = simulate(files["chain3"], duration, 1e-3, integrator="rk45", out_dir=build,
+                    progress=False)
+    assert traj.t[-1] == duration and traj.steps == 1 and len(traj.t) == 2
+
+
 def test_rk45_is_bounded_in_steps_like_the_fixed_step_integrators(files, build, monkeypatch):
     """rk45 counts its steps against MAX_STEPS as the fixed-step integrators do before a run
     (a duration of 1e6 s ran for hours)."""

@@ -309,7 +309,8 @@ class Simulator:
         accepted = rejected = 0
         diverging = False
         fac_max = 5.0
-        while t < T * (1 - 1e-15) and T - t > 1e-15 * max(1.0, T):
+        # at least one step, however short the duration (as the fixed-step integrators)
+        while t < T and (accepted == 0 or T - t > 1e-15 * max(1.0, T)):
             h = min(h, self.dt, T - t)
             if T - (t + h) <= 1e-6 * h:         # reach T now, not after a sliver of rounding
                 h = T - t
@@ -317,7 +318,7 @@ class Simulator:
                 raise SimulationError(f"rk45 took {MAX_STEPS} steps by t = {t:.6g} s of {T:g} s "
                                       f"(h = {h:.3g} s): a shorter --duration, or larger "
                                       f"--rtol/--atol")
-            if h < 1e-14 * max(1.0, abs(t)):
+            if h < 1e-14 * max(1.0, abs(t)) and h < T - t:
                 raise SimulationError(self.underflow(t, y, diverging))
             y_new, err_vec, f_new = dopri_step(accel, t, y, f0, h, self.bracket)
             err = error_norm(err_vec, y, y_new, self.rtol, self.atol)
