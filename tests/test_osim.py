@@ -435,8 +435,29 @@ def custom_joint(function, coordinates="a"):
       <axis>0 0 1</axis>{function}</TransformAxis></SpatialTransform></CustomJoint>"""
 
 
+@pytest.mark.parametrize("extra, why", [
+    ("rotation4", "a SpatialTransform's axes are named rotation1, rotation2"),
+    ("rotation1", r"a second one named 'rotation1' \(the first is read, as OpenSim does\)"),
+])
+def test_an_unread_transform_axis_is_said(tmp_path, extra, why):
+    """A seventh TransformAxis, or a second of one name, was dropped without a word."""
+    second = (f"<TransformAxis name='{extra}'><coordinates>a</coordinates><axis>1 0 0</axis>"
+              "</TransformAxis>")
+    text = osim_text(joint=custom_joint("<LinearFunction name='function'><coefficients>1 0"
+                                        "</coefficients></LinearFunction>"))
+    text = text.replace("</SpatialTransform>", second + "</SpatialTransform>")
+    with pytest.warns(OsimWarning, match=rf"<TransformAxis name='{extra}'> of <CustomJoint "
+                                         rf"name='cj'> is not read: {why}"):
+        model = scleron.load_model(write(tmp_path, text))
+    assert model.nq == 1
+
+
 @pytest.mark.parametrize("text, problem", [
     (osim_text(version="30000"), "OpenSim 3 format"),
+    (osim_text(version="abc"), r"Version='abc' is not a version number"),   # (was "missing")
+    # OpenSim refuses a body of unspecified mass; it was read as 0
+    (osim_text().replace("<mass>1</mass>", "<mass> </mass>"), r"<Body name='b'>: <mass> is empty"),
+    (osim_text().replace("<mass>1</mass>", ""), r"<Body name='b'>: <mass> is missing"),
     (osim_text(joint=custom_joint("<GCVSpline name='function'><x>0 1</x><y>0 1</y></GCVSpline>")),
      "function GCVSpline is not read"),
     (osim_text(joint=custom_joint("<SimmSpline name='function'><x>0 1 1</x><y>0 1 2</y>"

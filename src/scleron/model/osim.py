@@ -182,7 +182,7 @@ class _Ctx:
         if el is None or not el.text.strip():
             if default is not None:
                 return list(default)
-            raise self.error(node, f"<{tag}> is missing")
+            raise self.error(node, f"<{tag}> is " + ("missing" if el is None else "empty"))
         words = el.text.split()
         if not all(_NUMBER.fullmatch(w) for w in words):
             raise self.error(el, f"<{tag}> must hold numbers, got {el.text.strip()[:40]!r}")
@@ -218,7 +218,8 @@ def _model_element(doc, ctx):
     try:
         version = int(doc.version or 0)
     except ValueError:
-        version = 0
+        raise ctx.error(doc, f"Version={doc.version[:40]!r} is not a version number (OpenSim 4 "
+                        "writes Version=\"40000\" or later)") from None
     if version < 40000:
         raise ctx.error(doc, f"OpenSim 3 format (Version {version or 'missing'}): open and save "
                         "the model in OpenSim 4 to convert it (its joints are inside its bodies)")
@@ -370,7 +371,7 @@ def _bodies(el, ctx):
             if _is_joint(c):                # (OpenSim builds it there too)
                 raise ctx.error(c, f"a joint in the <components> of body '{b.name}' is not "
                                 "read: move it into the model's JointSet")
-        mass = ctx.numbers(b, "mass", 1, default=(0.0,))[0]
+        mass = ctx.numbers(b, "mass", 1)[0]       # OpenSim too refuses a body without one
         com = ctx.numbers(b, "mass_center", 3, default=(0, 0, 0))
         xx, yy, zz, xy, xz, yz = ctx.numbers(b, "inertia", 6, default=(0,) * 6)
         I = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
@@ -520,6 +521,7 @@ def _custom(j, ctx):
     st = j.child("SpatialTransform")
     if st is None:
         raise ctx.error(j, "a CustomJoint needs a <SpatialTransform>")
+    _warn_unread_axes(j, st, ctx)
     axes = []
     names = []
     for tag in AXES:
@@ -547,6 +549,22 @@ def _custom(j, ctx):
             axis, norm = np.array(default), 1.0
         out.append((tuple(float(v) for v in axis / norm), f))
     return names, {"rotation": tuple(out[:3]), "translation": tuple(out[3:])}
+
+
+def _warn_unread_axes(j, st, ctx):
+    """An OsimWarning for each TransformAxis that is not read: one of another name than the six,
+    or a second one of a name (OpenSim 4.6 too reads the first and ignores the others)."""
+    seen = set()
+    for ax in st.all("TransformAxis"):
+        if ax.name in AXES and ax.name not in seen:
+            seen.add(ax.name)
+            continue
+        why = (f"a second one named '{ax.name}' (the first is read, as OpenSim does)"
+               if ax.name in AXES else
+               f"a SpatialTransform's axes are named {', '.join(AXES)}")
+        what = "<TransformAxis" + (f" name='{ax.name}'" if ax.name else "") + ">"
+        warnings.warn(f"{ctx.source}: line {ax.line}: {what} of <CustomJoint name='{j.name}'> "
+                      f"is not read: {why}", OsimWarning, stacklevel=2)
 
 
 def _axis_function(ax, used, names, ctx):
