@@ -409,6 +409,15 @@ def test_bad_yaml_frames_are_refused_naming_them(tmp_path, frames, problem):
     assert "bad.yaml" in str(e.value)
 
 
+def test_a_world_frame_named_world_is_refused(tmp_path):
+    """A top-level frame named 'world' was taken, placed anywhere (a body's one was refused)."""
+    path = tmp_path / "bad.yaml"
+    path.write_text(YAML + "frames: [{name: world, xyz: [1, 0, 0]}]\n")
+    with pytest.raises(ModelError, match=r"bad.yaml:\d+: frame 'world' \(the world\): 'world' is "
+                                         "reserved for the fixed base"):
+        scleron.load_model(str(path))
+
+
 def test_unknown_frame_selection_is_refused(tmp_path):
     path = tmp_path / "armtool.yaml"
     path.write_text(YAML)

@@ -465,6 +465,9 @@ class _Builder:
                 R = rotation_from_rpy(_numbers(f["rpy"], 3, "rpy", fwhere.at(line=_key_line(f, "rpy"))))
             else:
                 R = np.eye(3)
+            if fname == WORLD:
+                raise fwhere.error(f"'{WORLD}' is reserved for the fixed base; choose another "
+                                   "frame name")
             if fname in self.body_names or fname in self.frame_names:
                 raise fwhere.error("a body or another frame has this name")
             self.frame_names.add(fname)
