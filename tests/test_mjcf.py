@@ -501,6 +501,19 @@ def test_an_include_that_is_no_regular_file_is_refused(tmp_path):
             scleron.load_model(path)
 
 
+def test_an_oversized_mesh_is_refused_before_mujoco_reads_it(tmp_path):
+    """A 1.9 GB (sparse) STL cost MuJoCo 9 s and 2 GB before its own error (an outside tester):
+    a file an MJCF names is refused above the limit, without reading it."""
+    from scleron.model.mjcf import MAX_ASSET_BYTES
+    with open(tmp_path / "big.stl", "wb") as f:
+        f.truncate(MAX_ASSET_BYTES + 1)             # sparse: no disk used
+    path = write(tmp_path, '<mujoco><asset><mesh file="big.stl"/></asset><worldbody><body>'
+                           '<joint/><geom type="mesh" mesh="big"/></body></worldbody></mujoco>')
+    with pytest.raises(ModelError, match=r'<mesh file="big.stl">: .*big.stl is \d+ bytes, more '
+                                         r"than the limit of 256 MB"):
+        scleron.load_model(path)
+
+
 def test_a_fifo_named_in_any_spelling_or_folder_is_refused(tmp_path):
     """The check read file= by a pattern: an apostrophe inside double quotes, a character
     reference (file="fi&#102;o.xml") and a meshdir set in an included file each got past it, and
