@@ -169,6 +169,17 @@ def test_frame_functions_batch_out_and_reference_errors(generated, rng):
     assert "J = panda.frame_jacobian(q, frame='" in doc and "frame_jacobian_3_local(" not in doc
 
 
+def test_the_docstring_shows_a_default_reference_only_where_it_was_generated(tmp_path):
+    """With only frame_jacobians_local generated, the module's docstring showed
+    frame_jacobians(q, reference='local_world_aligned'), which then raised (an outside tester)."""
+    out = tmp_path / "tc10"
+    scleron.generate(example("tc10.yaml"), str(out), functions=["frame_jacobians_local"],
+                     compile=False)
+    text = (out / "__init__.py").read_text()
+    assert "    frame_jacobians(q, reference) -> J[" in text
+    assert "reference: 'local' (its default, 'local_world_aligned', was not generated)" in text
+
+
 # ---- the loop form of the frame Jacobians -------------------------------------------------------
 @pytest.mark.parametrize("path, load", [(example("branched.yaml"), {}),
                                         (example("quadruped.yaml"), {}),
