@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_65a4a35c624e"
-HASH = "65a4a35c624e7c1d211a3ee38e51389eec23a5584c10c889e20e926ff6ee495b"
+MODULE = "_branched_cb69ae908ded"
+HASH = "cb69ae908ded05315179c02e16e2e94b9c37b322d136b7d9de70a7ebea1efa9c"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_0d7a06ace7d9"
-HASH = "0d7a06ace7d9e4e6de6a6e5628c97a3c1b48e3ddfa1c3408e3b21bb88103814d"
+MODULE = "_quadruped_4310339fce06"
+HASH = "4310339fce06ba54efc2346acaa8189a072daa30032b386e5a2a1ed7dced8af7"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

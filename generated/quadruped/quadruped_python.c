@@ -455,10 +455,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_0d7a06ace7d9_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_4310339fce06_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_0d7a06ace7d9_py(void)
+PyMODINIT_FUNC PyInit__quadruped_4310339fce06_py(void)
 {
     import_array();
     return PyModule_Create(&module);

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_4fe6b0a22b3a"
-HASH = "4fe6b0a22b3a2337fffc550412aa1ba4cb644316089bf395beef37f728e547ab"
+MODULE = "_rc100_22b0ddaf8c6c"
+HASH = "22b0ddaf8c6c2460d65de85f5042abcb4d0bcc400e398d1315199682a32267cc"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

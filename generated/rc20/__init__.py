@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_01b9a95037cb"
-HASH = "01b9a95037cb69d2afe820c958196795d81b82fcf84f13d4204a66d00a02232c"
+MODULE = "_rc20_f4d698182a13"
+HASH = "f4d698182a13c2345162c888dff126fe99cd47162c22f53e88e77966badee744"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_0305b7e3d498"
-HASH = "0305b7e3d49804bd5a671292db02a215f17c52612e00efd02cd447dbb92e581b"
+MODULE = "_rc50_16d3c1e4cbb4"
+HASH = "16d3c1e4cbb4a21e4e0a99a4082b2850e7e770b6a592fd81ec84b7f16ac1d45d"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
