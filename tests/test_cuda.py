@@ -382,6 +382,26 @@ def test_a_failed_cuda_build_shows_nvccs_errors_not_its_resource_report(tmp_path
     assert "ptxas info" not in str(info.value)
 
 
+@pytest.mark.skipif(not shutil.which("flock"), reason="needs util-linux flock")
+def test_a_cuda_build_holds_its_folder(tmp_path, monkeypatch):
+    """A CUDA library built at the first call did not take the folder's lock, so a concurrent
+    `scleron codegen` could move the folder aside under the build (a reviewer). nvcc here is a
+    script that tries the folder's flock without waiting: held, it is refused."""
+    folder = tmp_path / "b"
+    probe = f"flock -n {folder} true && touch {tmp_path / 'was-free'}; touch {tmp_path / 'ran'}"
+    cu = cuda_module_with_fake_nvcc(tmp_path, monkeypatch, probe, "b_cuda_held", "sm_90")
+    with pytest.raises(cu.CudaError, match="building the CUDA library failed"):
+        cu.library()
+    assert (tmp_path / "ran").exists() and not (tmp_path / "was-free").exists()
+    # a folder regenerated without CUDA while the call waited: said before any build
+    scleron.generate(scleron.load_model(example("branched.yaml")), str(folder), compile=False,
+                     functions=["forward_dynamics"])
+    (tmp_path / "ran").unlink()
+    with pytest.raises(cu.CudaError, match="cuda.py cannot be read now"):
+        cu._build()
+    assert not (tmp_path / "ran").exists()
+
+
 @needs_nvcc
 def test_a_part_of_a_split_build_compiles_without_warnings(tmp_path):
     """The ball joint's series helpers are in every part of nvcc's parallel build: a part that
