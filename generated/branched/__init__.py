@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_cb69ae908ded"
-HASH = "cb69ae908ded05315179c02e16e2e94b9c37b322d136b7d9de70a7ebea1efa9c"
+MODULE = "_branched_cc324be4389f"
+HASH = "cc324be4389f7680dfd3f27b872e8a971325ecc4f90793e028a8d8f3da64b4e9"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

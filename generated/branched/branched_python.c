@@ -455,10 +455,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_cb69ae908ded_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_cc324be4389f_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_cb69ae908ded_py(void)
+PyMODINIT_FUNC PyInit__branched_cc324be4389f_py(void)
 {
     import_array();
     return PyModule_Create(&module);

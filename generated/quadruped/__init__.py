@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_4310339fce06"
-HASH = "4310339fce06ba54efc2346acaa8189a072daa30032b386e5a2a1ed7dced8af7"
+MODULE = "_quadruped_7e2e4c3946a3"
+HASH = "7e2e4c3946a3f14ba1670a63dd17f70e0c7128c14487f80405fcf7a5732a1fe9"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -455,10 +455,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_4310339fce06_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_7e2e4c3946a3_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_4310339fce06_py(void)
+PyMODINIT_FUNC PyInit__quadruped_7e2e4c3946a3_py(void)
 {
     import_array();
     return PyModule_Create(&module);

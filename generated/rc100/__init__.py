@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_22b0ddaf8c6c"
-HASH = "22b0ddaf8c6c2460d65de85f5042abcb4d0bcc400e398d1315199682a32267cc"
+MODULE = "_rc100_195a49d85131"
+HASH = "195a49d851319be2e6091dff2c59977a0f3fd35a7cd2788450313e6886af7b2e"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

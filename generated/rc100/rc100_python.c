@@ -455,10 +455,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_22b0ddaf8c6c_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_195a49d85131_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_22b0ddaf8c6c_py(void)
+PyMODINIT_FUNC PyInit__rc100_195a49d85131_py(void)
 {
     import_array();
     return PyModule_Create(&module);

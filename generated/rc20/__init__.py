@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_f4d698182a13"
-HASH = "f4d698182a13c2345162c888dff126fe99cd47162c22f53e88e77966badee744"
+MODULE = "_rc20_4ad92d1243d3"
+HASH = "4ad92d1243d35083e323d86126aba2146be105a9d8f1ec57458ee09976d3b4da"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

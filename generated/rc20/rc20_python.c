@@ -455,10 +455,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_f4d698182a13_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_4ad92d1243d3_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc20_f4d698182a13_py(void)
+PyMODINIT_FUNC PyInit__rc20_4ad92d1243d3_py(void)
 {
     import_array();
     return PyModule_Create(&module);

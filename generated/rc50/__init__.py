@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_16d3c1e4cbb4"
-HASH = "16d3c1e4cbb4a21e4e0a99a4082b2850e7e770b6a592fd81ec84b7f16ac1d45d"
+MODULE = "_rc50_ee0de4031fbb"
+HASH = "ee0de4031fbb8b83d46a6a4d531a5e7d5196b67aebe3ac685b3f3a8690a9ddc7"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -455,10 +455,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_16d3c1e4cbb4_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_ee0de4031fbb_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc50_16d3c1e4cbb4_py(void)
+PyMODINIT_FUNC PyInit__rc50_ee0de4031fbb_py(void)
 {
     import_array();
     return PyModule_Create(&module);
