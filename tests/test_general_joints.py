@@ -414,6 +414,9 @@ def test_expression_parser_builds_sympy_without_eval(monkeypatch):
             raise AssertionError("sympify called on a string")
         return real_sympify(a, *args, **kw)
     import sympy.parsing.sympy_parser as parser
+    # sympy imports some of its modules at their first use (a module's code runs through exec):
+    # one load first, so that the test alone sees the same sympy as after the others
+    load_yaml_string(custom_text("r*cos(a) + 0.5*sqrt(1 + b**2) - atan(b)/pi"), "ok.yaml")
     monkeypatch.setattr(builtins, "eval", forbidden)
     monkeypatch.setattr(builtins, "exec", forbidden)
     monkeypatch.setattr(parser, "parse_expr", forbidden)

@@ -1169,6 +1169,20 @@ def test_a_python_initial_state_is_checked():
     m.validate()
 
 
+@pytest.mark.parametrize("value", [7.5, 2.0, -0.1])
+def test_an_initial_spline_parameter_out_of_its_range_is_refused(tmp_path, value):
+    """An outside tester: 7.5 on a 4-frame spline (range [0, 1]) was called "a singularity of the
+    joint's coordinates ... gimbal lock", and 2.0 was taken without a word."""
+    text = ("name: s\nbodies:\n  - name: b\n    parent: world\n    joint: {type: spline_curve, "
+            "frames: [{xyz: [0, 0, 0]}, {xyz: [1, 0, 0]}, {xyz: [2, 0, 0]}, {xyz: [3, 0, 0]}]}\n"
+            f"    mass: 1\n    inertia: [1, 1, 1]\ninitial:\n  q: {{b_joint: {value}}}\n")
+    with pytest.raises(ModelError, match=rf"s.yaml:3: joint 'b_joint': the initial value of its "
+                                         rf"coordinate b_joint is {value:g}, outside \[0, 1\]"):
+        scleron.load_model(write(tmp_path, "s.yaml", text))
+    ok = scleron.load_model(write(tmp_path, "s.yaml", text.replace(f"b_joint: {value}", "b_joint: 1")))
+    assert ok.q0.tolist() == [1.0]
+
+
 def test_world_frames_survive_a_yaml_round_trip(tmp_path):
     """dump_yaml dropped the frames on the world (a URDF's root link among them): the format's
     top level takes them now."""

@@ -16,7 +16,8 @@ from ..errors import ModelError
 from . import params as P
 from .load import MAX_BODIES
 from .joint_types import (EULER_CHARTS, JOINT_TYPES, composite_part_problem, composite_part_types,
-                          joint_configuration, joint_dof, joint_neutral, joint_nq)
+                          joint_configuration, joint_dof, joint_neutral, joint_nq,
+                          joint_ranges)
 
 # where a joint's q holds its quaternion [x, y, z, w] (Pinocchio's order), by configuration space
 QUATERNION_AT = {"quaternion": 0, "se3": 3}
@@ -788,6 +789,23 @@ class Model:
         if self.q0 is not None:
             self.unit_quaternions(self.q0, lambda problem: ModelError(f"q0: {problem}",
                                                                       source=self.source))
+            self._validate_initial_ranges()
+
+    def _validate_initial_ranges(self):
+        """q0 inside the range of each joint that holds only there (a spline's parameter): one
+        outside was called a singularity of the joint's coordinates, or taken silently."""
+        k, names = 0, self.coordinate_names()
+        for j in self.joints:
+            if j.mimic is not None:             # no coordinates of its own
+                continue
+            for i, (low, high) in enumerate(joint_ranges(j.type, j.params) or []):
+                value = float(self.q0[k + i])
+                if not low <= value <= high:
+                    raise self._err(f"joint '{j.name}'", body=j.child, joint=j.name)(
+                        f"the initial value of its coordinate {names[k + i]} is {value:g}, "
+                        f"outside [{low:g}, {high:g}], where the {j.type} joint is defined "
+                        "(its control frames span that range)")
+            k += j.nq
 
     def _validate_mimic(self):
         """A mimic joint (docs/mimic.md) has one coordinate, follows a joint of the model with one
