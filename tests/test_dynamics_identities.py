@@ -5,6 +5,7 @@ generated C equals the numpy reference; batched calls equal looped single calls;
 conventions (out=, shapes, dtypes, lists); energy balance dE/dt = qd^T tau along the motion;
 and Featherstone's 6-link planar oracle (RBDA Fig. 10.3).
 """
+import copy
 import inspect
 import math
 import os
@@ -342,6 +343,15 @@ def test_bind_is_the_same_computation(system, rng):
         dyn.bind("bias_forces", q, qd, frozen)
     with pytest.raises(TypeError, match="does not pickle"):     # not cffi's "_cffi_backend.Lib"
         pickle.dumps(fd)
+    assert copy.copy(fd) is fd and copy.deepcopy(fd) is fd
+    with pytest.raises(TypeError, match="takes no arguments"):
+        fd(q)
+    # bind's callable is the extension's C object where it was built: it cost more than a call
+    # with out= through cffi (an outside tester); out= and threads= are keywords only: a fourth
+    # array was taken as out and overwritten
+    assert dyn._fast is None or type(fd).__name__ == "Bound"
+    with pytest.raises(TypeError, match="positional argument"):
+        dyn.forward_dynamics(q, qd, tau, out)
 
     def forward_dynamics(*args):       # another module's function of the same name: bind ran
         pass                           # this module's on the arrays, silently (an outside tester)

@@ -1183,6 +1183,15 @@ def test_an_initial_spline_parameter_out_of_its_range_is_refused(tmp_path, value
     assert ok.q0.tolist() == [1.0]
 
 
+@pytest.mark.parametrize("mass", ["-1.0", "0"])
+def test_a_bad_mass_is_said_at_its_own_line(tmp_path, mass):
+    """An outside tester: mass: -1 (or 0 with inertia) on line 5 was said at the inertia's line."""
+    text = f"name: m\nbodies:\n  - name: a\n    parent: world\n    mass: {mass}\n    com: [0, 0, 0]\n" \
+           "    inertia: [1, 1, 1]\n"
+    with pytest.raises(ModelError, match=r"m.yaml:5: body 'a': mass must be positive"):
+        scleron.load_model(write(tmp_path, "m.yaml", text))
+
+
 def test_world_frames_survive_a_yaml_round_trip(tmp_path):
     """dump_yaml dropped the frames on the world (a URDF's root link among them): the format's
     top level takes them now."""

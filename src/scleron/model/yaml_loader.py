@@ -431,7 +431,9 @@ class _Builder:
                   if "wrench" in b else None)
         if jname in self.joint_names:
             raise jwhere.error("two joints have this name")
-        check_inertia(Inertia(mass, np.array(com), inertia), iwhere.error, hint="")
+        mline = _key_line(b, "mass")            # (a problem of the mass alone: said at its line)
+        check_inertia(Inertia(mass, np.array(com), inertia), lambda problem: iwhere.error(
+            problem, mline if problem.startswith("mass must be") else None), hint="")
         try:
             model.add_body(name, parent, joint=jtype, joint_name=jname, mass=mass, com=com,
                            inertia=inertia, origin=origin, wrench=wrench,
