@@ -405,61 +405,198 @@ static PyObject *set_fallbacks(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* bind's callables (the package's bind checks the arrays): one C function and the addresses of
+ * its arrays, which it keeps alive; called with no arguments, it runs the function on them. */
+typedef void (*bound_function)(double *const *p);
+static void bound_forward_dynamics(double *const *p)
+{
+    rc20_forward_dynamics(p[0], p[1], p[2], p[3]);
+}
+static void bound_inverse_dynamics(double *const *p)
+{
+    rc20_inverse_dynamics(p[0], p[1], p[2], p[3]);
+}
+static void bound_mass_matrix(double *const *p)
+{
+    rc20_mass_matrix(p[0], p[1]);
+}
+static void bound_bias_forces(double *const *p)
+{
+    rc20_bias_forces(p[0], p[1], p[2]);
+}
+static void bound_kinetic_energy(double *const *p)
+{
+    rc20_kinetic_energy(p[0], p[1], p[2]);
+}
+static void bound_potential_energy(double *const *p)
+{
+    rc20_potential_energy(p[0], p[1]);
+}
+static void bound_center_of_mass(double *const *p)
+{
+    rc20_center_of_mass(p[0], p[1]);
+}
+static void bound_integrate(double *const *p)
+{
+    rc20_integrate(p[0], p[1], p[2], p[3]);
+}
+static void bound_difference(double *const *p)
+{
+    rc20_difference(p[0], p[1], p[2]);
+}
+static const bound_function bound_functions[NFUNCS] = { bound_forward_dynamics, bound_inverse_dynamics, bound_mass_matrix, bound_bias_forces, bound_kinetic_energy, bound_potential_energy, bound_center_of_mass, bound_integrate, bound_difference };
+static const int bound_arrays[NFUNCS] = { 4, 4, 2, 3, 3, 2, 2, 4, 3 };
+#define MAX_BOUND 4
+
+typedef struct {
+    PyObject_HEAD
+    bound_function function;
+    PyObject *arrays;                   /* the tuple of arrays, kept alive */
+    double *p[MAX_BOUND];
+} Bound;
+
+static void bound_dealloc(Bound *self)
+{
+    Py_XDECREF(self->arrays);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *bound_call(Bound *self, PyObject *args, PyObject *kwargs)
+{
+    if (PyTuple_GET_SIZE(args) != 0 || (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "a bound function takes no arguments (change its arrays "
+                        "in place between calls)");
+        return NULL;
+    }
+    self->function(self->p);
+    Py_RETURN_NONE;
+}
+
+static PyObject *bound_reduce(PyObject *self, PyObject *unused)
+{
+    (void)self; (void)unused;
+    PyErr_SetString(PyExc_TypeError, "a bound function holds this process's array addresses and "
+                    "does not pickle: call bind in the process that calls it");
+    return NULL;
+}
+
+static PyObject *bound_same(PyObject *self, PyObject *unused)    /* a copy: the same arrays */
+{
+    (void)unused;
+    Py_INCREF(self);
+    return self;
+}
+
+static PyMethodDef bound_methods[] = {
+    {"__reduce__", bound_reduce, METH_NOARGS, NULL},
+    {"__copy__", bound_same, METH_NOARGS, NULL},
+    {"__deepcopy__", bound_same, METH_O, NULL},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyTypeObject BoundType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_rc20_d6fc52c0338f_py.Bound",
+    .tp_doc = "bind's callable: a generated function on the arrays bound to it",
+    .tp_basicsize = sizeof(Bound),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)bound_dealloc,
+    .tp_call = (ternaryfunc)bound_call,
+    .tp_methods = bound_methods,
+};
+
+/* _bind(k, arrays): function k (in the order of the package's functions) bound to the arrays,
+ * which the package's bind has checked (C-contiguous float64, of their shapes) */
+static PyObject *make_bound(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int k;
+    PyObject *arrays;
+    if (!PyArg_ParseTuple(args, "iO!", &k, &PyTuple_Type, &arrays)) {
+        return NULL;
+    }
+    if (k < 0 || k >= NFUNCS || PyTuple_GET_SIZE(arrays) != bound_arrays[k]) {
+        PyErr_SetString(PyExc_ValueError, "_bind: no such function, or not its number of arrays");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(arrays); ++i) {
+        if (!PyArray_CheckExact(PyTuple_GET_ITEM(arrays, i))) {
+            PyErr_SetString(PyExc_TypeError, "_bind: the arrays must be numpy arrays");
+            return NULL;
+        }
+    }
+    Bound *b = PyObject_New(Bound, &BoundType);
+    if (b == NULL) {
+        return NULL;
+    }
+    b->function = bound_functions[k];
+    Py_INCREF(arrays);
+    b->arrays = arrays;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(arrays); ++i) {
+        b->p[i] = (double *)PyArray_DATA((PyArrayObject *)PyTuple_GET_ITEM(arrays, i));
+    }
+    return (PyObject *)b;
+}
+
 static PyMethodDef methods[] = {
     {"forward_dynamics", (PyCFunction)(void (*)(void))py_forward_dynamics, METH_FASTCALL | METH_KEYWORDS,
-     "forward_dynamics(q, qd, tau, out=None, threads=1)\n--\n\nqdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6.\n\n"
+     "forward_dynamics(q, qd, tau, *, out=None, threads=1)\n--\n\nqdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6.\n\n"
      "Single state: 1-D arrays (q: 20, qd: 20, tau: 20). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
      "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"inverse_dynamics", (PyCFunction)(void (*)(void))py_inverse_dynamics, METH_FASTCALL | METH_KEYWORDS,
-     "inverse_dynamics(q, qd, qdd, out=None, threads=1)\n--\n\ntau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3).\n\n"
+     "inverse_dynamics(q, qd, qdd, *, out=None, threads=1)\n--\n\ntau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3).\n\n"
      "Single state: 1-D arrays (q: 20, qd: 20, qdd: 20). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
      "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"mass_matrix", (PyCFunction)(void (*)(void))py_mass_matrix, METH_FASTCALL | METH_KEYWORDS,
-     "mass_matrix(q, out=None, threads=1)\n--\n\nM(q), row-major nv x nv, composite rigid bodies.\n\n"
+     "mass_matrix(q, *, out=None, threads=1)\n--\n\nM(q), row-major nv x nv, composite rigid bodies.\n\n"
      "Single state: 1-D arrays (q: 20). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
      "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"bias_forces", (PyCFunction)(void (*)(void))py_bias_forces, METH_FASTCALL | METH_KEYWORDS,
-     "bias_forces(q, qd, out=None, threads=1)\n--\n\nh(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau.\n\n"
+     "bias_forces(q, qd, *, out=None, threads=1)\n--\n\nh(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau.\n\n"
      "Single state: 1-D arrays (q: 20, qd: 20). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
      "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"kinetic_energy", (PyCFunction)(void (*)(void))py_kinetic_energy, METH_FASTCALL | METH_KEYWORDS,
-     "kinetic_energy(q, qd, out=None, threads=1)\n--\n\nT(q, qd) = 1/2 qd^T M(q) qd, from the body twists.\n\n"
+     "kinetic_energy(q, qd, *, out=None, threads=1)\n--\n\nT(q, qd) = 1/2 qd^T M(q) qd, from the body twists.\n\n"
      "Single state: 1-D arrays (q: 20, qd: 20). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
      "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"potential_energy", (PyCFunction)(void (*)(void))py_potential_energy, METH_FASTCALL | METH_KEYWORDS,
-     "potential_energy(q, out=None, threads=1)\n--\n\nV(q): gravity (-sum m g . c, world centres of mass) plus joint springs.\n\n"
+     "potential_energy(q, *, out=None, threads=1)\n--\n\nV(q): gravity (-sum m g . c, world centres of mass) plus joint springs.\n\n"
      "Single state: 1-D arrays (q: 20). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
      "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"center_of_mass", (PyCFunction)(void (*)(void))py_center_of_mass, METH_FASTCALL | METH_KEYWORDS,
-     "center_of_mass(q, out=None, threads=1)\n--\n\nthe whole tree's centre of mass in world coordinates.\n\n"
+     "center_of_mass(q, *, out=None, threads=1)\n--\n\nthe whole tree's centre of mass in world coordinates.\n\n"
      "Single state: 1-D arrays (q: 20). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
      "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"integrate", (PyCFunction)(void (*)(void))py_integrate, METH_FASTCALL | METH_KEYWORDS,
-     "integrate(q, v, dt, out=None, threads=1)\n--\n\nq (+) v dt on each joint's configuration space (quaternions: q exp(v dt)).\n\n"
+     "integrate(q, v, dt, *, out=None, threads=1)\n--\n\nq (+) v dt on each joint's configuration space (quaternions: q exp(v dt)).\n\n"
      "Single state: 1-D arrays (q: 20, v: 20, dt: a number). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
      "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"difference", (PyCFunction)(void (*)(void))py_difference, METH_FASTCALL | METH_KEYWORDS,
-     "difference(q0, q1, out=None, threads=1)\n--\n\nq1 (-) q0: the v with integrate(q0, v, 1) = q1.\n\n"
+     "difference(q0, q1, *, out=None, threads=1)\n--\n\nq1 (-) q0: the v with integrate(q0, v, 1) = q1.\n\n"
      "Single state: 1-D arrays (q0: 20, q1: 20). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
      "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"_set_fallbacks", set_fallbacks, METH_O, "the package's checked Python functions"},
+    {"_bind", make_bound, METH_VARARGS, "bind's callable of function k on the checked arrays"},
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_4ad92d1243d3_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc20_d6fc52c0338f_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc20_4ad92d1243d3_py(void)
+PyMODINIT_FUNC PyInit__rc20_d6fc52c0338f_py(void)
 {
     import_array();
+    if (PyType_Ready(&BoundType) < 0) {
+        return NULL;
+    }
     return PyModule_Create(&module);
 }

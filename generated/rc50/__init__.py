@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_ee0de4031fbb"
-HASH = "ee0de4031fbb8b83d46a6a4d531a5e7d5196b67aebe3ac685b3f3a8690a9ddc7"
+MODULE = "_rc50_b157b42f33dc"
+HASH = "b157b42f33dcf5b14daa2aeb7cb9b2bea5757cd6f7b41f4f8b3ee6c08614b90f"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -603,7 +603,7 @@ _IN_forward_dynamics = (_SHAPES["forward_dynamics", "q"], _SHAPES["forward_dynam
 _OUT_forward_dynamics = _SHAPES["forward_dynamics", "qdd"]
 
 
-def forward_dynamics(q, qd, tau, out=None, threads=1):
+def forward_dynamics(q, qd, tau, *, out=None, threads=1):
     """qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
 
     Inputs q (50,), qd (50,), tau (50,); returns qdd (50,).
@@ -629,7 +629,7 @@ _IN_inverse_dynamics = (_SHAPES["inverse_dynamics", "q"], _SHAPES["inverse_dynam
 _OUT_inverse_dynamics = _SHAPES["inverse_dynamics", "tau"]
 
 
-def inverse_dynamics(q, qd, qdd, out=None, threads=1):
+def inverse_dynamics(q, qd, qdd, *, out=None, threads=1):
     """tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
 
     Inputs q (50,), qd (50,), qdd (50,); returns tau (50,).
@@ -655,7 +655,7 @@ _IN_mass_matrix = (_SHAPES["mass_matrix", "q"], )
 _OUT_mass_matrix = _SHAPES["mass_matrix", "M"]
 
 
-def mass_matrix(q, out=None, threads=1):
+def mass_matrix(q, *, out=None, threads=1):
     """M(q), row-major nv x nv, composite rigid bodies (loop form: world-frame columns, dense products)
 
     Inputs q (50,); returns M (50, 50).
@@ -681,7 +681,7 @@ _IN_bias_forces = (_SHAPES["bias_forces", "q"], _SHAPES["bias_forces", "qd"], )
 _OUT_bias_forces = _SHAPES["bias_forces", "h"]
 
 
-def bias_forces(q, qd, out=None, threads=1):
+def bias_forces(q, qd, *, out=None, threads=1):
     """h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
 
     Inputs q (50,), qd (50,); returns h (50,).
@@ -707,7 +707,7 @@ _IN_kinetic_energy = (_SHAPES["kinetic_energy", "q"], _SHAPES["kinetic_energy", 
 _OUT_kinetic_energy = _SHAPES["kinetic_energy", "T"]
 
 
-def kinetic_energy(q, qd, out=None, threads=1):
+def kinetic_energy(q, qd, *, out=None, threads=1):
     """T(q, qd) = 1/2 qd^T M(q) qd, from the body twists
 
     Inputs q (50,), qd (50,); returns T (a float).
@@ -720,7 +720,7 @@ _IN_potential_energy = (_SHAPES["potential_energy", "q"], )
 _OUT_potential_energy = _SHAPES["potential_energy", "V"]
 
 
-def potential_energy(q, out=None, threads=1):
+def potential_energy(q, *, out=None, threads=1):
     """V(q): gravity (-sum m g . c, world centres of mass) plus joint springs
 
     Inputs q (50,); returns V (a float).
@@ -733,7 +733,7 @@ _IN_center_of_mass = (_SHAPES["center_of_mass", "q"], )
 _OUT_center_of_mass = _SHAPES["center_of_mass", "com"]
 
 
-def center_of_mass(q, out=None, threads=1):
+def center_of_mass(q, *, out=None, threads=1):
     """the whole tree's centre of mass in world coordinates
 
     Inputs q (50,); returns com (3,).
@@ -759,7 +759,7 @@ _IN_integrate = (_SHAPES["integrate", "q"], _SHAPES["integrate", "v"], _SHAPES["
 _OUT_integrate = _SHAPES["integrate", "q_next"]
 
 
-def integrate(q, v, dt, out=None, threads=1):
+def integrate(q, v, dt, *, out=None, threads=1):
     """q (+) v dt on each joint's configuration space (quaternions: q exp(v dt))
 
     Inputs q (50,), v (50,), dt (a number); returns q_next (50,).
@@ -785,7 +785,7 @@ _IN_difference = (_SHAPES["difference", "q0"], _SHAPES["difference", "q1"], )
 _OUT_difference = _SHAPES["difference", "v"]
 
 
-def difference(q0, q1, out=None, threads=1):
+def difference(q0, q1, *, out=None, threads=1):
     """q1 (-) q0: the v with integrate(q0, v, 1) = q1
 
     Inputs q0 (50,), q1 (50,); returns v (50,).
@@ -903,6 +903,8 @@ def bind(function, *arrays):
     if any(np.may_share_memory(o, a) for i, o in enumerate(outs) for a in arrays[:len(inputs) + i]):
         raise ValueError("bind: an output array shares memory with an input or another output "
                          "(the C code reads its inputs while it writes: give each its own array)")
+    if _fast is not None:               # a C callable: little more than the C call itself
+        return _fast._bind(list(_SIGNATURES).index(function), tuple(arrays))
     return _Bound(getattr(lib, "rc50_" + function), *ptrs)
 
 
