@@ -370,6 +370,18 @@ def test_device_count_never_builds_the_library(tmp_path, monkeypatch):
     assert not isinstance(info.value, FileNotFoundError) and (tmp_path / "nvcc-ran").exists()
 
 
+def test_a_cuda_function_not_generated_says_how_to_add_it(tmp_path, monkeypatch):
+    """dyn.cuda.<a function not generated> was a bare AttributeError (an outside tester); the
+    CPU module's says how to add it, and so does this one now. (No library is loaded.)"""
+    cu = cuda_module_with_fake_nvcc(tmp_path, monkeypatch, "true", "b_cuda_names", "sm_90")
+    assert cu.FUNCTIONS == ("forward_dynamics",)
+    with pytest.raises(AttributeError, match=r"'mass_matrix' is not among the CUDA functions "
+                                             r"generated into .*\(forward_dynamics\); .*--cuda "
+                                             r"--functions \+mass_matrix"):
+        cu.mass_matrix
+    assert not hasattr(cu, "__wrapped__")
+
+
 def test_a_failed_cuda_build_shows_nvccs_errors_not_its_resource_report(tmp_path, monkeypatch):
     """A reviewer: the build's -Xptxas -v report lines came first in nvcc's output and filled the
     2,000 characters the error keeps, so the real error (here at the end) was cut off."""

@@ -260,6 +260,27 @@ def test_chart_singularity_at_zero_is_not_a_singular_model():
     check_nonsingular(tree)                         # ... but not a singular model
 
 
+def test_a_floated_massless_base_is_named_as_the_likely_cause():
+    """An outside tester: RC20's URDF floated (its base link massless) was told to give link1
+    mass off its axis, which it has; the base's free flyer turns what joint1 turns."""
+    from conftest import EXAMPLES
+    model = scleron.load_model(os.path.join(EXAMPLES, "rc20.urdf"), floating=True)
+    with pytest.raises(ModelError, match=r"joint 'joint1': the mass matrix is singular: .* More "
+                                         r"likely here: body 'base', which this joint hangs from, "
+                                         r"has neither mass nor inertia, so its own joint "
+                                         r"'root_joint' \(free_flyer\)"):
+        check_nonsingular(Tree(model))
+    m = Model("heavy_base")             # a base with mass: the hint does not apply
+    m.add_body("a", joint="revolute", axis=(0, 0, 1), mass=1.0, com=(0, 0, 0.1),
+               inertia=(0.1, 0.1, 0.1))
+    m.add_body("b", "a", joint="revolute", axis=(0, 0, 1), mass=0.0, inertia=(0, 0, 0),
+               allow_massless=True)
+    m.add_body("c", "b", joint="fixed", mass=0.0, inertia=(0, 0, 0), allow_massless=True)
+    with pytest.raises(ModelError) as e:
+        check_nonsingular(Tree(m))
+    assert "More likely here" not in str(e.value)
+
+
 def test_ldl_pivots_match_cholesky():
     rng = np.random.default_rng(4)
     A = rng.normal(size=(6, 6))

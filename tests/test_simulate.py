@@ -567,6 +567,14 @@ def test_rk45_ends_at_the_duration_without_a_sliver_step(files, build):
     assert np.diff(traj.t).min() > 0.5e-3
 
 
+def test_the_simulation_error_and_warnings_are_the_packages():
+    """scleron.SimulationError did not exist (an outside tester): the error and the warnings a
+    user filters or catches are at the top level."""
+    from scleron.dynamics.checks import SingularConfigurationWarning
+    assert scleron.SimulationError is SimulationError
+    assert scleron.SingularConfigurationWarning is SingularConfigurationWarning
+
+
 @pytest.mark.parametrize("duration", [1e-16, 3e-15])
 def test_rk45_takes_one_step_however_short_the_duration(files, build, duration):
     """A duration below 1e-15 s used to take no step at all (the trajectory ended at t = 0),

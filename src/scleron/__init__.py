@@ -14,6 +14,8 @@ with command_start():       # the imports below take a second or two (sympy)
     from .model.mjcf import MjcfWarning                          # noqa: E402,F401
     from .model.osim import OsimWarning                          # noqa: E402,F401
     from .simulate import SimulationWarning                      # noqa: E402,F401
+    from .simulate import SimulationError                        # noqa: E402,F401
+    from .dynamics.checks import SingularConfigurationWarning     # noqa: E402,F401
 
 
 def load_model(path, **kwargs):

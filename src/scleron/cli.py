@@ -19,7 +19,7 @@ import time
 import warnings
 
 from . import __version__
-from .errors import BuildError, ModelError, command_start, name_list, one_line, short_name
+from .errors import BuildError, ForeignTargetError, ModelError, command_start, name_list, one_line, short_name
 
 with command_start():                   # Ctrl-C while these import: one line, not a traceback
     from .model.load import add_load_arguments, load_arguments
@@ -254,13 +254,16 @@ def cmd_codegen(args):
                 cflags = cflags_for(args.march, cflags)
         t0 = time.perf_counter()
         progress = CodegenProgress(len(model.bodies))
+        foreign = None
         try:
             generate(model, out, args.name, chunk=args.chunk, force=args.force,
                      compile=not args.no_compile, report=report, cflags=cflags,
                      method=int(args.method), mass_matrix=args.mass_matrix,
-                 functions=_comma_list(args.functions, "--functions"),
-                 frames=_frames_option(args.frames, model), progress=progress,
+                     functions=_comma_list(args.functions, "--functions"),
+                     frames=_frames_option(args.frames, model), progress=progress,
                      cuda=_cuda_options(args))
+        except ForeignTargetError as e:     # built for the --march CPU: what was asked for
+            foreign = e
         finally:
             progress.close()
         t_generate = time.perf_counter() - t0
@@ -272,6 +275,8 @@ def cmd_codegen(args):
     renamed = (f" (module and C prefix {c_identifier(asked)}: {asked!r} is not usable as a C "
                "and Python name)" if c_identifier(asked) != asked else "")
     print(f"{model.name}: {len(model.bodies)} bodies, {sizes} -> {out}{renamed}")
+    if foreign is not None:
+        print(f"scleron: warning: {foreign}", file=sys.stderr)
     _say_import_name(out)
     if (previous and not report.cache_hit
             and os.path.realpath(previous) != os.path.realpath(args.model)):

@@ -35,6 +35,10 @@ class BuildError(RuntimeError):
     """The C compiler is missing or failed; the message says what to install or where the log is."""
 
 
+class ForeignTargetError(BuildError):
+    """The folder is built, for a CPU this machine is not (--march): it does not load here."""
+
+
 def name_list(names, most=20, width=60):
     """Names for a one-line message: the first `most`, each cut to `width` characters, and how
     many there are in all (a model may have a thousand frames, a name may be 5000 characters)."""

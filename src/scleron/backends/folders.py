@@ -220,8 +220,11 @@ def _check_replaceable(out_dir):
                          "give the folder it points to")
     if not is_output_folder(out_dir):
         what = "a folder" if os.path.isdir(out_dir) else "a file"
+        inside = (f" (a new one inside it, such as {os.path.join(out_dir, 'NAME')}, is fine)"
+                  if what == "a folder" else "")
         raise BuildError(f"{out_dir} exists and is {what} that scleron did not write (no "
-                         "scleron.json): refusing to replace it; choose another output folder")
+                         "scleron.json): refusing to replace it; choose another output folder"
+                         + inside)
     foreign = foreign_entries(out_dir)
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")

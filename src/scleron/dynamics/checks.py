@@ -236,8 +236,22 @@ def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED, configur
         f"inertias below {ROUNDED_TO_ZERO:g}, entries below {SNAP_INERTIA:g} of their block of "
         f"the body's inertia, pivots below {PIVOT_RTOL:g} of their M_kk, and M_kk below "
         f"{PIVOT_RTOL:g} of the inertia it moves or {DIAGONAL_RTOL:g} of the largest count as "
-        "0), or fix the joint",
+        "0), or fix the joint" + _massless_parent(tree, b),
         source=source, element=f"joint '{b.joint_name}'", joint=b.joint_name)
+
+
+def _massless_parent(tree, b):
+    """The likelier cause where the body b's joint hangs from has neither mass nor inertia (a
+    URDF's massless base link, floated): its own joint moves the same bodies as b's."""
+    if b.parent < 0:
+        return ""
+    p = tree.bodies[b.parent]
+    if np.max(np.abs(np.array(p.inertia, dtype=float))) > ROUNDED_TO_ZERO:
+        return ""
+    return (f". More likely here: body '{p.name}', which this joint hangs from, has neither mass "
+            f"nor inertia, so its own joint '{p.joint_name}' ({p.joint.type}) moves the same "
+            f"bodies as this one; give '{p.name}' mass and inertia (a massless base link floats "
+            "nothing of its own), or fix one of the two joints")
 
 
 def _coordinates_singular(b, q):
@@ -273,7 +287,7 @@ def check_regular_at_start(tree, q0, *, source=None):
         f"{coordinate} ({meaning}) of this {b.joint.type} joint moves nothing the coordinates "
         "before it do not already move there (a singularity of the joint's coordinates, e.g. a "
         "proper Euler chart's gimbal lock at q = 0; the matrix is regular elsewhere), so forward "
-        "dynamics is NaN there. Give the model an initial configuration away from it (YAML "
+        "dynamics is NaN or huge there. Give the model an initial configuration away from it (YAML "
         "initial: q; Python model.q0) or coordinates regular there (a Tait-Bryan chart at q = 0)",
         source=source, element=f"joint '{b.joint_name}'", joint=b.joint_name)
 

@@ -27,7 +27,7 @@ import tempfile
 import uuid
 import warnings
 
-from ...errors import BuildError
+from ...errors import BuildError, ForeignTargetError
 from ..folders import (_dir_lock, _held, _made, _recover, _still_there, discard_temp_folder,
                        edited_sources)
 INSTALL_HINT = ("install one, e.g. `apt-get install gcc` (Debian/Ubuntu), `dnf install gcc` "
@@ -346,9 +346,10 @@ def load_package(folder, expect=None):
             if why is None:
                 return _import(folder, meta)
         if compiled_here or not why[1]:        # compiled, and still not for this CPU
-            raise BuildError(f"{folder}: {why[0]}" + (" (after compiling it here)" if why[1] else
-                             ": it does not run here; the folder is written, for a machine that "
-                             "can run it (for this one: `scleron codegen --march native`)"))
+            error = BuildError if why[1] else ForeignTargetError
+            raise error(f"{folder}: {why[0]}" + (" (after compiling it here)" if why[1] else
+                        ": it does not run here; the folder is written, for a machine that "
+                        "can run it (for this one: `scleron codegen --march native`)"))
         compiled_here = _compile_in_place(folder, meta)
         expect = meta["hash"]
     raise BuildError(f"{folder}: changed while it was loaded, again and again: load it again")
