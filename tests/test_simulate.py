@@ -940,6 +940,29 @@ def test_a_composites_ball_near_gimbal_lock_is_named(tmp_path, build):
     assert [(c.name, c.start, c.chart) for c in watched] == [("j", 3, "ZYX")]
 
 
+def test_a_point_joints_angles_near_gimbal_lock_are_named(tmp_path, build):
+    """A surface_point's Euler angles passed within |cos q2| = 0.026 of ZYX's gimbal lock with
+    no word (an outside tester; a spherical joint there switches chart): they keep their chart,
+    and are watched as a composite's are."""
+    from scleron.simulate.charts import kept_charts
+    text = ("name: gimbal_sp\ngravity: [0, 0, 0]\nbodies:\n  - name: bead\n    parent: world\n"
+            "    joint: {name: g, type: surface_point, surface: {shape: sphere, radius: 1.0}, "
+            "chart: ZYX}\n    mass: 1.0\n    inertia: [0.01, 0.02, 0.03]\ninitial:\n"
+            "  q: {g: [0.0, 0.0, 0.0, 1.3, 0.0]}\n  qd: {g: [0.0, 0.0, 0.3, 1.0, 0.5]}\n")
+    path = tmp_path / "gimbal_sp.yaml"
+    path.write_text(text)
+    with pytest.warns(scleron.SimulationWarning, match=r"joint 'g' came near the gimbal lock of "
+                                                       r"its chart ZYX .*surface_point joint's"):
+        simulate(str(path), 0.4, 1e-3, out_dir=build, progress=False)
+    curve = text.replace("surface_point, surface: {shape: sphere, radius: 1.0}",
+                         "curve_point, curve: {shape: circle, radius: 1.0}").replace(
+        "[0.0, 0.0, 0.0, 1.3, 0.0]", "[0.0, 0.0, 1.3, 0.0]").replace(
+        "[0.0, 0.0, 0.3, 1.0, 0.5]", "[0.0, 0.3, 1.0, 0.5]")
+    (tmp_path / "curve.yaml").write_text(curve)
+    watched = kept_charts(scleron.load_model(str(tmp_path / "curve.yaml")))
+    assert [(c.name, c.start, c.chart) for c in watched] == [("g", 1, "ZYX")]
+
+
 def test_the_implicit_integrator_starts_on_a_spline_knot(build):
     """spline_surface's initial state sits on a knot of its surface (v = 1.0), where the
     derivatives the implicit integrator takes were NaN (sqrt(x * x) differentiated at x = 0):

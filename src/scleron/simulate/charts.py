@@ -100,10 +100,15 @@ class KeptChart:
     why: str            # why it keeps its chart
 
 
+# where the three Euler angles of a point joint given a chart start, after its u, v or s
+POINT_CHART_AT = {"surface_point": 2, "curve_point": 1}
+
+
 def kept_charts(model, tau=None):
     """The Euler-chart rotations that keep their chart, in model order: a spherical or free joint
-    with a spring, an armature or a constant force on its rotation (_keeps_chart), and the
-    spherical and free parts of composite joints (their coordinates are the composite's own)."""
+    with a spring, an armature or a constant force on its rotation (_keeps_chart), the angles of
+    surface_point and curve_point joints with a chart, and the spherical and free parts of
+    composite joints (their coordinates are the joint's own)."""
     out, k, kv = [], 0, 0
     constant = tau is not None and not callable(tau)
     for j in model.joints:
@@ -114,6 +119,9 @@ def kept_charts(model, tau=None):
         if j.type in ("spherical", "free") and _keeps_chart(j, skip, own):
             out.append(KeptChart(j.name, k + skip, j.params.get("chart", "XYZ"),
                                  "a spring, an armature or a constant force on it keeps its chart"))
+        if j.type in POINT_CHART_AT and j.params.get("chart"):    # a point's Euler angles
+            out.append(KeptChart(j.name, k + POINT_CHART_AT[j.type], j.params["chart"],
+                                 f"a {j.type} joint's angles keep their chart"))
         for at, part in _composite_parts(j, k):
             if part["type"] in ("spherical", "free"):        # a free part's angles follow x, y, z
                 out.append(KeptChart(j.name, at + (3 if part["type"] == "free" else 0),
