@@ -67,8 +67,9 @@ def rotation_matrix(value, what, err):
     problem = rotation_problem(R, what)
     if problem:
         raise err(problem)
-    u, _, vt = np.linalg.svd(R)
-    R = u @ vt
+    if np.abs(R @ R.T - np.eye(3)).max() > 1e-12:      # rounded input: the nearest rotation
+        u, _, vt = np.linalg.svd(R)                     # (an exact one is kept: a dumped model
+        R = u @ vt                                      # loads as it was)
     R[np.abs(R) < 1e-15] = 0.0
     return tuple(tuple(float(x) for x in row) for row in R)
 
