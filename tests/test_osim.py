@@ -458,6 +458,13 @@ def test_an_unread_transform_axis_is_said(tmp_path, extra, why):
     # OpenSim refuses a body of unspecified mass; it was read as 0
     (osim_text().replace("<mass>1</mass>", "<mass> </mass>"), r"<Body name='b'>: <mass> is empty"),
     (osim_text().replace("<mass>1</mass>", ""), r"<Body name='b'>: <mass> is missing"),
+    # empty: OpenSim refuses (a Constant's value) or crashes (a LinearFunction's coefficients);
+    # they were read as the defaults 0 and (1, 0)
+    (osim_text(joint=custom_joint("<Constant name='function'><value></value></Constant>")),
+     r"<Constant name='function'>: <value> is empty"),
+    (osim_text(joint=custom_joint("<LinearFunction name='function'><coefficients> "
+                                  "</coefficients></LinearFunction>")),
+     r"<LinearFunction name='function'>: <coefficients> is empty"),
     (osim_text(joint=custom_joint("<GCVSpline name='function'><x>0 1</x><y>0 1</y></GCVSpline>")),
      "function GCVSpline is not read"),
     (osim_text(joint=custom_joint("<SimmSpline name='function'><x>0 1 1</x><y>0 1 2</y>"

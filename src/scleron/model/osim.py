@@ -179,9 +179,9 @@ class _Ctx:
     def numbers(self, node, tag, n=None, default=None):
         """The numbers in child <tag> (n of them when n is given)."""
         el = node.child(tag)
-        if el is None or not el.text.strip():
-            if default is not None:
-                return list(default)
+        if el is None and default is not None:
+            return list(default)
+        if el is None or not el.text.strip():   # (OpenSim refuses an empty one: "convertOK")
             raise self.error(node, f"<{tag}> is " + ("missing" if el is None else "empty"))
         words = el.text.split()
         if not all(_NUMBER.fullmatch(w) for w in words):
