@@ -242,6 +242,12 @@ def cmd_codegen(args):
     # (the folder is the package's import name: a model named numpy gets generated/numpy_model,
     # whose import does not shadow numpy)
     out = args.output or os.path.join("generated", c_identifier(args.name or model.name))
+    # said first: what is generated where (the work after it may take minutes)
+    sizes = f"nq = nv = {model.nv}" if model.nq == model.nv else f"nq = {model.nq}, nv = {model.nv}"
+    asked = args.name or model.name
+    renamed = (f" (module and C prefix {c_identifier(asked)}: {asked!r} is not usable as a C "
+               "and Python name)" if c_identifier(asked) != asked else "")
+    print(f"{model.name}: {len(model.bodies)} bodies, {sizes} -> {out}{renamed}", flush=True)
     created = _missing_ancestors(out)
     before = _binaries(out)
     previous = _generated_from(out)
@@ -270,11 +276,6 @@ def cmd_codegen(args):
     except BaseException:
         _remove_empty(created)
         raise
-    sizes = f"nq = nv = {model.nv}" if model.nq == model.nv else f"nq = {model.nq}, nv = {model.nv}"
-    asked = args.name or model.name
-    renamed = (f" (module and C prefix {c_identifier(asked)}: {asked!r} is not usable as a C "
-               "and Python name)" if c_identifier(asked) != asked else "")
-    print(f"{model.name}: {len(model.bodies)} bodies, {sizes} -> {out}{renamed}")
     if foreign is not None:
         print(f"scleron: warning: {foreign}", file=sys.stderr)
     _say_import_name(out)
