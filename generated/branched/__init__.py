@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_7f0cd0ab091c"
-HASH = "7f0cd0ab091c6bcd580d838dede601c5d28238c8293eee5120b5fea4dca6a914"
+MODULE = "_branched_bf5d053e93bd"
+HASH = "bf5d053e93bd3036ad9daeb74ae23019a7df37eb6892b8dc77418a0d0cebb26a"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

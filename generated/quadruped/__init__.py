@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_0a5bbd806256"
-HASH = "0a5bbd8062566954e52e3c7c47ebb313bda97a0c5624475fab72aa20ca9337fe"
+MODULE = "_quadruped_df6914ccfd99"
+HASH = "df6914ccfd99b9ec14b78e3eff125b5d507ec5b45c7094dda37f968864d626ee"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

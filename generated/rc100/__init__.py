@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_c55c8f1bfc53"
-HASH = "c55c8f1bfc5367a684e48c7b22c03dfbc8c848e0a346856dc87ee45b49cf938d"
+MODULE = "_rc100_69908dc699b6"
+HASH = "69908dc699b6e1083e07e7d9b57e9ca106b46d91fe265024612860a2c71e121f"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

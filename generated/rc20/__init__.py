@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_d6fc52c0338f"
-HASH = "d6fc52c0338fc6bef97bac3af0f3a69680cc9baf8b3d871af77a9d4704105023"
+MODULE = "_rc20_02dd3cf9d761"
+HASH = "02dd3cf9d761a9f6736502fc3af37ee927a1e2cbe5ed10e7bdfc172fd68eaed5"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

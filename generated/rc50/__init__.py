@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_b157b42f33dc"
-HASH = "b157b42f33dcf5b14daa2aeb7cb9b2bea5757cd6f7b41f4f8b3ee6c08614b90f"
+MODULE = "_rc50_96a710921184"
+HASH = "96a7109211842bdda1ddda45c8f6b97d2680c2c73fddd3bd5878fb5b372c3572"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
