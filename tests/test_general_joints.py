@@ -463,6 +463,10 @@ def test_custom_transform_must_be_finite():
         load_yaml_string(custom_text("exp(exp(exp(10)))"), "inf.yaml")
     with pytest.raises(ModelError, match="cannot be evaluated"):
         load_yaml_string(custom_text("sqrt(-1 - a**2)"), "nan.yaml")
+    # which expression, where (it named neither: an outside tester)
+    with pytest.raises(ModelError, match=r"cannot be evaluated .*\(last problem: translation\[0\] "
+                                         r"at coordinates \[-?\d.*\]: math domain error\)"):
+        load_yaml_string(custom_text("sqrt(a - 5)"), "nan.yaml")
 
 
 # ---- loader strictness for the new keys ---------------------------------------------------------

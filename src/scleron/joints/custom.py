@@ -241,6 +241,22 @@ def _axis_value(axis, k):
     raise ExpressionError(f"rotation[{k}]: the axis must be x, y, z or 3 numbers")
 
 
+def _failing_entry(R, t, q, values):
+    """Which entry of the transform cannot be evaluated (finite) at these coordinates, as
+    "translation[k] at [...]: " or "rotation[i][j] at [...]: " (the composed rotation's entry)."""
+    entries = [(f"translation[{k}]", t[k]) for k in range(3)] + [
+        (f"rotation[{i}][{j}]", R[i, j]) for i in range(3) for j in range(3)]
+    at = np.round(values, 3).tolist()
+    for name, e in entries:
+        try:
+            if np.isfinite(float(Evaluator(_Floats, dict(zip(q, values)))(e))):
+                continue
+        except (ValueError, ZeroDivisionError, OverflowError, TypeError):
+            pass
+        return f"{name} at coordinates {at}: "
+    return ""
+
+
 def _check_values(R, t, q):
     """R orthonormal with det +1 and t finite at a few random coordinates."""
     rng = np.random.default_rng(12345)
@@ -252,10 +268,10 @@ def _check_values(R, t, q):
             Rn = np.array(ev.matrix(R), dtype=float)
             tn = np.array(ev.vector(t), dtype=float)
         except (ValueError, ZeroDivisionError, OverflowError, TypeError) as e:
-            last = e
+            last = f"{_failing_entry(R, t, q, values)}{e}"
             continue
         if not (np.all(np.isfinite(Rn)) and np.all(np.isfinite(tn))):
-            last = "not finite"
+            last = f"{_failing_entry(R, t, q, values)}not finite"
             continue
         err = np.abs(Rn.T @ Rn - np.eye(3)).max()
         if err > ORTHONORMAL_TOL:
