@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_bf5d053e93bd"
-HASH = "bf5d053e93bd3036ad9daeb74ae23019a7df37eb6892b8dc77418a0d0cebb26a"
+MODULE = "_branched_9cb97bb0e64f"
+HASH = "9cb97bb0e64fb1fc5d23042fb288c73cd4f42472ea4a2683de0e958a312223c8"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_df6914ccfd99"
-HASH = "df6914ccfd99b9ec14b78e3eff125b5d507ec5b45c7094dda37f968864d626ee"
+MODULE = "_quadruped_9dba6545af78"
+HASH = "9dba6545af786a75adde1c70c5dd22fb1689ac7bfd47b82e6114c8304e3a3128"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_69908dc699b6"
-HASH = "69908dc699b6e1083e07e7d9b57e9ca106b46d91fe265024612860a2c71e121f"
+MODULE = "_rc100_38ad62f9e99a"
+HASH = "38ad62f9e99a8b03988466e2c1b78c500c8c62c3dccd198bf372491830e68765"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_02dd3cf9d761"
-HASH = "02dd3cf9d761a9f6736502fc3af37ee927a1e2cbe5ed10e7bdfc172fd68eaed5"
+MODULE = "_rc20_80cacc2441b5"
+HASH = "80cacc2441b541a156ed675772b46afef03ce07450e0cf2a4b15ad482fa8f3d0"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_96a710921184"
-HASH = "96a7109211842bdda1ddda45c8f6b97d2680c2c73fddd3bd5878fb5b372c3572"
+MODULE = "_rc50_11c8cdb005cc"
+HASH = "11c8cdb005cc39094869c2ce021e1f4c1ca064f50219ae3d84e2ec744d8b09f4"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
