@@ -401,6 +401,13 @@ def test_bad_expressions_are_rejected_naming_the_token(text, token):
         assert repr(token) in msg, msg
 
 
+def test_an_expression_that_ends_too_early_says_where():
+    """'a*(2+' was "the expression ends too early", with no position (an outside tester)."""
+    with pytest.raises(ModelError, match=r"translation\[0\]: the expression ends too early \(at "
+                                         r"position 5: an operand is missing, or a parenthesis"):
+        load_yaml_string(custom_text("a*(2+"), "bad.yaml")
+
+
 def test_expression_parser_builds_sympy_without_eval(monkeypatch):
     """Loading custom joints never reaches eval, exec, sympify-on-a-string or parse_expr."""
     def forbidden(*args, **kw):

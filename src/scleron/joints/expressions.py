@@ -253,7 +253,9 @@ class _Parser:
     def atom(self):
         tok = self.take()
         if tok is None:
-            raise ExpressionError("the expression ends too early", token=None)
+            raise ExpressionError(f"the expression ends too early (at position {len(self.text)}: "
+                                  "an operand is missing, or a parenthesis is not closed)",
+                                  token=None)
         kind, text, where = tok
         if kind == "number":
             return _number(text)
