@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_9cb97bb0e64f"
-HASH = "9cb97bb0e64fb1fc5d23042fb288c73cd4f42472ea4a2683de0e958a312223c8"
+MODULE = "_branched_e3b2efbbf172"
+HASH = "e3b2efbbf172850dac7d8df2f419e8ad2a4dc9ee2a95ec6d93161a1ffc60e032"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_9dba6545af78"
-HASH = "9dba6545af786a75adde1c70c5dd22fb1689ac7bfd47b82e6114c8304e3a3128"
+MODULE = "_quadruped_e2280a3c6205"
+HASH = "e2280a3c620519879d061d791c3808e1571b9b278f04b2d7c8e69a98721042de"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

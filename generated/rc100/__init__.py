@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_38ad62f9e99a"
-HASH = "38ad62f9e99a8b03988466e2c1b78c500c8c62c3dccd198bf372491830e68765"
+MODULE = "_rc100_431207c93f33"
+HASH = "431207c93f3316fa6eceaa379fa8326195e547659e50c911a55ac0535c27886a"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

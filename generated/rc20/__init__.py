@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_80cacc2441b5"
-HASH = "80cacc2441b541a156ed675772b46afef03ce07450e0cf2a4b15ad482fa8f3d0"
+MODULE = "_rc20_615beb28cde6"
+HASH = "615beb28cde6363672215d833234402eb116e68d1d046def4f9e0e22c700cd1a"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

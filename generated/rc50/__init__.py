@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_11c8cdb005cc"
-HASH = "11c8cdb005cc39094869c2ce021e1f4c1ca064f50219ae3d84e2ec744d8b09f4"
+MODULE = "_rc50_6b16d12f01f4"
+HASH = "6b16d12f01f4a28349175409647edb41e84ab27f328abdef641037343e648742"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
