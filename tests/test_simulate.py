@@ -567,6 +567,29 @@ def test_rk45_ends_at_the_duration_without_a_sliver_step(files, build):
     assert np.diff(traj.t).min() > 0.5e-3
 
 
+TWO_LINKS = """<robot name="two"><link name="base"><inertial><mass value="2"/>
+<inertia ixx="0.1" iyy="0.2" izz="0.3" ixy="0" ixz="0" iyz="0"/></inertial></link>
+<link name="arm"><inertial><origin xyz="0.2 0 0"/><mass value="1"/>
+<inertia ixx="0.01" iyy="0.02" izz="0.02" ixy="0" ixz="0" iyz="0"/></inertial></link>
+<joint name="j" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 0 1"/>
+<limit lower="-3" upper="3" effort="1" velocity="1"/></joint></robot>"""
+
+
+def test_a_urdf_floated_and_fixed_keep_their_own_folders_in_one_build_dir(tmp_path):
+    """With out_dir, a URDF run floating and fixed shared one folder, so each run regenerated
+    the other's code (a reviewer): the floating one's folder is NAME_floating, as in the cache."""
+    path = tmp_path / "two.urdf"
+    path.write_text(TWO_LINKS)
+    out = tmp_path / "b"
+    fixed = simulate(str(path), 0.01, 1e-3, out_dir=str(out), progress=False)
+    stamp = os.stat(out / "two" / "scleron.json").st_mtime_ns
+    floated = simulate(str(path), 0.01, 1e-3, out_dir=str(out), progress=False, floating=True)
+    assert sorted(os.listdir(out)) == ["two", "two_floating"]
+    assert fixed.q.shape[1] == 1 and floated.q.shape[1] == 8
+    simulate(str(path), 0.01, 1e-3, out_dir=str(out), progress=False)       # cached: not rebuilt
+    assert os.stat(out / "two" / "scleron.json").st_mtime_ns == stamp
+
+
 def test_the_simulation_error_and_warnings_are_the_packages():
     """scleron.SimulationError did not exist (an outside tester): the error and the warnings a
     user filters or catches are at the top level."""

@@ -203,11 +203,14 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     from ..pipeline import c_identifier
     if out_dir is not None:
         out_dir = _file_name(out_dir, "out_dir")    # ("" is refused, not read as the default)
-    build_dir = out_dir or default_build_dir(c_identifier(model.name) + ("_floating" if floating else ""))
+    # a floated URDF's own name: its code and the fixed one's never share a folder, in the
+    # default cache or in out_dir (where each run regenerated the other's)
+    name = c_identifier(model.name) + ("_floating" if floating else "")
+    build_dir = out_dir or default_build_dir(name)
     sim = Simulator(model, build_dir=os.fspath(build_dir), integrator=integrator, dt=dt,
                     duration=duration, q0=q0, qd0=qd0, tau=tau, rtol=rtol, atol=atol,
                     switch_threshold=switch_threshold, exp_limit=exp_limit,
-                    record_every=record_every, progress=progress, log=log)
+                    record_every=record_every, progress=progress, log=log, name=name)
     traj = sim.run()
     _write_files(traj, output, plot)
     return traj

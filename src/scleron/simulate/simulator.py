@@ -79,7 +79,7 @@ def ranged_coordinates(model):
 
 class Simulator:
     def __init__(self, model, *, build_dir, integrator, dt, duration, q0, qd0, tau, rtol, atol,
-                 switch_threshold, exp_limit, record_every, progress, log=None):
+                 switch_threshold, exp_limit, record_every, progress, log=None, name=None):
         self.model = model
         self.nv = model.nv
         self.integrator = integrator
@@ -97,7 +97,7 @@ class Simulator:
         self.ranged = ranged_coordinates(model)
         self.outside = {}          # RangedCoordinate -> (t when it first left, farthest value)
         self.variants = Variants(model, build_dir, self.euler, self.progress, log,
-                                 derivatives=integrator in NEEDS_DERIVATIVES)
+                                 derivatives=integrator in NEEDS_DERIVATIVES, name=name)
         self.tau = tau
         self.q, self.qd = q0.copy(), qd0.copy()
         self.manifold = model.nq != model.nv        # quaternion joints: q moves by integrate

@@ -35,9 +35,9 @@ def default_build_dir(name):
 class Variants:
     """Generated modules by chart combination (a tuple with one chart per Euler joint)."""
 
-    def __init__(self, model, build_dir, euler, progress, log=None, derivatives=False):
+    def __init__(self, model, build_dir, euler, progress, log=None, derivatives=False, name=None):
         self.model = model
-        self.base = c_identifier(model.name)
+        self.base = name or c_identifier(model.name)     # (a floated URDF's: NAME_floating)
         self.build_dir = build_dir
         self.euler = euler
         self.progress = progress
