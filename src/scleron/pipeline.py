@@ -485,7 +485,8 @@ def _velocity_doc(tree):
         quaternion = b.nq != b.dof
         for k, meaning in enumerate(b.joint.coordinates):
             label = b.joint_name if b.dof == 1 else f"{b.joint_name}[{k}]"
-            what = meaning if quaternion else f"rate of {label}"
+            unit = re.search(r"\((rad|m)\)", meaning)        # a dimensionless parameter: 1/s
+            what = meaning if quaternion else f"rate of {label} ({unit[1] if unit else '1'}/s)"
             out.append(f"{label}: {b.joint.type} joint of body {b.name}, {what}")
     return out
 
