@@ -496,7 +496,7 @@ static PyMethodDef bound_methods[] = {
 
 static PyTypeObject BoundType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "_branched_e3b2efbbf172_py.Bound",
+    .tp_name = "_branched_7c84b4688dfe_py.Bound",
     .tp_doc = "bind's callable: a generated function on the arrays bound to it",
     .tp_basicsize = sizeof(Bound),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -520,7 +520,7 @@ static PyObject *make_bound(PyObject *self, PyObject *args)
         return NULL;
     }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(arrays); ++i) {
-        if (!PyArray_CheckExact(PyTuple_GET_ITEM(arrays, i))) {
+        if (!PyArray_Check(PyTuple_GET_ITEM(arrays, i))) {  /* (a subclass, a memmap: its data) */
             PyErr_SetString(PyExc_TypeError, "_bind: the arrays must be numpy arrays");
             return NULL;
         }
@@ -589,10 +589,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_e3b2efbbf172_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_7c84b4688dfe_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_e3b2efbbf172_py(void)
+PyMODINIT_FUNC PyInit__branched_7c84b4688dfe_py(void)
 {
     import_array();
     if (PyType_Ready(&BoundType) < 0) {
