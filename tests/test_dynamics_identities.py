@@ -337,6 +337,8 @@ def test_bind_is_the_same_computation(system, rng):
         dyn.bind("bias_forces", q, qd.astype(np.float32), np.empty(nv))
     with pytest.raises(ValueError, match="unknown function"):
         dyn.bind("jacobian", q, np.empty(nv))
+    dyn.bind("mass", q, M)()                       # an alias, as `scleron show --function mass`
+    np.testing.assert_array_equal(M, dyn.mass_matrix(q))
     frozen = np.empty(nv)
     frozen.flags.writeable = False                 # said as such (it said "C-contiguous float64")
     with pytest.raises(ValueError, match=r"out \(h\) must be a C-contiguous writeable"):

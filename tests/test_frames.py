@@ -167,6 +167,13 @@ def test_frame_functions_batch_out_and_reference_errors(generated, rng):
     doc = dyn.__doc__
     assert f"    frame_jacobian(q, frame, reference='local_world_aligned') -> J[6, {dyn.nv}]" in doc
     assert "J = panda.frame_jacobian(q, frame='" in doc and "frame_jacobian_3_local(" not in doc
+    # bind takes one frame's generated function; the chooser says so (it was "unknown function")
+    with pytest.raises(ValueError, match=r"bind: frame_jacobian chooses one of the generated "
+                                         r"functions by its options; .*frame_jacobian_0, "):
+        dyn.bind("frame_jacobian", Q[0], np.empty((6, dyn.nv)))
+    k, J = dyn.frame_names.index("panda_link4"), np.empty((6, dyn.nv))
+    dyn.bind(f"frame_jacobian_{k}_local", Q[0], J)()
+    np.testing.assert_array_equal(J, dyn.frame_jacobian(Q[0], "panda_link4", "local"))
 
 
 def test_the_docstring_shows_a_default_reference_only_where_it_was_generated(tmp_path):
