@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_7c84b4688dfe"
-HASH = "7c84b4688dfeb44f77db403310179934c8e90027e5a261fdd9479f80f51cea9b"
+MODULE = "_branched_aca7de109e95"
+HASH = "aca7de109e9525cfbbddf23d0890cf8e59e4ed388fa994a29791e9784f2b790b"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -884,6 +884,13 @@ def bind(function, *arrays):
         if globals().get(function) is not given:       # e.g. another generated module's
             raise ValueError(f"bind: {given!r} is not this module's function ({__name__} at "
                              f"{HERE}): bind a module's functions with its own bind")
+    function = _ALIASES.get(function, function) if isinstance(function, str) else function
+    if function in _VARIANTS and function not in _SIGNATURES:
+        chosen = [n for n in _SIGNATURES if n.startswith(function + "_")]
+        raise ValueError(f"bind: {function} chooses one of the generated functions by its options; "
+                         f"bind that one by its name ({', '.join(chosen[:6])}"
+                         f"{', ...' if len(chosen) > 6 else ''}: {function}_<k>[_local|_world], "
+                         "k = frame_names.index(frame))")
     if function not in _SIGNATURES:
         raise ValueError(f"unknown function {function!r} (one of {', '.join(_SIGNATURES)})")
     inputs, outputs = _SIGNATURES[function]
@@ -923,6 +930,7 @@ class _Bound(functools.partial):
 
 
 _VARIANTS = ()
+_ALIASES = {'fd': 'forward_dynamics', 'id': 'inverse_dynamics', 'mass': 'mass_matrix', 'bias': 'bias_forces', 'gravity': 'static_forces', 'static': 'static_forces', 'ke': 'kinetic_energy', 'pe': 'potential_energy', 'com': 'center_of_mass', 'jcom': 'com_jacobian', 'ag': 'centroidal_momentum_matrix', 'hg': 'centroidal_momentum', 'dhg': 'centroidal_momentum_rate', 'placements': 'frame_placements', 'int': 'integrate', 'diff': 'difference', 'dint': 'integrate_jacobians', 'ddiff': 'difference_jacobians', 'jacobians': 'frame_jacobians', 'jacobians_local': 'frame_jacobians_local', 'jacobians_world': 'frame_jacobians_world', 'velocities': 'frame_velocities', 'velocities_local': 'frame_velocities_local', 'velocities_world': 'frame_velocities_world', 'accelerations': 'frame_accelerations', 'accelerations_local': 'frame_accelerations_local', 'accelerations_world': 'frame_accelerations_world', 'minv': 'mass_matrix_inverse', 'id_derivatives': 'inverse_dynamics_derivatives', 'idd': 'inverse_dynamics_derivatives', 'fd_derivatives': 'forward_dynamics_derivatives', 'fdd': 'forward_dynamics_derivatives'}         # bind("fd", ...) as scleron show --function fd
 
 
 def __getattr__(attr):
