@@ -1192,6 +1192,20 @@ def test_a_bad_mass_is_said_at_its_own_line(tmp_path, mass):
         scleron.load_model(write(tmp_path, "m.yaml", text))
 
 
+def test_a_generation_error_names_the_joints_line(tmp_path):
+    """A singular mass matrix found at generation named the file but no line (an outside
+    tester): the joint's line, in YAML and URDF."""
+    text = ("name: z\nbodies:\n  - name: a\n    parent: world\n    mass: 1\n    inertia: [1, 1, 1]\n"
+            "    joint: {type: spherical, chart: ZYZ}\n")
+    with pytest.raises(ModelError, match=r"zyz.yaml:7: joint 'a_joint': the mass matrix is singular"):
+        scleron.generate(str(write(tmp_path, "zyz.yaml", text)), str(tmp_path / "out"),
+                         functions=["fd"], compile=False)
+    urdf = os.path.join(os.path.dirname(__file__), "..", "examples", "rc20.urdf")
+    with pytest.raises(ModelError, match=r"rc20.urdf:\d+: joint 'joint1': the mass matrix is singular"):
+        scleron.generate(scleron.load_model(urdf, floating=True), str(tmp_path / "out"),
+                         functions=["fd"], compile=False)
+
+
 def test_world_frames_survive_a_yaml_round_trip(tmp_path):
     """dump_yaml dropped the frames on the world (a URDF's root link among them): the format's
     top level takes them now."""

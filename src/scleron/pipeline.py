@@ -409,7 +409,14 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
     progress(f"derive: {len(model.bodies)} bodies, nv = {model.nv}: the joints, then the checks "
              "of the dynamics before unrolling")
     tree = Tree(model, frames)
-    check_model_dynamics(tree, source=model.source, q0=model.q0)   # clear errors, not NaNs
+    try:
+        check_model_dynamics(tree, source=model.source, q0=model.q0)   # clear errors, not NaNs
+    except ModelError as e:             # the joint's line in the model file, where it is known
+        line = getattr(model, "joint_lines", {}).get(e.joint) if e.line is None else None
+        if line is None:
+            raise
+        raise ModelError(e.problem, source=e.source, element=e.element, line=line, body=e.body,
+                         joint=e.joint) from None
     t1 = time.perf_counter()
     report.times["derive"] = t1 - t0
     names = selected_functions(functions, tree)

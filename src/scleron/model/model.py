@@ -351,6 +351,7 @@ class Model:
         self.qd0 = None
         self.inertia_checks = "physical"   # or "relaxed": docs/inertia-checks.md
         self.included = []        # files the model file pulled in (an MJCF's <include>s and meshes)
+        self.joint_lines = {}     # joint name -> its line in the model file (for later errors)
 
     # ---- builder ---------------------------------------------------------------------------
     def _relax_hint(self):
@@ -668,6 +669,7 @@ class Model:
         out.q0, out.qd0 = self.q0, self.qd0
         out.inertia_checks = self.inertia_checks
         out.included = list(getattr(self, "included", []))
+        out.joint_lines = dict(getattr(self, "joint_lines", {}))
         # where each original body now lives: (new body name or WORLD, placement in it)
         home = {WORLD: (WORLD, Transform())}
         for body, j in zip(self.bodies, self.joints):

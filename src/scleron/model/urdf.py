@@ -398,6 +398,7 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
             params["normal" if jtype == "planar" else "axis"] = tuple(axis)
         _add(model, child, parent_body, JOINT_MAP[jtype], jname, _link_inertia(links[child], lctx),
              origin, params, jctx)
+        model.joint_lines[jname] = j.line
         reached.add(child)
         stack.extend((child, n) for n in reversed(kids(child)))
     _mimic(model, joints, ctx, mimic)

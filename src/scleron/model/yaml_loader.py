@@ -445,6 +445,7 @@ class _Builder:
         self.body_names.add(name)
         self.joint_names.add(jname)
         self.body_lines[name] = where.line
+        model.joint_lines[jname] = _key_line(b, "joint") or where.line
         if "frames" in b:
             self.frames(model, name, b["frames"], where.at(line=_key_line(b, "frames")))
 
