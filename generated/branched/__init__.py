@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_aca7de109e95"
-HASH = "aca7de109e9525cfbbddf23d0890cf8e59e4ed388fa994a29791e9784f2b790b"
+MODULE = "_branched_d67d17e83dec"
+HASH = "d67d17e83decdc3bffadf7c4240c4b9eefc56b93ef354963861710fc774c34fa"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

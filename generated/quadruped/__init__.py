@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_5ce1c305bd2f"
-HASH = "5ce1c305bd2f5cd24ceecec8bd91d779aedfbfba0dd3df6ada48ae752dc0fd99"
+MODULE = "_quadruped_23423914883c"
+HASH = "23423914883c398701006e8576e27a7ac29ec3c7ad9630557966beee1689e552"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -496,7 +496,7 @@ static PyMethodDef bound_methods[] = {
 
 static PyTypeObject BoundType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "_quadruped_5ce1c305bd2f_py.Bound",
+    .tp_name = "_quadruped_23423914883c_py.Bound",
     .tp_doc = "bind's callable: a generated function on the arrays bound to it",
     .tp_basicsize = sizeof(Bound),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -589,10 +589,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_5ce1c305bd2f_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_23423914883c_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_5ce1c305bd2f_py(void)
+PyMODINIT_FUNC PyInit__quadruped_23423914883c_py(void)
 {
     import_array();
     if (PyType_Ready(&BoundType) < 0) {

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_4d48c15434a5"
-HASH = "4d48c15434a51aeab0b0602fae18e24084da8db126f809899e22c5aad66264c3"
+MODULE = "_rc100_ef053880538b"
+HASH = "ef053880538b4df27d2acf31a67b1f6f3f52ea705121404e644e848cb799e4b6"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

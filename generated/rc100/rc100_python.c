@@ -496,7 +496,7 @@ static PyMethodDef bound_methods[] = {
 
 static PyTypeObject BoundType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "_rc100_4d48c15434a5_py.Bound",
+    .tp_name = "_rc100_ef053880538b_py.Bound",
     .tp_doc = "bind's callable: a generated function on the arrays bound to it",
     .tp_basicsize = sizeof(Bound),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -589,10 +589,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_4d48c15434a5_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_ef053880538b_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_4d48c15434a5_py(void)
+PyMODINIT_FUNC PyInit__rc100_ef053880538b_py(void)
 {
     import_array();
     if (PyType_Ready(&BoundType) < 0) {

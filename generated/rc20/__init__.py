@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_d5efbac373bc"
-HASH = "d5efbac373bc473e35abee8aa7da804b1966ba64fb12ba57b2ec6e49fa01ca37"
+MODULE = "_rc20_7e3e1e3b0150"
+HASH = "7e3e1e3b0150b177f9092c3db33935a99038e8213135829e3de2884a12c4c1a2"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_a0c23d1475d8"
-HASH = "a0c23d1475d8567f3646b4c17906fb8352ed8a700dbae3a67fe7d3a3a73a5810"
+MODULE = "_rc50_6dd6bc29abbb"
+HASH = "6dd6bc29abbb0a568e4880dc8a54602227c238fe8e04e4dbb1a5f7bb272ee043"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
