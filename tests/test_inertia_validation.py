@@ -279,6 +279,14 @@ def test_a_floated_massless_base_is_named_as_the_likely_cause():
     with pytest.raises(ModelError) as e:
         check_nonsingular(Tree(m))
     assert "More likely here" not in str(e.value)
+    m = Model("own_axis")               # a massless parent, but the child's own coordinate moves
+    m.add_body("p", joint="revolute", axis=(0, 0, 1), mass=0.0, inertia=(0, 0, 0),  # nothing
+               allow_massless=True)     # (its point mass on its axis): not the parent's fault
+    m.add_body("b", "p", joint="revolute", axis=(1, 0, 0), mass=1.0, com=(0.5, 0, 0),
+               inertia=(0, 0, 0), allow_massless=True)
+    with pytest.raises(ModelError, match="joint 'b_joint'") as e:
+        check_nonsingular(Tree(m))
+    assert "More likely here" not in str(e.value)
 
 
 def test_ldl_pivots_match_cholesky():

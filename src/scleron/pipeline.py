@@ -19,8 +19,8 @@ from .backends.c.build import compile_folder
 from .backends.c.printer import NonFiniteConstant
 from .backends.c.render import PY_MODULES, c_comment, c_identifier  # noqa: F401  (names for C and Python)
 from .backends.cuda import compile_cuda, cuda_options, find_nvcc
-from .backends.folders import (clean_stale, discard_temp_folder, edited_sources, install_folder,
-                               make_temp_folder, record_model_file)
+from .backends.folders import (clean_stale, dir_lock, discard_temp_folder, edited_sources,
+                               install_folder, make_temp_folder, record_model_file)
 from .dynamics.checks import check_model_dynamics, overflow_error
 from .errors import ModelError
 from .dynamics.frames import frame_columns
@@ -494,8 +494,9 @@ def _velocity_doc(tree):
         quaternion = b.nq != b.dof
         for k, meaning in enumerate(b.joint.coordinates):
             label = b.joint_name if b.dof == 1 else f"{b.joint_name}[{k}]"
-            unit = re.search(r"\((rad|m)\)", meaning)        # a dimensionless parameter: 1/s
-            what = meaning if quaternion else f"rate of {label} ({unit[1] if unit else '1'}/s)"
+            unit = re.search(r"\((rad|m)\)", meaning)
+            unit = unit[1] if unit else "1" if meaning.startswith("spline parameter") else None
+            what = meaning if quaternion else f"rate of {label}" + (f" ({unit}/s)" if unit else "")
             out.append(f"{label}: {b.joint.type} joint of body {b.name}, {what}")
     return out
 
@@ -617,11 +618,17 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
 
 def _compile_cuda_if_missing(module, folder, name, progress, report):
     """A cached folder written by --cuda --no-compile gets its CUDA library now, as its C code
-    got its module on load: nvcc's errors come from this codegen, not from the first GPU call."""
-    if not os.path.isfile(os.path.join(folder, module.cuda.LIBRARY)):
-        t0 = time.perf_counter()
-        compile_cuda(folder, name, progress=progress)
-        report.times["compile CUDA"] = time.perf_counter() - t0
+    got its module on load: nvcc's errors come from this codegen, not from the first GPU call.
+    Under the folder's flock, as the first call's build (cuda.py) takes it: one builds, the
+    other finds the library."""
+    library = os.path.join(folder, module.cuda.LIBRARY)
+    if os.path.isfile(library):
+        return
+    with dir_lock(folder):
+        if not os.path.isfile(library):
+            t0 = time.perf_counter()
+            compile_cuda(folder, name, progress=progress)
+            report.times["compile CUDA"] = time.perf_counter() - t0
 
 
 def generate_covering(model, out_dir, name, functions, **options):

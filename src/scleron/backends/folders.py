@@ -65,6 +65,9 @@ def _dir_lock(path):
             os.close(fd)          # releases the lock
 
 
+dir_lock = _dir_lock              # (for a build into an installed folder: pipeline's CUDA)
+
+
 def _still_there(fd, path):
     """Whether the directory a lock's fd holds is still the one at path (an install may have
     moved it aside while this process waited for its lock); True where there is no lock."""

@@ -236,7 +236,9 @@ def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED, configur
         f"inertias below {ROUNDED_TO_ZERO:g}, entries below {SNAP_INERTIA:g} of their block of "
         f"the body's inertia, pivots below {PIVOT_RTOL:g} of their M_kk, and M_kk below "
         f"{PIVOT_RTOL:g} of the inertia it moves or {DIAGONAL_RTOL:g} of the largest count as "
-        "0), or fix the joint" + _massless_parent(tree, b),
+        "0), or fix the joint"
+        # (where the coordinate moves some inertia, only what the joints before it move too)
+        + (_massless_parent(tree, b) if largest[k][1] > DIAGONAL_RTOL * largest[k][2] else ""),
         source=source, element=f"joint '{b.joint_name}'", joint=b.joint_name)
 
 

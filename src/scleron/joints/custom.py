@@ -242,10 +242,11 @@ def _axis_value(axis, k):
 
 
 def _failing_entry(R, t, q, values):
-    """Which entry of the transform cannot be evaluated (finite) at these coordinates, as
-    "translation[k] at [...]: " or "rotation[i][j] at [...]: " (the composed rotation's entry)."""
+    """Which part of the transform cannot be evaluated (finite) at these coordinates, as
+    "translation[k] at [...]: " or "the rotation at [...]: " (R is the composed rotation: its
+    entries are not the file's, where the file gives axes and angles)."""
     entries = [(f"translation[{k}]", t[k]) for k in range(3)] + [
-        (f"rotation[{i}][{j}]", R[i, j]) for i in range(3) for j in range(3)]
+        ("the rotation", R[i, j]) for i in range(3) for j in range(3)]
     at = np.round(values, 3).tolist()
     for name, e in entries:
         try:

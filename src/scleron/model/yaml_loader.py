@@ -468,7 +468,8 @@ class _Builder:
                 R = rotation_from_rpy(_numbers(f["rpy"], 3, "rpy", fwhere.at(line=_key_line(f, "rpy"))))
             else:
                 R = np.eye(3)
-            if fname == WORLD:
+            if fname == WORLD and (body != WORLD or any(xyz) or not np.array_equal(R, np.eye(3))):
+                # (a URDF's root link 'world', dumped: the world's own frame, at its origin)
                 raise fwhere.error(f"'{WORLD}' is reserved for the fixed base; choose another "
                                    "frame name")
             if fname in self.body_names or fname in self.frame_names:

@@ -346,7 +346,7 @@ def load_package(folder, expect=None):
             if why is None:
                 return _import(folder, meta)
         if compiled_here or not why[1]:        # compiled, and still not for this CPU
-            error = BuildError if why[1] else ForeignTargetError
+            error = ForeignTargetError if why[2] and not why[1] else BuildError
             raise error(f"{folder}: {why[0]}" + (" (after compiling it here)" if why[1] else
                         ": it does not run here; the folder is written, for a machine that "
                         "can run it (for this one: `scleron codegen --march native`)"))
@@ -357,14 +357,16 @@ def load_package(folder, expect=None):
 
 def _unloadable(folder, meta):
     """None where the folder has modules this Python may load on this CPU, else (why, whether
-    compiling helps); a BuildError for a folder an older scleron wrote (no NAME_target.py)."""
+    compiling helps, whether it was built for another CPU on purpose); a BuildError for a folder
+    an older scleron wrote (no NAME_target.py)."""
     target = _target(folder, meta)
     if target is None:
         raise BuildError(f"{folder}: {meta['name']}_target.py is missing or does not load (a "
                          "folder of an older scleron, or edited): regenerate it with `scleron "
                          "codegen --force`")
     why = target.problem()
-    return None if why is None else (why, target.compiling_helps())
+    return None if why is None else (why, target.compiling_helps(),
+                                     getattr(target, "built_for_another_cpu", bool)())
 
 
 def _import(folder, meta):
