@@ -19,7 +19,7 @@ import stat
 import sysconfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_d67d17e83dec"
+MODULE = "_branched_f046176c29d3"
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 RECORD_PREFIX = MODULE + os.path.splitext(EXT_SUFFIX)[0] + "."      # then a tag, then:
 RECORD_SUFFIX = ".target.json"
@@ -237,6 +237,15 @@ def problem():
     """Why this folder has no compiled module this Python may load on this CPU (None where it
     has): none, one for another Python only, one for a CPU with features this one lacks."""
     return chosen()[1]
+
+
+def built_for_another_cpu():
+    """Whether every record's modules need instructions this CPU is known to lack: a folder
+    built on purpose for another CPU (--march bdver1 on an Intel machine), not one whose needs
+    could not be listed."""
+    have, found = cpu_features(), records()
+    return have is not None and bool(found) and all(
+        r.get("features") is not None and bool(set(r["features"]) - have) for _, r in found)
 
 
 def compiling_helps():

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_23423914883c"
-HASH = "23423914883c398701006e8576e27a7ac29ec3c7ad9630557966beee1689e552"
+MODULE = "_quadruped_e37d28824c5a"
+HASH = "e37d28824c5abaee834d91d3dfcb1963914497cd459a23ad727f12e9287af5a3"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -886,11 +886,16 @@ def bind(function, *arrays):
                              f"{HERE}): bind a module's functions with its own bind")
     function = _ALIASES.get(function, function) if isinstance(function, str) else function
     if function in _VARIANTS and function not in _SIGNATURES:
+        import re
         chosen = [n for n in _SIGNATURES if n.startswith(function + "_")]
+        per_frame = any(re.match(re.escape(function) + r"_\d", n) for n in chosen)
         raise ValueError(f"bind: {function} chooses one of the generated functions by its options; "
                          f"bind that one by its name ({', '.join(chosen[:6])}"
-                         f"{', ...' if len(chosen) > 6 else ''}: {function}_<k>[_local|_world], "
-                         "k = frame_names.index(frame))")
+                         f"{', ...' if len(chosen) > 6 else ''}"
+                         + ("; the number: frame_names.index(frame)" if per_frame else "") + ")")
+    if function not in _SIGNATURES and function in _KNOWN_FUNCTIONS:
+        raise ValueError(f"bind: {function!r} is not among the functions generated into {HERE}; "
+                         f"add it when generating: `scleron codegen MODEL --functions +{function}`")
     if function not in _SIGNATURES:
         raise ValueError(f"unknown function {function!r} (one of {', '.join(_SIGNATURES)})")
     inputs, outputs = _SIGNATURES[function]

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_7e3e1e3b0150"
-HASH = "7e3e1e3b0150b177f9092c3db33935a99038e8213135829e3de2884a12c4c1a2"
+MODULE = "_rc20_0b5906dadc89"
+HASH = "0b5906dadc89cb2e5d52fd3f07a2ea5532195cfb56fa1bfe63316d394f82ca8b"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -886,11 +886,16 @@ def bind(function, *arrays):
                              f"{HERE}): bind a module's functions with its own bind")
     function = _ALIASES.get(function, function) if isinstance(function, str) else function
     if function in _VARIANTS and function not in _SIGNATURES:
+        import re
         chosen = [n for n in _SIGNATURES if n.startswith(function + "_")]
+        per_frame = any(re.match(re.escape(function) + r"_\d", n) for n in chosen)
         raise ValueError(f"bind: {function} chooses one of the generated functions by its options; "
                          f"bind that one by its name ({', '.join(chosen[:6])}"
-                         f"{', ...' if len(chosen) > 6 else ''}: {function}_<k>[_local|_world], "
-                         "k = frame_names.index(frame))")
+                         f"{', ...' if len(chosen) > 6 else ''}"
+                         + ("; the number: frame_names.index(frame)" if per_frame else "") + ")")
+    if function not in _SIGNATURES and function in _KNOWN_FUNCTIONS:
+        raise ValueError(f"bind: {function!r} is not among the functions generated into {HERE}; "
+                         f"add it when generating: `scleron codegen MODEL --functions +{function}`")
     if function not in _SIGNATURES:
         raise ValueError(f"unknown function {function!r} (one of {', '.join(_SIGNATURES)})")
     inputs, outputs = _SIGNATURES[function]

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_6dd6bc29abbb"
-HASH = "6dd6bc29abbb0a568e4880dc8a54602227c238fe8e04e4dbb1a5f7bb272ee043"
+MODULE = "_rc50_6d90946b0253"
+HASH = "6d90946b0253a60917afc23842b1f06460815c48d9cd6aaf29200f7598853980"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -886,11 +886,16 @@ def bind(function, *arrays):
                              f"{HERE}): bind a module's functions with its own bind")
     function = _ALIASES.get(function, function) if isinstance(function, str) else function
     if function in _VARIANTS and function not in _SIGNATURES:
+        import re
         chosen = [n for n in _SIGNATURES if n.startswith(function + "_")]
+        per_frame = any(re.match(re.escape(function) + r"_\d", n) for n in chosen)
         raise ValueError(f"bind: {function} chooses one of the generated functions by its options; "
                          f"bind that one by its name ({', '.join(chosen[:6])}"
-                         f"{', ...' if len(chosen) > 6 else ''}: {function}_<k>[_local|_world], "
-                         "k = frame_names.index(frame))")
+                         f"{', ...' if len(chosen) > 6 else ''}"
+                         + ("; the number: frame_names.index(frame)" if per_frame else "") + ")")
+    if function not in _SIGNATURES and function in _KNOWN_FUNCTIONS:
+        raise ValueError(f"bind: {function!r} is not among the functions generated into {HERE}; "
+                         f"add it when generating: `scleron codegen MODEL --functions +{function}`")
     if function not in _SIGNATURES:
         raise ValueError(f"unknown function {function!r} (one of {', '.join(_SIGNATURES)})")
     inputs, outputs = _SIGNATURES[function]
