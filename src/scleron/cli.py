@@ -105,9 +105,11 @@ ONE_FRAME_NAME = re.compile(r"(frame_[a-z]+?)_(\d+)(_[a-z]+)?")
 
 
 def _operations(counts):
-    """Multiplications + additions of an operation count ('21m + 11a + 0 fn'), or None."""
-    m = re.fullmatch(r"\s*(\d+)m \+ (\d+)a\b.*", str(counts))
-    return int(m.group(1)) + int(m.group(2)) if m else None
+    """Multiplications + additions + function calls of an operation count ('21m + 11a + 2 fn'),
+    or None: the operations the summary's other rows show (negations, which C folds into
+    subtractions, are counted by `scleron show` only)."""
+    m = re.fullmatch(r"\s*(\d+)m \+ (\d+)a \+ (\d+) fn\s*", str(counts))
+    return sum(int(g) for g in m.groups()) if m else None
 
 
 def _grouped(rows, forms):

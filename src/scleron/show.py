@@ -579,7 +579,11 @@ def analyse(tree, spec):
     grouped by section (pass and body), with each group's counts after and before
     simplification; spec: the one whose recursion the C code unrolls (fastest_recursion)."""
     spec = function_spec(spec) if isinstance(spec, str) else spec
-    spec, prog = fastest_recursion(tree, spec)          # the recursion the C code unrolls
+    try:
+        spec, prog = fastest_recursion(tree, spec)      # the recursion the C code unrolls
+    except ModelError as exc:           # which function (the recursions do not know), as codegen
+        raise ModelError(f"{spec.name}: {exc.problem}", source=exc.source, element=exc.element,
+                         line=exc.line, body=exc.body, joint=exc.joint) from None
     before = count_before(tree, spec)
     live = [i for i in prog.live() if prog.ops[i] != "in"]
     out = []
@@ -628,6 +632,16 @@ def _codegen_form(tree, spec, model):
                      columns, coupled=coupled)
 
 
+def in_other_case(name, names, what):
+    """The one of `names` that is `name` in other letter case (as --frame and the generated
+    modules take it), None where none is; a ModelError where several are."""
+    same = list(dict.fromkeys(n for n in names if n.lower() == name.lower()))
+    if len(same) > 1:
+        raise ModelError(f"{what} {short_name(name)!r} matches {' and '.join(map(repr, same))} in "
+                         "other letter case: spell it as one of them")
+    return same[0] if same else None
+
+
 def _find_body(tree, body):
     tree = tree.full        # a mimic-coupled tree's programs run over every body of the full one
     for b in tree.bodies:
@@ -636,6 +650,10 @@ def _find_body(tree, body):
     for b in tree.bodies:
         if b.joint_name == body:
             return b
+    other = in_other_case(body, [b.name for b in tree.bodies] + [b.joint_name for b in tree.bodies],
+                          "body or joint")
+    if other is not None:
+        return _find_body(tree, other)
     frame = next((f for f in tree.frames if f.name == body), None)
     if frame is not None and frame.body >= 0:   # e.g. a link merged by a fixed joint, a site
         owner = tree.bodies[frame.body]
@@ -908,6 +926,8 @@ def show(model, joint=None, what="all", fmt="text", tree=False, function=None, b
         raise ModelError("--frame selects the frame of a one-frame function: give --function too")
     if body is not None:
         raise ModelError("--body selects a body of --function's program: give --function too")
+    if joint is not None and joint not in [j.name for j in model.joints]:
+        joint = in_other_case(joint, [j.name for j in model.joints], "joint") or joint
     joints = model.joints if joint is None else [j for j in model.joints if j.name == joint]
     if not joints:
         raise ModelError(f"no joint named {joint!r} (joints: {', '.join(j.name for j in model.joints)})",

@@ -54,7 +54,8 @@ class joint_kinematics:
             raise ModelError("this function is not available yet for a model with mimic joints "
                              "(docs/mimic.md: forward and inverse dynamics, mass matrix, bias and "
                              "static forces, energies, centre of mass, integrate and difference "
-                             f"are, and M^-1 named with --functions minv); {uncoupling_hint(tree)}",
+                             "and their Jacobians are, and M^-1 named with --functions minv); "
+                             f"{uncoupling_hint(tree)}",
                              source=tree.source, element=f"model '{tree.name}'")
         self.tree, self.alg, self.q, self.qd = tree, alg, q, qd
         self.cache = {}
