@@ -200,6 +200,12 @@ def test_body_filter(small):
     com = S.function_text(model, "com", body="hand")
     assert [ln.split(" = ")[0] for ln in com.split("== outputs")[1].splitlines() if " = " in ln] \
         == ["com[0]", "com[1]", "com[2]"]
+    # a Jacobian's columns are coordinates: its body's columns only (all 3 x nv were printed)
+    jcom = S.function_text(model, "jcom", body="arm")
+    shown = [ln.split(" = ")[0] for ln in jcom.split("== outputs")[1].splitlines() if " = " in ln]
+    nv = Tree(model).nv
+    assert shown and all(int(re.findall(r"\[(\d+)\]", o)[-1]) in (1, 2, 3) for o in shown)
+    assert len(shown) == 9 and nv > 3
     c = S.function_text(model, "mass", body="hand", fmt="c")
     assert "composite inertia of body hand" in c and "body arm" not in c
     assert all(re.match(r"\s*M\[(\d+)\]", ln) is None or int(re.match(r"\s*M\[(\d+)\]", ln).group(1)) // 7 in (4, 5, 6)

@@ -732,9 +732,10 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
     target = _find_body(tree, body) if body is not None else None
     sizes = model_sizes(tree)
     shapes = {a.name: a.dims(sizes) for a in spec.inputs + spec.outputs}
-    # the outputs whose rows are coordinates (M, tau, ...), else () (the centre of mass, a
-    # frame's placement: shown with every body)
-    rows = {a.name: a.dims(sizes) if a.shape[:1] in (("nv",), ("nq",)) else () for a in spec.outputs}
+    # each output's axis of coordinates and its shape: the rows of M, tau, ...; the columns of
+    # a Jacobian (J, Jcom, A_G); none for the centre of mass or a frame's placement (shown
+    # with every body)
+    rows = {a.name: (_coordinate_axis(a.shape), a.dims(sizes)) for a in spec.outputs}
     after_total = Counts.of(prog.op_counts())
     before_total = sum(before.values(), Counts())
     cs = CStatements(prog, sincos_of="q")            # the generated C's names and sin/cos of q
@@ -841,12 +842,22 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
     return "\n".join(parts)
 
 
-def _output_body(tree, shape, k):
-    """The body whose coordinate an output entry belongs to (a matrix: by row; None for a
-    scalar or an output not indexed by coordinates)."""
-    if not shape:
+def _coordinate_axis(shape):
+    """The axis of an output's (symbolic) shape whose index is a coordinate: the first, where it
+    is nv or nq (qdd, M's rows), else the last where it is nv (a Jacobian's columns), else
+    None."""
+    if shape[:1] in (("nv",), ("nq",)):
+        return 0
+    return len(shape) - 1 if shape[-1:] == ("nv",) else None
+
+
+def _output_body(tree, rows, k):
+    """The body whose coordinate an output entry belongs to (rows: the output's coordinate
+    axis and shape; None for a scalar or an output not indexed by coordinates)."""
+    axis, shape = rows
+    if axis is None or not shape:
         return None
-    idx = divmod(k, shape[1])[0] if len(shape) == 2 else k
+    idx = int(np.unravel_index(k, shape)[axis])
     for b in tree.bodies:
         if b.v_start <= idx < b.v_start + b.dof:
             return b.index
