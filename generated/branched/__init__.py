@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_f046176c29d3"
-HASH = "f046176c29d35a6fddb23a21bd028c017f2c7423f6f5a6ac6532f1ff1f043216"
+MODULE = "_branched_362d66c20980"
+HASH = "362d66c20980155fb8e3bb1bde7fe52b73974fee15457459ced0f106cf7849ab"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

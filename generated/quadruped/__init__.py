@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_e37d28824c5a"
-HASH = "e37d28824c5abaee834d91d3dfcb1963914497cd459a23ad727f12e9287af5a3"
+MODULE = "_quadruped_3be3b9ce7238"
+HASH = "3be3b9ce7238a0c2ecbd9eb1e30a8768cf4739c7707708037b4adcde1136c91b"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

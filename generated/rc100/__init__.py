@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_037023905252"
-HASH = "0370239052521c1b9eea772997a67cbf96d47ac5486d3d22d4631a9ebecef42a"
+MODULE = "_rc100_b26e0deabb74"
+HASH = "b26e0deabb744d0711515a46950a16b50b362cfc4a9fc24383edf03ffb5d6113"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_0b5906dadc89"
-HASH = "0b5906dadc89cb2e5d52fd3f07a2ea5532195cfb56fa1bfe63316d394f82ca8b"
+MODULE = "_rc20_4ae01d637aed"
+HASH = "4ae01d637aedc911ce4c1e4c48d13538452403c8057f50a51425ff977e3727e4"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_6d90946b0253"
-HASH = "6d90946b0253a60917afc23842b1f06460815c48d9cd6aaf29200f7598853980"
+MODULE = "_rc50_3e82d98edfab"
+HASH = "3e82d98edfab9b21a643df5ef073a5034ac36e97a3c17e103a27f43d08715494"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
