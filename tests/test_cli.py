@@ -287,8 +287,10 @@ def test_the_summary_groups_the_one_frame_functions(capsys):
     assert lines[1].split() == ["forward_dynamics", "100", "60m", "+", "40a", "+", "4", "fn", "unrolled"]
     # the fewest and most operations, sin/cos included (an outside tester: they were left out
     # here and counted by the other rows)
-    assert lines[2].split() == ["frame_placement_<k>", "10", "2", "frames,", "3-11", "ops", "each", "unrolled"]
-    assert lines[3].split() == ["frame_jacobian_<k>_local", "60", "3", "frames,", "10-32", "ops", "each"]
+    assert lines[2].split() == ["frame_placement_<k>", "10", "2", "frames,", "3-11", "ops", "each",
+                                "unrolled"]
+    assert lines[3].split() == ["frame_jacobian_<k>_local", "60", "3", "frames,", "10-32", "ops",
+                                "each"]
 
 
 def test_a_comma_within_a_frame_name_is_written_with_a_backslash():

@@ -246,7 +246,8 @@ def test_coordinate_names_are_names(generated):
     assert len(dyn.coordinate_descriptions) == dyn.nv
     assert "spherical joint of body" in " ".join(dyn.coordinate_descriptions)
     # each velocity with its unit (an outside tester: "rate of hub_turn" had none)
-    assert dyn.velocity_descriptions[0] == "hub_turn: revolute joint of body hub, rate of hub_turn (rad/s)"
+    assert dyn.velocity_descriptions[0] == ("hub_turn: revolute joint of body hub, rate of "
+                                            "hub_turn (rad/s)")
     from scleron.pipeline import _velocity_doc
     spline = _velocity_doc(Tree(scleron.load_model(example("spline_chain.yaml"))))
     assert any(d.endswith("rate of slide (1/s)") for d in spline)

@@ -1179,15 +1179,16 @@ def test_an_initial_spline_parameter_out_of_its_range_is_refused(tmp_path, value
     with pytest.raises(ModelError, match=rf"s.yaml:3: joint 'b_joint': the initial value of its "
                                          rf"coordinate b_joint is {value:g}, outside \[0, 1\]"):
         scleron.load_model(write(tmp_path, "s.yaml", text))
-    ok = scleron.load_model(write(tmp_path, "s.yaml", text.replace(f"b_joint: {value}", "b_joint: 1")))
+    ok = scleron.load_model(write(tmp_path, "s.yaml",
+                                  text.replace(f"b_joint: {value}", "b_joint: 1")))
     assert ok.q0.tolist() == [1.0]
 
 
 @pytest.mark.parametrize("mass", ["-1.0", "0"])
 def test_a_bad_mass_is_said_at_its_own_line(tmp_path, mass):
     """An outside tester: mass: -1 (or 0 with inertia) on line 5 was said at the inertia's line."""
-    text = f"name: m\nbodies:\n  - name: a\n    parent: world\n    mass: {mass}\n    com: [0, 0, 0]\n" \
-           "    inertia: [1, 1, 1]\n"
+    text = (f"name: m\nbodies:\n  - name: a\n    parent: world\n    mass: {mass}\n"
+            "    com: [0, 0, 0]\n    inertia: [1, 1, 1]\n")
     with pytest.raises(ModelError, match=r"m.yaml:5: body 'a': mass must be positive"):
         scleron.load_model(write(tmp_path, "m.yaml", text))
 

@@ -19,7 +19,8 @@ import time
 import warnings
 
 from . import __version__
-from .errors import BuildError, ForeignTargetError, ModelError, command_start, name_list, one_line, short_name
+from .errors import (BuildError, ForeignTargetError, ModelError, command_start, name_list, one_line,
+                     short_name)
 
 with command_start():                   # Ctrl-C while these import: one line, not a traceback
     from .model.load import add_load_arguments, load_arguments
