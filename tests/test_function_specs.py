@@ -158,6 +158,11 @@ def test_scalar_out_and_bad_out(generated, rng):
         dyn.kinetic_energy(Q[0], QD[0], out=np.empty(2))
     with pytest.raises(ValueError, match=r"out \(T\) must be .* shape \(1,\) or \(\)"):
         dyn.bind("kinetic_energy", Q[0], QD[0], np.empty(2))
+    # a one-entry input (integrate's dt) as a 0-d array too, as a scalar output is (a reviewer)
+    _, stepper = generated(example("branched.yaml"), "branched_integrate", functions=["integrate"])
+    q = np.empty(dyn.nq)
+    stepper.bind("integrate", Q[0], QD[0], np.array(0.3), q)()
+    np.testing.assert_array_equal(q, stepper.integrate(Q[0], QD[0], 0.3))
 
 
 def test_a_refused_out_says_what_it_got(generated, rng):
