@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_362d66c20980"
-HASH = "362d66c20980155fb8e3bb1bde7fe52b73974fee15457459ced0f106cf7849ab"
+MODULE = "_branched_1fe81986f51a"
+HASH = "1fe81986f51af236ad0403d93f031980f4c2c63add98f7768d3639f311f4b088"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -902,8 +902,8 @@ def bind(function, *arrays):
     if len(arrays) != len(inputs) + len(outputs):
         raise ValueError(f"{function} takes {len(inputs)} inputs ({', '.join(n for n, _ in inputs)}) "
                          f"and {len(outputs)} output array(s) ({', '.join(n for n, _ in outputs)})")
-    wants = [(n, [(w,)], False) for n, w in inputs] + [(f"out ({n})", [s] if s else [(1,), ()], True)
-                                                       for n, s in outputs]
+    wants = ([(n, [(w,), ()] if w == 1 else [(w,)], False) for n, w in inputs]   # (dt: a 0-d one
+             + [(f"out ({n})", [s] if s else [(1,), ()], True) for n, s in outputs])   # too)
     ptrs = []
     for a, (label, shapes, is_out) in zip(arrays, wants):
         if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape not in shapes

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_3be3b9ce7238"
-HASH = "3be3b9ce7238a0c2ecbd9eb1e30a8768cf4739c7707708037b4adcde1136c91b"
+MODULE = "_quadruped_6111a352c6b8"
+HASH = "6111a352c6b852fb27bbd44f9aca707e0c9d66538fbce5956628a78459843936"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -902,8 +902,8 @@ def bind(function, *arrays):
     if len(arrays) != len(inputs) + len(outputs):
         raise ValueError(f"{function} takes {len(inputs)} inputs ({', '.join(n for n, _ in inputs)}) "
                          f"and {len(outputs)} output array(s) ({', '.join(n for n, _ in outputs)})")
-    wants = [(n, [(w,)], False) for n, w in inputs] + [(f"out ({n})", [s] if s else [(1,), ()], True)
-                                                       for n, s in outputs]
+    wants = ([(n, [(w,), ()] if w == 1 else [(w,)], False) for n, w in inputs]   # (dt: a 0-d one
+             + [(f"out ({n})", [s] if s else [(1,), ()], True) for n, s in outputs])   # too)
     ptrs = []
     for a, (label, shapes, is_out) in zip(arrays, wants):
         if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape not in shapes

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_b26e0deabb74"
-HASH = "b26e0deabb744d0711515a46950a16b50b362cfc4a9fc24383edf03ffb5d6113"
+MODULE = "_rc100_1ec0bacdd704"
+HASH = "1ec0bacdd704a1779ba4a9fefbefc5b3dc8ccd55814852f793a8e20ceb8c9e06"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -902,8 +902,8 @@ def bind(function, *arrays):
     if len(arrays) != len(inputs) + len(outputs):
         raise ValueError(f"{function} takes {len(inputs)} inputs ({', '.join(n for n, _ in inputs)}) "
                          f"and {len(outputs)} output array(s) ({', '.join(n for n, _ in outputs)})")
-    wants = [(n, [(w,)], False) for n, w in inputs] + [(f"out ({n})", [s] if s else [(1,), ()], True)
-                                                       for n, s in outputs]
+    wants = ([(n, [(w,), ()] if w == 1 else [(w,)], False) for n, w in inputs]   # (dt: a 0-d one
+             + [(f"out ({n})", [s] if s else [(1,), ()], True) for n, s in outputs])   # too)
     ptrs = []
     for a, (label, shapes, is_out) in zip(arrays, wants):
         if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape not in shapes

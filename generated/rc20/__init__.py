@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_4ae01d637aed"
-HASH = "4ae01d637aedc911ce4c1e4c48d13538452403c8057f50a51425ff977e3727e4"
+MODULE = "_rc20_0dee6c6f339e"
+HASH = "0dee6c6f339ea6c987ae553f323ff59906825237d1ce059863bdb535055c8065"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -902,8 +902,8 @@ def bind(function, *arrays):
     if len(arrays) != len(inputs) + len(outputs):
         raise ValueError(f"{function} takes {len(inputs)} inputs ({', '.join(n for n, _ in inputs)}) "
                          f"and {len(outputs)} output array(s) ({', '.join(n for n, _ in outputs)})")
-    wants = [(n, [(w,)], False) for n, w in inputs] + [(f"out ({n})", [s] if s else [(1,), ()], True)
-                                                       for n, s in outputs]
+    wants = ([(n, [(w,), ()] if w == 1 else [(w,)], False) for n, w in inputs]   # (dt: a 0-d one
+             + [(f"out ({n})", [s] if s else [(1,), ()], True) for n, s in outputs])   # too)
     ptrs = []
     for a, (label, shapes, is_out) in zip(arrays, wants):
         if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape not in shapes

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_3e82d98edfab"
-HASH = "3e82d98edfab9b21a643df5ef073a5034ac36e97a3c17e103a27f43d08715494"
+MODULE = "_rc50_78f58ae2640b"
+HASH = "78f58ae2640b7343d508161eeac468a23187415fa7e847a93ddb68e6ba1e8361"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -902,8 +902,8 @@ def bind(function, *arrays):
     if len(arrays) != len(inputs) + len(outputs):
         raise ValueError(f"{function} takes {len(inputs)} inputs ({', '.join(n for n, _ in inputs)}) "
                          f"and {len(outputs)} output array(s) ({', '.join(n for n, _ in outputs)})")
-    wants = [(n, [(w,)], False) for n, w in inputs] + [(f"out ({n})", [s] if s else [(1,), ()], True)
-                                                       for n, s in outputs]
+    wants = ([(n, [(w,), ()] if w == 1 else [(w,)], False) for n, w in inputs]   # (dt: a 0-d one
+             + [(f"out ({n})", [s] if s else [(1,), ()], True) for n, s in outputs])   # too)
     ptrs = []
     for a, (label, shapes, is_out) in zip(arrays, wants):
         if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape not in shapes
