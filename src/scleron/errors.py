@@ -22,6 +22,14 @@ class ModelError(ValueError):
         self.joint = joint
         super().__init__(self._format())
 
+    def but(self, **changes):
+        """The same error with some of its fields changed (a caller adding the function's name
+        to the problem, or the line it knows)."""
+        fields = dict(problem=self.problem, source=self.source, element=self.element,
+                      line=self.line, body=self.body, joint=self.joint)
+        fields.update(changes)
+        return ModelError(fields.pop("problem"), **fields)
+
     def _format(self):
         where = []
         if self.source:

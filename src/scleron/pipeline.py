@@ -375,9 +375,7 @@ def _unroll(tree, names, prefix, method, mass, progress):
         try:
             codes.append(function_code(tree, spec, prefix, form))
         except ModelError as exc:       # which function: the recursions do not know their name
-            raise ModelError(f"{spec.name}: {exc.problem}", source=exc.source,
-                             element=exc.element, line=exc.line, body=exc.body,
-                             joint=exc.joint) from None
+            raise exc.but(problem=f"{spec.name}: {exc.problem}") from None
     return codes
 
 
@@ -415,8 +413,7 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         line = getattr(model, "joint_lines", {}).get(e.joint) if e.line is None else None
         if line is None:
             raise
-        raise ModelError(e.problem, source=e.source, element=e.element, line=line, body=e.body,
-                         joint=e.joint) from None
+        raise e.but(line=line) from None
     t1 = time.perf_counter()
     report.times["derive"] = t1 - t0
     names = selected_functions(functions, tree)

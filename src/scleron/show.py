@@ -582,8 +582,7 @@ def analyse(tree, spec):
     try:
         spec, prog = fastest_recursion(tree, spec)      # the recursion the C code unrolls
     except ModelError as exc:           # which function (the recursions do not know), as codegen
-        raise ModelError(f"{spec.name}: {exc.problem}", source=exc.source, element=exc.element,
-                         line=exc.line, body=exc.body, joint=exc.joint) from None
+        raise exc.but(problem=f"{spec.name}: {exc.problem}") from None
     before = count_before(tree, spec)
     live = [i for i in prog.live() if prog.ops[i] != "in"]
     out = []
@@ -687,14 +686,10 @@ def one_frame_spec(tree, function, frame):
         raise ModelError(f"{function} computes one frame: give --frame NAME (frames: "
                          f"{name_list(frames)})")
     if frame not in frames:             # another letter case, where it names one frame only,
-        same = [f for f in frames if f.lower() == frame.lower()]     # as the generated modules
-        if len(same) > 1:
-            raise ModelError(f"frame {short_name(frame)!r} matches "
-                             f"{' and '.join(repr(f) for f in same)} in other letter case: spell "
-                             "it as one of them")
-        if not same:
+        same = in_other_case(frame, frames, "frame")                 # as the generated modules
+        if same is None:
             raise ModelError(f"no frame named {short_name(frame)!r} (frames: {name_list(frames)})")
-        frame = same[0]
+        frame = same
     want = {"frame": frame, **({"reference": ref} if ref else {})}
     return next(s for s in fam.specs(tree) if {o: v for o, v, _ in s.variant[1]} == want)
 

@@ -247,10 +247,10 @@ def _failing_entry(R, t, q, values):
     entries are not the file's, where the file gives axes and angles)."""
     entries = [(f"translation[{k}]", t[k]) for k in range(3)] + [
         ("the rotation", R[i, j]) for i in range(3) for j in range(3)]
-    at = np.round(values, 3).tolist()
+    at, ev = np.round(values, 3).tolist(), Evaluator(_Floats, dict(zip(q, values)))
     for name, e in entries:
         try:
-            if np.isfinite(float(Evaluator(_Floats, dict(zip(q, values)))(e))):
+            if np.isfinite(float(ev(e))):
                 continue
         except (ValueError, ZeroDivisionError, OverflowError, TypeError):
             pass
