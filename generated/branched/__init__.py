@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_1fe81986f51a"
-HASH = "1fe81986f51af236ad0403d93f031980f4c2c63add98f7768d3639f311f4b088"
+MODULE = "_branched_5f003015f8f5"
+HASH = "5f003015f8f519e0f56c48220b1bdf66ac460695ae59e551f41dbb5a583f1865"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

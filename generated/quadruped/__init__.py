@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_6111a352c6b8"
-HASH = "6111a352c6b852fb27bbd44f9aca707e0c9d66538fbce5956628a78459843936"
+MODULE = "_quadruped_fc99eb952826"
+HASH = "fc99eb952826fe63d225d20cfaff5175f8cae5ec1967f8f0706815c54e3b13c3"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -507,7 +507,7 @@ static PyMethodDef bound_methods[] = {
 
 static PyTypeObject BoundType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "_quadruped_6111a352c6b8_py.Bound",
+    .tp_name = "_quadruped_fc99eb952826_py.Bound",
     .tp_doc = "bind's callable: a generated function on the arrays bound to it",
     .tp_basicsize = sizeof(Bound),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -601,10 +601,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_6111a352c6b8_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_fc99eb952826_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_6111a352c6b8_py(void)
+PyMODINIT_FUNC PyInit__quadruped_fc99eb952826_py(void)
 {
     import_array();
     if (PyType_Ready(&BoundType) < 0) {

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_1ec0bacdd704"
-HASH = "1ec0bacdd704a1779ba4a9fefbefc5b3dc8ccd55814852f793a8e20ceb8c9e06"
+MODULE = "_rc100_72e40e3f616b"
+HASH = "72e40e3f616b264c27bfc9207514985400c078e36496ce84353d319d9efcc80d"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_0dee6c6f339e"
-HASH = "0dee6c6f339ea6c987ae553f323ff59906825237d1ce059863bdb535055c8065"
+MODULE = "_rc20_cd4daa9327d2"
+HASH = "cd4daa9327d239e5f20776b6ca29bbce3b353b62b9aaa0d3edc922fbc451ac85"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

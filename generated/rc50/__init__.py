@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_78f58ae2640b"
-HASH = "78f58ae2640b7343d508161eeac468a23187415fa7e847a93ddb68e6ba1e8361"
+MODULE = "_rc50_43e0a3d0d79f"
+HASH = "43e0a3d0d79ff97104a4bc4862b765def9d1c580b295f6f51aba82ecf9fb43b0"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
