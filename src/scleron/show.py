@@ -17,6 +17,7 @@ removed) -- exactly what the generated C computes.
 Every format is plain text built here; LaTeX output escapes all names from the model file, so
 a name cannot inject TeX commands.
 """
+import re
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
@@ -879,6 +880,7 @@ def _function_c(cs, spec, tree, groups, target, title, io, summary, per_pass, ro
     if target is None:
         lines += _c_helpers(prog.used_helpers())
         lines += [f"void {fname}({params})", "{"]
+    start = len(lines)
     if cs.trig:
         lines.append("    /* sin and cos of the coordinates, all at once (scl_sincos in the "
                      "generated code) */")
@@ -902,6 +904,9 @@ def _function_c(cs, spec, tree, groups, target, title, io, summary, per_pass, ro
         lines.append("    /* outputs that are constants, inputs or sin/cos of q */")
         lines += [f"    {t} = {v};" for t, v in rest]
     if target is None:
+        body = "\n".join(lines[start:])
+        lines[start:start] = [f"    (void){a.name};      /* not needed here */" for a in spec.inputs
+                              if not re.search(rf"\b{a.name}\[", body)]
         lines.append("}")
     return "\n".join(lines) + "\n"
 
