@@ -321,6 +321,20 @@ def test_joint_text_and_latex(small, tmp_path):
     assert f"const double qd1 = qd[{model.coordinate_names(velocities=True).index('wrist[0]')}];" in c
 
 
+def test_a_skew_axis_prints_no_rounding_residue():
+    """A revolute joint about (1, 1, 0): normalising the axis left cos(q1) + 2.22e-16 in Q(q)'s
+    printout (a tester); a constant term below 1e-14 of its entry is left out of the text,
+    a real one (0.5 - 0.5 cos(q1)) stays."""
+    model = scleron.Model("skew")
+    model.add_body("b", "world", joint="revolute", axis=(1, 1, 0), mass=1.0, com=(0, 0, 0),
+                   inertia=(0.1, 0.1, 0.1))
+    text = S.show(model, joint=model.joints[0].name)
+    assert "e-16" not in text and "e-17" not in text
+    assert "0.5 - 0.5⋅cos(q₁)" in text
+    x = S.sp.Symbol("x")
+    assert S._without_residue(x + 1e-13) != x and S._without_residue(1e-13 * x + 1e-16) != x
+
+
 def test_a_quaternion_or_mimic_joints_c_reads_the_models_entries():
     """An outside reviewer: `show --joint --format c` numbered each joint's coordinates from
     q[0], and read a quaternion joint's velocities from q (qd1 = q[4])."""

@@ -148,13 +148,26 @@ def _joint_notes(j):
 
 
 def _round_floats(expr, digits=12):
-    """Floats printed as their shortest decimal after rounding to `digits` significant digits."""
+    """Floats printed as their shortest decimal after rounding to `digits` significant digits;
+    in a matrix, a constant term below 1e-14 of its entry's largest coefficient is left out
+    (rounding residue, as the 2.2e-16 of cos(q) + 2.2e-16 from a normalised axis)."""
+    if isinstance(expr, sp.MatrixBase):
+        expr = expr.applyfunc(_without_residue)
     reps = {}
     for f in expr.atoms(sp.Float):
         x = float(f)
         r = float(f"{x:.{digits}g}")
         reps[f] = sp.Integer(int(r)) if r.is_integer() and abs(r) < 1e15 else sp.Float(repr(r), "")
     return expr.xreplace(reps) if reps else expr
+
+
+def _without_residue(entry):
+    """entry less its constant term where that is below 1e-14 of its largest coefficient."""
+    if not isinstance(entry, sp.Add):
+        return entry
+    scale = max(abs(float(t.as_coeff_Mul()[0])) for t in entry.args)
+    kept = [t for t in entry.args if not (t.is_Number and abs(float(t)) < 1e-14 * scale)]
+    return sp.Add(*kept) if len(kept) < len(entry.args) else entry
 
 
 def _placement_matrix(origin):
