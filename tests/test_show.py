@@ -740,3 +740,16 @@ def test_show_of_what_a_singular_or_partly_undefined_model_still_computes(tmp_pa
                     "  mass: 1.0\n  inertia: [0.1, 0.1, 0.1]\ninitial: {q: {ja: 1.0}}\n")
     r = cli("show", str(logj), "--function", "fd")
     assert r.returncode == 0 and "logj forward_dynamics" in r.stdout, r.stderr
+
+
+def test_a_mimic_body_says_where_its_entries_are():
+    """--body of a mimic joint's body printed an empty outputs section without a word (a
+    tester): its coordinate is its leader's, and so are the entries it adds to."""
+    model = scleron.load_model(os.path.join(ROOT, "tests", "data", "urdf", "mimic_gripper.urdf"),
+                               mimic="couple")
+    text = S.function_text(model, "mass", body="finger_b")
+    outputs = text.split("== outputs\n")[1].splitlines()
+    assert outputs == ["(none of body finger_b's own: joint j2_finger_b is a mimic of joint "
+                       "j1_finger_a, and what it adds is in the entries of that joint's "
+                       "coordinate: --body finger_a)"]
+    assert "M[" in S.function_text(model, "mass", body="finger_a").split("== outputs")[1]

@@ -820,6 +820,8 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
                     lines.append(f"{name_of[i]} = {pr.expr(i, g.note)[0]}")
         lines.append("")
         lines.append("== outputs")
+        if not outputs and target is not None:
+            lines.append(_no_outputs_of(tree, target))
         for a, k, v in outputs:
             val = pr.atom(v, None)[0] if hasattr(v, "id") else _fmt_const(v)
             lines.append(f"{pr.output_name(a, k)} = {val}")
@@ -858,6 +860,17 @@ def _coordinate_axis(shape):
     if shape[:1] in (("nv",), ("nq",)):
         return 0
     return len(shape) - 1 if shape[-1:] == ("nv",) else None
+
+
+def _no_outputs_of(tree, target):
+    """Why no output entry is the shown body's: a mimic joint's coordinate is its leader's."""
+    if tree.coupling is not None and target.dof and all(b.index != target.index for b in tree.bodies):
+        leader = tree.coupling.v_map[target.v_start][0]
+        owner = next(b for b in tree.bodies if b.v_start <= leader < b.v_start + b.dof)
+        return (f"(none of body {target.name}'s own: joint {target.joint_name} is a mimic of "
+                f"joint {owner.joint_name}, and what it adds is in the entries of that joint's "
+                f"coordinate: --body {owner.name})")
+    return f"(none of body {target.name}'s own: its joint {target.joint_name} has no coordinates)"
 
 
 def _output_body(tree, rows, k):
