@@ -501,6 +501,20 @@ def test_an_include_that_is_no_regular_file_is_refused(tmp_path):
             scleron.load_model(path)
 
 
+def stl(scale):
+    """A binary STL of a tetrahedron with edges `scale` along the axes."""
+    import struct
+    triangles = [((0, 0, 0), (1, 0, 0), (0, 1, 0)), ((0, 0, 0), (0, 1, 0), (0, 0, 1)),
+                 ((0, 0, 0), (0, 0, 1), (1, 0, 0)), ((1, 0, 0), (0, 0, 1), (0, 1, 0))]
+    out = bytearray(80) + struct.pack("<I", len(triangles))
+    for tri in triangles:
+        out += struct.pack("<3f", 0, 0, 0)
+        for v in tri:
+            out += struct.pack("<3f", *(scale * c for c in v))
+        out += b"\0\0"
+    return bytes(out)
+
+
 def test_an_oversized_mesh_is_refused_before_mujoco_reads_it(tmp_path):
     """A 1.9 GB (sparse) STL cost MuJoCo 9 s and 2 GB before its own error (an outside tester):
     a file an MJCF names is refused above the limit, without reading it."""
@@ -512,6 +526,14 @@ def test_an_oversized_mesh_is_refused_before_mujoco_reads_it(tmp_path):
     with pytest.raises(ModelError, match=r'<mesh file="big.stl">: .*big.stl is \d+ bytes, more '
                                          r"than the limit of 256 MB"):
         scleron.load_model(path)
+    # a large file of the same name where MuJoCo does not read it (not in the meshdir) is not
+    # a reason to refuse the model (the check refused it while any place held one)
+    (tmp_path / "md").mkdir()
+    (tmp_path / "md" / "big.stl").write_bytes(stl(0.2))
+    path = write(tmp_path, '<mujoco><compiler meshdir="md"/><asset><mesh file="big.stl"/></asset>'
+                           '<worldbody><body><joint/><geom type="mesh" mesh="big"/></body>'
+                           '</worldbody></mujoco>')
+    assert load_quiet(path).included == [os.path.realpath(tmp_path / "md" / "big.stl")]
 
 
 def test_a_fifo_named_in_any_spelling_or_folder_is_refused(tmp_path):
@@ -700,18 +722,6 @@ def test_an_include_of_a_folder_names_the_include(tmp_path):
 def test_a_mesh_is_among_the_files_the_staleness_check_hashes(tmp_path):
     """A rescaled mesh changes the body's inertia: the import-time warning hashed the MJCF and its
     includes only, and stale code loaded without a word."""
-    import struct
-    triangles = [((0, 0, 0), (1, 0, 0), (0, 1, 0)), ((0, 0, 0), (0, 1, 0), (0, 0, 1)),
-                 ((0, 0, 0), (0, 0, 1), (1, 0, 0)), ((1, 0, 0), (0, 0, 1), (0, 1, 0))]
-
-    def stl(scale):
-        out = bytearray(80) + struct.pack("<I", len(triangles))
-        for tri in triangles:
-            out += struct.pack("<3f", 0, 0, 0)
-            for v in tri:
-                out += struct.pack("<3f", *(scale * c for c in v))
-            out += b"\0\0"
-        return bytes(out)
     (tmp_path / "tet.stl").write_bytes(stl(0.2))
     path = write(tmp_path, '<mujoco><asset><mesh name="t" file="tet.stl"/></asset><worldbody>'
                            '<body pos="0 0 1"><joint axis="0 1 0"/><geom type="mesh" mesh="t"/>'

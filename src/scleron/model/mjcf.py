@@ -245,7 +245,9 @@ def _refuse_special_files(name, text):
         for element, attr, value in found:
             if element not in ("include", "model"):   # (<model file=>: an <attach>ed model)
                 continue
-            for candidate in _candidates(path, name, value, dirs):
+            candidates = _candidates(path, name, value, dirs)
+            _refuse_large(path, element, attr, value, candidates)
+            for candidate in candidates:
                 mode = _special(path, element, attr, value, candidate)
                 real = os.path.realpath(candidate)
                 if stat.S_ISREG(mode) and real not in seen:
@@ -255,9 +257,12 @@ def _refuse_special_files(name, text):
                 if real in by_path:             # (the same file under another name counts too)
                     texts.setdefault(value, by_path[real])
     for path, element, attr, value in references:
-        for candidate in _candidates(path, name, value, dirs):
+        candidates = _candidates(path, name, value, dirs)
+        _refuse_large(path, element, attr, value, candidates)
+        for candidate in candidates:
             mode = _special(path, element, attr, value, candidate)
-            if element == "mesh" and stat.S_ISREG(mode):
+            if (element == "mesh" and stat.S_ISREG(mode)
+                    and os.stat(candidate).st_size <= MAX_ASSET_BYTES):   # (not one it reads)
                 seen.add(os.path.realpath(candidate))
     return sorted(seen - {os.path.realpath(name)}), texts
 
@@ -282,16 +287,22 @@ def _candidates(path, main, value, dirs):
 MAX_ASSET_BYTES = 256 * 1024 * 1024
 
 
-def _special(path, element, attr, value, candidate):
-    """The candidate's mode, after a ModelError where MuJoCo could not read it as a file, or
-    where it is an asset larger than MAX_ASSET_BYTES."""
-    st = os.stat(candidate)
-    mode = st.st_mode
-    if stat.S_ISREG(mode) and st.st_size > MAX_ASSET_BYTES:
+def _refuse_large(path, element, attr, value, candidates):
+    """A ModelError where every place MuJoCo may read a file= value from holds a file larger
+    than MAX_ASSET_BYTES (a large file of the same name in only one of them is not the one
+    MuJoCo reads, or need not be)."""
+    sizes = [(os.stat(c).st_size, c) for c in candidates if stat.S_ISREG(os.stat(c).st_mode)]
+    if sizes and len(sizes) == len(candidates) and min(sizes)[0] > MAX_ASSET_BYTES:
+        size, candidate = min(sizes)
         raise ModelError(f"<{element} {attr}=\"{value[:200]}\">: {candidate[:300]} is "
-                         f"{st.st_size} bytes, more than the limit of "
+                         f"{size} bytes, more than the limit of "
                          f"{MAX_ASSET_BYTES // (1024 * 1024)} MB for a file a model names",
                          source=path)
+
+
+def _special(path, element, attr, value, candidate):
+    """The candidate's mode, after a ModelError where MuJoCo could not read it as a file."""
+    mode = os.stat(candidate).st_mode
     if any(special(mode) for special in (stat.S_ISFIFO, stat.S_ISCHR, stat.S_ISBLK, stat.S_ISSOCK)):
         raise ModelError(f"<{element} {attr}=\"{value[:200]}\">: {candidate[:300]} is not a regular "
                          "file (a FIFO or a device: MuJoCo would block reading it)", source=path)
