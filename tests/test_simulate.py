@@ -1143,3 +1143,43 @@ def test_the_implicit_integrator_refuses_mimic_coupling_before_generating(tmp_pa
         scleron.simulate(str(path), 0.01, 1e-3, integrator="implicit",
                          out_dir=str(tmp_path / "build"))
     assert not (tmp_path / "build").exists()
+
+
+def test_a_run_that_stops_keeps_what_it_recorded(files, build, tmp_path, capsys, monkeypatch):
+    """A run that failed at t = 9.9 of 10 s, or that Ctrl-C stopped, wrote nothing: the states
+    recorded until then are now written to the output (and carried by the exception), and the
+    message says where."""
+    out = tmp_path / "part.npz"
+
+    def failing(t, q, qd):
+        return np.full(3, np.nan) if t > 0.0305 else np.zeros(3)
+    with pytest.raises(SimulationError, match=r"\(the 31 states recorded up to t = 0.03 s are in "
+                                              + re.escape(str(out)) + r"\)") as info:
+        simulate(files["chain3"], 0.05, 1e-3, tau=failing, output=str(out), out_dir=build,
+                 progress=False)
+    part = Trajectory.load(str(out))
+    assert part.t[-1] == pytest.approx(0.03) and len(part.t) == 31 == len(info.value.trajectory.t)
+    full = simulate(files["chain3"], 0.03, 1e-3, out_dir=build, progress=False)
+    assert np.array_equal(part.q, full.q) and np.array_equal(part.qd, full.qd)
+
+    def interrupted(t, q, qd):
+        if t > 0.0205:
+            raise KeyboardInterrupt
+        return np.zeros(3)
+    out.unlink()
+    with pytest.raises(KeyboardInterrupt) as info:
+        simulate(files["chain3"], 0.05, 1e-3, tau=interrupted, output=str(out), out_dir=build,
+                 progress=False)
+    assert info.value.written == f"the 21 states recorded up to t = 0.02 s are in {out}"
+    assert len(Trajectory.load(str(out)).t) == 21
+    # the command: one line, exit status 130 (as any Ctrl-C of scleron)
+    import importlib
+    from scleron.cli import main
+    sim_cli = importlib.import_module("scleron.simulate.cli")
+
+    def stopped(*args, **kw):
+        raise info.value
+    monkeypatch.setattr(sim_cli, "simulate", stopped)
+    argv = ["simulate", files["chain3"], "--duration", "1", "--dt", "0.01", "-o", str(out)]
+    assert main(argv) == 130
+    assert capsys.readouterr().err == f"scleron: interrupted; {info.value.written}\n"

@@ -11,6 +11,7 @@ from .integrators import INTEGRATORS
 from .plot import check_plot_path, plot_trajectory
 from .charts import switchables
 from .simulator import MAX_RECORD_BYTES, MAX_STEPS, Simulator, record_bytes
+from .trajectory import SimulationError
 from .variants import default_build_dir
 
 DEFAULT_SWITCH_THRESHOLD = 0.2      # |det S| below which an Euler chart is switched
@@ -211,6 +212,30 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
                     duration=duration, q0=q0, qd0=qd0, tau=tau, rtol=rtol, atol=atol,
                     switch_threshold=switch_threshold, exp_limit=exp_limit,
                     record_every=record_every, progress=progress, log=log, name=name)
-    traj = sim.run()
+    try:
+        traj = sim.run()
+    except (SimulationError, KeyboardInterrupt) as exc:
+        _write_partial(exc, output, plot)
+        raise
     _write_files(traj, output, plot)
     return traj
+
+
+def _write_partial(exc, output, plot):
+    """A run that stopped (a SimulationError, Ctrl-C: not SIGTERM, whose exit is not delayed)
+    still writes what it recorded to output and plot, as a trajectory that ends early; a
+    SimulationError says so in its message, a KeyboardInterrupt in its `written`."""
+    traj = getattr(exc, "trajectory", None)
+    interrupted = isinstance(exc, KeyboardInterrupt)
+    if traj is None or not (output or plot) or (interrupted and type(exc) is not KeyboardInterrupt):
+        return
+    try:
+        _write_files(traj, output, plot)
+    except (OSError, ValueError):
+        return
+    said = (f"the {len(traj.t)} states recorded up to t = {traj.t[-1]:.6g} s are in "
+            + " and ".join(p for p in (output, plot) if p))
+    if interrupted:
+        exc.written = said
+    else:
+        exc.args = (f"{exc.args[0]} ({said})" if exc.args else said,) + exc.args[1:]

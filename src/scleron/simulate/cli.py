@@ -114,6 +114,11 @@ def cmd_simulate(args):
                         progress=not args.quiet, out_dir=args.build_dir, **tolerances,
                         switch_threshold=args.switch_threshold,
                         record_every=args.every, log=_say, **load_arguments(args))
+    except KeyboardInterrupt as exc:
+        if type(exc) is not KeyboardInterrupt or not getattr(exc, "written", None):
+            raise                           # (scleron's own: "interrupted", 130; SIGTERM's)
+        print(f"scleron: interrupted; {exc.written}", file=sys.stderr)
+        return 130
     except (ModelError, BuildError, SimulationError, ValueError, OSError) as exc:
         text = _one_line(exc)
         if type(exc) is ValueError and text.startswith("switch_threshold: "):   # (the option's name)

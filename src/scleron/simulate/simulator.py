@@ -267,6 +267,7 @@ class Simulator:
             self.switch(t, k)
             if k % self.record_every == 0 or k == n:
                 self.record(t)
+            self.done = (k, 0)
             self.progress.update(t, f"switches {len(self.switches)}")
         return n, 0
 
@@ -343,13 +344,18 @@ class Simulator:
                 y, f0 = y_new, f_new
             if accepted % self.record_every == 0 or t >= T:
                 self.record(t)
+            self.done = (accepted, rejected)
             self.progress.update(t, f"h = {h:.2e}  switches {len(self.switches)}")
             h *= step_factor(err, fac_max)
             fac_max = 5.0
         return accepted, rejected
 
     def run(self):
+        """The Trajectory of the whole run. A SimulationError or a Ctrl-C (KeyboardInterrupt)
+        along the way carries the states recorded until then as its `trajectory` (None before
+        the first)."""
         t_start = time.perf_counter()
+        self.done = (0, 0)
         try:
             self.switch(0.0, 0)
             self.record(0.0)
@@ -362,11 +368,28 @@ class Simulator:
                 else:
                     steps, rejected = self.run_fixed()
             self.progress.update(self.duration, f"switches {len(self.switches)}", force=True)
+        except (SimulationError, KeyboardInterrupt) as exc:
+            exc.trajectory = self.partial_trajectory(time.perf_counter() - t_start)
+            raise
         finally:
             self.progress.close()
         if self.near_singularities():
             warnings.warn(self.near_singularities(), SimulationWarning, stacklevel=3)
         return self.trajectory(steps, rejected, time.perf_counter() - t_start)
+
+    def partial_trajectory(self, wall_time):
+        """The states recorded before a run stopped (an interrupt may fall between the lists'
+        appends: the whole records only), or None where there are none."""
+        r = self.rec
+        whole = min(len(r[key]) for key in ("t", "q", "qd", "charts"))
+        if whole == 0:
+            return None
+        for key in ("t", "q", "qd", "charts"):
+            del r[key][whole:]
+        try:
+            return self.trajectory(*self.done, wall_time)
+        except Exception:           # (the run's own error is the one to see)
+            return None
 
     def trajectory(self, steps, rejected, wall_time):
         r = self.rec
