@@ -231,6 +231,31 @@ def test_integrate_and_difference_jacobians_equal_pinocchio(tmp_path, pin, gener
             assert np.abs(column - J[:, k]).max() < 1e-8
 
 
+def test_difference_at_half_a_turn_equals_pinocchio(tmp_path, pin, generated):
+    """q1 a hand-typed half turn from q0 ([0, 0, 1, 0]: w = 0) gave NaN from difference and its
+    Jacobians, translation included, and |w| < 1e-154 a rotation of 0 without a word (an
+    outside tester): theta = pi about u there, as Pinocchio's log."""
+    path = tmp_path / "qball.yaml"
+    path.write_text(BALL_CHAIN)
+    model, dyn = generated(str(path), "qball_jac", functions=["integrate", "difference", "dint",
+                                                              "ddiff"])
+    pm = pin_ball_chain(pin)
+    ARG0, ARG1 = pin.ArgumentPosition.ARG0, pin.ArgumentPosition.ARG1
+    q0 = pin.neutral(pm)
+    for w in (0.0, 1e-200, -1e-200, 1e-120):
+        for quat in ([0, 0, 1, w], [0.6, 0, 0.8, w], [0, 1, 0, w]):
+            q1 = q0.copy()
+            q1[:3] = [0.3, -1.0, 2.0]
+            q1[3:7] = quat                              # the free flyer's half turn
+            q1[7:11] = quat[1:3] + [quat[0], w]         # and the ball's, about another axis
+            d = dyn.difference(q0, q1)
+            assert np.isfinite(d).all() and np.abs(d - pin.difference(pm, q0, q1)).max() < 1e-12
+            assert np.allclose(dyn.integrate(q0, d, 1.0)[:3], q1[:3], atol=1e-12)
+            J0, J1 = dyn.difference_jacobians(q0, q1)
+            assert np.abs(J0 - pin.dDifference(pm, q0, q1, ARG0)).max() < 1e-10
+            assert np.abs(J1 - pin.dDifference(pm, q0, q1, ARG1)).max() < 1e-10
+
+
 def test_damping_on_a_quaternion_ball_acts_on_its_angular_velocity(tmp_path, generated, rng):
     path = tmp_path / "qball.yaml"
     path.write_text(BALL_CHAIN)

@@ -12,7 +12,7 @@ difference). Pinocchio's definitions, so that arrays move between the two as the
 After a product the quaternion gets Pinocchio's first-order normalisation q (3 - |q|^2) / 2, and
 a free flyer's stays in the half of the sphere of the q it started from, as Pinocchio's does.
 The logarithm is taken of the relative quaternion u + w: theta = 2 atan(|u| / w), so that it
-needs no branch; it is undefined only at exactly half a turn (w = 0).
+needs no branch; at exactly half a turn (w = 0) it gives theta = pi about u.
 
 Their Jacobians in the tangent spaces (Pinocchio's dIntegrate and dDifference), with J_r the
 right Jacobian of the exponential (Barfoot, "State Estimation for Robotics", 7.1.5 and 7.86;
@@ -106,10 +106,20 @@ def quaternion_exp(alg, v):
     return [half_sinc * x for x in v] + [1 - y * alg.call(ExpB.helper, y)]
 
 
+# w kept at least 1e-100 from 0 (+1e-100 at 0): the logarithm's w at half a turn, where
+# |u|^2 / w^2 would be inf (w = 0, as a hand-typed [0, 0, 1, 0] has) or overflow (|w| < 1e-154)
+AWAY_FROM_ZERO = Helper("scl_away_from_zero",
+                        lambda x: x if abs(x) >= 1e-100 else (-1e-100 if x < 0.0 else 1e-100),
+                        ("return fabs(x) >= 1e-100 ? x : (x < 0.0 ? -1e-100 : 1e-100);",),
+                        "scl_away_from_zero: x, or +-1e-100 where |x| < 1e-100 (+ at 0)",
+                        lambda alg, x: 1.0)
+
+
 def quaternion_log(alg, q):
     """The rotation vector of q = [u; w]: theta u / |u| with theta = 2 atan(|u| / w), written
-    2 atan_ratio(|u|^2 / w^2) u / w, which also takes the short way when w < 0."""
-    u, w = q[:3], q[3]
+    2 atan_ratio(|u|^2 / w^2) u / w, which also takes the short way when w < 0. At half a turn
+    (w = 0) w is taken as 1e-100: theta = pi about u, as Pinocchio's log3 gives."""
+    u, w = q[:3], alg.call(AWAY_FROM_ZERO, q[3])
     f = 2 * alg.call(ATAN_RATIO, _dot(u, u) / (w * w)) / w
     return [f * x for x in u]
 
