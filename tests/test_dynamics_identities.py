@@ -345,7 +345,16 @@ def test_bind_is_the_same_computation(system, rng):
         dyn.bind("bias_forces", q, qd, frozen)
     with pytest.raises(TypeError, match="does not pickle"):     # not cffi's "_cffi_backend.Lib"
         pickle.dumps(fd)
-    assert copy.copy(fd) is fd and copy.deepcopy(fd) is fd
+    assert copy.copy(fd) is fd
+    # a deep copy of an object holding the arrays and the callable computes on the copy's
+    # arrays: it ran on the original's, which it changed (an outside tester)
+    holder = {"q": q, "qd": qd, "tau": tau, "out": out, "step": fd}
+    clone = copy.deepcopy(holder)
+    clone["q"][:] = q + 0.2
+    before = out.copy()
+    clone["step"]()
+    np.testing.assert_array_equal(out, before)
+    np.testing.assert_array_equal(clone["out"], dyn.forward_dynamics(q + 0.2, qd, tau))
     with pytest.raises(TypeError, match="takes no arguments"):
         fd(q)
     # bind's callable is the extension's C object where it was built: it cost more than a call

@@ -4,6 +4,7 @@ nothing from a model file is run as code, in Python or in the generated C.
 All on a 2-body model written here (a compile takes about a second).
 """
 import ast
+import copy
 import glob
 import importlib.machinery
 import importlib.util
@@ -756,6 +757,14 @@ def test_the_fast_extension_is_optional_and_the_wrappers_unoptimised_only_beside
         unmasked = np.ma.masked_array(np.zeros_like(want))
         assert dyn.mass_matrix(Q, out=unmasked) is unmasked
         assert np.allclose(unmasked, want, rtol=1e-12, atol=1e-14) and not np.ma.is_masked(unmasked)
+        # bind took masked arrays and wrote under the mask (an outside tester)
+        with pytest.raises(ValueError, match=r"out \(M\) is a masked array"):
+            dyn.bind("mass_matrix", np.array(Q), np.ma.masked_array(np.zeros_like(want)))
+        # a deep copy of a holder of the arrays and the bound callable: on the copy's arrays
+        q, M = np.array(Q), np.zeros_like(want)
+        clone = copy.deepcopy({"q": q, "M": M, "run": dyn.bind("mass_matrix", q, M)})
+        clone["run"]()
+        assert not M.any() and np.allclose(clone["M"], want, rtol=1e-12, atol=1e-14)
 
 
 def test_compiler_error_names_the_log_and_keeps_the_old_result(tmp_path):
