@@ -11,6 +11,9 @@ import math
 import os
 import pickle
 import signal
+import subprocess
+import sys
+import threading
 import time
 
 import numpy as np
@@ -441,6 +444,25 @@ def test_threads_with_and_without_openmp(tmp_path, monkeypatch, rng):
     for dyn in (with_omp, without):
         np.testing.assert_array_equal(dyn.forward_dynamics(Q, Q, Q, threads=2), want)
         np.testing.assert_array_equal(dyn.mass_matrix(Q, threads=4), with_omp.mass_matrix(Q))
+    # Python threads: a Ctrl-C in this thread's share waits for the others' (their outputs were
+    # still being written after the KeyboardInterrupt, an outside tester)
+    done = []
+
+    def share(n, *ptrs):
+        if len(done) == 0 and n and threading.current_thread() is threading.main_thread():
+            raise KeyboardInterrupt
+        time.sleep(0.2)
+        done.append(n)
+    with pytest.raises(KeyboardInterrupt):
+        without._threaded(share, len(Q), [Q], [np.empty_like(Q)], 4)
+    assert len(done) == 3
+    # and from an atexit handler, where no thread can start (it raised "can't register atexit
+    # after shutdown"): this thread runs every share
+    code = ("import atexit, sys, numpy as np, scleron\n"
+            f"dyn = scleron.load_generated({str(tmp_path / 'without')!r})\n"
+            "atexit.register(lambda: print(dyn.mass_matrix(np.zeros((40, 3)), threads=4).shape))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout == "(40, 3, 3)\n", r.stderr
     # the C entry point takes any int: below 1 is one thread (OpenMP's num_threads(-1) aborted)
     got = np.empty_like(Q)
     fb = with_omp.ffi.from_buffer
