@@ -325,6 +325,7 @@ class Generation:
     velocity_names: list        # a name and a meaning per entry of qd (qdd, tau): nv of them
     velocity_descriptions: list
     known_functions: list       # every function scleron generates, by name (the hints of errors)
+    mimic_unavailable: list     # of those, the ones a mimic-coupled model cannot have yet (or [])
     aliases: dict               # short name -> function name (fd -> forward_dynamics), for bind
     gravity: list
     functions: list
@@ -429,6 +430,8 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         neutral=tree.neutral, quaternions=tree.quaternions, coordinate_names=tree.coordinate_names(), coordinate_descriptions=_coordinate_doc(tree),
         velocity_names=tree.velocity_names(), velocity_descriptions=_velocity_doc(tree),
         known_functions=sorted({**FUNCTIONS, **FRAME_FUNCTIONS}),
+        mimic_unavailable=[] if tree.coupling is None else sorted(
+            [n for n, f in FUNCTIONS.items() if not f.with_mimic] + list(FRAME_FUNCTIONS)),
         aliases={a: f.name for f in FUNCTIONS.values() for a in f.aliases},
         gravity=tree.gravity, functions=codes, chunk=chunk, cflags=cflags, method=method,
         mass_form=mass)

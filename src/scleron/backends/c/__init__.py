@@ -26,6 +26,7 @@ class CBackend(Backend):
             "coordinate_names": gen.coordinate_names,
             "velocities": [c_comment(v) for v in gen.velocity_descriptions],
             "velocity_names": gen.velocity_names, "known_functions": gen.known_functions,
+            "mimic_unavailable": gen.mimic_unavailable,
             "aliases": gen.aliases,
             "joint_names": gen.joint_names, "gravity": " ".join(f"{g:g}" for g in gen.gravity),
             "gravity_list": list(gen.gravity), "functions": functions,
