@@ -679,3 +679,22 @@ def test_a_one_coordinate_models_batch_shape_is_stated_right(generated):
         dyn.mass_matrix(Q)
     np.testing.assert_array_equal(dyn.mass_matrix(Q[:, None])[:, 0, 0],
                                   [dyn.mass_matrix(np.array([x]))[0, 0] for x in Q])
+
+
+def test_a_one_coordinate_models_single_state_is_no_batch(tmp_path):
+    """nv = 1: qd, tau of one entry went through integrate's dt rule in a batch, a single
+    state's (1,) or a scalar repeated for every state and (N,) taken as one per state, where
+    nv > 1 refuses the mix (an outside tester); dt keeps its rule."""
+    m = scleron.Model("pend")
+    m.add_body("link", joint="revolute", axis=(0, 1, 0), mass=1.0, com=(0.5, 0, 0),
+               inertia=(0.01, 0.01, 0.01))
+    dyn = scleron.generate(m, str(tmp_path / "pend"), functions=["fd", "int"])
+    Q = np.array([[0.1], [0.2], [0.3]])
+    for qd, tau in ((np.array([0.5]), np.zeros((3, 1))), (0.5, np.zeros(3)),
+                    (np.zeros((3, 1)), np.zeros(3))):
+        with pytest.raises(ValueError, match="give all single states or all N states|tau must"):
+            dyn.forward_dynamics(Q, qd, tau)
+    assert dyn.forward_dynamics(Q, Q, Q).shape == (3, 1)
+    assert np.array_equal(dyn.integrate(Q, Q, np.array([0.1, 0.2, 0.3])),
+                          Q + Q * np.array([[0.1], [0.2], [0.3]]))
+    assert np.array_equal(dyn.integrate(Q, Q, 0.1), Q + 0.1 * Q)
