@@ -3,6 +3,7 @@ import os
 import math
 import re
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -1363,3 +1364,63 @@ def test_an_error_escapes_the_unprintable_characters_of_its_element(tmp_path):
         load_model(path)
     assert "\u202e" not in str(caught.value) and "\x00" not in str(caught.value)
     assert "body 'b\\u202ec\\x00'" in str(caught.value)
+
+
+URDF_ORIGIN = """<robot name="r"{version}>
+  <link name="base"/>
+  <link name="a"><inertial><origin xyz="0.5 0 0"/><mass value="2"/>
+    <inertia ixx="0.01" iyy="0.02" izz="0.03" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="b"><inertial><origin xyz="0.5 0.1 0"/><mass value="1"/>
+    <inertia ixx="0.01" iyy="0.02" izz="0.03" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <joint name="j2" type="revolute"><parent link="a"/><child link="b"/>
+    <origin xyz="1 0 0" {rotation}/><axis xyz="0 0 1"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+</robot>
+"""
+
+
+def test_urdf_1_1_quaternions_are_read_and_versions_checked():
+    """URDF 1.1 (urdfdom) writes an origin's rotation as quat_xyzw="x y z w": it was read as
+    the identity without a word, and <robot version> was not looked at (an outside tester).
+    Now as urdfdom: read in a 1.1 file, left out with a warning in a 1.0 one, refused beside
+    rpy; versions other than 1.0 and 1.1 refused."""
+    quat = 'quat_xyzw="0.2 -0.3 0.1 0.9"'         # (normalised when read)
+    q = np.array([0.2, -0.3, 0.1, 0.9]) / np.linalg.norm([0.2, -0.3, 0.1, 0.9])
+    x, y, z, w = q
+    R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                  [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                  [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+    m = load_urdf_string(URDF_ORIGIN.format(version=' version="1.1"', rotation=quat), "q.urdf")
+    assert np.allclose(m.joints[1].origin.rotation, R, atol=1e-15)
+    with pytest.warns(UserWarning, match=r"q.urdf:10: <origin quat_xyzw> is URDF 1.1 and this "
+                                         r"file does not say <robot version=\"1.1\">"):
+        m = load_urdf_string(URDF_ORIGIN.format(version="", rotation=quat), "q.urdf")
+    assert np.array_equal(m.joints[1].origin.rotation, np.eye(3))
+    both = URDF_ORIGIN.format(version=' version="1.1"', rotation=quat + ' rpy="0 0 1"')
+    with pytest.raises(ModelError, match="q.urdf:10: joint 'j2': <origin> has both rpy and "
+                                         "quat_xyzw"):
+        load_urdf_string(both, "q.urdf")
+    zero = URDF_ORIGIN.format(version=' version="1.1"', rotation='quat_xyzw="0 0 0 0"')
+    with pytest.raises(ModelError, match="is no rotation"):
+        load_urdf_string(zero, "q.urdf")
+    for version, problem in (("2.0", "URDF 2.0 is not supported"), ("1", "major.minor"),
+                             ("abc", "major.minor"), ("1.0.0", "major.minor")):
+        with pytest.raises(ModelError, match=re.escape(problem)):
+            load_urdf_string(URDF_ORIGIN.format(version=f' version="{version}"', rotation=""),
+                             "q.urdf")
+    assert load_urdf_string(URDF_ORIGIN.format(version=' version="1.0"', rotation="")).nq == 2
+    pin = pytest.importorskip("pinocchio")           # the mass matrix of urdfdom's reading
+    from scleron.dynamics import recursions
+    from scleron.dynamics.algebra import FloatAlgebra
+    from scleron.dynamics.tree import Tree
+    for version in ("", ' version="1.1"'):
+        text = URDF_ORIGIN.format(version=version, rotation=quat)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pm, ours = pin.buildModelFromXML(text), load_urdf_string(text)
+        M = pin.crba(pm, pm.createData(), np.array([0.3, 0.4]))
+        M = np.triu(M) + np.triu(M, 1).T
+        mine = recursions.mass_matrix(Tree(ours), FloatAlgebra(), [0.3, 0.4])
+        assert np.allclose(mine, M, rtol=1e-12, atol=1e-14) and abs(M[0, 1]) > 0.05

@@ -53,7 +53,7 @@ import numpy as np
 
 from ..errors import ModelError
 from .load import MAX_BODIES, read_source
-from .model import INERTIA_CHECKS, WORLD, Model, Transform
+from .model import INERTIA_CHECKS, WORLD, Model, Transform, quaternion_matrix
 
 HINGE, SLIDE, BALL, FREE = "hinge", "slide", "ball", "free"
 MUJOCO_DEFAULT_NAME = "MuJoCo Model"         # the model's name where <mujoco> has no model=
@@ -62,15 +62,6 @@ MUJOCO_HINT = "reading MJCF needs MuJoCo: pip install 'scleron[mjcf]' (or pip in
 
 class MjcfWarning(UserWarning):
     """What an MJCF model holds that the dynamics do not use (one line per file)."""
-
-
-def quaternion_matrix(w, x, y, z):
-    """R of a unit quaternion w + (x, y, z) (MuJoCo stores them w first)."""
-    n = math.sqrt(w * w + x * x + y * y + z * z)
-    w, x, y, z = w / n, x / n, y / n, z / n
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
 
 
 def axis_rotation(axis, angle):

@@ -78,6 +78,16 @@ def rotation_from_rpy(rpy):
                      [-sp, cp * sr, cp * cr]])
 
 
+def quaternion_matrix(w, x, y, z):
+    """R of the quaternion w + (x, y, z), normalised (MuJoCo stores them w first, URDF 1.1's
+    quat_xyzw w last)."""
+    n = math.sqrt(w * w + x * x + y * y + z * z)
+    w, x, y, z = w / n, x / n, y / n, z / n
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
 @dataclass
 class Transform:
     """A rigid placement: a point maps as p_parent = rotation @ p_child + translation."""

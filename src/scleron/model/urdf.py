@@ -37,7 +37,7 @@ from .load import (MAX_BODIES, MAX_DEPTH, describe_argument, is_bool, read_sourc
                    xml_declaration_first)
 from .joint_types import joint_dof
 from .model import (INERTIA_CHECKS, WORLD, Inertia, InertiaWarning, Model, Transform,
-                    inertia_problems, rotation_from_rpy)
+                    inertia_problems, quaternion_matrix, rotation_from_rpy)
 
 _NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
@@ -167,11 +167,14 @@ def load_urdf_string(text, source="<string>", floating=False, *, merge_fixed=Tru
 
 # ---- building the model ----------------------------------------------------------------------
 class _Ctx:
-    def __init__(self, source, element=None, line=None):
+    def __init__(self, source, element=None, line=None, version=(1, 0), said=None):
         self.source, self.element, self.line = source, element, line
+        self.version = version              # <robot version>: (1, 0) or (1, 1)
+        self.said = set() if said is None else said     # warnings given, once per file
 
     def at(self, element=None, line=None):
-        return _Ctx(self.source, element or self.element, line or self.line)
+        return _Ctx(self.source, element or self.element, line or self.line, self.version,
+                    self.said)
 
     def error(self, problem, line=None):
         return ModelError(problem, source=self.source, element=self.element, line=line or self.line)
@@ -216,15 +219,54 @@ def _floats(text, n, what, ctx):
     return values
 
 
+_VERSION = re.compile(r"([0-9]+)\.([0-9]+)")
+VERSIONS = ((1, 0), (1, 1))     # urdfdom's: 1.1 adds <origin quat_xyzw> (and capsules)
+
+
+def _urdf_version(robot, ctx):
+    """<robot version="x.y">, (1, 0) where it is not given; another or a malformed one refused,
+    as urdfdom refuses it."""
+    text = robot.attrib.get("version")
+    if text is None:
+        return (1, 0)
+    m = _VERSION.fullmatch(text.strip())
+    if m is None:
+        raise ctx.error(f"<robot version=\"{text[:40]}\">: a URDF version is major.minor, as "
+                        "\"1.0\" or \"1.1\"", robot.line)
+    version = (int(m[1]), int(m[2]))
+    if version not in VERSIONS:
+        raise ctx.error(f"<robot version=\"{text[:40]}\">: URDF {version[0]}.{version[1]} is not "
+                        "supported (1.0 and 1.1 are, as in urdfdom)", robot.line)
+    return version
+
+
 def _origin(el, ctx):
-    """The Transform of an element's <origin xyz rpy> (identity if there is none)."""
+    """The Transform of an element's <origin xyz rpy> (identity if there is none); in URDF 1.1
+    its rotation may be the quaternion quat_xyzw = "x y z w" instead (normalised), which a 1.0
+    file does not have: there it is left out with a warning, as urdfdom leaves it out."""
     o = el.find("origin")
     if o is None:
         return Transform()
     oc = ctx.at(line=o.line)
     xyz = _floats(o.attrib.get("xyz", "0 0 0"), 3, "origin xyz", oc)
-    rpy = _floats(o.attrib.get("rpy", "0 0 0"), 3, "origin rpy", oc)
-    return Transform(rotation_from_rpy(rpy), np.array(xyz))
+    quat = o.attrib.get("quat_xyzw")
+    if quat is not None and ctx.version < (1, 1):
+        if "quat_xyzw" not in ctx.said:
+            ctx.said.add("quat_xyzw")
+            warnings.warn(f"{ctx.source}:{o.line}: <origin quat_xyzw> is URDF 1.1 and this file "
+                          "does not say <robot version=\"1.1\">: its quaternions are left out "
+                          "(the rpy or the identity is read), as urdfdom leaves them out",
+                          stacklevel=4)
+        quat = None
+    if quat is None:
+        rpy = _floats(o.attrib.get("rpy", "0 0 0"), 3, "origin rpy", oc)
+        return Transform(rotation_from_rpy(rpy), np.array(xyz))
+    if "rpy" in o.attrib:
+        raise oc.error("<origin> has both rpy and quat_xyzw: give one of them")
+    x, y, z, w = _floats(quat, 4, "origin quat_xyzw", oc)
+    if not x * x + y * y + z * z + w * w > 1e-12:
+        raise oc.error(f"origin quat_xyzw {quat[:60]!r} is no rotation (zero length)")
+    return Transform(quaternion_matrix(w, x, y, z), np.array(xyz))
 
 
 def _link_inertia(link, ctx):
@@ -289,6 +331,7 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
     if robot.tag != "robot":
         raise ctx.error(f"the root element is <{robot.tag[:40]}>, not <robot>", robot.line)
     _refuse_xacro(robot, ctx)
+    ctx.version = _urdf_version(robot, ctx)
     name = robot.attrib.get("name") or (Path(source).stem if source else None)
     model = Model(sanitize_identifier(name), source=source)
     model.inertia_checks = inertia

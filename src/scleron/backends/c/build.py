@@ -389,6 +389,7 @@ def _import(folder, meta):
     identity = _folder_identity(folder)
     earlier = sys.modules.get(_LOADED.get(identity, ""))
     if earlier is not None and not edited:
+        getattr(earlier, "_warn_if_the_model_file_changed", lambda: None)()   # (as on import)
         return earlier
     if edited:
         warnings.warn(f"{folder}: {', '.join(edited)} {'differs' if len(edited) == 1 else 'differ'} from what scleron generated; "
