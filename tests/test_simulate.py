@@ -1183,3 +1183,21 @@ def test_a_run_that_stops_keeps_what_it_recorded(files, build, tmp_path, capsys,
     argv = ["simulate", files["chain3"], "--duration", "1", "--dt", "0.01", "-o", str(out)]
     assert main(argv) == 130
     assert capsys.readouterr().err == f"scleron: interrupted; {info.value.written}\n"
+
+
+def test_names_with_dollars_are_drawn_as_written(tmp_path, build, capsys):
+    """A joint or body named '$\\undefinedcmd$' (a valid name) went to matplotlib as math
+    markup: its parse error ended simulate after the run, with neither -o nor --plot written,
+    and draw (an outside tester). Now every text is drawn as written."""
+    pytest.importorskip("matplotlib")
+    from scleron.cli import main
+    path = tmp_path / "dollars.yaml"
+    path.write_text("name: t\nbodies:\n"
+                    "  - {name: '$x^{$', parent: world, joint: {name: '$\\undefinedcmd$', "
+                    "axis: [0, 1, 0]}, mass: 1, com: [0.5, 0, 0], inertia: [0.1, 0.1, 0.1]}\n")
+    out, png = tmp_path / "run.npz", tmp_path / "run.png"
+    assert main(["simulate", str(path), "--duration", "0.05", "--dt", "0.01", "-o", str(out),
+                 "--plot", str(png), "--build-dir", build, "-q"]) == 0, capsys.readouterr().err
+    assert out.stat().st_size and png.stat().st_size
+    assert main(["draw", str(path), "-o", str(tmp_path / "d.png")]) == 0, capsys.readouterr().err
+    assert (tmp_path / "d.png").stat().st_size

@@ -20,7 +20,7 @@ import os
 import numpy as np
 
 from .kinematics import Kinematics, configuration
-from .outputs import format_problem, writable_formats, write_all
+from .outputs import format_problem, literal_text, writable_formats, write_all
 
 
 class MissingDependency(RuntimeError):
@@ -75,8 +75,9 @@ def draw(model, path, q=None, elev=20.0, azim=-60.0, labels=None, title=None):
         problem = (f"{folder} is a file, not a folder" if os.path.exists(folder)
                    else f"the folder {folder} does not exist")
         raise FileNotFoundError(f"{path}: {problem}")
-    _plot(fig, model, q, elev, azim, labels, title, source)
-    write_all([("picture", path, lambda tmp: fig.savefig(tmp, format=ext))])
+    with literal_text():                # (names drawn as written: a $ is no math markup)
+        _plot(fig, model, q, elev, azim, labels, title, source)
+        write_all([("picture", path, lambda tmp: fig.savefig(tmp, format=ext))])
     return path
 
 

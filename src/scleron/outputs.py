@@ -96,3 +96,11 @@ def new_file_beside(path):
             return tmp
         except FileExistsError:
             continue
+
+
+def literal_text():
+    """matplotlib's settings under which every text is drawn as written: a $ in a model's name
+    ('$\\undefinedcmd$' is a valid joint name) is no math markup, whose parse error lost a
+    whole run's plot and trajectory."""
+    import matplotlib
+    return matplotlib.rc_context({"text.parse_math": False, "text.usetex": False})

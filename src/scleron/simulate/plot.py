@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from ..outputs import format_problem, writable_formats
+from ..outputs import format_problem, literal_text, writable_formats
 from .trajectory import SimulationError
 
 RANGE_RATIO = 10.0          # a panel's largest |q| over its smallest, at most
@@ -101,7 +101,8 @@ def check_plot_path(path):
 
 def plot_trajectory(traj, path):
     """Writes trajectory_figure(traj) to path (PNG, or what the extension says); returns path."""
-    trajectory_figure(traj).savefig(path, dpi=110)
+    with literal_text():
+        trajectory_figure(traj).savefig(path, dpi=110)
     return path
 
 
@@ -112,8 +113,13 @@ def _count(n, word):
 def trajectory_figure(traj):
     """A matplotlib Figure: one or more panels of joint coordinates (see the module's docstring)
     and the total energy as E(t) - E(0), with E(0) and its largest relative change in the title
-    ("drift" where nothing does work)."""
+    ("drift" where nothing does work). Its texts are drawn as written (no $...$ math)."""
     require_matplotlib()
+    with literal_text():
+        return _trajectory_figure(traj)
+
+
+def _trajectory_figure(traj):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     nq = traj.q.shape[1]
