@@ -488,6 +488,24 @@ def test_mujoco4_passive_forces_scleron_does_not_model_are_named(tmp_path, joint
         scleron.load_model(write(tmp_path, text))
 
 
+def test_the_not_read_warning_counts_contact_pairs_and_only_forces_mujoco_applies(tmp_path):
+    """An outside tester: an explicit <contact><pair> (MuJoCo's qacc 124.5 against -9.81 in free
+    fall) was dropped without a word, while gravity compensation without gravity, and wind in
+    no fluid, were reported though MuJoCo applies neither."""
+    body = ('<worldbody><geom name="floor" type="plane" size="1 1 .1" contype="0" '
+            'conaffinity="0"/><body pos="0 0 1" gravcomp="1"><freejoint/><geom name="ball" '
+            'size=".1" contype="0" conaffinity="0"/></body></worldbody>')
+    pair = '<contact><pair geom1="floor" geom2="ball"/></contact>'
+    with pytest.warns(MjcfWarning, match=r"not read: 1 explicit contact pair \(<contact><pair>\), "
+                                         r"1 body's gravity compensation$"):
+        scleron.load_model(write(tmp_path, f"<mujoco>{body}{pair}</mujoco>"))
+    for option in ('<option gravity="0 0 0" wind="1 0 0"/>',
+                   '<option wind="0 2 0"><flag gravity="disable"/></option>'):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            scleron.load_model(write(tmp_path, f"<mujoco>{option}{body}</mujoco>"))
+
+
 def test_an_include_that_is_no_regular_file_is_refused(tmp_path):
     """An outside tester: <include file="fifo.xml"> (or /dev/stdin) blocked MuJoCo's compiler
     for ever; a FIFO among the files an MJCF names is refused before MuJoCo opens it."""

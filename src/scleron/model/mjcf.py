@@ -535,6 +535,7 @@ def _report(m):
     if on("mjDSBL_CONTACT", "mjDSBL_CONSTRAINT"):
         collide = int(np.count_nonzero((m.geom_contype != 0) | (m.geom_conaffinity != 0)))
         count(collide, "colliding geoms (contacts)")
+        count(getattr(m, "npair", 0), "explicit contact pairs (<contact><pair>)")
     if on("mjDSBL_LIMIT", "mjDSBL_CONSTRAINT"):
         count(int(np.count_nonzero(m.jnt_limited)), "joint limits")
     count(m.ntendon, "tendons")
@@ -546,19 +547,20 @@ def _report(m):
         count(m.nu, "actuators (tau is the joint force)")
     if on("mjDSBL_FRICTIONLOSS", "mjDSBL_CONSTRAINT"):
         count(int(np.count_nonzero(m.dof_frictionloss)), "joints' friction loss")
-    count(int(np.count_nonzero(m.body_gravcomp)), "bodies' gravity compensation")
+    if on("mjDSBL_GRAVITY") and np.any(m.opt.gravity):     # (without gravity it is none)
+        count(int(np.count_nonzero(m.body_gravcomp)), "bodies' gravity compensation")
     count(getattr(m, "nflex", 0), "flexes")
     count(m.nmocap, "mocap bodies (fixed here)")
     spring = [j for j in range(m.njnt) if m.jnt_type[j] in (0, 1) and m.jnt_stiffness[j]
               and not _disabled(m, "mjDSBL_SPRING")]
     count(len(spring), "ball/free joint stiffness")
     _count_mujoco4_passive(m, count, on)
-    if m.opt.density or m.opt.viscosity or np.any(m.opt.wind):
+    if m.opt.density or m.opt.viscosity:           # (wind alone moves no fluid of either)
         parts.append("fluid forces (density, viscosity, wind)")
     return ", ".join(parts)
 
 
-_PLURALS = {"geoms": "geom", "limits": "limit", "tendons": "tendon", "constraints": "constraint",
+_PLURALS = {"geoms": "geom", "pairs": "pair", "limits": "limit", "tendons": "tendon", "constraints": "constraint",
             "actuators": "actuator", "flexes": "flex", "bodies": "body", "joints": "joint",
             "degrees": "degree"}
 
