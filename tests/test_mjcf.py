@@ -181,6 +181,28 @@ def test_every_joint_kind_equals_mujoco(tmp_path):
     compare_dynamics(model, path, reference(model))
 
 
+def test_bias_forces_map_to_mujocos_as_the_docs_say(tmp_path, rng):
+    """docs/mjcf.md: qfrc_bias - qfrc_passive = layout.qfrc(q, h + M vdot(q, v, 0)) (an outside
+    tester found the obvious layout.qfrc(q, h) off by 7.6 on a free base, and no word on it)."""
+    path = write(tmp_path, ALL_KINDS)
+    model = load_quiet(path)
+    evaluate = reference(model)
+    m, d = oracle(path)
+    layout = MujocoLayout(model)
+    for _ in range(3):
+        d.qpos[:] = rng.uniform(-1, 1, m.nq)
+        mujoco.mj_normalizeQuat(m, d.qpos)
+        d.qvel[:] = rng.uniform(-1, 1, m.nv)
+        mujoco.mj_forward(m, d)
+        q = layout.q(d.qpos)
+        v = layout.v(q, d.qvel)
+        vdot0 = layout.vdot(q, v, np.zeros(m.nv))
+        h = evaluate("bias_forces", q, v) + evaluate("mass_matrix", q) @ vdot0
+        want = d.qfrc_bias - d.qfrc_passive
+        assert np.abs(layout.qfrc(q, h) - want).max() < 1e-12 * max(1.0, np.abs(want).max())
+        assert np.abs(d.qfrc_passive).max() > 0.01           # (the springs and dampers count)
+
+
 @pytest.mark.parametrize("flags", ['damper="disable"', 'spring="disable"', 'damper="disable" spring="disable"'])
 def test_disabled_springs_and_dampers_are_not_read(tmp_path, flags):
     """<option><flag damper="disable"/> (or spring=) turns MuJoCo's joint dampers (springs) off:
