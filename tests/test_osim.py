@@ -673,6 +673,21 @@ def test_what_opensim_refuses_or_renames_is_refused(tmp_path, change, problem):
         scleron.load_model(write(tmp_path, change(without_constraints(osim_text()))))
 
 
+def test_an_object_in_another_file_is_refused_by_name(tmp_path):
+    """OpenSim reads <JointSet file="joints.xml"/> (any object's file=) from that file; it was
+    called "the body has no joint", or a frame's "<socket_parent> is missing" (an outside
+    tester). Refused where the dynamics read it; elsewhere (a ForceSet) left alone."""
+    text = without_constraints(osim_text())
+    external = re.sub(r"<JointSet[^>]*>.*</JointSet>", '<JointSet file="joints.xml"/>', text,
+                      flags=re.S)
+    assert external != text
+    with pytest.raises(ModelError, match=r"<JointSet>: file=\"joints.xml\": an object OpenSim "
+                                         "reads from another file is not read here"):
+        scleron.load_model(write(tmp_path, external))
+    forces = text.replace("</BodySet>", '</BodySet><ForceSet file="forces.xml"/>', 1)
+    assert load(write(tmp_path, forces)).nq == load(write(tmp_path, text)).nq
+
+
 def test_a_spline_of_too_many_knots_is_refused(tmp_path):
     """20,000 knots (820 kB) kept codegen deriving for minutes at 6 GB."""
     x = np.linspace(-1.0, 1.0, 129)

@@ -97,12 +97,13 @@ class OsimWarning(UserWarning):
 # ---- XML ---------------------------------------------------------------------------------------
 class _Node:
     """An XML element: tag, name attribute, children, text and line."""
-    __slots__ = ("tag", "name", "children", "text", "line", "path", "version")
+    __slots__ = ("tag", "name", "children", "text", "line", "path", "version", "file")
 
     def __init__(self, tag, attrib, line):
         self.tag, self.name, self.children = tag, attrib.get("name"), []
         self.text, self.line = "", line
         self.path, self.version = None, attrib.get("Version")
+        self.file = attrib.get("file")      # an object OpenSim reads from another file
 
     def child(self, tag):
         return next((c for c in self.children if c.tag == tag), None)
@@ -229,8 +230,28 @@ def _model_element(doc, ctx):
     return model
 
 
+# the parts of a <Model> the dynamics read (the rest: forces, controllers, ... named in a warning)
+READ_PARTS = ("Ground", "BodySet", "JointSet", "components")
+
+
+def _refuse_external_objects(el, ctx):
+    """OpenSim reads an object with a file="..." attribute from that file (<JointSet
+    file="joints.xml"/>); this reader does not: refused where the dynamics would read it, which
+    otherwise looked like a model without joints or with a frame missing its parent."""
+    stack = [el] + [c for c in el.children if c.tag in READ_PARTS]
+    while stack:
+        node = stack.pop()
+        if node.file is not None:
+            raise ctx.error(node, f"file=\"{node.file[:200]}\": an object OpenSim reads from "
+                            "another file is not read here: copy that file's element into the "
+                            "model file in its place")
+        if node is not el:
+            stack.extend(node.children)
+
+
 def _build(doc, ctx, inertia):
     el = _model_element(doc, ctx)
+    _refuse_external_objects(el, ctx)
     gravity = ctx.numbers(el, "gravity", 3, default=(0.0, -9.80665, 0.0))
     model = Model(el.name or "osim", gravity=gravity, source=ctx.source)
     model.inertia_checks = inertia
