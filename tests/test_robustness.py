@@ -1245,3 +1245,25 @@ def test_two_models_of_one_name_loaded_rtld_global_compute_their_own(tmp_path):
     assert r.returncode == 0, r.stderr
     (a, a_batch), (b, b_batch) = (map(float, line.split()) for line in r.stdout.split("\n")[:2])
     assert a == a_batch and b == b_batch and abs(b - 2 * a + 0.01) < 1e-12     # 0.01 + m 0.09
+
+
+def test_generate_names_an_argument_of_the_wrong_kind(tmp_path):
+    """generate(None) was an AttributeError of None's .name, out_dir=5 os.path's TypeError,
+    report=5 and progress=5 failures deep inside, and name=5 was taken as 'm_5' (an outside
+    tester); a 401-digit integer mass an OverflowError."""
+    model = scleron.load_model(os.path.join(ROOT, "examples", "rc20.yaml"))
+    out = str(tmp_path / "x")
+    for kw, needle in ((dict(model=None), "model must be a Model or a model file's path, not None"),
+                       (dict(out_dir=5), "out_dir must be a folder's path, not 5"),
+                       (dict(report=5), "report must be a pipeline.Report"),
+                       (dict(progress=5), "progress must be a function"),
+                       (dict(name=5), "name must be a string, not 5"),
+                       (dict(name=True), "name must be a string, not True")):
+        args = {"model": model, "out_dir": out, **kw}
+        with pytest.raises(TypeError, match=re.escape("generate: " + needle)):
+            scleron.generate(args.pop("model"), **args, compile=False)
+    assert not os.path.exists(out)
+    m = scleron.Model("m")
+    with pytest.raises(scleron.ModelError, match=r"mass must be a finite number, got "
+                                                 r"100000000000\.\.\. \(401 digits\)"):
+        m.add_body("u", "world", joint="revolute", mass=10 ** 400, inertia=(1, 1, 1))

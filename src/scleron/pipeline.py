@@ -562,6 +562,7 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     if isinstance(model, (str, os.PathLike)):
         from .model import load_model
         model = load_model(model)
+    _check_arguments(model, out_dir, name, report, progress)
     name = c_identifier(name or model.name)
     out_dir = out_dir or os.path.join("generated", name)
     check_package_folder(out_dir)
@@ -629,6 +630,24 @@ def _compile_cuda_if_missing(module, folder, name, progress, report):
             t0 = time.perf_counter()
             compile_cuda(folder, name, progress=progress)
             report.times["compile CUDA"] = time.perf_counter() - t0
+
+
+def _check_arguments(model, out_dir, name, report, progress):
+    """A TypeError that names the argument of generate() given something of the wrong kind
+    (they failed deep inside, as an AttributeError of None's .name or an int's .edited)."""
+    from .model import Model
+    from .model.load import describe_argument
+    for ok, what, value in (
+            (isinstance(model, Model), "model must be a Model or a model file's path", model),
+            (out_dir is None or isinstance(out_dir, (str, os.PathLike)),
+             "out_dir must be a folder's path", out_dir),
+            (name is None or isinstance(name, str), "name must be a string", name),
+            (report is None or isinstance(report, Report), "report must be a pipeline.Report",
+             report),
+            (progress is None or callable(progress),
+             "progress must be a function taking one line of text", progress)):
+        if not ok:
+            raise TypeError(f"generate: {what}, not {describe_argument(value)}")
 
 
 def generate_covering(model, out_dir, name, functions, **options):

@@ -268,8 +268,9 @@ def check_inertia(inertia, err, relaxed=False, hint=RELAX_HINT):
     """
     m = inertia.mass
     if not (isinstance(m, (int, float, np.integer, np.floating)) and not isinstance(m, bool)
-            and math.isfinite(m)):
-        raise err(f"mass must be a finite number, got {m!r}")
+            and abs(m) < 1e300 and math.isfinite(m)):        # (an int 10**400: no float)
+        shown = repr(m) if len(repr(m)) <= 40 else f"{repr(m)[:12]}... ({len(repr(m))} digits)"
+        raise err(f"mass must be a finite number, got {shown}")
     if m < 0:
         raise err(f"mass must be positive (or 0 for a massless body without inertia), got {m!r}")
     I = np.asarray(inertia.inertia, dtype=float)
