@@ -261,6 +261,8 @@ def cmd_codegen(args):
             cflags = cflags_at(args.opt) if args.opt is not None else default_cflags()
             if args.march is not None:
                 cflags = cflags_for(args.march, cflags)
+                if args.no_compile and args.march != "native":
+                    _warn_unknown_march(args.march)
         t0 = time.perf_counter()
         progress = CodegenProgress(len(model.bodies))
         foreign = None
@@ -697,6 +699,16 @@ def update_readme(path):
 
 
 _one_line = one_line                # (errors.one_line: the line a command prints)
+
+
+def _warn_unknown_march(march):
+    """--no-compile --march X where this machine's compiler does not know X: a warning (the
+    folder is written, and compiles where a compiler knows X: another architecture's CPU)."""
+    from .backends.c.build import march_problem
+    problem = march_problem(march)
+    if problem:
+        warnings.warn(f"--march {march}: this machine's C compiler does not know it ({problem}); "
+                      "the folder compiles only where a compiler does (at its first import)")
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):

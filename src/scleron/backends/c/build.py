@@ -90,6 +90,25 @@ def find_c_compiler(environ=None):
     raise BuildError(f"no C compiler found (looked for {', '.join(tried)} on PATH): {INSTALL_HINT}")
 
 
+def march_problem(march):
+    """What this machine's C compiler says of -march=<march> ("" where it takes it, or where
+    there is no compiler to ask): a folder written with --no-compile for it compiles only where
+    a compiler knows that CPU (another architecture's name, armv8-a on x86, is such a case)."""
+    try:
+        cc, overrides = find_c_compiler()
+    except BuildError:
+        return ""
+    if cc is None:
+        return ""
+    try:
+        r = subprocess.run(shlex.split(cc) + [f"-march={march}", "-x", "c", "-E", "-o", os.devnull,
+                                              os.devnull], capture_output=True, text=True,
+                           timeout=60, env={**os.environ, **overrides})
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return "" if r.returncode == 0 else f"{cc}: {_first_error(r.stderr) or 'refused'}"
+
+
 def _first_error(log_text):
     """The most telling line of a compiler log, for a one-line message."""
     lines = [ln.strip() for ln in log_text.splitlines() if ln.strip()]
