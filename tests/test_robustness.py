@@ -1274,3 +1274,18 @@ def test_generate_names_an_argument_of_the_wrong_kind(tmp_path):
     with pytest.raises(scleron.ModelError, match=r"mass must be a finite number, got "
                                                  r"100000000000\.\.\. \(401 digits\)"):
         m.add_body("u", "world", joint="revolute", mass=10 ** 400, inertia=(1, 1, 1))
+
+
+def test_a_full_disk_names_the_file(tmp_path, monkeypatch):
+    """A full disk said only "[Errno 28] No space left on device" (an outside tester, codegen
+    --no-compile on a 200 kB tmpfs): the write's error names the file it was writing."""
+    import builtins
+    import errno
+    from scleron import pipeline
+
+    class Full(io.StringIO):
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(builtins, "open", lambda *a, **k: Full())
+    with pytest.raises(OSError, match=r"No space left on device: '.*a\.c'"):
+        pipeline.write_sources({"a.c": "int x;"}, str(tmp_path))

@@ -518,8 +518,14 @@ def _cached(out_dir, key):
 
 def write_sources(files, folder):
     for fname, text in files.items():
-        with open(os.path.join(folder, fname), "w") as fh:
-            fh.write(text)
+        path = os.path.join(folder, fname)
+        try:
+            with open(path, "w") as fh:
+                fh.write(text)
+        except OSError as exc:          # (a full disk's write names no file: this one)
+            if exc.filename is not None:
+                raise
+            raise OSError(exc.errno, exc.strerror, path) from None
 
 
 def check_package_folder(out_dir):
