@@ -252,6 +252,14 @@ def inertia_problems(inertia):
     return out
 
 
+def _finite(x):
+    """math.isfinite, and False for an int too large for a float (10**400 raised OverflowError)."""
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
+
+
 def check_inertia(inertia, err, relaxed=False, hint=RELAX_HINT):
     """A body's inertia is physically possible: finite mass >= 0, finite centre of mass, rotational
     inertia (about the centre of mass) finite, symmetric, positive semi-definite and its principal
@@ -268,7 +276,7 @@ def check_inertia(inertia, err, relaxed=False, hint=RELAX_HINT):
     """
     m = inertia.mass
     if not (isinstance(m, (int, float, np.integer, np.floating)) and not isinstance(m, bool)
-            and abs(m) < 1e300 and math.isfinite(m)):        # (an int 10**400: no float)
+            and _finite(m)):
         shown = repr(m) if len(repr(m)) <= 40 else f"{repr(m)[:12]}... ({len(repr(m))} digits)"
         raise err(f"mass must be a finite number, got {shown}")
     if m < 0:
