@@ -254,7 +254,8 @@ def test_coordinate_names_are_names(generated):
     assert dyn.velocity_descriptions[0] == ("hub_turn: revolute joint of body hub, rate of "
                                             "hub_turn (rad/s)")
     from scleron.pipeline import _velocity_doc
-    spline = _velocity_doc(Tree(scleron.load_model(example("spline_chain.yaml"))))
+    chain = scleron.load_model(example("spline_chain.yaml"))
+    spline = _velocity_doc(Tree(chain), chain)
     assert any(d.endswith("rate of slide (1/s)") for d in spline)
 
 

@@ -181,6 +181,22 @@ def test_every_joint_kind_equals_mujoco(tmp_path):
     compare_dynamics(model, path, reference(model))
 
 
+def test_descriptions_name_the_files_body_of_each_joint(tmp_path):
+    """A body with several joints moves massless bodies named after its joints: the coordinate
+    and velocity descriptions said "joint of body shoulder" for a joint of body arm (an outside
+    tester)."""
+    path = write(tmp_path, '<mujoco><worldbody><body name="arm" pos="0 0 1"><joint name="shoulder" '
+                           'axis="0 0 1" pos="0.1 0 0"/><joint name="elbow" axis="0 1 0"/><geom '
+                           'size=".1" pos=".2 0 0" contype="0" conaffinity="0"/></body>'
+                           '</worldbody></mujoco>')
+    dyn = scleron.generate(load_quiet(path), str(tmp_path / "arm"), functions=["mass"])
+    assert dyn.coordinate_descriptions == [
+        "shoulder: revolute joint of body arm, angle about the axis (rad)",
+        "elbow: revolute joint of body arm, angle about the axis (rad)"]
+    assert dyn.velocity_descriptions[0] == "shoulder: revolute joint of body arm, rate of " \
+                                           "shoulder (rad/s)"
+
+
 def test_bias_forces_map_to_mujocos_as_the_docs_say(tmp_path, rng):
     """docs/mjcf.md: qfrc_bias - qfrc_passive = layout.qfrc(q, h + M vdot(q, v, 0)) (an outside
     tester found the obvious layout.qfrc(q, h) off by 7.6 on a free base, and no word on it)."""

@@ -427,8 +427,9 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         source=os.path.basename(str(model.source)) if model.source else "Python model",
         version=__version__, key=key, nq=tree.nq, nv=tree.nv, joint_names=tree.joint_names,
         frame_names=[f.name for f in tree.frames], option_names={"frame": model.frame_names()},
-        neutral=tree.neutral, quaternions=tree.quaternions, coordinate_names=tree.coordinate_names(), coordinate_descriptions=_coordinate_doc(tree),
-        velocity_names=tree.velocity_names(), velocity_descriptions=_velocity_doc(tree),
+        neutral=tree.neutral, quaternions=tree.quaternions, coordinate_names=tree.coordinate_names(),
+        coordinate_descriptions=_coordinate_doc(tree, model),
+        velocity_names=tree.velocity_names(), velocity_descriptions=_velocity_doc(tree, model),
         known_functions=sorted({**FUNCTIONS, **FRAME_FUNCTIONS}),
         mimic_unavailable=[] if tree.coupling is None else sorted(
             [n for n, f in FUNCTIONS.items() if not f.with_mimic] + list(FRAME_FUNCTIONS)),
@@ -477,16 +478,22 @@ def _load(folder, expect=None):
     return get_backend("cuda").attach(module, folder)
 
 
-def _coordinate_doc(tree):
+def _moved_body(b, model):
+    """The body a joint moves, as the model file names it (an MJCF body with several joints:
+    its own, not the massless body in between that scleron names after the joint)."""
+    return getattr(model, "joint_bodies", {}).get(b.joint_name, b.name)
+
+
+def _coordinate_doc(tree, model):
     out = []
     for b in tree.bodies:
         for k, meaning in enumerate(configuration_meanings(b)):
             label = b.joint_name if b.nq == 1 else f"{b.joint_name}[{k}]"
-            out.append(f"{label}: {b.joint.type} joint of body {b.name}, {meaning}")
+            out.append(f"{label}: {b.joint.type} joint of body {_moved_body(b, model)}, {meaning}")
     return out
 
 
-def _velocity_doc(tree):
+def _velocity_doc(tree, model):
     """What each entry of qd is: the rate of its coordinate, or a quaternion joint's angular
     (and a free flyer's linear) velocity, as the joint says."""
     out = []
@@ -497,7 +504,7 @@ def _velocity_doc(tree):
             unit = re.search(r"\((rad|m)\)", meaning)
             unit = unit[1] if unit else "1" if meaning.startswith("spline parameter") else None
             what = meaning if quaternion else f"rate of {label}" + (f" ({unit}/s)" if unit else "")
-            out.append(f"{label}: {b.joint.type} joint of body {b.name}, {what}")
+            out.append(f"{label}: {b.joint.type} joint of body {_moved_body(b, model)}, {what}")
     return out
 
 

@@ -418,6 +418,8 @@ def _add_body(model, m, names, body_names, b, source):
         model.add_body(body, parent_name, origin=origin, joint_name=joint_name,
                        **_joint_spec(m, j, kind, shown, source),
                        **(inertia if own else dict(mass=0.0, inertia=(0.0, 0.0, 0.0))))
+        if not own:                     # (named after the joint: the file's body is b)
+            model.joint_bodies[joint_name] = body_names[b]
         parent_name, place, anchor = body, Transform(), a
     if parent_name != body_names[b]:        # the MuJoCo body hangs from its last joint's body
         model.add_body(body_names[b], parent_name, joint="fixed", origin=translation(-anchor),

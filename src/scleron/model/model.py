@@ -371,6 +371,8 @@ class Model:
         self.inertia_checks = "physical"   # or "relaxed": docs/inertia-checks.md
         self.included = []        # files the model file pulled in (an MJCF's <include>s and meshes)
         self.joint_lines = {}     # joint name -> its line in the model file (for later errors)
+        self.joint_bodies = {}    # joint name -> the file's body it moves, where the joint's own
+                                  # body is not it (an MJCF body with several joints)
 
     # ---- builder ---------------------------------------------------------------------------
     def _relax_hint(self):
@@ -689,6 +691,7 @@ class Model:
         out.inertia_checks = self.inertia_checks
         out.included = list(getattr(self, "included", []))
         out.joint_lines = dict(getattr(self, "joint_lines", {}))
+        out.joint_bodies = dict(getattr(self, "joint_bodies", {}))
         # where each original body now lives: (new body name or WORLD, placement in it)
         home = {WORLD: (WORLD, Transform())}
         for body, j in zip(self.bodies, self.joints):
