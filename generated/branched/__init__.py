@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_5f003015f8f5"
-HASH = "5f003015f8f519e0f56c48220b1bdf66ac460695ae59e551f41dbb5a583f1865"
+MODULE = "_branched_986556b97a62"
+HASH = "986556b97a62c68d86472fb7d734bdd10fba8b09a69260a892e1f07e4031e90c"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -430,11 +430,11 @@ if hasattr(os, "register_at_fork"):
 
 def _threaded(batch, count, arrays, outs, threads):
     """Splits a batch over `threads` threads, this one included; cffi releases the GIL during
-    each C call, so the shares run in parallel."""
+    each C call, so the shares run in parallel. A Ctrl-C waits for the other threads' shares
+    (the outputs whole, as the OpenMP loop leaves them); while the interpreter shuts down (an
+    atexit handler), when no thread can start, this thread runs every share."""
     global _pool
     import concurrent.futures
-    if _pool is None or _pool._max_workers < threads - 1:
-        _pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads - 1)
     bounds = [count * k // threads for k in range(threads + 1)]
     shares = [(lo, hi, [ffi.from_buffer("double[]", a[lo:hi]) for a in arrays]
                + [ffi.from_buffer("double[]", o[lo:hi], True) for o in outs])
@@ -443,10 +443,22 @@ def _threaded(batch, count, arrays, outs, threads):
     def run(share):
         lo, hi, ptrs = share
         batch(hi - lo, *ptrs)
-    others = [_pool.submit(run, share) for share in shares[1:]]
-    run(shares[0])
-    for f in others:
-        f.result()
+    others = []
+    try:
+        if _pool is None or _pool._max_workers < threads - 1:
+            _pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads - 1)
+        for share in shares[1:]:
+            others.append(_pool.submit(run, share))
+    except RuntimeError:                # "can't register atexit after shutdown", "cannot
+        pass                            # schedule new futures after interpreter shutdown"
+    try:
+        for share in [shares[0]] + shares[1 + len(others):]:
+            run(share)
+        for f in others:
+            f.result()
+    except BaseException:
+        concurrent.futures.wait(others)
+        raise
 
 
 def _batch(batch, parallel, arrays, outs, threads, ptrs=None):
@@ -472,7 +484,7 @@ def _call(function, values, out, threads=1):
     single, batch, parallel = _CFUNCS[function]
     arrays, count = [], None
     for i, ((name, width), x) in enumerate(zip(inputs, values)):
-        if width == 1 and count is not None:
+        if (function, name) in _NUMBERS and count is not None:
             x = _per_state(x, name, count)
         a, n = _as_input(x, name, width, count)
         if i and (n is None) != (count is None) or (n is not None and count is not None and n != count):
@@ -566,6 +578,9 @@ _SIGNATURES = {
     "difference": ((("q0", 20), ("q1", 20), ),
                    (("v", (20,)), )),
 }
+# the inputs that are one number (integrate's dt): in a batch, one for all or one per state (a
+# 1-coordinate model's qd, tau are vectors of one entry: a single state's is no batch's)
+_NUMBERS = frozenset([("integrate", "dt"), ])
 # the C function of each: one state, n states, n states over threads
 _CFUNCS = {f: (getattr(lib, "branched_" + f), getattr(lib, "branched_" + f + "_batch"),
                getattr(lib, "branched_" + f + "_batch_threads")) for f in _SIGNATURES}
@@ -906,6 +921,9 @@ def bind(function, *arrays):
              + [(f"out ({n})", [s] if s else [(1,), ()], True) for n, s in outputs])   # too)
     ptrs = []
     for a, (label, shapes, is_out) in zip(arrays, wants):
+        if isinstance(a, np.ma.MaskedArray):    # (C reads and writes the data under a mask)
+            raise ValueError(f"{label} is a masked array: bind reads and writes its data, masked "
+                             "entries included; bind its .data, or a plain array")
         if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape not in shapes
                 or not a.flags.c_contiguous or (is_out and not a.flags.writeable)):
             raise ValueError(f"{label} must be a C-contiguous{' writeable' if is_out else ''} "
@@ -917,7 +935,10 @@ def bind(function, *arrays):
                          "(the C code reads its inputs while it writes: give each its own array)")
     if _fast is not None:               # a C callable: little more than the C call itself
         return _fast._bind(list(_SIGNATURES).index(function), tuple(arrays))
-    return _Bound(getattr(lib, "branched_" + function), *ptrs)
+    bound = _Bound(getattr(lib, "branched_" + function), *ptrs)
+    bound.rebind = lambda *copies: bind(function, *copies)
+    bound.arrays = arrays
+    return bound
 
 
 class _Bound(functools.partial):
@@ -930,8 +951,9 @@ class _Bound(functools.partial):
     def __copy__(self):                 # (the same arrays: a copy is the same callable)
         return self
 
-    def __deepcopy__(self, memo):
-        return self
+    def __deepcopy__(self, memo):       # bound to the copies of its arrays (memo: the ones an
+        import copy                     # object holding both gets), not to the originals
+        return self.rebind(*copy.deepcopy(self.arrays, memo))
 
 
 _VARIANTS = ()
@@ -968,6 +990,11 @@ def __getattr__(attr):
     if attr not in _KNOWN_FUNCTIONS:
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r} (its functions: "
                              f"{shown})")
+    if attr in _MIMIC_UNAVAILABLE:
+        raise AttributeError(
+            f"{attr!r} is not available yet for a model with coupled mimic joints, as {HERE}'s "
+            f"(docs/mimic.md; its functions: {shown}); with each mimic joint's own coordinate "
+            f"(a URDF: `scleron codegen MODEL --mimic independent`) it is")
     raise AttributeError(
         f"{attr!r} is not among the functions generated into {HERE} ({shown}); add it when "
         f"generating: `scleron codegen MODEL --functions +{attr}` (+: the defaults and it) or "
@@ -976,3 +1003,4 @@ def __getattr__(attr):
 
 # every function scleron generates (a name this module lacks and scleron has: how to add it)
 _KNOWN_FUNCTIONS = ['bias_forces', 'center_of_mass', 'centroidal_momentum', 'centroidal_momentum_matrix', 'centroidal_momentum_rate', 'com_jacobian', 'difference', 'difference_jacobians', 'forward_dynamics', 'forward_dynamics_derivatives', 'frame_acceleration', 'frame_accelerations', 'frame_accelerations_local', 'frame_accelerations_world', 'frame_jacobian', 'frame_jacobians', 'frame_jacobians_local', 'frame_jacobians_world', 'frame_placement', 'frame_placements', 'frame_velocities', 'frame_velocities_local', 'frame_velocities_world', 'frame_velocity', 'integrate', 'integrate_jacobians', 'inverse_dynamics', 'inverse_dynamics_derivatives', 'kinetic_energy', 'mass_matrix', 'mass_matrix_inverse', 'potential_energy', 'static_forces']
+_MIMIC_UNAVAILABLE = []   # (a mimic-coupled model's: docs/mimic.md)

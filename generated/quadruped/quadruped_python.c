@@ -498,16 +498,65 @@ static PyObject *bound_same(PyObject *self, PyObject *unused)    /* a copy: the 
     return self;
 }
 
+static int bound_addresses(Bound *b, PyObject *arrays)
+{   /* b->p from the arrays (numpy arrays, C-contiguous float64: bind checked the originals) */
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(arrays); ++i) {
+        PyObject *a = PyTuple_GET_ITEM(arrays, i);
+        if (!PyArray_Check(a) || PyArray_TYPE((PyArrayObject *)a) != NPY_DOUBLE
+            || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)a)) {
+            PyErr_SetString(PyExc_TypeError, "a bound function's arrays must stay C-contiguous "
+                            "float64 numpy arrays");
+            return -1;
+        }
+        b->p[i] = (double *)PyArray_DATA((PyArrayObject *)a);
+    }
+    return 0;
+}
+
+/* a deep copy: the function bound to deep copies of the arrays, the same ones (memo) that a
+ * copied object holding both the arrays and this callable gets, so that the copy computes on
+ * its own arrays, not on the original's */
+static PyObject *bound_deepcopy(Bound *self, PyObject *memo)
+{
+    PyObject *copy = PyImport_ImportModule("copy");
+    if (copy == NULL) {
+        return NULL;
+    }
+    PyObject *arrays = PyObject_CallMethod(copy, "deepcopy", "OO", self->arrays, memo);
+    Py_DECREF(copy);
+    if (arrays == NULL) {
+        return NULL;
+    }
+    if (!PyTuple_Check(arrays) || PyTuple_GET_SIZE(arrays) != PyTuple_GET_SIZE(self->arrays)) {
+        Py_DECREF(arrays);
+        PyErr_SetString(PyExc_TypeError, "a bound function's arrays did not copy as arrays");
+        return NULL;
+    }
+    Bound *b = PyObject_New(Bound, Py_TYPE(self));
+    if (b == NULL) {
+        Py_DECREF(arrays);
+        return NULL;
+    }
+    b->function = self->function;
+    b->releases = self->releases;
+    b->arrays = arrays;
+    if (bound_addresses(b, arrays) < 0) {
+        Py_DECREF(b);
+        return NULL;
+    }
+    return (PyObject *)b;
+}
+
 static PyMethodDef bound_methods[] = {
     {"__reduce__", bound_reduce, METH_NOARGS, NULL},
     {"__copy__", bound_same, METH_NOARGS, NULL},
-    {"__deepcopy__", bound_same, METH_O, NULL},
+    {"__deepcopy__", (PyCFunction)bound_deepcopy, METH_O, NULL},
     {NULL, NULL, 0, NULL}
 };
 
 static PyTypeObject BoundType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "_quadruped_fc99eb952826_py.Bound",
+    .tp_name = "_quadruped_18d6fb05b100_py.Bound",
     .tp_doc = "bind's callable: a generated function on the arrays bound to it",
     .tp_basicsize = sizeof(Bound),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -544,8 +593,9 @@ static PyObject *make_bound(PyObject *self, PyObject *args)
     b->releases = bound_releases[k];
     Py_INCREF(arrays);
     b->arrays = arrays;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(arrays); ++i) {
-        b->p[i] = (double *)PyArray_DATA((PyArrayObject *)PyTuple_GET_ITEM(arrays, i));
+    if (bound_addresses(b, arrays) < 0) {
+        Py_DECREF(b);
+        return NULL;
     }
     return (PyObject *)b;
 }
@@ -601,10 +651,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_fc99eb952826_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_18d6fb05b100_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_fc99eb952826_py(void)
+PyMODINIT_FUNC PyInit__quadruped_18d6fb05b100_py(void)
 {
     import_array();
     if (PyType_Ready(&BoundType) < 0) {
