@@ -901,3 +901,24 @@ def test_custom_joint_checks_are_exact_and_quick():
         validate_custom({"coordinates": ["a"], "rotation": [[[1e-8, 0, 1], "a"]] * 8})
     assert validate_custom({"coordinates": ["a"], "rotation": [[[1e-16, 0, 1], "a"]] * 8})
     assert short(10 ** 5000) == "an integer of about 5000 digits"
+
+
+def test_a_custom_tanh_stays_finite_where_exp_overflows(tmp_path):
+    """tanh was written with exp, and its derivative 4 e^2a / (e^2a + 1)^2 was inf / inf = NaN
+    above a = 355: the Jacobians, mass matrix and kinetic energy of a joint sliding by tanh(a)
+    were NaN there, and 0 at a = -400 (an outside tester). tanh is C's now, its derivative
+    1 / cosh^2 (0 where cosh overflows)."""
+    path = tmp_path / "sat.yaml"
+    path.write_text("name: sat\nbodies:\n  - name: slider\n    parent: world\n    joint:\n"
+                    "      name: sat\n      type: custom\n      coordinates: [a]\n"
+                    "      translation: [\"tanh(a)\", \"0\", \"0\"]\n"
+                    "    mass: 1.0\n    inertia: [0.01, 0.02, 0.03]\n")
+    dyn = scleron.generate(scleron.load_model(str(path)), str(tmp_path / "sat"),
+                           functions=["mass", "ke", "frame_jacobians"])
+    for a in (356.0, 400.0, 1000.0, -400.0, -1000.0):
+        assert dyn.mass_matrix(np.array([a]))[0, 0] == 0.0
+        assert dyn.kinetic_energy(np.array([a]), np.array([1.0])) == 0.0
+        assert np.array_equal(dyn.frame_jacobians(np.array([a]))[0], np.zeros((6, 1)))
+    a = 0.7                                  # and the same numbers as before in between
+    assert dyn.mass_matrix(np.array([a]))[0, 0] == pytest.approx((1 - np.tanh(a) ** 2) ** 2,
+                                                                  rel=1e-14)

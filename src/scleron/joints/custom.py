@@ -113,8 +113,8 @@ class _Floats:
                                            math.sqrt, math.atan)
 
     @staticmethod
-    def call(name, x, numeric):
-        return numeric(x)
+    def call(helper, x):
+        return helper.numeric(x)
 
     @staticmethod
     def piece(cls, x):

@@ -20,7 +20,7 @@ from fractions import Fraction
 
 import sympy as sp
 
-from .special import SclAbs
+from .special import SclAbs, Tanh
 
 MAX_LENGTH = 400        # characters in one expression
 MAX_TOKENS = 200        # tokens in one expression
@@ -37,14 +37,11 @@ def _cosh(x):
     return (sp.exp(x) + sp.exp(-x)) / 2
 
 
-def _tanh(x):
-    return 1 - 2 / (sp.exp(2 * x) + 1)          # no overflow: exp(2x) -> inf gives 1
-
-
-# the hyperbolic functions are written with exp, so the generated code needs nothing new
+# sinh and cosh are written with exp; tanh is C's, with its derivative 1 / cosh^2 (special.Tanh:
+# written with exp, its derivative overflowed to inf / inf above x = 355)
 FUNCTIONS = {"sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "exp": sp.exp, "log": sp.log,
              "sqrt": sp.sqrt, "asin": sp.asin, "acos": sp.acos, "atan": sp.atan,
-             "sinh": _sinh, "cosh": _cosh, "tanh": _tanh, "abs": SclAbs}
+             "sinh": _sinh, "cosh": _cosh, "tanh": Tanh, "abs": SclAbs}
 BUILTIN_CONSTANTS = {"pi": sp.pi}
 RESERVED = set(FUNCTIONS) | set(BUILTIN_CONSTANTS)
 

@@ -126,7 +126,30 @@ _with_derivative(ExpC, lambda x, f: f(ExpDC, x))
 _with_derivative(ExpA, lambda x, f: (f(ExpC, x) - f(ExpB, x)) / 2)
 
 
-GUARDED = {cls.c_name: cls for cls in (ExpA, ExpB, ExpC, ExpDB, ExpDC, ExpDDB, ExpDDC)}
+# tanh of a custom joint and its derivative sech^2 (= 1 - tanh^2, taken as 1 / cosh^2, which
+# is 0, not inf / inf, where cosh overflows): written with exp, d/dx of 1 - 2 / (e^2x + 1) was
+# 4 e^2x / (e^2x + 1)^2, NaN above x = 355 (an outside tester)
+def _sech2(x):
+    return 0.0 if abs(x) > 700.0 else 1.0 / math.cosh(x) ** 2
+
+
+def _make_plain(shown, cname, numeric, c_body, doc):
+    """A helper printed as `shown` by sympy (tanh, not SCL_TANH)."""
+    helper = Helper(cname, numeric, c_body, doc)
+    return type(shown, (_Guarded,), {"c_name": cname, "numeric": staticmethod(numeric),
+                                     "helper": helper})
+
+
+Tanh = _make_plain("tanh", "scl_tanh", math.tanh, ("return tanh(x);",), "scl_tanh: tanh(x)")
+Sech2 = _make_plain("dtanh", "scl_sech2", _sech2,
+                    ("const double c = cosh(x);", "return 1.0 / (c * c);"),
+                    "scl_sech2: 1 / cosh(x)^2, the derivative of tanh (0 where cosh overflows)")
+_with_derivative(Tanh, lambda x, f: f(Sech2, x))
+_with_derivative(Sech2, lambda x, f: -2 * f(Tanh, x) * f(Sech2, x))
+
+
+GUARDED = {cls.c_name: cls for cls in (ExpA, ExpB, ExpC, ExpDB, ExpDC, ExpDDB, ExpDDC, Tanh,
+                                       Sech2)}
 
 
 # ---- piecewise pieces without branches (spline joints, custom joints) ------------------------
