@@ -456,6 +456,28 @@ def test_threads_with_and_without_openmp(tmp_path, monkeypatch, rng):
     with pytest.raises(KeyboardInterrupt):
         without._threaded(share, len(Q), [Q], [np.empty_like(Q)], 4)
     assert len(done) == 3
+    # a pool thread that cannot start (a thread limit): its share was queued without a future
+    # and ran twice at once, the second time after the call returned (a reviewer); now the pool
+    # finishes what it was given, then this thread runs every share
+    real_start, running, calls = threading.Thread.start, [], []
+
+    def second_fails(thread):
+        if thread.name.startswith("ThreadPoolExecutor") and thread.name.endswith("_1"):
+            raise RuntimeError("can't start new thread")
+        real_start(thread)
+
+    def slow(n, *ptrs):                 # (the pool's shares slow, this thread's quick)
+        running.append(n)
+        time.sleep(0 if threading.current_thread() is threading.main_thread() else 0.1)
+        calls.append(n)
+        running.remove(n)
+    monkeypatch.setattr(without, "_pool", None)
+    monkeypatch.setattr(threading.Thread, "start", second_fails)
+    without._threaded(slow, len(Q), [Q], [np.empty_like(Q)], 4)
+    done = list(calls)
+    time.sleep(0.3)
+    assert calls == done and sum(done) >= len(Q)      # nothing ran after the call returned
+    monkeypatch.setattr(threading.Thread, "start", real_start)
     # and from an atexit handler, where no thread can start (it raised "can't register atexit
     # after shutdown"): this thread runs every share
     code = ("import atexit, sys, numpy as np, scleron\n"
@@ -690,11 +712,16 @@ def test_a_one_coordinate_models_single_state_is_no_batch(tmp_path):
                inertia=(0.01, 0.01, 0.01))
     dyn = scleron.generate(m, str(tmp_path / "pend"), functions=["fd", "int"])
     Q = np.array([[0.1], [0.2], [0.3]])
-    for qd, tau in ((np.array([0.5]), np.zeros((3, 1))), (0.5, np.zeros(3)),
-                    (np.zeros((3, 1)), np.zeros(3))):
-        with pytest.raises(ValueError, match="give all single states or all N states|tau must"):
+    for qd, tau in ((np.array([0.5]), np.zeros((3, 1))), (0.5, np.zeros(3))):
+        with pytest.raises(ValueError, match="give all single states or all N states"):
             dyn.forward_dynamics(Q, qd, tau)
-    assert dyn.forward_dynamics(Q, Q, Q).shape == (3, 1)
+    with pytest.raises(ValueError, match=r"tau must be one per state: shape \(N,\) or \(N, 1\) "
+                                         r"with N = 3; got \(2,\)$"):
+        dyn.forward_dynamics(Q, Q, np.zeros(2))
+    # (N,) is one per state, as (N, 1) (a reviewer: it was refused by a message that named it)
+    want = dyn.forward_dynamics(Q, Q, Q)
+    assert want.shape == (3, 1)
+    assert np.array_equal(dyn.forward_dynamics(Q, Q[:, 0], Q[:, 0]), want)
     assert np.array_equal(dyn.integrate(Q, Q, np.array([0.1, 0.2, 0.3])),
                           Q + Q * np.array([[0.1], [0.2], [0.3]]))
     assert np.array_equal(dyn.integrate(Q, Q, 0.1), Q + 0.1 * Q)

@@ -219,6 +219,9 @@ def test_a_coupled_model_compiles_and_equals_its_reference(generated, rng):
         with pytest.raises(AttributeError, match=f"'{attr}' is not available yet for a model "
                                                  "with coupled mimic joints.*--mimic independent"):
             getattr(dyn, attr)
+    with pytest.raises(ValueError, match="bind: 'com_jacobian' is not available yet for a model "
+                                         "with coupled mimic joints.*--mimic independent"):
+        dyn.bind("com_jacobian", np.zeros(2), np.zeros((3, 2)))
 
 
 MIDDLE_MIMIC = """<robot name="middle_mimic">

@@ -686,6 +686,12 @@ def test_an_object_in_another_file_is_refused_by_name(tmp_path):
         scleron.load_model(write(tmp_path, external))
     forces = text.replace("</BodySet>", '</BodySet><ForceSet file="forces.xml"/>', 1)
     assert load(write(tmp_path, forces)).nq == load(write(tmp_path, text)).nq
+    # nor a component the dynamics do not read (a reviewer: a controller's file= was refused)
+    controller = text.replace("</BodySet>", '</BodySet><components><PrescribedController '
+                              'name="pc" file="ctrl.xml"/></components>', 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert load(write(tmp_path, controller)).nq == load(write(tmp_path, text)).nq
 
 
 def test_a_spline_of_too_many_knots_is_refused(tmp_path):

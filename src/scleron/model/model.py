@@ -252,6 +252,13 @@ def inertia_problems(inertia):
     return out
 
 
+def _shown_number(x):
+    """x for a message: an int too long to print (over 4300 digits Python refuses) by its size."""
+    if isinstance(x, int) and not isinstance(x, bool) and x.bit_length() > 120:
+        return f"an integer of {int(x.bit_length() * math.log10(2)) + 1} digits"
+    return repr(x)
+
+
 def _finite(x):
     """math.isfinite, and False for an int too large for a float (10**400 raised OverflowError)."""
     try:
@@ -277,8 +284,7 @@ def check_inertia(inertia, err, relaxed=False, hint=RELAX_HINT):
     m = inertia.mass
     if not (isinstance(m, (int, float, np.integer, np.floating)) and not isinstance(m, bool)
             and _finite(m)):
-        shown = repr(m) if len(repr(m)) <= 40 else f"{repr(m)[:12]}... ({len(repr(m))} digits)"
-        raise err(f"mass must be a finite number, got {shown}")
+        raise err(f"mass must be a finite number, got {_shown_number(m)}")
     if m < 0:
         raise err(f"mass must be positive (or 0 for a massless body without inertia), got {m!r}")
     I = np.asarray(inertia.inertia, dtype=float)

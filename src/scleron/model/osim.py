@@ -231,14 +231,17 @@ def _model_element(doc, ctx):
 
 
 # the parts of a <Model> the dynamics read (the rest: forces, controllers, ... named in a warning)
-READ_PARTS = ("Ground", "BodySet", "JointSet", "components")
+READ_PARTS = ("Ground", "BodySet", "JointSet")     # (and of <components>: bodies, joints, frames)
 
 
 def _refuse_external_objects(el, ctx):
     """OpenSim reads an object with a file="..." attribute from that file (<JointSet
     file="joints.xml"/>); this reader does not: refused where the dynamics would read it, which
     otherwise looked like a model without joints or with a frame missing its parent."""
-    stack = [el] + [c for c in el.children if c.tag in READ_PARTS]
+    comps = el.child("components")
+    read = [c for c in (comps.children if comps is not None else [])
+            if c.tag in FRAME_TAGS + ("Body",) or _is_joint(c)]
+    stack = [el] + [c for c in el.children if c.tag in READ_PARTS] + read
     while stack:
         node = stack.pop()
         if node.file is not None:

@@ -231,7 +231,7 @@ def _write_partial(exc, output, plot):
         return
     try:
         _write_files(traj, output, plot)
-    except (OSError, ValueError):
+    except Exception:                   # (the run's own error is the one to see)
         return
     said = (f"the {len(traj.t)} states recorded up to t = {traj.t[-1]:.6g} s are in "
             + " and ".join(p for p in (output, plot) if p))

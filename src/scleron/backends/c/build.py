@@ -394,10 +394,15 @@ def _unloadable(folder, meta):
 _LOADED = {}
 
 
+# what generate() rewrites on a cache hit: the record of the model file, which the module reads
+# only for its staleness warning (said again on each load)
+NOT_CODE = ("model_file.json",)
+
+
 def _folder_identity(folder):
     with os.scandir(folder) as entries:
         return (folder,) + tuple(sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns)
-                                        for e in entries if e.is_file()))
+                                        for e in entries if e.is_file() and e.name not in NOT_CODE))
 
 
 def _import(folder, meta):
