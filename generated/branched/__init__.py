@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_986556b97a62"
-HASH = "986556b97a62c68d86472fb7d734bdd10fba8b09a69260a892e1f07e4031e90c"
+MODULE = "_branched_58c0d878ab71"
+HASH = "58c0d878ab71858fb22108e2515a7d0a86b800b1491da74fe29c381a9886a261"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -336,7 +336,7 @@ _ND = np.ndarray          # the shortcut of a plain single state takes exactly t
                           # array's data would pass unchecked: its mask is _unmasked's to check)
 
 
-def _as_input(x, name, width, count=None):
+def _as_input(x, name, width, count=None, number=False):
     try:
         a = x if isinstance(x, np.ndarray) else np.asarray(x)
     except ValueError as exc:                 # a ragged list: numpy's words, and which input
@@ -351,9 +351,11 @@ def _as_input(x, name, width, count=None):
         return np.ascontiguousarray(a), None
     if a.ndim == 2 and a.shape[1] == width:
         return np.ascontiguousarray(a), a.shape[0]
-    if width == 1 and count is not None:      # N known from an earlier input: (N,) is one per state
-        raise ValueError(f"{name} must be a number, or one per state: shape (N,) or (N, 1) with "
-                         f"N = {count}; got {a.shape}")
+    if width == 1 and count is not None and a.shape == (count,):    # one per state
+        return np.ascontiguousarray(a.reshape(count, 1)), count
+    if width == 1 and count is not None:      # N known from an earlier input
+        raise ValueError(f"{name} must be {'a number, or ' if number else ''}one per state: "
+                         f"shape (N,) or (N, 1) with N = {count}; got {a.shape}")
     if width == 1:
         raise ValueError(f"{name} must be a number or of shape (1,) for one state, of shape (N, 1) "
                          f"for N states; got {a.shape}")
@@ -430,9 +432,10 @@ if hasattr(os, "register_at_fork"):
 
 def _threaded(batch, count, arrays, outs, threads):
     """Splits a batch over `threads` threads, this one included; cffi releases the GIL during
-    each C call, so the shares run in parallel. A Ctrl-C waits for the other threads' shares
-    (the outputs whole, as the OpenMP loop leaves them); while the interpreter shuts down (an
-    atexit handler), when no thread can start, this thread runs every share."""
+    each C call, so the shares run in parallel. An exception (a Ctrl-C) waits for every share
+    given to the pool (the outputs whole, as the OpenMP loop leaves them); where no thread
+    can start (an atexit handler while the interpreter shuts down, a thread limit), this thread
+    runs every share, once the pool has finished what it was given."""
     global _pool
     import concurrent.futures
     bounds = [count * k // threads for k in range(threads + 1)]
@@ -443,21 +446,28 @@ def _threaded(batch, count, arrays, outs, threads):
     def run(share):
         lo, hi, ptrs = share
         batch(hi - lo, *ptrs)
-    others = []
+    pool, others, here = None, [], shares
     try:
-        if _pool is None or _pool._max_workers < threads - 1:
-            _pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads - 1)
-        for share in shares[1:]:
-            others.append(_pool.submit(run, share))
-    except RuntimeError:                # "can't register atexit after shutdown", "cannot
-        pass                            # schedule new futures after interpreter shutdown"
-    try:
-        for share in [shares[0]] + shares[1 + len(others):]:
+        try:
+            if _pool is None or _pool._max_workers < threads - 1:
+                _pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads - 1)
+            pool = _pool
+            for share in shares[1:]:
+                others.append(pool.submit(run, share))
+            here = shares[:1]
+        except RuntimeError:            # "can't register atexit after shutdown", "can't start
+            if pool is not None:        # new thread": a share may be queued without its future
+                pool.shutdown(wait=True)
+                pool = _pool = None
+            others = []
+        for share in here:              # (a share the pool also ran: the same values again)
             run(share)
         for f in others:
             f.result()
     except BaseException:
-        concurrent.futures.wait(others)
+        if pool is not None:            # every share it was given done, before the exception
+            pool.shutdown(wait=True)    # goes on (one whose submit was interrupted included)
+            _pool = None
         raise
 
 
@@ -484,9 +494,10 @@ def _call(function, values, out, threads=1):
     single, batch, parallel = _CFUNCS[function]
     arrays, count = [], None
     for i, ((name, width), x) in enumerate(zip(inputs, values)):
-        if (function, name) in _NUMBERS and count is not None:
+        number = (function, name) in _NUMBERS
+        if number and count is not None:
             x = _per_state(x, name, count)
-        a, n = _as_input(x, name, width, count)
+        a, n = _as_input(x, name, width, count, number)
         if i and (n is None) != (count is None) or (n is not None and count is not None and n != count):
             raise ValueError(f"{name} has shape {a.shape}, but {inputs[0][0]} has "
                              f"{arrays[0].shape}: give all single states or all N states")
@@ -908,6 +919,10 @@ def bind(function, *arrays):
                          f"bind that one by its name ({', '.join(chosen[:6])}"
                          f"{', ...' if len(chosen) > 6 else ''}"
                          + ("; the number: frame_names.index(frame)" if per_frame else "") + ")")
+    if function not in _SIGNATURES and function in _MIMIC_UNAVAILABLE:
+        raise ValueError(f"bind: {function!r} is not available yet for a model with coupled mimic "
+                         f"joints, as {HERE}'s (docs/mimic.md); with each mimic joint's own "
+                         "coordinate (a URDF: `scleron codegen MODEL --mimic independent`) it is")
     if function not in _SIGNATURES and function in _KNOWN_FUNCTIONS:
         raise ValueError(f"bind: {function!r} is not among the functions generated into {HERE}; "
                          f"add it when generating: `scleron codegen MODEL --functions +{function}`")
