@@ -190,16 +190,22 @@ def test_quaternion_ball_chain_equals_pinocchio(tmp_path, pin, generated, rng):
         assert rel_err(dyn.difference(q, q2), pin.difference(pm, q, q2)) < TOL
 
 
+def ball_chain_manifold(tmp_path, pin, generated):
+    """(the generated integrate and difference with their Jacobians, Pinocchio's model) of the
+    ball chain."""
+    path = tmp_path / "qball.yaml"
+    path.write_text(BALL_CHAIN)
+    _, dyn = generated(str(path), "qball_jac", functions=["integrate", "difference", "dint",
+                                                         "ddiff"])
+    return dyn, pin_ball_chain(pin)
+
+
 def test_integrate_and_difference_jacobians_equal_pinocchio(tmp_path, pin, generated, rng):
     """dIntegrate and dDifference (an MPC user had to write them in numpy, 20x the cost of the
     generated dynamics derivatives): free flyer, quaternion ball and hinge blocks against
     Pinocchio at ordinary, small and zero velocities, and against central differences on the
     manifold of the generated integrate and difference."""
-    path = tmp_path / "qball.yaml"
-    path.write_text(BALL_CHAIN)
-    model, dyn = generated(str(path), "qball_jac", functions=["integrate", "difference", "dint",
-                                                              "ddiff"])
-    pm = pin_ball_chain(pin)
+    dyn, pm = ball_chain_manifold(tmp_path, pin, generated)
     ARG0, ARG1 = pin.ArgumentPosition.ARG0, pin.ArgumentPosition.ARG1
     for scale in (1.0, 3.0, 1e-4, 0.0):
         q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
@@ -235,11 +241,7 @@ def test_difference_at_half_a_turn_equals_pinocchio(tmp_path, pin, generated):
     """q1 a hand-typed half turn from q0 ([0, 0, 1, 0]: w = 0) gave NaN from difference and its
     Jacobians, translation included, and |w| < 1e-154 a rotation of 0 without a word (an
     outside tester): theta = pi about u there, as Pinocchio's log."""
-    path = tmp_path / "qball.yaml"
-    path.write_text(BALL_CHAIN)
-    model, dyn = generated(str(path), "qball_jac", functions=["integrate", "difference", "dint",
-                                                              "ddiff"])
-    pm = pin_ball_chain(pin)
+    dyn, pm = ball_chain_manifold(tmp_path, pin, generated)
     ARG0, ARG1 = pin.ArgumentPosition.ARG0, pin.ArgumentPosition.ARG1
     q0 = pin.neutral(pm)
     for w in (0.0, 1e-200, -1e-200, 1e-120):
