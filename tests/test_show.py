@@ -236,6 +236,24 @@ def test_c_format_compiles(small, tmp_path, fname):
     assert statements + written_as_sq_cq == len([i for i in prog.live() if prog.ops[i] != "in"])
 
 
+def test_c_format_declares_only_the_sin_cos_arrays_it_uses(tmp_path):
+    """A pendulum's forward dynamics reads cos(q) only: `double sq[1], cq[1];` failed -Werror
+    (unused variable sq; a reviewer)."""
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    m = scleron.Model("pend")
+    m.add_body("link", joint="revolute", axis=(0, 1, 0), mass=1.0, com=(0.5, 0, 0),
+               inertia=(0.01, 0.01, 0.01))
+    code = S.function_text(m, "fd", fmt="c")
+    assert "double cq[1];" in code and "sq[" not in code
+    src = tmp_path / "f.c"
+    src.write_text(code)
+    r = subprocess.run([cc, "-std=c99", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", str(src)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
 @pytest.mark.parametrize("example_name", ["spline_surface.yaml", "branched.yaml",
                                           pytest.param("spline_chain.yaml", marks=pytest.mark.slow)])
 def test_a_joints_c_compiles(tmp_path, example_name):

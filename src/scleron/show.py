@@ -910,8 +910,9 @@ def _function_c(cs, spec, tree, groups, target, title, io, summary, per_pass, ro
     if cs.trig:
         lines.append("    /* sin and cos of the coordinates, all at once (scl_sincos in the "
                      "generated code) */")
-        if target is None:
-            lines.append(f"    double sq[{tree.nq}], cq[{tree.nq}];")
+        if target is None:                  # (only those it uses: -Wunused-variable)
+            used = sorted({arr for arr, _ in cs.trig.values()}, reverse=True)
+            lines.append("    double " + ", ".join(f"{a}[{tree.nq}]" for a in used) + ";")
         for i, (arr, k) in sorted(cs.trig.items(), key=lambda x: (x[1][1], x[1][0])):
             if target is None or target.q_start <= k < target.q_start + target.nq:
                 lines.append(f"    {arr}[{k}] = {prog.ops[i]}(q[{k}]);")
