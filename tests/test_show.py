@@ -246,7 +246,7 @@ def test_c_format_declares_only_the_sin_cos_arrays_it_uses(tmp_path):
     m.add_body("link", joint="revolute", axis=(0, 1, 0), mass=1.0, com=(0.5, 0, 0),
                inertia=(0.01, 0.01, 0.01))
     code = S.function_text(m, "fd", fmt="c")
-    assert "double cq[1];" in code and "sq[" not in code
+    assert "double cq[1];" in code and "double sq" not in code and "sq[0]" not in code
     src = tmp_path / "f.c"
     src.write_text(code)
     r = subprocess.run([cc, "-std=c99", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", str(src)],
