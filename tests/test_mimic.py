@@ -392,3 +392,18 @@ def test_a_simulated_coupled_model_names_its_own_coordinates(tmp_path):
     followers = {j.name for j in model.joints if j.mimic is not None}
     assert traj.q.shape[1] == 2 and list(traj.coordinate_names) == Tree(model).coordinate_names()
     assert not followers & set(traj.coordinate_names)
+
+
+def test_an_overflowing_mimic_multiplier_is_named(tmp_path):
+    """A mimic multiplier of 1e300 overflowed the dynamics, and the message listed the bodies'
+    numbers only, all small (an outside tester): it names the multiplier and its joint."""
+    path = tmp_path / "huge.yaml"
+    path.write_text("name: t\nbodies:\n"
+                    "  - {name: a, parent: world, joint: {name: j1, axis: [0, 0, 1]}, mass: 1, "
+                    "com: [0.5, 0, 0], inertia: [0.1, 0.1, 0.1]}\n"
+                    "  - {name: b, parent: a, joint: {name: j2, axis: [0, 1, 0], xyz: [1, 0, 0], "
+                    "mimic: {joint: j1, multiplier: 1e300}}, mass: 1, com: [0.5, 0, 0], "
+                    "inertia: [0.1, 0.1, 0.1]}\n")
+    with pytest.raises(ModelError, match=r"overflow double precision .*mimic multiplier or offset "
+                                         r"up to 1e\+300 \(joint 'j2'\)"):
+        scleron.generate(scleron.load_model(str(path)), str(tmp_path / "out"), compile=False)

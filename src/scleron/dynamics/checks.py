@@ -350,6 +350,11 @@ def joint_numbers(tree):
     size, b = max(sizes, key=lambda v: v[0], default=(0.0, None))
     if size > 1e3:                  # (a sphere's radius, a spline's knots, a polynomial's terms)
         out.append(f", joint parameters up to {size:.3g} (joint '{b.joint_name}')")
+    if tree.coupling is not None:   # mimic joints: q_m = a q_leader + b
+        size, i = max((max(abs(a), abs(c)), i) for i, (_, a, c) in enumerate(tree.coupling.q_map))
+        if size > 1e3:
+            joint = next(f.joint_name for f in tree.full.bodies if f.q_start <= i < f.q_start + f.nq)
+            out.append(f", mimic multiplier or offset up to {size:.3g} (joint '{joint}')")
     return "".join(out)
 
 
