@@ -353,7 +353,8 @@ def joint_numbers(tree):
     if tree.coupling is not None:   # mimic joints: q_m = a q_leader + b
         size, i = max((max(abs(a), abs(c)), i) for i, (_, a, c) in enumerate(tree.coupling.q_map))
         if size > 1e3:
-            joint = next(f.joint_name for f in tree.full.bodies if f.q_start <= i < f.q_start + f.nq)
+            joint = next(f.joint_name for f in tree.full.bodies
+                         if f.q_start <= i < f.q_start + f.nq)
             out.append(f", mimic multiplier or offset up to {size:.3g} (joint '{joint}')")
     return "".join(out)
 
