@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_58c0d878ab71"
-HASH = "58c0d878ab71858fb22108e2515a7d0a86b800b1491da74fe29c381a9886a261"
+MODULE = "_branched_458c1d1ad8f7"
+HASH = "458c1d1ad8f7bec7b51c6ce684d20110b1a8498d131019721427047231b16042"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

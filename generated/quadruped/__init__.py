@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_eb1b5387b0f1"
-HASH = "eb1b5387b0f1033cca71d2ed74a5871d89336e2ce3bde2ff38b7bf802b4a48b8"
+MODULE = "_quadruped_d75de8595c78"
+HASH = "d75de8595c7844b78e975eb899566edb2cc2f150f13fc7eafbab198c0e087547"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_a9de57320016"
-HASH = "a9de573200164a380d3a54a92529ef4b22f01626c3acb5edb8f8ab072f09e457"
+MODULE = "_rc100_f39705f1b340"
+HASH = "f39705f1b340c9c34d6c1cd90003d50be325835393f93c668a4f2eac18269e94"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

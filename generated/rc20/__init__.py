@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_196f43666caa"
-HASH = "196f43666caaad6441e54cc92bad7090c14e4f85d6b4e94a80de74d7a3907b03"
+MODULE = "_rc20_6a19efe09bd5"
+HASH = "6a19efe09bd5eab192b0fcb3c9b0a564ae395dec4e4269556025efb6a994bf70"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_ed4bab007d0f"
-HASH = "ed4bab007d0f8ea50a6eebff74fa91a52e81230d74933543e5e3986b2f18395a"
+MODULE = "_rc50_35b4133de110"
+HASH = "35b4133de11081fc088b726d833552bdf38dad481fe2ae60bf7b8ec82f3a1fb4"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
