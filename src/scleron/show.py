@@ -864,7 +864,8 @@ def _coordinate_axis(shape):
 
 def _no_outputs_of(tree, target):
     """Why no output entry is the shown body's: a mimic joint's coordinate is its leader's."""
-    if tree.coupling is not None and target.dof and all(b.index != target.index for b in tree.bodies):
+    coupled = all(b.index != target.index for b in tree.bodies)
+    if tree.coupling is not None and target.dof and coupled:
         leader = tree.coupling.v_map[target.v_start][0]
         owner = next(b for b in tree.bodies if b.v_start <= leader < b.v_start + b.dof)
         return (f"(none of body {target.name}'s own: joint {target.joint_name} is a mimic of "

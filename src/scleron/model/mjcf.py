@@ -562,9 +562,9 @@ def _report(m):
     return ", ".join(parts)
 
 
-_PLURALS = {"geoms": "geom", "pairs": "pair", "limits": "limit", "tendons": "tendon", "constraints": "constraint",
-            "actuators": "actuator", "flexes": "flex", "bodies": "body", "joints": "joint",
-            "degrees": "degree"}
+_PLURALS = {"geoms": "geom", "pairs": "pair", "limits": "limit", "tendons": "tendon",
+            "constraints": "constraint", "actuators": "actuator", "flexes": "flex",
+            "bodies": "body", "joints": "joint", "degrees": "degree"}
 
 
 def _singular(what):
