@@ -51,8 +51,10 @@ def load_generated(folder):
     """The dynamics module of a folder `scleron codegen` or `generate` wrote (its functions,
     FUNCTIONS, frame_names, ...; `.cuda` where it has CUDA code), loaded under a private name,
     so that two folders of one model name load side by side; needs no sympy. A folder written
-    with --no-compile is compiled at this first load. FileNotFoundError where the folder is
-    missing or not a generated one."""
+    with --no-compile is compiled at this first load. Loading a folder whose files have not
+    changed since gives the module it gave (its state, e.g. an attribute set on it, shared);
+    a regenerated folder gives a new one. FileNotFoundError where the folder is missing or not
+    a generated one."""
     from .pipeline import load_generated as _load
     return _load(folder)
 
