@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_458c1d1ad8f7"
-HASH = "458c1d1ad8f7bec7b51c6ce684d20110b1a8498d131019721427047231b16042"
+MODULE = "_branched_d193cfe5ca6d"
+HASH = "d193cfe5ca6db805f6961fcbcca8dab538914937976e4b14b6ea56df713a5b69"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

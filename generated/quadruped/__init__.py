@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_d75de8595c78"
-HASH = "d75de8595c7844b78e975eb899566edb2cc2f150f13fc7eafbab198c0e087547"
+MODULE = "_quadruped_530b40f48799"
+HASH = "530b40f487992ec76b25f6dc84c1e397ffbdc79338920364c7be222fc50d0260"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

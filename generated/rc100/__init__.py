@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_f39705f1b340"
-HASH = "f39705f1b340c9c34d6c1cd90003d50be325835393f93c668a4f2eac18269e94"
+MODULE = "_rc100_dc04d4c7ba2c"
+HASH = "dc04d4c7ba2c3128a157c0ad7710ce042ad89cc026ca42abf600082d0ba2d8e2"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

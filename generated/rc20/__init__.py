@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_6a19efe09bd5"
-HASH = "6a19efe09bd5eab192b0fcb3c9b0a564ae395dec4e4269556025efb6a994bf70"
+MODULE = "_rc20_1aa59080cad8"
+HASH = "1aa59080cad8c75c2d4269e35aaac734c09c41bfcc60b577cad23ed1e6e9d1a8"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

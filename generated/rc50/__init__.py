@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_35b4133de110"
-HASH = "35b4133de11081fc088b726d833552bdf38dad481fe2ae60bf7b8ec82f3a1fb4"
+MODULE = "_rc50_66747e6b8de1"
+HASH = "66747e6b8de1bc3985be2bd7770d6c8668db3ed236ff5818638b7e460ef9fe65"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
