@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_d193cfe5ca6d"
-HASH = "d193cfe5ca6db805f6961fcbcca8dab538914937976e4b14b6ea56df713a5b69"
+MODULE = "_branched_c5789fe96a4e"
+HASH = "c5789fe96a4e32042baa257fcb7a3644ef02f4a6c82e8e581999c3ea6ef0727d"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -935,8 +935,9 @@ def bind(function, *arrays):
     wants = ([(n, [(w,), ()] if w == 1 else [(w,)], False) for n, w in inputs]   # (dt: a 0-d one
              + [(f"out ({n})", [s] if s else [(1,), ()], True) for n, s in outputs])   # too)
     ptrs = []
+    ma = sys.modules.get("numpy.ma")          # (no masked array before it is imported)
     for a, (label, shapes, is_out) in zip(arrays, wants):
-        if isinstance(a, np.ma.MaskedArray):    # (C reads and writes the data under a mask)
+        if ma is not None and isinstance(a, ma.MaskedArray):    # (C would read under the mask)
             raise ValueError(f"{label} is a masked array: bind reads and writes its data, masked "
                              "entries included; bind its .data, or a plain array")
         if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape not in shapes

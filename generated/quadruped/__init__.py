@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_530b40f48799"
-HASH = "530b40f487992ec76b25f6dc84c1e397ffbdc79338920364c7be222fc50d0260"
+MODULE = "_quadruped_afc9b9770f69"
+HASH = "afc9b9770f695b5e8583051bc605b214d5983de56ad32f141fbf4e3630db3a47"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -935,8 +935,9 @@ def bind(function, *arrays):
     wants = ([(n, [(w,), ()] if w == 1 else [(w,)], False) for n, w in inputs]   # (dt: a 0-d one
              + [(f"out ({n})", [s] if s else [(1,), ()], True) for n, s in outputs])   # too)
     ptrs = []
+    ma = sys.modules.get("numpy.ma")          # (no masked array before it is imported)
     for a, (label, shapes, is_out) in zip(arrays, wants):
-        if isinstance(a, np.ma.MaskedArray):    # (C reads and writes the data under a mask)
+        if ma is not None and isinstance(a, ma.MaskedArray):    # (C would read under the mask)
             raise ValueError(f"{label} is a masked array: bind reads and writes its data, masked "
                              "entries included; bind its .data, or a plain array")
         if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape not in shapes

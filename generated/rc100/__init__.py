@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_dc04d4c7ba2c"
-HASH = "dc04d4c7ba2c3128a157c0ad7710ce042ad89cc026ca42abf600082d0ba2d8e2"
+MODULE = "_rc100_1d45b687888b"
+HASH = "1d45b687888baae8fd1c3a856b9551aef9dd55519b23053a3b7f6b5e6a785643"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -935,8 +935,9 @@ def bind(function, *arrays):
     wants = ([(n, [(w,), ()] if w == 1 else [(w,)], False) for n, w in inputs]   # (dt: a 0-d one
              + [(f"out ({n})", [s] if s else [(1,), ()], True) for n, s in outputs])   # too)
     ptrs = []
+    ma = sys.modules.get("numpy.ma")          # (no masked array before it is imported)
     for a, (label, shapes, is_out) in zip(arrays, wants):
-        if isinstance(a, np.ma.MaskedArray):    # (C reads and writes the data under a mask)
+        if ma is not None and isinstance(a, ma.MaskedArray):    # (C would read under the mask)
             raise ValueError(f"{label} is a masked array: bind reads and writes its data, masked "
                              "entries included; bind its .data, or a plain array")
         if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape not in shapes

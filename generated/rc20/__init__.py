@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_1aa59080cad8"
-HASH = "1aa59080cad8c75c2d4269e35aaac734c09c41bfcc60b577cad23ed1e6e9d1a8"
+MODULE = "_rc20_f35dcd83dff8"
+HASH = "f35dcd83dff8dd4341dbd569e7da5f5ebea82db05ed387a715d30f25dcdd8296"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -935,8 +935,9 @@ def bind(function, *arrays):
     wants = ([(n, [(w,), ()] if w == 1 else [(w,)], False) for n, w in inputs]   # (dt: a 0-d one
              + [(f"out ({n})", [s] if s else [(1,), ()], True) for n, s in outputs])   # too)
     ptrs = []
+    ma = sys.modules.get("numpy.ma")          # (no masked array before it is imported)
     for a, (label, shapes, is_out) in zip(arrays, wants):
-        if isinstance(a, np.ma.MaskedArray):    # (C reads and writes the data under a mask)
+        if ma is not None and isinstance(a, ma.MaskedArray):    # (C would read under the mask)
             raise ValueError(f"{label} is a masked array: bind reads and writes its data, masked "
                              "entries included; bind its .data, or a plain array")
         if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape not in shapes

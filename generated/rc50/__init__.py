@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_66747e6b8de1"
-HASH = "66747e6b8de1bc3985be2bd7770d6c8668db3ed236ff5818638b7e460ef9fe65"
+MODULE = "_rc50_c98c69f0d361"
+HASH = "c98c69f0d361fda1505c4d000196dc184ae12a73acc5d28eabbe7b5cace3e959"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -935,8 +935,9 @@ def bind(function, *arrays):
     wants = ([(n, [(w,), ()] if w == 1 else [(w,)], False) for n, w in inputs]   # (dt: a 0-d one
              + [(f"out ({n})", [s] if s else [(1,), ()], True) for n, s in outputs])   # too)
     ptrs = []
+    ma = sys.modules.get("numpy.ma")          # (no masked array before it is imported)
     for a, (label, shapes, is_out) in zip(arrays, wants):
-        if isinstance(a, np.ma.MaskedArray):    # (C reads and writes the data under a mask)
+        if ma is not None and isinstance(a, ma.MaskedArray):    # (C would read under the mask)
             raise ValueError(f"{label} is a masked array: bind reads and writes its data, masked "
                              "entries included; bind its .data, or a plain array")
         if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape not in shapes
