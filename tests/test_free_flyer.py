@@ -82,6 +82,8 @@ def check_against_pinocchio(pin, dyn, pm, rng, states=4):
     pd = pm.createData()
     assert (dyn.nq, dyn.nv) == (pm.nq, pm.nv)
     assert np.array_equal(dyn.neutral(), pin.neutral(pm))
+    q0, qd0 = dyn.initial_state()                     # a file without one: neutral, at rest
+    assert np.array_equal(q0, dyn.neutral()) and np.array_equal(qd0, np.zeros(dyn.nv))
     check_normalize(pin, dyn, pm, rng)
     for _ in range(states):
         q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))

@@ -262,6 +262,9 @@ def test_compiled_module_equals_mujoco_and_places_bodies_and_sites(tmp_path, gen
     compare_dynamics(model, path, lambda name, *a: getattr(dyn, name)(*a))
     m, d = oracle(path)
     layout = MujocoLayout(model)
+    q0, qd0 = dyn.initial_state()                       # MuJoCo's qpos0, at rest
+    assert np.array_equal(layout.qpos(q0), m.qpos0) and not np.array_equal(q0, dyn.neutral())
+    assert qd0.shape == (dyn.nv,) and not qd0.any()
     d.qpos[:] = random_qpos(m, np.random.default_rng(3))
     mujoco.mj_kinematics(m, d)
     P = dyn.frame_placements(layout.q(d.qpos))

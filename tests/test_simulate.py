@@ -517,6 +517,20 @@ def test_a_codegen_folder_as_build_folder_is_used_not_replaced(tmp_path):
     np.testing.assert_allclose(again.center_of_mass(q), other.center_of_mass(q), rtol=1e-14)
 
 
+def test_the_generated_module_starts_where_the_model_file_does(tmp_path):
+    """dyn.initial_state() is the file's `initial:` (where simulate starts), else the neutral q
+    at rest; a changed initial state is a new generation, not the cached one."""
+    path = tmp_path / "swinger.yaml"
+    path.write_text(SWINGER + "initial:\n  q: {s: [0.1, 0.2, 0.3]}\n  qd: {s: [1, 2, 3]}\n")
+    dyn = scleron.generate(scleron.load_model(str(path)), str(tmp_path / "g"), functions=["mass"])
+    q0, qd0 = dyn.initial_state()
+    assert q0.tolist() == [0.1, 0.2, 0.3] and qd0.tolist() == [1, 2, 3]
+    path.write_text(SWINGER)
+    dyn = scleron.generate(scleron.load_model(str(path)), str(tmp_path / "g"), functions=["mass"])
+    q0, qd0 = dyn.initial_state()
+    assert q0.tolist() == dyn.neutral().tolist() == [0, 0, 0] and qd0.tolist() == [0, 0, 0]
+
+
 @pytest.mark.parametrize("option, needle", [
     ({"output": "missing/run.npz"}, "output missing/run.npz: the folder"),
     ({"output": "."}, "is a folder"),

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_c5789fe96a4e"
-HASH = "c5789fe96a4e32042baa257fcb7a3644ef02f4a6c82e8e581999c3ea6ef0727d"
+MODULE = "_branched_f94e5644cb7f"
+HASH = "f94e5644cb7f11d0e0e4f3e864e64105af81e4c4b03d382451fcb6d85582674c"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -79,11 +79,19 @@ gravity = [0.0, 0.0, -9.81]
 frame_names = ['hub', 'a_upper', 'a_lower', 'a_hand', 'b_upper', 'b_lower', 'b_hand', 'c_slider', 'c_tip']     # the frames of the frame functions, in their order
 _NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 _QUATERNIONS = []     # where each quaternion joint's [x, y, z, w] starts in q
+_INITIAL = ([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
 
 
 def neutral():
     """The neutral configuration q (nq,): zeros, with identity quaternions [0, 0, 0, 1]."""
     return np.array(_NEUTRAL)
+
+
+def initial_state():
+    """(q (nq,), qd (nv,)): where the model file starts its motion (MJCF: MuJoCo's qpos0, joint
+    refs and free bodies at their <body pos>, at rest; OpenSim: the coordinates' default values
+    and speeds; YAML: `initial:`), else the neutral q at rest. `scleron simulate` starts here."""
+    return np.array(_INITIAL[0]), np.array(_INITIAL[1])
 
 
 def normalize(q):

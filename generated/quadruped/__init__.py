@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_afc9b9770f69"
-HASH = "afc9b9770f695b5e8583051bc605b214d5983de56ad32f141fbf4e3630db3a47"
+MODULE = "_quadruped_7101debb6df3"
+HASH = "7101debb6df30322a36da0364d25a0b0eb7b82fb050b2c04447f3ccc61b6ca5d"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -79,11 +79,19 @@ gravity = [0.0, 0.0, -9.81]
 frame_names = ['trunk', 'fl_hip', 'fl_thigh', 'fl_calf', 'fr_hip', 'fr_thigh', 'fr_calf', 'hl_hip', 'hl_thigh', 'hl_calf', 'hr_hip', 'hr_thigh', 'hr_calf']     # the frames of the frame functions, in their order
 _NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 _QUATERNIONS = []     # where each quaternion joint's [x, y, z, w] starts in q
+_INITIAL = ([0.0, 0.0, 0.45, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
 
 
 def neutral():
     """The neutral configuration q (nq,): zeros, with identity quaternions [0, 0, 0, 1]."""
     return np.array(_NEUTRAL)
+
+
+def initial_state():
+    """(q (nq,), qd (nv,)): where the model file starts its motion (MJCF: MuJoCo's qpos0, joint
+    refs and free bodies at their <body pos>, at rest; OpenSim: the coordinates' default values
+    and speeds; YAML: `initial:`), else the neutral q at rest. `scleron simulate` starts here."""
+    return np.array(_INITIAL[0]), np.array(_INITIAL[1])
 
 
 def normalize(q):

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_1d45b687888b"
-HASH = "1d45b687888baae8fd1c3a856b9551aef9dd55519b23053a3b7f6b5e6a785643"
+MODULE = "_rc100_8deb1592c927"
+HASH = "8deb1592c92784589c8553ec310b8c13058d83d626a4767479825dec032ff9fa"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -79,11 +79,19 @@ gravity = [0.0, 0.0, -9.81]
 frame_names = ['link1', 'link2', 'link3', 'link4', 'link5', 'link6', 'link7', 'link8', 'link9', 'link10', 'link11', 'link12', 'link13', 'link14', 'link15', 'link16', 'link17', 'link18', 'link19', 'link20', 'link21', 'link22', 'link23', 'link24', 'link25', 'link26', 'link27', 'link28', 'link29', 'link30', 'link31', 'link32', 'link33', 'link34', 'link35', 'link36', 'link37', 'link38', 'link39', 'link40', 'link41', 'link42', 'link43', 'link44', 'link45', 'link46', 'link47', 'link48', 'link49', 'link50', 'link51', 'link52', 'link53', 'link54', 'link55', 'link56', 'link57', 'link58', 'link59', 'link60', 'link61', 'link62', 'link63', 'link64', 'link65', 'link66', 'link67', 'link68', 'link69', 'link70', 'link71', 'link72', 'link73', 'link74', 'link75', 'link76', 'link77', 'link78', 'link79', 'link80', 'link81', 'link82', 'link83', 'link84', 'link85', 'link86', 'link87', 'link88', 'link89', 'link90', 'link91', 'link92', 'link93', 'link94', 'link95', 'link96', 'link97', 'link98', 'link99', 'link100']     # the frames of the frame functions, in their order
 _NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 _QUATERNIONS = []     # where each quaternion joint's [x, y, z, w] starts in q
+_INITIAL = ([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
 
 
 def neutral():
     """The neutral configuration q (nq,): zeros, with identity quaternions [0, 0, 0, 1]."""
     return np.array(_NEUTRAL)
+
+
+def initial_state():
+    """(q (nq,), qd (nv,)): where the model file starts its motion (MJCF: MuJoCo's qpos0, joint
+    refs and free bodies at their <body pos>, at rest; OpenSim: the coordinates' default values
+    and speeds; YAML: `initial:`), else the neutral q at rest. `scleron simulate` starts here."""
+    return np.array(_INITIAL[0]), np.array(_INITIAL[1])
 
 
 def normalize(q):

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_f35dcd83dff8"
-HASH = "f35dcd83dff8dd4341dbd569e7da5f5ebea82db05ed387a715d30f25dcdd8296"
+MODULE = "_rc20_41f86e760d5a"
+HASH = "41f86e760d5a30e888fb5e93ee08fd76b6bae8680881bba1bdff377d1104c65d"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -79,11 +79,19 @@ gravity = [0.0, 0.0, -9.81]
 frame_names = ['link1', 'link2', 'link3', 'link4', 'link5', 'link6', 'link7', 'link8', 'link9', 'link10', 'link11', 'link12', 'link13', 'link14', 'link15', 'link16', 'link17', 'link18', 'link19', 'link20']     # the frames of the frame functions, in their order
 _NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 _QUATERNIONS = []     # where each quaternion joint's [x, y, z, w] starts in q
+_INITIAL = ([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
 
 
 def neutral():
     """The neutral configuration q (nq,): zeros, with identity quaternions [0, 0, 0, 1]."""
     return np.array(_NEUTRAL)
+
+
+def initial_state():
+    """(q (nq,), qd (nv,)): where the model file starts its motion (MJCF: MuJoCo's qpos0, joint
+    refs and free bodies at their <body pos>, at rest; OpenSim: the coordinates' default values
+    and speeds; YAML: `initial:`), else the neutral q at rest. `scleron simulate` starts here."""
+    return np.array(_INITIAL[0]), np.array(_INITIAL[1])
 
 
 def normalize(q):

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_c98c69f0d361"
-HASH = "c98c69f0d361fda1505c4d000196dc184ae12a73acc5d28eabbe7b5cace3e959"
+MODULE = "_rc50_7212aaf7f67b"
+HASH = "7212aaf7f67b325b66eb346845a3818647b1c4573e818c151caa568f68fb73a7"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -79,11 +79,19 @@ gravity = [0.0, 0.0, -9.81]
 frame_names = ['link1', 'link2', 'link3', 'link4', 'link5', 'link6', 'link7', 'link8', 'link9', 'link10', 'link11', 'link12', 'link13', 'link14', 'link15', 'link16', 'link17', 'link18', 'link19', 'link20', 'link21', 'link22', 'link23', 'link24', 'link25', 'link26', 'link27', 'link28', 'link29', 'link30', 'link31', 'link32', 'link33', 'link34', 'link35', 'link36', 'link37', 'link38', 'link39', 'link40', 'link41', 'link42', 'link43', 'link44', 'link45', 'link46', 'link47', 'link48', 'link49', 'link50']     # the frames of the frame functions, in their order
 _NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 _QUATERNIONS = []     # where each quaternion joint's [x, y, z, w] starts in q
+_INITIAL = ([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
 
 
 def neutral():
     """The neutral configuration q (nq,): zeros, with identity quaternions [0, 0, 0, 1]."""
     return np.array(_NEUTRAL)
+
+
+def initial_state():
+    """(q (nq,), qd (nv,)): where the model file starts its motion (MJCF: MuJoCo's qpos0, joint
+    refs and free bodies at their <body pos>, at rest; OpenSim: the coordinates' default values
+    and speeds; YAML: `initial:`), else the neutral q at rest. `scleron simulate` starts here."""
+    return np.array(_INITIAL[0]), np.array(_INITIAL[1])
 
 
 def normalize(q):

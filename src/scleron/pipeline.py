@@ -319,6 +319,8 @@ class Generation:
     frame_names: list
     option_names: dict          # {option: every value a caller may name}: all the model's frames
     neutral: list
+    initial_q: list             # the model's initial state (its file's; else neutral, at rest)
+    initial_qd: list
     quaternions: list           # the index in q of each quaternion joint's [x, y, z, w]
     coordinate_names: list
     coordinate_descriptions: list
@@ -428,6 +430,8 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         version=__version__, key=key, nq=tree.nq, nv=tree.nv, joint_names=tree.joint_names,
         frame_names=[f.name for f in tree.frames], option_names={"frame": model.frame_names()},
         neutral=tree.neutral, quaternions=tree.quaternions,
+        initial_q=tree.neutral if model.q0 is None else [float(x) for x in model.q0],
+        initial_qd=[0.0] * tree.nv if model.qd0 is None else [float(x) for x in model.qd0],
         coordinate_names=tree.coordinate_names(),
         coordinate_descriptions=_coordinate_doc(tree, model),
         velocity_names=tree.velocity_names(), velocity_descriptions=_velocity_doc(tree, model),
