@@ -308,16 +308,20 @@ def test_spline_velocity_terms_at_the_knots_equal_simbody(tmp_path):
         assert relative(tau, oracle.inverse_dynamics(q, qd, qdd)) < TOL, at
 
 
-@pytest.mark.parametrize("kind", ["BallJoint", "FreeJoint"])
-def test_default_speeds_of_ball_and_free_joints_become_rates(tmp_path, kind):
+@pytest.mark.parametrize("kind, locked", [("BallJoint", None), ("FreeJoint", None),
+                                          ("BallJoint", "r2"), ("FreeJoint", "r1")])
+def test_default_speeds_of_ball_and_free_joints_become_rates(tmp_path, kind, locked):
     """A Ball or Free joint's default_speed_values of its rotations are Simbody's u = omega
-    (parent frame): at the model's (q0, qd0) the body turns and moves as OpenSim's initial state."""
+    (parent frame): at the model's (q0, qd0) the body turns and moves as OpenSim's initial state.
+    A locked rotation's rate is 0 and the others change with it, as OpenSim's projection of u
+    onto the lock gives them (its angular velocity component was zeroed instead)."""
     from scleron.dynamics import frames
-    values = [("r1", 0.3, 0.0), ("r2", 0.5, 1.0), ("r3", -0.2, 0.5)]
+    values = [("r1", 0.3, 0.6), ("r2", 0.5, 1.0), ("r3", -0.2, 0.5)]
     if kind == "FreeJoint":
         values += [("t1", 0.1, 0.4), ("t2", -0.2, 0.0), ("t3", 0.3, -0.7)]
     coords = "".join(f"<Coordinate name='{n}'><default_value>{v}</default_value><default_speed_value>"
-                     f"{w}</default_speed_value></Coordinate>" for n, v, w in values)
+                     f"{w}</default_speed_value>{'<locked>true</locked>' * (n == locked)}"
+                     "</Coordinate>" for n, v, w in values)
     joint = f"""<{kind} name="j"><socket_parent_frame>/ground</socket_parent_frame>
         <socket_child_frame>/bodyset/b</socket_child_frame><coordinates>{coords}</coordinates>
         </{kind}>"""
@@ -337,6 +341,8 @@ def test_default_speeds_of_ball_and_free_joints_become_rates(tmp_path, kind):
     assert np.allclose(twist[:3], omega, rtol=0, atol=1e-14)
     assert np.allclose(twist[3:], velocity, rtol=0, atol=1e-14)
     assert not np.allclose(model.qd0[:3], [w for _, _, w in values[:3]], atol=1e-3)
+    if locked:
+        assert model.qd0[[n for n, _, _ in values].index(locked)] == 0.0
 
 
 def test_one_sided_steps_are_exact_at_and_near_zero():

@@ -442,8 +442,6 @@ def _coordinates(node, ctx):
             "clamped": _flag(ctx.text(c, "clamped")),
             "prescribed": _flag(ctx.text(c, "prescribed")),
             "node": c}
-        if out[c.name]["locked"]:          # (OpenSim's initial state holds it still)
-            out[c.name]["speed"] = 0.0
         lo, hi = out[c.name]["range"]
         if out[c.name]["clamped"] and not lo <= out[c.name]["default"] <= hi:
             raise ctx.error(c, f"the coordinate is clamped and its default_value "
@@ -492,6 +490,9 @@ def _joints(el, ctx, frames, bodies):
             coords.append(dict(info, name=name))
         if j.tag in ROTATION_SPEEDS_IN_PARENT:
             _speeds_to_rates(j, coords, ctx)
+        for c in coords:
+            if c["locked"]:                 # (OpenSim's initial state holds it still)
+                c["speed"] = 0.0
         params["coordinates"] = tuple(names)
         params["ranges"] = tuple(tuple(c["range"]) if c["range"] else (-math.inf, math.inf)
                                  for c in coords)
@@ -506,14 +507,19 @@ ROTATION_SPEEDS_IN_PARENT = ("BallJoint", "FreeJoint", "EllipsoidJoint")
 
 def _speeds_to_rates(j, coords, ctx):
     """The default speeds of a Ball, Free or Ellipsoid joint's three rotation coordinates (in
-    place): Simbody's u = omega = E(q) q-dot, E = [x, R_x(q1) y, R_x(q1) R_y(q2) z], to q-dot."""
+    place): Simbody's u = omega = E(q) q-dot, E = [x, R_x(q1) y, R_x(q1) R_y(q2) z], to q-dot.
+    A locked coordinate's rate is 0, the others' those of the omega nearest the default speeds
+    (least squares: OpenSim's initial state projects u onto its locks' constraints)."""
     u = np.array([c["speed"] for c in coords[:3]])
     if not u.any():
         return
     a, b = coords[0]["default"], coords[1]["default"]
     ca, sa, cb, sb = math.cos(a), math.sin(a), math.cos(b), math.sin(b)
     E = np.array([[1.0, 0.0, sb], [0.0, ca, -sa * cb], [0.0, sa, ca * cb]])
-    rates = np.linalg.lstsq(E, u, rcond=None)[0]
+    free = [k for k in range(3) if not coords[k]["locked"]]
+    rates = np.zeros(3)
+    if free:
+        rates[free] = np.linalg.lstsq(E[:, free], u, rcond=None)[0]
     if abs(cb) < 1e-6:
         warnings.warn(f"{ctx.source}: line {j.line}: <{j.tag} name='{j.name}'>: its default speeds "
                       f"are an angular velocity, and at the gimbal lock of its angles "
