@@ -430,7 +430,33 @@ def test_a_joint_in_a_bodys_components_is_refused_as_such(tmp_path):
              '<socket_child_frame>/bodyset/b</socket_child_frame></PinJoint>')
     text = osim_text().replace("</Body>", f"<components>{joint}</components></Body>", 1)
     with pytest.raises(ModelError, match=r"<PinJoint name='jj'>: a joint in the <components> of "
-                                         r"body 'b' is not read: move it into the model's JointSet"):
+                                         r"body 'b' is not read: move it into the <objects> of the "
+                                         r"model's JointSet"):
+        scleron.load_model(write(tmp_path, text))
+
+
+@pytest.mark.parametrize("where, problem", [
+    ("body", "a body in the <components> of body 'b' is not read"),
+    ("ground", "a body in the <components> of the Ground is not read"),
+    ("set", "a body in the BodySet outside its <objects> is not read"),
+    ("frame", "a body in the <components> of PhysicalOffsetFrame 'f' is not read")])
+def test_a_body_outside_the_bodysets_objects_is_refused_as_such(tmp_path, where, problem):
+    """A Body in another body's <components> (OpenSim builds it, with a free joint) was dropped
+    without a word; in the Ground's <components>, or directly in <BodySet>, it was called "its
+    child frame is on the ground" (an outside tester)."""
+    body = '<Body name="c"><mass>2</mass></Body>'
+    text = osim_text()
+    text = {"body": text.replace("</Body>", f"<components>{body}</components></Body>", 1),
+            "ground": text.replace("<BodySet", f"<Ground name='ground'><components>{body}"
+                                              "</components></Ground><BodySet", 1),
+            "set": text.replace("<objects>", f"{body}<objects>", 1),
+            "frame": text.replace("</Body>", '<components><PhysicalOffsetFrame name="f">'
+                                             "<socket_parent>..</socket_parent><components>"
+                                             f"{body}</components></PhysicalOffsetFrame>"
+                                             "</components></Body>", 1)}[where]
+    assert text.count(body) == 1
+    with pytest.raises(ModelError, match=rf"<Body name='c'>: {problem}: move it into the <objects> "
+                                         r"of the model's BodySet"):
         scleron.load_model(write(tmp_path, text))
 
 

@@ -252,9 +252,44 @@ def _refuse_external_objects(el, ctx):
             stack.extend(node.children)
 
 
+def _refuse_misplaced_parts(el, ctx):
+    """A Body or joint is read where OpenSim 4 files keep them: in the <objects> of the
+    BodySet and JointSet and in the model's <components>. OpenSim builds one in the
+    <components> of a body, frame or the Ground too; here it was dropped without a word (a
+    body) or taken for a body without a joint: refused, naming where it is."""
+    def placed(node):
+        return node.tag == "Body" or _is_joint(node)
+    sets = {"BodySet": "Body", "JointSet": "joint"}
+    allowed = {id(c) for tag in sets for part in el.all(tag) for c in part.objects()}
+    comps = el.child("components")
+    allowed |= {id(c) for c in (comps.children if comps is not None else []) if placed(c)}
+    def owner_of(c):
+        if c.tag in READ_PARTS:
+            return f"the {c.tag}"
+        kind = c.tag.lower() if c.tag == "Body" else c.tag
+        return f"{kind} '{c.name or DEFAULT_NAMES.get(c.tag, '')}'"
+    stack = [(c, owner_of(c)) for c in el.children if c.tag in READ_PARTS]
+    stack += [(c, owner_of(c)) for c in (comps.children if comps is not None else [])
+              if c.tag in FRAME_TAGS or placed(c)]
+    while stack:
+        node, owner = stack.pop()
+        for c in node.children:
+            if placed(c) and id(c) not in allowed:
+                kind, where = ("body", "BodySet") if c.tag == "Body" else ("joint", "JointSet")
+                container = f"the <{node.tag}> of {owner}" if node.tag in ("components", "frames") \
+                    else f"{owner} outside its <objects>"
+                raise ctx.error(c, f"a {kind} in {container} is not read: move it into the "
+                                f"<objects> of the model's {where}")
+            if c.tag in FRAME_TAGS or placed(c):
+                stack.append((c, owner_of(c)))
+            else:
+                stack.append((c, owner))
+
+
 def _build(doc, ctx, inertia):
     el = _model_element(doc, ctx)
     _refuse_external_objects(el, ctx)
+    _refuse_misplaced_parts(el, ctx)
     gravity = ctx.numbers(el, "gravity", 3, default=(0.0, -9.80665, 0.0))
     model = Model(el.name or "osim", gravity=gravity, source=ctx.source)
     model.inertia_checks = inertia
@@ -390,11 +425,6 @@ def _bodies(el, ctx):
                             f"{names[b.name].line}; OpenSim renames it '{b.name}_0' with a "
                             "warning): give each body its own name")
         names[b.name] = b
-        inner = b.child("components")
-        for c in (inner.children if inner is not None else []):
-            if _is_joint(c):                # (OpenSim builds it there too)
-                raise ctx.error(c, f"a joint in the <components> of body '{b.name}' is not "
-                                "read: move it into the model's JointSet")
         mass = ctx.numbers(b, "mass", 1)[0]       # OpenSim too refuses a body without one
         com = ctx.numbers(b, "mass_center", 3, default=(0, 0, 0))
         xx, yy, zz, xy, xz, yz = ctx.numbers(b, "inertia", 6, default=(0,) * 6)
