@@ -72,6 +72,8 @@ DEFAULT_NAMES = {"Ground": "ground", "BodySet": "bodyset", "JointSet": "jointset
                  "ForceSet": "forceset", "MarkerSet": "markerset", "ConstraintSet": "constraintset",
                  "ContactGeometrySet": "contactgeometryset", "ControllerSet": "controllerset",
                  "ProbeSet": "probeset"}
+# OpenSim's SimmSpline takes every knot spacing as at least this (its TINY_NUMBER)
+OPENSIM_TINY_NUMBER = 1e-7
 # a SimmSpline's knots at most: its branch-free formula has a clamp per knot, which every
 # derivative carries (128 knots: 10 s to generate; 1,000: 3 min and 1 GB; OpenSim's models: ~20)
 MAX_SPLINE_KNOTS = 128
@@ -700,6 +702,15 @@ def _function(f, args, ctx):
                         f"{MAX_SPLINE_KNOTS} (the generated code grows with them): fit fewer")
     if any(b <= a for a, b in zip(x, x[1:])):
         raise ctx.error(f, "the SimmSpline's <x> values must increase")
+    close = [k for k in range(len(x) - 1) if x[k + 1] - x[k] < OPENSIM_TINY_NUMBER]
+    if close:
+        a, b = x[close[0]], x[close[0] + 1]
+        warnings.warn(f"{ctx.source}: line {f.line}: <SimmSpline>: its knots x = {a:.17g} and "
+                      f"{b:.17g} are {b - a:.3g} apart, less than OpenSim's floor of "
+                      f"{OPENSIM_TINY_NUMBER:g}: OpenSim computes the spline as if they were that "
+                      "far apart (its curve differs from the spline through the knots, and "
+                      "jumps at the second); scleron's is the spline through the knots. Merge "
+                      "or spread them for both to agree", OsimWarning, stacklevel=2)
     with np.errstate(all="ignore"):
         try:
             finite = all(np.all(np.isfinite(c)) for c in spline_coefficients(x, y))
