@@ -246,7 +246,7 @@ def test_standard_models_read_as_opensim_numbers_them():
     assert np.allclose(model.gravity, [g.get(0), g.get(1), g.get(2)])
     knee = next(j for j in model.joints if j.name == "knee_r")
     meaning = Tree(model).bodies[[j.name for j in model.joints].index("knee_r")].joint.coordinates
-    assert meaning == ["knee_angle_r (OpenSim coordinate, range [-2.0944, 0.174533])"]
+    assert meaning == ["knee_angle_r, OpenSim rotational coordinate (rad), range [-2.0944, 0.174533]"]
     assert [f["kind"] for _, f in knee.params["translation"]][:2] == ["spline", "spline"]
 
 
@@ -306,6 +306,26 @@ def test_spline_velocity_terms_at_the_knots_equal_simbody(tmp_path):
         q, qd, qdd = np.array([at]), np.array([1.3]), np.array([0.4])
         tau = recursions.inverse_dynamics(tree, ALG, list(q), list(qd), list(qdd))
         assert relative(tau, oracle.inverse_dynamics(q, qd, qdd)) < TOL, at
+
+
+def test_coordinates_take_opensims_motion_types_and_units():
+    """Each coordinate's description says OpenSim's motion type (Coordinate.getMotionType) and
+    its unit, rad or m (none for a coupled one): they had none (an outside tester)."""
+    from scleron.pipeline import _coordinate_doc
+    osim = opensim()
+    path = DATA / "joints.osim"
+    model = load(path)
+    ref = osim.Model(str(path))
+    ref.initSystem()
+    cs = ref.getCoordinateSet()
+    kinds = {osim.Coordinate.Rotational: "rotational (rad)",
+             osim.Coordinate.Translational: "translational (m)", osim.Coordinate.Coupled: "coupled"}
+    want = {cs.get(k).getName(): kinds[cs.get(k).getMotionType()] for k in range(cs.getSize())}
+    got = {}
+    for line in _coordinate_doc(Tree(model), model):
+        name, what = re.search(r", (\w+), OpenSim (\w+ coordinate(?: \(\w+\))?)", line).groups()
+        got[name] = what.replace(" coordinate", "")
+    assert got == want and set(want.values()) == set(kinds.values())
 
 
 @pytest.mark.parametrize("gap, warned", [(1e-9, True), (9e-8, True), (2e-7, False)])

@@ -200,11 +200,29 @@ def factors(params, q):
 
 
 def coordinates(params):
-    """What each coordinate is: its OpenSim name and range."""
+    """What each coordinate is: its OpenSim name, motion type (its unit) and range."""
     names = params.get("coordinates") or ()
     ranges = params.get("ranges") or [None] * len(names)
-    return [f"{name} (OpenSim coordinate" + (f", range [{r[0]:.6g}, {r[1]:.6g}])" if r else ")")
-            for name, r in zip(names, ranges)]
+    units = {"rotational": " (rad)", "translational": " (m)", "coupled": ""}
+    return [f"{name}, OpenSim {kind} coordinate{units[kind]}"
+            + (f", range [{r[0]:.6g}, {r[1]:.6g}]" if r else "")
+            for name, r, kind in zip(names, ranges, motion_types(params))]
+
+
+def motion_types(params):
+    """OpenSim's motion type of each coordinate (its Joint's rule): rotational or translational
+    where some axis moves it by a LinearFunction of slope +-1 (the last such axis, rotations
+    first), else coupled (scaled or nonlinear on every axis that uses it)."""
+    axes = [("rotational", f) for _, f in params.get("rotation") or ()] + \
+        [("translational", f) for _, f in params.get("translation") or ()]
+    out = []
+    for i in range(len(params.get("coordinates") or ())):
+        kind = "coupled"
+        for motion, f in axes:
+            if i in f.get("args", ()) and f["kind"] == "linear" and abs(f["coefficients"][0]) == 1.0:
+                kind = motion
+        out.append(kind)
+    return out
 
 
 def simplifier(params):
