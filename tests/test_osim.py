@@ -308,6 +308,23 @@ def test_spline_velocity_terms_at_the_knots_equal_simbody(tmp_path):
         assert relative(tau, oracle.inverse_dynamics(q, qd, qdd)) < TOL, at
 
 
+def test_commas_between_numbers_and_an_infinite_range_are_read_as_opensim_reads_them(tmp_path):
+    """OpenSim reads "0, -0.1, 0" (a comma after a number) as three numbers and a <range> of
+    -Inf Inf; both were refused (an outside tester). The model equals Simbody. NaN stays
+    refused, and so do "0,-0.1" and "0 ,-0.1", which OpenSim reads as zeros without a word."""
+    text = without_constraints(osim_text()).replace("<locked>true</locked>", "").replace(
+        "<mass_center>0 -0.1 0</mass_center>", "<mass_center>0, -0.1, 0,</mass_center>", 1)
+    text = text.replace("<Coordinate name=\"a\">", "<Coordinate name=\"a\"><range>-Inf inf</range>", 1)
+    assert "0, -0.1, 0," in text and "-Inf inf" in text
+    path = write(tmp_path, text)
+    model = load(path)
+    assert model.joints[0].params["ranges"][0] == (-math.inf, math.inf)
+    assert max(compare(path, k=2).values()) < TOL
+    for bad in ("<range>nan 1</range>", "<range>-1,1</range>", "<range>-1 ,1</range>"):
+        with pytest.raises(ModelError, match=r"<range> must hold"):
+            scleron.load_model(write(tmp_path, text.replace("<range>-Inf inf</range>", bad)))
+
+
 def test_coordinates_take_opensims_motion_types_and_units():
     """Each coordinate's description says OpenSim's motion type (Coordinate.getMotionType) and
     its unit, rad or m (none for a coupled one): they had none (an outside tester)."""

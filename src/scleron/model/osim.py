@@ -179,19 +179,22 @@ class _Ctx:
         what = f"<{node.tag}" + (f" name='{node.name}'" if node.name else "") + ">"
         return ModelError(problem, source=self.source, element=what, line=node.line)
 
-    def numbers(self, node, tag, n=None, default=None):
-        """The numbers in child <tag> (n of them when n is given)."""
+    def numbers(self, node, tag, n=None, default=None, infinite=False):
+        """The numbers in child <tag> (n of them when n is given), apart by spaces, each with
+        at most a comma after it, as OpenSim reads them ("0, 0.1, 0"; it reads "0,0.1,0" or
+        "0 ,0.1" as zeros: refused here); finite ones only, unless infinite (a <range>)."""
         el = node.child(tag)
         if el is None and default is not None:
             return list(default)
         if el is None or not el.text.strip():   # (OpenSim refuses an empty one: "convertOK")
             raise self.error(node, f"<{tag}> is " + ("missing" if el is None else "empty"))
-        words = el.text.split()
+        words = [w[:-1] if w.endswith(",") else w for w in el.text.split()]
         if not all(_NUMBER.fullmatch(w) for w in words):
             raise self.error(el, f"<{tag}> must hold numbers, got {el.text.strip()[:40]!r}")
         out = [float(w) for w in words]
-        if not all(math.isfinite(v) for v in out):
-            raise self.error(el, f"<{tag}> must be finite, got {el.text.strip()[:40]!r}")
+        if not all(math.isfinite(v) or (infinite and math.isinf(v)) for v in out):
+            raise self.error(el, f"<{tag}> must " + ("hold numbers, not nan" if infinite else
+                                                     "be finite") + f", got {el.text.strip()[:40]!r}")
         if n is not None and len(out) != n:
             raise self.error(el, f"<{tag}> must hold {n} number{'s' if n != 1 else ''}, got {len(out)}")
         return out
@@ -469,7 +472,7 @@ def _coordinates(node, ctx):
         out[c.name] = {
             "default": ctx.numbers(c, "default_value", 1, (0.0,))[0],
             "speed": ctx.numbers(c, "default_speed_value", 1, (0.0,))[0],
-            "range": tuple(ctx.numbers(c, "range", 2, DEFAULT_RANGE)),
+            "range": tuple(ctx.numbers(c, "range", 2, DEFAULT_RANGE, infinite=True)),
             "locked": _flag(ctx.text(c, "locked")),
             "clamped": _flag(ctx.text(c, "clamped")),
             "prescribed": _flag(ctx.text(c, "prescribed")),
