@@ -401,6 +401,28 @@ def test_bad_expressions_are_rejected_naming_the_token(text, token):
         assert repr(token) in msg, msg
 
 
+@pytest.mark.parametrize("tx, value", [("sqrt(a**2)", abs), ("(a**2)**1.5", lambda a: abs(a) ** 3),
+                                       ("sqrt(sin(a)**2)*b", lambda a: abs(math.sin(a)) * 0.3)])
+def test_sympys_own_abs_is_the_branch_free_abs(tx, value):
+    """sympy writes sqrt(a**2) of a real coordinate as its Abs (then sign, DiracDelta): the
+    model was refused ("cannot evaluate Abs in generated code", an outside tester). It is the
+    abs() piece: placements as written, the Jacobian the central difference of them."""
+    from scleron.dynamics import frames
+    tree = Tree(load_yaml_string(custom_text(tx), "abs.yaml"))
+    alg = FloatAlgebra()
+    for a in (-0.7, 0.4):
+        q = [a, 0.3]
+        X = np.array(frames.frame_placements(tree, alg, q)[-1], dtype=float)
+        assert X[0, 3] == pytest.approx(value(a), abs=1e-15)        # translation [tx, ., .]
+        J = np.array(frames.frame_jacobians(tree, alg, q, "world")[-1], dtype=float)[3:, 0]
+        h = 1e-6
+        p = [np.array(frames.frame_placements(tree, alg, [a + s, 0.3])[-1], dtype=float)[:3, 3]
+             for s in (h, -h)]
+        origin = X[:3, 3]                       # world frame's linear rows: velocity at the origin
+        w = np.array(frames.frame_jacobians(tree, alg, q, "world")[-1], dtype=float)[:3, 0]
+        assert np.allclose(J + np.cross(w, origin), (p[0] - p[1]) / (2 * h), atol=1e-8)
+
+
 def test_an_expression_that_ends_too_early_says_where():
     """'a*(2+' was "the expression ends too early", with no position (an outside tester)."""
     with pytest.raises(ModelError, match=r"translation\[0\]: the expression ends too early \(at "

@@ -20,7 +20,7 @@ from fractions import Fraction
 
 import sympy as sp
 
-from .special import SclAbs, Tanh
+from .special import SclAbs, SclSign, Tanh
 
 MAX_LENGTH = 400        # characters in one expression
 MAX_TOKENS = 200        # tokens in one expression
@@ -308,4 +308,6 @@ def parse_expression(text, names):
         if node.is_Pow and node.exp.is_number and abs(float(node.exp)) > 4 * MAX_EXPONENT:
             raise ExpressionError(f"the powers multiply to an exponent of {node.exp}, more than "
                                   f"{4 * MAX_EXPONENT}", token="**")
-    return expr
+    # sympy writes sqrt(a**2) of a real a as its own Abs (and its derivative as sign, then
+    # DiracDelta): the branch-free pieces abs() gives instead, whose derivatives generate
+    return expr.replace(sp.Abs, SclAbs).replace(sp.sign, SclSign)

@@ -10,6 +10,10 @@ import math
 import sympy as sp
 
 from ..program.algebra import Algebra
+from .special import SclAbs, SclSign
+
+# sympy functions that sympy itself writes into expressions, as the branch-free pieces
+SYMPY_PIECES = {"Abs": SclAbs, "sign": SclSign}
 
 CHOP = 1e-12
 # Entries bigger than this (sympy count_ops) skip expansion and reduction in simplify_entry:
@@ -272,6 +276,8 @@ class Evaluator:
         numeric = getattr(type(e), "numeric", None)
         if numeric is not None:        # a series-guarded helper (see joints.special)
             return self.alg.call(type(e).helper, self(e.args[0]))
+        if fn in SYMPY_PIECES:         # sympy's own |x| (sqrt(x**2) of a real x) and sign
+            return self.alg.piece(SYMPY_PIECES[fn], self(e.args[0]))
         raise ValueError(f"cannot evaluate {fn} in generated code")
 
     def _atan(self, x):
