@@ -226,11 +226,25 @@ def test_tumbling_free_body_switches_charts_and_conserves_momentum(files, build,
     assert traj.t[0] == 0 and traj.t[-1] == pytest.approx(4.0, abs=1e-14)
 
 
+def test_a_jump_over_a_singularity_is_counted_not_read_from_signs():
+    """Zeros of det S passed by the middle angle: cos q2 at pi/2 + k pi, sin q2 at k pi."""
+    from scleron.simulate.charts import crosses_singularity
+    assert crosses_singularity("XYZ", 1.5, 1.6) and crosses_singularity("XYZ", -1.6, -1.5)
+    assert crosses_singularity("XYZ", 1.0, 1.0 + 2 * math.pi)          # cos: same sign, 2 zeros
+    assert not crosses_singularity("XYZ", -1.5, 1.5) and not crosses_singularity("XYZ", 1.6, 4.7)
+    assert crosses_singularity("ZXZ", -0.1, 0.1) and crosses_singularity("ZXZ", 0.1, 6.4)
+    assert not crosses_singularity("ZXZ", 0.1, 3.1) and not crosses_singularity("ZXZ", 3.2, 6.2)
+
+
 def test_rk4_refuses_to_jump_over_a_singularity_and_rk45_steps_around_it(files, build):
     model = scleron.load_model(files["tumbler"])
     spin = np.array([0, 0, 0, 0, 4.0, 0])          # steady spin about the body's y axis: q2 = 4 t
     with pytest.raises(SimulationError, match="jumped over the singularity"):
         simulate(model, 1.0, 0.3, qd0=spin, out_dir=build, progress=False)
+    # q2 from 0 to about 6 in one step passes two zeros of cos q2 and keeps its sign: a jump too
+    # (an implicit step on an Euler chart that blew up passed 14 and went on without a word)
+    with pytest.raises(SimulationError, match="jumped over the singularity"):
+        simulate(model, 1.5, 1.5, qd0=spin, out_dir=build, progress=False)
     traj = simulate(model, 1.0, 0.3, integrator="rk45", qd0=spin, out_dir=build, progress=False,
                     rtol=1e-10, atol=1e-10)
     assert traj.rejected >= 1 and len(traj.switches) == 1

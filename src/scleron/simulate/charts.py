@@ -28,6 +28,14 @@ def chart_det(chart, q2):
     return _TRIG[chart[0] == chart[2]](q2)
 
 
+def crosses_singularity(chart, a, b):
+    """Whether the middle angle moving from a to b passes a zero of the chart's det S (sin q2 at
+    k pi, cos q2 at pi/2 + k pi): counted, not by the sign at both ends, which an even number of
+    zeros passed in one step (a blown-up implicit step: 14 of them) leaves unchanged."""
+    first = 0.0 if chart[0] == chart[2] else math.pi / 2
+    return math.floor((a - first) / math.pi) != math.floor((b - first) / math.pi)
+
+
 def det_name(chart):
     """The formula of ±det S in words: "sin(q2)" or "cos(q2)"."""
     return "sin(q2)" if chart[0] == chart[2] else "cos(q2)"

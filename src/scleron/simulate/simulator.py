@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .charts import (chart_det, det_name, kept_charts, reparameterise_exp, switch_euler,
+from .charts import (chart_det, crosses_singularity, det_name, kept_charts, reparameterise_exp, switch_euler,
                      switchables)
 from .energy import energies
 from ..model.joint_types import joint_configuration, joint_ranges
@@ -153,10 +153,10 @@ class Simulator:
         return [chart_det(s.chart, q[s.start + 1]) for s in self.euler]
 
     def crossed(self, q_old, q_new):
-        """The first Euler joint whose det S changed sign during a step (a jump over its
-        singularity), or None."""
-        for s, a, b in zip(self.euler, self.dets(q_old), self.dets(q_new)):
-            if a * b < 0:
+        """The first Euler joint whose middle angle passed a zero of its det S during a step (a
+        jump over its singularity), or None."""
+        for s in self.euler:
+            if crosses_singularity(s.chart, q_old[s.start + 1], q_new[s.start + 1]):
                 return s
         return None
 
