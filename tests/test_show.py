@@ -101,6 +101,21 @@ def run_text(text, inputs, nv):
     return [arr[i] for arr in out.values() for i in range(len(arr))]    # arrays in output order
 
 
+def test_the_helpers_the_statements_call_are_listed_with_what_they_compute(tmp_path):
+    """A quaternion joint's integrate calls scl_exp_a, ... : the text output named them nowhere
+    (only --format c defined them; an outside tester). Each called one is listed, with its
+    closed form, and the statements evaluate with the helpers' own values."""
+    path = tmp_path / "ball.yaml"
+    path.write_text("name: ball\nbodies:\n  - {name: b, parent: world, mass: 1, inertia: [1, 2, 3],"
+                    " joint: {name: j, type: spherical_quat}}\n")
+    model = scleron.load_model(str(path))
+    text = S.function_text(model, "integrate")
+    called = set(re.findall(r"\b(scl_\w+)\(", text.split("operations by pass")[1]))
+    listed = dict(re.findall(r"^  (scl_\w+)\(x\): (.+)$", text, re.MULTILINE))
+    assert called and called == set(listed), (called, listed)
+    assert listed["scl_exp_a"].startswith("sin(th) / th with th = sqrt(x)")
+
+
 def reference(tree, fname, inputs):
     args = [list(inputs[a]) for a in FUNCS[fname][1].split()]
     res = getattr(recursions, FUNCS[fname][0])(tree, FloatAlgebra(), *args)

@@ -800,6 +800,10 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
 
     if fmt == "text":
         lines = [title, f"inputs {io}", *summary]
+        helpers = prog.used_helpers()
+        if helpers:                 # what the statements call besides Python's math functions
+            lines.append("helpers called (as in the generated C):")
+            lines += [f"  {h.name}(x): {h.doc.removeprefix(h.name + ': ')}" for h in helpers]
         if target is not None:
             mine_a = sum((g.after for g in shown), Counts())
             mine_b = sum((g.before for g in shown), Counts())

@@ -100,7 +100,8 @@ def helper_c_body(name):
 
 def _make(cname, numeric):
     helper = Helper(cname, numeric, helper_c_body(cname),
-                    f"{cname}: exp-coordinate ball joint helper, series below x = {SERIES_BELOW}")
+                    f"{cname}: {CLOSED_FORM[cname]} with th = sqrt(x) (exp-coordinate ball "
+                    f"joint), its Taylor series below x = {SERIES_BELOW}")
     return type(cname.upper(), (_Guarded,), {"c_name": cname, "numeric": staticmethod(numeric),
                                              "helper": helper})
 
