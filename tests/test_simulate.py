@@ -226,6 +226,16 @@ def test_tumbling_free_body_switches_charts_and_conserves_momentum(files, build,
     assert traj.t[0] == 0 and traj.t[-1] == pytest.approx(4.0, abs=1e-14)
 
 
+def test_the_summary_names_a_short_last_step_only():
+    """--duration 100 --dt 1e-5 said "(the last step 1e-05 s)": rounding of (steps - 1) dt."""
+    from types import SimpleNamespace
+    from scleron.simulate.cli import _last_step
+    run = lambda T, dt: _last_step(SimpleNamespace(integrator="rk4", t=np.array([T]), dt=dt,    # noqa: E731
+                                                   steps=int(math.ceil(T / dt - 1e-9))))
+    assert run(100.0, 1e-5) == run(0.5, 1e-3) == ""
+    assert run(1.0, 0.3) == " (the last step 0.1 s)"
+
+
 def test_a_jump_over_a_singularity_is_counted_not_read_from_signs():
     """Zeros of det S passed by the middle angle: cos q2 at pi/2 + k pi, sin q2 at k pi."""
     from scleron.simulate.charts import crosses_singularity

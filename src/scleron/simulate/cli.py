@@ -89,7 +89,8 @@ def _last_step(traj):
     if traj.integrator == "rk45" or traj.steps < 1:
         return ""
     last = float(traj.t[-1]) - (traj.steps - 1) * traj.dt
-    return f" (the last step {last:g} s)" if abs(last - traj.dt) > 1e-9 * traj.dt else ""
+    rounding = 1e-9 * traj.dt + 1e-12 * abs(float(traj.t[-1]))     # of (steps - 1) * dt
+    return f" (the last step {last:g} s)" if abs(last - traj.dt) > rounding else ""
 
 
 def _over(traj):
