@@ -439,3 +439,25 @@ def test_moments_that_overflow_in_the_body_axes_say_so(tmp_path):
         '<child link="l1"/><axis xyz="0 0 1"/></joint></robot>')
     with pytest.raises(ModelError, match=r"link 'l1'.*overflowed double precision: rescale"):
         scleron.load_model(str(path))
+
+
+NOT_PSD = """<?xml version="1.0"?>
+<robot name="npsd">
+<link name="a"><inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+<link name="b"><inertial><mass value="1"/><inertia ixx="0.01" ixy="0.5" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+<joint name="j" type="continuous"><parent link="a"/><child link="b"/></joint>
+</robot>
+"""
+
+
+def test_an_indefinite_mass_matrix_is_not_called_singular(tmp_path):
+    """A relaxed inertia with a negative eigenvalue (ixy 0.5 against 0.01 moments) on a floating
+    base: M's pivot was -8.25, and the message said "singular ... moves nothing with mass" (an
+    outside tester). It says not positive definite, and why."""
+    path = tmp_path / "npsd.urdf"
+    path.write_text(NOT_PSD)
+    model = scleron.load_model(str(path), inertia="relaxed", floating=True)
+    with pytest.raises(ModelError, match=r"not positive definite: coordinate root_joint\[\d\] .* "
+                                         r"negative pivot .* --inertia relaxed") as e:
+        scleron.generate(model, str(tmp_path / "g"), functions=["mass"])
+    assert "singular" not in str(e.value)

@@ -225,6 +225,17 @@ def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED, configur
             largest[k] = here_k if largest[k] is None else max(largest[k], here_k)
     k = max(range(tree.nv), key=lambda i: (count[i], -i))
     b, coordinate, meaning = _coordinate(tree, k)
+    pivot, diagonal, scale = largest[k]
+    if pivot < -PIVOT_RTOL * max(abs(diagonal), scale):   # not rounding: indefinite, not singular
+        raise ModelError(
+            f"the mass matrix is not positive definite: coordinate {coordinate} ({meaning}) of "
+            f"this {b.joint.type} joint has a negative pivot in M = L D L^T at {count[k]} of the "
+            f"{len(configurations)} configurations tried (at most {pivot:.3g}, its diagonal entry "
+            f"M_kk {diagonal:.3g}): the kinetic energy is negative along it. An inertia that is "
+            "not positive semi-definite (which --inertia relaxed lets through, "
+            "docs/inertia-checks.md) does this: fix the inertia of body "
+            f"'{b.name}' or a body beyond it", source=source, element=f"joint '{b.joint_name}'",
+            joint=b.joint_name)
     raise ModelError(
         f"the mass matrix is singular: coordinate {coordinate} ({meaning}) of this {b.joint.type} "
         f"joint moves nothing with mass or inertia that the joints before it do not already move "
