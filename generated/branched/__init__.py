@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_f94e5644cb7f"
-HASH = "f94e5644cb7f11d0e0e4f3e864e64105af81e4c4b03d382451fcb6d85582674c"
+MODULE = "_branched_d23240400db7"
+HASH = "d23240400db710b20ee1cbd37b08cbf4c370c867101431de8738c638373eb06a"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -146,7 +146,7 @@ static inline void scl_sincos(const double *restrict x, double *restrict s, doub
 
 #ifndef SCL_EXP_A_DEFINED
 #define SCL_EXP_A_DEFINED
-/* scl_exp_a: exp-coordinate ball joint helper, series below x = 0.1 */
+/* scl_exp_a: sin(th) / th with th = sqrt(x) (exp-coordinate ball joint), its Taylor series below x = 0.1 */
 static inline double scl_exp_a(double x)
 {
     if (x < 0.1) {
@@ -159,7 +159,7 @@ static inline double scl_exp_a(double x)
 
 #ifndef SCL_EXP_B_DEFINED
 #define SCL_EXP_B_DEFINED
-/* scl_exp_b: exp-coordinate ball joint helper, series below x = 0.1 */
+/* scl_exp_b: (1.0 - cos(th)) / x with th = sqrt(x) (exp-coordinate ball joint), its Taylor series below x = 0.1 */
 static inline double scl_exp_b(double x)
 {
     if (x < 0.1) {
@@ -172,7 +172,7 @@ static inline double scl_exp_b(double x)
 
 #ifndef SCL_EXP_C_DEFINED
 #define SCL_EXP_C_DEFINED
-/* scl_exp_c: exp-coordinate ball joint helper, series below x = 0.1 */
+/* scl_exp_c: (th - sin(th)) / (x * th) with th = sqrt(x) (exp-coordinate ball joint), its Taylor series below x = 0.1 */
 static inline double scl_exp_c(double x)
 {
     if (x < 0.1) {
@@ -185,7 +185,7 @@ static inline double scl_exp_c(double x)
 
 #ifndef SCL_EXP_DB_DEFINED
 #define SCL_EXP_DB_DEFINED
-/* scl_exp_db: exp-coordinate ball joint helper, series below x = 0.1 */
+/* scl_exp_db: (sin(th) / th - 2.0 * (1.0 - cos(th)) / x) / (2.0 * x) with th = sqrt(x) (exp-coordinate ball joint), its Taylor series below x = 0.1 */
 static inline double scl_exp_db(double x)
 {
     if (x < 0.1) {
@@ -198,7 +198,7 @@ static inline double scl_exp_db(double x)
 
 #ifndef SCL_EXP_DC_DEFINED
 #define SCL_EXP_DC_DEFINED
-/* scl_exp_dc: exp-coordinate ball joint helper, series below x = 0.1 */
+/* scl_exp_dc: ((1.0 - cos(th)) / x - 3.0 * (th - sin(th)) / (x * th)) / (2.0 * x) with th = sqrt(x) (exp-coordinate ball joint), its Taylor series below x = 0.1 */
 static inline double scl_exp_dc(double x)
 {
     if (x < 0.1) {

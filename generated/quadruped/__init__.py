@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_7101debb6df3"
-HASH = "7101debb6df30322a36da0364d25a0b0eb7b82fb050b2c04447f3ccc61b6ca5d"
+MODULE = "_quadruped_303c0a580df2"
+HASH = "303c0a580df2fa81d3fc230c0b18d82ec4d1492d61843e5654282fd9c6a33df0"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

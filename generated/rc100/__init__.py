@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_8deb1592c927"
-HASH = "8deb1592c92784589c8553ec310b8c13058d83d626a4767479825dec032ff9fa"
+MODULE = "_rc100_1c8fc77e12c8"
+HASH = "1c8fc77e12c8f345a7574d35fd57f918747e6c365fc74c5adc531e679626151f"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

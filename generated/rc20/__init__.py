@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_41f86e760d5a"
-HASH = "41f86e760d5a30e888fb5e93ee08fd76b6bae8680881bba1bdff377d1104c65d"
+MODULE = "_rc20_d70422802626"
+HASH = "d704228026262c232db56762a60800836c9175549bcaceb86c4f06df9b1404b3"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_7212aaf7f67b"
-HASH = "7212aaf7f67b325b66eb346845a3818647b1c4573e818c151caa568f68fb73a7"
+MODULE = "_rc50_94b3a4c53f92"
+HASH = "94b3a4c53f92c0d003bcf0927e95a3299c564ffddc746d1c410b4f70b7fc742d"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -19,7 +19,7 @@ import stat
 import sysconfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_7212aaf7f67b"
+MODULE = "_rc50_94b3a4c53f92"
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 RECORD_PREFIX = MODULE + os.path.splitext(EXT_SUFFIX)[0] + "."      # then a tag, then:
 RECORD_SUFFIX = ".target.json"
