@@ -488,29 +488,57 @@ def test_a_joint_in_a_bodys_components_is_refused_as_such(tmp_path):
         scleron.load_model(write(tmp_path, text))
 
 
+BODY_C = '<Body name="c"><mass>2</mass></Body>'
+
+
 @pytest.mark.parametrize("where, problem", [
     ("body", "a body in the <components> of body 'b' is not read"),
     ("ground", "a body in the <components> of the Ground is not read"),
-    ("set", "a body in the BodySet outside its <objects> is not read"),
     ("frame", "a body in the <components> of PhysicalOffsetFrame 'f' is not read")])
-def test_a_body_outside_the_bodysets_objects_is_refused_as_such(tmp_path, where, problem):
+def test_a_body_in_components_opensim_builds_is_refused_as_such(tmp_path, where, problem):
     """A Body in another body's <components> (OpenSim builds it, with a free joint) was dropped
-    without a word; in the Ground's <components>, or directly in <BodySet>, it was called "its
-    child frame is on the ground" (an outside tester)."""
-    body = '<Body name="c"><mass>2</mass></Body>'
+    without a word; in the Ground's <components> it was called "its child frame is on the
+    ground" (an outside tester)."""
     text = osim_text()
-    text = {"body": text.replace("</Body>", f"<components>{body}</components></Body>", 1),
-            "ground": text.replace("<BodySet", f"<Ground name='ground'><components>{body}"
+    text = {"body": text.replace("</Body>", f"<components>{BODY_C}</components></Body>", 1),
+            "ground": text.replace("<BodySet", f"<Ground name='ground'><components>{BODY_C}"
                                               "</components></Ground><BodySet", 1),
-            "set": text.replace("<objects>", f"{body}<objects>", 1),
             "frame": text.replace("</Body>", '<components><PhysicalOffsetFrame name="f">'
                                              "<socket_parent>..</socket_parent><components>"
-                                             f"{body}</components></PhysicalOffsetFrame>"
+                                             f"{BODY_C}</components></PhysicalOffsetFrame>"
                                              "</components></Body>", 1)}[where]
-    assert text.count(body) == 1
+    assert text.count(BODY_C) == 1
     with pytest.raises(ModelError, match=rf"<Body name='c'>: {problem}: move it into the <objects> "
                                          r"of the model's BodySet"):
         scleron.load_model(write(tmp_path, text))
+
+
+@pytest.mark.parametrize("where", ["set", "body", "coordinates", "jointset"])
+def test_a_body_where_opensim_ignores_it_is_ignored(tmp_path, where):
+    """A Body directly in the BodySet or in a Body, among a joint's coordinates, or in a
+    BodySet inside the JointSet: OpenSim 4.6 builds none of them and loads the model; so does
+    scleron (a reviewer: the first fix refused them), and none is a frame a socket can name."""
+    base = without_constraints(osim_text())
+    text = {"set": base.replace("<objects>", f"{BODY_C}<objects>", 1),
+            "body": base.replace("</Body>", BODY_C + "</Body>", 1),
+            "coordinates": base.replace("</Coordinate></coordinates>",
+                                        f"</Coordinate>{BODY_C}</coordinates>", 1),
+            "jointset": base.replace("<objects><PinJoint", f"<BodySet><objects>{BODY_C}"
+                                                           "</objects></BodySet><objects><PinJoint", 1)}[where]
+    assert text.count(BODY_C) == 1
+    model = load(write(tmp_path, text))
+    assert [b.name for b in model.bodies] == [b.name for b in load(write(tmp_path, base)).bodies]
+
+
+def test_a_joint_to_a_body_outside_the_bodysets_objects_names_the_missing_frame(tmp_path):
+    """Bodies written in <BodySet> without <objects>: OpenSim cannot find /bodyset/b; this
+    reader said "its child frame is on the ground" (an outside tester)."""
+    text = without_constraints(osim_text()).replace('<BodySet name="bodyset"><objects>',
+                                                    '<BodySet name="bodyset">', 1)
+    text = text.replace("</objects></BodySet>", "</BodySet>", 1)
+    with pytest.raises(ModelError, match=r"frame '/bodyset/b' .* is not a Ground, Body or "
+                                         r"PhysicalOffsetFrame of the model"):
+        load(write(tmp_path, text))
 
 
 def custom_joint(function, coordinates="a"):

@@ -244,6 +244,8 @@ def test_a_jump_over_a_singularity_is_counted_not_read_from_signs():
     assert not crosses_singularity("XYZ", -1.5, 1.5) and not crosses_singularity("XYZ", 1.6, 4.7)
     assert crosses_singularity("ZXZ", -0.1, 0.1) and crosses_singularity("ZXZ", 0.1, 6.4)
     assert not crosses_singularity("ZXZ", 0.1, 3.1) and not crosses_singularity("ZXZ", 3.2, 6.2)
+    for bad in (math.nan, math.inf, -math.inf):     # the finiteness check's to say (a reviewer:
+        assert not crosses_singularity("XYZ", 0.3, bad)      # "cannot convert float NaN")
 
 
 def test_rk4_refuses_to_jump_over_a_singularity_and_rk45_steps_around_it(files, build):

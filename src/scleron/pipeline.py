@@ -506,8 +506,8 @@ def _velocity_doc(tree, model):
         quaternion = b.nq != b.dof
         for k, meaning in enumerate(b.joint.coordinates):
             label = b.joint_name if b.dof == 1 else f"{b.joint_name}[{k}]"
-            unit = re.search(r"\((rad|m)\)", meaning)
-            unit = unit[1] if unit else "1" if meaning.startswith("spline parameter") else None
+            unit = re.findall(r"\((rad|m)\)", meaning)      # the last, as simulate's plot takes it
+            unit = unit[-1] if unit else "1" if meaning.startswith("spline parameter") else None
             what = meaning if quaternion else f"rate of {label}" + (f" ({unit}/s)" if unit else "")
             out.append(f"{label}: {b.joint.type} joint of body {_moved_body(b, model)}, {what}")
     return out

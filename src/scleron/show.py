@@ -800,10 +800,7 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
 
     if fmt == "text":
         lines = [title, f"inputs {io}", *summary]
-        helpers = prog.used_helpers()
-        if helpers:                 # what the statements call besides Python's math functions
-            lines.append("helpers called (as in the generated C):")
-            lines += [f"  {h.name}(x): {h.doc.removeprefix(h.name + ': ')}" for h in helpers]
+        header = len(lines)         # (the helpers the shown statements call go here, below)
         if target is not None:
             mine_a = sum((g.after for g in shown), Counts())
             mine_b = sum((g.before for g in shown), Counts())
@@ -829,6 +826,11 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
         for a, k, v in outputs:
             val = pr.atom(v, None)[0] if hasattr(v, "id") else _fmt_const(v)
             lines.append(f"{pr.output_name(a, k)} = {val}")
+        called = set(re.findall(r"\b(\w+)\(", "\n".join(lines[header:])))
+        helpers = [h for h in prog.used_helpers() if h.name in called]
+        if helpers:                 # what the statements call besides Python's math functions
+            lines[header:header] = ["helpers called (as in the generated C):"] + [
+                f"  {h.name}(x): {h.doc.removeprefix(h.name + ': ')}" for h in helpers]
         return "\n".join(lines) + "\n"
 
     # latex

@@ -219,7 +219,8 @@ def motion_types(params):
     for i in range(len(params.get("coordinates") or ())):
         kind = "coupled"
         for motion, f in axes:
-            if i in f.get("args", ()) and f["kind"] == "linear" and abs(f["coefficients"][0]) == 1.0:
+            pure = f["kind"] == "linear" and abs(f["coefficients"][0]) == 1.0
+            if pure and i in f.get("args", ()):
                 kind = motion
         out.append(kind)
     return out

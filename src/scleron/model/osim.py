@@ -181,8 +181,9 @@ class _Ctx:
 
     def numbers(self, node, tag, n=None, default=None, infinite=False):
         """The numbers in child <tag> (n of them when n is given), apart by spaces, each with
-        at most a comma after it, as OpenSim reads them ("0, 0.1, 0"; it reads "0,0.1,0" or
-        "0 ,0.1" as zeros: refused here); finite ones only, unless infinite (a <range>)."""
+        at most a comma after it ("0, 0.1, 0", which OpenSim reads alike; it reads "0,0.1,0"
+        or "0 ,0.1" as zeros, and other forms its own way: refused here); finite ones only,
+        unless infinite (a <range>)."""
         el = node.child(tag)
         if el is None and default is not None:
             return list(default)
@@ -193,8 +194,8 @@ class _Ctx:
             raise self.error(el, f"<{tag}> must hold numbers, got {el.text.strip()[:40]!r}")
         out = [float(w) for w in words]
         if not all(math.isfinite(v) or (infinite and math.isinf(v)) for v in out):
-            raise self.error(el, f"<{tag}> must " + ("hold numbers, not nan" if infinite else
-                                                     "be finite") + f", got {el.text.strip()[:40]!r}")
+            what = "hold numbers, not nan" if infinite else "be finite"
+            raise self.error(el, f"<{tag}> must {what}, got {el.text.strip()[:40]!r}")
         if n is not None and len(out) != n:
             raise self.error(el, f"<{tag}> must hold {n} number{'s' if n != 1 else ''}, got {len(out)}")
         return out
@@ -257,17 +258,20 @@ def _refuse_external_objects(el, ctx):
             stack.extend(node.children)
 
 
-def _refuse_misplaced_parts(el, ctx):
+def _misplaced_parts(el, ctx):
     """A Body or joint is read where OpenSim 4 files keep them: in the <objects> of the
     BodySet and JointSet and in the model's <components>. OpenSim builds one in the
     <components> of a body, frame or the Ground too; here it was dropped without a word (a
-    body) or taken for a body without a joint: refused, naming where it is."""
+    body) or taken for a body without a joint: refused, naming where it is. One anywhere else
+    (directly in a Body or a set, in a joint's <coordinates>) OpenSim ignores, and so does this
+    reader: returns the ids of those elements, which are no frames either (_index)."""
     def placed(node):
         return node.tag == "Body" or _is_joint(node)
-    sets = {"BodySet": "Body", "JointSet": "joint"}
-    allowed = {id(c) for tag in sets for part in el.all(tag) for c in part.objects()}
+    allowed = {id(c) for tag in ("BodySet", "JointSet") for part in el.all(tag)
+               for c in part.objects()}
     comps = el.child("components")
     allowed |= {id(c) for c in (comps.children if comps is not None else []) if placed(c)}
+
     def owner_of(c):
         if c.tag in READ_PARTS:
             return f"the {c.tag}"
@@ -276,31 +280,31 @@ def _refuse_misplaced_parts(el, ctx):
     stack = [(c, owner_of(c)) for c in el.children if c.tag in READ_PARTS]
     stack += [(c, owner_of(c)) for c in (comps.children if comps is not None else [])
               if c.tag in FRAME_TAGS or placed(c)]
+    ignored = set()
     while stack:
         node, owner = stack.pop()
         for c in node.children:
             if placed(c) and id(c) not in allowed:
+                if node.tag != "components":
+                    ignored.add(id(c))
+                    continue
                 kind, where = ("body", "BodySet") if c.tag == "Body" else ("joint", "JointSet")
-                container = f"the <{node.tag}> of {owner}" if node.tag in ("components", "frames") \
-                    else f"{owner} outside its <objects>"
-                raise ctx.error(c, f"a {kind} in {container} is not read: move it into the "
-                                f"<objects> of the model's {where}")
-            if c.tag in FRAME_TAGS or placed(c):
-                stack.append((c, owner_of(c)))
-            else:
-                stack.append((c, owner))
+                raise ctx.error(c, f"a {kind} in the <components> of {owner} is not read: move "
+                                f"it into the <objects> of the model's {where}")
+            stack.append((c, owner_of(c) if c.tag in FRAME_TAGS or placed(c) else owner))
+    return ignored
 
 
 def _build(doc, ctx, inertia):
     el = _model_element(doc, ctx)
     _refuse_external_objects(el, ctx)
-    _refuse_misplaced_parts(el, ctx)
+    ignored = _misplaced_parts(el, ctx)
     gravity = ctx.numbers(el, "gravity", 3, default=(0.0, -9.80665, 0.0))
     model = Model(el.name or "osim", gravity=gravity, source=ctx.source)
     model.inertia_checks = inertia
     _assign_paths(el, "")
     index = {"/ground": _Node("Ground", {"name": GROUND}, el.line)}   # a file may leave it out
-    _index(el, index)
+    _index(el, index, ignored)
     frames = _Frames(index, ctx)
     bodies = _bodies(el, ctx)
     joints = _joints(el, ctx, frames, bodies)
@@ -323,11 +327,13 @@ def _assign_paths(node, path):
         _assign_paths(c, f"{path}/{name}" if name else path)
 
 
-def _index(node, out):
+def _index(node, out, ignored):
+    if id(node) in ignored:             # (OpenSim builds no frame there: _misplaced_parts)
+        return
     if node.tag in ("Ground", "Body") + FRAME_TAGS:
         out[node.path] = node
     for c in node.children:
-        _index(c, out)
+        _index(c, out, ignored)
 
 
 def _resolve(owner_path, ref):

@@ -234,8 +234,8 @@ def _write_partial(exc, output, plot):
     except Exception:                   # (the run's own error is the one to see)
         return
     said = ((f"the {len(traj.t)} states recorded up to" if len(traj.t) > 1 else
-             "the one state recorded, at") + f" t = {traj.t[-1]:.6g} s "
-            + ("are" if len(traj.t) > 1 else "is") + " in "
+             "the one state recorded, at") + f" t = {traj.t[-1]:.6g} s"
+            + (" are" if len(traj.t) > 1 else ", is") + " in "
             + " and ".join(p for p in (output, plot) if p))
     if interrupted:
         exc.written = said

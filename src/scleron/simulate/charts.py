@@ -31,7 +31,10 @@ def chart_det(chart, q2):
 def crosses_singularity(chart, a, b):
     """Whether the middle angle moving from a to b passes a zero of the chart's det S (sin q2 at
     k pi, cos q2 at pi/2 + k pi): counted, not by the sign at both ends, which an even number of
-    zeros passed in one step (a blown-up implicit step: 14 of them) leaves unchanged."""
+    zeros passed in one step (a blown-up implicit step: 14 of them) leaves unchanged. False for
+    a non-finite angle: the run's finiteness check says what happened."""
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return False
     first = 0.0 if chart[0] == chart[2] else math.pi / 2
     return math.floor((a - first) / math.pi) != math.floor((b - first) / math.pi)
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .charts import (chart_det, crosses_singularity, det_name, kept_charts, reparameterise_exp, switch_euler,
-                     switchables)
+from .charts import (chart_det, crosses_singularity, det_name, kept_charts, reparameterise_exp,
+                     switch_euler, switchables)
 from .energy import energies
 from ..model.joint_types import joint_configuration, joint_ranges
 from .integrators import (NEEDS_DERIVATIVES, derivative, dopri_step, error_norm, fixed_step,
