@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import scleron
+from scleron.pipeline import Report
 from scleron.kinematics import joint_transform
 from scleron.outputs import write_all
 from scleron.simulate import (SimulationError, Switch, Trajectory, add_parser, best_chart, chart_det,
@@ -545,16 +546,22 @@ def test_a_codegen_folder_as_build_folder_is_used_not_replaced(tmp_path):
 
 def test_the_generated_module_starts_where_the_model_file_does(tmp_path):
     """dyn.initial_state() is the file's `initial:` (where simulate starts), else the neutral q
-    at rest; a changed initial state is a new generation, not the cached one."""
+    at rest. A changed initial state needs no new code: the cached generation records it (a
+    first version put it in the code, and a changed `initial:` rebuilt every chart variant)."""
     path = tmp_path / "swinger.yaml"
     path.write_text(SWINGER + "initial:\n  q: {s: [0.1, 0.2, 0.3]}\n  qd: {s: [1, 2, 3]}\n")
     dyn = scleron.generate(scleron.load_model(str(path)), str(tmp_path / "g"), functions=["mass"])
     q0, qd0 = dyn.initial_state()
     assert q0.tolist() == [0.1, 0.2, 0.3] and qd0.tolist() == [1, 2, 3]
     path.write_text(SWINGER)
-    dyn = scleron.generate(scleron.load_model(str(path)), str(tmp_path / "g"), functions=["mass"])
+    report = Report("swinger", 3)
+    again = scleron.generate(scleron.load_model(str(path)), str(tmp_path / "g"), functions=["mass"],
+                             report=report)
+    assert report.cache_hit and again is dyn            # the same code and module
     q0, qd0 = dyn.initial_state()
     assert q0.tolist() == dyn.neutral().tolist() == [0, 0, 0] and qd0.tolist() == [0, 0, 0]
+    (tmp_path / "g" / "initial_state.json").unlink()     # a folder without it: neutral, at rest
+    assert dyn.initial_state()[0].tolist() == [0, 0, 0]
 
 
 @pytest.mark.parametrize("option, needle", [

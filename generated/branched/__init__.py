@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_d23240400db7"
-HASH = "d23240400db710b20ee1cbd37b08cbf4c370c867101431de8738c638373eb06a"
+MODULE = "_branched_ce17866a17de"
+HASH = "ce17866a17dedc243ce504cfe486b44ded25a1f2c28ffe77a34a241c8f9c94d9"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -79,7 +79,6 @@ gravity = [0.0, 0.0, -9.81]
 frame_names = ['hub', 'a_upper', 'a_lower', 'a_hand', 'b_upper', 'b_lower', 'b_hand', 'c_slider', 'c_tip']     # the frames of the frame functions, in their order
 _NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 _QUATERNIONS = []     # where each quaternion joint's [x, y, z, w] starts in q
-_INITIAL = ([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
 
 
 def neutral():
@@ -90,8 +89,19 @@ def neutral():
 def initial_state():
     """(q (nq,), qd (nv,)): where the model file starts its motion (MJCF: MuJoCo's qpos0, joint
     refs and free bodies at their <body pos>, at rest; OpenSim: the coordinates' default values
-    and speeds; YAML: `initial:`), else the neutral q at rest. `scleron simulate` starts here."""
-    return np.array(_INITIAL[0]), np.array(_INITIAL[1])
+    and speeds; YAML: `initial:`), else the neutral q at rest. `scleron simulate` starts here.
+    Read from initial_state.json, which each generation of this folder writes (a changed
+    `initial:` is no new code); the neutral q at rest where it is missing or unreadable."""
+    import json
+    try:
+        with open(os.path.join(HERE, "initial_state.json")) as fh:
+            record = json.load(fh)
+        q, qd = np.array(record["q"], dtype=float), np.array(record["qd"], dtype=float)
+        if q.shape == (nq,) and qd.shape == (nv,):
+            return q, qd
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return neutral(), np.zeros(nv)
 
 
 def normalize(q):

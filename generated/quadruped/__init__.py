@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_303c0a580df2"
-HASH = "303c0a580df2fa81d3fc230c0b18d82ec4d1492d61843e5654282fd9c6a33df0"
+MODULE = "_quadruped_05e3c33c6a64"
+HASH = "05e3c33c6a64b54925e701c7d50cbb8debc7cbb851c9da888b60974adb528b51"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -79,7 +79,6 @@ gravity = [0.0, 0.0, -9.81]
 frame_names = ['trunk', 'fl_hip', 'fl_thigh', 'fl_calf', 'fr_hip', 'fr_thigh', 'fr_calf', 'hl_hip', 'hl_thigh', 'hl_calf', 'hr_hip', 'hr_thigh', 'hr_calf']     # the frames of the frame functions, in their order
 _NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 _QUATERNIONS = []     # where each quaternion joint's [x, y, z, w] starts in q
-_INITIAL = ([0.0, 0.0, 0.45, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
 
 
 def neutral():
@@ -90,8 +89,19 @@ def neutral():
 def initial_state():
     """(q (nq,), qd (nv,)): where the model file starts its motion (MJCF: MuJoCo's qpos0, joint
     refs and free bodies at their <body pos>, at rest; OpenSim: the coordinates' default values
-    and speeds; YAML: `initial:`), else the neutral q at rest. `scleron simulate` starts here."""
-    return np.array(_INITIAL[0]), np.array(_INITIAL[1])
+    and speeds; YAML: `initial:`), else the neutral q at rest. `scleron simulate` starts here.
+    Read from initial_state.json, which each generation of this folder writes (a changed
+    `initial:` is no new code); the neutral q at rest where it is missing or unreadable."""
+    import json
+    try:
+        with open(os.path.join(HERE, "initial_state.json")) as fh:
+            record = json.load(fh)
+        q, qd = np.array(record["q"], dtype=float), np.array(record["qd"], dtype=float)
+        if q.shape == (nq,) and qd.shape == (nv,):
+            return q, qd
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return neutral(), np.zeros(nv)
 
 
 def normalize(q):

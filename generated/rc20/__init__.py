@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_d70422802626"
-HASH = "d704228026262c232db56762a60800836c9175549bcaceb86c4f06df9b1404b3"
+MODULE = "_rc20_3636767772af"
+HASH = "3636767772af58044ebc131488291299546b204894d34deea7b1ca81d9c20440"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -79,7 +79,6 @@ gravity = [0.0, 0.0, -9.81]
 frame_names = ['link1', 'link2', 'link3', 'link4', 'link5', 'link6', 'link7', 'link8', 'link9', 'link10', 'link11', 'link12', 'link13', 'link14', 'link15', 'link16', 'link17', 'link18', 'link19', 'link20']     # the frames of the frame functions, in their order
 _NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 _QUATERNIONS = []     # where each quaternion joint's [x, y, z, w] starts in q
-_INITIAL = ([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
 
 
 def neutral():
@@ -90,8 +89,19 @@ def neutral():
 def initial_state():
     """(q (nq,), qd (nv,)): where the model file starts its motion (MJCF: MuJoCo's qpos0, joint
     refs and free bodies at their <body pos>, at rest; OpenSim: the coordinates' default values
-    and speeds; YAML: `initial:`), else the neutral q at rest. `scleron simulate` starts here."""
-    return np.array(_INITIAL[0]), np.array(_INITIAL[1])
+    and speeds; YAML: `initial:`), else the neutral q at rest. `scleron simulate` starts here.
+    Read from initial_state.json, which each generation of this folder writes (a changed
+    `initial:` is no new code); the neutral q at rest where it is missing or unreadable."""
+    import json
+    try:
+        with open(os.path.join(HERE, "initial_state.json")) as fh:
+            record = json.load(fh)
+        q, qd = np.array(record["q"], dtype=float), np.array(record["qd"], dtype=float)
+        if q.shape == (nq,) and qd.shape == (nv,):
+            return q, qd
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return neutral(), np.zeros(nv)
 
 
 def normalize(q):

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_94b3a4c53f92"
-HASH = "94b3a4c53f92c0d003bcf0927e95a3299c564ffddc746d1c410b4f70b7fc742d"
+MODULE = "_rc50_c4d344ce6e32"
+HASH = "c4d344ce6e327d92f8e650ca3ca1f7edaf49e8ce33018fe3bac25448473a717b"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -79,7 +79,6 @@ gravity = [0.0, 0.0, -9.81]
 frame_names = ['link1', 'link2', 'link3', 'link4', 'link5', 'link6', 'link7', 'link8', 'link9', 'link10', 'link11', 'link12', 'link13', 'link14', 'link15', 'link16', 'link17', 'link18', 'link19', 'link20', 'link21', 'link22', 'link23', 'link24', 'link25', 'link26', 'link27', 'link28', 'link29', 'link30', 'link31', 'link32', 'link33', 'link34', 'link35', 'link36', 'link37', 'link38', 'link39', 'link40', 'link41', 'link42', 'link43', 'link44', 'link45', 'link46', 'link47', 'link48', 'link49', 'link50']     # the frames of the frame functions, in their order
 _NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 _QUATERNIONS = []     # where each quaternion joint's [x, y, z, w] starts in q
-_INITIAL = ([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
 
 
 def neutral():
@@ -90,8 +89,19 @@ def neutral():
 def initial_state():
     """(q (nq,), qd (nv,)): where the model file starts its motion (MJCF: MuJoCo's qpos0, joint
     refs and free bodies at their <body pos>, at rest; OpenSim: the coordinates' default values
-    and speeds; YAML: `initial:`), else the neutral q at rest. `scleron simulate` starts here."""
-    return np.array(_INITIAL[0]), np.array(_INITIAL[1])
+    and speeds; YAML: `initial:`), else the neutral q at rest. `scleron simulate` starts here.
+    Read from initial_state.json, which each generation of this folder writes (a changed
+    `initial:` is no new code); the neutral q at rest where it is missing or unreadable."""
+    import json
+    try:
+        with open(os.path.join(HERE, "initial_state.json")) as fh:
+            record = json.load(fh)
+        q, qd = np.array(record["q"], dtype=float), np.array(record["qd"], dtype=float)
+        if q.shape == (nq,) and qd.shape == (nv,):
+            return q, qd
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return neutral(), np.zeros(nv)
 
 
 def normalize(q):

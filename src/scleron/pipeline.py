@@ -20,7 +20,8 @@ from .backends.c.printer import NonFiniteConstant
 from .backends.c.render import PY_MODULES, c_comment, c_identifier  # noqa: F401  (names for C and Python)
 from .backends.cuda import compile_cuda, cuda_options, find_nvcc
 from .backends.folders import (clean_stale, dir_lock, discard_temp_folder, edited_sources,
-                               install_folder, make_temp_folder, record_model_file)
+                               install_folder, make_temp_folder, record_initial_state,
+                               record_model_file)
 from .dynamics.checks import check_model_dynamics, overflow_error
 from .errors import ModelError
 from .dynamics.frames import frame_columns
@@ -319,8 +320,6 @@ class Generation:
     frame_names: list
     option_names: dict          # {option: every value a caller may name}: all the model's frames
     neutral: list
-    initial_q: list             # the model's initial state (its file's; else neutral, at rest)
-    initial_qd: list
     quaternions: list           # the index in q of each quaternion joint's [x, y, z, w]
     coordinate_names: list
     coordinate_descriptions: list
@@ -335,6 +334,15 @@ class Generation:
     cflags: list
     method: int
     mass_form: str
+
+
+def initial_state(model):
+    """(q, qd) where the model starts (its q0 and qd0, as its file's `initial:`, MJCF qpos0 or
+    OpenSim's default values give them), else the neutral q at rest: the generated package's
+    initial_state(), recorded beside its code (folders.INITIAL_STATE_RECORD)."""
+    q = model.neutral() if model.q0 is None else model.q0
+    qd = [0.0] * model.nv if model.qd0 is None else model.qd0
+    return [float(x) for x in q], [float(x) for x in qd]
 
 
 def _silent(message):
@@ -430,8 +438,6 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         version=__version__, key=key, nq=tree.nq, nv=tree.nv, joint_names=tree.joint_names,
         frame_names=[f.name for f in tree.frames], option_names={"frame": model.frame_names()},
         neutral=tree.neutral, quaternions=tree.quaternions,
-        initial_q=tree.neutral if model.q0 is None else [float(x) for x in model.q0],
-        initial_qd=[0.0] * tree.nv if model.qd0 is None else [float(x) for x in model.qd0],
         coordinate_names=tree.coordinate_names(),
         coordinate_descriptions=_coordinate_doc(tree, model),
         velocity_names=tree.velocity_names(), velocity_descriptions=_velocity_doc(tree, model),
@@ -600,6 +606,7 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
         record_model_file(out_dir, model.source, key,    # (the file may differ in its comments)
                           included=getattr(model, "included", ()),
                           digests=getattr(model, "file_digests", None))
+        record_initial_state(out_dir, key, *initial_state(model))     # (or in its `initial:`)
         if not compile:
             return None
         try:
@@ -621,6 +628,7 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
         record_model_file(tmp, model.source, key, relative_to=out_dir,
                           included=getattr(model, "included", ()),
                           digests=getattr(model, "file_digests", None))
+        record_initial_state(tmp, key, *initial_state(model))
         if compile:
             t0 = time.perf_counter()
             compile_folder(tmp, name, progress=progress)
@@ -685,6 +693,7 @@ def generate_covering(model, out_dir, name, functions, **options):
             record_model_file(out_dir, model.source, meta.get("hash"),
                               included=getattr(model, "included", ()),
                               digests=getattr(model, "file_digests", None))
+            record_initial_state(out_dir, meta.get("hash"), *initial_state(model))
             return _load(out_dir)
         every = {**FUNCTIONS, **FRAME_FUNCTIONS}
         kept = [f for f in meta.get("functions") or {} if f in every]

@@ -144,6 +144,27 @@ def is_output_folder(path):
 # the path (from the folder) and SHA-256 of the model file a folder was generated from, which its
 # package compares on import (record_model_file)
 MODEL_FILE_RECORD = "model_file.json"
+# the model's initial state, which the package's initial_state() reads: not part of the code (a
+# changed `initial:` needs no new generation), written with each generation and cache hit
+INITIAL_STATE_RECORD = "initial_state.json"
+
+
+def record_initial_state(folder, key, q, qd):
+    """Writes the folder's INITIAL_STATE_RECORD, {"q": [...], "qd": [...]}, while the folder
+    holds the generation `key` (as record_model_file)."""
+    text = json.dumps({"q": [float(x) for x in q], "qd": [float(x) for x in qd]}) + "\n"
+    record = os.path.join(folder, INITIAL_STATE_RECORD)
+    try:
+        with _dir_lock(os.path.dirname(os.path.abspath(folder))):
+            with open(os.path.join(folder, "scleron.json")) as fh:
+                if json.load(fh).get("hash") != key:
+                    return          # another generation is there now: its record is its own
+            tmp = f"{record}.{os.getpid()}.tmp"
+            with open(tmp, "w") as fh:
+                fh.write(text)
+            os.replace(tmp, record)
+    except (OSError, ValueError, AttributeError):
+        pass                # (a read-only folder: initial_state() then gives the neutral q)
 
 
 def record_model_file(folder, model_file, key, relative_to=None, included=(), digests=None):
@@ -190,7 +211,8 @@ def record_model_file(folder, model_file, key, relative_to=None, included=(), di
 # modules, Python's bytecode, the CUDA build's resource report, and the logs and build folders
 # of a compile in progress (on import, or killed)
 BUILD_PRODUCTS = ("*.so", "*.pyd", "*.dll", "*.target.json", "__pycache__", "*_cuda_resources.txt", "build.log",
-                  "build_cuda.log", "_build-*", ".build-*", MODEL_FILE_RECORD + ".*.tmp")
+                  "build_cuda.log", "_build-*", ".build-*", MODEL_FILE_RECORD + ".*.tmp",
+                  INITIAL_STATE_RECORD + ".*.tmp")
 
 
 def foreign_entries(folder):
@@ -205,7 +227,7 @@ def foreign_entries(folder):
         return []
     if not isinstance(sources, dict):
         return []
-    ours = {"scleron.json", MODEL_FILE_RECORD, *sources}
+    ours = {"scleron.json", MODEL_FILE_RECORD, INITIAL_STATE_RECORD, *sources}
     try:
         names = os.listdir(folder)
     except OSError:

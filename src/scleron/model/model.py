@@ -894,9 +894,9 @@ def _wrench_to_parent(X, w):
 
 def model_to_dict(model):
     """A canonical, JSON-able description of everything in a model that affects its dynamics
-    and generated module (part of the code cache key). Springs, dampers, wrenches and the
-    initial state appear only where present, so models without them keep the description (and
-    generated-code hash) they had before."""
+    (part of the code cache key; not its initial state, recorded beside the code). Springs,
+    dampers and wrenches appear only where present, so models without them keep the
+    description (and generated-code hash) they had before."""
     def arr(x):
         return [float(v) for v in np.asarray(x, dtype=float).reshape(-1)]
 
@@ -928,7 +928,4 @@ def model_to_dict(model):
     if getattr(model, "frames", None):
         out["frames"] = [{"name": f.name, "body": f.body, "R": arr(f.origin.rotation),
                           "t": arr(f.origin.translation)} for f in model.frames]
-    for key in ("q0", "qd0"):         # the generated module's initial_state()
-        if getattr(model, key, None) is not None:
-            out[key] = arr(getattr(model, key))
     return out

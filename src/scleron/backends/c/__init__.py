@@ -34,8 +34,6 @@ class CBackend(Backend):
             "frame_names": list(gen.frame_names),
             "frame_comments": [c_comment(f) for f in gen.frame_names],
             "neutral": [float(x) for x in gen.neutral], "quaternions": list(gen.quaternions),
-            "initial_q": [float(x) for x in gen.initial_q],
-            "initial_qd": [float(x) for x in gen.initial_qd],
             "helpers": helpers_context([p for code in gen.functions for p in code.programs]),
             "cflags": repr(gen.cflags), "nchunks": nchunks, "method": gen.method,
             "mass_form": gen.mass_form, "any_sincos": any(f["sincos"] for f in functions),

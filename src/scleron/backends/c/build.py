@@ -395,8 +395,9 @@ _LOADED = {}
 
 
 # what generate() rewrites on a cache hit: the record of the model file, which the module reads
-# only for its staleness warning (said again on each load)
-NOT_CODE = ("model_file.json",)
+# only for its staleness warning (said again on each load), and the initial state, which
+# initial_state() reads when called
+NOT_CODE = ("model_file.json", "initial_state.json")
 
 
 def _folder_identity(folder):
