@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_ce17866a17de"
-HASH = "ce17866a17dedc243ce504cfe486b44ded25a1f2c28ffe77a34a241c8f9c94d9"
+MODULE = "_branched_dfb539c95b98"
+HASH = "dfb539c95b986864b329e4b29f0334742c709bee65193e1f61a47dbbed421529"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_05e3c33c6a64"
-HASH = "05e3c33c6a64b54925e701c7d50cbb8debc7cbb851c9da888b60974adb528b51"
+MODULE = "_quadruped_b35d623597e2"
+HASH = "b35d623597e2575db0bafc8e77ec74f817cfc90a64d71598fb99906edc2abd8b"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_f7176027567d"
-HASH = "f7176027567dc13c08fcf24564b33f41120bcca32b536973f2359fafa65c9ae7"
+MODULE = "_rc100_ad6fa1ba52b4"
+HASH = "ad6fa1ba52b436cf843be24f8c43a35dcd49d6503eb58cadb0cbab97d0031c8a"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_3636767772af"
-HASH = "3636767772af58044ebc131488291299546b204894d34deea7b1ca81d9c20440"
+MODULE = "_rc20_9b1de0dd726e"
+HASH = "9b1de0dd726ec73ed3826b8e3b78b95afccc04fa497915ecf7199ef6bd614d3a"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_c4d344ce6e32"
-HASH = "c4d344ce6e327d92f8e650ca3ca1f7edaf49e8ce33018fe3bac25448473a717b"
+MODULE = "_rc50_59ba06cabe91"
+HASH = "59ba06cabe91599ca5dca2287c07a37248e0d1190e45a647a2284826310197b6"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -149,48 +149,12 @@ MODEL_FILE_RECORD = "model_file.json"
 INITIAL_STATE_RECORD = "initial_state.json"
 
 
-def record_initial_state(folder, key, q, qd):
-    """Writes the folder's INITIAL_STATE_RECORD, {"q": [...], "qd": [...]}, while the folder
-    holds the generation `key` (as record_model_file)."""
-    text = json.dumps({"q": [float(x) for x in q], "qd": [float(x) for x in qd]}) + "\n"
-    record = os.path.join(folder, INITIAL_STATE_RECORD)
+def _write_record(folder, key, name, text):
+    """Writes (text None: removes) the record `name` of the folder, only while the folder holds
+    the generation `key` (under the parent's lock: a concurrent codegen of another model may
+    replace it); atomically, through a temporary file. Quietly nothing in a read-only folder."""
+    record = os.path.join(folder, name)
     try:
-        with _dir_lock(os.path.dirname(os.path.abspath(folder))):
-            with open(os.path.join(folder, "scleron.json")) as fh:
-                if json.load(fh).get("hash") != key:
-                    return          # another generation is there now: its record is its own
-            tmp = f"{record}.{os.getpid()}.tmp"
-            with open(tmp, "w") as fh:
-                fh.write(text)
-            os.replace(tmp, record)
-    except (OSError, ValueError, AttributeError):
-        pass                # (a read-only folder: initial_state() then gives the neutral q)
-
-
-def record_model_file(folder, model_file, key, relative_to=None, included=(), digests=None):
-    """Writes (or, for a model not read from a file, removes) the folder's MODEL_FILE_RECORD:
-    the model file's path relative to the folder (relative_to: the folder a build folder
-    becomes) and the SHA-256 of its bytes, and the same of each file it included ("also": an
-    MJCF's <include>s); only while the folder holds the generation `key` (under the parent's
-    lock: a concurrent codegen of another model may replace it). digests: {absolute path: SHA-256}
-    of the files as they were read (load_model's file_digests), where given: a file edited
-    while the code was made then differs from its record, and the import warns."""
-    record = os.path.join(folder, MODEL_FILE_RECORD)
-    where = os.path.abspath(relative_to or folder)
-
-    def entry(path):
-        digest = (digests or {}).get(os.path.abspath(path))
-        if digest is None:
-            with open(path, "rb") as fh:
-                digest = hashlib.sha256(fh.read()).hexdigest()
-        return {"path": os.path.relpath(os.path.abspath(path), where), "sha256": digest}
-    try:
-        text = None
-        if model_file is not None and os.path.isfile(model_file):
-            record_data = entry(model_file)
-            if included:
-                record_data["also"] = [entry(p) for p in included]
-            text = json.dumps(record_data, indent=1) + "\n"
         with _dir_lock(os.path.dirname(os.path.abspath(folder))):
             with open(os.path.join(folder, "scleron.json")) as fh:
                 if json.load(fh).get("hash") != key:
@@ -204,7 +168,42 @@ def record_model_file(folder, model_file, key, relative_to=None, included=(), di
                 fh.write(text)
             os.replace(tmp, record)
     except (OSError, ValueError, AttributeError):
-        pass                # (a read-only folder: the package then only cannot warn)
+        pass                # (a read-only folder: the package then only cannot warn, and
+                            # initial_state() gives the neutral q)
+
+
+def record_initial_state(folder, key, q, qd):
+    """Writes the folder's INITIAL_STATE_RECORD, {"q": [...], "qd": [...]}, while the folder
+    holds the generation `key`."""
+    text = json.dumps({"q": [float(x) for x in q], "qd": [float(x) for x in qd]}) + "\n"
+    _write_record(folder, key, INITIAL_STATE_RECORD, text)
+
+
+def record_model_file(folder, model_file, key, relative_to=None, included=(), digests=None):
+    """Writes (or, for a model not read from a file, removes) the folder's MODEL_FILE_RECORD:
+    the model file's path relative to the folder (relative_to: the folder a build folder
+    becomes) and the SHA-256 of its bytes, and the same of each file it included ("also": an
+    MJCF's <include>s); only while the folder holds the generation `key`. digests: {absolute
+    path: SHA-256} of the files as they were read (load_model's file_digests), where given: a
+    file edited while the code was made then differs from its record, and the import warns."""
+    where = os.path.abspath(relative_to or folder)
+
+    def entry(path):
+        digest = (digests or {}).get(os.path.abspath(path))
+        if digest is None:
+            with open(path, "rb") as fh:
+                digest = hashlib.sha256(fh.read()).hexdigest()
+        return {"path": os.path.relpath(os.path.abspath(path), where), "sha256": digest}
+    text = None
+    try:
+        if model_file is not None and os.path.isfile(model_file):
+            record_data = entry(model_file)
+            if included:
+                record_data["also"] = [entry(p) for p in included]
+            text = json.dumps(record_data, indent=1) + "\n"
+    except OSError:
+        return              # (a file that cannot be read now: no record, as before)
+    _write_record(folder, key, MODEL_FILE_RECORD, text)
 
 
 # what a build leaves in an output folder besides scleron.json and its sources: the compiled
