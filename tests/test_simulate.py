@@ -1248,3 +1248,21 @@ def test_names_with_dollars_are_drawn_as_written(tmp_path, build, capsys):
     assert out.stat().st_size and png.stat().st_size
     assert main(["draw", str(path), "-o", str(tmp_path / "d.png")]) == 0, capsys.readouterr().err
     assert (tmp_path / "d.png").stat().st_size
+
+
+def test_chart_variant_starts_at_rest_where_its_angles_moved():
+    """A chart variant's copy of the model (recorded beside its code as its initial state)
+    starts a switched joint at a regular point of its chart and at rest there: the original
+    rates belong to the original chart's angles. The other joints keep their q0 and qd0."""
+    from scleron.simulate.variants import Variants
+    m = scleron.Model("variant", gravity=(0, 0, -9.81))
+    m.add_body("a", joint="revolute", axis=(0, 0, 1), com=(0.3, 0, 0))
+    m.add_body("b", "a", joint="spherical", chart="ZYX", xyz=(1, 0, 0), com=(0.2, 0, 0))
+    m.q0, m.qd0 = np.array([0.4, 0.1, 0.2, 0.3]), np.array([1.0, 2.0, 3.0, 4.0])
+    variants = Variants(m, "unused", switchables(m), progress=None)
+    copy = variants.model_for(("ZYZ",))
+    assert copy.q0.tolist() == [0.4, 0.0, math.pi / 2, 0.0]
+    assert copy.qd0.tolist() == [1.0, 0.0, 0.0, 0.0]
+    assert m.qd0.tolist() == [1.0, 2.0, 3.0, 4.0]          # the model itself is untouched
+    same = variants.model_for(("ZYX",))                     # its own chart, away from the lock
+    assert same.q0.tolist() == [0.4, 0.1, 0.2, 0.3] and same.qd0.tolist() == [1.0, 2.0, 3.0, 4.0]

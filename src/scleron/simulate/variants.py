@@ -67,14 +67,17 @@ class Variants:
             return self.model
         m = copy.deepcopy(self.model)
         q0 = np.array(m.q0 if m.q0 is not None else m.neutral(), dtype=float)
+        qd0 = np.zeros(m.nv) if m.qd0 is None else np.array(m.qd0, dtype=float)
         for sw, chart in zip(self.euler, key):
             joint = m.joints[sw.joint]
             if (chart != joint.params.get("chart", "XYZ")
                     or abs(chart_det(chart, q0[sw.start + 1])) < GIMBAL_LOCK):
                 # (the model's own chart at its gimbal lock at q0: the run switches away at t = 0)
                 q0[sw.start:sw.start + 3] = regular_angles(chart)
+                v = sw.start if sw.v_start is None else sw.v_start
+                qd0[v:v + 3] = 0.0          # at rest there: the copy's recorded initial state
             joint.params = dict(joint.params, chart=chart)
-        m.q0 = q0
+        m.q0, m.qd0 = q0, qd0
         return m
 
     def get(self, key):
