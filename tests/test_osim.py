@@ -927,3 +927,33 @@ def test_dump_yaml_refuses_opensim_joints_and_writes_nothing(tmp_path):
     with pytest.raises(ModelError, match=r"joint '\w+': an 'opensim' joint has no YAML form"):
         dump_yaml(model, tmp_path / "m.yaml")
     assert not (tmp_path / "m.yaml").exists()
+
+
+@pytest.mark.parametrize("mass, reset", [(1e-14, True), (1e-12, False)])
+def test_a_mass_opensim_takes_as_none_drops_the_inertia(tmp_path, mass, reset):
+    """OpenSim takes a body mass within Simbody's SignificantReal (eps^(7/8), 2e-14) of 0 as
+    none and resets the body's nonzero inertia to zero (a warning on its log); scleron kept
+    the inertia without a word (an outside tester: M [0.13, 0.02, ...] against OpenSim's
+    [0.11, 0, ...]). Now it does as OpenSim does, says so, and the dynamics agree."""
+    tiny = f"""<Body name="t"><mass>{mass}</mass><mass_center>0 0 0</mass_center>
+        <inertia>0.02 0.03 0.04 0 0 0</inertia></Body>
+        <Body name="c"><mass>1</mass><mass_center>0.2 0.1 0</mass_center>
+        <inertia>0.01 0.01 0.01 0 0 0</inertia></Body>"""
+    def pin(name, parent, child, coordinate, offset=""):
+        return (f"<PinJoint name='{name}'><socket_parent_frame>{parent}</socket_parent_frame>"
+                f"<socket_child_frame>{child}</socket_child_frame><coordinates><Coordinate "
+                f"name='{coordinate}'/></coordinates>{offset}</PinJoint>")
+    joints = (pin("j0", "/ground", "/bodyset/b", "a") + pin("j1", "/bodyset/b", "/bodyset/t", "b")
+              + "<WeldJoint name='j2'><socket_parent_frame>/bodyset/t</socket_parent_frame>"
+              "<socket_child_frame>/bodyset/c</socket_child_frame></WeldJoint>")
+    path = write(tmp_path, without_constraints(osim_text(body=tiny, joint=joints)))
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        model = scleron.load_model(path)
+    told = [str(w.message) for w in said if "resets its nonzero <inertia> to zero" in str(w.message)]
+    assert len(told) == reset
+    if reset:
+        assert f"<Body name='t'>: its mass {mass:g} is none to OpenSim" in told[0]
+    assert model.nv == 2                    # (c welded to t)
+    worst = compare(path)
+    assert max(worst.values()) < TOL, worst

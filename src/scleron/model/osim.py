@@ -74,6 +74,9 @@ DEFAULT_NAMES = {"Ground": "ground", "BodySet": "bodyset", "JointSet": "jointset
                  "ProbeSet": "probeset"}
 # OpenSim's SimmSpline takes every knot spacing as at least this (its TINY_NUMBER)
 OPENSIM_TINY_NUMBER = 1e-7
+# Simbody's SignificantReal (eps^(7/8)): OpenSim's Body takes a mass this small as none and then
+# resets a nonzero inertia to zero, with a warning (Body::getInertia)
+SIMBODY_SIGNIFICANT_REAL = float(np.finfo(float).eps) ** 0.875
 # a SimmSpline's knots at most: its branch-free formula has a clamp per knot, which every
 # derivative carries (128 knots: 10 s to generate; 1,000: 3 min and 1 GB; OpenSim's models: ~20)
 MAX_SPLINE_KNOTS = 128
@@ -438,7 +441,15 @@ def _bodies(el, ctx):
         names[b.name] = b
         mass = ctx.numbers(b, "mass", 1)[0]       # OpenSim too refuses a body without one
         com = ctx.numbers(b, "mass_center", 3, default=(0, 0, 0))
-        xx, yy, zz, xy, xz, yz = ctx.numbers(b, "inertia", 6, default=(0,) * 6)
+        moments = ctx.numbers(b, "inertia", 6, default=(0,) * 6)
+        if (abs(mass) <= SIMBODY_SIGNIFICANT_REAL
+                and np.linalg.norm(moments) > SIMBODY_SIGNIFICANT_REAL):
+            warnings.warn(f"{ctx.source}: line {b.line}: <Body name='{b.name}'>: its mass {mass:g} is "
+                          "none to OpenSim, which then resets its nonzero <inertia> to zero; so "
+                          "does this reader",
+                          OsimWarning, stacklevel=2)
+            moments = (0.0,) * 6
+        xx, yy, zz, xy, xz, yz = moments
         I = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
         out[b.path] = (b.name, mass, com, I, b)
     if len(out) > MAX_BODIES:
