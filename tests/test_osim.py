@@ -957,3 +957,20 @@ def test_a_mass_opensim_takes_as_none_drops_the_inertia(tmp_path, mass, reset):
     assert model.nv == 2                    # (c welded to t)
     worst = compare(path)
     assert max(worst.values()) < TOL, worst
+
+
+def test_a_default_pose_at_gimbal_lock_names_the_files_default_value(tmp_path):
+    """A Ball joint's default angles at its gimbal lock (the middle one at 90 deg) make the
+    mass matrix singular there, which generation refuses; the way out it named was YAML's
+    `initial:` and Python's model.q0, not the .osim file's own <default_value> (an outside
+    tester)."""
+    coords = "".join(f"<Coordinate name='{n}'><default_value>{v}</default_value></Coordinate>"
+                     for n, v in (("r1", 0.0), ("r2", math.pi / 2), ("r3", 0.0)))
+    joint = f"""<BallJoint name="g"><socket_parent_frame>/ground</socket_parent_frame>
+        <socket_child_frame>/bodyset/b</socket_child_frame><coordinates>{coords}</coordinates>
+        </BallJoint>"""
+    path = write(tmp_path, without_constraints(osim_text(joint=joint)))
+    with pytest.raises(ModelError, match=r"singular at the initial configuration q = \[0, 1\.57, "
+                       r"0\].*an \.osim file's Coordinate <default_value>"):
+        scleron.generate(path, functions=["forward_dynamics"], out_dir=str(tmp_path / "g"),
+                         compile=False)

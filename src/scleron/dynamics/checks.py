@@ -301,7 +301,8 @@ def check_regular_at_start(tree, q0, *, source=None):
         "before it do not already move there (a singularity of the joint's coordinates, e.g. a "
         "proper Euler chart's gimbal lock at q = 0; the matrix is regular elsewhere), so forward "
         "dynamics is NaN or huge there. Give the model an initial configuration away from it (YAML "
-        "initial: q; Python model.q0) or coordinates regular there (a Tait-Bryan chart at q = 0)",
+        "initial: q; an .osim file's Coordinate <default_value>; Python model.q0) or coordinates "
+        "regular there (a Tait-Bryan chart at q = 0)",
         source=source, element=f"joint '{b.joint_name}'", joint=b.joint_name)
 
 
