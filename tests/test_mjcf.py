@@ -514,6 +514,21 @@ def test_actuator_armature_and_damping_equal_mujoco(tmp_path, flags):
     compare_dynamics(model, path, reference(model))
 
 
+@pytest.mark.skipif(not hasattr(mujoco.MjModel, "actuator_armature"), reason="MuJoCo before 4")
+@pytest.mark.parametrize("motor, said", [
+    ('name="m" damping="-5" gear="3"', "actuator 'm': damping -5 on joint 'j'"),
+    ('armature="-1"', "actuator 0 (unnamed): armature -1 on joint 'j'")])
+def test_negative_actuator_loads_name_the_actuator(tmp_path, motor, said):
+    """An outside tester: a motor's damping -5 with gear 3 was refused as "joint 'j': damping
+    must not be negative, got [-45.0]", a number the file does not hold, on an element that is
+    not at fault."""
+    text = ('<mujoco><worldbody><body><joint name="j" axis="0 1 0"/><inertial pos="0.3 0 0" '
+            'mass="1" diaginertia="0.01 0.01 0.01"/></body></worldbody><actuator><motor joint="j" '
+            + motor + '/></actuator></mujoco>')
+    with pytest.raises(ModelError, match=re.escape(said) + " must not be negative"):
+        scleron.load_model(write(tmp_path, text))
+
+
 @pytest.mark.skipif(not hasattr(mujoco.MjModel, "dof_dampingpoly"), reason="MuJoCo before 4")
 @pytest.mark.parametrize("joint, said", [
     ('damping="0.5 2 0"', "1 degree of freedom's polynomial damping (only the linear term is read)"),

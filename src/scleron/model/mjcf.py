@@ -416,7 +416,7 @@ def _add_body(model, m, names, body_names, b, source):
         own = k == count - 1 and not a.any()
         body = body_names[b] if own else names.unique("body", "", raw or f"{body_names[b]}_joint{k}")
         model.add_body(body, parent_name, origin=origin, joint_name=joint_name,
-                       **_joint_spec(m, j, kind, shown, source),
+                       **_joint_spec(m, j, kind, shown, source, names),
                        **(inertia if own else dict(mass=0.0, inertia=(0.0, 0.0, 0.0))))
         if not own:                     # (named after the joint: the file's body is b)
             model.joint_bodies[joint_name] = body_names[b]
@@ -449,10 +449,11 @@ def _joint_kind(m, j):
     return {0: FREE, 1: BALL, 2: SLIDE, 3: HINGE}[int(m.jnt_type[j])]
 
 
-def _joint_spec(m, j, kind, err_name, source):
+def _joint_spec(m, j, kind, err_name, source, names):
     """add_body's joint keywords of MuJoCo joint j: type, axis, damping, armature, stiffness."""
     dof, nv = int(m.jnt_dofadr[j]), {FREE: 6, BALL: 3, SLIDE: 1, HINGE: 1}[kind]
     added_armature, added_damping = _actuator_loads(m, j)
+    _refuse_negative_actuator_loads(m, j, err_name, source, names)
     damping = [float(x) + added_damping for x in m.dof_damping[dof:dof + nv]]
     if _disabled(m, "mjDSBL_DAMPER"):             # <flag damper="disable"/>: MuJoCo applies none
         damping = [0.0] * nv
@@ -496,6 +497,24 @@ def _actuator_loads(m, j):
             armature += g2 * float(m.actuator_armature[a])
             damping += g2 * float(m.actuator_damping[a])
     return armature, damping
+
+
+def _refuse_negative_actuator_loads(m, j, err_name, source, names):
+    """A ModelError naming the actuators on joint j with a negative armature or damping (the
+    joint's own, which they add to as gear^2 times theirs, would be blamed: an outside tester)."""
+    if not hasattr(m, "actuator_armature"):
+        return
+    for a in _joint_actuators(m):
+        if int(m.actuator_trnid[a][0]) != j:
+            continue
+        for what in ("armature", "damping"):
+            value = float(getattr(m, f"actuator_{what}")[a])
+            if value < 0:
+                name = names.raw("actuator", a)
+                raise ModelError(f"{what} {value:g} on joint {err_name!r} must not be negative "
+                                 f"(MuJoCo adds gear^2 times it to the joint's {what})",
+                                 source=source, element=f"actuator {name!r}" if name
+                                 else f"actuator {a} (unnamed)")
 
 
 def _joint_actuators(m):
