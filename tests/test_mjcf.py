@@ -514,6 +514,18 @@ def test_actuator_armature_and_damping_equal_mujoco(tmp_path, flags):
     compare_dynamics(model, path, reference(model))
 
 
+@pytest.mark.parametrize("axis", ["0.5 1 1e200", "1e300 0 0"])
+def test_an_axis_mujoco_cannot_normalise_is_said_to_overflow(tmp_path, axis):
+    """MuJoCo refuses a zero axis itself; one whose length overflows it compiles to a zero
+    axis, which scleron called "zero length (|axis| = 0)", contradicting the file (an outside
+    tester)."""
+    text = (f'<mujoco><worldbody><body><joint name="h" axis="{axis}"/><inertial pos="0.3 0 0" '
+            'mass="1" diaginertia="0.01 0.01 0.01"/></body></worldbody></mujoco>')
+    with pytest.raises(ModelError, match=r"joint 'h'.*compiled axis is zero: the file's axis= "
+                       "overflowed"):
+        scleron.load_model(write(tmp_path, text))
+
+
 @pytest.mark.skipif(not hasattr(mujoco.MjModel, "actuator_armature"), reason="MuJoCo before 4")
 @pytest.mark.parametrize("motor, said", [
     ('name="m" damping="-5" gear="3"', "actuator 'm': damping -5 on joint 'j'"),

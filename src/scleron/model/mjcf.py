@@ -472,6 +472,11 @@ def _joint_spec(m, j, kind, err_name, source, names):
     else:
         spec["joint"] = "revolute" if kind == HINGE else "prismatic"
         spec["axis"] = tuple(float(x) for x in m.jnt_axis[j])
+        if not np.linalg.norm(spec["axis"]) > 1e-12:     # (MuJoCo refuses an axis too small)
+            raise ModelError("MuJoCo's compiled axis is zero: the file's axis= overflowed double "
+                             "precision when MuJoCo normalised it (a component such as 1e200); "
+                             "give the axis as a direction of moderate size", source=source,
+                             element=f"joint {err_name!r}")
         stiffness = 0.0 if _disabled(m, "mjDSBL_SPRING") else float(m.jnt_stiffness[j])
         if stiffness:
             spec["stiffness"] = stiffness
