@@ -1138,6 +1138,21 @@ def test_the_summary_names_a_shortened_last_step(files, build, capsys, duration,
                  "--build-dir", build]) == 0
     assert line in capsys.readouterr().out
 
+def test_the_summary_says_when_the_energy_overflows(tmp_path, capsys):
+    """Gravity 1e200: the state stays finite (q near 1e195) while its energy overflows; the
+    summary printed "E(end) = inf J, max relative drift nan" and nothing else (an outside
+    tester)."""
+    from scleron.cli import main
+    path = tmp_path / "gh.yaml"
+    path.write_text("name: gh\ngravity: [1.0e+200, 0, 1.0e+200]\nbodies:\n  - {name: a, parent: "
+                    "world, joint: {type: revolute, axis: [0, 1, 0]}, mass: 1, com: [0.2, 0, 0], "
+                    "inertia: [0.01, 0.01, 0.01]}\n")
+    assert main(["simulate", str(path), "--duration", "0.01", "--dt", "0.001",
+                 "--build-dir", str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    assert "the energy overflowed double precision from t = 0.001 s on, the state did not" in out
+
+
 SLIDER = """\
 name: slider
 gravity: [0, 0, -9.81]

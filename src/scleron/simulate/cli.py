@@ -3,6 +3,8 @@
 import argparse
 import sys
 
+import numpy as np
+
 from ..errors import BuildError, ModelError, one_line
 from ..model.load import add_load_arguments, load_arguments
 from .api import DEFAULT_SWITCH_THRESHOLD, simulate
@@ -78,6 +80,12 @@ def summary(traj):
              f"energy: E(0) = {e0:.10g} J, E(end) = {float(traj.energy[-1]):.10g} J, max relative "
              f"{'change' if traj.work else 'drift'} {traj.energy_drift:.3e}" + _over(traj) + (f" ({'; '.join(traj.work)})" if traj.work else ""),
              f"chart switches: {len(traj.switches)}"]
+    overflow = np.flatnonzero(~np.isfinite(traj.energy))
+    if overflow.size:                       # (the state stayed finite: the run checks it)
+        lines.insert(2, f"  the energy overflowed double precision from t = "
+                        f"{float(traj.t[overflow[0]]):g} s on, the state did not: the model's "
+                        "magnitudes (its gravity, masses, lengths) are too large for it; rescale "
+                        "its units")
     lines += [f"  {s}" for s in traj.switches[:SHOWN_SWITCHES]]
     if len(traj.switches) > SHOWN_SWITCHES:
         lines.append(f"  ... and {len(traj.switches) - SHOWN_SWITCHES} more")
