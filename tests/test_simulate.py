@@ -1138,6 +1138,7 @@ def test_the_summary_names_a_shortened_last_step(files, build, capsys, duration,
                  "--build-dir", build]) == 0
     assert line in capsys.readouterr().out
 
+
 def test_the_summary_says_when_the_energy_overflows(tmp_path, capsys):
     """Gravity 1e200: the state stays finite (q near 1e195) while its energy overflows; the
     summary printed "E(end) = inf J, max relative drift nan" and nothing else (an outside
