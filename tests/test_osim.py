@@ -974,3 +974,18 @@ def test_a_default_pose_at_gimbal_lock_names_the_files_default_value(tmp_path):
                        r"0\].*an \.osim file's Coordinate <default_value>"):
         scleron.generate(path, functions=["forward_dynamics"], out_dir=str(tmp_path / "g"),
                          compile=False)
+
+
+def test_a_huge_offset_translation_is_named(tmp_path):
+    """An offset frame 1e300 m away overflowed the inertia of the body the reader made up for
+    the joint's child frame, and the error named that body ('b_pin_frame', not in the file)
+    without a line (an outside tester)."""
+    joint = """<PinJoint name="pin"><socket_parent_frame>/ground</socket_parent_frame>
+        <socket_child_frame>b_offset</socket_child_frame><coordinates><Coordinate name="a"/>
+        </coordinates><frames><PhysicalOffsetFrame name="b_offset"><socket_parent>/bodyset/b
+        </socket_parent><translation>1e300 0 0</translation></PhysicalOffsetFrame></frames>
+        </PinJoint>"""
+    path = write(tmp_path, without_constraints(osim_text(joint=joint)))
+    with pytest.raises(ModelError, match=r"m\.osim:\d+: <PhysicalOffsetFrame name='b_offset'>: "
+                       r"<translation> 1e\+300 0 0 is beyond 1e\+150 m"):
+        scleron.load_model(path)

@@ -74,6 +74,9 @@ DEFAULT_NAMES = {"Ground": "ground", "BodySet": "bodyset", "JointSet": "jointset
                  "ProbeSet": "probeset"}
 # OpenSim's SimmSpline takes every knot spacing as at least this (its TINY_NUMBER)
 OPENSIM_TINY_NUMBER = 1e-7
+# an offset frame's translation at most: a body hung from it moves its inertia by m |t|^2, which
+# overflows double precision from about 1e154 (the error then named a body the reader made up)
+MAX_TRANSLATION = 1e150
 # Simbody's SignificantReal (eps^(7/8)): OpenSim's Body takes a mass this small as none and then
 # resets a nonzero inertia to zero, with a warning (Body::getInertia)
 SIMBODY_SIGNIFICANT_REAL = float(np.finfo(float).eps) ** 0.875
@@ -405,8 +408,12 @@ class _Frames:
             path = ref
         where, X = self.done[path]
         for offset, node in reversed(chain):
-            own = Transform(_orientation(self.ctx.numbers(node, "orientation", 3, (0, 0, 0))),
-                            np.array(self.ctx.numbers(node, "translation", 3, (0, 0, 0))))
+            t = np.array(self.ctx.numbers(node, "translation", 3, (0, 0, 0)))
+            if np.abs(t).max() > MAX_TRANSLATION:
+                raise self.ctx.error(node, f"<translation> {' '.join(f'{x:g}' for x in t)} is "
+                                     f"beyond {MAX_TRANSLATION:g} m: the inertias moved by it "
+                                     "overflow double precision; rescale the model's units")
+            own = Transform(_orientation(self.ctx.numbers(node, "orientation", 3, (0, 0, 0))), t)
             X = X.compose(own)
             self.done[offset] = (where, X)
         return where, X
