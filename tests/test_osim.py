@@ -989,3 +989,15 @@ def test_a_huge_offset_translation_is_named(tmp_path):
     with pytest.raises(ModelError, match=r"m\.osim:\d+: <PhysicalOffsetFrame name='b_offset'>: "
                        r"<translation> 1e\+300 0 0 is beyond 1e\+150 m"):
         scleron.load_model(path)
+
+
+def test_a_joint_from_a_body_to_itself_is_said_so(tmp_path):
+    """A joint whose parent and child frames are on one body was refused as "its parent frame
+    is not connected to the ground" (an outside tester)."""
+    joint = """<PinJoint name="self"><socket_parent_frame>/bodyset/b</socket_parent_frame>
+        <socket_child_frame>/bodyset/b</socket_child_frame><coordinates><Coordinate name="a"/>
+        </coordinates></PinJoint>"""
+    path = write(tmp_path, without_constraints(osim_text(joint=joint)))
+    with pytest.raises(ModelError, match=r"<PinJoint name='self'>: its parent and child frames "
+                       r"are both on body 'b'"):
+        scleron.load_model(path)

@@ -774,6 +774,9 @@ def _tree_order(joints, bodies, ctx):
         if base == GROUND or base not in bodies:
             raise ctx.error(j.node, "its child frame is on the ground: write the joint from "
                             "the ground to the body")
+        if j.parent[0] == base:
+            raise ctx.error(j.node, f"its parent and child frames are both on body "
+                            f"'{bodies[base][0]}': a joint connects two bodies")
         if base in child_of:
             raise ctx.error(j.node, f"body '{bodies[base][0]}' is already the child of joint "
                             f"'{child_of[base].name}'" + _reversal_hint(j, joints, bodies))
