@@ -560,8 +560,21 @@ def test_the_generated_module_starts_where_the_model_file_does(tmp_path):
     assert report.cache_hit and again is dyn            # the same code and module
     q0, qd0 = dyn.initial_state()
     assert q0.tolist() == dyn.neutral().tolist() == [0, 0, 0] and qd0.tolist() == [0, 0, 0]
-    (tmp_path / "g" / "initial_state.json").unlink()     # a folder without it: neutral, at rest
-    assert dyn.initial_state()[0].tolist() == [0, 0, 0]
+    record = tmp_path / "g" / "initial_state.json"
+    record.write_text('{"q": [0.5, 0.5, 0.5], "qd": [1, 1, 1]}')
+    assert dyn.initial_state()[0].tolist() == [0.5, 0.5, 0.5]
+    # a folder without it, or with one unreadable: neutral, at rest, and said (an outside
+    # tester: a silent fallback started a controller from the wrong state)
+    for text, said in ((None, "it is missing"), ("garbage", "it is unreadable (JSONDecodeError"),
+                       ('{"q": [1, 2], "qd": [0, 0, 0]}', "it holds 2 q and 3 qd numbers, not "
+                        "nq = 3 and nv = 3")):
+        if text is None:
+            record.unlink()
+        else:
+            record.write_text(text)
+        with pytest.warns(UserWarning, match=re.escape(f"initial_state.json: {said}")):
+            q0, qd0 = dyn.initial_state()
+        assert q0.tolist() == [0, 0, 0] and qd0.tolist() == [0, 0, 0]
 
 
 @pytest.mark.parametrize("option, needle", [
