@@ -585,6 +585,13 @@ def test_interrupted_install_is_repaired(tmp_path):
     assert dyn.nv == 2 and debris(out) == []
     assert np.allclose(dyn.mass_matrix(Q), reference_M(path), rtol=1e-12, atol=1e-14)
     assert not [n for n in os.listdir(out) if n.startswith(("_build", "build.log"))]
+    # the next generation, too, finds it before its cache check: no new generation (an outside
+    # tester: codegen regenerated and recompiled everything, then put the old folder back
+    # only to replace it)
+    os.rename(out, str(tmp_path / ".tiny.old-0badcafe"))
+    report = pipeline.Report("tiny", 2)
+    scleron.generate(scleron.load_model(path), out, compile=False, report=report)
+    assert report.cache_hit and debris(out) == []
 
 
 def test_never_replaces_a_folder_scleron_did_not_write(tmp_path):

@@ -21,7 +21,7 @@ from .backends.c.render import PY_MODULES, c_comment, c_identifier  # noqa: F401
 from .backends.cuda import compile_cuda, cuda_options, find_nvcc
 from .backends.folders import (clean_stale, dir_lock, discard_temp_folder, edited_sources,
                                install_folder, make_temp_folder, record_initial_state,
-                               record_model_file)
+                               record_model_file, recover)
 from .dynamics.checks import check_model_dynamics, overflow_error
 from .errors import ModelError
 from .dynamics.frames import frame_columns
@@ -599,6 +599,8 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     key = cache_key(model, _options(name, chunk, cflags, method,
                                     model_mass_form(model, mass_matrix),
                                     functions, frames, cuda))
+    if not force:
+        recover(out_dir)                 # (a killed install's previous folder, put back)
     hit, report.edited = _cached(out_dir, key) if not force else (False, [])
     if hit:
         report.cache_hit = True

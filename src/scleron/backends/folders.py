@@ -386,6 +386,20 @@ def _recover(out_dir):
         shutil.rmtree(old, ignore_errors=True)
 
 
+def recover(out_dir):
+    """_recover under the parent's lock, before a cache check (an install killed between its
+    renames left the previous folder aside: found, it needs no new generation); nothing where
+    the parent does not exist or cannot be locked."""
+    parent = os.path.dirname(os.path.abspath(out_dir))
+    if not os.path.isdir(parent):
+        return
+    try:
+        with _dir_lock(parent):
+            _recover(out_dir)
+    except OSError:
+        pass
+
+
 def _fsync_tree(folder):
     for root, _, files in os.walk(folder):
         for f in files:
