@@ -1301,3 +1301,34 @@ def test_a_full_disk_names_the_file(tmp_path, monkeypatch):
     monkeypatch.setattr(builtins, "open", lambda *a, **k: Full())
     with pytest.raises(OSError, match=r"No space left on device: '.*a\.c'"):
         pipeline.write_sources({"a.c": "int x;"}, str(tmp_path))
+
+
+def test_codegen_says_why_it_regenerated(tmp_path):
+    """A folder generated before with other options, $SCLERON_OPT among them, was regenerated
+    without a word: a user who had set SCLERON_OPT=0 (the README's advice for test suites) saw
+    the committed generated/ folder rewritten (an outside tester). codegen now names what
+    differed."""
+    path, out = tiny(tmp_path), str(tmp_path / "tiny")
+
+    def codegen(*extra, opt=None):
+        env = {k: v for k, v in os.environ.items() if k != "SCLERON_OPT"}
+        if opt is not None:
+            env["SCLERON_OPT"] = opt
+        r = subprocess.run([sys.executable, "-m", "scleron.cli", "codegen", path, "-o", out,
+                            "--no-compile", *extra], capture_output=True, text=True, env=env)
+        assert r.returncode == 0, r.stderr
+        return [line for line in r.stdout.splitlines() if line.startswith("regenerated")]
+    assert codegen() == []                                    # a new folder: nothing to say
+    assert codegen(opt="0") == ["regenerated: its compiler flags differ (-Os there, -O0 now: "
+                                "$SCLERON_OPT, --opt, --march or cflags=)"]
+    assert codegen("--functions", "fd", opt="0") == [
+        "regenerated: its options differ (functions)"]
+    with open(path, "a") as fh:
+        fh.write("\n# a comment: the same model\n")
+    assert codegen("--functions", "fd", opt="0") == []         # up to date
+    text = open(path).read().replace("mass: 1.0", "mass: 2.0", 1)
+    assert text != open(path).read()
+    with open(path, "w") as fh:
+        fh.write(text)
+    assert codegen("--functions", "fd", opt="0") == [
+        "regenerated: the model, or scleron's code generator, differs from its generation's"]

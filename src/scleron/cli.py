@@ -289,6 +289,8 @@ def cmd_codegen(args):
         why = ("" if args.output else " (models whose names make one identifier share a default "
                "folder: give -o or --name)")
         print(f"note: {out} held the code generated from {previous}; replaced{why}")
+    if report.stale:
+        print(f"regenerated: {report.stale}")
     if report.edited:
         print(f"regenerated: {', '.join(report.edited)} differed from what scleron wrote "
               "(edited by hand?); the folder now holds the generated sources again")

@@ -85,6 +85,7 @@ class Report:
     functions: dict = field(default_factory=dict)     # name -> (statements, OpCounts)
     forms: dict = field(default_factory=dict)         # name -> how its code is shaped
     times: dict = field(default_factory=dict)         # derive, unroll, render, compile
+    stale: str = ""     # why the folder's earlier generation was not up to date (_why_stale)
 
 
 def template_texts(backend="c"):
@@ -534,6 +535,30 @@ def _cached(out_dir, key):
     return not edited, edited
 
 
+def _why_stale(meta, options):
+    """Why a folder's generation (its scleron.json, or None) is not this one, in words: the
+    options that differ (the compiler flags: $SCLERON_OPT, --opt), else scleron's version,
+    else the model or scleron's code generator ("" where the folder holds none)."""
+    stored = meta.get("options") if meta else None
+    if not isinstance(stored, dict):
+        return ""
+    differ = sorted(k for k in set(stored) | set(options) if stored.get(k) != options.get(k))
+    said = []
+    if "cflags" in differ:
+        old, new = list(map(str, stored.get("cflags") or [])), list(options["cflags"])
+        said.append(f"its compiler flags differ ({' '.join(f for f in old if f not in new)} "
+                    f"there, {' '.join(f for f in new if f not in old)} now: $SCLERON_OPT, "
+                    "--opt, --march or cflags=)")
+        differ.remove("cflags")
+    if differ:
+        said.append(f"its options differ ({', '.join(differ)})")
+    if said:
+        return "; ".join(said)
+    if meta.get("scleron_version") != __version__:
+        return f"scleron {meta.get('scleron_version')} generated it, this is {__version__}"
+    return "the model, or scleron's code generator, differs from its generation's"
+
+
 def write_sources(files, folder):
     for fname, text in files.items():
         path = os.path.join(folder, fname)
@@ -596,12 +621,14 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     progress = progress or _silent
     if cuda and compile:
         find_nvcc()                      # no nvcc: one line before any work
-    key = cache_key(model, _options(name, chunk, cflags, method,
-                                    model_mass_form(model, mass_matrix),
-                                    functions, frames, cuda))
+    options = _options(name, chunk, cflags, method, model_mass_form(model, mass_matrix),
+                       functions, frames, cuda)
+    key = cache_key(model, options)
     if not force:
         recover(out_dir)                 # (a killed install's previous folder, put back)
     hit, report.edited = _cached(out_dir, key) if not force else (False, [])
+    if not (force or hit or report.edited):
+        report.stale = _why_stale(_meta(out_dir), options)
     if hit:
         report.cache_hit = True
         clean_stale(out_dir)             # what killed runs left next to the folder
