@@ -186,6 +186,13 @@ def test_missing_nvcc_is_one_line(monkeypatch, tmp_path, capsys):
     assert len(lines) == 1 and "no CUDA compiler" in lines[0] and "CUDA toolkit" in lines[0]
     assert main(["codegen", example("tc10.yaml"), "--cuda-split", "100"]) == 2
     assert "need --cuda" in capsys.readouterr().err
+    # a negative split was refused with the Python API's words ("None (one kernel ...)"),
+    # which the option cannot take (an outside tester)
+    for bad in ("-1", "x"):
+        assert main(["codegen", example("tc10.yaml"), "--cuda", "--cuda-split", bad,
+                     "--no-compile", "-o", str(tmp_path / "o3")]) == 2
+        assert (f"--cuda-split must be auto, 0 (one kernel per function) or a positive number "
+                f"of statements, got '{bad}'") in capsys.readouterr().err
 
 
 # ---- compiled (nvcc), no GPU needed --------------------------------------------------------------

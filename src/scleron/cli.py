@@ -371,9 +371,13 @@ def _cuda_options(args):
     split = args.cuda_split or "auto"
     if split != "auto":
         try:
-            split = int(split) or None              # 0: one kernel per function
+            split = int(split)
         except ValueError:
-            raise CommandError(f"--cuda-split must be auto or a number, got {split!r}") from None
+            split = -1
+        if split < 0:
+            raise CommandError(f"--cuda-split must be auto, 0 (one kernel per function) or a "
+                               f"positive number of statements, got {args.cuda_split!r}")
+        split = split or None                       # 0: one kernel per function
     return {"arch": args.cuda_arch, "split": split}
 
 
