@@ -1162,7 +1162,8 @@ def test_a_python_initial_state_is_checked():
         with pytest.raises(scleron.ModelError, match=f"q0 must be 3 numbers .nq., got {len(bad)} numbers"):
             m.validate()
     for bad, problem in (([np.nan, 0.5, 0], "q0 must be finite"), (3.0, "got a single number"),
-                         (["0", "1", "0"], "q0 must be 3 numbers, got"), ([[0, 0.5, 0]], "shape")):
+                         (["0", "1", "0"], "q0 must be 3 numbers, got"), ([[0, 0.5, 0]], "shape"),
+                         ("abc", "q0 must be 3 numbers .nq., got the text 'abc'")):
         m.q0 = bad
         with pytest.raises(scleron.ModelError, match=problem):
             m.validate()

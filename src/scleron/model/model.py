@@ -811,6 +811,8 @@ class Model:
                 continue
             err = lambda problem: ModelError(problem, source=self.source)
             shape = np.shape(value)
+            if isinstance(value, (str, bytes)):
+                raise err(f"{attr} must be {n} numbers ({size}), got the text {value!r}")
             if len(shape) != 1 or shape[0] != n:
                 got = f"{shape[0]} numbers" if len(shape) == 1 else \
                     ("a single number" if not shape else f"an array of shape {shape}")
