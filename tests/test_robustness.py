@@ -988,6 +988,16 @@ def test_hostile_names_give_valid_harmless_code(tmp_path, monkeypatch):
                                                                   "#include <string.h>"}, f
         elif f.endswith(".py"):
             ast.parse(text)
+    # the Python module describes each coordinate by its exact name (the C comments' sanitised
+    # text made the descriptions differ from coordinate_names: an outside tester)
+    tree = ast.parse(files["__init__.py"])
+    values = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+              for t in node.targets if isinstance(t, ast.Name)}
+    names = ast.literal_eval(values["coordinate_names"])
+    for kind in ("coordinate_descriptions", "velocity_descriptions"):
+        said = ast.literal_eval(values[kind])
+        assert len(said) == len(names) and all(d.startswith(n + ": ") for d, n in zip(said, names))
+    assert names[0] == "*/ #include </etc/passwd> /*\\N{x}"
 
 
 @settings(max_examples=300, deadline=None)

@@ -22,7 +22,9 @@ class CBackend(Backend):
             "model_name": c_comment(gen.model_name), "source": c_comment(gen.source),
             "version": gen.version, "nq": gen.nq, "nv": gen.nv, "hash": gen.key,
             "module": f"_{gen.name}_{gen.key[:12]}",
-            "coordinates": [c_comment(c) for c in gen.coordinate_descriptions],
+            "coordinates": [c_comment(c) for c in gen.coordinate_descriptions],   # (the header's)
+            "coordinate_descriptions": list(gen.coordinate_descriptions),         # (Python's, as is)
+            "velocity_descriptions": list(gen.velocity_descriptions),
             "coordinate_names": gen.coordinate_names,
             "velocities": [c_comment(v) for v in gen.velocity_descriptions],
             "velocity_names": gen.velocity_names, "known_functions": gen.known_functions,
