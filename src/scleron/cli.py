@@ -526,7 +526,7 @@ def build_parser():
     s.add_argument("--joint", metavar="NAME", help="print this joint's coordinates, G, S and Sdot "
                    "(default, without --function or --tree: every joint's)")
     s.add_argument("--what", default="all", choices=["all", "G", "S", "Sdot"],
-                   help="with --joint: which quantity")
+                   help="which quantity of each joint shown (all joints, or --joint NAME)")
     s.add_argument("--format", default="text", choices=["text", "latex", "c"],
                    help="text, a standalone LaTeX document, or C")
     s.add_argument("--tree", action="store_true",
