@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_dfb539c95b98"
-HASH = "dfb539c95b986864b329e4b29f0334742c709bee65193e1f61a47dbbed421529"
+MODULE = "_branched_059a4cd9791d"
+HASH = "059a4cd9791d8bba2fe7162bf960f886d247f41b2094392576445c34c0bf2032"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -91,16 +91,24 @@ def initial_state():
     refs and free bodies at their <body pos>, at rest; OpenSim: the coordinates' default values
     and speeds; YAML: `initial:`), else the neutral q at rest. `scleron simulate` starts here.
     Read from initial_state.json, which each generation of this folder writes (a changed
-    `initial:` is no new code); the neutral q at rest where it is missing or unreadable."""
+    `initial:` is no new code); the neutral q at rest, with a warning, where it is missing or
+    unreadable."""
     import json
+    import warnings
+    path = os.path.join(HERE, "initial_state.json")
     try:
-        with open(os.path.join(HERE, "initial_state.json")) as fh:
+        with open(path) as fh:
             record = json.load(fh)
         q, qd = np.array(record["q"], dtype=float), np.array(record["qd"], dtype=float)
         if q.shape == (nq,) and qd.shape == (nv,):
             return q, qd
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+        problem = f"it holds {q.size} q and {qd.size} qd numbers, not nq = {nq} and nv = {nv}"
+    except FileNotFoundError:
+        problem = "it is missing"
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        problem = f"it is unreadable ({type(exc).__name__}: {exc})"
+    warnings.warn(f"{path}: {problem}: initial_state() gives the neutral q at rest instead "
+                  "(a generation of this folder writes the file)", stacklevel=2)
     return neutral(), np.zeros(nv)
 
 

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_b35d623597e2"
-HASH = "b35d623597e2575db0bafc8e77ec74f817cfc90a64d71598fb99906edc2abd8b"
+MODULE = "_quadruped_9b6c445628be"
+HASH = "9b6c445628be91b3520f73594a76cce175c75d55ef6c858ffebe2f654721d418"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -91,16 +91,24 @@ def initial_state():
     refs and free bodies at their <body pos>, at rest; OpenSim: the coordinates' default values
     and speeds; YAML: `initial:`), else the neutral q at rest. `scleron simulate` starts here.
     Read from initial_state.json, which each generation of this folder writes (a changed
-    `initial:` is no new code); the neutral q at rest where it is missing or unreadable."""
+    `initial:` is no new code); the neutral q at rest, with a warning, where it is missing or
+    unreadable."""
     import json
+    import warnings
+    path = os.path.join(HERE, "initial_state.json")
     try:
-        with open(os.path.join(HERE, "initial_state.json")) as fh:
+        with open(path) as fh:
             record = json.load(fh)
         q, qd = np.array(record["q"], dtype=float), np.array(record["qd"], dtype=float)
         if q.shape == (nq,) and qd.shape == (nv,):
             return q, qd
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+        problem = f"it holds {q.size} q and {qd.size} qd numbers, not nq = {nq} and nv = {nv}"
+    except FileNotFoundError:
+        problem = "it is missing"
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        problem = f"it is unreadable ({type(exc).__name__}: {exc})"
+    warnings.warn(f"{path}: {problem}: initial_state() gives the neutral q at rest instead "
+                  "(a generation of this folder writes the file)", stacklevel=2)
     return neutral(), np.zeros(nv)
 
 
