@@ -449,7 +449,7 @@ def _joint_kind(m, j):
     return {0: FREE, 1: BALL, 2: SLIDE, 3: HINGE}[int(m.jnt_type[j])]
 
 
-def _joint_spec(m, j, kind, err_name, source, names):
+def _joint_spec(m, j, kind, err_name, source, names=None):
     """add_body's joint keywords of MuJoCo joint j: type, axis, damping, armature, stiffness."""
     dof, nv = int(m.jnt_dofadr[j]), {FREE: 6, BALL: 3, SLIDE: 1, HINGE: 1}[kind]
     added_armature, added_damping = _actuator_loads(m, j)
@@ -515,7 +515,7 @@ def _refuse_negative_actuator_loads(m, j, err_name, source, names):
         for what in ("armature", "damping"):
             value = float(getattr(m, f"actuator_{what}")[a])
             if value < 0:
-                name = names.raw("actuator", a)
+                name = names.raw("actuator", a) if names is not None else ""
                 raise ModelError(f"{what} {value:g} on joint {err_name!r} must not be negative "
                                  f"(MuJoCo adds gear^2 times it to the joint's {what})",
                                  source=source, element=f"actuator {name!r}" if name
