@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_059a4cd9791d"
-HASH = "059a4cd9791d8bba2fe7162bf960f886d247f41b2094392576445c34c0bf2032"
+MODULE = "_branched_2cf1acd3661c"
+HASH = "2cf1acd3661c3f627b1713fb732c63cd1cfeba0a85c30ee9844437cd05719762"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

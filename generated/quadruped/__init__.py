@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_9b6c445628be"
-HASH = "9b6c445628be91b3520f73594a76cce175c75d55ef6c858ffebe2f654721d418"
+MODULE = "_quadruped_1a271353252f"
+HASH = "1a271353252f10c87d06f6b01e6742fb007d22b25c7f6dfba7600982268b92d6"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_14c16b288322"
-HASH = "14c16b288322decd5b4b451fffc8693fb37f1a104f678cdfc586908e6d83b47e"
+MODULE = "_rc100_c4722a57c5e0"
+HASH = "c4722a57c5e02f02173a79fb04c674f73325d697be28b65c61785c8f6261aef4"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_bbdb9a481d1a"
-HASH = "bbdb9a481d1aeb41fb585e543348d825fe0e6c484f3da6c4ab5e209c8a189966"
+MODULE = "_rc20_34ccc72a7455"
+HASH = "34ccc72a74556d5c03c4050e5c604ebec68e9449e252b8c3ba1ac4551d78af9b"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_22f53e978b29"
-HASH = "22f53e978b29bf4e2b720ace66bf0f1f093d95e3c06dd3ffc35d427345226257"
+MODULE = "_rc50_b60bc5ca822b"
+HASH = "b60bc5ca822b0a4e0f9ee0345b43aa138f93029d4c07d5e9ad3a47bb8b821b14"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
