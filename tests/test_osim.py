@@ -976,18 +976,22 @@ def test_a_default_pose_at_gimbal_lock_names_the_files_default_value(tmp_path):
                          compile=False)
 
 
-def test_a_huge_offset_translation_is_named(tmp_path):
-    """An offset frame 1e300 m away overflowed the inertia of the body the reader made up for
-    the joint's child frame, and the error named that body ('b_pin_frame', not in the file)
-    without a line (an outside tester)."""
-    joint = """<PinJoint name="pin"><socket_parent_frame>/ground</socket_parent_frame>
+@pytest.mark.parametrize("offset, mass, far", [("1e300", "1", "1e+300"), ("1e149", "1e20", "1e+149")])
+def test_a_child_frame_too_far_from_its_body_is_named(tmp_path, offset, mass, far):
+    """A child frame so far from its body that the body's inertia about it overflows (m |r|^2:
+    1e300 m at 1 kg, 1e149 m at 1e20 kg) was refused naming the body the reader makes up for
+    the frame ('b_pin_frame', not in the file), without a line (an outside tester; a reviewer:
+    a fixed limit on the translation missed heavy bodies and refused harmless parent frames)."""
+    joint = f"""<PinJoint name="pin"><socket_parent_frame>/ground</socket_parent_frame>
         <socket_child_frame>b_offset</socket_child_frame><coordinates><Coordinate name="a"/>
         </coordinates><frames><PhysicalOffsetFrame name="b_offset"><socket_parent>/bodyset/b
-        </socket_parent><translation>1e300 0 0</translation></PhysicalOffsetFrame></frames>
+        </socket_parent><translation>{offset} 0 0</translation></PhysicalOffsetFrame></frames>
         </PinJoint>"""
-    path = write(tmp_path, without_constraints(osim_text(joint=joint)))
-    with pytest.raises(ModelError, match=r"m\.osim:\d+: <PhysicalOffsetFrame name='b_offset'>: "
-                       r"<translation> 1e\+300 0 0 is beyond 1e\+150 m"):
+    text = without_constraints(osim_text(joint=joint)).replace("<mass>1</mass>",
+                                                                f"<mass>{mass}</mass>")
+    path = write(tmp_path, text)
+    with pytest.raises(ModelError, match=rf"m\.osim:\d+: <PinJoint name='pin'>: its child frame is "
+                       rf"{re.escape(far)} m from the mass centre of body 'b'"):
         scleron.load_model(path)
 
 

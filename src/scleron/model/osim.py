@@ -74,9 +74,6 @@ DEFAULT_NAMES = {"Ground": "ground", "BodySet": "bodyset", "JointSet": "jointset
                  "ProbeSet": "probeset"}
 # OpenSim's SimmSpline takes every knot spacing as at least this (its TINY_NUMBER)
 OPENSIM_TINY_NUMBER = 1e-7
-# an offset frame's translation at most: a body hung from it moves its inertia by m |t|^2, which
-# overflows double precision from about 1e154 (the error then named a body the reader made up)
-MAX_TRANSLATION = 1e150
 # Simbody's SignificantReal (eps^(7/8)): OpenSim's Body takes a mass this small as none and then
 # resets a nonzero inertia to zero, with a warning (Body::getInertia)
 SIMBODY_SIGNIFICANT_REAL = float(np.finfo(float).eps) ** 0.875
@@ -408,12 +405,8 @@ class _Frames:
             path = ref
         where, X = self.done[path]
         for offset, node in reversed(chain):
-            t = np.array(self.ctx.numbers(node, "translation", 3, (0, 0, 0)))
-            if np.abs(t).max() > MAX_TRANSLATION:
-                raise self.ctx.error(node, f"<translation> {' '.join(f'{x:g}' for x in t)} is "
-                                     f"beyond {MAX_TRANSLATION:g} m: the inertias moved by it "
-                                     "overflow double precision; rescale the model's units")
-            own = Transform(_orientation(self.ctx.numbers(node, "orientation", 3, (0, 0, 0))), t)
+            own = Transform(_orientation(self.ctx.numbers(node, "orientation", 3, (0, 0, 0))),
+                            np.array(self.ctx.numbers(node, "translation", 3, (0, 0, 0))))
             X = X.compose(own)
             self.done[offset] = (where, X)
         return where, X
@@ -811,6 +804,7 @@ def _add_tree(model, joints, bodies, frames, ctx):
                 continue
             moving = name
             if not X_BM.is_identity(1e-15):
+                _check_child_offset(j, X_BM, name, mass, com, ctx)
                 moving = _unique(f"{name}_{j.name}_frame", names)
                 model.add_body(moving, parent, joint="opensim", joint_name=j.name, origin=X_PF,
                                mass=0.0, com=(0, 0, 0), inertia=(0, 0, 0), **j.params)
@@ -826,6 +820,18 @@ def _add_tree(model, joints, bodies, frames, ctx):
         q0 += [c["default"] for c in j.coords]
         qd0 += [c["speed"] for c in j.coords]
     model.q0, model.qd0 = np.array(q0), np.array(qd0)
+
+
+def _check_child_offset(j, X_BM, name, mass, com, ctx):
+    """A ModelError naming the joint where its child frame lies so far from the body that the
+    body's inertia about that frame, m |r|^2, overflows (r: the mass centre seen from the
+    frame): the error came later, naming the body the reader makes up for the frame."""
+    r = math.hypot(*(float(x) for x in X_BM.inverse().translation))
+    r += math.hypot(*(float(x) for x in com))
+    if mass and not math.isfinite(abs(float(mass)) * r * r):
+        raise ctx.error(j.node, f"its child frame is {r:.3g} m from the mass centre of body "
+                        f"'{name}' ({float(mass):.3g} kg): the body's inertia about the frame "
+                        "overflows double precision; rescale the model's units")
 
 
 def _unique(name, used):
