@@ -453,11 +453,13 @@ def _joint_spec(m, j, kind, err_name, source, names=None):
     """add_body's joint keywords of MuJoCo joint j: type, axis, damping, armature, stiffness."""
     dof, nv = int(m.jnt_dofadr[j]), {FREE: 6, BALL: 3, SLIDE: 1, HINGE: 1}[kind]
     added_armature, added_damping = _actuator_loads(m, j)
-    _refuse_negative_actuator_loads(m, j, err_name, source, names)
     damping = [float(x) + added_damping for x in m.dof_damping[dof:dof + nv]]
     if _disabled(m, "mjDSBL_DAMPER"):             # <flag damper="disable"/>: MuJoCo applies none
         damping = [0.0] * nv
     armature = [float(x) + added_armature for x in m.dof_armature[dof:dof + nv]]
+    for what, total in (("armature", armature), ("damping", damping)):
+        if min(total) < 0:
+            _refuse_negative_actuator_loads(m, j, what, min(total), err_name, source, names)
     spec = {}
     if kind == FREE:
         for what, vals in (("damping", damping), ("armature", armature)):
@@ -504,22 +506,22 @@ def _actuator_loads(m, j):
     return armature, damping
 
 
-def _refuse_negative_actuator_loads(m, j, err_name, source, names):
-    """A ModelError naming the actuators on joint j with a negative armature or damping (the
-    joint's own, which they add to as gear^2 times theirs, would be blamed: an outside tester)."""
+def _refuse_negative_actuator_loads(m, j, what, total, err_name, source, names):
+    """A ModelError naming the actuators whose negative armature or damping (gear^2 times it
+    added to the joint's own) make joint j's negative: the joint was blamed, with the total,
+    a number the file does not hold (an outside tester). Nothing where none is negative (the
+    joint's own value is then at fault, and the model's check says so)."""
     if not hasattr(m, "actuator_armature"):
         return
     for a in _joint_actuators(m):
-        if int(m.actuator_trnid[a][0]) != j:
-            continue
-        for what in ("armature", "damping"):
-            value = float(getattr(m, f"actuator_{what}")[a])
-            if value < 0:
-                name = names.raw("actuator", a) if names is not None else ""
-                raise ModelError(f"{what} {value:g} on joint {err_name!r} must not be negative "
-                                 f"(MuJoCo adds gear^2 times it to the joint's {what})",
-                                 source=source, element=f"actuator {name!r}" if name
-                                 else f"actuator {a} (unnamed)")
+        value = float(getattr(m, f"actuator_{what}")[a])
+        if int(m.actuator_trnid[a][0]) == j and value < 0 and float(m.actuator_gear[a][0]):
+            name = names.raw("actuator", a) if names is not None else ""
+            raise ModelError(f"{what} {value:g} on joint {err_name!r} makes the joint's "
+                             f"{what} negative ({total:g}: MuJoCo adds gear^2 times it to the "
+                             "joint's own)",
+                             source=source, element=f"actuator {name!r}" if name
+                             else f"actuator {a} (unnamed)")
 
 
 def _joint_actuators(m):
