@@ -535,13 +535,17 @@ def _cached(out_dir, key):
     return not edited, edited
 
 
-def _why_stale(meta, options):
+def _why_stale(meta, options, model):
     """Why a folder's generation (its scleron.json, or None) is not this one, in words: the
-    options that differ (the compiler flags: $SCLERON_OPT, --opt), else scleron's version,
-    else the model or scleron's code generator ("" where the folder holds none)."""
+    options that differ where the folder holds this very model (its hash taken with its own
+    options is the stored one), the compiler flags ($SCLERON_OPT, --opt) in any case, else
+    scleron's version, else the model or scleron's code generator ("" where the folder holds
+    none). Options worked out from the model (the mass matrix's form, the name) differ with it:
+    said only when the model is the same (a reviewer)."""
     stored = meta.get("options") if meta else None
     if not isinstance(stored, dict):
         return ""
+    same_model = cache_key(model, stored) == meta.get("hash")
     differ = sorted(k for k in set(stored) | set(options) if stored.get(k) != options.get(k))
     said = []
     if "cflags" in differ:
@@ -550,13 +554,14 @@ def _why_stale(meta, options):
                     f"there, {' '.join(f for f in new if f not in old)} now: $SCLERON_OPT, "
                     "--opt, --march or cflags=)")
         differ.remove("cflags")
-    if differ:
-        said.append(f"its options differ ({', '.join(differ)})")
-    if said:
-        return "; ".join(said)
-    if meta.get("scleron_version") != __version__:
-        return f"scleron {meta.get('scleron_version')} generated it, this is {__version__}"
-    return "the model, or scleron's code generator, differs from its generation's"
+    if same_model:
+        if differ:
+            said.append(f"its options differ ({', '.join(differ)})")
+    elif meta.get("scleron_version") != __version__:
+        said.append(f"scleron {meta.get('scleron_version')} generated it, this is {__version__}")
+    else:
+        said.append("the model, or scleron's code generator, differs from its generation's")
+    return "; ".join(said)
 
 
 def write_sources(files, folder):
@@ -628,7 +633,7 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
         recover(out_dir)                 # (a killed install's previous folder, put back)
     hit, report.edited = _cached(out_dir, key) if not force else (False, [])
     if not (force or hit or report.edited):
-        report.stale = _why_stale(_meta(out_dir), options)
+        report.stale = _why_stale(_meta(out_dir), options, model)
     if hit:
         report.cache_hit = True
         clean_stale(out_dir)             # what killed runs left next to the folder
