@@ -566,8 +566,11 @@ def test_the_generated_module_starts_where_the_model_file_does(tmp_path):
     # a folder without it, or with one unreadable: neutral, at rest, and said (an outside
     # tester: a silent fallback started a controller from the wrong state)
     for text, said in ((None, "it is missing"), ("garbage", "it is unreadable (JSONDecodeError"),
-                       ('{"q": [1, 2], "qd": [0, 0, 0]}', "it holds 2 q and 3 qd numbers, not "
-                        "nq = 3 and nv = 3")):
+                       ('{"q": [1, 2], "qd": [0, 0, 0]}', "its q has shape (2,) and its qd (3,), "
+                        "not (3,) and (3,)"),
+                       ('{"q": [[1, 2, 3]], "qd": [0, 0, 0]}', "its q has shape (1, 3)"),
+                       ('{"q": [1, null, 3], "qd": [0, 0, 0]}', "it holds numbers that are not "
+                        "finite")):
         if text is None:
             record.unlink()
         else:
@@ -1164,7 +1167,7 @@ def test_the_summary_says_when_the_energy_overflows(tmp_path, capsys):
     assert main(["simulate", str(path), "--duration", "0.01", "--dt", "0.001",
                  "--build-dir", str(tmp_path / "b")]) == 0
     out = capsys.readouterr().out
-    assert "the energy overflowed double precision from t = 0.001 s on, the state did not" in out
+    assert "the energy overflowed double precision (first at t = 0.001 s), the state did not" in out
 
 
 SLIDER = """\
@@ -1284,14 +1287,15 @@ def test_chart_variant_starts_at_rest_where_its_angles_moved():
     starts a switched joint at a regular point of its chart and at rest there: the original
     rates belong to the original chart's angles. The other joints keep their q0 and qd0."""
     from scleron.simulate.variants import Variants
-    m = scleron.Model("variant", gravity=(0, 0, -9.81))
-    m.add_body("a", joint="revolute", axis=(0, 0, 1), com=(0.3, 0, 0))
-    m.add_body("b", "a", joint="spherical", chart="ZYX", xyz=(1, 0, 0), com=(0.2, 0, 0))
-    m.q0, m.qd0 = np.array([0.4, 0.1, 0.2, 0.3]), np.array([1.0, 2.0, 3.0, 4.0])
+    m = scleron.Model("variant", gravity=(0, 0, -9.81))     # a quaternion joint first: the
+    m.add_body("a", joint="spherical_quat", com=(0.3, 0, 0))   # Euler joint's q and qd indices
+    m.add_body("b", "a", joint="spherical", chart="ZYX", xyz=(1, 0, 0), com=(0.2, 0, 0))  # differ
+    q0, qd0 = [0.0, 0.0, 0.0, 1.0, 0.1, 0.2, 0.3], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    m.q0, m.qd0 = np.array(q0), np.array(qd0)
     variants = Variants(m, "unused", switchables(m), progress=None)
     copy = variants.model_for(("ZYZ",))
-    assert copy.q0.tolist() == [0.4, 0.0, math.pi / 2, 0.0]
-    assert copy.qd0.tolist() == [1.0, 0.0, 0.0, 0.0]
-    assert m.qd0.tolist() == [1.0, 2.0, 3.0, 4.0]          # the model itself is untouched
+    assert copy.q0.tolist() == q0[:4] + [0.0, math.pi / 2, 0.0]
+    assert copy.qd0.tolist() == qd0[:3] + [0.0, 0.0, 0.0]
+    assert m.qd0.tolist() == qd0                            # the model itself is untouched
     same = variants.model_for(("ZYX",))                     # its own chart, away from the lock
-    assert same.q0.tolist() == [0.4, 0.1, 0.2, 0.3] and same.qd0.tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert same.q0.tolist() == q0 and same.qd0.tolist() == qd0

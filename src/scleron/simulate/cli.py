@@ -82,8 +82,8 @@ def summary(traj):
              f"chart switches: {len(traj.switches)}"]
     overflow = np.flatnonzero(~np.isfinite(traj.energy))
     if overflow.size:                       # (the state stayed finite: the run checks it)
-        lines.insert(2, f"  the energy overflowed double precision from t = "
-                        f"{float(traj.t[overflow[0]]):g} s on, the state did not: the model's "
+        lines.insert(2, f"  the energy overflowed double precision (first at t = "
+                        f"{float(traj.t[overflow[0]]):g} s), the state did not: the model's "
                         "magnitudes (its gravity, masses, lengths) are too large for it; rescale "
                         "its units")
     lines += [f"  {s}" for s in traj.switches[:SHOWN_SWITCHES]]
