@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_2cf1acd3661c"
-HASH = "2cf1acd3661c3f627b1713fb732c63cd1cfeba0a85c30ee9844437cd05719762"
+MODULE = "_branched_4cd5fb833987"
+HASH = "4cd5fb833987892cb24d7fd4755243a2bc2c37ce933e344bb8302eb3db260b21"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -100,9 +100,13 @@ def initial_state():
         with open(path) as fh:
             record = json.load(fh)
         q, qd = np.array(record["q"], dtype=float), np.array(record["qd"], dtype=float)
-        if q.shape == (nq,) and qd.shape == (nv,):
+        if q.shape != (nq,) or qd.shape != (nv,):
+            problem = (f"its q has shape {q.shape} and its qd {qd.shape}, not ({nq},) and "
+                       f"({nv},)")
+        elif not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+            problem = "it holds numbers that are not finite"
+        else:
             return q, qd
-        problem = f"it holds {q.size} q and {qd.size} qd numbers, not nq = {nq} and nv = {nv}"
     except FileNotFoundError:
         problem = "it is missing"
     except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_1a271353252f"
-HASH = "1a271353252f10c87d06f6b01e6742fb007d22b25c7f6dfba7600982268b92d6"
+MODULE = "_quadruped_6cbdd8764396"
+HASH = "6cbdd8764396587f73e0c1b2329d03ad024dfcd92c59c5893ac7b75c1b6644a4"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -100,9 +100,13 @@ def initial_state():
         with open(path) as fh:
             record = json.load(fh)
         q, qd = np.array(record["q"], dtype=float), np.array(record["qd"], dtype=float)
-        if q.shape == (nq,) and qd.shape == (nv,):
+        if q.shape != (nq,) or qd.shape != (nv,):
+            problem = (f"its q has shape {q.shape} and its qd {qd.shape}, not ({nq},) and "
+                       f"({nv},)")
+        elif not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+            problem = "it holds numbers that are not finite"
+        else:
             return q, qd
-        problem = f"it holds {q.size} q and {qd.size} qd numbers, not nq = {nq} and nv = {nv}"
     except FileNotFoundError:
         problem = "it is missing"
     except (OSError, ValueError, KeyError, TypeError) as exc:

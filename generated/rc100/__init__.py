@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_c4722a57c5e0"
-HASH = "c4722a57c5e02f02173a79fb04c674f73325d697be28b65c61785c8f6261aef4"
+MODULE = "_rc100_bb843e2bb6e7"
+HASH = "bb843e2bb6e76455b1f8269f7c840b650acd1b1e7cc1fbd80a961db5d3260d88"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -100,9 +100,13 @@ def initial_state():
         with open(path) as fh:
             record = json.load(fh)
         q, qd = np.array(record["q"], dtype=float), np.array(record["qd"], dtype=float)
-        if q.shape == (nq,) and qd.shape == (nv,):
+        if q.shape != (nq,) or qd.shape != (nv,):
+            problem = (f"its q has shape {q.shape} and its qd {qd.shape}, not ({nq},) and "
+                       f"({nv},)")
+        elif not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+            problem = "it holds numbers that are not finite"
+        else:
             return q, qd
-        problem = f"it holds {q.size} q and {qd.size} qd numbers, not nq = {nq} and nv = {nv}"
     except FileNotFoundError:
         problem = "it is missing"
     except (OSError, ValueError, KeyError, TypeError) as exc:

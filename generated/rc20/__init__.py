@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_34ccc72a7455"
-HASH = "34ccc72a74556d5c03c4050e5c604ebec68e9449e252b8c3ba1ac4551d78af9b"
+MODULE = "_rc20_e8a3f860055f"
+HASH = "e8a3f860055f438455ccb5d3e0044df49abfebb1bfd99364eaa7d55f65434719"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -100,9 +100,13 @@ def initial_state():
         with open(path) as fh:
             record = json.load(fh)
         q, qd = np.array(record["q"], dtype=float), np.array(record["qd"], dtype=float)
-        if q.shape == (nq,) and qd.shape == (nv,):
+        if q.shape != (nq,) or qd.shape != (nv,):
+            problem = (f"its q has shape {q.shape} and its qd {qd.shape}, not ({nq},) and "
+                       f"({nv},)")
+        elif not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+            problem = "it holds numbers that are not finite"
+        else:
             return q, qd
-        problem = f"it holds {q.size} q and {qd.size} qd numbers, not nq = {nq} and nv = {nv}"
     except FileNotFoundError:
         problem = "it is missing"
     except (OSError, ValueError, KeyError, TypeError) as exc:

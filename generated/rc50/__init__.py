@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_b60bc5ca822b"
-HASH = "b60bc5ca822b0a4e0f9ee0345b43aa138f93029d4c07d5e9ad3a47bb8b821b14"
+MODULE = "_rc50_d2490ba45fae"
+HASH = "d2490ba45faeb90be5221e8be5bf6edde4453f10417d14adc479e1210ff0c870"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -100,9 +100,13 @@ def initial_state():
         with open(path) as fh:
             record = json.load(fh)
         q, qd = np.array(record["q"], dtype=float), np.array(record["qd"], dtype=float)
-        if q.shape == (nq,) and qd.shape == (nv,):
+        if q.shape != (nq,) or qd.shape != (nv,):
+            problem = (f"its q has shape {q.shape} and its qd {qd.shape}, not ({nq},) and "
+                       f"({nv},)")
+        elif not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+            problem = "it holds numbers that are not finite"
+        else:
             return q, qd
-        problem = f"it holds {q.size} q and {qd.size} qd numbers, not nq = {nq} and nv = {nv}"
     except FileNotFoundError:
         problem = "it is missing"
     except (OSError, ValueError, KeyError, TypeError) as exc:
