@@ -163,6 +163,15 @@ def test_scalar_out_and_bad_out(generated, rng):
     q = np.empty(dyn.nq)
     stepper.bind("integrate", Q[0], QD[0], np.array(0.3), q)()
     np.testing.assert_array_equal(q, stepper.integrate(Q[0], QD[0], 0.3))
+    # ... or as a number, bound as a constant, as every other call takes dt (an outside tester)
+    for dt in (0.3, np.float64(0.3), 1):
+        q[...] = 0.0
+        stepper.bind("integrate", Q[0], QD[0], dt, q)()
+        np.testing.assert_array_equal(q, stepper.integrate(Q[0], QD[0], dt))
+    with pytest.raises(ValueError, match=r"dt must be a C-contiguous float64 array"):
+        stepper.bind("integrate", Q[0], QD[0], True, q)
+    with pytest.raises(ValueError, match=r"q must be a C-contiguous float64 array"):
+        stepper.bind("integrate", 0.3, QD[0], 0.3, q)       # (only a one-number input)
 
 
 def test_a_refused_out_says_what_it_got(generated, rng):
