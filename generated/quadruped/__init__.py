@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_6cbdd8764396"
-HASH = "6cbdd8764396587f73e0c1b2329d03ad024dfcd92c59c5893ac7b75c1b6644a4"
+MODULE = "_quadruped_19637bd7d258"
+HASH = "19637bd7d25807ebf8720d7da1640bb9ec04ec05e53d8d2aaab97588302f710c"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -931,9 +931,9 @@ def bind(function, *arrays):
 
     function: its name ("forward_dynamics") or the function itself (dyn.forward_dynamics).
     arrays: the inputs in order, then the outputs, each a float64 C-contiguous numpy array of a
-    single state's shape (a scalar result: shape (1,) or ()). The callable runs the C function on them
-    (about the cost of the C call itself); change the inputs in place between calls, read the
-    outputs after.
+    single state's shape (a scalar result: shape (1,) or ()); a one-number input (dt) may be a
+    number, bound as a constant. The callable runs the C function on them (about the cost of the
+    C call itself); change the inputs in place between calls, read the outputs after.
     """
     if callable(function):
         given, function = function, getattr(function, "__name__", function)
@@ -962,6 +962,10 @@ def bind(function, *arrays):
     if len(arrays) != len(inputs) + len(outputs):
         raise ValueError(f"{function} takes {len(inputs)} inputs ({', '.join(n for n, _ in inputs)}) "
                          f"and {len(outputs)} output array(s) ({', '.join(n for n, _ in outputs)})")
+    # a one-number input given as a number (a constant dt): bound as a 0-d array of its own
+    arrays = tuple(np.array(float(a)) if w == 1 and isinstance(a, numbers.Real)
+                   and not isinstance(a, (bool, np.bool_, np.ndarray)) else a
+                   for a, (_, w) in zip(arrays, list(inputs) + [(None, 0)] * len(outputs)))
     wants = ([(n, [(w,), ()] if w == 1 else [(w,)], False) for n, w in inputs]   # (dt: a 0-d one
              + [(f"out ({n})", [s] if s else [(1,), ()], True) for n, s in outputs])   # too)
     ptrs = []
