@@ -950,7 +950,8 @@ def test_a_mass_opensim_takes_as_none_drops_the_inertia(tmp_path, mass, reset):
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         model = scleron.load_model(path)
-    told = [str(w.message) for w in said if "resets its nonzero <inertia> to zero" in str(w.message)]
+    told = [str(w.message) for w in said
+            if "resets its nonzero <inertia> to zero" in str(w.message)]
     assert len(told) == reset
     if reset:
         assert f"<Body name='t'>: its mass {mass:g} is none to OpenSim" in told[0]
@@ -976,7 +977,8 @@ def test_a_default_pose_at_gimbal_lock_names_the_files_default_value(tmp_path):
                          compile=False)
 
 
-@pytest.mark.parametrize("offset, mass, far", [("1e300", "1", "1e+300"), ("1e149", "1e20", "1e+149")])
+@pytest.mark.parametrize("offset, mass, far", [("1e300", "1", "1e+300"),
+                                               ("1e149", "1e20", "1e+149")])
 def test_a_child_frame_too_far_from_its_body_is_named(tmp_path, offset, mass, far):
     """A child frame so far from its body that the body's inertia about it overflows (m |r|^2:
     1e300 m at 1 kg, 1e149 m at 1e20 kg) was refused naming the body the reader makes up for

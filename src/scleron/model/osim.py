@@ -444,10 +444,9 @@ def _bodies(el, ctx):
         moments = ctx.numbers(b, "inertia", 6, default=(0,) * 6)
         if (abs(mass) <= SIMBODY_SIGNIFICANT_REAL
                 and np.linalg.norm(moments) > SIMBODY_SIGNIFICANT_REAL):
-            warnings.warn(f"{ctx.source}: line {b.line}: <Body name='{b.name}'>: its mass {mass:g} is "
-                          "none to OpenSim, which then resets its nonzero <inertia> to zero; so "
-                          "does this reader",
-                          OsimWarning, stacklevel=2)
+            warnings.warn(f"{ctx.source}: line {b.line}: <Body name='{b.name}'>: its mass "
+                          f"{mass:g} is none to OpenSim, which then resets its nonzero <inertia> "
+                          "to zero; so does this reader", OsimWarning, stacklevel=2)
             moments = (0.0,) * 6
         xx, yy, zz, xy, xz, yz = moments
         I = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])

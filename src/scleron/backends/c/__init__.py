@@ -23,7 +23,7 @@ class CBackend(Backend):
             "version": gen.version, "nq": gen.nq, "nv": gen.nv, "hash": gen.key,
             "module": f"_{gen.name}_{gen.key[:12]}",
             "coordinates": [c_comment(c) for c in gen.coordinate_descriptions],   # (the header's)
-            "coordinate_descriptions": list(gen.coordinate_descriptions),         # (Python's, as is)
+            "coordinate_descriptions": list(gen.coordinate_descriptions),       # (Python's, as is)
             "velocity_descriptions": list(gen.velocity_descriptions),
             "coordinate_names": gen.coordinate_names,
             "velocities": [c_comment(v) for v in gen.velocity_descriptions],
