@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_3501c3ad7214"
-HASH = "3501c3ad7214af3b8b7f92515c72a553a22e67cf91a7bc6ea6f61f6dd4f7bcea"
+MODULE = "_branched_feaad8cbe87f"
+HASH = "feaad8cbe87f0b625a7225e9b9d81c1fcb162dde44ca1e2736b8843dd5063c23"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -40,11 +40,12 @@
 #define SCL_ONE_VECTOR _Pragma("GCC unroll 1")      /* a loop of 4 columns kept a loop (columns.c.j2) */
 #if defined(__znver1__) || defined(__znver2__) || defined(__znver3__) || defined(__znver4__) \
     || defined(__znver5__)
-#define SCL_PREFETCH_WRITE(p) ((void)(p))   /* AMD Zen: better without the hint (the frame Jacobians
-                                             * of talos_reduced 1,735 / 1,916 ns, RC100 6,562 / 7,352) */
+/* AMD Zen: better without the hint (the frame Jacobians of talos_reduced 1,735 / 1,916 ns,
+ * RC100 6,562 / 7,352) */
+#define SCL_PREFETCH_WRITE(p) ((void)(p))
 #else
-#define SCL_PREFETCH_WRITE(p) __builtin_prefetch((p), 1, 3)  /* a cache line to be written (frameloop.c.j2;
-                                                           * Intel Xeon: talos_reduced 0.38 -> 0.34) */
+/* a cache line to be written (frameloop.c.j2; Intel Xeon: talos_reduced 0.38 -> 0.34) */
+#define SCL_PREFETCH_WRITE(p) __builtin_prefetch((p), 1, 3)
 #endif
 #else
 #define SCLERON_LOCAL

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_19637bd7d258"
-HASH = "19637bd7d25807ebf8720d7da1640bb9ec04ec05e53d8d2aaab97588302f710c"
+MODULE = "_quadruped_c924f6905999"
+HASH = "c924f69059993b27d51579fcd3f1fc969702e2bc940ee8b2402e9af1bbd86132"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

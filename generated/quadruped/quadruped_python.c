@@ -556,7 +556,7 @@ static PyMethodDef bound_methods[] = {
 
 static PyTypeObject BoundType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "_quadruped_19637bd7d258_py.Bound",
+    .tp_name = "_quadruped_c924f6905999_py.Bound",
     .tp_doc = "bind's callable: a generated function on the arrays bound to it",
     .tp_basicsize = sizeof(Bound),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -651,10 +651,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_19637bd7d258_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_c924f6905999_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_19637bd7d258_py(void)
+PyMODINIT_FUNC PyInit__quadruped_c924f6905999_py(void)
 {
     import_array();
     if (PyType_Ready(&BoundType) < 0) {

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_b22b1b64f4f2"
-HASH = "b22b1b64f4f2a00384425e12018e99901c116fe5a4d199503dd0bb54a055cf64"
+MODULE = "_rc100_a10bc6354180"
+HASH = "a10bc6354180301601a4e767f976772a75787af6729766e4ab58b5342c432656"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -556,7 +556,7 @@ static PyMethodDef bound_methods[] = {
 
 static PyTypeObject BoundType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "_rc100_b22b1b64f4f2_py.Bound",
+    .tp_name = "_rc100_a10bc6354180_py.Bound",
     .tp_doc = "bind's callable: a generated function on the arrays bound to it",
     .tp_basicsize = sizeof(Bound),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -651,10 +651,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_b22b1b64f4f2_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_a10bc6354180_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_b22b1b64f4f2_py(void)
+PyMODINIT_FUNC PyInit__rc100_a10bc6354180_py(void)
 {
     import_array();
     if (PyType_Ready(&BoundType) < 0) {

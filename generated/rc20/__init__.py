@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_e82d57416982"
-HASH = "e82d57416982ba42f151379de8af4f31e0828ef37ab60959e13a52fe743ec2cf"
+MODULE = "_rc20_1873558ee1cb"
+HASH = "1873558ee1cbd4b404343a784b851a4dab361e97d71f24b36c9cd396b355df01"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

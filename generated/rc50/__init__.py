@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_e7c52f77a86b"
-HASH = "e7c52f77a86bdb5fa0916c8a565077bdffabe702b2527a97bf4534b8ff44b841"
+MODULE = "_rc50_f31f7e4f21d7"
+HASH = "f31f7e4f21d77b2155afc321d28fd830c0de1c7439b89c75ab596f08aeded90a"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
