@@ -1313,21 +1313,22 @@ def test_a_full_disk_names_the_file(tmp_path, monkeypatch):
         pipeline.write_sources({"a.c": "int x;"}, str(tmp_path))
 
 
-def test_codegen_says_why_it_regenerated(tmp_path):
+def test_codegen_says_why_it_regenerated(tmp_path, monkeypatch, capsys):
     """A folder generated before with other options, $SCLERON_OPT among them, was regenerated
     without a word: a user who had set SCLERON_OPT=0 (the README's advice for test suites) saw
     the committed generated/ folder rewritten (an outside tester). codegen now names what
     differed."""
     path, out = tiny(tmp_path), str(tmp_path / "tiny")
 
+    from scleron.cli import main
+
     def codegen(*extra, opt=None):
-        env = {k: v for k, v in os.environ.items() if k != "SCLERON_OPT"}
+        monkeypatch.delenv("SCLERON_OPT", raising=False)
         if opt is not None:
-            env["SCLERON_OPT"] = opt
-        r = subprocess.run([sys.executable, "-m", "scleron.cli", "codegen", path, "-o", out,
-                            "--no-compile", *extra], capture_output=True, text=True, env=env)
-        assert r.returncode == 0, r.stderr
-        return [line for line in r.stdout.splitlines() if line.startswith("regenerated")]
+            monkeypatch.setenv("SCLERON_OPT", opt)
+        assert main(["codegen", path, "-o", out, "--no-compile", *extra]) == 0
+        return [line for line in capsys.readouterr().out.splitlines()
+                if line.startswith("regenerated")]
     assert codegen() == []                                    # a new folder: nothing to say
     assert codegen(opt="0") == ["regenerated: its compiler flags differ (-Os there, -O0 now: "
                                 "$SCLERON_OPT, --opt, --march or cflags=)"]
