@@ -330,6 +330,14 @@ def test_the_commands_take_inertia_relaxed_and_mimic_and_warn_once(tmp_path, cap
     assert main(["codegen", str(path), "--inertia", "relaxed", "-o", out, "--no-compile"]) == 0
     err = capsys.readouterr().err
     assert err.count("triangle inequality") == 1, err
+    # a YAML body's hair of a triangle inequality: the reader's warning names the line, the
+    # merged model's check gave it again without (an outside tester): once, with the line
+    hair = tmp_path / "hair.yaml"
+    hair.write_text("name: t\nbodies:\n  - name: a\n    parent: world\n    mass: 1\n"
+                    "    inertia: [1, 1, 2.0005]\n")
+    assert main(["codegen", str(hair), "-o", str(tmp_path / "hair"), "--no-compile"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{hair}:6: body 'a'" in err[0], err
     gripper = os.path.join(os.path.dirname(__file__), "data", "urdf", "mimic_gripper.urdf")
     assert main(["show", gripper, "--tree", "--mimic", "couple"]) == 0
     coupled = capsys.readouterr().out

@@ -332,12 +332,13 @@ def _read(fmt, path, kw):
 
 def _warn_once(caught):
     """The warnings of a load, each text once: the reader validates the model it reads and
-    load_model the merged one, and a body both check gave the same InertiaWarning twice.
+    load_model the merged one, and a body both check gave the same InertiaWarning twice (the
+    second without the file's line: the same text once that is left out, an outside tester).
     Each is said at the first line outside scleron that led here (the user's load_model or
     generate), not inside the reader."""
     seen = set()
     for w in caught:
-        key = (w.category, str(w.message))
+        key = (w.category, re.sub(r"^([^\n]*?):\d+: ", r"\1: ", str(w.message), count=1))
         if key not in seen:
             seen.add(key)
             warnings.warn(w.message, w.category, stacklevel=_caller_level())
