@@ -485,10 +485,13 @@ def build_parser():
                         "of many frames, the Jacobians of integrate and difference (dint, ddiff) "
                         "without a quaternion joint, and mimic-coupled trees' frame, derivative, "
                         "M^-1, centroidal and Jacobian functions (codegen names what it left "
-                        "out, but for dint and ddiff, constants there)")
+                        "out, but for dint and ddiff, constants there); the dynamics under "
+                        "external wrenches (fd_fext, id_fext, fdd_fext, idd_fext) and the "
+                        "one-frame velocity and acceleration only when named")
     c.add_argument("--frames", metavar="A,B,...",
-                   help="the frames the frame functions cover, in this order (default: every "
-                        "body, URDF link and declared frame; a comma within a name as \\,)")
+                   help="the frames the frame functions cover, and the rows of the external "
+                        "wrenches fext, in this order (default: every body, URDF link and "
+                        "declared frame; a comma within a name as \\,)")
     c.add_argument("--cuda", action="store_true",
                    help="also write NAME_dynamics.cu and build it with nvcc: every function on a "
                         "GPU, one thread per state (dyn.cuda; docs/cuda.md)")

@@ -8,7 +8,7 @@ algebra) and its documentation. Everything else reads the spec: the unrolled pro
 
 Adding a generated function is one recursion plus one entry in FUNCTIONS.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 from functools import partial
 from math import prod
@@ -59,6 +59,20 @@ class FunctionSpec:
                                 # unrolled code takes the fastest (unroll.fastest_recursion)
     with_mimic: bool = False    # also for a mimic-coupled tree (docs/mimic.md: its recursion
                                 # runs through the coupling or needs no joint kinematics)
+    acts_on_tree: Callable = None   # (tree, alg, input) -> tree: the last input acts on the tree
+                                # rather than entering the recursion (fext: wrenches on its
+                                # bodies); the recursion runs on the tree it returns
+
+    def prepared(self, tree, alg, args):
+        """(tree, inputs) the recursion runs on: acts_on_tree applied, where there is one."""
+        if self.acts_on_tree is None:
+            return tree, list(args)
+        return self.acts_on_tree(tree, alg, args[-1]), list(args[:-1])
+
+    def run(self, tree, alg, *args):
+        """The recursion on its inputs, in an algebra."""
+        tree, args = self.prepared(tree, alg, args)
+        return self.recursion(tree, alg, *args)
 
     def program(self, tree, prefix=None):
         """The straight-line Program of this function for one tree: inputs are program input
@@ -67,7 +81,7 @@ class FunctionSpec:
         prog = Program(f"{prefix or tree.name}_{self.name}")
         alg = ProgramAlgebra(prog)
         args = [prog.input_vector(a.name, a.size(sizes)) for a in self.inputs]
-        result = self.recursion(tree, alg, *args)
+        result = self.run(tree, alg, *args)
         values = result if len(self.outputs) > 1 else (result,)
         for out, value in zip(self.outputs, values):
             flat = flatten(value)
@@ -79,7 +93,7 @@ class FunctionSpec:
 
     def evaluate(self, tree, alg, *args):
         """The recursion in an algebra (e.g. FloatAlgebra: the numeric reference)."""
-        return self.recursion(tree, alg, *[list(a) for a in args])
+        return self.run(tree, alg, *[list(a) for a in args])
 
 
 def flatten(value):
@@ -312,6 +326,28 @@ FUNCTIONS = {f.name: f for f in [
                  by_default=few_coordinates),
 ]}
 
+
+
+# ---- the dynamics under external wrenches: Pinocchio's aba, rnea and their derivatives with fext
+FEXT = Argument("fext", ("nframes", 6), "external wrenches: row k, [n; f] on frame k of "
+                "frame_names, in that frame's axes about its origin")
+
+
+def with_external_wrenches(spec):
+    """`spec` with the input fext (FEXT) after its own: the wrenches join the bodies' constant
+    ones (frames.with_external_wrenches), in the one recursion. Generated when named."""
+    return replace(spec, name=f"{spec.name}_fext", inputs=spec.inputs + (FEXT,),
+                   doc=f"{spec.doc}; with the external wrenches fext on the frames ([n; f] in "
+                       "each frame's axes about its origin, turning with it: Pinocchio's fext)",
+                   aliases=tuple(f"{a}_fext" for a in spec.aliases),
+                   forms=tuple(f for f in spec.forms if f != "method2"),
+                   by_default=named_only,
+                   acts_on_tree=frames.with_external_wrenches)
+
+
+FUNCTIONS.update((f.name, f) for f in map(with_external_wrenches, [
+    FUNCTIONS["forward_dynamics"], FUNCTIONS["inverse_dynamics"],
+    FUNCTIONS["forward_dynamics_derivatives"], FUNCTIONS["inverse_dynamics_derivatives"]]))
 
 # ---- functions of one frame: one C function per frame (and reference) of the model ---------------
 # frame_jacobian(q, "tool") costs that frame's work only (its body's ancestors), where

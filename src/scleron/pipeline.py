@@ -357,7 +357,8 @@ def check_options_apply(names, method, mass_matrix, frames):
     def taking(form):
         return [f for f, spec in FUNCTIONS.items() if form in spec.forms]
     covering_frames = [f for f, spec in FUNCTIONS.items()
-                       if any("nframes" in out.shape for out in spec.outputs)] + list(FRAME_FUNCTIONS)
+                       if any("nframes" in a.shape for a in spec.inputs + spec.outputs)]
+    covering_frames += list(FRAME_FUNCTIONS)
     for option, given, takes in (("method=2 (--method 2)", method == 2, taking("method2")),
                                  (f"mass_matrix={mass_matrix!r} (--mass-matrix)",
                                   mass_matrix != "auto", taking("mass_loop")),

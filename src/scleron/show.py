@@ -441,7 +441,7 @@ def count_before(tree, spec):
     generic = replace_tree(tree, tok)
     sizes = model_sizes(tree)
     args = [[tok] * a.size(sizes) for a in spec.inputs]
-    spec.recursion(generic, CountingAlgebra(tally), *args)
+    spec.run(generic, CountingAlgebra(tally), *args)
     return tally.by_section
 
 

@@ -440,6 +440,7 @@ def _loop_prologue(tree, spec, name):
     prog = Program(f"{name or tree.name}_{spec.name}")
     alg = ProgramAlgebra(prog)
     args = [prog.input_vector(a.name, a.size(sizes)) for a in spec.inputs]
+    tree, args = spec.prepared(tree, alg, args)
     return tree, prog, alg, args
 
 

@@ -15,7 +15,7 @@ from .recursions import (ZERO6, first_moment, joint_kinematics, to_child, veloci
                          world_pose_step)
 from .tree import consecutive_runs
 from .spatial import (cross, matvec, mat_t_vec, columns, twist_to_child, twist_to_parent, vadd,
-                      vscale)
+                      vscale, wrench_to_parent)
 
 REFERENCES = ("local_world_aligned", "local", "world")
 REFERENCE_MEANINGS = {"local_world_aligned": "world axes, at the frame origin",
@@ -98,6 +98,34 @@ def frame_placements(tree, alg, q):
         out.append([list(R[0]) + [t[0]], list(R[1]) + [t[1]], list(R[2]) + [t[2]],
                     [0.0, 0.0, 0.0, 1.0]])
     return out
+
+
+# ---- external wrenches ---------------------------------------------------------------------------
+def with_external_wrenches(tree, alg, fext):
+    """The tree with the wrenches fext (6 per frame of tree.frames, [n; f] in the frame's own
+    axes about its origin, Pinocchio's fext of a joint frame) added to its bodies' constant
+    wrenches f_e (S&G 21), so that every recursion reading them applies these too: moved into
+    the body's frame, Ad_{G^-1}^T [n; f] = [R n + t x (R f); R f] with (R, t) the frame's
+    placement in its body (spatial.wrench_to_parent). The wrench turns with its frame: the
+    derivatives hold it fixed in the frame's axes, as Pinocchio's. A frame fixed to the world
+    takes its wrench into the ground: it moves nothing. A mimic-coupled tree's frames hang from
+    its full tree's bodies, where its recursions run (docs/mimic.md): the wrenches go there."""
+    view = copy.copy(tree)
+    if tree.coupling is not None:
+        view.full = with_external_wrenches(tree.full, alg, fext)
+        return view
+    view.full = view
+    view.bodies = [copy.copy(b) for b in tree.bodies]
+    for k, f in enumerate(tree.frames):
+        if f.body < 0:
+            continue
+        b = view.bodies[f.body]
+        alg.section(f"external wrench of frame {f.name} on body {b.name}",
+                    "external wrench on the body", f.body)
+        w = list(fext[6 * k:6 * k + 6])
+        w = w if f.placement is None else wrench_to_parent(*f.placement, w)
+        b.wrench = w if b.wrench is None else vadd(b.wrench, w)
+    return view
 
 
 # ---- Jacobians ----------------------------------------------------------------------------------

@@ -240,8 +240,8 @@ def function_context(code, prefix, chunk, first_index):
         "public_params": ", ".join(_pointer(a, o) for a, o in args),
         "unused_inputs": _unused_inputs(code, cf, ins),
         "batch_args": ", ".join(f"{a.name} + (long long)k * {a.size(sizes)}" for a, _ in args),
-        "inputs": [{"name": a.name, "size": a.size(sizes), "doc": a.doc, "scalar": not a.shape}
-                   for a in ins],
+        "inputs": [{"name": a.name, "size": a.size(sizes), "doc": a.doc, "scalar": not a.shape,
+                    "shape": a.dims(sizes)} for a in ins],
         "outputs": [{"name": a.name, "size": a.size(sizes), "shape": a.dims(sizes),
                      "doc": a.doc} for a in outs],
         "output": outs[0].name,

@@ -1,0 +1,248 @@
+"""External wrenches on the frames (fext): forward and inverse dynamics and their derivatives.
+
+Oracles that share no code with scleron.dynamics.frames.with_external_wrenches:
+- Pinocchio's aba, rnea, computeABADerivatives and computeRNEADerivatives with fext (a Force per
+  joint in the joint's frame): each scleron frame's wrench is moved onto its Pinocchio frame's
+  parent joint with the frame's placement there (URDF links, welded ones included);
+- the principle of virtual work on general joints: tau(fext) = tau(0) - sum_f J_f^T fext_f with
+  the frames' LOCAL Jacobians, and qdd(tau, fext) = qdd(tau + sum_f J_f^T fext_f, 0);
+- central finite differences of the forward and inverse dynamics along integrate(q, v) for the
+  derivatives of general joints, the wrenches held fixed in their frames.
+
+Compared through the numeric reference (the recursions the C is unrolled from, in floats); the
+last tests compile one model and hold its C to that reference, and check the array shapes
+fext takes: (nframes, 6) or flattened, a batch's leading axis, bind."""
+import os
+import warnings
+
+import numpy as np
+import pytest
+import yaml
+
+import scleron
+from scleron.dynamics.algebra import FloatAlgebra
+from scleron.dynamics.tree import Tree
+from scleron.functions import FUNCTIONS
+
+from conftest import example, robots_dir
+
+ALG = FloatAlgebra()
+FEXT_FUNCTIONS = ["forward_dynamics", "inverse_dynamics", "forward_dynamics_fext",
+                  "inverse_dynamics_fext", "forward_dynamics_derivatives_fext",
+                  "inverse_dynamics_derivatives_fext"]
+
+
+def evaluate(name, tree, *args):
+    out = FUNCTIONS[name].evaluate(tree, ALG, *[np.ravel(a) for a in args])
+    return tuple(np.array(x) for x in out) if isinstance(out, tuple) else np.array(out)
+
+
+def rel(a, ref):
+    return float(np.linalg.norm(np.asarray(a) - ref) / max(np.linalg.norm(ref), 1e-300))
+
+
+def framed_branched(tmp_path):
+    """examples/branched.yaml (spherical chart, universal, helical, cylindrical, composite,
+    ball_exp, planar, translational joints) with frames placed off their bodies' origins, turned,
+    and one fixed to the world."""
+    with open(example("branched.yaml")) as fh:
+        data = yaml.safe_load(fh)
+    extra = {"a_hand": [{"name": "a_tool", "xyz": [0.1, 0.02, -0.03], "rpy": [0.3, -0.2, 1.1]}],
+             "b_lower": [{"name": "b_mid", "xyz": [-0.2, 0.05, 0.0], "rpy": [1.0, 0.4, 0.0]}],
+             "c_tip": [{"name": "c_probe", "xyz": [0.0, 0.0, 0.15], "rpy": [0.0, 0.0, 0.7]}]}
+    for body in data["bodies"]:
+        body["frames"] = extra.get(body["name"], [])
+    data["frames"] = [{"name": "camera", "xyz": [1.0, 0.0, 2.0], "rpy": [0.0, 0.5, 0.0]}]
+    path = tmp_path / "branched_framed.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.fixture
+def framed(tmp_path):
+    return Tree(scleron.load_model(framed_branched(tmp_path)))
+
+
+def state(tree, rng):
+    """q a step from the zero configuration, qd, qdd or tau, and a wrench per frame."""
+    q = evaluate("integrate", tree, np.zeros(tree.nq), rng.uniform(-0.8, 0.8, tree.nv), 1.0)
+    return q, rng.normal(size=tree.nv), rng.normal(size=tree.nv), rng.normal(size=(len(tree.frames), 6))
+
+
+def local_jacobians(tree, q):
+    return evaluate("frame_jacobians_local", tree, q).reshape(len(tree.frames), 6, tree.nv)
+
+
+# ---- virtual work on general joints ---------------------------------------------------------------
+def test_wrenches_enter_as_the_transposed_local_jacobians(framed, rng):
+    tree = framed
+    assert {"a_tool", "b_mid", "c_probe", "camera"} <= {f.name for f in tree.frames}
+    for _ in range(3):
+        q, qd, x, W = state(tree, rng)
+        JtW = np.einsum("kri,kr->i", local_jacobians(tree, q), W)
+        tau = evaluate("inverse_dynamics_fext", tree, q, qd, x, W)
+        assert rel(tau, evaluate("inverse_dynamics", tree, q, qd, x) - JtW) < 1e-12
+        qdd = evaluate("forward_dynamics_fext", tree, q, qd, x, W)
+        assert rel(qdd, evaluate("forward_dynamics", tree, q, qd, x + JtW)) < 1e-10
+
+
+def test_a_world_frame_takes_its_wrench_into_the_ground(framed, rng):
+    tree = framed
+    q, qd, x, _ = state(tree, rng)
+    W = np.zeros((len(tree.frames), 6))
+    W[[f.name for f in tree.frames].index("camera")] = [1e3, -2e3, 5e2, 1e4, 3e3, -7e3]
+    assert np.array_equal(evaluate("inverse_dynamics_fext", tree, q, qd, x, W),
+                          evaluate("inverse_dynamics", tree, q, qd, x))
+
+
+def test_zero_wrenches_change_nothing(framed, rng):
+    tree = framed
+    q, qd, x, W = state(tree, rng)
+    Z = np.zeros_like(W)
+    for name, ins in (("forward_dynamics", (q, qd, x)), ("inverse_dynamics", (q, qd, x))):
+        assert rel(evaluate(f"{name}_fext", tree, *ins, Z), evaluate(name, tree, *ins)) < 1e-14
+    for a, b in zip(evaluate("forward_dynamics_derivatives_fext", tree, q, qd, x, Z),
+                    evaluate("forward_dynamics_derivatives", tree, q, qd, x)):
+        assert rel(a, b) < 1e-12
+
+
+def test_mimic_coupled_models_take_them_through_the_coupling(rng):
+    """A mimic-coupled tree's tau is G^T tau_full: the same model read with a coordinate per
+    joint, at the expanded state q_full = G q + b (docs/mimic.md), with the same wrenches."""
+    path = os.path.join(os.path.dirname(__file__), "data", "urdf", "mimic_gripper.urdf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        coupled = Tree(scleron.load_model(path, mimic="couple"))
+        full = Tree(scleron.load_model(path, mimic="independent"))
+    G = np.zeros((full.nv, coupled.nv))
+    for k, (r, a) in enumerate(coupled.coupling.v_map):
+        G[k, r] = a
+    q, qd, qdd = rng.normal(size=coupled.nq), rng.normal(size=coupled.nv), rng.normal(size=coupled.nv)
+    q_full = [a * q[r] + b for r, a, b in coupled.coupling.q_map]
+    W = rng.normal(size=(len(coupled.frames), 6))
+    tau = evaluate("inverse_dynamics_fext", coupled, q, qd, qdd, W)
+    ref = G.T @ evaluate("inverse_dynamics_fext", full, q_full, G @ qd, G @ qdd, W)
+    assert rel(tau, ref) < 1e-12 and rel(tau, evaluate("inverse_dynamics", coupled, q, qd, qdd)) > 1e-3
+    assert rel(evaluate("forward_dynamics_fext", coupled, q, qd, tau, W), qdd) < 1e-10
+
+
+# ---- derivatives by central differences -----------------------------------------------------------
+def central_columns(f, tree, q, v, h):
+    """d f(integrate(q, e_k t)) / dt and d f(q, v + e_k t) / dt at 0, column by column."""
+    dq, dv = [], []
+    for k in range(tree.nv):
+        e = np.zeros(tree.nv)
+        e[k] = h
+        dq.append((f(evaluate("integrate", tree, q, e, 1.0), v) -
+                   f(evaluate("integrate", tree, q, -e, 1.0), v)) / (2 * h))
+        dv.append((f(q, v + e) - f(q, v - e)) / (2 * h))
+    return np.array(dq).T, np.array(dv).T
+
+
+def test_derivatives_hold_the_wrenches_in_their_frames(framed, rng):
+    tree = framed
+    q, qd, x, W = state(tree, rng)
+    dq, dv, M = evaluate("inverse_dynamics_derivatives_fext", tree, q, qd, x, W)
+    ref_q, ref_v = central_columns(
+        lambda q_, v_: evaluate("inverse_dynamics_fext", tree, q_, v_, x, W), tree, q, qd, 1e-6)
+    assert rel(dq, ref_q) < 1e-6 and rel(dv, ref_v) < 1e-6
+    tau = evaluate("inverse_dynamics_fext", tree, q, qd, x, W)
+    fq, fv, Minv = evaluate("forward_dynamics_derivatives_fext", tree, q, qd, tau, W)
+    ref_q, ref_v = central_columns(
+        lambda q_, v_: evaluate("forward_dynamics_fext", tree, q_, v_, tau, W), tree, q, qd, 1e-6)
+    assert rel(fq, ref_q) < 1e-6 and rel(fv, ref_v) < 1e-6
+    assert rel(Minv @ M, np.eye(tree.nv)) < 1e-10
+    assert rel(fq, -Minv @ dq) < 1e-9          # dqdd/dq = -M^-1 dtau/dq at qdd = FD (the same W)
+
+
+# ---- Pinocchio ---------------------------------------------------------------------------------------
+pin = pytest.importorskip("pinocchio")
+ROBOTS = [("ur_description/urdf/ur5_robot.urdf", False),            # welded tool0, ee_link
+          ("anymal_b_simple_description/robots/anymal.urdf", True)]  # free flyer, welded feet
+
+
+def pinocchio_fext(pm, tree, W):
+    """scleron's per-frame wrenches [n; f] as Pinocchio's per-joint Forces ([f; n], joint frame)."""
+    fext = [pin.Force.Zero() for _ in range(pm.njoints)]
+    for k, f in enumerate(tree.frames):
+        frame = pm.frames[pm.getFrameId(f.name, pin.BODY)]
+        fext[frame.parentJoint] = fext[frame.parentJoint] + frame.placement.act(
+            pin.Force(W[k, 3:], W[k, :3]))
+    return fext
+
+
+@pytest.mark.parametrize("file, floating", ROBOTS, ids=lambda x: str(x).split("/")[0])
+def test_matches_pinocchio(file, floating, rng):
+    path = os.path.join(robots_dir(), file)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = Tree(scleron.load_model(path, floating=floating))
+    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating \
+        else pin.buildModelFromUrdf(path)
+    pd = pm.createData()
+    for _ in range(2):
+        q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+        v, tau = rng.normal(size=pm.nv), rng.normal(size=pm.nv)
+        W = 10 * rng.normal(size=(len(tree.frames), 6))
+        fext = pinocchio_fext(pm, tree, W)
+        a = pin.aba(pm, pd, q, v, tau, fext).copy()
+        assert rel(evaluate("forward_dynamics_fext", tree, q, v, tau, W), a) < 1e-9
+        assert rel(evaluate("inverse_dynamics_fext", tree, q, v, a, W),
+                   pin.rnea(pm, pd, q, v, a, fext)) < 1e-9
+        pin.computeABADerivatives(pm, pd, q, v, tau, fext)
+        fq, fv, _ = evaluate("forward_dynamics_derivatives_fext", tree, q, v, tau, W)
+        assert rel(fq, pd.ddq_dq) < 1e-9 and rel(fv, pd.ddq_dv) < 1e-9
+        pin.computeRNEADerivatives(pm, pd, q, v, a, fext)
+        dq, dv, _ = evaluate("inverse_dynamics_derivatives_fext", tree, q, v, a, W)
+        assert rel(dq, pd.dtau_dq) < 1e-9 and rel(dv, pd.dtau_dv) < 1e-9
+
+
+# ---- the generated module ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def compiled(generated, tmp_path_factory):
+    path = framed_branched(tmp_path_factory.mktemp("fext"))
+    return generated(path, "branched_fext", functions=FEXT_FUNCTIONS)
+
+
+def test_generated_code_matches_the_reference(compiled, rng):
+    model, dyn = compiled
+    tree = Tree(model)
+    for _ in range(2):
+        q, qd, x, W = state(tree, rng)
+        for name, ins in (("forward_dynamics_fext", (q, qd, x, W)),
+                          ("inverse_dynamics_fext", (q, qd, x, W))):
+            assert rel(getattr(dyn, name)(*ins), evaluate(name, tree, *ins)) < 1e-12
+        for name in ("forward_dynamics_derivatives_fext", "inverse_dynamics_derivatives_fext"):
+            for a, b in zip(getattr(dyn, name)(q, qd, x, W), evaluate(name, tree, q, qd, x, W)):
+                assert rel(a, b) < 1e-11
+
+
+def test_fext_takes_a_row_per_frame_or_flattened(compiled, rng):
+    model, dyn = compiled
+    tree = Tree(model)
+    nf = len(dyn.frame_names)
+    q, qd, tau, W = state(tree, rng)
+    one = dyn.forward_dynamics_fext(q, qd, tau, W)
+    assert np.array_equal(one, dyn.forward_dynamics_fext(q, qd, tau, W.ravel()))
+    assert np.array_equal(one, dyn.forward_dynamics_fext(q, qd, tau, W.tolist()))
+    batch = dyn.forward_dynamics_fext(np.array([q, q]), np.array([qd, qd]), np.array([tau, tau]),
+                                      np.array([W, 0 * W]))
+    assert batch.shape == (2, tree.nv) and np.array_equal(batch[0], one)
+    assert np.allclose(batch[1], dyn.forward_dynamics(q, qd, tau), rtol=1e-12, atol=1e-12)
+    flat = dyn.forward_dynamics_fext(np.array([q]), np.array([qd]), np.array([tau]), W.reshape(1, -1))
+    assert np.array_equal(flat[0], one)
+    out = np.empty(tree.nv)
+    dyn.bind("forward_dynamics_fext", np.asarray(q), np.asarray(qd), np.asarray(tau), W, out)()
+    assert np.array_equal(out, one)
+    with pytest.raises(ValueError, match=rf"fext must have shape \({nf}, 6\) or \({6 * nf},\)"):
+        dyn.forward_dynamics_fext(q, qd, tau, W[:-1])
+    with pytest.raises(ValueError, match="fext must have shape"):
+        dyn.forward_dynamics_fext(q, qd, tau, W.T)
+
+
+def test_generated_only_when_named():
+    tree = Tree(scleron.load_model(example("branched.yaml")))
+    for name in ("forward_dynamics_fext", "inverse_dynamics_fext",
+                 "forward_dynamics_derivatives_fext", "inverse_dynamics_derivatives_fext"):
+        spec = FUNCTIONS[name]
+        assert not spec.by_default(tree) and spec.inputs[-1].shape == ("nframes", 6)
