@@ -13,7 +13,7 @@ from typing import Callable
 from functools import partial
 from math import prod
 
-from .dynamics import centroidal, checks, configuration, derivatives, frames, recursions
+from .dynamics import centroidal, checks, configuration, derivatives, discrete, frames, recursions
 from .program import Program, ProgramAlgebra
 
 
@@ -104,7 +104,9 @@ def flatten(value):
 
 
 def model_sizes(tree):
-    return {"nq": tree.nq, "nv": tree.nv, "nframes": len(getattr(tree, "frames", ()))}
+    """The named sizes of the arguments' shapes: nx = 2 nv, a state (q, qd) in the tangent space."""
+    return {"nq": tree.nq, "nv": tree.nv, "nx": 2 * tree.nv,
+            "nframes": len(getattr(tree, "frames", ()))}
 
 
 def _in(name, dim="nv", doc=""):
@@ -314,6 +316,22 @@ FUNCTIONS = {f.name: f for f in [
                  "Mansard 2018; q columns along integrate(q, v), as Pinocchio's)",
                  ("id_derivatives", "idd"), ("unrolled", "pair_loop"),
                  by_default=few_coordinates),
+    FunctionSpec("euler_step", (Q, QD, _in("tau", doc="joint forces"), Argument("dt", (), "time step")),
+                 (_in("q_next", "nq", "configuration after the step"),
+                  _in("qd_next", doc="velocity after the step")), discrete.euler_step,
+                 "one semi-implicit Euler step of length dt: qd' = qd + dt FD(q, qd, tau), q' = q "
+                 "(+) qd' dt on the joints' manifolds (Crocoddyl's IntegratedActionModelEuler)",
+                 ("step",), by_default=named_only, with_mimic=True),
+    FunctionSpec("euler_step_derivatives",
+                 (Q, QD, _in("tau", doc="joint forces"), Argument("dt", (), "time step")),
+                 (Argument("Fx", ("nx", "nx"), "d(q', qd')/d(q, qd) (tangent spaces)"),
+                  Argument("Fu", ("nx", "nv"), "d(q', qd')/d tau")),
+                 discrete.euler_step_derivatives,
+                 "the Jacobians of euler_step, row-major: Fx = d(q', qd')/d(q, qd), 2nv x 2nv, "
+                 "and Fu = d(q', qd')/d tau, 2nv x nv, q rows and columns in the tangent space "
+                 "(Crocoddyl's Fx, Fu), by the chain rule through the forward dynamics' "
+                 "derivatives and integrate's Jacobians", ("step_derivatives",),
+                 by_default=named_only),
     FunctionSpec("forward_dynamics_derivatives", (Q, QD, _in("tau", doc="joint forces")),
                  (Argument("dqdd_dq", ("nv", "nv"), "d qdd / d q (tangent space: nv columns)"),
                   Argument("dqdd_dqd", ("nv", "nv"), "d qdd / d qd"),

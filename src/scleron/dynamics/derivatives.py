@@ -754,6 +754,15 @@ def accelerations_and_inverse(tree, alg, q, qd, tau, world, blocks):
     return [row[0] for row in solved], articulated_mass_matrix_inverse(tree, alg, q, blocks, axes)
 
 
+def derivative_accelerations(tree, alg, q, qd, tau):
+    """q'' = FD(q, qd, tau) as forward_dynamics_derivatives forms it on the way (world_dynamics,
+    the LTDL factors of the composite M): in a program these are the very nodes it built
+    (hash-consed), so a function that wants q'' beside the derivatives pays nothing more."""
+    kins = recursions.joint_kinematics(tree, alg, q, qd)
+    world = world_dynamics(tree, alg, kins, qd, [0.0] * tree.nv)
+    return accelerations_and_inverse(tree, alg, q, qd, tau, world, None)[0]
+
+
 def forward_dynamics_derivatives(tree, alg, q, qd, tau):
     """(dqdd/dq, dqdd/dqd, M^-1) at (q, qd, tau): M qdd + h(q, qd) = tau differentiated at fixed
     tau gives dqdd/dx = -M^-1 dtau/dx at qdd = FD(q, qd, tau), and dqdd/dtau = M^-1.

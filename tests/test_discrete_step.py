@@ -1,0 +1,147 @@
+"""One semi-implicit Euler step and its Jacobians (euler_step, euler_step_derivatives): the
+discrete dynamics an MPC linearises at each node.
+
+Oracles: Pinocchio's aba, integrate, computeABADerivatives and dIntegrate composed by hand on a
+floating quadruped (quaternion free flyer); central differences of the step on the manifold
+(q perturbed by integrate, the result compared by difference) for general joints and a
+quaternion ball. The last test compiles a small floating model and holds its C to the numeric
+reference (the recursions the C is unrolled from), a batch with a dt per state included."""
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import scleron
+from scleron.dynamics.algebra import FloatAlgebra
+from scleron.dynamics.tree import Tree
+from scleron.functions import FUNCTIONS
+
+from conftest import example, robots_dir
+
+ALG = FloatAlgebra()
+QBALL = """
+name: qball_step
+bodies:
+  - {name: base, parent: world, mass: 3, com: [0.1, 0, 0], inertia: [0.2, 0.3, 0.4],
+     joint: {type: free_flyer}}
+  - {name: arm, parent: base, mass: 1, com: [0, 0, -0.3], inertia: [0.05, 0.06, 0.01],
+     joint: {type: spherical_quat, xyz: [0.2, 0.1, 0], rpy: [0.3, 0, 0.2]}}
+  - {name: hand, parent: arm, mass: 0.5, com: [0, 0.05, 0], inertia: [0.01, 0.01, 0.02],
+     joint: {type: revolute, axis: [0, 1, 0], xyz: [0, 0, -0.6], stiffness: 2, damping: 0.3}}
+"""
+
+
+def evaluate(name, tree, *args):
+    out = FUNCTIONS[name].evaluate(tree, ALG, *[np.ravel(a) for a in args])
+    return tuple(np.array(x) for x in out) if isinstance(out, tuple) else np.array(out)
+
+
+def rel(a, ref):
+    return float(np.linalg.norm(np.asarray(a) - ref) / max(np.linalg.norm(ref), 1e-300))
+
+
+@pytest.fixture(scope="module")
+def qball(tmp_path_factory):
+    path = tmp_path_factory.mktemp("qball_step") / "qball_step.yaml"
+    path.write_text(QBALL)
+    return str(path)
+
+
+def state(tree, model, rng):
+    q = evaluate("integrate", tree, model.neutral(), rng.uniform(-0.8, 0.8, tree.nv), 1.0)
+    return q, rng.normal(size=tree.nv), rng.normal(size=tree.nv)
+
+
+def central_jacobians(tree, q, qd, tau, dt, h=1e-6):
+    """(Fx, Fu) of euler_step by central differences, q in and out in the tangent space."""
+    n = tree.nv
+    q_ref, _ = evaluate("euler_step", tree, q, qd, tau, dt)
+    cols = []
+    for k in range(3 * n):
+        e = np.zeros(n)
+        e[k % n] = h
+        ends = []
+        for s in (1, -1):
+            args = [q, qd, tau]
+            if k < n:
+                args[0] = evaluate("integrate", tree, q, s * e, 1.0)
+            else:
+                args[1 + (k >= 2 * n)] = args[1 + (k >= 2 * n)] + s * e
+            ends.append(evaluate("euler_step", tree, *args, dt))
+        (qp, vp), (qm, vm) = ends
+        dq = evaluate("difference", tree, q_ref, qp) - evaluate("difference", tree, q_ref, qm)
+        cols.append(np.concatenate([dq, vp - vm]) / (2 * h))
+    J = np.array(cols).T
+    return J[:, :2 * n], J[:, 2 * n:]
+
+
+@pytest.mark.parametrize("which", ["branched", "qball"])
+def test_jacobians_are_the_steps_derivatives(which, qball, rng):
+    path = example("branched.yaml") if which == "branched" else qball
+    model = scleron.load_model(path)
+    tree = Tree(model)
+    q, qd, tau = state(tree, model, rng)
+    for dt in (0.01, 0.2):
+        Fx, Fu = evaluate("euler_step_derivatives", tree, q, qd, tau, dt)
+        ref_x, ref_u = central_jacobians(tree, q, qd, tau, dt)
+        assert Fx.shape == (2 * tree.nv, 2 * tree.nv) and Fu.shape == (2 * tree.nv, tree.nv)
+        assert rel(Fx.reshape(2 * tree.nv, -1), ref_x) < 1e-6
+        assert rel(Fu.reshape(2 * tree.nv, -1), ref_u) < 1e-6
+
+
+def test_a_step_of_zero_length_is_the_identity(qball, rng):
+    model = scleron.load_model(qball)
+    tree = Tree(model)
+    q, qd, tau = state(tree, model, rng)
+    q1, qd1 = evaluate("euler_step", tree, q, qd, tau, 0.0)
+    assert np.array_equal(qd1, qd) and rel(q1, q) < 1e-15
+    Fx, Fu = evaluate("euler_step_derivatives", tree, q, qd, tau, 0.0)
+    assert rel(Fx.reshape(2 * tree.nv, -1), np.eye(2 * tree.nv)) < 1e-14 and not Fu.any()
+
+
+pin = pytest.importorskip("pinocchio")
+
+
+def test_matches_pinocchio_composed_by_hand(rng):
+    path = os.path.join(robots_dir(), "solo_description/robots/solo12.urdf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = Tree(scleron.load_model(path, floating=True))
+    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
+    pd = pm.createData()
+    n, dt = pm.nv, 0.02
+    q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+    v, tau = rng.normal(size=n), rng.normal(size=n)
+    a = pin.aba(pm, pd, q, v, tau).copy()
+    v1 = v + dt * a
+    q1 = pin.integrate(pm, q, v1 * dt)
+    got_q, got_v = evaluate("euler_step", tree, q, v, tau, dt)
+    assert rel(got_v, v1) < 1e-9 and rel(got_q, q1) < 1e-12
+    pin.computeABADerivatives(pm, pd, q, v, tau)
+    Jq = pin.dIntegrate(pm, q, v1 * dt, pin.ARG0)
+    Jv = pin.dIntegrate(pm, q, v1 * dt, pin.ARG1) * dt
+    dv_dx = np.hstack([dt * pd.ddq_dq, np.eye(n) + dt * pd.ddq_dv])
+    dq_dx = np.hstack([Jq, np.zeros((n, n))]) + Jv @ dv_dx
+    Fx, Fu = evaluate("euler_step_derivatives", tree, q, v, tau, dt)
+    assert rel(Fx.reshape(2 * n, -1), np.vstack([dq_dx, dv_dx])) < 1e-9
+    Minv = pd.Minv.copy()
+    Minv = np.triu(Minv) + np.triu(Minv, 1).T
+    assert rel(Fu.reshape(2 * n, -1), np.vstack([Jv @ (dt * Minv), dt * Minv])) < 1e-9
+
+
+def test_generated_step_matches_the_reference(generated, qball, rng):
+    model, dyn = generated(qball, "qball_step", functions=["euler_step", "euler_step_derivatives"])
+    tree = Tree(model)
+    n = tree.nv
+    q, qd, tau = state(tree, model, rng)
+    q1, qd1 = dyn.euler_step(q, qd, tau, 0.05)
+    ref_q, ref_v = evaluate("euler_step", tree, q, qd, tau, 0.05)
+    assert rel(q1, ref_q) < 1e-13 and rel(qd1, ref_v) < 1e-13
+    Fx, Fu = dyn.euler_step_derivatives(q, qd, tau, 0.05)
+    assert Fx.shape == (2 * n, 2 * n) and Fu.shape == (2 * n, n)
+    ref_x, ref_u = evaluate("euler_step_derivatives", tree, q, qd, tau, 0.05)
+    assert rel(Fx, ref_x) < 1e-12 and rel(Fu, ref_u) < 1e-12
+    Q, V, T = np.array([q, q]), np.array([qd, qd]), np.array([tau, tau])
+    bq, bv = dyn.euler_step(Q, V, T, [0.05, 0.0])            # a dt per state
+    assert np.array_equal(bq[0], q1) and rel(bq[1], q) < 1e-15 and np.array_equal(bv[1], qd)
