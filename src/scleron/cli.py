@@ -487,7 +487,8 @@ def build_parser():
                         "M^-1, centroidal and Jacobian functions (codegen names what it left "
                         "out, but for dint and ddiff, constants there); the dynamics under "
                         "external wrenches (fd_fext, id_fext, fdd_fext, idd_fext), the Euler "
-                        "step and its Jacobians (step, step_derivatives) and the one-frame "
+                        "step and its Jacobians (step, step_derivatives), the frames' "
+                        "velocity and acceleration derivatives (fvd, fad) and the one-frame "
                         "velocity and acceleration only when named")
     c.add_argument("--frames", metavar="A,B,...",
                    help="the frames the frame functions cover, and the rows of the external "

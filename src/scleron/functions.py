@@ -198,11 +198,12 @@ def referenced(name, inputs, output, recursion, doc, aliases=(), by_default=None
                forms=("unrolled",)):
     """One spec per reference of frames.REFERENCES, the default (local_world_aligned) under
     `name` and the others as `name_local`, `name_world`: the generated Python `name` takes
-    reference= and calls the one asked for."""
+    reference= and calls the one asked for. output: an Argument, or a tuple of them."""
     out = []
+    outputs = output if isinstance(output, tuple) else (output,)
     for ref in frames.REFERENCES:
         suffix = "" if ref == frames.REFERENCES[0] else f"_{ref}"
-        out.append(FunctionSpec(name + suffix, inputs, (output,), partial(recursion, reference=ref),
+        out.append(FunctionSpec(name + suffix, inputs, outputs, partial(recursion, reference=ref),
                                 f"{doc}, reference {ref} ({frames.REFERENCE_MEANINGS[ref]})",
                                 tuple(a + suffix for a in aliases),
                                 forms, variant=(name, (("reference", ref, frames.REFERENCES[0]),)),
@@ -300,6 +301,21 @@ FUNCTIONS = {f.name: f for f in [
                 "the classical acceleration [dw/dt; a] of every frame (a: of the frame's "
                 "origin; reference world: of the body point at the world origin)",
                 ("accelerations",), uncoupled),
+    *referenced("frame_velocity_derivatives", (Q, QD),
+                (Argument("dv_dq", ("nframes", 6, "nv"), "d twist / dq (tangent space)"),
+                 Argument("dv_dqd", ("nframes", 6, "nv"), "d twist / dqd (the Jacobian)")),
+                derivatives.frame_velocity_derivatives,
+                "d/dq and d/dqd of every frame's twist [w; v] (Pinocchio's "
+                "getFrameVelocityDerivatives; q columns along integrate(q, v)), by forward mode",
+                ("fvd",), named_only),
+    *referenced("frame_acceleration_derivatives", (Q, QD, QDD),
+                (Argument("da_dq", ("nframes", 6, "nv"), "d classical acceleration / dq"),
+                 Argument("da_dqd", ("nframes", 6, "nv"), "d classical acceleration / dqd"),
+                 Argument("da_dqdd", ("nframes", 6, "nv"), "d classical acceleration / dqdd")),
+                derivatives.frame_acceleration_derivatives,
+                "d/dq, d/dqd and d/dqdd of every frame's classical acceleration [dw/dt; a] "
+                "(q columns along integrate(q, v); a contact's p'' = 0 linearised), by forward "
+                "mode", ("fad",), named_only),
     FunctionSpec("mass_matrix_inverse", (Q,),
                  (Argument("Minv", ("nv", "nv"), "inverse mass matrix"),),
                  derivatives.mass_matrix_inverse,

@@ -13,15 +13,16 @@
   integrate(q, v) at v = 0, so a quaternion joint's columns are its nv velocity directions.
 - forward_dynamics_derivatives: dqdd/dx = -M^-1 dtau/dx at qdd = FD(q, qd, tau) (Carpentier &
   Mansard 2018: differentiate M qdd + h = tau at fixed tau; Pinocchio's computeABADerivatives).
-- inverse_dynamics_jacobians_by_duals: the inverse dynamics' derivatives by forward mode (dual
-  numbers) through recursions.inverse_dynamics itself: exact for every joint, shares nothing with
-  the analytical route but the recursion, larger code; the tests' oracle.
+- derivatives_by_duals: any recursion's derivatives by forward mode (dual numbers) through the
+  recursion itself: exact for every joint, sharing nothing with the analytical route but the
+  recursion, larger code; the frames' velocity and acceleration derivatives, and the tests'
+  oracle of the inverse dynamics' (inverse_dynamics_jacobians_by_duals).
 
 Twists [w; v] and wrenches [n; f], angular first, as everywhere in scleron.
 """
 from ..joints import manifolds
 from ..program.algebra import Dual, DualAlgebra
-from . import configuration, recursions
+from . import configuration, frames, recursions
 from .recursions import ltdl_factors, ltdl_solve, mass_matrix_factors  # noqa: F401 (LTDL: M^-1, q'')
 from .tree import consecutive_runs
 from .spatial import (ad, ad_star, columns, constant_rigid_inertia_to_parent, cross, dot, matmul, matvec,
@@ -879,20 +880,54 @@ def tangents(x, n):
     return list(x.b) if isinstance(x, Dual) else [0.0] * n
 
 
-# ---- the same derivatives by dual numbers through the recursion itself ---------------------------
-def inverse_dynamics_jacobians_by_duals(tree, alg, q, qd, qdd):
-    """(dtau/dq, dtau/dqd) by forward mode through recursions.inverse_dynamics: dual numbers
-    with 2 nv tangents, the first nv along integrate(q, v) at v = 0 (configuration.integrate in
-    the dual algebra: Pinocchio's tangent convention), the others along qd. Exact for any joint,
-    and independent of the analytical route above (the tests' oracle); as generated code it
-    costs more (panda 13k operations against 9k, RC50 428k against 138k)."""
-    nv, n = tree.nv, 2 * tree.nv
+# ---- derivatives by dual numbers through the recursions themselves ------------------------------
+def derivatives_by_duals(tree, alg, function, q, *rates, **options):
+    """The derivatives of function(tree, alg, q, *rates, **options) by forward mode: dual numbers
+    with nv tangents along integrate(q, v) at v = 0 (configuration.integrate in the dual algebra:
+    Pinocchio's tangent convention, nv columns for a quaternion joint) and nv along each rate
+    (qd, qdd). Exact for any joint; tangents that stay structural zeros fold away in a program,
+    so a frame's derivatives cost its ancestors' coordinates only. Returns one block per
+    argument, each shaped as the function's output with a last axis of nv."""
+    nv = tree.nv
+    n = nv * (1 + len(rates))
     dual = DualAlgebra(alg)
     zero = [0.0] * n
     moved = configuration.integrate(tree, dual, [Dual(x, zero) for x in q],
                                     [Dual(0.0, unit(k, n)) for k in range(nv)], [1.0])
     qx = [Dual(x, tangents(m, n)) for x, m in zip(q, moved)]
-    qdx = [Dual(x, unit(nv + k, n)) for k, x in enumerate(qd)]
-    tau = recursions.inverse_dynamics(tree, dual, qx, qdx, [Dual(x, zero) for x in qdd])
-    rows_ = [tangents(x, n) for x in tau]
-    return [r[:nv] for r in rows_], [r[nv:] for r in rows_]
+    rx = [[Dual(x, unit((i + 1) * nv + k, n)) for k, x in enumerate(r)] for i, r in enumerate(rates)]
+    out = function(tree, dual, qx, *rx, **options)
+    return [_tangent_block(out, n, slice(i * nv, (i + 1) * nv)) for i in range(1 + len(rates))]
+
+
+def frame_velocity_derivatives(tree, alg, q, qd, reference="local_world_aligned"):
+    """(d v_f/dq, d v_f/dqd), each (nframes, 6, nv): the derivatives of every frame's twist
+    (frames.frame_velocities) in the reference, q along integrate(q, v) (Pinocchio's
+    getFrameVelocityDerivatives, rows [w; v]); d v_f/dqd is the frame Jacobian."""
+    return tuple(derivatives_by_duals(tree, alg, frames.frame_velocities, q, qd,
+                                      reference=reference))
+
+
+def frame_acceleration_derivatives(tree, alg, q, qd, qdd, reference="local_world_aligned"):
+    """(d a_f/dq, d a_f/dqd, d a_f/dqdd), each (nframes, 6, nv): the derivatives of every
+    frame's classical acceleration (frames.frame_accelerations) in the reference, q along
+    integrate(q, v): a contact's p'' = 0 linearised (d a_f/dqdd is the frame Jacobian)."""
+    return tuple(derivatives_by_duals(tree, alg, frames.frame_accelerations, q, qd, qdd,
+                                      reference=reference))
+
+
+def _tangent_block(value, n, which):
+    """The tangents `which` of every dual in a nested list, the nesting kept."""
+    if isinstance(value, (list, tuple)):
+        return [_tangent_block(v, n, which) for v in value]
+    return tangents(value, n)[which]
+
+
+def inverse_dynamics_jacobians_by_duals(tree, alg, q, qd, qdd):
+    """(dtau/dq, dtau/dqd) by forward mode through recursions.inverse_dynamics (q'' held:
+    derivatives_by_duals). Independent of the analytical route above (the tests' oracle); as
+    generated code it costs more (panda 13k operations against 9k, RC50 428k against 138k)."""
+    def at_qdd(tree_, dual, q_, qd_):
+        return recursions.inverse_dynamics(tree_, dual, q_, qd_, [Dual(x, [0.0] * (2 * tree.nv))
+                                                                 for x in qdd])
+    return tuple(derivatives_by_duals(tree, alg, at_qdd, q, qd))
