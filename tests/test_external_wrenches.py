@@ -246,3 +246,23 @@ def test_generated_only_when_named():
                  "forward_dynamics_derivatives_fext", "inverse_dynamics_derivatives_fext"):
         spec = FUNCTIONS[name]
         assert not spec.by_default(tree) and spec.inputs[-1].shape == ("nframes", 6)
+
+
+def test_one_frame_batch_of_one(generated, tmp_path_factory, rng):
+    """fext (1, 6) with a batch of one state is that state's one wrench (outside tester: it was
+    taken for one state's and refused), and a single state's fext beside N states is refused
+    in its own shape."""
+    path = framed_branched(tmp_path_factory.mktemp("fext1"))
+    model, dyn = generated(path, "branched_fext1", functions=["forward_dynamics_fext"],
+                           frames=["a_tool"])
+    tree = Tree(model, ["a_tool"])
+    q, qd, tau, W = state(tree, rng)
+    one = dyn.forward_dynamics_fext(q, qd, tau, W)
+    assert W.shape == (1, 6)
+    batch = dyn.forward_dynamics_fext(q[None], qd[None], tau[None], W)
+    assert batch.shape == (1, tree.nv) and np.array_equal(batch[0], one)
+    assert np.array_equal(dyn.forward_dynamics_fext(q[None], qd[None], tau[None], W[None])[0], one)
+    two = [np.array([x, x]) for x in (q, qd, tau)]
+    with pytest.raises(ValueError, match=r"fext has shape \(1, 6\), one state's, but the inputs "
+                                         r"before it hold 2 states: give \(2, 1, 6\) or \(2, 6\)"):
+        dyn.forward_dynamics_fext(*two, W)

@@ -305,8 +305,9 @@ FUNCTIONS = {f.name: f for f in [
                 (Argument("dv_dq", ("nframes", 6, "nv"), "d twist / dq (tangent space)"),
                  Argument("dv_dqd", ("nframes", 6, "nv"), "d twist / dqd (the Jacobian)")),
                 derivatives.frame_velocity_derivatives,
-                "d/dq and d/dqd of every frame's twist [w; v] (Pinocchio's "
-                "getFrameVelocityDerivatives; q columns along integrate(q, v)), by forward mode",
+                "d/dq and d/dqd of every frame's twist [w; v] (q columns along integrate(q, v)), by "
+                "forward mode; Pinocchio's getFrameVelocityDerivatives, but in local_world_aligned, "
+                "where Pinocchio holds the frame's origin fixed (README: Frames)",
                 ("fvd",), named_only),
     *referenced("frame_acceleration_derivatives", (Q, QD, QDD),
                 (Argument("da_dq", ("nframes", 6, "nv"), "d classical acceleration / dq"),
@@ -315,7 +316,8 @@ FUNCTIONS = {f.name: f for f in [
                 derivatives.frame_acceleration_derivatives,
                 "d/dq, d/dqd and d/dqdd of every frame's classical acceleration [dw/dt; a] "
                 "(q columns along integrate(q, v); a contact's p'' = 0 linearised), by forward "
-                "mode", ("fad",), named_only),
+                "mode; in local_world_aligned the frame's origin moves with q (README: Frames)",
+                ("fad",), named_only),
     FunctionSpec("mass_matrix_inverse", (Q,),
                  (Argument("Minv", ("nv", "nv"), "inverse mass matrix"),),
                  derivatives.mass_matrix_inverse,
