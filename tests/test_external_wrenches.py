@@ -266,3 +266,91 @@ def test_one_frame_batch_of_one(generated, tmp_path_factory, rng):
     with pytest.raises(ValueError, match=r"fext has shape \(1, 6\), one state's, but the inputs "
                                          r"before it hold 2 states: give \(2, 1, 6\) or \(2, 6\)"):
         dyn.forward_dynamics_fext(*two, W)
+
+
+# ---- wrenches in world axes (local_world_aligned): contact forces ---------------------------------
+LWA = "_local_world_aligned"
+
+
+def in_own_axes(tree, q, W):
+    """World-axes wrenches at the frames' origins in the frames' axes: R_f^T n, R_f^T f."""
+    R = evaluate("frame_placements", tree, q).reshape(-1, 4, 4)[:, :3, :3]
+    return np.concatenate([np.einsum("kji,kj->ki", R, W[:, :3]),
+                           np.einsum("kji,kj->ki", R, W[:, 3:])], axis=1)
+
+
+def test_world_aligned_wrenches_keep_their_direction(framed, rng):
+    tree = framed
+    n = tree.nv
+    q, qd, x, W = state(tree, rng)
+    Wl = in_own_axes(tree, q, W)
+    tau = evaluate("inverse_dynamics_fext" + LWA, tree, q, qd, x, W)
+    assert rel(tau, evaluate("inverse_dynamics_fext", tree, q, qd, x, Wl)) < 1e-14
+    assert rel(evaluate("forward_dynamics_fext" + LWA, tree, q, qd, tau, W), x) < 1e-10
+    dq, dqd, M = evaluate("inverse_dynamics_derivatives_fext" + LWA, tree, q, qd, x, W)
+    fq, fqd, Minv = evaluate("forward_dynamics_derivatives_fext" + LWA, tree, q, qd, tau, W)
+    ref_q, ref_qd = central_columns(
+        lambda q_, v_: evaluate("inverse_dynamics_fext" + LWA, tree, q_, v_, x, W), tree, q, qd, 1e-6)
+    assert rel(dq, ref_q) < 1e-6 and rel(dqd, ref_qd) < 1e-6
+    ref_q, ref_qd = central_columns(
+        lambda q_, v_: evaluate("forward_dynamics_fext" + LWA, tree, q_, v_, tau, W), tree, q, qd, 1e-6)
+    assert rel(fq, ref_q) < 1e-6 and rel(fqd, ref_qd) < 1e-6
+    assert rel(fq, -Minv @ dq) < 1e-9 and rel(Minv @ M, np.eye(n)) < 1e-10
+    # held in the frames' axes instead, d/dq differs (the frames turn): the option matters
+    assert rel(evaluate("inverse_dynamics_derivatives_fext", tree, q, qd, x, Wl)[0], dq) > 1e-3
+
+
+@pytest.mark.parametrize("file, floating", ROBOTS, ids=lambda x: str(x).split("/")[0])
+def test_world_aligned_wrenches_match_pinocchio(file, floating, rng):
+    """Pinocchio's aba and computeABADerivatives with the wrenches turned into the frames' axes,
+    and M^-1 C added to its dqdd/dq, C = sum J_k^T [[n_k]x; [f_k]x] J_k,w with its LOCAL frame
+    Jacobians (the frames turning under world-fixed wrenches)."""
+    path = os.path.join(robots_dir(), file)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = Tree(scleron.load_model(path, floating=floating))
+    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating \
+        else pin.buildModelFromUrdf(path)
+    pd = pm.createData()
+    q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+    v, tau = rng.normal(size=pm.nv), rng.normal(size=pm.nv)
+    W = 10 * rng.normal(size=(len(tree.frames), 6))
+    pin.computeJointJacobians(pm, pd, q)
+    pin.updateFramePlacements(pm, pd)
+    ids = [pm.getFrameId(f.name, pin.BODY) for f in tree.frames]
+    Wl = np.array([np.r_[pd.oMf[i].rotation.T @ w[:3], pd.oMf[i].rotation.T @ w[3:]]
+                   for i, w in zip(ids, W)])
+    fext = pinocchio_fext(pm, tree, Wl)
+    a = pin.aba(pm, pd, q, v, tau, fext).copy()
+    assert rel(evaluate("forward_dynamics_fext" + LWA, tree, q, v, tau, W), a) < 1e-9
+    C = np.zeros((pm.nv, pm.nv))
+    for i, w in zip(ids, Wl):
+        J = swap(pin.getFrameJacobian(pm, pd, i, pin.LOCAL))          # rows [w; v]
+        if pm.frames[i].parentJoint == 0:
+            continue
+        C += J.T @ np.vstack([skew(w[:3]) @ J[:3], skew(w[3:]) @ J[:3]])
+    pin.computeABADerivatives(pm, pd, q, v, tau, fext)
+    Minv = np.triu(pd.Minv) + np.triu(pd.Minv, 1).T
+    fq, fv, _ = evaluate("forward_dynamics_derivatives_fext" + LWA, tree, q, v, tau, W)
+    assert rel(fq, pd.ddq_dq + Minv @ C) < 1e-9 and rel(fv, pd.ddq_dv) < 1e-9
+
+
+def swap(m):
+    return np.vstack([m[3:], m[:3]])
+
+
+def skew(x):
+    return np.array([[0, -x[2], x[1]], [x[2], 0, -x[0]], [-x[1], x[0], 0]])
+
+
+def test_world_aligned_generated_code_matches_the_reference(generated, tmp_path_factory, rng):
+    path = framed_branched(tmp_path_factory.mktemp("fext_lwa"))
+    names = ["fd_fext_lwa", "idd_fext_lwa", "fdd_fext_lwa"]
+    model, dyn = generated(path, "branched_fext_lwa", functions=names)
+    tree = Tree(model)
+    q, qd, x, W = state(tree, rng)
+    assert rel(dyn.forward_dynamics_fext_local_world_aligned(q, qd, x, W),
+               evaluate("forward_dynamics_fext" + LWA, tree, q, qd, x, W)) < 1e-12
+    for name in ("forward_dynamics_derivatives_fext", "inverse_dynamics_derivatives_fext"):
+        for a, b in zip(getattr(dyn, name + LWA)(q, qd, x, W), evaluate(name + LWA, tree, q, qd, x, W)):
+            assert rel(a, b) < 1e-11

@@ -486,7 +486,8 @@ def build_parser():
                         "without a quaternion joint, and mimic-coupled trees' frame, derivative, "
                         "M^-1, centroidal and Jacobian functions (codegen names what it left "
                         "out, but for dint and ddiff, constants there); the dynamics under "
-                        "external wrenches (fd_fext, id_fext, fdd_fext, idd_fext), the Euler "
+                        "external wrenches (fd_fext, id_fext, fdd_fext, idd_fext; _lwa: in world "
+                        "axes), the Euler "
                         "step and its Jacobians (step, step_derivatives), the frames' "
                         "velocity and acceleration derivatives (fvd, fad) and the one-frame "
                         "velocity and acceleration only when named")

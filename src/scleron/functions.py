@@ -59,15 +59,15 @@ class FunctionSpec:
                                 # unrolled code takes the fastest (unroll.fastest_recursion)
     with_mimic: bool = False    # also for a mimic-coupled tree (docs/mimic.md: its recursion
                                 # runs through the coupling or needs no joint kinematics)
-    acts_on_tree: Callable = None   # (tree, alg, input) -> tree: the last input acts on the tree
-                                # rather than entering the recursion (fext: wrenches on its
-                                # bodies); the recursion runs on the tree it returns
+    acts_on_tree: Callable = None   # (tree, alg, inputs) -> (tree, inputs): an input acts on
+                                # the tree rather than entering the recursion (fext: wrenches
+                                # on its bodies); the recursion runs on the tree it returns
 
     def prepared(self, tree, alg, args):
         """(tree, inputs) the recursion runs on: acts_on_tree applied, where there is one."""
         if self.acts_on_tree is None:
             return tree, list(args)
-        return self.acts_on_tree(tree, alg, args[-1]), list(args[:-1])
+        return self.acts_on_tree(tree, alg, list(args))
 
     def run(self, tree, alg, *args):
         """The recursion on its inputs, in an algebra."""
@@ -369,6 +369,10 @@ FEXT = Argument("fext", ("nframes", 6), "external wrenches: row k, [n; f] on fra
                 "frame_names, in that frame's axes about its origin")
 
 
+FEXT_WORLD = Argument("fext", ("nframes", 6), "external wrenches: row k, [n; f] on frame k of "
+                      "frame_names, in world axes about the frame's origin")
+
+
 def with_external_wrenches(spec):
     """`spec` with the input fext (FEXT) after its own: the wrenches join the bodies' constant
     ones (frames.with_external_wrenches), in the one recursion. Generated when named."""
@@ -377,13 +381,36 @@ def with_external_wrenches(spec):
                        "each frame's axes about its origin, turning with it: Pinocchio's fext)",
                    aliases=tuple(f"{a}_fext" for a in spec.aliases),
                    forms=tuple(f for f in spec.forms if f != "method2"),
-                   by_default=named_only,
-                   acts_on_tree=frames.with_external_wrenches)
+                   by_default=named_only, acts_on_tree=frames.acts_in_own_axes)
+
+
+def with_world_aligned_wrenches(spec, recursion=None):
+    """`spec` with fext in world axes at the frames' origins (FEXT_WORLD, local_world_aligned):
+    a force that keeps its direction in the world while its frame moves, as contact forces do.
+    The dynamics turn it into the frames' axes at q (frames.world_aligned_wrenches); the
+    derivatives (their own recursion: derivatives.*_world_aligned_fext) add what that turning
+    contributes. Straight-line code only. Generated when named."""
+    return replace(spec, name=f"{spec.name}_fext_local_world_aligned",
+                   inputs=spec.inputs + (FEXT_WORLD,),
+                   doc=f"{spec.doc}; with the external wrenches fext on the frames ([n; f] in "
+                       "world axes about each frame's origin, keeping their direction as the "
+                       "frames move: contact forces)",
+                   aliases=tuple(f"{a}_fext_lwa" for a in spec.aliases), forms=("unrolled",),
+                   alternatives=() if recursion else spec.alternatives,
+                   recursion=recursion or spec.recursion, by_default=named_only,
+                   with_mimic=False, acts_on_tree=None if recursion else frames.acts_in_world_axes)
 
 
 FUNCTIONS.update((f.name, f) for f in map(with_external_wrenches, [
     FUNCTIONS["forward_dynamics"], FUNCTIONS["inverse_dynamics"],
     FUNCTIONS["forward_dynamics_derivatives"], FUNCTIONS["inverse_dynamics_derivatives"]]))
+FUNCTIONS.update((f.name, f) for f in [
+    with_world_aligned_wrenches(FUNCTIONS["forward_dynamics"]),
+    with_world_aligned_wrenches(FUNCTIONS["inverse_dynamics"]),
+    with_world_aligned_wrenches(FUNCTIONS["forward_dynamics_derivatives"],
+                                derivatives.forward_dynamics_derivatives_world_aligned_fext),
+    with_world_aligned_wrenches(FUNCTIONS["inverse_dynamics_derivatives"],
+                                derivatives.inverse_dynamics_derivatives_world_aligned_fext)])
 
 # ---- functions of one frame: one C function per frame (and reference) of the model ---------------
 # frame_jacobian(q, "tool") costs that frame's work only (its body's ancestors), where

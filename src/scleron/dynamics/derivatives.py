@@ -689,6 +689,52 @@ def forward_dynamics_derivative_columns(tree, alg, q, qd, tau, blocks=None):
     return dq, dqd, vectors, Minv, free_root_columns(tree, alg, world, dq, dqd, vectors)
 
 
+# ---- external wrenches in world axes --------------------------------------------------------------
+def turning_wrench_columns(tree, alg, q, local):
+    """C = sum over frames k of J_k^T [[n_k] x; [f_k] x] J_k,w (nv x nv): what holding the
+    frames' wrenches fixed in world axes, rather than in the frames' (n_k, f_k: their values in
+    the frame's axes at q, frames.world_aligned_wrenches), adds to d(sum J_k^T w_k)/dq. Turning
+    the frame by dq_j turns R^T w by (R^T w) x w_j, w_j = J_k,w e_j its local angular velocity,
+    so d tau/dq gains -C and d qdd/dq gains M^-1 C. J_k: the frames' local Jacobians."""
+    alg.section("external wrenches in world axes: their turn in the frames, J^T [w] x J_w")
+    C = [[0.0] * tree.nv for _ in range(tree.nv)]
+    for k, (f, J) in enumerate(zip(tree.frames, frames.frame_jacobians(tree, alg, q, "local"))):
+        if f.body < 0:
+            continue
+        n, force = local[6 * k:6 * k + 3], local[6 * k + 3:6 * k + 6]
+        cols = frames.support(tree, f.body)
+        turned = {c: cross(n, [J[r][c] for r in range(3)]) + cross(force, [J[r][c] for r in range(3)])
+                  for c in cols}
+        for r in cols:
+            for c in cols:
+                C[r][c] = C[r][c] + dot([J[i][r] for i in range(6)], turned[c])
+    return C
+
+
+def _on_world_aligned_wrenches(tree, alg, q, fext):
+    """(the tree with fext's wrenches in the frames' axes at q, C of turning_wrench_columns)."""
+    local = frames.world_aligned_wrenches(tree, alg, q, fext)
+    return frames.with_external_wrenches(tree, alg, local), turning_wrench_columns(tree, alg, q, local)
+
+
+def inverse_dynamics_derivatives_world_aligned_fext(tree, alg, q, qd, qdd, fext):
+    """inverse_dynamics_derivatives with fext in world axes at the frames' origins: d tau/dq of
+    the wrenches held in the frames' axes, less C (turning_wrench_columns)."""
+    view, C = _on_world_aligned_wrenches(tree, alg, q, fext)
+    dq, dqd, M = inverse_dynamics_derivatives(view, alg, q, qd, qdd)
+    return [[a - c for a, c in zip(ra, rc)] for ra, rc in zip(dq, C)], dqd, M
+
+
+def forward_dynamics_derivatives_world_aligned_fext(tree, alg, q, qd, tau, fext):
+    """forward_dynamics_derivatives with fext in world axes at the frames' origins: d qdd/dq of
+    the wrenches held in the frames' axes, plus M^-1 C (turning_wrench_columns)."""
+    view, C = _on_world_aligned_wrenches(tree, alg, q, fext)
+    dq, dqd, Minv = forward_dynamics_derivatives(view, alg, q, qd, tau)
+    alg.section("external wrenches in world axes: d qdd/dq + M^-1 C")
+    MC = negated_product(Minv, C)
+    return [[a - m for a, m in zip(ra, rm)] for ra, rm in zip(dq, MC)], dqd, Minv
+
+
 # ---- a free-floating root: its columns of dqdd/dx in closed form ---------------------------------
 def free_roots(tree):
     """The roots that move freely in space and feel nothing from the world but uniform gravity:

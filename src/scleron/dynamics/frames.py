@@ -128,6 +128,36 @@ def with_external_wrenches(tree, alg, fext):
     return view
 
 
+def world_aligned_wrenches(tree, alg, q, fext):
+    """fext given in world axes at each frame's origin ([n; f] of local_world_aligned, a contact
+    force as an MPC has it) in the frames' own axes: R_f^T n, R_f^T f, R_f the frame's world
+    rotation at q (zero for a frame fixed to the world, where the wrench moves nothing)."""
+    kins = joint_kinematics(tree, alg, q, None)
+    poses = body_poses(tree, alg, kins, "external wrenches in world axes", frame_bodies(tree))
+    out = []
+    for k, f in enumerate(tree.frames):
+        if f.body < 0:
+            out += [0.0] * 6
+            continue
+        alg.section(f"external wrench of frame {f.name} in its own axes",
+                    "external wrench in the frame's axes", f.body)
+        R = frame_pose(f, poses)[0]
+        w = fext[6 * k:6 * k + 6]
+        out += mat_t_vec(R, w[:3]) + mat_t_vec(R, w[3:])
+    return out
+
+
+def acts_in_own_axes(tree, alg, args):
+    """FunctionSpec.acts_on_tree of the functions whose last input is fext in the frames' axes."""
+    return with_external_wrenches(tree, alg, args[-1]), list(args[:-1])
+
+
+def acts_in_world_axes(tree, alg, args):
+    """FunctionSpec.acts_on_tree of those whose fext has world axes (world_aligned_wrenches)."""
+    return acts_in_own_axes(tree, alg, list(args[:-1]) +
+                            [world_aligned_wrenches(tree, alg, args[0], args[-1])])
+
+
 # ---- Jacobians ----------------------------------------------------------------------------------
 def support(tree, body):
     """The coordinates that move a body: its joint's and its ancestors', in increasing order."""
