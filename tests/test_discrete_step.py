@@ -145,3 +145,67 @@ def test_generated_step_matches_the_reference(generated, qball, rng):
     Q, V, T = np.array([q, q]), np.array([qd, qd]), np.array([tau, tau])
     bq, bv = dyn.euler_step(Q, V, T, [0.05, 0.0])            # a dt per state
     assert np.array_equal(bq[0], q1) and rel(bq[1], q) < 1e-15 and np.array_equal(bv[1], qd)
+
+
+# ---- with external wrenches: contact forces as controls -------------------------------------------
+def central_fext_columns(tree, name, q, qd, tau, dt, W, h=1e-6):
+    """d(q', qd')/dfext of the named step by central differences, (2nv, nframes, 6)."""
+    q_ref, _ = evaluate(name, tree, q, qd, tau, dt, W)
+    cols = []
+    for k in range(W.size):
+        E = np.zeros(W.size)
+        E[k] = h
+        (qp, vp), (qm, vm) = (evaluate(name, tree, q, qd, tau, dt, W.ravel() + s * E) for s in (1, -1))
+        dq = evaluate("difference", tree, q_ref, qp) - evaluate("difference", tree, q_ref, qm)
+        cols.append(np.concatenate([dq, vp - vm]) / (2 * h))
+    return np.array(cols).T.reshape(2 * tree.nv, *W.shape)
+
+
+@pytest.mark.parametrize("axes", ["", "_local_world_aligned"], ids=["frame_axes", "world_axes"])
+def test_step_with_external_wrenches(axes, qball, rng):
+    model = scleron.load_model(qball)
+    tree = Tree(model)
+    q, qd, tau = state(tree, model, rng)
+    W = rng.normal(size=(len(tree.frames), 6))
+    dt = 0.05
+    step = lambda q_, qd_, tau_: evaluate("euler_step_fext" + axes, tree, q_, qd_, tau_, dt, W)
+    q1, qd1 = step(q, qd, tau)
+    accel = evaluate("forward_dynamics_fext" + axes, tree, q, qd, tau, W)
+    assert rel(qd1, qd + dt * accel) < 1e-14
+    Fx, Fu, Ff = evaluate("euler_step_derivatives_fext" + axes, tree, q, qd, tau, dt, W)
+    n = tree.nv
+    cols = []
+    for k in range(3 * n):                    # Fx, Fu by central differences, as above
+        e = np.zeros(n)
+        e[k % n] = 1e-6
+        ends = []
+        for s in (1, -1):
+            args = [q, qd, tau]
+            if k < n:
+                args[0] = evaluate("integrate", tree, q, s * e, 1.0)
+            else:
+                args[1 + (k >= 2 * n)] = args[1 + (k >= 2 * n)] + s * e
+            ends.append(step(*args))
+        (qp, vp), (qm, vm) = ends
+        dq = evaluate("difference", tree, q1, qp) - evaluate("difference", tree, q1, qm)
+        cols.append(np.concatenate([dq, vp - vm]) / 2e-6)
+    J = np.array(cols).T
+    assert rel(Fx, J[:, :2 * n]) < 1e-6 and rel(Fu, J[:, 2 * n:]) < 1e-6
+    assert Ff.shape == (2 * n, len(tree.frames), 6)
+    assert rel(Ff, central_fext_columns(tree, "euler_step_fext" + axes, q, qd, tau, dt, W)) < 1e-6
+
+
+def test_generated_step_with_contact_forces(generated, qball, rng):
+    names = ["step_fext_lwa", "step_derivatives_fext_lwa"]
+    model, dyn = generated(qball, "qball_step_fext", functions=names, frames=["hand", "arm"])
+    tree = Tree(model, ["hand", "arm"])
+    q, qd, tau = state(tree, model, rng)
+    W = rng.normal(size=(2, 6))
+    for got, ref in zip(dyn.euler_step_fext_local_world_aligned(q, qd, tau, 0.02, W),
+                        evaluate("euler_step_fext_local_world_aligned", tree, q, qd, tau, 0.02, W)):
+        assert rel(got, ref) < 1e-13
+    got = dyn.euler_step_derivatives_fext_local_world_aligned(q, qd, tau, 0.02, W)
+    assert got[2].shape == (2 * tree.nv, 2, 6)
+    for a, b in zip(got, evaluate("euler_step_derivatives_fext_local_world_aligned", tree, q, qd,
+                                  tau, 0.02, W)):
+        assert rel(a, b) < 1e-12

@@ -488,7 +488,7 @@ def build_parser():
                         "out, but for dint and ddiff, constants there); the dynamics under "
                         "external wrenches (fd_fext, id_fext, fdd_fext, idd_fext; _lwa: in world "
                         "axes), the Euler "
-                        "step and its Jacobians (step, step_derivatives), the frames' "
+                        "step and its Jacobians (step, step_derivatives, and with fext), the frames' "
                         "velocity and acceleration derivatives (fvd, fad) and the one-frame "
                         "velocity and acceleration only when named")
     c.add_argument("--frames", metavar="A,B,...",

@@ -401,10 +401,25 @@ def with_world_aligned_wrenches(spec, recursion=None):
                    with_mimic=False, acts_on_tree=None if recursion else frames.acts_in_world_axes)
 
 
+def step_derivatives_with_external_wrenches(world_axes):
+    """euler_step_derivatives with fext (in the frames' axes or in world axes), and a third
+    output, d(q', qd')/dfext."""
+    spec = (with_world_aligned_wrenches if world_axes else with_external_wrenches)(
+        FUNCTIONS["euler_step_derivatives"])
+    return replace(spec, outputs=spec.outputs + (
+        Argument("Ff", ("nx", "nframes", 6), "d(q', qd')/d fext (tangent space)"),),
+        recursion=partial(discrete.euler_step_derivatives_fext, world_axes=world_axes),
+        doc=spec.doc + "; and Ff = d(q', qd')/d fext, 2nv x nframes x 6", acts_on_tree=None,
+        alternatives=(), forms=("unrolled",))
+
+
 FUNCTIONS.update((f.name, f) for f in map(with_external_wrenches, [
     FUNCTIONS["forward_dynamics"], FUNCTIONS["inverse_dynamics"],
-    FUNCTIONS["forward_dynamics_derivatives"], FUNCTIONS["inverse_dynamics_derivatives"]]))
+    FUNCTIONS["forward_dynamics_derivatives"], FUNCTIONS["inverse_dynamics_derivatives"],
+    FUNCTIONS["euler_step"]]))
 FUNCTIONS.update((f.name, f) for f in [
+    step_derivatives_with_external_wrenches(False), step_derivatives_with_external_wrenches(True),
+    with_world_aligned_wrenches(FUNCTIONS["euler_step"]),
     with_world_aligned_wrenches(FUNCTIONS["forward_dynamics"]),
     with_world_aligned_wrenches(FUNCTIONS["inverse_dynamics"]),
     with_world_aligned_wrenches(FUNCTIONS["forward_dynamics_derivatives"],

@@ -13,7 +13,7 @@ Crocoddyl's convention) and u = tau, by the chain rule through the analytical de
 with I_q = d(q (+) w)/dq and J_v = d(q (+) qd' dt)/dqd' (configuration.integrate_jacobians,
 block-diagonal per joint, so the products cost the joints' blocks only). Sueda §3.4 builds its
 linearly implicit integrator on the same derivatives (scleron.simulate)."""
-from . import configuration, derivatives, recursions
+from . import configuration, derivatives, frames, recursions
 
 
 def euler_step(tree, alg, q, qd, tau, dt):
@@ -31,8 +31,16 @@ def _advance(tree, alg, q, qd, qdd, dt):
 def euler_step_derivatives(tree, alg, q, qd, tau, dt):
     """(Fx, Fu): d(q', qd')/d(q, qd), 2nv x 2nv, and d(q', qd')/dtau, 2nv x nv, row-major;
     rows and q columns in the tangent space."""
+    Fx, lift, Minv = step_jacobians(tree, alg, q, qd, tau, dt,
+                                    derivatives.forward_dynamics_derivatives(tree, alg, q, qd, tau))
+    return Fx, lift(Minv)
+
+
+def step_jacobians(tree, alg, q, qd, tau, dt, fd_derivatives):
+    """(Fx, lift, M^-1) from the forward dynamics' derivatives at (q, qd, tau) on this tree (its
+    wrenches): lift(X) = d(q', qd')/du of a control u with dqdd/du = X (Fu = lift(M^-1))."""
     h = dt[0]
-    da_dq, da_dqd, Minv = derivatives.forward_dynamics_derivatives(tree, alg, q, qd, tau)
+    da_dq, da_dqd, Minv = fd_derivatives
     qdd = derivatives.derivative_accelerations(tree, alg, q, qd, tau)
     _, qd_next = _advance(tree, alg, q, qd, qdd, dt)
     alg.section("Euler step derivatives: the chain rule through q (+) qd' dt")
@@ -40,12 +48,35 @@ def euler_step_derivatives(tree, alg, q, qd, tau, dt):
     dv_dq = [[h * x for x in row] for row in da_dq]
     dv_dqd = [[(1.0 if r == c else 0.0) + h * x for c, x in enumerate(row)]
               for r, row in enumerate(da_dqd)]
-    dv_dtau = [[h * x for x in row] for row in Minv]
     dq_dq = [[a + b for a, b in zip(ra, rb)] for ra, rb in zip(Iq, block_product(tree, Jv, dv_dq))]
     dq_dqd = block_product(tree, Jv, dv_dqd)
-    dq_dtau = block_product(tree, Jv, dv_dtau)
     Fx = [a + b for a, b in zip(dq_dq, dq_dqd)] + [a + b for a, b in zip(dv_dq, dv_dqd)]
-    return Fx, dq_dtau + dv_dtau
+
+    def lift(X):
+        dv = [[h * x for x in row] for row in X]
+        return block_product(tree, Jv, dv) + dv
+    return Fx, lift, Minv
+
+
+def euler_step_derivatives_fext(tree, alg, q, qd, tau, dt, fext, world_axes=False):
+    """(Fx, Fu, Ff) of euler_step with the external wrenches fext on the frames (in their own
+    axes, or with world_axes in world axes at their origins, frames.world_aligned_wrenches):
+    Ff = d(q', qd')/d fext, 2nv x nframes x 6, the lift of dqdd/dfext_k = M^-1 J_k^T with J_k
+    the frame's Jacobian in the reference fext is given in (tau = J_k^T fext_k is its power)."""
+    if world_axes:
+        view = frames.with_external_wrenches(tree, alg, frames.world_aligned_wrenches(tree, alg, q, fext))
+        fdd = derivatives.forward_dynamics_derivatives_world_aligned_fext(tree, alg, q, qd, tau, fext)
+    else:
+        view = frames.with_external_wrenches(tree, alg, fext)
+        fdd = derivatives.forward_dynamics_derivatives(view, alg, q, qd, tau)
+    Fx, lift, Minv = step_jacobians(view, alg, q, qd, tau, dt, fdd)
+    alg.section("Euler step derivatives: d/dfext = the lift of M^-1 J^T")
+    reference = "local_world_aligned" if world_axes else "local"
+    Jt = [[J[i][c] for J in frames.frame_jacobians(tree, alg, q, reference) for i in range(6)]
+          for c in range(tree.nv)]                                        # nv x 6 nframes
+    Ff = lift([[sum((m * x for m, x in zip(row, col)), 0.0) for col in zip(*Jt)] for row in Minv])
+    nf = len(tree.frames)
+    return Fx, lift(Minv), [[row[6 * k:6 * k + 6] for k in range(nf)] for row in Ff]
 
 
 def block_product(tree, D, X):
