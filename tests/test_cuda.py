@@ -18,7 +18,7 @@ import pytest
 import scleron
 from scleron.backends import cuda as cuda_backend
 from scleron.errors import BuildError
-from scleron.functions import FUNCTIONS
+from scleron.functions import FUNCTIONS, named_only
 
 from conftest import EXAMPLES, example
 
@@ -106,8 +106,9 @@ def test_every_function_has_cuda_launchers(tmp_path):
     cu = (tmp_path / "b" / "branched_dynamics.cu").read_text()
     names = [n for n in re.findall(r'^    "(\w+)": \(\(', (tmp_path / "b" / "cuda.py").read_text(),
                                      re.M)]
-    assert set(FUNCTIONS) - {"mass_matrix_inverse", "inverse_dynamics_derivatives",
-                             "forward_dynamics_derivatives"} <= set(names)
+    by_default = {n for n, spec in FUNCTIONS.items() if spec.by_default is not named_only}
+    assert by_default - {"mass_matrix_inverse", "inverse_dynamics_derivatives",
+                         "forward_dynamics_derivatives"} <= set(names)
     assert any(n.startswith("frame_jacobian_0") for n in names)          # per-frame functions
     for f in names:
         assert f'extern "C" int branched_{f}_cuda(int n, ' in cu, f
@@ -115,6 +116,31 @@ def test_every_function_has_cuda_launchers(tmp_path):
         assert f"void __launch_bounds__(SCLERON_CUDA_MAX_BLOCK) branched_{f}_soa(int n" in cu, f
     assert "double w[" not in cu                  # registers, not a local work array
     assert "sincos(q_" in cu
+
+
+def test_functions_generated_when_named_have_cuda_launchers(tmp_path):
+    """Those only named (external wrenches, a (nframes, 6) input; the step's derivatives with
+    fext, an output of three axes; the frames' derivatives) render for CUDA too."""
+    named = sorted(n for n, spec in FUNCTIONS.items() if spec.by_default is named_only
+                   and ("fext" in n or "step" in n or "derivatives_local" in n))
+    assert "euler_step_derivatives_fext_local_world_aligned" in named
+    scleron.generate(scleron.load_model(example("branched.yaml")), str(tmp_path / "n"),
+                     compile=False, functions=named, cuda=True)
+    cu = (tmp_path / "n" / "branched_dynamics.cu").read_text()
+    for f in named:
+        assert f'extern "C" int branched_{f}_cuda(int n, ' in cu, f
+    # fext may come as (N, nframes, 6), or (nframes, 6, N) in soa, as the CPU batches take it
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("branched_named_cuda", tmp_path / "n" / "cuda.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    nf, n = 9, 7
+    for soa, shapes in ((False, [(n, 20)] * 3 + [(n, nf, 6)]), (True, [(20, n)] * 3 + [(nf, 6, n)])):
+        arrays = [FakeDeviceArray(shape) for shape in shapes]
+        assert module._inputs("forward_dynamics_fext", arrays, 0, soa)[1] == n
+    with pytest.raises(ValueError, match=r"fext must have shape \(N, 54\) or \(N, 9, 6\)"):
+        module._inputs("forward_dynamics_fext", [FakeDeviceArray((n, 20))] * 3
+                       + [FakeDeviceArray((n, 6, nf))], 0, False)
 
 
 def test_split_kernels_pass_values_through_scratch(tmp_path):

@@ -209,3 +209,20 @@ def test_generated_step_with_contact_forces(generated, qball, rng):
     for a, b in zip(got, evaluate("euler_step_derivatives_fext_local_world_aligned", tree, q, qd,
                                   tau, 0.02, W)):
         assert rel(a, b) < 1e-12
+
+
+def test_all_leaves_the_straight_line_derivatives_out_of_big_trees():
+    """functions="all" on RC50 left the step's derivatives unrolled at 500k statements (an outside
+    reviewer): above STRAIGHT_LINE_DERIVATIVES_UP_TO_NV coordinates "all" leaves out the
+    functions whose only code is straight-line and superlinear; named, they are generated."""
+    from scleron.functions import STRAIGHT_LINE_DERIVATIVES_UP_TO_NV
+    from scleron.pipeline import selected_functions
+    big, small = (Tree(scleron.load_model(example(f))) for f in ("rc50.yaml", "branched.yaml"))
+    assert small.nv <= STRAIGHT_LINE_DERIVATIVES_UP_TO_NV < big.nv
+    left_out = {"euler_step_derivatives", "euler_step_derivatives_fext",
+                "forward_dynamics_derivatives_fext_local_world_aligned",
+                "frame_velocity_derivatives", "frame_acceleration_derivatives_world"}
+    assert not left_out & set(selected_functions(["all"], big))
+    assert left_out <= set(selected_functions(["all"], small))
+    assert {"forward_dynamics_derivatives_fext", "euler_step"} <= set(selected_functions(["all"], big))
+    assert selected_functions(["step_derivatives"], big) == ["euler_step_derivatives"]

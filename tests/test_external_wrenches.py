@@ -354,3 +354,12 @@ def test_world_aligned_generated_code_matches_the_reference(generated, tmp_path_
     for name in ("forward_dynamics_derivatives_fext", "inverse_dynamics_derivatives_fext"):
         for a, b in zip(getattr(dyn, name + LWA)(q, qd, x, W), evaluate(name + LWA, tree, q, qd, x, W)):
             assert rel(a, b) < 1e-11
+
+
+def test_the_reference_takes_fext_in_its_declared_shape(framed, rng):
+    """evaluate flattens fext (nframes, 6) as the C takes it (an outside reviewer: it sliced the
+    rows of the matrix as if they were numbers, silently)."""
+    q, qd, x, W = state(framed, rng)
+    spec = FUNCTIONS["inverse_dynamics_fext"]
+    assert np.array_equal(np.array(spec.evaluate(framed, ALG, q, qd, x, W)),
+                          np.array(spec.evaluate(framed, ALG, q, qd, x, W.ravel())))

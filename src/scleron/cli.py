@@ -479,7 +479,9 @@ def build_parser():
     c.add_argument("--functions", metavar="F,G,...",
                    help="generate only these functions (names or aliases, comma-separated); "
                         "+F,G,... generates the default ones and these; all: every function "
-                        "the model can have (a mimic-coupled tree: those docs/mimic.md lists). Default: "
+                        "the model can have (a mimic-coupled tree: those docs/mimic.md lists; above 24 "
+                        "coordinates not the straight-line-only derivatives: the step's, the "
+                        "world-axes fext's, the frames'). Default: "
                         "every function "
                         "but the derivatives and M^-1 above 12 coordinates, the frame Jacobians "
                         "of many frames, the Jacobians of integrate and difference (dint, ddiff) "

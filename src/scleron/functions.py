@@ -59,6 +59,7 @@ class FunctionSpec:
                                 # unrolled code takes the fastest (unroll.fastest_recursion)
     with_mimic: bool = False    # also for a mimic-coupled tree (docs/mimic.md: its recursion
                                 # runs through the coupling or needs no joint kinematics)
+    in_all: Callable = None     # tree -> whether functions="all" takes it (None: always)
     acts_on_tree: Callable = None   # (tree, alg, inputs) -> (tree, inputs): an input acts on
                                 # the tree rather than entering the recursion (fext: wrenches
                                 # on its bodies); the recursion runs on the tree it returns
@@ -92,8 +93,10 @@ class FunctionSpec:
         return prog
 
     def evaluate(self, tree, alg, *args):
-        """The recursion in an algebra (e.g. FloatAlgebra: the numeric reference)."""
-        return self.run(tree, alg, *[list(a) for a in args])
+        """The recursion in an algebra (e.g. FloatAlgebra: the numeric reference); each input
+        flattened row-major as the C takes it (fext (nframes, 6) too; dt a number or one entry)."""
+        return self.run(tree, alg, *[flatten(a.tolist() if hasattr(a, "tolist") else a)
+                                     for a in args])
 
 
 def flatten(value):
@@ -174,6 +177,19 @@ def few_coordinates(tree):
     return uncoupled(tree) and tree.nv <= DERIVATIVES_BY_DEFAULT_NV
 
 
+# The functions whose only code is straight-line and grows with nv^3 (the Euler step's
+# derivatives, the world-axes fext's, by the forward dynamics' unrolled derivatives) or with the
+# frames' depths times nv (the frames' derivatives, by forward mode) are left out of
+# functions="all" above this many coordinates, where they would dwarf the rest (RC50: the step's
+# derivatives alone 500k statements against 46k for the forward dynamics' derivatives in loop
+# form; an outside reviewer). Named, they are generated at any size.
+STRAIGHT_LINE_DERIVATIVES_UP_TO_NV = 24
+
+
+def straight_line_fits(tree):
+    return tree.nv <= STRAIGHT_LINE_DERIVATIVES_UP_TO_NV
+
+
 # Forward dynamics by the mass matrix's factors is O(n d^2) against the articulated-body
 # algorithm's O(n): it is unrolled as well, to be estimated against it (unroll.fastest_recursion),
 # only up to this many coordinates. Beyond, its operations decide against it (RC20: 8,599
@@ -195,7 +211,7 @@ def factors_apply(tree):
 
 
 def referenced(name, inputs, output, recursion, doc, aliases=(), by_default=None,
-               forms=("unrolled",)):
+               forms=("unrolled",), in_all=None):
     """One spec per reference of frames.REFERENCES, the default (local_world_aligned) under
     `name` and the others as `name_local`, `name_world`: the generated Python `name` takes
     reference= and calls the one asked for. output: an Argument, or a tuple of them."""
@@ -207,7 +223,7 @@ def referenced(name, inputs, output, recursion, doc, aliases=(), by_default=None
                                 f"{doc}, reference {ref} ({frames.REFERENCE_MEANINGS[ref]})",
                                 tuple(a + suffix for a in aliases),
                                 forms, variant=(name, (("reference", ref, frames.REFERENCES[0]),)),
-                                by_default=by_default))
+                                by_default=by_default, in_all=in_all))
     return out
 
 FUNCTIONS = {f.name: f for f in [
@@ -308,7 +324,7 @@ FUNCTIONS = {f.name: f for f in [
                 "d/dq and d/dqd of every frame's twist [w; v] (q columns along integrate(q, v)), by "
                 "forward mode; Pinocchio's getFrameVelocityDerivatives, but in local_world_aligned, "
                 "where Pinocchio holds the frame's origin fixed (README: Frames)",
-                ("fvd",), named_only),
+                ("fvd",), named_only, in_all=straight_line_fits),
     *referenced("frame_acceleration_derivatives", (Q, QD, QDD),
                 (Argument("da_dq", ("nframes", 6, "nv"), "d classical acceleration / dq"),
                  Argument("da_dqd", ("nframes", 6, "nv"), "d classical acceleration / dqd"),
@@ -317,7 +333,7 @@ FUNCTIONS = {f.name: f for f in [
                 "d/dq, d/dqd and d/dqdd of every frame's classical acceleration [dw/dt; a] "
                 "(q columns along integrate(q, v); a contact's p'' = 0 linearised), by forward "
                 "mode; in local_world_aligned the frame's origin moves with q (README: Frames)",
-                ("fad",), named_only),
+                ("fad",), named_only, in_all=straight_line_fits),
     FunctionSpec("mass_matrix_inverse", (Q,),
                  (Argument("Minv", ("nv", "nv"), "inverse mass matrix"),),
                  derivatives.mass_matrix_inverse,
@@ -349,7 +365,7 @@ FUNCTIONS = {f.name: f for f in [
                  "and Fu = d(q', qd')/d tau, 2nv x nv, q rows and columns in the tangent space "
                  "(Crocoddyl's Fx, Fu), by the chain rule through the forward dynamics' "
                  "derivatives and integrate's Jacobians", ("step_derivatives",),
-                 by_default=named_only),
+                 by_default=named_only, in_all=straight_line_fits),
     FunctionSpec("forward_dynamics_derivatives", (Q, QD, _in("tau", doc="joint forces")),
                  (Argument("dqdd_dq", ("nv", "nv"), "d qdd / d q (tangent space: nv columns)"),
                   Argument("dqdd_dqd", ("nv", "nv"), "d qdd / d qd"),
@@ -398,7 +414,8 @@ def with_world_aligned_wrenches(spec, recursion=None):
                    aliases=tuple(f"{a}_fext_lwa" for a in spec.aliases), forms=("unrolled",),
                    alternatives=() if recursion else spec.alternatives,
                    recursion=recursion or spec.recursion, by_default=named_only,
-                   with_mimic=False, acts_on_tree=None if recursion else frames.acts_in_world_axes)
+                   with_mimic=False, acts_on_tree=None if recursion else frames.acts_in_world_axes,
+                   in_all=straight_line_fits if recursion else spec.in_all)
 
 
 def step_derivatives_with_external_wrenches(world_axes):

@@ -250,11 +250,14 @@ def selected_functions(functions=None, tree=None):
 
 def every_function(tree=None):
     """functions="all": every function, but on a mimic-coupled tree, which refuses the frame,
-    derivative and centroidal functions, those whose spec says with_mimic."""
+    derivative and centroidal functions, those whose spec says with_mimic; and on a big tree
+    not those whose spec's in_all leaves it out (functions.STRAIGHT_LINE_DERIVATIVES_UP_TO_NV)."""
     every = {**FUNCTIONS, **FRAME_FUNCTIONS}
+    fits = [f for f, spec in every.items() if tree is None or getattr(spec, "in_all", None) is None
+            or spec.in_all(tree)]
     if tree is None or uncoupled(tree):
-        return list(every)
-    return [f for f, spec in FUNCTIONS.items() if spec.with_mimic]
+        return fits
+    return [f for f in fits if f in FUNCTIONS and FUNCTIONS[f].with_mimic]
 
 
 def _plus(functions):

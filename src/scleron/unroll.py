@@ -54,6 +54,9 @@ class FunctionCode:
 def function_code(tree, spec, prefix, form="unrolled"):
     """The FunctionCode of a spec in a form (unrolled, method2, mass_loop)."""
     sizes = model_sizes(tree)
+    if form in ("method2", "mass_loop") and spec.acts_on_tree is not None:
+        # (these forms unroll the recursions from the tree itself, not through the spec)
+        raise ValueError(f"{spec.name}: the {form} form does not apply its inputs to the tree")
     if form == "method2":
         m2 = unroll_method2(tree, prefix)
         return FunctionCode(spec, form, m2.prologue, sizes, m2)

@@ -54,7 +54,9 @@ class joint_kinematics:
             raise ModelError("this function is not available yet for a model with mimic joints "
                              "(docs/mimic.md: forward and inverse dynamics, mass matrix, bias and "
                              "static forces, energies, centre of mass, integrate and difference "
-                             "and their Jacobians are, and M^-1 named with --functions minv); "
+                             "and their Jacobians are, and named with --functions: M^-1 (minv), "
+                             "the dynamics under external wrenches in the frames' axes (fd_fext, "
+                             "id_fext) and the Euler step (step, step_fext)); "
                              f"{uncoupling_hint(tree)}",
                              source=tree.source, element=f"model '{tree.name}'")
         self.tree, self.alg, self.q, self.qd = tree, alg, q, qd

@@ -15,7 +15,8 @@ def function_context(code, prefix, split=None):
     spec, sizes = code.spec, code.sizes
     fname = f"{prefix}_{spec.name}"
     dev = print_device(code.program, fname, split)
-    ins = [{"name": a.name, "size": a.size(sizes), "doc": a.doc} for a in spec.inputs]
+    ins = [{"name": a.name, "size": a.size(sizes), "doc": a.doc, "shape": a.dims(sizes)}
+           for a in spec.inputs]
     outs = [{"name": a.name, "size": a.size(sizes), "shape": list(a.dims(sizes)),
              "doc": a.doc} for a in spec.outputs]
     arrays = [(a["name"], a["size"], False) for a in ins] + [(a["name"], a["size"], True)
