@@ -38,6 +38,10 @@
 #if defined(__GNUC__)
 #define SCLERON_LOCAL __attribute__((visibility("hidden")))
 #define SCL_ONE_VECTOR _Pragma("GCC unroll 1")      /* a loop of 4 columns kept a loop (columns.c.j2) */
+/* the work array on a cache line's start: where the stack left it 8 or 16 bytes off one, the
+ * chunks' vector stores and loads of it straddled lines (branched.yaml's forward dynamics 530
+ * or 690 ns by where the caller's stack stood) */
+#define SCL_LINE_ALIGNED __attribute__((aligned(64)))
 #if defined(__znver1__) || defined(__znver2__) || defined(__znver3__) || defined(__znver4__) \
     || defined(__znver5__)
 /* AMD Zen: better without the hint (the frame Jacobians of talos_reduced 1,735 / 1,916 ns,
@@ -50,6 +54,7 @@
 #else
 #define SCLERON_LOCAL
 #define SCL_ONE_VECTOR
+#define SCL_LINE_ALIGNED
 #define SCL_PREFETCH_WRITE(p) ((void)(p))
 #endif
 #ifndef SCL_ZERO_DEFINED        /* once where several models' files make one translation unit */
@@ -5102,7 +5107,7 @@ void branched_forward_dynamics(const double *q, const double *qd, const double *
 {
     double sq[20], cq[20];
     scl_sincos(q + 1, sq + 1, cq + 1, 16);
-    double w[231];
+    double w[231] SCL_LINE_ALIGNED;
     branched_forward_dynamics_part0(q, qd, sq, cq, w);
     branched_forward_dynamics_part1(q, qd, tau, sq, cq, w);
     branched_forward_dynamics_part2(q, sq, cq, w);
@@ -6986,7 +6991,7 @@ void branched_inverse_dynamics(const double *q, const double *qd, const double *
 {
     double sq[20], cq[20];
     scl_sincos(q + 1, sq + 1, cq + 1, 16);
-    double w[106];
+    double w[106] SCL_LINE_ALIGNED;
     branched_inverse_dynamics_part0(q, qd, qdd, sq, cq, w);
     branched_inverse_dynamics_part1(q, qd, qdd, tau, sq, cq, w);
 }
@@ -8507,7 +8512,7 @@ void branched_mass_matrix(const double *q, double *M)
 {
     double sq[20], cq[20];
     scl_sincos(q + 1, sq + 1, cq + 1, 16);
-    double w[45];
+    double w[45] SCL_LINE_ALIGNED;
     branched_mass_matrix_part0(q, M, sq, cq, w);
     branched_mass_matrix_part1(q, M, sq, cq, w);
 }
@@ -10201,7 +10206,7 @@ void branched_bias_forces(const double *q, const double *qd, double *h)
 {
     double sq[20], cq[20];
     scl_sincos(q + 1, sq + 1, cq + 1, 16);
-    double w[81];
+    double w[81] SCL_LINE_ALIGNED;
     branched_bias_forces_part0(q, qd, sq, cq, w);
     branched_bias_forces_part1(q, qd, h, sq, cq, w);
 }
@@ -11586,6 +11591,7 @@ void branched_difference_batch_threads(int n, int threads, const double *q0, con
 #undef SCLERON_IN_PART
 #undef SCLERON_LOCAL
 #undef SCL_ONE_VECTOR
+#undef SCL_LINE_ALIGNED
 #undef SCL_PREFETCH_WRITE
 #ifdef SCLERON_DEFINED_RESTRICT
 #undef restrict

@@ -38,6 +38,10 @@
 #if defined(__GNUC__)
 #define SCLERON_LOCAL __attribute__((visibility("hidden")))
 #define SCL_ONE_VECTOR _Pragma("GCC unroll 1")      /* a loop of 4 columns kept a loop (columns.c.j2) */
+/* the work array on a cache line's start: where the stack left it 8 or 16 bytes off one, the
+ * chunks' vector stores and loads of it straddled lines (branched.yaml's forward dynamics 530
+ * or 690 ns by where the caller's stack stood) */
+#define SCL_LINE_ALIGNED __attribute__((aligned(64)))
 #if defined(__znver1__) || defined(__znver2__) || defined(__znver3__) || defined(__znver4__) \
     || defined(__znver5__)
 /* AMD Zen: better without the hint (the frame Jacobians of talos_reduced 1,735 / 1,916 ns,
@@ -50,6 +54,7 @@
 #else
 #define SCLERON_LOCAL
 #define SCL_ONE_VECTOR
+#define SCL_LINE_ALIGNED
 #define SCL_PREFETCH_WRITE(p) ((void)(p))
 #endif
 #ifndef SCL_ZERO_DEFINED        /* once where several models' files make one translation unit */
@@ -3989,7 +3994,7 @@ void quadruped_forward_dynamics(const double *q, const double *qd, const double 
 {
     double sq[18], cq[18];
     scl_sincos(q + 3, sq + 3, cq + 3, 15);
-    double w[201];
+    double w[201] SCL_LINE_ALIGNED;
     quadruped_forward_dynamics_part0(qd, sq, cq, w);
     quadruped_forward_dynamics_part1(qd, tau, sq, cq, w);
     quadruped_forward_dynamics_part2(qdd, sq, cq, w);
@@ -5788,7 +5793,7 @@ void quadruped_inverse_dynamics(const double *q, const double *qd, const double 
 {
     double sq[18], cq[18];
     scl_sincos(q + 3, sq + 3, cq + 3, 15);
-    double w[83];
+    double w[83] SCL_LINE_ALIGNED;
     quadruped_inverse_dynamics_part0(qd, qdd, tau, sq, cq, w);
     quadruped_inverse_dynamics_part1(qd, qdd, tau, sq, cq, w);
 }
@@ -7270,7 +7275,7 @@ void quadruped_mass_matrix(const double *q, double *M)
 {
     double sq[18], cq[18];
     scl_sincos(q + 3, sq + 3, cq + 3, 15);
-    double w[20];
+    double w[20] SCL_LINE_ALIGNED;
     quadruped_mass_matrix_part0(M, sq, cq, w);
     quadruped_mass_matrix_part1(M, sq, cq, w);
 }
@@ -9036,7 +9041,7 @@ void quadruped_bias_forces(const double *q, const double *qd, double *h)
 {
     double sq[18], cq[18];
     scl_sincos(q + 3, sq + 3, cq + 3, 15);
-    double w[92];
+    double w[92] SCL_LINE_ALIGNED;
     quadruped_bias_forces_part0(qd, h, sq, cq, w);
     quadruped_bias_forces_part1(qd, h, sq, cq, w);
 }
@@ -10577,6 +10582,7 @@ void quadruped_difference_batch_threads(int n, int threads, const double *q0, co
 #undef SCLERON_IN_PART
 #undef SCLERON_LOCAL
 #undef SCL_ONE_VECTOR
+#undef SCL_LINE_ALIGNED
 #undef SCL_PREFETCH_WRITE
 #ifdef SCLERON_DEFINED_RESTRICT
 #undef restrict

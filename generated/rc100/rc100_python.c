@@ -18,12 +18,20 @@ static PyObject *fallback[NFUNCS];      /* the checked Python functions, set by 
 
 /* a 1-D C-contiguous float64 array of n entries (a plain one: a subclass, such as a masked
  * array, takes the checked Python function) */
-static int is_vector(PyObject *o, npy_intp n)
+static int is_vector(PyObject *o, npy_intp n, npy_intp rows)
 {
-    return PyArray_CheckExact(o) && PyArray_TYPE((PyArrayObject *)o) == NPY_DOUBLE
-        && PyArray_ISNOTSWAPPED((PyArrayObject *)o) && PyArray_ISALIGNED((PyArrayObject *)o)
-        && PyArray_NDIM((PyArrayObject *)o) == 1 && PyArray_DIM((PyArrayObject *)o, 0) == n
-        && PyArray_IS_C_CONTIGUOUS((PyArrayObject *)o);
+    if (!(PyArray_CheckExact(o) && PyArray_TYPE((PyArrayObject *)o) == NPY_DOUBLE
+          && PyArray_ISNOTSWAPPED((PyArrayObject *)o) && PyArray_ISALIGNED((PyArrayObject *)o)
+          && PyArray_IS_C_CONTIGUOUS((PyArrayObject *)o))) {
+        return 0;
+    }
+    PyArrayObject *a = (PyArrayObject *)o;
+    if (PyArray_NDIM(a) == 1) {
+        return PyArray_DIM(a, 0) == n;
+    }
+    /* an input of `rows` rows (fext: a wrench per frame) may also come as that matrix */
+    return rows > 0 && PyArray_NDIM(a) == 2 && PyArray_DIM(a, 0) == rows
+        && PyArray_DIM(a, 1) * rows == n;
 }
 
 /* a writeable C-contiguous float64 array of the given shape (a plain one, as the inputs: a
@@ -108,15 +116,15 @@ static int is_scalar(PyObject *o, double *value)
  * scalar), and no keyword but `out` (allowed when `out_allowed`); *out is set to the `out`
  * argument or NULL, data[k] to where input k's values are (a scalar's: in scalars[k]). */
 static int fast_call(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, Py_ssize_t nin,
-                     const npy_intp *sizes, int out_allowed, PyObject **out, const double **data,
-                     double *scalars)
+                     const npy_intp *sizes, const npy_intp *rows, int out_allowed, PyObject **out,
+                     const double **data, double *scalars)
 {
     *out = NULL;
     if (nargs != nin) {
         return 0;
     }
     for (Py_ssize_t k = 0; k < nin; ++k) {
-        if (sizes[k] == 0 ? !is_scalar(args[k], &scalars[k]) : !is_vector(args[k], sizes[k])) {
+        if (sizes[k] == 0 ? !is_scalar(args[k], &scalars[k]) : !is_vector(args[k], sizes[k], rows[k])) {
             return 0;
         }
         data[k] = sizes[k] == 0 ? &scalars[k] : (const double *)PyArray_DATA((PyArrayObject *)args[k]);
@@ -140,10 +148,11 @@ static PyObject *py_forward_dynamics(PyObject *self, PyObject *const *args, Py_s
 {
     (void)self;
     static const npy_intp sizes[3] = { 100, 100, 100 };
+    static const npy_intp rows[3] = { 0, 0, 0 };
     PyObject *out;
     const double *in[3];
     double scalars[3];
-    if (!fast_call(args, nargs, kwnames, 3, sizes, 1, &out, in, scalars)) {
+    if (!fast_call(args, nargs, kwnames, 3, sizes, rows, 1, &out, in, scalars)) {
         if (PyErr_Occurred() || fallback[0] == NULL) {
             return NULL;
         }
@@ -171,10 +180,11 @@ static PyObject *py_inverse_dynamics(PyObject *self, PyObject *const *args, Py_s
 {
     (void)self;
     static const npy_intp sizes[3] = { 100, 100, 100 };
+    static const npy_intp rows[3] = { 0, 0, 0 };
     PyObject *out;
     const double *in[3];
     double scalars[3];
-    if (!fast_call(args, nargs, kwnames, 3, sizes, 1, &out, in, scalars)) {
+    if (!fast_call(args, nargs, kwnames, 3, sizes, rows, 1, &out, in, scalars)) {
         if (PyErr_Occurred() || fallback[1] == NULL) {
             return NULL;
         }
@@ -202,10 +212,11 @@ static PyObject *py_mass_matrix(PyObject *self, PyObject *const *args, Py_ssize_
 {
     (void)self;
     static const npy_intp sizes[1] = { 100 };
+    static const npy_intp rows[1] = { 0 };
     PyObject *out;
     const double *in[1];
     double scalars[1];
-    if (!fast_call(args, nargs, kwnames, 1, sizes, 1, &out, in, scalars)) {
+    if (!fast_call(args, nargs, kwnames, 1, sizes, rows, 1, &out, in, scalars)) {
         if (PyErr_Occurred() || fallback[2] == NULL) {
             return NULL;
         }
@@ -233,10 +244,11 @@ static PyObject *py_bias_forces(PyObject *self, PyObject *const *args, Py_ssize_
 {
     (void)self;
     static const npy_intp sizes[2] = { 100, 100 };
+    static const npy_intp rows[2] = { 0, 0 };
     PyObject *out;
     const double *in[2];
     double scalars[2];
-    if (!fast_call(args, nargs, kwnames, 2, sizes, 1, &out, in, scalars)) {
+    if (!fast_call(args, nargs, kwnames, 2, sizes, rows, 1, &out, in, scalars)) {
         if (PyErr_Occurred() || fallback[3] == NULL) {
             return NULL;
         }
@@ -264,10 +276,11 @@ static PyObject *py_kinetic_energy(PyObject *self, PyObject *const *args, Py_ssi
 {
     (void)self;
     static const npy_intp sizes[2] = { 100, 100 };
+    static const npy_intp rows[2] = { 0, 0 };
     PyObject *out;
     const double *in[2];
     double scalars[2];
-    if (!fast_call(args, nargs, kwnames, 2, sizes, 0, &out, in, scalars)) {
+    if (!fast_call(args, nargs, kwnames, 2, sizes, rows, 0, &out, in, scalars)) {
         if (PyErr_Occurred() || fallback[4] == NULL) {
             return NULL;
         }
@@ -283,10 +296,11 @@ static PyObject *py_potential_energy(PyObject *self, PyObject *const *args, Py_s
 {
     (void)self;
     static const npy_intp sizes[1] = { 100 };
+    static const npy_intp rows[1] = { 0 };
     PyObject *out;
     const double *in[1];
     double scalars[1];
-    if (!fast_call(args, nargs, kwnames, 1, sizes, 0, &out, in, scalars)) {
+    if (!fast_call(args, nargs, kwnames, 1, sizes, rows, 0, &out, in, scalars)) {
         if (PyErr_Occurred() || fallback[5] == NULL) {
             return NULL;
         }
@@ -302,10 +316,11 @@ static PyObject *py_center_of_mass(PyObject *self, PyObject *const *args, Py_ssi
 {
     (void)self;
     static const npy_intp sizes[1] = { 100 };
+    static const npy_intp rows[1] = { 0 };
     PyObject *out;
     const double *in[1];
     double scalars[1];
-    if (!fast_call(args, nargs, kwnames, 1, sizes, 1, &out, in, scalars)) {
+    if (!fast_call(args, nargs, kwnames, 1, sizes, rows, 1, &out, in, scalars)) {
         if (PyErr_Occurred() || fallback[6] == NULL) {
             return NULL;
         }
@@ -333,10 +348,11 @@ static PyObject *py_integrate(PyObject *self, PyObject *const *args, Py_ssize_t 
 {
     (void)self;
     static const npy_intp sizes[3] = { 100, 100, 0 };
+    static const npy_intp rows[3] = { 0, 0, 0 };
     PyObject *out;
     const double *in[3];
     double scalars[3];
-    if (!fast_call(args, nargs, kwnames, 3, sizes, 1, &out, in, scalars)) {
+    if (!fast_call(args, nargs, kwnames, 3, sizes, rows, 1, &out, in, scalars)) {
         if (PyErr_Occurred() || fallback[7] == NULL) {
             return NULL;
         }
@@ -364,10 +380,11 @@ static PyObject *py_difference(PyObject *self, PyObject *const *args, Py_ssize_t
 {
     (void)self;
     static const npy_intp sizes[2] = { 100, 100 };
+    static const npy_intp rows[2] = { 0, 0 };
     PyObject *out;
     const double *in[2];
     double scalars[2];
-    if (!fast_call(args, nargs, kwnames, 2, sizes, 1, &out, in, scalars)) {
+    if (!fast_call(args, nargs, kwnames, 2, sizes, rows, 1, &out, in, scalars)) {
         if (PyErr_Occurred() || fallback[8] == NULL) {
             return NULL;
         }
@@ -556,7 +573,7 @@ static PyMethodDef bound_methods[] = {
 
 static PyTypeObject BoundType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "_rc100_a10bc6354180_py.Bound",
+    .tp_name = "_rc100_e0390e7a6347_py.Bound",
     .tp_doc = "bind's callable: a generated function on the arrays bound to it",
     .tp_basicsize = sizeof(Bound),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -651,10 +668,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_a10bc6354180_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc100_e0390e7a6347_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc100_a10bc6354180_py(void)
+PyMODINIT_FUNC PyInit__rc100_e0390e7a6347_py(void)
 {
     import_array();
     if (PyType_Ready(&BoundType) < 0) {

@@ -38,6 +38,10 @@
 #if defined(__GNUC__)
 #define SCLERON_LOCAL __attribute__((visibility("hidden")))
 #define SCL_ONE_VECTOR _Pragma("GCC unroll 1")      /* a loop of 4 columns kept a loop (columns.c.j2) */
+/* the work array on a cache line's start: where the stack left it 8 or 16 bytes off one, the
+ * chunks' vector stores and loads of it straddled lines (branched.yaml's forward dynamics 530
+ * or 690 ns by where the caller's stack stood) */
+#define SCL_LINE_ALIGNED __attribute__((aligned(64)))
 #if defined(__znver1__) || defined(__znver2__) || defined(__znver3__) || defined(__znver4__) \
     || defined(__znver5__)
 /* AMD Zen: better without the hint (the frame Jacobians of talos_reduced 1,735 / 1,916 ns,
@@ -50,6 +54,7 @@
 #else
 #define SCLERON_LOCAL
 #define SCL_ONE_VECTOR
+#define SCL_LINE_ALIGNED
 #define SCL_PREFETCH_WRITE(p) ((void)(p))
 #endif
 #ifndef SCL_ZERO_DEFINED        /* once where several models' files make one translation unit */
@@ -5524,7 +5529,7 @@ void rc20_forward_dynamics(const double *q, const double *qd, const double *tau,
 {
     double sq[20], cq[20];
     scl_sincos(q + 1, sq + 1, cq + 1, 19);
-    double w[294];
+    double w[294] SCL_LINE_ALIGNED;
     rc20_forward_dynamics_part0(qd, sq, cq, w);
     rc20_forward_dynamics_part1(qd, tau, sq, cq, w);
     rc20_forward_dynamics_part2(sq, cq, w);
@@ -7623,7 +7628,7 @@ void rc20_inverse_dynamics(const double *q, const double *qd, const double *qdd,
 {
     double sq[20], cq[20];
     scl_sincos(q + 1, sq + 1, cq + 1, 19);
-    double w[94];
+    double w[94] SCL_LINE_ALIGNED;
     rc20_inverse_dynamics_part0(qd, qdd, sq, cq, w);
     rc20_inverse_dynamics_part1(qd, qdd, tau, sq, cq, w);
 }
@@ -11339,7 +11344,7 @@ void rc20_mass_matrix(const double *q, double *M)
 {
     double sq[20], cq[20];
     scl_sincos(q + 1, sq + 1, cq + 1, 19);
-    double w[105];
+    double w[105] SCL_LINE_ALIGNED;
     rc20_mass_matrix_part0(M, sq, cq, w);
     rc20_mass_matrix_part1(M, sq, cq, w);
     rc20_mass_matrix_part2(M, sq, cq, w);
@@ -13403,7 +13408,7 @@ void rc20_bias_forces(const double *q, const double *qd, double *h)
 {
     double sq[20], cq[20];
     scl_sincos(q + 1, sq + 1, cq + 1, 19);
-    double w[99];
+    double w[99] SCL_LINE_ALIGNED;
     rc20_bias_forces_part0(qd, sq, cq, w);
     rc20_bias_forces_part1(qd, h, sq, cq, w);
 }
@@ -15268,6 +15273,7 @@ void rc20_difference_batch_threads(int n, int threads, const double *q0, const d
 #undef SCLERON_IN_PART
 #undef SCLERON_LOCAL
 #undef SCL_ONE_VECTOR
+#undef SCL_LINE_ALIGNED
 #undef SCL_PREFETCH_WRITE
 #ifdef SCLERON_DEFINED_RESTRICT
 #undef restrict

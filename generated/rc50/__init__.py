@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_f31f7e4f21d7"
-HASH = "f31f7e4f21d77b2155afc321d28fd830c0de1c7439b89c75ab596f08aeded90a"
+MODULE = "_rc50_e34039fbecc5"
+HASH = "e34039fbecc5f005d270e9e15c7a3ec3436a991183da1ade1bd0b0f46f73062e"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -366,7 +366,7 @@ _ND = np.ndarray          # the shortcut of a plain single state takes exactly t
                           # array's data would pass unchecked: its mask is _unmasked's to check)
 
 
-def _as_input(x, name, width, count=None, number=False):
+def _as_input(x, name, width, count=None, number=False, dims=None):
     try:
         a = x if isinstance(x, np.ndarray) else np.asarray(x)
     except ValueError as exc:                 # a ragged list: numpy's words, and which input
@@ -377,6 +377,8 @@ def _as_input(x, name, width, count=None, number=False):
     if a.dtype.kind not in "fiu":
         raise ValueError(f"{name} must hold real numbers, got dtype {a.dtype}")
     a = a.astype(np.float64, copy=False)
+    if dims is not None:                      # (fext: a wrench per frame) as flat rows
+        a = _flat_rows(a, name, width, count, dims)
     if a.ndim == 1 and a.shape[0] == width:
         return np.ascontiguousarray(a), None
     if a.ndim == 2 and a.shape[1] == width:
@@ -387,9 +389,32 @@ def _as_input(x, name, width, count=None, number=False):
         raise ValueError(f"{name} must be {'a number, or ' if number else ''}one per state: "
                          f"shape (N,) or (N, 1) with N = {count}; got {a.shape}")
     if width == 1:
-        raise ValueError(f"{name} must be a number or of shape (1,) for one state, of shape (N, 1) "
-                         f"for N states; got {a.shape}")
+        batch = "(N,) or (N, 1) beside N states' other inputs" if number else "(N, 1) for N states"
+        raise ValueError(f"{name} must be a number or of shape (1,) for one state, of shape {batch}; "
+                         f"got {a.shape}")
+    if dims is not None:
+        raise ValueError(f"{name} must have shape {dims} or ({width},), or "
+                         f"(N, {', '.join(map(str, dims))}) or (N, {width}) for N states; got {a.shape}")
     raise ValueError(f"{name} must have shape ({width},) or (N, {width}), got {a.shape}")
+
+
+def _flat_rows(a, name, width, count, dims):
+    """An input of several axes (dims) as one state's flat row or N states' rows: once the
+    earlier inputs have told N, (N, *dims) and (N, width) are N states (so (1, 6), one frame's
+    wrench, is one state of a batch of one), and one state's dims are refused in their own shape."""
+    if count is not None:
+        if a.shape in ((count,) + dims, (count, width)):
+            return a.reshape(count, width)
+        if a.shape in (dims, (width,)):
+            raise ValueError(f"{name} has shape {a.shape}, one state's, but the inputs before it "
+                             f"hold {count} states: give ({count}, {', '.join(map(str, dims))}) "
+                             f"or ({count}, {width})")
+        return a
+    if a.shape == dims:
+        return a.reshape(width)
+    if a.ndim == len(dims) + 1 and a.shape[1:] == dims:
+        return a.reshape(a.shape[0], width)
+    return a
 
 
 def _unmasked(a, name):
@@ -527,7 +552,7 @@ def _call(function, values, out, threads=1):
         number = (function, name) in _NUMBERS
         if number and count is not None:
             x = _per_state(x, name, count)
-        a, n = _as_input(x, name, width, count, number)
+        a, n = _as_input(x, name, width, count, number, _DIMS.get((function, name)))
         if i and (n is None) != (count is None) or (n is not None and count is not None and n != count):
             raise ValueError(f"{name} has shape {a.shape}, but {inputs[0][0]} has "
                              f"{arrays[0].shape}: give all single states or all N states")
@@ -622,6 +647,8 @@ _SIGNATURES = {
 # the inputs that are one number (integrate's dt): in a batch, one for all or one per state (a
 # 1-coordinate model's qd, tau are vectors of one entry: a single state's is no batch's)
 _NUMBERS = frozenset([("integrate", "dt"), ])
+# the inputs of more than one axis (fext: a wrench per frame), taken as that or flattened
+_DIMS = { }
 # the C function of each: one state, n states, n states over threads
 _CFUNCS = {f: (getattr(lib, "rc50_" + f), getattr(lib, "rc50_" + f + "_batch"),
                getattr(lib, "rc50_" + f + "_batch_threads")) for f in _SIGNATURES}
@@ -966,7 +993,8 @@ def bind(function, *arrays):
     arrays = tuple(np.array(float(a)) if w == 1 and isinstance(a, numbers.Real)
                    and not isinstance(a, (bool, np.bool_, np.ndarray)) else a
                    for a, (_, w) in zip(arrays, list(inputs) + [(None, 0)] * len(outputs)))
-    wants = ([(n, [(w,), ()] if w == 1 else [(w,)], False) for n, w in inputs]   # (dt: a 0-d one
+    wants = ([(n, [(w,), ()] if w == 1 else [(w,)] + ([_DIMS[function, n]] if (function, n) in _DIMS else []),
+               False) for n, w in inputs]                                  # (dt: a 0-d one
              + [(f"out ({n})", [s] if s else [(1,), ()], True) for n, s in outputs])   # too)
     ptrs = []
     ma = sys.modules.get("numpy.ma")          # (no masked array before it is imported)
@@ -1007,7 +1035,7 @@ class _Bound(functools.partial):
 
 
 _VARIANTS = ()
-_ALIASES = {'fd': 'forward_dynamics', 'id': 'inverse_dynamics', 'mass': 'mass_matrix', 'bias': 'bias_forces', 'gravity': 'static_forces', 'static': 'static_forces', 'ke': 'kinetic_energy', 'pe': 'potential_energy', 'com': 'center_of_mass', 'jcom': 'com_jacobian', 'ag': 'centroidal_momentum_matrix', 'hg': 'centroidal_momentum', 'dhg': 'centroidal_momentum_rate', 'placements': 'frame_placements', 'int': 'integrate', 'diff': 'difference', 'dint': 'integrate_jacobians', 'ddiff': 'difference_jacobians', 'jacobians': 'frame_jacobians', 'jacobians_local': 'frame_jacobians_local', 'jacobians_world': 'frame_jacobians_world', 'velocities': 'frame_velocities', 'velocities_local': 'frame_velocities_local', 'velocities_world': 'frame_velocities_world', 'accelerations': 'frame_accelerations', 'accelerations_local': 'frame_accelerations_local', 'accelerations_world': 'frame_accelerations_world', 'minv': 'mass_matrix_inverse', 'id_derivatives': 'inverse_dynamics_derivatives', 'idd': 'inverse_dynamics_derivatives', 'fd_derivatives': 'forward_dynamics_derivatives', 'fdd': 'forward_dynamics_derivatives'}         # bind("fd", ...) as scleron show --function fd
+_ALIASES = {'fd': 'forward_dynamics', 'id': 'inverse_dynamics', 'mass': 'mass_matrix', 'bias': 'bias_forces', 'gravity': 'static_forces', 'static': 'static_forces', 'ke': 'kinetic_energy', 'pe': 'potential_energy', 'com': 'center_of_mass', 'jcom': 'com_jacobian', 'ag': 'centroidal_momentum_matrix', 'hg': 'centroidal_momentum', 'dhg': 'centroidal_momentum_rate', 'placements': 'frame_placements', 'int': 'integrate', 'diff': 'difference', 'dint': 'integrate_jacobians', 'ddiff': 'difference_jacobians', 'jacobians': 'frame_jacobians', 'jacobians_local': 'frame_jacobians_local', 'jacobians_world': 'frame_jacobians_world', 'velocities': 'frame_velocities', 'velocities_local': 'frame_velocities_local', 'velocities_world': 'frame_velocities_world', 'accelerations': 'frame_accelerations', 'accelerations_local': 'frame_accelerations_local', 'accelerations_world': 'frame_accelerations_world', 'fvd': 'frame_velocity_derivatives', 'fvd_local': 'frame_velocity_derivatives_local', 'fvd_world': 'frame_velocity_derivatives_world', 'fad': 'frame_acceleration_derivatives', 'fad_local': 'frame_acceleration_derivatives_local', 'fad_world': 'frame_acceleration_derivatives_world', 'minv': 'mass_matrix_inverse', 'id_derivatives': 'inverse_dynamics_derivatives', 'idd': 'inverse_dynamics_derivatives', 'step': 'euler_step', 'step_derivatives': 'euler_step_derivatives', 'fd_derivatives': 'forward_dynamics_derivatives', 'fdd': 'forward_dynamics_derivatives', 'fd_fext': 'forward_dynamics_fext', 'id_fext': 'inverse_dynamics_fext', 'fd_derivatives_fext': 'forward_dynamics_derivatives_fext', 'fdd_fext': 'forward_dynamics_derivatives_fext', 'id_derivatives_fext': 'inverse_dynamics_derivatives_fext', 'idd_fext': 'inverse_dynamics_derivatives_fext', 'step_fext': 'euler_step_fext', 'step_derivatives_fext': 'euler_step_derivatives_fext', 'step_derivatives_fext_lwa': 'euler_step_derivatives_fext_local_world_aligned', 'step_fext_lwa': 'euler_step_fext_local_world_aligned', 'fd_fext_lwa': 'forward_dynamics_fext_local_world_aligned', 'id_fext_lwa': 'inverse_dynamics_fext_local_world_aligned', 'fd_derivatives_fext_lwa': 'forward_dynamics_derivatives_fext_local_world_aligned', 'fdd_fext_lwa': 'forward_dynamics_derivatives_fext_local_world_aligned', 'id_derivatives_fext_lwa': 'inverse_dynamics_derivatives_fext_local_world_aligned', 'idd_fext_lwa': 'inverse_dynamics_derivatives_fext_local_world_aligned'}         # bind("fd", ...) as scleron show --function fd
 
 
 def __getattr__(attr):
@@ -1052,5 +1080,5 @@ def __getattr__(attr):
 
 
 # every function scleron generates (a name this module lacks and scleron has: how to add it)
-_KNOWN_FUNCTIONS = ['bias_forces', 'center_of_mass', 'centroidal_momentum', 'centroidal_momentum_matrix', 'centroidal_momentum_rate', 'com_jacobian', 'difference', 'difference_jacobians', 'forward_dynamics', 'forward_dynamics_derivatives', 'frame_acceleration', 'frame_accelerations', 'frame_accelerations_local', 'frame_accelerations_world', 'frame_jacobian', 'frame_jacobians', 'frame_jacobians_local', 'frame_jacobians_world', 'frame_placement', 'frame_placements', 'frame_velocities', 'frame_velocities_local', 'frame_velocities_world', 'frame_velocity', 'integrate', 'integrate_jacobians', 'inverse_dynamics', 'inverse_dynamics_derivatives', 'kinetic_energy', 'mass_matrix', 'mass_matrix_inverse', 'potential_energy', 'static_forces']
+_KNOWN_FUNCTIONS = ['bias_forces', 'center_of_mass', 'centroidal_momentum', 'centroidal_momentum_matrix', 'centroidal_momentum_rate', 'com_jacobian', 'difference', 'difference_jacobians', 'euler_step', 'euler_step_derivatives', 'euler_step_derivatives_fext', 'euler_step_derivatives_fext_local_world_aligned', 'euler_step_fext', 'euler_step_fext_local_world_aligned', 'forward_dynamics', 'forward_dynamics_derivatives', 'forward_dynamics_derivatives_fext', 'forward_dynamics_derivatives_fext_local_world_aligned', 'forward_dynamics_fext', 'forward_dynamics_fext_local_world_aligned', 'frame_acceleration', 'frame_acceleration_derivatives', 'frame_acceleration_derivatives_local', 'frame_acceleration_derivatives_world', 'frame_accelerations', 'frame_accelerations_local', 'frame_accelerations_world', 'frame_jacobian', 'frame_jacobians', 'frame_jacobians_local', 'frame_jacobians_world', 'frame_placement', 'frame_placements', 'frame_velocities', 'frame_velocities_local', 'frame_velocities_world', 'frame_velocity', 'frame_velocity_derivatives', 'frame_velocity_derivatives_local', 'frame_velocity_derivatives_world', 'integrate', 'integrate_jacobians', 'inverse_dynamics', 'inverse_dynamics_derivatives', 'inverse_dynamics_derivatives_fext', 'inverse_dynamics_derivatives_fext_local_world_aligned', 'inverse_dynamics_fext', 'inverse_dynamics_fext_local_world_aligned', 'kinetic_energy', 'mass_matrix', 'mass_matrix_inverse', 'potential_energy', 'static_forces']
 _MIMIC_UNAVAILABLE = []   # (a mimic-coupled model's: docs/mimic.md)

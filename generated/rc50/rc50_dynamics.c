@@ -38,6 +38,10 @@
 #if defined(__GNUC__)
 #define SCLERON_LOCAL __attribute__((visibility("hidden")))
 #define SCL_ONE_VECTOR _Pragma("GCC unroll 1")      /* a loop of 4 columns kept a loop (columns.c.j2) */
+/* the work array on a cache line's start: where the stack left it 8 or 16 bytes off one, the
+ * chunks' vector stores and loads of it straddled lines (branched.yaml's forward dynamics 530
+ * or 690 ns by where the caller's stack stood) */
+#define SCL_LINE_ALIGNED __attribute__((aligned(64)))
 #if defined(__znver1__) || defined(__znver2__) || defined(__znver3__) || defined(__znver4__) \
     || defined(__znver5__)
 /* AMD Zen: better without the hint (the frame Jacobians of talos_reduced 1,735 / 1,916 ns,
@@ -50,6 +54,7 @@
 #else
 #define SCLERON_LOCAL
 #define SCL_ONE_VECTOR
+#define SCL_LINE_ALIGNED
 #define SCL_PREFETCH_WRITE(p) ((void)(p))
 #endif
 #ifndef SCL_ZERO_DEFINED        /* once where several models' files make one translation unit */
@@ -14847,7 +14852,7 @@ void rc50_forward_dynamics(const double *q, const double *qd, const double *tau,
 {
     double sq[50], cq[50];
     scl_sincos(q + 1, sq + 1, cq + 1, 49);
-    double w[841];
+    double w[841] SCL_LINE_ALIGNED;
     rc50_forward_dynamics_part0(qd, sq, cq, w);
     rc50_forward_dynamics_part1(qd, sq, cq, w);
     rc50_forward_dynamics_part2(qd, sq, cq, w);
@@ -20397,7 +20402,7 @@ void rc50_inverse_dynamics(const double *q, const double *qd, const double *qdd,
 {
     double sq[50], cq[50];
     scl_sincos(q + 1, sq + 1, cq + 1, 49);
-    double w[290];
+    double w[290] SCL_LINE_ALIGNED;
     rc50_inverse_dynamics_part0(qd, qdd, sq, cq, w);
     rc50_inverse_dynamics_part1(qd, qdd, sq, cq, w);
     rc50_inverse_dynamics_part2(qd, qdd, sq, cq, w);
@@ -27249,7 +27254,7 @@ void rc50_mass_matrix(const double *q, double *M)
 {
     double sq[50], cq[50];
     scl_sincos(q + 0, sq + 0, cq + 0, 50);
-    double w[307];
+    double w[307] SCL_LINE_ALIGNED;
     double Sw[300], Fw[300];
     rc50_mass_matrix_part0(sq, cq, w);
     rc50_mass_matrix_part1(sq, cq, w);
@@ -32740,7 +32745,7 @@ void rc50_bias_forces(const double *q, const double *qd, double *h)
 {
     double sq[50], cq[50];
     scl_sincos(q + 1, sq + 1, cq + 1, 49);
-    double w[299];
+    double w[299] SCL_LINE_ALIGNED;
     rc50_bias_forces_part0(qd, sq, cq, w);
     rc50_bias_forces_part1(qd, sq, cq, w);
     rc50_bias_forces_part2(qd, sq, cq, w);
@@ -35207,7 +35212,7 @@ void rc50_kinetic_energy(const double *q, const double *qd, double *T)
 {
     double sq[50], cq[50];
     scl_sincos(q + 1, sq + 1, cq + 1, 49);
-    double w[239];
+    double w[239] SCL_LINE_ALIGNED;
     rc50_kinetic_energy_part0(qd, sq, cq, w);
     rc50_kinetic_energy_part1(T, w);
 }
@@ -37388,7 +37393,7 @@ void rc50_center_of_mass(const double *q, double *com)
 {
     double sq[50], cq[50];
     scl_sincos(q + 0, sq + 0, cq + 0, 50);
-    double w[20];
+    double w[20] SCL_LINE_ALIGNED;
     rc50_center_of_mass_part0(sq, cq, w);
     rc50_center_of_mass_part1(com, sq, cq, w);
 }
@@ -37844,6 +37849,7 @@ void rc50_difference_batch_threads(int n, int threads, const double *q0, const d
 #undef SCLERON_IN_PART
 #undef SCLERON_LOCAL
 #undef SCL_ONE_VECTOR
+#undef SCL_LINE_ALIGNED
 #undef SCL_PREFETCH_WRITE
 #ifdef SCLERON_DEFINED_RESTRICT
 #undef restrict
