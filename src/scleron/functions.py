@@ -60,6 +60,10 @@ class FunctionSpec:
     with_mimic: bool = False    # also for a mimic-coupled tree (docs/mimic.md: its recursion
                                 # runs through the coupling or needs no joint kinematics)
     in_all: Callable = None     # tree -> whether functions="all" takes it (None: always)
+    calls: tuple = ()           # the "chained" form: ((function, (the inputs of this one it
+                                # takes), ...)), generated functions its C calls first
+    after_calls: object = None  # ... then this recursion(tree, alg, *inputs, *their outputs),
+                                # each output flat as the C writes it
     acts_on_tree: Callable = None   # (tree, alg, inputs) -> (tree, inputs): an input acts on
                                 # the tree rather than entering the recursion (fext: wrenches
                                 # on its bodies); the recursion runs on the tree it returns
@@ -177,12 +181,13 @@ def few_coordinates(tree):
     return uncoupled(tree) and tree.nv <= DERIVATIVES_BY_DEFAULT_NV
 
 
-# The functions whose only code is straight-line and grows with nv^3 (the Euler step's
-# derivatives, the world-axes fext's, by the forward dynamics' unrolled derivatives) or with the
+# The functions whose only code is straight-line and grows with nv^3 (the world-axes fext's
+# derivatives and step, by the forward dynamics' unrolled derivatives) or with the
 # frames' depths times nv (the frames' derivatives, by forward mode) are left out of
 # functions="all" above this many coordinates, where they would dwarf the rest (RC50: the step's
-# derivatives alone 500k statements against 46k for the forward dynamics' derivatives in loop
-# form; an outside reviewer). Named, they are generated at any size.
+# derivatives unrolled alone were 500k statements against 46k for the forward dynamics'
+# derivatives in loop form, an outside reviewer; they now call those: the chained form).
+# Named, they are generated at any size.
 STRAIGHT_LINE_DERIVATIVES_UP_TO_NV = 24
 
 
@@ -365,7 +370,10 @@ FUNCTIONS = {f.name: f for f in [
                  "and Fu = d(q', qd')/d tau, 2nv x nv, q rows and columns in the tangent space "
                  "(Crocoddyl's Fx, Fu), by the chain rule through the forward dynamics' "
                  "derivatives and integrate's Jacobians", ("step_derivatives",),
-                 by_default=named_only, in_all=straight_line_fits),
+                 ("unrolled", "chained"), by_default=named_only,
+                 calls=(("forward_dynamics_derivatives", ("q", "qd", "tau")),
+                        ("forward_dynamics", ("q", "qd", "tau"))),
+                 after_calls=discrete.euler_step_derivatives_after_calls),
     FunctionSpec("forward_dynamics_derivatives", (Q, QD, _in("tau", doc="joint forces")),
                  (Argument("dqdd_dq", ("nv", "nv"), "d qdd / d q (tangent space: nv columns)"),
                   Argument("dqdd_dqd", ("nv", "nv"), "d qdd / d qd"),
@@ -423,11 +431,17 @@ def step_derivatives_with_external_wrenches(world_axes):
     output, d(q', qd')/dfext."""
     spec = (with_world_aligned_wrenches if world_axes else with_external_wrenches)(
         FUNCTIONS["euler_step_derivatives"])
-    return replace(spec, outputs=spec.outputs + (
-        Argument("Ff", ("nx", "nframes", 6), "d(q', qd')/d fext (tangent space)"),),
-        recursion=partial(discrete.euler_step_derivatives_fext, world_axes=world_axes),
-        doc=spec.doc + "; and Ff = d(q', qd')/d fext, 2nv x nframes x 6", acts_on_tree=None,
-        alternatives=(), forms=("unrolled",))
+    chained = {"in_all": straight_line_fits} if world_axes else {
+        "forms": ("unrolled", "chained"), "in_all": None,
+        "after_calls": discrete.euler_step_derivatives_fext_after_calls,
+        "calls": tuple((f"{name}_fext", ("q", "qd", "tau", "fext"))
+                       for name in ("forward_dynamics_derivatives", "forward_dynamics"))}
+    return replace(spec, **{
+        "outputs": spec.outputs + (
+            Argument("Ff", ("nx", "nframes", 6), "d(q', qd')/d fext (tangent space)"),),
+        "recursion": partial(discrete.euler_step_derivatives_fext, world_axes=world_axes),
+        "doc": spec.doc + "; and Ff = d(q', qd')/d fext, 2nv x nframes x 6", "acts_on_tree": None,
+        "alternatives": (), "forms": ("unrolled",), "calls": (), "after_calls": None, **chained})
 
 
 FUNCTIONS.update((f.name, f) for f in map(with_external_wrenches, [

@@ -141,6 +141,10 @@ MASS_LOOP_BRANCHED_FROM_ENTRIES = 50 * 51 // 2
 # between related bodies and M^-1 take loops from
 # unroll.PAIR_LOOP_FROM_PAIRS pairs on (docs/derivatives.md, "Speed against Pinocchio")
 PRODUCT_LOOP_FROM_NV = 4
+# a function with a chained form (FunctionSpec.calls: the Euler step's derivatives) calls the
+# functions it builds on, in their own forms (the forward dynamics' derivatives in loop form),
+# from this many coordinates on, rather than unrolling them into its own straight-line code
+CHAINED_FROM_NV = 12
 
 
 def mass_form(nv, form="auto", coupled=False, entries=None):
@@ -307,6 +311,8 @@ def code_form(spec, method, mass, nv, pairs=None, frame_columns=0, coupled=False
         wanted |= {"pair_loop", "minv_loop"}
     if frame_loops_pay(frame_columns):
         wanted.add("frame_loop")
+    if nv >= CHAINED_FROM_NV:
+        wanted.add("chained")
     return next((f for f in spec.forms if f in wanted), "unrolled")
 
 
@@ -378,9 +384,13 @@ def _unroll(tree, names, prefix, method, mass, progress):
     specs = function_specs(names, tree)
     # (the frames' columns only where a frame function is asked for: a coupled tree has none)
     columns = frame_columns(tree) if any("frame_loop" in s.forms for s in specs) else 0
+    form_of = lambda spec: code_form(spec, method, mass, tree.nv, related_pairs(tree), columns,
+                                     coupled=tree.coupling is not None)
+    for spec in list(specs):            # a chained form's calls are generated functions too
+        if form_of(spec) == "chained":
+            specs += [FUNCTIONS[f] for f, _ in spec.calls if FUNCTIONS[f] not in specs]
     for i, spec in enumerate(specs, 1):
-        form = code_form(spec, method, mass, tree.nv, related_pairs(tree), columns,
-                         coupled=tree.coupling is not None)
+        form = form_of(spec)
         if tree.coupling is not None and form != "unrolled":
             option = ("--method 1, the default" if form == "method2"
                       else "--mass-matrix unrolled, or auto, the default, which takes it here")

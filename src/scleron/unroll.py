@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from .dynamics import derivatives, frames, recursions
 from .dynamics.tree import Tree
-from .functions import function_spec, model_sizes
+from .functions import FUNCTIONS, flatten, function_spec, model_sizes
 from .program import OpCounts, Program, ProgramAlgebra
 
 
@@ -19,7 +19,8 @@ FORMS = {"unrolled": "unrolled", "method2": "Method II: passes 4-6 as loops",
          "product_loop": "loop form: -M^-1 dtau/dx as dense products",
          "pair_loop": "loop form: entries between related bodies as dot products",
          "minv_loop": "loop form: the articulated-body solve by column ranges",
-         "frame_loop": "loop form: world motion axes referred to each frame"}
+         "frame_loop": "loop form: world motion axes referred to each frame",
+         "chained": "chained: calls the functions it builds on, then the rest"}
 
 
 @dataclass
@@ -39,6 +40,8 @@ class FunctionCode:
 
     @property
     def description(self):
+        if self.form == "chained":
+            return f"chained: calls {', '.join(c.function for c in self.loops)} first"
         if self.form == "product_loop" and self.loops.chain:
             return "loop form: -M^-1 dtau/dx by prefix and suffix sums along the chain"
         return FORMS[self.form]
@@ -75,8 +78,40 @@ def function_code(tree, spec, prefix, form="unrolled"):
     if form == "frame_loop":
         fl = unroll_frame_loop(tree, spec, prefix)
         return FunctionCode(spec, form, fl.prologue, sizes, fl)
+    if form == "chained":
+        program, calls = unroll_chained(tree, spec, prefix)
+        return FunctionCode(spec, form, program, sizes, calls)
     spec, program = fastest_recursion(tree, spec, prefix)
     return FunctionCode(spec, form, program, sizes)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One generated function a chained form calls first: its name, the caller's inputs it
+    takes, and the (C array name, entries) of each of its outputs, local arrays of the caller
+    that the rest of the program reads."""
+    function: str
+    inputs: tuple
+    arrays: tuple
+
+
+def unroll_chained(tree, spec, name=None):
+    """(the program after the calls, the Calls) of a spec's chained form (FunctionSpec.calls):
+    each called function's outputs are input arrays c<k>_<output> of the program, which runs
+    spec.after_calls on the spec's inputs and them."""
+    sizes = model_sizes(tree)
+    prog = Program(f"{name or tree.name}_{spec.name}")
+    alg = ProgramAlgebra(prog)
+    args = [prog.input_vector(a.name, a.size(sizes)) for a in spec.inputs]
+    calls, values = [], []
+    for k, (function, inputs) in enumerate(spec.calls):
+        arrays = tuple((f"c{k}_{o.name}", o.size(sizes)) for o in FUNCTIONS[function].outputs)
+        calls.append(Call(function, tuple(inputs), arrays))
+        values += [prog.input_vector(a, n) for a, n in arrays]
+    result = spec.after_calls(tree, alg, *args, *values)
+    for out, value in zip(spec.outputs, result if len(spec.outputs) > 1 else (result,)):
+        prog.set_outputs(out.name, flatten(value))
+    return prog, tuple(calls)
 
 
 def fastest_recursion(tree, spec, prefix=None):

@@ -36,12 +36,14 @@ def euler_step_derivatives(tree, alg, q, qd, tau, dt):
     return Fx, lift(Minv)
 
 
-def step_jacobians(tree, alg, q, qd, tau, dt, fd_derivatives):
+def step_jacobians(tree, alg, q, qd, tau, dt, fd_derivatives, qdd=None):
     """(Fx, lift, M^-1) from the forward dynamics' derivatives at (q, qd, tau) on this tree (its
-    wrenches): lift(X) = d(q', qd')/du of a control u with dqdd/du = X (Fu = lift(M^-1))."""
+    wrenches): lift(X) = d(q', qd')/du of a control u with dqdd/du = X (Fu = lift(M^-1)). qdd:
+    the forward dynamics there, else the derivatives' own (derivative_accelerations)."""
     h = dt[0]
     da_dq, da_dqd, Minv = fd_derivatives
-    qdd = derivatives.derivative_accelerations(tree, alg, q, qd, tau)
+    if qdd is None:
+        qdd = derivatives.derivative_accelerations(tree, alg, q, qd, tau)
     _, qd_next = _advance(tree, alg, q, qd, qdd, dt)
     alg.section("Euler step derivatives: the chain rule through q (+) qd' dt")
     Iq, Jv = configuration.integrate_jacobians(tree, alg, q, qd_next, dt)
@@ -58,6 +60,30 @@ def step_jacobians(tree, alg, q, qd, tau, dt, fd_derivatives):
     return Fx, lift, Minv
 
 
+def square(flat, n):
+    """An n x n matrix (rows) from its row-major entries."""
+    return [list(flat[r * n:(r + 1) * n]) for r in range(n)]
+
+
+def euler_step_derivatives_after_calls(tree, alg, q, qd, tau, dt, da_dq, da_dqd, Minv, qdd):
+    """euler_step_derivatives from the forward dynamics' derivatives and q'' computed before
+    (the chained form: the generated functions called first, their loop forms included)."""
+    n = tree.nv
+    Fx, lift, Minv = step_jacobians(tree, alg, q, qd, tau, dt,
+                                    (square(da_dq, n), square(da_dqd, n), square(Minv, n)), qdd)
+    return Fx, lift(Minv)
+
+
+def euler_step_derivatives_fext_after_calls(tree, alg, q, qd, tau, dt, fext, da_dq, da_dqd,
+                                            Minv, qdd):
+    """euler_step_derivatives_fext (wrenches in the frames' axes) from the derivatives and q''
+    of the forward dynamics with fext, computed before (the chained form)."""
+    n = tree.nv
+    Fx, lift, Minv = step_jacobians(tree, alg, q, qd, tau, dt,
+                                    (square(da_dq, n), square(da_dqd, n), square(Minv, n)), qdd)
+    return Fx, lift(Minv), wrench_columns(tree, alg, q, Minv, lift, "local")
+
+
 def euler_step_derivatives_fext(tree, alg, q, qd, tau, dt, fext, world_axes=False):
     """(Fx, Fu, Ff) of euler_step with the external wrenches fext on the frames (in their own
     axes, or with world_axes in world axes at their origins, frames.world_aligned_wrenches):
@@ -70,13 +96,19 @@ def euler_step_derivatives_fext(tree, alg, q, qd, tau, dt, fext, world_axes=Fals
         view = frames.with_external_wrenches(tree, alg, fext)
         fdd = derivatives.forward_dynamics_derivatives(view, alg, q, qd, tau)
     Fx, lift, Minv = step_jacobians(view, alg, q, qd, tau, dt, fdd)
-    alg.section("Euler step derivatives: d/dfext = the lift of M^-1 J^T")
     reference = "local_world_aligned" if world_axes else "local"
+    return Fx, lift(Minv), wrench_columns(tree, alg, q, Minv, lift, reference)
+
+
+def wrench_columns(tree, alg, q, Minv, lift, reference):
+    """Ff = d(q', qd')/dfext (2nv x nframes x 6): the lift of dqdd/dfext_k = M^-1 J_k^T, J_k the
+    frame's Jacobian in the reference fext is given in."""
+    alg.section("Euler step derivatives: d/dfext = the lift of M^-1 J^T")
     Jt = [[J[i][c] for J in frames.frame_jacobians(tree, alg, q, reference) for i in range(6)]
           for c in range(tree.nv)]                                        # nv x 6 nframes
     Ff = lift([[sum((m * x for m, x in zip(row, col)), 0.0) for col in zip(*Jt)] for row in Minv])
     nf = len(tree.frames)
-    return Fx, lift(Minv), [[row[6 * k:6 * k + 6] for k in range(nf)] for row in Ff]
+    return [[row[6 * k:6 * k + 6] for k in range(nf)] for row in Ff]
 
 
 def block_product(tree, D, X):

@@ -188,6 +188,9 @@ def _printed(code, prefix, chunk, first_index):
         arrays += [(a.name, True) for a in spec.outputs] + [("mb", True), ("P", True)]
     elif code.form == "frame_loop":
         arrays += [("Sw", True), ("A", True)]
+    elif code.form == "chained":
+        arrays += [(a, False) for c in code.loops for a, _ in c.arrays]
+        arrays += [(a.name, True) for a in spec.outputs]
     else:
         arrays += [(a.name, True) for a in spec.outputs]
     cf = print_program(code.program, fname, arrays, chunk=chunk, first_index=first_index,
@@ -247,6 +250,10 @@ def function_context(code, prefix, chunk, first_index):
         "output": outs[0].name,
         "py_args": ", ".join(a.name for a in ins),
         "variant": spec.variant,
+        # the chained form: the generated functions it calls first, into local arrays
+        "calls": [{"function": c.function, "args": ", ".join(list(c.inputs) + [a for a, _ in c.arrays]),
+                   "arrays": [{"name": a, "size": n} for a, n in c.arrays]}
+                  for c in code.loops] if code.form == "chained" else None,
     }
 
 
