@@ -20,7 +20,7 @@ FORMS = {"unrolled": "unrolled", "method2": "Method II: passes 4-6 as loops",
          "pair_loop": "loop form: entries between related bodies as dot products",
          "minv_loop": "loop form: the articulated-body solve by column ranges",
          "frame_loop": "loop form: world motion axes referred to each frame",
-         "chained": "chained: calls the functions it builds on, then the rest"}
+         "chained": "chained form: calls the functions it builds on, then the rest"}
 
 
 @dataclass
