@@ -404,7 +404,8 @@ def with_external_wrenches(spec):
                    doc=f"{spec.doc}; with the external wrenches fext on the frames ([n; f] in "
                        "each frame's axes about its origin, turning with it: Pinocchio's fext)",
                    aliases=tuple(f"{a}_fext" for a in spec.aliases),
-                   forms=tuple(f for f in spec.forms if f != "method2"),
+                   forms=tuple(f for f in spec.forms if f not in ("method2", "chained")),
+                   calls=(), after_calls=None,     # (a chained form's calls take no fext)
                    by_default=named_only, acts_on_tree=frames.acts_in_own_axes)
 
 
@@ -420,6 +421,7 @@ def with_world_aligned_wrenches(spec, recursion=None):
                        "world axes about each frame's origin, keeping their direction as the "
                        "frames move: contact forces)",
                    aliases=tuple(f"{a}_fext_lwa" for a in spec.aliases), forms=("unrolled",),
+                   calls=(), after_calls=None,
                    alternatives=() if recursion else spec.alternatives,
                    recursion=recursion or spec.recursion, by_default=named_only,
                    with_mimic=False, acts_on_tree=None if recursion else frames.acts_in_world_axes,
