@@ -53,10 +53,12 @@ def state(tree, model, rng):
     return q, rng.normal(size=tree.nv), rng.normal(size=tree.nv)
 
 
-def central_jacobians(tree, q, qd, tau, dt, h=1e-6):
-    """(Fx, Fu) of euler_step by central differences, q in and out in the tangent space."""
+def central_jacobians(tree, q, qd, tau, dt, h=1e-6, step=None):
+    """(Fx, Fu) of euler_step (or step(q, qd, tau)) by central differences, q in and out in the
+    tangent space."""
     n = tree.nv
-    q_ref, _ = evaluate("euler_step", tree, q, qd, tau, dt)
+    step = step or (lambda *x: evaluate("euler_step", tree, *x, dt))
+    q_ref, _ = step(q, qd, tau)
     cols = []
     for k in range(3 * n):
         e = np.zeros(n)
@@ -68,7 +70,7 @@ def central_jacobians(tree, q, qd, tau, dt, h=1e-6):
                 args[0] = evaluate("integrate", tree, q, s * e, 1.0)
             else:
                 args[1 + (k >= 2 * n)] = args[1 + (k >= 2 * n)] + s * e
-            ends.append(evaluate("euler_step", tree, *args, dt))
+            ends.append(step(*args))
         (qp, vp), (qm, vm) = ends
         dq = evaluate("difference", tree, q_ref, qp) - evaluate("difference", tree, q_ref, qm)
         cols.append(np.concatenate([dq, vp - vm]) / (2 * h))
@@ -174,23 +176,8 @@ def test_step_with_external_wrenches(axes, qball, rng):
     assert rel(qd1, qd + dt * accel) < 1e-14
     Fx, Fu, Ff = evaluate("euler_step_derivatives_fext" + axes, tree, q, qd, tau, dt, W)
     n = tree.nv
-    cols = []
-    for k in range(3 * n):                    # Fx, Fu by central differences, as above
-        e = np.zeros(n)
-        e[k % n] = 1e-6
-        ends = []
-        for s in (1, -1):
-            args = [q, qd, tau]
-            if k < n:
-                args[0] = evaluate("integrate", tree, q, s * e, 1.0)
-            else:
-                args[1 + (k >= 2 * n)] = args[1 + (k >= 2 * n)] + s * e
-            ends.append(step(*args))
-        (qp, vp), (qm, vm) = ends
-        dq = evaluate("difference", tree, q1, qp) - evaluate("difference", tree, q1, qm)
-        cols.append(np.concatenate([dq, vp - vm]) / 2e-6)
-    J = np.array(cols).T
-    assert rel(Fx, J[:, :2 * n]) < 1e-6 and rel(Fu, J[:, 2 * n:]) < 1e-6
+    ref_x, ref_u = central_jacobians(tree, q, qd, tau, dt, step=step)
+    assert rel(Fx, ref_x) < 1e-6 and rel(Fu, ref_u) < 1e-6
     assert Ff.shape == (2 * n, len(tree.frames), 6)
     assert rel(Ff, central_fext_columns(tree, "euler_step_fext" + axes, q, qd, tau, dt, W)) < 1e-6
 

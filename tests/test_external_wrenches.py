@@ -171,15 +171,20 @@ def pinocchio_fext(pm, tree, W):
     return fext
 
 
-@pytest.mark.parametrize("file, floating", ROBOTS, ids=lambda x: str(x).split("/")[0])
-def test_matches_pinocchio(file, floating, rng):
+def scleron_and_pinocchio(file, floating):
+    """(Tree, Pinocchio model, its data) of an example-robot-data URDF, free flyer or fixed."""
     path = os.path.join(robots_dir(), file)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tree = Tree(scleron.load_model(path, floating=floating))
     pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating \
         else pin.buildModelFromUrdf(path)
-    pd = pm.createData()
+    return tree, pm, pm.createData()
+
+
+@pytest.mark.parametrize("file, floating", ROBOTS, ids=lambda x: str(x).split("/")[0])
+def test_matches_pinocchio(file, floating, rng):
+    tree, pm, pd = scleron_and_pinocchio(file, floating)
     for _ in range(2):
         q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
         v, tau = rng.normal(size=pm.nv), rng.normal(size=pm.nv)
@@ -305,13 +310,7 @@ def test_world_aligned_wrenches_match_pinocchio(file, floating, rng):
     """Pinocchio's aba and computeABADerivatives with the wrenches turned into the frames' axes,
     and M^-1 C added to its dqdd/dq, C = sum J_k^T [[n_k]x; [f_k]x] J_k,w with its LOCAL frame
     Jacobians (the frames turning under world-fixed wrenches)."""
-    path = os.path.join(robots_dir(), file)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tree = Tree(scleron.load_model(path, floating=floating))
-    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating \
-        else pin.buildModelFromUrdf(path)
-    pd = pm.createData()
+    tree, pm, pd = scleron_and_pinocchio(file, floating)
     q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
     v, tau = rng.normal(size=pm.nv), rng.normal(size=pm.nv)
     W = 10 * rng.normal(size=(len(tree.frames), 6))

@@ -21,7 +21,7 @@ from scleron.dynamics.tree import Tree
 from scleron.functions import FUNCTIONS
 
 from conftest import robots_dir
-from test_external_wrenches import framed_branched
+from test_external_wrenches import framed_branched, scleron_and_pinocchio
 
 ALG = FloatAlgebra()
 REFERENCES = ("local_world_aligned", "local", "world")
@@ -101,13 +101,7 @@ def pinocchio_reference(pm, pd, fid, reference):
                                             ("panda_description/urdf/panda.urdf", False)],
                          ids=["solo12", "panda"])
 def test_matches_pinocchio(file, floating, rng):
-    path = os.path.join(robots_dir(), file)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tree = Tree(scleron.load_model(path, floating=floating))
-    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating \
-        else pin.buildModelFromUrdf(path)
-    pd = pm.createData()
+    tree, pm, pd = scleron_and_pinocchio(file, floating)
     q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
     qd, qdd = rng.normal(size=pm.nv), rng.normal(size=pm.nv)
     pin.computeForwardKinematicsDerivatives(pm, pd, q, qd, qdd)
