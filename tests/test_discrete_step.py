@@ -198,25 +198,22 @@ def test_generated_step_with_contact_forces(generated, qball, rng):
         assert rel(a, b) < 1e-12
 
 
-def test_all_leaves_the_straight_line_derivatives_out_of_big_trees():
+def test_all_leaves_the_frame_derivatives_out_of_big_trees():
     """functions="all" on RC50 gave the step's derivatives unrolled at 500k statements (an outside
     reviewer; they are chained now): above STRAIGHT_LINE_DERIVATIVES_UP_TO_NV coordinates "all"
-    leaves out the functions whose only code is straight-line and superlinear; named, they are
-    generated."""
+    leaves out the frames' derivatives, straight-line only; named, they are generated."""
     from scleron.functions import STRAIGHT_LINE_DERIVATIVES_UP_TO_NV
     from scleron.pipeline import selected_functions
     big, small = (Tree(scleron.load_model(example(f))) for f in ("rc50.yaml", "branched.yaml"))
     assert small.nv <= STRAIGHT_LINE_DERIVATIVES_UP_TO_NV < big.nv
-    left_out = {"euler_step_derivatives_fext_local_world_aligned",
-                "forward_dynamics_derivatives_fext_local_world_aligned",
-                "frame_velocity_derivatives", "frame_acceleration_derivatives_world"}
+    left_out = {"frame_velocity_derivatives", "frame_acceleration_derivatives_world"}
     assert not left_out & set(selected_functions(["all"], big))
     assert left_out <= set(selected_functions(["all"], small))
     chained = {"forward_dynamics_derivatives_fext", "euler_step", "euler_step_derivatives",
-               "euler_step_derivatives_fext"}               # (those call the loop forms)
+               "euler_step_derivatives_fext", "euler_step_derivatives_fext_local_world_aligned",
+               "forward_dynamics_derivatives_fext_local_world_aligned"}   # (calling loop forms)
     assert chained <= set(selected_functions(["all"], big))
-    assert selected_functions(["step_derivatives_fext_lwa"], big) == [
-        "euler_step_derivatives_fext_local_world_aligned"]
+    assert selected_functions(["fvd_world"], big) == ["frame_velocity_derivatives_world"]
 
 
 def test_chained_form_calls_the_forward_dynamics_derivatives(generated, rng):
@@ -227,16 +224,21 @@ def test_chained_form_calls_the_forward_dynamics_derivatives(generated, rng):
     model = scleron.load_model(example("branched.yaml"))
     tree = Tree(model)
     assert tree.nv >= CHAINED_FROM_NV
-    names = ["step_derivatives", "step_derivatives_fext"]
+    names = ["step_derivatives", "step_derivatives_fext", "step_derivatives_fext_lwa",
+             "fdd_fext_lwa"]
     _, dyn = generated(example("branched.yaml"), "branched_chained", functions=names,
                        frames=["a_hand", "c_tip"])
     assert {"forward_dynamics_derivatives", "forward_dynamics_fext"} <= set(dyn.FUNCTIONS)
     source = open(os.path.join(os.path.dirname(dyn.__file__), "branched_chained_dynamics.c")).read()
     assert "branched_chained_forward_dynamics_derivatives(q, qd, tau, c0_dqdd_dq" in source
+    # world-axes fext: turned into the frames' axes before the frame-fixed functions are called
+    assert "branched_chained_forward_dynamics_derivatives_fext(q, qd, tau, b_fext, c0_" in source
     tree = Tree(model, ["a_hand", "c_tip"])
     q, qd, tau = state(tree, model, rng)
     W = rng.normal(size=(2, 6))
     for name, args in (("euler_step_derivatives", (q, qd, tau, 0.03)),
-                       ("euler_step_derivatives_fext", (q, qd, tau, 0.03, W))):
+                       ("euler_step_derivatives_fext", (q, qd, tau, 0.03, W)),
+                       ("euler_step_derivatives_fext_local_world_aligned", (q, qd, tau, 0.03, W)),
+                       ("forward_dynamics_derivatives_fext_local_world_aligned", (q, qd, tau, W))):
         for a, b in zip(getattr(dyn, name)(*args), evaluate(name, tree, *args)):
             assert rel(a, b) < 1e-12

@@ -362,3 +362,19 @@ def test_the_reference_takes_fext_in_its_declared_shape(framed, rng):
     spec = FUNCTIONS["inverse_dynamics_fext"]
     assert np.array_equal(np.array(spec.evaluate(framed, ALG, q, qd, x, W)),
                           np.array(spec.evaluate(framed, ALG, q, qd, x, W.ravel())))
+
+
+def test_fext_of_other_states_is_named_in_its_shape(compiled, rng):
+    """fext (3, nframes, 6) beside 2 states, or (1, nframes, 6) beside one, was reported in the
+    shape it had been flattened to, or as a wrong shape (an outside reviewer)."""
+    model, dyn = compiled
+    tree = Tree(model)
+    q, qd, tau, W = state(tree, rng)
+    nf = len(tree.frames)
+    two = [np.array([x, x]) for x in (q, qd, tau)]
+    with pytest.raises(ValueError, match=rf"fext has shape \(3, {nf}, 6\), 3 states', but the "
+                                         rf"inputs before it hold 2 states"):
+        dyn.forward_dynamics_fext(*two, np.array([W, W, W]))
+    with pytest.raises(ValueError, match=rf"fext has shape \(1, {nf}, 6\), 1 state's, but the "
+                                         r"inputs before it are one state's"):
+        dyn.forward_dynamics_fext(q, qd, tau, W[None])

@@ -59,11 +59,28 @@ def test_identity_and_batches(rng):
     assert lie.Jlog6(H).shape == (2, 3, 6, 6) and lie.exp6(logs).shape == (2, 3, 4, 4)
 
 
+def test_a_batch_is_its_placements_one_by_one(rng):
+    """From 8 placements on, the formulas run on arrays of them all at once: the same numbers as
+    one at a time (on floats)."""
+    H = np.stack([placement(rng, angle).homogeneous
+                  for angle in [None] * 9 + [np.pi - 1e-9, 1e-9, 0.0, 0.05]])
+    twists = np.random.default_rng(5).normal(size=(13, 6))
+    for f, x in ((lie.log6, H), (lie.Jlog6, H), (lie.exp6, twists)):
+        together = f(x)
+        assert np.allclose(together, np.stack([f(one) for one in x]), rtol=0, atol=1e-13)
+    assert lie.log6(np.zeros((0, 4, 4))).shape == (0, 6)
+
+
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match=r"M must have shape \(4, 4\)"):
         lie.log6(np.eye(3))
     with pytest.raises(ValueError, match="not orthonormal"):
         lie.log6(np.diag([2.0, 1.0, 1.0, 1.0]))
+    reflection = np.diag([1.0, 1.0, -1.0, 1.0])           # an outside reviewer: taken silently
+    with pytest.raises(ValueError, match="not a rotation"):
+        lie.Jlog6(reflection)
+    with pytest.raises(ValueError, match=r"last row is not \[0, 0, 0, 1\]"):
+        lie.log6(np.vstack([np.eye(4)[:3], [5.0, 5.0, 5.0, 0.0]]))
     with pytest.raises(ValueError, match="not finite"):
         lie.exp6([0, 0, np.nan, 0, 0, 0])
     with pytest.raises(ValueError, match=r"xi must have shape \(6,\)"):

@@ -346,9 +346,16 @@ def _say_left_out(args, generated, model):
     spec's by_default said no: the derivatives above 12 coordinates, ...), with how to add them;
     nothing where --functions chose. On a mimic-coupled model only those its coupling has
     (with_mimic, docs/mimic.md): the others are refused when named (an outside tester)."""
+    from .functions import FRAME_FUNCTIONS, STRAIGHT_LINE_DERIVATIVES_UP_TO_NV, named_only
+    if args.functions is not None and args.functions.strip() == "all":
+        left = [f for f, spec in FUNCTIONS.items()
+                if spec.in_all is not None and f not in generated]
+        if left:
+            print(f"all: left out above {STRAIGHT_LINE_DERIVATIVES_UP_TO_NV} coordinates, where "
+                  f"their straight-line code grows fastest: {', '.join(left)}; name them (or "
+                  "--frames fewer frames) to generate them")
     if args.functions is not None:
         return
-    from .functions import FRAME_FUNCTIONS, named_only
     have = set(generated)
     coupled = any(j.mimic is not None for j in model.joints)
     left = [f"{f} ({s.aliases[-1]})" if getattr(s, "aliases", None) else f
@@ -480,8 +487,8 @@ def build_parser():
                    help="generate only these functions (names or aliases, comma-separated); "
                         "+F,G,... generates the default ones and these; all: every function "
                         "the model can have (a mimic-coupled tree: those docs/mimic.md lists; above 24 "
-                        "coordinates not the straight-line-only derivatives: the step's, the "
-                        "world-axes fext's, the frames'). Default: "
+                        "coordinates not the frames' velocity and acceleration derivatives, fvd "
+                        "and fad, whose straight-line code grows fastest). Default: "
                         "every function "
                         "but the derivatives and M^-1 above 12 coordinates, the frame Jacobians "
                         "of many frames, the Jacobians of integrate and difference (dint, ddiff) "

@@ -64,6 +64,8 @@ class FunctionSpec:
                                 # takes), ...)), generated functions its C calls first
     after_calls: object = None  # ... then this recursion(tree, alg, *inputs, *their outputs),
                                 # each output flat as the C writes it
+    before_calls: object = None     # recursion(tree, alg, *inputs) -> {name: values}: arrays
+                                # b_<name> made before the calls, which they may take
     acts_on_tree: Callable = None   # (tree, alg, inputs) -> (tree, inputs): an input acts on
                                 # the tree rather than entering the recursion (fext: wrenches
                                 # on its bodies); the recursion runs on the tree it returns
@@ -181,13 +183,11 @@ def few_coordinates(tree):
     return uncoupled(tree) and tree.nv <= DERIVATIVES_BY_DEFAULT_NV
 
 
-# The functions whose only code is straight-line and grows with nv^3 (the world-axes fext's
-# derivatives and step, by the forward dynamics' unrolled derivatives) or with the
-# frames' depths times nv (the frames' derivatives, by forward mode) are left out of
-# functions="all" above this many coordinates, where they would dwarf the rest (RC50: the step's
-# derivatives unrolled alone were 500k statements against 46k for the forward dynamics'
-# derivatives in loop form, an outside reviewer; they now call those: the chained form).
-# Named, they are generated at any size.
+# The frames' velocity and acceleration derivatives (forward mode, straight-line only) grow with
+# the frames' depths times nv: functions="all" leaves them out above this many coordinates
+# (the Euler step's and the world-axes forward dynamics' derivatives, straight-line only at
+# first, were 500k statements on RC50, an outside reviewer; they now call the loop forms, the
+# chained form). Named, they are generated at any size.
 STRAIGHT_LINE_DERIVATIVES_UP_TO_NV = 24
 
 
@@ -425,7 +425,7 @@ def with_world_aligned_wrenches(spec, recursion=None):
                    alternatives=() if recursion else spec.alternatives,
                    recursion=recursion or spec.recursion, by_default=named_only,
                    with_mimic=False, acts_on_tree=None if recursion else frames.acts_in_world_axes,
-                   in_all=straight_line_fits if recursion else spec.in_all)
+                   in_all=spec.in_all)
 
 
 def step_derivatives_with_external_wrenches(world_axes):
@@ -433,7 +433,13 @@ def step_derivatives_with_external_wrenches(world_axes):
     output, d(q', qd')/dfext."""
     spec = (with_world_aligned_wrenches if world_axes else with_external_wrenches)(
         FUNCTIONS["euler_step_derivatives"])
-    chained = {"in_all": straight_line_fits} if world_axes else {
+    chained = {
+        "forms": ("unrolled", "chained"), "in_all": None,
+        "before_calls": derivatives.world_aligned_fext_before_calls,
+        "after_calls": discrete.euler_step_derivatives_world_aligned_after_calls,
+        "calls": tuple((f"{name}_fext", ("q", "qd", "tau", "b_fext"))
+                       for name in ("forward_dynamics_derivatives", "forward_dynamics"))
+    } if world_axes else {
         "forms": ("unrolled", "chained"), "in_all": None,
         "after_calls": discrete.euler_step_derivatives_fext_after_calls,
         "calls": tuple((f"{name}_fext", ("q", "qd", "tau", "fext"))
@@ -455,8 +461,12 @@ FUNCTIONS.update((f.name, f) for f in [
     with_world_aligned_wrenches(FUNCTIONS["euler_step"]),
     with_world_aligned_wrenches(FUNCTIONS["forward_dynamics"]),
     with_world_aligned_wrenches(FUNCTIONS["inverse_dynamics"]),
-    with_world_aligned_wrenches(FUNCTIONS["forward_dynamics_derivatives"],
-                                derivatives.forward_dynamics_derivatives_world_aligned_fext),
+    replace(with_world_aligned_wrenches(FUNCTIONS["forward_dynamics_derivatives"],
+                                        derivatives.forward_dynamics_derivatives_world_aligned_fext),
+            forms=("unrolled", "chained"), in_all=None,
+            before_calls=derivatives.world_aligned_fext_before_calls,
+            calls=(("forward_dynamics_derivatives_fext", ("q", "qd", "tau", "b_fext")),),
+            after_calls=derivatives.forward_dynamics_derivatives_world_aligned_after_calls),
     with_world_aligned_wrenches(FUNCTIONS["inverse_dynamics_derivatives"],
                                 derivatives.inverse_dynamics_derivatives_world_aligned_fext)])
 

@@ -51,6 +51,8 @@ class FunctionCode:
         """Every program whose nodes end up in the generated code."""
         extra = ([k.program for c in self.loops.classes for k in c.kernels.values()]
                  if self.form == "method2" else [])
+        if self.form == "chained" and self.loops.before is not None:
+            extra.append(self.loops.before)
         return [self.program] + extra
 
 
@@ -87,20 +89,43 @@ def function_code(tree, spec, prefix, form="unrolled"):
 
 @dataclass(frozen=True)
 class Call:
-    """One generated function a chained form calls first: its name, the caller's inputs it
-    takes, and the (C array name, entries) of each of its outputs, local arrays of the caller
-    that the rest of the program reads."""
+    """One generated function a chained form calls first: its name, the arrays it takes (the
+    caller's inputs, or arrays made before: the before program's, an earlier call's), and the
+    (C array name, entries) of each of its outputs, local arrays of the caller."""
     function: str
     inputs: tuple
     arrays: tuple
 
 
+@dataclass(frozen=True)
+class Chain:
+    """The chained form (FunctionSpec.calls): a program `before` the calls (None, or its output
+    arrays, local to the caller, as (name, entries) in `made`), the Calls, then the
+    FunctionCode's own program."""
+    before: object
+    made: tuple
+    calls: tuple
+
+    def __iter__(self):                 # (the calls, as FunctionCode.description lists them)
+        return iter(self.calls)
+
+
 def unroll_chained(tree, spec, name=None):
-    """(the program after the calls, the Calls) of a spec's chained form (FunctionSpec.calls):
-    each called function's outputs are input arrays c<k>_<output> of the program, which runs
-    spec.after_calls on the spec's inputs and them."""
+    """(the program after the calls, the Chain) of a spec's chained form: spec.before_calls
+    (if any) makes local arrays b_<name> from the inputs; each called function's outputs are
+    arrays c<k>_<output>; the program runs spec.after_calls on the inputs and those outputs."""
     sizes = model_sizes(tree)
-    prog = Program(f"{name or tree.name}_{spec.name}")
+    prefix = f"{name or tree.name}_{spec.name}"
+    before, made = None, ()
+    if spec.before_calls is not None:
+        before = Program(f"{prefix}_before")
+        balg = ProgramAlgebra(before)
+        values = spec.before_calls(tree, balg, *[before.input_vector(a.name, a.size(sizes))
+                                                 for a in spec.inputs])
+        for array, value in values.items():
+            before.set_outputs(f"b_{array}", flatten(value))
+        made = tuple((f"b_{array}", len(flatten(value))) for array, value in values.items())
+    prog = Program(prefix)
     alg = ProgramAlgebra(prog)
     args = [prog.input_vector(a.name, a.size(sizes)) for a in spec.inputs]
     calls, values = [], []
@@ -111,7 +136,7 @@ def unroll_chained(tree, spec, name=None):
     result = spec.after_calls(tree, alg, *args, *values)
     for out, value in zip(spec.outputs, result if len(spec.outputs) > 1 else (result,)):
         prog.set_outputs(out.name, flatten(value))
-    return prog, tuple(calls)
+    return prog, Chain(before, made, tuple(calls))
 
 
 def fastest_recursion(tree, spec, prefix=None):

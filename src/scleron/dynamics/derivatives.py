@@ -711,6 +711,32 @@ def turning_wrench_columns(tree, alg, q, local):
     return C
 
 
+def world_aligned_fext_before_calls(tree, alg, q, qd, tau, *rest):
+    """The chained forms' array made before their calls: fext (the last input, in world axes at
+    the frames' origins) in the frames' own axes at q, which the frame-fixed functions take."""
+    return {"fext": frames.world_aligned_wrenches(tree, alg, q, rest[-1])}
+
+
+def forward_dynamics_derivatives_world_aligned_after_calls(tree, alg, q, qd, tau, fext, dq, dqd,
+                                                           Minv):
+    """forward_dynamics_derivatives_world_aligned_fext from the frame-fixed wrenches' (the
+    functions with fext in the frames' axes, called on world_aligned_wrenches' values): d qdd/dq
+    gains M^-1 C (turning_wrench_columns)."""
+    n = tree.nv
+    square = lambda flat: [list(flat[r * n:(r + 1) * n]) for r in range(n)]   # noqa: E731
+    dq, dqd, Minv = square(dq), square(dqd), square(Minv)
+    return with_turning_columns(tree, alg, q, fext, dq, Minv), dqd, Minv
+
+
+def with_turning_columns(tree, alg, q, fext, dq, Minv):
+    """d qdd/dq with the wrenches held in the frames' axes, plus M^-1 C: the same with fext
+    (world axes) held in the world."""
+    C = turning_wrench_columns(tree, alg, q, frames.world_aligned_wrenches(tree, alg, q, fext))
+    alg.section("external wrenches in world axes: d qdd/dq + M^-1 C")
+    MC = negated_product(Minv, C)
+    return [[a - m for a, m in zip(ra, rm)] for ra, rm in zip(dq, MC)]
+
+
 def _on_world_aligned_wrenches(tree, alg, q, fext):
     """(the tree with fext's wrenches in the frames' axes at q, C of turning_wrench_columns)."""
     local = frames.world_aligned_wrenches(tree, alg, q, fext)

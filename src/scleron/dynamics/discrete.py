@@ -84,6 +84,19 @@ def euler_step_derivatives_fext_after_calls(tree, alg, q, qd, tau, dt, fext, da_
     return Fx, lift(Minv), wrench_columns(tree, alg, q, Minv, lift, "local")
 
 
+def euler_step_derivatives_world_aligned_after_calls(tree, alg, q, qd, tau, dt, fext, da_dq,
+                                                     da_dqd, Minv, qdd):
+    """euler_step_derivatives_fext with fext in world axes, from the forward dynamics and their
+    derivatives with the wrenches in the frames' axes at q (called on
+    derivatives.world_aligned_fext_before_calls' values): d qdd/dq gains M^-1 C."""
+    n = tree.nv
+    Minv = square(Minv, n)
+    da_dq = derivatives.with_turning_columns(tree, alg, q, fext, square(da_dq, n), Minv)
+    Fx, lift, Minv = step_jacobians(tree, alg, q, qd, tau, dt,
+                                    (da_dq, square(da_dqd, n), Minv), qdd)
+    return Fx, lift(Minv), wrench_columns(tree, alg, q, Minv, lift, "local_world_aligned")
+
+
 def euler_step_derivatives_fext(tree, alg, q, qd, tau, dt, fext, world_axes=False):
     """(Fx, Fu, Ff) of euler_step with the external wrenches fext on the frames (in their own
     axes, or with world_axes in world axes at their origins, frames.world_aligned_wrenches):

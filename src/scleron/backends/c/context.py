@@ -189,12 +189,20 @@ def _printed(code, prefix, chunk, first_index):
     elif code.form == "frame_loop":
         arrays += [("Sw", True), ("A", True)]
     elif code.form == "chained":
-        arrays += [(a, False) for c in code.loops for a, _ in c.arrays]
+        arrays += [(a, False) for c in code.loops.calls for a, _ in c.arrays]
         arrays += [(a.name, True) for a in spec.outputs]
     else:
         arrays += [(a.name, True) for a in spec.outputs]
     cf = print_program(code.program, fname, arrays, chunk=chunk, first_index=first_index,
                        sincos_of="q")
+    if code.form == "chained" and code.loops.before is not None:      # its chunks run first
+        before = print_program(code.loops.before, f"{fname}_before",
+                               [(a.name, False) for a in spec.inputs]
+                               + [(a, True) for a, _ in code.loops.made],
+                               chunk=chunk, first_index=first_index)
+        cf.before_chunks = before.chunks
+        cf.nwork = max(cf.nwork, before.nwork)
+        add_counts(cf.counts, before.counts)
     if code.form == "method2":
         method2 = _method2_context(code.loops, prefix, code.sizes["nv"],
                                    [a.name for a in spec.outputs])
@@ -231,7 +239,8 @@ def function_context(code, prefix, chunk, first_index):
         "name": spec.name,
         # (a per-frame function's doc holds the frame's name, from the model file)
         "doc": c_comment(spec.doc + ("" if code.form == "unrolled" else f" ({code.description})")),
-        "method2": method2, "mass_loop": mass_loop, "chunks": cf.chunks, "nwork": cf.nwork,
+        "method2": method2, "mass_loop": mass_loop, "nwork": cf.nwork,
+        "chunks": getattr(cf, "before_chunks", []) + cf.chunks, "after_chunks": cf.chunks,
         "product_loop": code.loops if code.form == "product_loop" else None,
         "minv_loop": _minv_loop(code),
         "minv_mb": _minv_mb(code),
@@ -253,7 +262,9 @@ def function_context(code, prefix, chunk, first_index):
         # the chained form: the generated functions it calls first, into local arrays
         "calls": [{"function": c.function, "args": ", ".join(list(c.inputs) + [a for a, _ in c.arrays]),
                    "arrays": [{"name": a, "size": n} for a, n in c.arrays]}
-                  for c in code.loops] if code.form == "chained" else None,
+                  for c in code.loops.calls] if code.form == "chained" else None,
+        "made": [{"name": a, "size": n} for a, n in code.loops.made] if code.form == "chained" else [],
+        "before_chunks": getattr(cf, "before_chunks", []),
     }
 
 
