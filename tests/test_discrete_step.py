@@ -242,3 +242,17 @@ def test_chained_form_calls_the_forward_dynamics_derivatives(generated, rng):
                        ("forward_dynamics_derivatives_fext_local_world_aligned", (q, qd, tau, W))):
         for a, b in zip(getattr(dyn, name)(*args), evaluate(name, tree, *args)):
             assert rel(a, b) < 1e-12
+
+
+def test_codegen_says_what_all_left_out(capsys):
+    """codegen --functions all above 24 coordinates names the functions it left out (an outside
+    tester: silent)."""
+    from types import SimpleNamespace
+    from scleron import cli
+    from scleron.pipeline import selected_functions
+    model = scleron.load_model(example("rc50.yaml"))
+    cli._say_left_out(SimpleNamespace(functions="all"), selected_functions(["all"], Tree(model)),
+                      model)
+    said = capsys.readouterr().out
+    assert "all: left out above 24 coordinates" in said and "frame_velocity_derivatives" in said
+    assert "euler_step_derivatives" not in said
