@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_e34039fbecc5"
-HASH = "e34039fbecc5f005d270e9e15c7a3ec3436a991183da1ade1bd0b0f46f73062e"
+MODULE = "_rc50_724f2a9ad04b"
+HASH = "724f2a9ad04b6c0b0e4cbf3bdabc675933105726be68adda24070733dce3b10d"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -366,7 +366,7 @@ _ND = np.ndarray          # the shortcut of a plain single state takes exactly t
                           # array's data would pass unchecked: its mask is _unmasked's to check)
 
 
-def _as_input(x, name, width, count=None, number=False, dims=None):
+def _as_input(x, name, width, count=None, number=False, dims=None, first=True):
     try:
         a = x if isinstance(x, np.ndarray) else np.asarray(x)
     except ValueError as exc:                 # a ragged list: numpy's words, and which input
@@ -378,7 +378,7 @@ def _as_input(x, name, width, count=None, number=False, dims=None):
         raise ValueError(f"{name} must hold real numbers, got dtype {a.dtype}")
     a = a.astype(np.float64, copy=False)
     if dims is not None:                      # (fext: a wrench per frame) as flat rows
-        a = _flat_rows(a, name, width, count, dims)
+        a = _flat_rows(a, name, width, count, dims, first)
     if a.ndim == 1 and a.shape[0] == width:
         return np.ascontiguousarray(a), None
     if a.ndim == 2 and a.shape[1] == width:
@@ -390,28 +390,39 @@ def _as_input(x, name, width, count=None, number=False, dims=None):
                          f"shape (N,) or (N, 1) with N = {count}; got {a.shape}")
     if width == 1:
         batch = "(N,) or (N, 1) beside N states' other inputs" if number else "(N, 1) for N states"
-        raise ValueError(f"{name} must be a number or of shape (1,) for one state, of shape {batch}; "
-                         f"got {a.shape}")
+        raise ValueError(f"{name} must be a number or of shape (1,) for one state, of shape "
+                         f"{batch}; got {a.shape}")
     if dims is not None:
-        raise ValueError(f"{name} must have shape {dims} or ({width},), or "
-                         f"(N, {', '.join(map(str, dims))}) or (N, {width}) for N states; got {a.shape}")
+        rows = ", ".join(map(str, dims))
+        raise ValueError(f"{name} must have shape {dims} or ({width},), or (N, {rows}) or "
+                         f"(N, {width}) for N states; got {a.shape}")
     raise ValueError(f"{name} must have shape ({width},) or (N, {width}), got {a.shape}")
 
 
-def _flat_rows(a, name, width, count, dims):
+def _states(n):
+    return f"{n} state's" if n == 1 else f"{n} states'"
+
+
+def _flat_rows(a, name, width, count, dims, first):
     """An input of several axes (dims) as one state's flat row or N states' rows: once the
     earlier inputs have told N, (N, *dims) and (N, width) are N states (so (1, 6), one frame's
-    wrench, is one state of a batch of one), and one state's dims are refused in their own shape."""
+    wrench, is one state of a batch of one); states that do not match the earlier inputs' are
+    refused in the shape given."""
+    rows = ", ".join(map(str, dims))
+    many = a.ndim == len(dims) + 1 and a.shape[1:] == dims or a.ndim == 2 and a.shape[1] == width
     if count is not None:
         if a.shape in ((count,) + dims, (count, width)):
             return a.reshape(count, width)
-        if a.shape in (dims, (width,)):
-            raise ValueError(f"{name} has shape {a.shape}, one state's, but the inputs before it "
-                             f"hold {count} states: give ({count}, {', '.join(map(str, dims))}) "
-                             f"or ({count}, {width})")
+        if a.shape in (dims, (width,)) or many:
+            states = "one state's" if a.shape in (dims, (width,)) else _states(a.shape[0])
+            raise ValueError(f"{name} has shape {a.shape}, {states}, but the inputs before it "
+                             f"hold {count} states: give ({count}, {rows}) or ({count}, {width})")
         return a
     if a.shape == dims:
         return a.reshape(width)
+    if many and not first:
+        raise ValueError(f"{name} has shape {a.shape}, {_states(a.shape[0])}, but the inputs "
+                         f"before it are one state's: give ({rows}) or ({width},)")
     if a.ndim == len(dims) + 1 and a.shape[1:] == dims:
         return a.reshape(a.shape[0], width)
     return a
@@ -552,7 +563,7 @@ def _call(function, values, out, threads=1):
         number = (function, name) in _NUMBERS
         if number and count is not None:
             x = _per_state(x, name, count)
-        a, n = _as_input(x, name, width, count, number, _DIMS.get((function, name)))
+        a, n = _as_input(x, name, width, count, number, _DIMS.get((function, name)), i == 0)
         if i and (n is None) != (count is None) or (n is not None and count is not None and n != count):
             raise ValueError(f"{name} has shape {a.shape}, but {inputs[0][0]} has "
                              f"{arrays[0].shape}: give all single states or all N states")
@@ -993,9 +1004,12 @@ def bind(function, *arrays):
     arrays = tuple(np.array(float(a)) if w == 1 and isinstance(a, numbers.Real)
                    and not isinstance(a, (bool, np.bool_, np.ndarray)) else a
                    for a, (_, w) in zip(arrays, list(inputs) + [(None, 0)] * len(outputs)))
-    wants = ([(n, [(w,), ()] if w == 1 else [(w,)] + ([_DIMS[function, n]] if (function, n) in _DIMS else []),
-               False) for n, w in inputs]                                  # (dt: a 0-d one
-             + [(f"out ({n})", [s] if s else [(1,), ()], True) for n, s in outputs])   # too)
+    accepted = {n: [(w,), ()] if w == 1 else [(w,)] for n, w in inputs}   # (dt: a 0-d one too)
+    for (f, n), dims in _DIMS.items():                   # (fext: (nframes, 6) too)
+        if f == function:
+            accepted[n].append(dims)
+    wants = ([(n, accepted[n], False) for n, w in inputs]
+             + [(f"out ({n})", [s] if s else [(1,), ()], True) for n, s in outputs])
     ptrs = []
     ma = sys.modules.get("numpy.ma")          # (no masked array before it is imported)
     for a, (label, shapes, is_out) in zip(arrays, wants):
