@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_3518146e9b88"
-HASH = "3518146e9b88fbec3f6d7559d8003822e149c45edbed773c8adc606a120f6265"
+MODULE = "_branched_425bbbe8542f"
+HASH = "425bbbe8542f2beb6a1a729c2430ae684dd5df2d058e52dc173b31a8632cdad0"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -399,7 +399,7 @@ def _as_input(x, name, width, count=None, number=False, dims=None, first=True):
     raise ValueError(f"{name} must have shape ({width},) or (N, {width}), got {a.shape}")
 
 
-def _states(n):
+def _count_of_states(n):
     return f"{n} state's" if n == 1 else f"{n} states'"
 
 
@@ -414,15 +414,15 @@ def _flat_rows(a, name, width, count, dims, first):
         if a.shape in ((count,) + dims, (count, width)):
             return a.reshape(count, width)
         if a.shape in (dims, (width,)) or many:
-            states = "one state's" if a.shape in (dims, (width,)) else _states(a.shape[0])
+            states = "one state's" if a.shape in (dims, (width,)) else _count_of_states(a.shape[0])
             raise ValueError(f"{name} has shape {a.shape}, {states}, but the inputs before it "
                              f"hold {count} states: give ({count}, {rows}) or ({count}, {width})")
         return a
     if a.shape == dims:
         return a.reshape(width)
     if many and not first:
-        raise ValueError(f"{name} has shape {a.shape}, {_states(a.shape[0])}, but the inputs "
-                         f"before it are one state's: give ({rows}) or ({width},)")
+        raise ValueError(f"{name} has shape {a.shape}, {_count_of_states(a.shape[0])}, but the "
+                         f"inputs before it are one state's: give ({rows}) or ({width},)")
     if a.ndim == len(dims) + 1 and a.shape[1:] == dims:
         return a.reshape(a.shape[0], width)
     return a

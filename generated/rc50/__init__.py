@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_724f2a9ad04b"
-HASH = "724f2a9ad04b6c0b0e4cbf3bdabc675933105726be68adda24070733dce3b10d"
+MODULE = "_rc50_5ec7487b6b6e"
+HASH = "5ec7487b6b6e8714f284306ffb6c17207bb80afaeebe3dd2596981e2e5472552"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -399,7 +399,7 @@ def _as_input(x, name, width, count=None, number=False, dims=None, first=True):
     raise ValueError(f"{name} must have shape ({width},) or (N, {width}), got {a.shape}")
 
 
-def _states(n):
+def _count_of_states(n):
     return f"{n} state's" if n == 1 else f"{n} states'"
 
 
@@ -414,15 +414,15 @@ def _flat_rows(a, name, width, count, dims, first):
         if a.shape in ((count,) + dims, (count, width)):
             return a.reshape(count, width)
         if a.shape in (dims, (width,)) or many:
-            states = "one state's" if a.shape in (dims, (width,)) else _states(a.shape[0])
+            states = "one state's" if a.shape in (dims, (width,)) else _count_of_states(a.shape[0])
             raise ValueError(f"{name} has shape {a.shape}, {states}, but the inputs before it "
                              f"hold {count} states: give ({count}, {rows}) or ({count}, {width})")
         return a
     if a.shape == dims:
         return a.reshape(width)
     if many and not first:
-        raise ValueError(f"{name} has shape {a.shape}, {_states(a.shape[0])}, but the inputs "
-                         f"before it are one state's: give ({rows}) or ({width},)")
+        raise ValueError(f"{name} has shape {a.shape}, {_count_of_states(a.shape[0])}, but the "
+                         f"inputs before it are one state's: give ({rows}) or ({width},)")
     if a.ndim == len(dims) + 1 and a.shape[1:] == dims:
         return a.reshape(a.shape[0], width)
     return a
