@@ -352,8 +352,8 @@ def _say_left_out(args, generated, model):
                 if spec.in_all is not None and f not in generated]
         if left:
             print(f"all: left out above {STRAIGHT_LINE_DERIVATIVES_UP_TO_NV} coordinates, where "
-                  f"their straight-line code grows fastest: {', '.join(left)}; name them (or "
-                  "--frames fewer frames) to generate them")
+                  f"their straight-line code grows with nv^2 times the frames: {', '.join(left)}; "
+                  "name them (with --frames the contacts) to generate them")
     if args.functions is not None:
         return
     have = set(generated)
@@ -487,8 +487,9 @@ def build_parser():
                    help="generate only these functions (names or aliases, comma-separated); "
                         "+F,G,... generates the default ones and these; all: every function "
                         "the model can have (a mimic-coupled tree: those docs/mimic.md lists; above 24 "
-                        "coordinates not the frames' velocity and acceleration derivatives, fvd "
-                        "and fad, whose straight-line code grows fastest). Default: "
+                        "coordinates not those whose straight-line code grows with nv^2 times "
+                        "the frames: the frames' derivatives fvd, fad, the world-axes fext's "
+                        "derivatives, the step's derivatives with fext). Default: "
                         "every function "
                         "but the derivatives and M^-1 above 12 coordinates, the frame Jacobians "
                         "of many frames, the Jacobians of integrate and difference (dint, ddiff) "

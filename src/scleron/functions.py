@@ -183,11 +183,12 @@ def few_coordinates(tree):
     return uncoupled(tree) and tree.nv <= DERIVATIVES_BY_DEFAULT_NV
 
 
-# The frames' velocity and acceleration derivatives (forward mode, straight-line only) grow with
-# the frames' depths times nv: functions="all" leaves them out above this many coordinates
-# (the Euler step's and the world-axes forward dynamics' derivatives, straight-line only at
-# first, were 500k statements on RC50, an outside reviewer; they now call the loop forms, the
-# chained form). Named, they are generated at any size.
+# functions="all" leaves out, above this many coordinates, the functions whose straight-line
+# code grows with nv^2 times the frames or faster: the frames' velocity and acceleration
+# derivatives (forward mode), the world-axes fext's derivatives and the step's derivatives with
+# fext (their M^-1 J^T and M^-1 C products, even chained: RC50's were 0.7-1.3M statements each,
+# RC100's world-axes step 9.6M, an outside reviewer). Named (with --frames the contacts), they
+# are generated at any size.
 STRAIGHT_LINE_DERIVATIVES_UP_TO_NV = 24
 
 
@@ -425,7 +426,7 @@ def with_world_aligned_wrenches(spec, recursion=None):
                    alternatives=() if recursion else spec.alternatives,
                    recursion=recursion or spec.recursion, by_default=named_only,
                    with_mimic=False, acts_on_tree=None if recursion else frames.acts_in_world_axes,
-                   in_all=spec.in_all)
+                   in_all=straight_line_fits if recursion else spec.in_all)
 
 
 def step_derivatives_with_external_wrenches(world_axes):
@@ -434,13 +435,13 @@ def step_derivatives_with_external_wrenches(world_axes):
     spec = (with_world_aligned_wrenches if world_axes else with_external_wrenches)(
         FUNCTIONS["euler_step_derivatives"])
     chained = {
-        "forms": ("unrolled", "chained"), "in_all": None,
+        "forms": ("unrolled", "chained"), "in_all": straight_line_fits,
         "before_calls": derivatives.world_aligned_fext_before_calls,
         "after_calls": discrete.euler_step_derivatives_world_aligned_after_calls,
         "calls": tuple((f"{name}_fext", ("q", "qd", "tau", "b_fext"))
                        for name in ("forward_dynamics_derivatives", "forward_dynamics"))
     } if world_axes else {
-        "forms": ("unrolled", "chained"), "in_all": None,
+        "forms": ("unrolled", "chained"), "in_all": straight_line_fits,
         "after_calls": discrete.euler_step_derivatives_fext_after_calls,
         "calls": tuple((f"{name}_fext", ("q", "qd", "tau", "fext"))
                        for name in ("forward_dynamics_derivatives", "forward_dynamics"))}
@@ -463,7 +464,7 @@ FUNCTIONS.update((f.name, f) for f in [
     with_world_aligned_wrenches(FUNCTIONS["inverse_dynamics"]),
     replace(with_world_aligned_wrenches(FUNCTIONS["forward_dynamics_derivatives"],
                                         derivatives.forward_dynamics_derivatives_world_aligned_fext),
-            forms=("unrolled", "chained"), in_all=None,
+            forms=("unrolled", "chained"), in_all=straight_line_fits,
             before_calls=derivatives.world_aligned_fext_before_calls,
             calls=(("forward_dynamics_derivatives_fext", ("q", "qd", "tau", "b_fext")),),
             after_calls=derivatives.forward_dynamics_derivatives_world_aligned_after_calls),

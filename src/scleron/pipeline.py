@@ -365,6 +365,8 @@ def check_options_apply(names, method, mass_matrix, frames):
     form (FunctionSpec.forms), frames without a function that covers frames."""
     def taking(form):
         return [f for f, spec in FUNCTIONS.items() if form in spec.forms]
+    # (a chained form's calls are generated too: method=2 applies to a called forward dynamics)
+    names = list(names) + [f for n in names if n in FUNCTIONS for f, _ in FUNCTIONS[n].calls]
     covering_frames = [f for f, spec in FUNCTIONS.items()
                        if any("nframes" in a.shape for a in spec.inputs + spec.outputs)]
     covering_frames += list(FRAME_FUNCTIONS)

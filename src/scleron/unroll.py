@@ -41,7 +41,8 @@ class FunctionCode:
     @property
     def description(self):
         if self.form == "chained":
-            return f"chained: calls {', '.join(c.function for c in self.loops)} first"
+            return (f"chained: calls {', '.join(c.function for c in self.loops.calls)} first "
+                    "(their operations on their own lines)")
         if self.form == "product_loop" and self.loops.chain:
             return "loop form: -M^-1 dtau/dx by prefix and suffix sums along the chain"
         return FORMS[self.form]
@@ -105,9 +106,6 @@ class Chain:
     before: object
     made: tuple
     calls: tuple
-
-    def __iter__(self):                 # (the calls, as FunctionCode.description lists them)
-        return iter(self.calls)
 
 
 def unroll_chained(tree, spec, name=None):

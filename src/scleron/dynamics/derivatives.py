@@ -722,10 +722,13 @@ def forward_dynamics_derivatives_world_aligned_after_calls(tree, alg, q, qd, tau
     """forward_dynamics_derivatives_world_aligned_fext from the frame-fixed wrenches' (the
     functions with fext in the frames' axes, called on world_aligned_wrenches' values): d qdd/dq
     gains M^-1 C (turning_wrench_columns)."""
-    n = tree.nv
-    square = lambda flat: [list(flat[r * n:(r + 1) * n]) for r in range(n)]   # noqa: E731
-    dq, dqd, Minv = square(dq), square(dqd), square(Minv)
+    dq, dqd, Minv = (square(x, tree.nv) for x in (dq, dqd, Minv))
     return with_turning_columns(tree, alg, q, fext, dq, Minv), dqd, Minv
+
+
+def square(flat, n):
+    """An n x n matrix (rows) from its row-major entries (a called function's output)."""
+    return [list(flat[r * n:(r + 1) * n]) for r in range(n)]
 
 
 def with_turning_columns(tree, alg, q, fext, dq, Minv):

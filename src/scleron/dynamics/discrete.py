@@ -14,6 +14,7 @@ with I_q = d(q (+) w)/dq and J_v = d(q (+) qd' dt)/dqd' (configuration.integrate
 block-diagonal per joint, so the products cost the joints' blocks only). Sueda §3.4 builds its
 linearly implicit integrator on the same derivatives (scleron.simulate)."""
 from . import configuration, derivatives, frames, recursions
+from .derivatives import square
 
 
 def euler_step(tree, alg, q, qd, tau, dt):
@@ -58,11 +59,6 @@ def step_jacobians(tree, alg, q, qd, tau, dt, fd_derivatives, qdd=None):
         dv = [[h * x for x in row] for row in X]
         return block_product(tree, Jv, dv) + dv
     return Fx, lift, Minv
-
-
-def square(flat, n):
-    """An n x n matrix (rows) from its row-major entries."""
-    return [list(flat[r * n:(r + 1) * n]) for r in range(n)]
 
 
 def euler_step_derivatives_after_calls(tree, alg, q, qd, tau, dt, da_dq, da_dqd, Minv, qdd):

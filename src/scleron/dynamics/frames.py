@@ -147,17 +147,6 @@ def world_aligned_wrenches(tree, alg, q, fext):
     return out
 
 
-def external_joint_forces(tree, alg, q, fext, reference):
-    """sum over frames k of J_k^T fext_k: the joint forces the wrenches fext amount to (their
-    power on every velocity), J_k the frame's Jacobian in the reference fext is given in."""
-    out = [0.0] * tree.nv
-    for k, J in enumerate(frame_jacobians(tree, alg, q, reference)):
-        w = fext[6 * k:6 * k + 6]
-        for c in support(tree, tree.frames[k].body):
-            out[c] = out[c] + sum(J[r][c] * w[r] for r in range(6))
-    return out
-
-
 def acts_in_own_axes(tree, alg, args):
     """FunctionSpec.acts_on_tree of the functions whose last input is fext in the frames' axes."""
     return with_external_wrenches(tree, alg, args[-1]), list(args[:-1])
