@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_425bbbe8542f"
-HASH = "425bbbe8542f2beb6a1a729c2430ae684dd5df2d058e52dc173b31a8632cdad0"
+MODULE = "_branched_8c4f0eb8b79c"
+HASH = "8c4f0eb8b79c6ca58981c02ab82fe159198dec2662ef6b32d0337c256a0ad0fd"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

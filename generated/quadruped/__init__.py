@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_72c5c1abf6de"
-HASH = "72c5c1abf6ded3ad8c4ce17a9d940211f11fd54ae1a1cb1e124b44d98abb35b3"
+MODULE = "_quadruped_f8cfca8db395"
+HASH = "f8cfca8db395337886ab849f131fad49ec67b84407125e422d0d700a7cc1d42d"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

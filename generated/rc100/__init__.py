@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_2acd03327419"
-HASH = "2acd033274193977c2a266137c0523494faae7fbf23d071366d268bfaa480256"
+MODULE = "_rc100_78439281c5d8"
+HASH = "78439281c5d8fb4fd268597c3213c819f855f73c09f07892ee37a5a00d1bee50"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

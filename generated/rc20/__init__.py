@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_96852d00c556"
-HASH = "96852d00c556a941dc462517b8bdd57267f2c5ddfac64e5db2f513d57d36f37d"
+MODULE = "_rc20_d6bdc2d15934"
+HASH = "d6bdc2d159347d70612f0c21cbb1fea6adf363b841e7f13423d36d50110563d3"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_5ec7487b6b6e"
-HASH = "5ec7487b6b6e8714f284306ffb6c17207bb80afaeebe3dd2596981e2e5472552"
+MODULE = "_rc50_af1a5cfa0d34"
+HASH = "af1a5cfa0d34d1f15902621cf4072e6de4c0470fb72e8034ddf1630716f84365"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

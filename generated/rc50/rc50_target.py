@@ -19,7 +19,7 @@ import stat
 import sysconfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_5ec7487b6b6e"
+MODULE = "_rc50_af1a5cfa0d34"
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 RECORD_PREFIX = MODULE + os.path.splitext(EXT_SUFFIX)[0] + "."      # then a tag, then:
 RECORD_SUFFIX = ".target.json"
