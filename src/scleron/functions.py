@@ -437,7 +437,7 @@ def step_derivatives_with_external_wrenches(world_axes):
     chained = {
         "forms": ("unrolled", "chained"), "in_all": straight_line_fits,
         "before_calls": derivatives.world_aligned_fext_before_calls,
-        "after_calls": discrete.euler_step_derivatives_world_aligned_after_calls,
+        "after_calls": partial(discrete.euler_step_derivatives_fext_after_calls, world_axes=True),
         "calls": tuple((f"{name}_fext", ("q", "qd", "tau", "b_fext"))
                        for name in ("forward_dynamics_derivatives", "forward_dynamics"))
     } if world_axes else {

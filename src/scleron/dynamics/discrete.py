@@ -71,26 +71,18 @@ def euler_step_derivatives_after_calls(tree, alg, q, qd, tau, dt, da_dq, da_dqd,
 
 
 def euler_step_derivatives_fext_after_calls(tree, alg, q, qd, tau, dt, fext, da_dq, da_dqd,
-                                            Minv, qdd):
-    """euler_step_derivatives_fext (wrenches in the frames' axes) from the derivatives and q''
-    of the forward dynamics with fext, computed before (the chained form)."""
+                                            Minv, qdd, world_axes=False):
+    """euler_step_derivatives_fext from the forward dynamics and their derivatives with the
+    wrenches in the frames' axes, computed before (the chained form; with world_axes, called on
+    derivatives.world_aligned_fext_before_calls' values, and d qdd/dq gains M^-1 C)."""
     n = tree.nv
-    Fx, lift, Minv = step_jacobians(tree, alg, q, qd, tau, dt,
-                                    (square(da_dq, n), square(da_dqd, n), square(Minv, n)), qdd)
-    return Fx, lift(Minv), wrench_columns(tree, alg, q, Minv, lift, "local")
-
-
-def euler_step_derivatives_world_aligned_after_calls(tree, alg, q, qd, tau, dt, fext, da_dq,
-                                                     da_dqd, Minv, qdd):
-    """euler_step_derivatives_fext with fext in world axes, from the forward dynamics and their
-    derivatives with the wrenches in the frames' axes at q (called on
-    derivatives.world_aligned_fext_before_calls' values): d qdd/dq gains M^-1 C."""
-    n = tree.nv
-    Minv = square(Minv, n)
-    da_dq = derivatives.with_turning_columns(tree, alg, q, fext, square(da_dq, n), Minv)
-    Fx, lift, Minv = step_jacobians(tree, alg, q, qd, tau, dt,
-                                    (da_dq, square(da_dqd, n), Minv), qdd)
-    return Fx, lift(Minv), wrench_columns(tree, alg, q, Minv, lift, "local_world_aligned")
+    Minv, da_dq = square(Minv, n), square(da_dq, n)
+    if world_axes:
+        da_dq = derivatives.with_turning_columns(tree, alg, q, fext, da_dq, Minv)
+    Fx, lift, Minv = step_jacobians(tree, alg, q, qd, tau, dt, (da_dq, square(da_dqd, n), Minv),
+                                    qdd)
+    reference = "local_world_aligned" if world_axes else "local"
+    return Fx, lift(Minv), wrench_columns(tree, alg, q, Minv, lift, reference)
 
 
 def euler_step_derivatives_fext(tree, alg, q, qd, tau, dt, fext, world_axes=False):
