@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_8c4f0eb8b79c"
-HASH = "8c4f0eb8b79c6ca58981c02ab82fe159198dec2662ef6b32d0337c256a0ad0fd"
+MODULE = "_branched_fdda680affac"
+HASH = "fdda680affac0a72104cdc104e8db6dc2a1ef0a8567aa215b67e8b67cf3503f2"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_f8cfca8db395"
-HASH = "f8cfca8db395337886ab849f131fad49ec67b84407125e422d0d700a7cc1d42d"
+MODULE = "_quadruped_0d1c5f0e9845"
+HASH = "0d1c5f0e9845461e6188b79828bac1fb664d5200449a35f4434b987b3e2921d0"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_78439281c5d8"
-HASH = "78439281c5d8fb4fd268597c3213c819f855f73c09f07892ee37a5a00d1bee50"
+MODULE = "_rc100_50d9406eeaf8"
+HASH = "50d9406eeaf8ae463e27bf9d5c081886aabde26ad841f86f864b4f7738ed9954"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

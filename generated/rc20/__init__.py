@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_d6bdc2d15934"
-HASH = "d6bdc2d159347d70612f0c21cbb1fea6adf363b841e7f13423d36d50110563d3"
+MODULE = "_rc20_e5d7b4323bdc"
+HASH = "e5d7b4323bdcbd4cff8db175fba050e36b263d9cbc63b5870cfa616c9a1aa539"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_af1a5cfa0d34"
-HASH = "af1a5cfa0d34d1f15902621cf4072e6de4c0470fb72e8034ddf1630716f84365"
+MODULE = "_rc50_7856fa642b1f"
+HASH = "7856fa642b1f22e14a920a21853b206fec653a4fdaa1c8fd3d2ba585b89e004a"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

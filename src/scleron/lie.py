@@ -53,7 +53,8 @@ def log6(M):
 
     def twist(alg, k):
         xi = manifolds.difference("se3", alg, _IDENTITY, [c[k] for c in q])     # [v; w]
-        return _stack(xi, len(M))[:, _ANGULAR_FIRST] if alg is _ARRAYS else np.array(xi)[_ANGULAR_FIRST]
+        xi = _stack(xi, len(M)) if alg is _ARRAYS else np.array(xi)
+        return xi[..., _ANGULAR_FIRST]
     out = _batched(twist, len(M))
     return (out if out is not None else np.zeros((0, 6))).reshape(lead + (6,))
 
@@ -66,7 +67,9 @@ def exp6(xi):
 
     def placement(alg, k):
         q = manifolds.integrate("se3", alg, _IDENTITY, [x[k, c] for c in (3, 4, 5, 0, 1, 2)])
-        return _matrices(_stack(q, len(x)) if alg is _ARRAYS else np.array([q]))[0 if alg is _FLOATS else slice(None)]
+        if alg is _ARRAYS:
+            return _matrices(_stack(q, len(x)))
+        return _matrices(np.array([q]))[0]
     out = _batched(placement, len(x))
     return (out if out is not None else np.zeros((0, 4, 4))).reshape(lead + (4, 4))
 

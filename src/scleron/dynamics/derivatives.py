@@ -703,8 +703,10 @@ def turning_wrench_columns(tree, alg, q, local):
             continue
         n, force = local[6 * k:6 * k + 3], local[6 * k + 3:6 * k + 6]
         cols = frames.support(tree, f.body)
-        turned = {c: cross(n, [J[r][c] for r in range(3)]) + cross(force, [J[r][c] for r in range(3)])
-                  for c in cols}
+        turned = {}
+        for c in cols:
+            w = [J[r][c] for r in range(3)]                           # J_k,w e_c
+            turned[c] = cross(n, w) + cross(force, w)
         for r in cols:
             for c in cols:
                 C[r][c] = C[r][c] + dot([J[i][r] for i in range(6)], turned[c])
@@ -743,7 +745,8 @@ def with_turning_columns(tree, alg, q, fext, dq, Minv):
 def _on_world_aligned_wrenches(tree, alg, q, fext):
     """(the tree with fext's wrenches in the frames' axes at q, C of turning_wrench_columns)."""
     local = frames.world_aligned_wrenches(tree, alg, q, fext)
-    return frames.with_external_wrenches(tree, alg, local), turning_wrench_columns(tree, alg, q, local)
+    view = frames.with_external_wrenches(tree, alg, local)
+    return view, turning_wrench_columns(tree, alg, q, local)
 
 
 def inverse_dynamics_derivatives_world_aligned_fext(tree, alg, q, qd, qdd, fext):
@@ -970,7 +973,8 @@ def derivatives_by_duals(tree, alg, function, q, *rates, **options):
     moved = configuration.integrate(tree, dual, [Dual(x, zero) for x in q],
                                     [Dual(0.0, unit(k, n)) for k in range(nv)], [1.0])
     qx = [Dual(x, tangents(m, n)) for x, m in zip(q, moved)]
-    rx = [[Dual(x, unit((i + 1) * nv + k, n)) for k, x in enumerate(r)] for i, r in enumerate(rates)]
+    rx = [[Dual(x, unit((i + 1) * nv + k, n)) for k, x in enumerate(r)]
+          for i, r in enumerate(rates)]
     out = function(tree, dual, qx, *rx, **options)
     return [_tangent_block(out, n, slice(i * nv, (i + 1) * nv)) for i in range(1 + len(rates))]
 

@@ -91,8 +91,10 @@ def euler_step_derivatives_fext(tree, alg, q, qd, tau, dt, fext, world_axes=Fals
     Ff = d(q', qd')/d fext, 2nv x nframes x 6, the lift of dqdd/dfext_k = M^-1 J_k^T with J_k
     the frame's Jacobian in the reference fext is given in (tau = J_k^T fext_k is its power)."""
     if world_axes:
-        view = frames.with_external_wrenches(tree, alg, frames.world_aligned_wrenches(tree, alg, q, fext))
-        fdd = derivatives.forward_dynamics_derivatives_world_aligned_fext(tree, alg, q, qd, tau, fext)
+        local = frames.world_aligned_wrenches(tree, alg, q, fext)
+        view = frames.with_external_wrenches(tree, alg, local)
+        fdd = derivatives.forward_dynamics_derivatives_world_aligned_fext(tree, alg, q, qd, tau,
+                                                                          fext)
     else:
         view = frames.with_external_wrenches(tree, alg, fext)
         fdd = derivatives.forward_dynamics_derivatives(view, alg, q, qd, tau)

@@ -216,6 +216,18 @@ def _printed(code, prefix, chunk, first_index):
     return cf, method2, mass_loop
 
 
+def _chain_context(code):
+    """The chained form's template data: the generated functions it calls first (into local
+    arrays) and the arrays its before-program makes; none for other forms."""
+    if code.form != "chained":
+        return {"calls": None, "made": []}
+    return {"calls": [{"function": c.function,
+                       "args": ", ".join(list(c.inputs) + [a for a, _ in c.arrays]),
+                       "arrays": [{"name": a, "size": n} for a, n in c.arrays]}
+                      for c in code.loops.calls],
+            "made": [{"name": a, "size": n} for a, n in code.loops.made]}
+
+
 def _pointer(a, out):
     return f"double *{a.name}" if out else f"const double *{a.name}"
 
@@ -260,10 +272,7 @@ def function_context(code, prefix, chunk, first_index):
         "py_args": ", ".join(a.name for a in ins),
         "variant": spec.variant,
         # the chained form: the generated functions it calls first, into local arrays
-        "calls": [{"function": c.function, "args": ", ".join(list(c.inputs) + [a for a, _ in c.arrays]),
-                   "arrays": [{"name": a, "size": n} for a, n in c.arrays]}
-                  for c in code.loops.calls] if code.form == "chained" else None,
-        "made": [{"name": a, "size": n} for a, n in code.loops.made] if code.form == "chained" else [],
+        **_chain_context(code),
         "before_chunks": getattr(cf, "before_chunks", []),
     }
 
