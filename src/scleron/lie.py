@@ -12,6 +12,8 @@ and Jlog6 are the same maps with [v; w]. The formulas are the ones the free flye
 difference and their Jacobians are generated from (scleron.joints.manifolds), evaluated here on
 numpy arrays of all the placements at once: one copy, with the same series near the identity
 and the same half-turn rule."""
+import math
+
 import numpy as np
 
 from .joints import manifolds
@@ -131,24 +133,33 @@ def _stack(values, n):
 def _coordinates(M):
     """The free flyer's q = [p; x, y, z, w] of each placement, as a list of 7 arrays (of floats:
     their entries are Python floats, as the float algebra takes them)."""
-    return [c.tolist() if len(M) < _ARRAYS_FROM else c
-            for c in [M[:, 0, 3], M[:, 1, 3], M[:, 2, 3]] + list(_quaternions(M[:, :3, :3]).T)]
+    if len(M) >= _ARRAYS_FROM:
+        r = [[M[:, i, j] for j in range(3)] for i in range(3)]
+        diagonal, candidates = _shepperd(r)
+        k = np.argmax(np.stack(diagonal, 1), axis=1)
+        quat = np.stack([np.stack(c, 1) for c in candidates], 1)[np.arange(len(M)), k]
+        quat = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+        return [M[:, 0, 3], M[:, 1, 3], M[:, 2, 3]] + list(quat.T)
+    out = []
+    for m in M.tolist():                    # one at a time: numpy's cost per call outweighs
+        diagonal, candidates = _shepperd(m)
+        quat = candidates[max(range(4), key=diagonal.__getitem__)]
+        norm = math.sqrt(sum(x * x for x in quat))
+        out.append(m[0][3:] + m[1][3:] + m[2][3:] + [x / norm for x in quat])
+    return [list(c) for c in zip(*out)]
 
 
-def _quaternions(R):
-    """[x, y, z, w] of rotation matrices (n, 3, 3), each from its largest diagonal combination
-    (Shepperd 1978: no division by a small number), normalised."""
-    t = np.trace(R, axis1=1, axis2=2)
-    d = [R[:, 0, 0], R[:, 1, 1], R[:, 2, 2]]
-    e = lambda i, j: R[:, i, j]                                     # noqa: E731
-    candidates = np.stack([
-        np.stack([1 + 2 * d[0] - t, e(1, 0) + e(0, 1), e(2, 0) + e(0, 2), e(2, 1) - e(1, 2)], 1),
-        np.stack([e(1, 0) + e(0, 1), 1 + 2 * d[1] - t, e(2, 1) + e(1, 2), e(0, 2) - e(2, 0)], 1),
-        np.stack([e(2, 0) + e(0, 2), e(2, 1) + e(1, 2), 1 + 2 * d[2] - t, e(1, 0) - e(0, 1)], 1),
-        np.stack([e(2, 1) - e(1, 2), e(0, 2) - e(2, 0), e(1, 0) - e(0, 1), 1 + t], 1)], 1)
-    k = np.argmax(np.stack(d + [t], 1), axis=1)
-    q = candidates[np.arange(len(R)), k]
-    return q / np.linalg.norm(q, axis=1, keepdims=True)
+def _shepperd(r):
+    """(the diagonal and the trace, the four candidates for [x, y, z, w] times 4 times one of
+    its entries) of a rotation r[i][j] (numbers or arrays): the candidate of the largest of the
+    first four divides by no small number when normalised (Shepperd 1978)."""
+    t = r[0][0] + r[1][1] + r[2][2]
+    e = lambda i, j: r[i][j]                                        # noqa: E731
+    return [r[0][0], r[1][1], r[2][2], t], [
+        [1 + 2 * r[0][0] - t, e(1, 0) + e(0, 1), e(2, 0) + e(0, 2), e(2, 1) - e(1, 2)],
+        [e(1, 0) + e(0, 1), 1 + 2 * r[1][1] - t, e(2, 1) + e(1, 2), e(0, 2) - e(2, 0)],
+        [e(2, 0) + e(0, 2), e(2, 1) + e(1, 2), 1 + 2 * r[2][2] - t, e(1, 0) - e(0, 1)],
+        [e(2, 1) - e(1, 2), e(0, 2) - e(2, 0), e(1, 0) - e(0, 1), 1 + t]]
 
 
 def _matrices(q):
