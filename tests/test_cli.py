@@ -476,17 +476,21 @@ def test_an_output_folder_holding_the_current_folder_is_refused(tmp_path, capsys
         assert "the current folder is in it" in err and len(err.splitlines()) == 1, err
     assert (tmp_path / "work" / "mine.txt").read_text() == "the user's"
 
-def test_an_unknown_frame_names_the_model_file(tmp_path, capsys):
+@pytest.mark.parametrize("option, functions", [("--frames", "frame_placements"),
+                                               ("--wrench-frames", "fd_fext")])
+def test_an_unknown_frame_names_the_model_file(tmp_path, capsys, option, functions):
     from scleron.cli import main
-    assert main(["codegen", example("rc20.yaml"), "-o", str(tmp_path / "x"), "--frames", "nope",
-                 "--functions", "frame_placements", "--no-compile"]) == 2
+    assert main(["codegen", example("rc20.yaml"), "-o", str(tmp_path / "x"), option, "nope",
+                 "--functions", functions, "--no-compile"]) == 2
     assert f"scleron: error: {example('rc20.yaml')}: unknown frame 'nope'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("options, needle", [
     (["--method", "2", "--functions", "fdd"], "--method 2) changes only forward_dynamics"),
     (["--mass-matrix", "loop", "--functions", "fd,minv"], "changes only mass_matrix"),
-    (["--frames", "link3", "--functions", "fd"], "changes only frame_placements, frame_jacobians")])
+    (["--frames", "link3", "--functions", "fd"], "changes only frame_placements, frame_jacobians"),
+    (["--wrench-frames", "link3", "--functions", "fd,placements"],
+     "(--wrench-frames) changes only forward_dynamics_fext")])
 def test_an_option_no_generated_function_takes_is_refused(tmp_path, capsys, options, needle):
     """--method 2 without the forward dynamics, --mass-matrix without the mass matrix, --frames
     without a frame function changed nothing, silently."""

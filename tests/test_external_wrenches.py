@@ -250,7 +250,7 @@ def test_generated_only_when_named():
     for name in ("forward_dynamics_fext", "inverse_dynamics_fext",
                  "forward_dynamics_derivatives_fext", "inverse_dynamics_derivatives_fext"):
         spec = FUNCTIONS[name]
-        assert not spec.by_default(tree) and spec.inputs[-1].shape == ("nframes", 6)
+        assert not spec.by_default(tree) and spec.inputs[-1].shape == ("nwrenches", 6)
 
 
 def test_one_frame_batch_of_one(generated, tmp_path_factory, rng):
@@ -378,3 +378,60 @@ def test_fext_of_other_states_is_named_in_its_shape(compiled, rng):
     with pytest.raises(ValueError, match=rf"fext has shape \(1, {nf}, 6\), 1 state's, but the "
                                          r"inputs before it are one state's"):
         dyn.forward_dynamics_fext(q, qd, tau, W[None])
+
+
+# ---- wrench frames of their own (wrench_frames, --wrench-frames) -----------------------------------
+WRENCH_FRAMES = ["c_probe", "b_mid"]
+
+
+def test_wrench_frames_are_rows_of_the_full_frame_list(tmp_path, rng):
+    """fext's rows on wrench_frames, apart from the frame functions' frames, give what the same
+    wrenches give as rows of every frame's fext (zeros elsewhere): the dynamics, the world-axes
+    derivatives and the step's d/dfext (an MPC tester: a base-pose cost with foot forces needed
+    the base among fext's rows)."""
+    model = scleron.load_model(framed_branched(tmp_path))
+    every = Tree(model)
+    tree = Tree(model, ["camera", "a_tool"], wrench_frames=WRENCH_FRAMES)
+    assert [f.name for f in tree.frames] == ["camera", "a_tool"]
+    assert [f.name for f in tree.wrench_frames] == WRENCH_FRAMES
+    q, qd, tau, _ = state(every, rng)
+    W = rng.normal(size=(2, 6))
+    rows = [[f.name for f in every.frames].index(n) for n in WRENCH_FRAMES]
+    Wfull = np.zeros((len(every.frames), 6))
+    Wfull[rows] = W
+    for name in ("forward_dynamics_fext", "forward_dynamics_derivatives_fext" + LWA):
+        for a, b in zip(np.atleast_1d(evaluate(name, tree, q, qd, tau, W)),
+                        np.atleast_1d(evaluate(name, every, q, qd, tau, Wfull))):
+            assert rel(a, b) < 1e-13
+    Fx, Fu, Ff = evaluate("euler_step_derivatives_fext" + LWA, tree, q, qd, tau, 0.01, W)
+    ref = evaluate("euler_step_derivatives_fext" + LWA, every, q, qd, tau, 0.01, Wfull)
+    nx = 2 * tree.nv
+    assert Ff.size == nx * 2 * 6
+    assert rel(Ff.reshape(nx, 2, 6), ref[2].reshape(nx, -1, 6)[:, rows]) < 1e-13
+    assert rel(Fx, ref[0]) < 1e-13 and rel(Fu, ref[1]) < 1e-13
+
+
+def test_generated_wrench_frames(generated, tmp_path_factory, rng):
+    path = framed_branched(tmp_path_factory.mktemp("fextw"))
+    model, dyn = generated(path, "branched_fextw", functions=["forward_dynamics_fext",
+                                                              "frame_placements"],
+                           frames=["a_tool"], wrench_frames=WRENCH_FRAMES)
+    assert dyn.frame_names == ["a_tool"] and dyn.wrench_frame_names == WRENCH_FRAMES
+    tree = Tree(model, ["a_tool"], wrench_frames=WRENCH_FRAMES)
+    q, qd, tau, _ = state(tree, rng)
+    W = rng.normal(size=(2, 6))
+    assert rel(dyn.forward_dynamics_fext(q, qd, tau, W),
+               evaluate("forward_dynamics_fext", tree, q, qd, tau, W)) < 1e-12
+    assert dyn.frame_placements(q).shape == (1, 4, 4)
+    with pytest.raises(ValueError, match=r"fext must have shape \(2, 6\) or \(12,\)"):
+        dyn.forward_dynamics_fext(q, qd, tau, np.zeros((1, 6)))
+    header = open(os.path.join(dyn.HERE, "branched_fextw_dynamics.h")).read()
+    assert "#define BRANCHED_FEXTW_NWRENCHES 2" in header and "1: b_mid" in header
+
+
+def test_wrench_frames_without_wrenches_are_refused(tmp_path):
+    with pytest.raises(ValueError, match=r"wrench_frames= \(--wrench-frames\) changes only "):
+        scleron.pipeline.build_sources(scleron.load_model(framed_branched(tmp_path)),
+                                       functions=["forward_dynamics"], wrench_frames=["b_mid"])
+    with pytest.raises(scleron.ModelError, match="unknown frame 'nowhere'"):
+        Tree(scleron.load_model(framed_branched(tmp_path)), wrench_frames=["nowhere"])

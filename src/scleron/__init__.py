@@ -42,7 +42,9 @@ def generate(model, out_dir=None, name=None, **kwargs):
     name: the module and C prefix (default the model's). Keyword options (scleron.pipeline.
     generate has them all): functions=[...] (names or aliases; "+name" first adds to the
     defaults; "all": every function the model can have, above 24 coordinates
-    without the frames' derivatives and the fext derivatives that grow with the frames), frames=[...], cflags="..." or a list (default -Os -march=native ...),
+    without the frames' derivatives and the fext derivatives that grow with the frames),
+    frames=[...] (of the frame functions), wrench_frames=[...] (fext's rows; default: frames),
+    cflags="..." or a list (default -Os -march=native ...),
     compile=False (sources only), force=True, mass_matrix="auto" | "unrolled" | "loop",
     method=1 | 2, progress=print, cuda=True. Raises ModelError or BuildError in one line."""
     from .pipeline import generate as _generate

@@ -214,16 +214,17 @@ def _comma_list(text, option):
     return parts
 
 
-def _frames_option(text, model):
-    """--frames as a list of names (_comma_list, which strips the spaces around each name);
-    a name that several frames give once stripped (' sp' and 'sp') is refused rather than one
-    of them taken (' sp' silently gave the frame 'sp': an outside tester)."""
-    names = _comma_list(text, "--frames")
+def _frames_option(text, model, option="--frames"):
+    """--frames (or --wrench-frames) as a list of names (_comma_list, which strips the spaces
+    around each name); a name that several frames give once stripped (' sp' and 'sp') is
+    refused rather than one of them taken (' sp' silently gave the frame 'sp': an outside
+    tester)."""
+    names = _comma_list(text, option)
     every = model.frame_names()
     for name in names or ():
         same = [f for f in every if f.strip() == name]
         if len(same) > 1:
-            raise CommandError(f"--frames {short_name(name)!r} names frames that differ only by "
+            raise CommandError(f"{option} {short_name(name)!r} names frames that differ only by "
                                f"spaces around them ({name_list(map(repr, same))}): select them "
                                "by their exact names with scleron.generate(..., frames=[...])")
     return names
@@ -272,7 +273,8 @@ def cmd_codegen(args):
                      method=int(args.method), mass_matrix=args.mass_matrix,
                      functions=_comma_list(args.functions, "--functions"),
                      frames=_frames_option(args.frames, model), progress=progress,
-                     cuda=_cuda_options(args))
+                     cuda=_cuda_options(args),
+                     wrench_frames=_frames_option(args.wrench_frames, model, "--wrench-frames"))
         except ForeignTargetError as e:     # built for the --march CPU: what was asked for
             foreign = e
         finally:
@@ -353,7 +355,7 @@ def _say_left_out(args, generated, model):
         if left:
             print(f"all: left out above {STRAIGHT_LINE_DERIVATIVES_UP_TO_NV} coordinates, where "
                   f"their straight-line code grows with nv^2 times the frames: {', '.join(left)}; "
-                  "name them (with --frames the contacts) to generate them")
+                  "name them (with --wrench-frames, or --frames, the contacts) to generate them")
     if args.functions is not None:
         return
     have = set(generated)
@@ -502,9 +504,11 @@ def build_parser():
                         "velocity and acceleration derivatives (fvd, fad) and the one-frame "
                         "velocity and acceleration only when named")
     c.add_argument("--frames", metavar="A,B,...",
-                   help="the frames the frame functions cover, and the rows of the external "
-                        "wrenches fext, in this order (default: every body, URDF link and "
-                        "declared frame; a comma within a name as \\,)")
+                   help="the frames the frame functions cover, in this order (default: every "
+                        "body, URDF link and declared frame; a comma within a name as \\,)")
+    c.add_argument("--wrench-frames", metavar="A,B,...",
+                   help="the frames of the external wrenches' rows (fext: contacts), in this "
+                        "order (default: those of --frames)")
     c.add_argument("--cuda", action="store_true",
                    help="also write NAME_dynamics.cu and build it with nvcc: every function on a "
                         "GPU, one thread per state (dyn.cuda; docs/cuda.md)")

@@ -100,7 +100,7 @@ class FunctionSpec:
 
     def evaluate(self, tree, alg, *args):
         """The recursion in an algebra (e.g. FloatAlgebra: the numeric reference); each input
-        flattened row-major as the C takes it (fext (nframes, 6) too; dt a number or one entry)."""
+        flattened row-major as the C takes it (fext (nwrenches, 6) too; dt a number or one entry)."""
         return self.run(tree, alg, *[flatten(a.tolist() if hasattr(a, "tolist") else a)
                                      for a in args])
 
@@ -115,7 +115,8 @@ def flatten(value):
 def model_sizes(tree):
     """The named sizes of the arguments' shapes: nx = 2 nv, a state (q, qd) in the tangent space."""
     return {"nq": tree.nq, "nv": tree.nv, "nx": 2 * tree.nv,
-            "nframes": len(getattr(tree, "frames", ()))}
+            "nframes": len(getattr(tree, "frames", ())),
+            "nwrenches": len(getattr(tree, "wrench_frames", ()))}
 
 
 def _in(name, dim="nv", doc=""):
@@ -390,12 +391,12 @@ FUNCTIONS = {f.name: f for f in [
 
 
 # ---- the dynamics under external wrenches: Pinocchio's aba, rnea and their derivatives with fext
-FEXT = Argument("fext", ("nframes", 6), "external wrenches: row k, [n; f] on frame k of "
-                "frame_names, in that frame's axes about its origin")
+FEXT = Argument("fext", ("nwrenches", 6), "external wrenches: row k, [n; f] on frame k of "
+                "wrench_frame_names, in that frame's axes about its origin")
 
 
-FEXT_WORLD = Argument("fext", ("nframes", 6), "external wrenches: row k, [n; f] on frame k of "
-                      "frame_names, in world axes about the frame's origin")
+FEXT_WORLD = Argument("fext", ("nwrenches", 6), "external wrenches: row k, [n; f] on frame k "
+                      "of wrench_frame_names, in world axes about the frame's origin")
 
 
 def with_external_wrenches(spec):
@@ -447,9 +448,9 @@ def step_derivatives_with_external_wrenches(world_axes):
                        for name in ("forward_dynamics_derivatives", "forward_dynamics"))}
     return replace(spec, **{
         "outputs": spec.outputs + (
-            Argument("Ff", ("nx", "nframes", 6), "d(q', qd')/d fext (tangent space)"),),
+            Argument("Ff", ("nx", "nwrenches", 6), "d(q', qd')/d fext (tangent space)"),),
         "recursion": partial(discrete.euler_step_derivatives_fext, world_axes=world_axes),
-        "doc": spec.doc + "; and Ff = d(q', qd')/d fext, 2nv x nframes x 6", "acts_on_tree": None,
+        "doc": spec.doc + "; and Ff = d(q', qd')/d fext, 2nv x nwrenches x 6", "acts_on_tree": None,
         "alternatives": (), "forms": ("unrolled",), "calls": (), "after_calls": None, **chained})
 
 

@@ -211,7 +211,8 @@ def wanted_cuda(cuda):
     return None if cuda is None or cuda is False else cuda_options(cuda)
 
 
-def _options(name, chunk, cflags, method, mass, functions=None, frames=None, cuda=None):
+def _options(name, chunk, cflags, method, mass, functions=None, frames=None, cuda=None,
+             wrench_frames=None):
     opts = {"name": name, "chunk": chunk, "cflags": cflags}
     if cuda:                                        # (absent otherwise: C-only keys unchanged)
         opts["cuda"] = cuda_options(cuda)
@@ -220,6 +221,9 @@ def _options(name, chunk, cflags, method, mass, functions=None, frames=None, cud
         opts["functions"] = ["+"] * plus + selected_functions(named)
     if frames is not None:
         opts["frames"] = [frames] if isinstance(frames, str) else list(frames)   # one name, or several
+    if wrench_frames is not None:
+        opts["wrench_frames"] = ([wrench_frames] if isinstance(wrench_frames, str)
+                                 else list(wrench_frames))
     if method != 1:
         opts["method"] = method
     if mass != "unrolled":
@@ -328,6 +332,7 @@ class Generation:
     nv: int
     joint_names: list
     frame_names: list
+    wrench_frame_names: list    # the frames of fext's rows (the external wrenches)
     option_names: dict          # {option: every value a caller may name}: all the model's frames
     neutral: list
     quaternions: list           # the index in q of each quaternion joint's [x, y, z, w]
@@ -359,21 +364,27 @@ def _silent(message):
     pass
 
 
-def check_options_apply(names, method, mass_matrix, frames):
+def check_options_apply(names, method, mass_matrix, frames, wrench_frames=None):
     """A ValueError for an option that none of the functions to generate takes (it would change
     nothing, silently): method=2 and a mass_matrix form without a function that has that code
-    form (FunctionSpec.forms), frames without a function that covers frames."""
+    form (FunctionSpec.forms), frames without a function that covers frames, wrench_frames
+    without one that takes external wrenches."""
     def taking(form):
         return [f for f, spec in FUNCTIONS.items() if form in spec.forms]
     # (a chained form's calls are generated too: method=2 applies to a called forward dynamics)
     names = list(names) + [f for n in names if n in FUNCTIONS for f, _ in FUNCTIONS[n].calls]
-    covering_frames = [f for f, spec in FUNCTIONS.items()
-                       if any("nframes" in a.shape for a in spec.inputs + spec.outputs)]
-    covering_frames += list(FRAME_FUNCTIONS)
+    def covering(size):
+        return [f for f, spec in FUNCTIONS.items()
+                if any(size in a.shape for a in spec.inputs + spec.outputs)]
+    covering_frames = covering("nframes") + list(FRAME_FUNCTIONS)
+    if wrench_frames is None:                       # (frames then chooses fext's rows too)
+        covering_frames += covering("nwrenches")
     for option, given, takes in (("method=2 (--method 2)", method == 2, taking("method2")),
                                  (f"mass_matrix={mass_matrix!r} (--mass-matrix)",
                                   mass_matrix != "auto", taking("mass_loop")),
-                                 ("frames= (--frames)", frames is not None, covering_frames)):
+                                 ("frames= (--frames)", frames is not None, covering_frames),
+                                 ("wrench_frames= (--wrench-frames)", wrench_frames is not None,
+                                  covering("nwrenches"))):
         if given and not set(takes) & set(names):
             raise ValueError(f"{option} changes only {', '.join(takes[:4])}"
                              f"{', ...' if len(takes) > 4 else ''}, and none is generated here (the "
@@ -409,14 +420,15 @@ def _unroll(tree, names, prefix, method, mass, progress):
 
 def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method=1,
                   mass_matrix="auto", backend="c", functions=None, frames=None, progress=None,
-                  cuda=None):
+                  cuda=None, wrench_frames=None):
     """Derive, unroll and render: returns (files dict, report, cache key). Nothing is written.
 
     method: 1 = everything unrolled (S&G Method I); 2 = forward dynamics' passes 4-6 as loops
     over the bodies calling one small kernel per joint class (S&G Method II).
     mass_matrix: 'unrolled', 'loop' or 'auto' (see mass_form).
     functions: the functions to generate (default all; selected_functions); frames: the frames
-    the frame functions cover, by name (default every frame of the model).
+    the frame functions cover, by name (default every frame of the model); wrench_frames: the
+    frames of the external wrenches' rows (fext; default: frames).
     progress: None, or a callable taking one line of text per stage and function."""
     progress = progress or _silent
     name = c_identifier(name or model.name)
@@ -429,12 +441,12 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         raise ValueError(f"chunk must be a positive number of statements, not {chunk!r}")
     model.validate()          # a model built or changed in Python gets the loaders' checks
     mass = model_mass_form(model, mass_matrix)
-    options = _options(name, chunk, cflags, method, mass, functions, frames, cuda)
+    options = _options(name, chunk, cflags, method, mass, functions, frames, cuda, wrench_frames)
     key = cache_key(model, options)
     t0 = time.perf_counter()
     progress(f"derive: {len(model.bodies)} bodies, nv = {model.nv}: the joints, then the checks "
              "of the dynamics before unrolling")
-    tree = Tree(model, frames)
+    tree = Tree(model, frames, wrench_frames=wrench_frames)
     try:
         check_model_dynamics(tree, source=model.source, q0=model.q0)   # clear errors, not NaNs
     except ModelError as e:             # the joint's line in the model file, where it is known
@@ -445,7 +457,7 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
     t1 = time.perf_counter()
     report.times["derive"] = t1 - t0
     names = selected_functions(functions, tree)
-    check_options_apply(names, method, mass_matrix, frames)
+    check_options_apply(names, method, mass_matrix, frames, wrench_frames)
     codes = _unroll(tree, names, name, method, mass, progress)
     t2 = time.perf_counter()
     report.times["unroll"] = t2 - t1
@@ -453,7 +465,8 @@ def build_sources(model, name=None, chunk=1000, cflags=None, report=None, method
         name=name, model_name=model.name,
         source=os.path.basename(str(model.source)) if model.source else "Python model",
         version=__version__, key=key, nq=tree.nq, nv=tree.nv, joint_names=tree.joint_names,
-        frame_names=[f.name for f in tree.frames], option_names={"frame": model.frame_names()},
+        frame_names=[f.name for f in tree.frames],
+        wrench_frame_names=[f.name for f in tree.wrench_frames], option_names={"frame": model.frame_names()},
         neutral=tree.neutral, quaternions=tree.quaternions,
         coordinate_names=tree.coordinate_names(),
         coordinate_descriptions=_coordinate_doc(tree, model),
@@ -616,13 +629,14 @@ def check_package_folder(out_dir):
 
 def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=False,
              compile=True, report=None, method=1, mass_matrix="auto", functions=None,
-             frames=None, progress=None, cuda=False):
+             frames=None, progress=None, cuda=False, wrench_frames=None):
     """Derive, unroll, render and compile the model's dynamics into out_dir; load it back.
 
     Returns the generated module (None with compile=False: the sources only, which
     load_generated compiles): nq, nv, joint_names, forward_dynamics, inverse_dynamics,
     mass_matrix, bias_forces, ... (functions=: a selection, default the model's defaults, "all"
-    every function it can have; frames=: the frames of the frame functions, default all).
+    every function it can have; frames=: the frames of the frame functions, default all;
+    wrench_frames=: the frames of the external wrenches' rows, fext, default frames).
     Cached: an unchanged model with the same options is not rebuilt. progress: None, or a
     callable taking one line of text per stage, function and compiled part of the C code (a
     model of thousands of bodies takes minutes).
@@ -643,7 +657,7 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
     if cuda and compile:
         find_nvcc()                      # no nvcc: one line before any work
     options = _options(name, chunk, cflags, method, model_mass_form(model, mass_matrix),
-                       functions, frames, cuda)
+                       functions, frames, cuda, wrench_frames)
     key = cache_key(model, options)
     if not force:
         recover(out_dir)                 # (a killed install's previous folder, put back)
@@ -670,7 +684,7 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
             return module
     files, report, key = build_sources(model, name, chunk, cflags, report, method, mass_matrix,
                                        functions=functions, frames=frames, progress=progress,
-                                       cuda=cuda)
+                                       cuda=cuda, wrench_frames=wrench_frames)
     tmp = make_temp_folder(out_dir)
     try:
         progress(f"write: {sum(len(t) for t in files.values()) / 1e6:.1f} MB of sources into {tmp}")

@@ -697,6 +697,7 @@ def turning_wrench_columns(tree, alg, q, local):
     the frame by dq_j turns R^T w by (R^T w) x w_j, w_j = J_k,w e_j its local angular velocity,
     so d tau/dq gains -C and d qdd/dq gains M^-1 C. J_k: the frames' local Jacobians."""
     alg.section("external wrenches in world axes: their turn in the frames, J^T [w] x J_w")
+    tree = frames.on_wrench_frames(tree)                  # (the frames of fext's rows)
     C = [[0.0] * tree.nv for _ in range(tree.nv)]
     for k, (f, J) in enumerate(zip(tree.frames, frames.frame_jacobians(tree, alg, q, "local"))):
         if f.body < 0:

@@ -88,7 +88,7 @@ def euler_step_derivatives_fext_after_calls(tree, alg, q, qd, tau, dt, fext, da_
 def euler_step_derivatives_fext(tree, alg, q, qd, tau, dt, fext, world_axes=False):
     """(Fx, Fu, Ff) of euler_step with the external wrenches fext on the frames (in their own
     axes, or with world_axes in world axes at their origins, frames.world_aligned_wrenches):
-    Ff = d(q', qd')/d fext, 2nv x nframes x 6, the lift of dqdd/dfext_k = M^-1 J_k^T with J_k
+    Ff = d(q', qd')/d fext, 2nv x nwrenches x 6, the lift of dqdd/dfext_k = M^-1 J_k^T with J_k
     the frame's Jacobian in the reference fext is given in (tau = J_k^T fext_k is its power)."""
     if world_axes:
         local = frames.world_aligned_wrenches(tree, alg, q, fext)
@@ -104,11 +104,12 @@ def euler_step_derivatives_fext(tree, alg, q, qd, tau, dt, fext, world_axes=Fals
 
 
 def wrench_columns(tree, alg, q, Minv, lift, reference):
-    """Ff = d(q', qd')/dfext (2nv x nframes x 6): the lift of dqdd/dfext_k = M^-1 J_k^T, J_k the
+    """Ff = d(q', qd')/dfext (2nv x nwrenches x 6): the lift of dqdd/dfext_k = M^-1 J_k^T, J_k the
     frame's Jacobian in the reference fext is given in."""
     alg.section("Euler step derivatives: d/dfext = the lift of M^-1 J^T")
+    tree = frames.on_wrench_frames(tree)                  # (the frames of fext's rows)
     Jt = [[J[i][c] for J in frames.frame_jacobians(tree, alg, q, reference) for i in range(6)]
-          for c in range(tree.nv)]                                        # nv x 6 nframes
+          for c in range(tree.nv)]                                      # nv x 6 nwrenches
     Ff = lift([[sum((m * x for m, x in zip(row, col)), 0.0) for col in zip(*Jt)] for row in Minv])
     nf = len(tree.frames)
     return [[row[6 * k:6 * k + 6] for k in range(nf)] for row in Ff]

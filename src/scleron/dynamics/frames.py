@@ -101,8 +101,16 @@ def frame_placements(tree, alg, q):
 
 
 # ---- external wrenches ---------------------------------------------------------------------------
+def on_wrench_frames(tree):
+    """The tree with its wrench frames (Tree.wrench_frames: fext's rows) as its frames, for the
+    frame functions that the wrenches' derivatives are made of (their Jacobians, poses)."""
+    view = copy.copy(tree)
+    view.frames = tree.wrench_frames
+    return view
+
+
 def with_external_wrenches(tree, alg, fext):
-    """The tree with the wrenches fext (6 per frame of tree.frames, [n; f] in the frame's own
+    """The tree with the wrenches fext (6 per frame of tree.wrench_frames, [n; f] in the frame's own
     axes about its origin, Pinocchio's fext of a joint frame) added to its bodies' constant
     wrenches f_e (S&G 21), so that every recursion reading them applies these too: moved into
     the body's frame, Ad_{G^-1}^T [n; f] = [R n + t x (R f); R f] with (R, t) the frame's
@@ -116,7 +124,7 @@ def with_external_wrenches(tree, alg, fext):
         return view
     view.full = view
     view.bodies = [copy.copy(b) for b in tree.bodies]
-    for k, f in enumerate(tree.frames):
+    for k, f in enumerate(tree.wrench_frames):
         if f.body < 0:
             continue
         b = view.bodies[f.body]
@@ -131,7 +139,9 @@ def with_external_wrenches(tree, alg, fext):
 def world_aligned_wrenches(tree, alg, q, fext):
     """fext given in world axes at each frame's origin ([n; f] of local_world_aligned, a contact
     force as an MPC has it) in the frames' own axes: R_f^T n, R_f^T f, R_f the frame's world
-    rotation at q (zero for a frame fixed to the world, where the wrench moves nothing)."""
+    rotation at q (zero for a frame fixed to the world, where the wrench moves nothing); the
+    frames: tree.wrench_frames."""
+    tree = on_wrench_frames(tree)
     kins = joint_kinematics(tree, alg, q, None)
     poses = body_poses(tree, alg, kins, "external wrenches in world axes", frame_bodies(tree))
     out = []

@@ -76,10 +76,11 @@ class Coupling:
 
 
 class Tree:
-    def __init__(self, model, frames=None, *, coupled=True, turn_frames=True):
+    def __init__(self, model, frames=None, *, wrench_frames=None, coupled=True, turn_frames=True):
         """frames: the names of the frames the frame functions cover, in that order (default:
-        every frame of the model, Model.frame_list). coupled=False ignores mimic joints (the
-        full tree of a coupled model). turn_frames=False keeps every body in its model frame
+        every frame of the model, Model.frame_list); wrench_frames: those of the external
+        wrenches fext's rows (default: frames). coupled=False ignores mimic joints (the full
+        tree of a coupled model). turn_frames=False keeps every body in its model frame
         (body_frames; the results are the same)."""
         if any(j.type == "fixed" for j in model.joints):
             # a Model built in Python keeps its fixed joints; the loaders merge them. Merged here
@@ -127,20 +128,27 @@ class Tree:
         body_frames.turn_bodies(self.bodies, self.body_turns, self.body_slides)
         if turn_frames:
             body_frames.offset_motions(self.bodies)
-        self.frames = [f if f.body < 0 else
-                       replace(f, placement=body_frames.turn_frame(f.placement, self.body_turns[f.body],
-                                                                   self.body_slides[f.body]))
-                       for f in select_frames(model, frames)]
+        self.frames = self._turned(select_frames(model, frames))
+        self.wrench_frames = (self.frames if wrench_frames is None else
+                              self._turned(select_frames(model, wrench_frames, "wrench_frames")))
         if coupled and any(getattr(j, "mimic", None) is not None for j in model.joints):
-            self._couple(model, frames, turn_frames)
+            self._couple(model, frames, wrench_frames, turn_frames)
             return
         self.neutral = [float(x) for x in model.neutral()] if hasattr(model, "neutral") else [0.0] * kq
         self.quaternions = [k for _, k in model.quaternions()] if hasattr(model, "quaternions") else []
 
-    def _couple(self, model, frames, turn_frames):
+    def _turned(self, frames):
+        """The model's frames with their placements in the turned body frames (body_frames)."""
+        return [f if f.body < 0 else
+                replace(f, placement=body_frames.turn_frame(f.placement, self.body_turns[f.body],
+                                                            self.body_slides[f.body]))
+                for f in frames]
+
+    def _couple(self, model, frames, wrench_frames, turn_frames):
         """Become the coupled tree of a model with mimic joints: the independent joints' bodies
         (their coordinates renumbered), the full tree and the Coupling between them."""
-        self.full = Tree(model, frames, coupled=False, turn_frames=turn_frames)
+        self.full = Tree(model, frames, wrench_frames=wrench_frames, coupled=False,
+                         turn_frames=turn_frames)
         index = {j.name: i for i, j in enumerate(model.joints) if j.mimic is None}
         own, k, kq = {}, 0, 0
         for b in self.full.bodies:
@@ -201,9 +209,9 @@ def _padded_name(name, by_name):
     return padded[0] if len(padded) == 1 else name
 
 
-def select_frames(model, names=None):
+def select_frames(model, names=None, what="frames"):
     """TreeFrames of the model's frames, all of them or the named ones in the order given;
-    ValueError naming an unknown frame."""
+    ValueError naming an unknown frame (what: the option's name in the messages)."""
     every = model.frame_list() if hasattr(model, "frame_list") else []
     index = {b.name: i for i, b in enumerate(model.bodies)}
     by_name = {f.name: f for f in every}
@@ -218,10 +226,10 @@ def select_frames(model, names=None):
                              f"{name_list(by_name)})",
                              source=getattr(model, "source", None))
         if not names:
-            raise ValueError("frames must name at least one frame")
+            raise ValueError(f"{what} must name at least one frame")
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
-            raise ValueError(f"frames must name each frame once: {', '.join(map(repr, twice))} "
+            raise ValueError(f"{what} must name each frame once: {', '.join(map(repr, twice))} "
                              f"{'is' if len(twice) == 1 else 'are'} named twice")
         chosen = [by_name[n] for n in names]
     out = []

@@ -35,6 +35,9 @@ class CBackend(Backend):
             "variants": variants_context(functions, gen.option_names),
             "frame_names": list(gen.frame_names),
             "frame_comments": [c_comment(f) for f in gen.frame_names],
+            "wrench_frame_names": list(gen.wrench_frame_names),
+            "wrench_frame_comments": ([c_comment(f) for f in gen.wrench_frame_names]
+                                      if gen.wrench_frame_names != gen.frame_names else []),
             "neutral": [float(x) for x in gen.neutral], "quaternions": list(gen.quaternions),
             "helpers": helpers_context([p for code in gen.functions for p in code.programs]),
             "cflags": repr(gen.cflags), "nchunks": nchunks, "method": gen.method,
