@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_fdda680affac"
-HASH = "fdda680affac0a72104cdc104e8db6dc2a1ef0a8567aa215b67e8b67cf3503f2"
+MODULE = "_branched_a5707e3c48c2"
+HASH = "a5707e3c48c26702f0ae61fccc0a0c9b9b5a84372f3baf8a08c82f1e443fc017"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -77,6 +77,7 @@ velocity_names = ['hub_turn', 'a_shoulder[0]', 'a_shoulder[1]', 'a_shoulder[2]',
 velocity_descriptions = ['hub_turn: revolute joint of body hub, rate of hub_turn (rad/s)', 'a_shoulder[0]: spherical joint of body a_upper, rate of a_shoulder[0] (rad/s)', 'a_shoulder[1]: spherical joint of body a_upper, rate of a_shoulder[1] (rad/s)', 'a_shoulder[2]: spherical joint of body a_upper, rate of a_shoulder[2] (rad/s)', 'a_elbow[0]: universal joint of body a_lower, rate of a_elbow[0] (rad/s)', 'a_elbow[1]: universal joint of body a_lower, rate of a_elbow[1] (rad/s)', 'a_wrist: helical joint of body a_hand, rate of a_wrist (rad/s)', 'b_shoulder[0]: cylindrical joint of body b_upper, rate of b_shoulder[0] (rad/s)', 'b_shoulder[1]: cylindrical joint of body b_upper, rate of b_shoulder[1] (m/s)', 'b_elbow[0]: composite joint of body b_lower, rate of b_elbow[0] (m/s)', 'b_elbow[1]: composite joint of body b_lower, rate of b_elbow[1] (rad/s)', 'b_wrist[0]: ball_exp joint of body b_hand, rate of b_wrist[0] (rad/s)', 'b_wrist[1]: ball_exp joint of body b_hand, rate of b_wrist[1] (rad/s)', 'b_wrist[2]: ball_exp joint of body b_hand, rate of b_wrist[2] (rad/s)', 'c_plane[0]: planar joint of body c_slider, rate of c_plane[0] (m/s)', 'c_plane[1]: planar joint of body c_slider, rate of c_plane[1] (m/s)', 'c_plane[2]: planar joint of body c_slider, rate of c_plane[2] (rad/s)', 'c_shift[0]: translational joint of body c_tip, rate of c_shift[0] (m/s)', 'c_shift[1]: translational joint of body c_tip, rate of c_shift[1] (m/s)', 'c_shift[2]: translational joint of body c_tip, rate of c_shift[2] (m/s)']
 gravity = [0.0, 0.0, -9.81]
 frame_names = ['hub', 'a_upper', 'a_lower', 'a_hand', 'b_upper', 'b_lower', 'b_hand', 'c_slider', 'c_tip']     # the frames of the frame functions, in their order
+wrench_frame_names = ['hub', 'a_upper', 'a_lower', 'a_hand', 'b_upper', 'b_lower', 'b_hand', 'c_slider', 'c_tip']     # the frames of fext's rows, in order
 _NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 _QUATERNIONS = []     # where each quaternion joint's [x, y, z, w] starts in q
 

@@ -60,6 +60,7 @@ extern "C" {
 #define BRANCHED_NQ 20
 #define BRANCHED_NV 20
 #define BRANCHED_NFRAMES 9
+#define BRANCHED_NWRENCHES 9
 
 /* 1 when compiled with OpenMP */
 int branched_openmp(void);

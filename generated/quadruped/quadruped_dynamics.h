@@ -62,6 +62,7 @@ extern "C" {
 #define QUADRUPED_NQ 18
 #define QUADRUPED_NV 18
 #define QUADRUPED_NFRAMES 13
+#define QUADRUPED_NWRENCHES 13
 
 /* 1 when compiled with OpenMP */
 int quadruped_openmp(void);

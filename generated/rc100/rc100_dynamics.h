@@ -231,6 +231,7 @@ extern "C" {
 #define RC100_NQ 100
 #define RC100_NV 100
 #define RC100_NFRAMES 100
+#define RC100_NWRENCHES 100
 
 /* 1 when compiled with OpenMP */
 int rc100_openmp(void);

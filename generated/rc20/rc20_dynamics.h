@@ -71,6 +71,7 @@ extern "C" {
 #define RC20_NQ 20
 #define RC20_NV 20
 #define RC20_NFRAMES 20
+#define RC20_NWRENCHES 20
 
 /* 1 when compiled with OpenMP */
 int rc20_openmp(void);

@@ -131,6 +131,7 @@ extern "C" {
 #define RC50_NQ 50
 #define RC50_NV 50
 #define RC50_NFRAMES 50
+#define RC50_NWRENCHES 50
 
 /* 1 when compiled with OpenMP */
 int rc50_openmp(void);
