@@ -648,3 +648,17 @@ def test_empty_option_values_are_refused(tmp_path, capsys):
     assert sorted(os.listdir(half)) == ["euler_charts.c"]
     assert main(["charts", "-o", str(afile / "sub")]) == 2
     assert capsys.readouterr().err.startswith(f"scleron: error: -o {afile / 'sub'}: Not a directory")
+
+
+def test_codegen_names_the_rows_of_fext(tmp_path, capsys):
+    """--frames alone also chooses fext's rows: codegen says which (an outside tester found out
+    from a shape error); a frame named twice is refused in the option's own words."""
+    from scleron.cli import main
+    assert main(["codegen", example("rc20.yaml"), "-o", str(tmp_path / "x"), "--frames", "link3",
+                 "--functions", "fd_fext", "--no-compile"]) == 0
+    assert ("fext: a row per frame of link3 (wrench_frame_names, --frames; --wrench-frames "
+            "chooses them)") in capsys.readouterr().out
+    assert main(["codegen", example("rc20.yaml"), "-o", str(tmp_path / "y"), "--wrench-frames",
+                 "link1, link2,link1", "--functions", "fd_fext", "--no-compile"]) == 2
+    assert ("scleron: error: --wrench-frames names 'link1' more than once"
+            in capsys.readouterr().err)

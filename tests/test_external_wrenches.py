@@ -435,3 +435,33 @@ def test_wrench_frames_without_wrenches_are_refused(tmp_path):
                                        functions=["forward_dynamics"], wrench_frames=["b_mid"])
     with pytest.raises(scleron.ModelError, match="unknown frame 'nowhere'"):
         Tree(scleron.load_model(framed_branched(tmp_path)), wrench_frames=["nowhere"])
+
+
+def test_pinocchio_forces_are_taken_angular_first(compiled, rng):
+    """A list of pinocchio.Force converts to numpy as [f; n] (Pinocchio's order): taken as
+    scleron's [n; f] rows it swapped torque and force silently (an outside tester)."""
+    pin = pytest.importorskip("pinocchio")
+    model, dyn = compiled
+    tree = Tree(model)
+    q, qd, tau, W = state(tree, rng)
+    forces = [pin.Force(w[3:], w[:3]) for w in W]               # Force(linear, angular)
+    one = dyn.forward_dynamics_fext(q, qd, tau, W)
+    assert np.array_equal(dyn.forward_dynamics_fext(q, qd, tau, forces), one)
+    rows = ", ".join(dyn.wrench_frame_names[:3])
+    with pytest.raises(ValueError, match=rf"got \(2, 6\) \(a row per frame of "
+                                         rf"wrench_frame_names: {rows}"):
+        dyn.forward_dynamics_fext(q, qd, tau, forces[:2])
+    nf = len(dyn.wrench_frame_names)
+    with pytest.raises(ValueError, match=rf"of shape \({6 * nf},\) or \({nf}, 6\); got float64 of "
+                                         r"shape \(3, 6\)"):
+        dyn.bind("forward_dynamics_fext", q, qd, tau, W[:3], np.empty(tree.nv))
+
+
+def test_an_unknown_frame_is_matched_to_the_close_ones(tmp_path):
+    model = scleron.load_model(framed_branched(tmp_path))
+    with pytest.raises(scleron.ModelError, match=r"unknown frame 'C_PROBE' in wrench_frames "
+                                                 r"\(--wrench-frames\) \(did you mean "
+                                                 r"'c_probe'\? the model's frames"):
+        Tree(model, wrench_frames=["b_mid", "C_PROBE"])
+    with pytest.raises(scleron.ModelError, match=r"unknown frame 'a_tol' \(did you mean 'a_tool'"):
+        Tree(model, ["a_tol"])

@@ -176,6 +176,11 @@ def test_frame_functions_batch_out_and_reference_errors(generated, rng):
                                          r"generated into .*--functions \+mass_matrix_inverse"):
         dyn.bind("minv", Q[0], np.empty((dyn.nv, dyn.nv)))
     k, J = dyn.frame_names.index("panda_link4"), np.empty((6, dyn.nv))
+    with pytest.raises(ValueError, match=rf"unknown function 'frame_jacobian_panda_link4_local' "
+                                         rf"\(a one-frame function goes by the frame's index, "
+                                         rf"frame_names.index\(frame\): bind "
+                                         rf"'frame_jacobian_{k}_local' for frame 'panda_link4'; "):
+        dyn.bind("frame_jacobian_panda_link4_local", Q[0], J)      # (an outside tester)
     dyn.bind(f"frame_jacobian_{k}_local", Q[0], J)()
     np.testing.assert_array_equal(J, dyn.frame_jacobian(Q[0], "panda_link4", "local"))
 

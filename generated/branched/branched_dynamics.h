@@ -36,7 +36,8 @@
  * and cos. Do not compile with -ffast-math: it reorders the range reduction of the built-in sin
  * and cos (errors of 4e-12 near 1e5 rad).
  *
- * Frames (BRANCHED_NFRAMES, in this order: the frame functions' first index):
+ * Frames (BRANCHED_NFRAMES, in this order: the frame functions' first index, and the rows
+ * of the external wrenches fext, BRANCHED_NWRENCHES):
  *   0: hub
  *   1: a_upper
  *   2: a_lower
@@ -54,8 +55,8 @@
 extern "C" {
 #endif
 
-#if defined(BRANCHED_NQ) && (BRANCHED_NQ != 20 || BRANCHED_NV != 20 || BRANCHED_NFRAMES != 9)
-#error "BRANCHED_NQ/_NV/_NFRAMES are defined otherwise by another model's header, of a name that differs from 'branched' only in case: give one of them another name (scleron codegen --name)"
+#if defined(BRANCHED_NQ) && (BRANCHED_NQ != 20 || BRANCHED_NV != 20 || BRANCHED_NFRAMES != 9 || BRANCHED_NWRENCHES != 9)
+#error "BRANCHED_NQ/_NV/_NFRAMES/_NWRENCHES are defined otherwise by another model's header, of a name that differs from 'branched' only in case: give one of them another name (scleron codegen --name)"
 #endif
 #define BRANCHED_NQ 20
 #define BRANCHED_NV 20

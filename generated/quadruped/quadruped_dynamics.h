@@ -34,7 +34,8 @@
  * and cos. Do not compile with -ffast-math: it reorders the range reduction of the built-in sin
  * and cos (errors of 4e-12 near 1e5 rad).
  *
- * Frames (QUADRUPED_NFRAMES, in this order: the frame functions' first index):
+ * Frames (QUADRUPED_NFRAMES, in this order: the frame functions' first index, and the rows
+ * of the external wrenches fext, QUADRUPED_NWRENCHES):
  *   0: trunk
  *   1: fl_hip
  *   2: fl_thigh
@@ -56,8 +57,8 @@
 extern "C" {
 #endif
 
-#if defined(QUADRUPED_NQ) && (QUADRUPED_NQ != 18 || QUADRUPED_NV != 18 || QUADRUPED_NFRAMES != 13)
-#error "QUADRUPED_NQ/_NV/_NFRAMES are defined otherwise by another model's header, of a name that differs from 'quadruped' only in case: give one of them another name (scleron codegen --name)"
+#if defined(QUADRUPED_NQ) && (QUADRUPED_NQ != 18 || QUADRUPED_NV != 18 || QUADRUPED_NFRAMES != 13 || QUADRUPED_NWRENCHES != 13)
+#error "QUADRUPED_NQ/_NV/_NFRAMES/_NWRENCHES are defined otherwise by another model's header, of a name that differs from 'quadruped' only in case: give one of them another name (scleron codegen --name)"
 #endif
 #define QUADRUPED_NQ 18
 #define QUADRUPED_NV 18

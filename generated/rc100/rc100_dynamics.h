@@ -116,7 +116,8 @@
  * and cos. Do not compile with -ffast-math: it reorders the range reduction of the built-in sin
  * and cos (errors of 4e-12 near 1e5 rad).
  *
- * Frames (RC100_NFRAMES, in this order: the frame functions' first index):
+ * Frames (RC100_NFRAMES, in this order: the frame functions' first index, and the rows
+ * of the external wrenches fext, RC100_NWRENCHES):
  *   0: link1
  *   1: link2
  *   2: link3
@@ -225,8 +226,8 @@
 extern "C" {
 #endif
 
-#if defined(RC100_NQ) && (RC100_NQ != 100 || RC100_NV != 100 || RC100_NFRAMES != 100)
-#error "RC100_NQ/_NV/_NFRAMES are defined otherwise by another model's header, of a name that differs from 'rc100' only in case: give one of them another name (scleron codegen --name)"
+#if defined(RC100_NQ) && (RC100_NQ != 100 || RC100_NV != 100 || RC100_NFRAMES != 100 || RC100_NWRENCHES != 100)
+#error "RC100_NQ/_NV/_NFRAMES/_NWRENCHES are defined otherwise by another model's header, of a name that differs from 'rc100' only in case: give one of them another name (scleron codegen --name)"
 #endif
 #define RC100_NQ 100
 #define RC100_NV 100

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_de63de55b9ef"
-HASH = "de63de55b9ef61438d4ebcd8d004a87a4f4a618b11e9e22d06692f8979f8f4ff"
+MODULE = "_rc20_8f51f3748b1d"
+HASH = "8f51f3748b1d070fc8d89ed24736eda6ec88463695669d588cc371e1e9e01a10"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -369,7 +369,7 @@ _ND = np.ndarray          # the shortcut of a plain single state takes exactly t
 
 def _as_input(x, name, width, count=None, number=False, dims=None, first=True):
     try:
-        a = x if isinstance(x, np.ndarray) else np.asarray(x)
+        a = x if isinstance(x, np.ndarray) else np.asarray(_spatial_rows(x))
     except ValueError as exc:                 # a ragged list: numpy's words, and which input
         raise ValueError(f"{name} must be an array of numbers: {exc}") from None
     a = _unmasked(a, name)
@@ -396,8 +396,41 @@ def _as_input(x, name, width, count=None, number=False, dims=None, first=True):
     if dims is not None:
         rows = ", ".join(map(str, dims))
         raise ValueError(f"{name} must have shape {dims} or ({width},), or (N, {rows}) or "
-                         f"(N, {width}) for N states; got {a.shape}")
+                         f"(N, {width}) for N states; got {a.shape}{_rows_of(dims)}")
     raise ValueError(f"{name} must have shape ({width},) or (N, {width}), got {a.shape}")
+
+
+def _by_frame_index(function):
+    """'a one-frame function goes by the frame's index: ...; ' for bind("frame_jacobian_base")
+    where frame_jacobian_0 (frame_names[0] == "base") is generated; else ''."""
+    import re
+    for name in _SIGNATURES:
+        m = re.fullmatch(r"(frame_[a-z]+?)_(\d+)(_[a-z]+)?", name)
+        if m and function in (f"{m[1]}_{frame_names[int(m[2])]}{m[3] or ''}",
+                              f"{m[1]}_{frame_names[int(m[2])]}"):
+            return (f"a one-frame function goes by the frame's index, frame_names.index(frame): "
+                    f"bind {name!r} for frame {frame_names[int(m[2])]!r}; ")
+    return ""
+
+
+def _rows_of(dims):
+    """What the first axis of an input of several axes counts (fext's: the wrench frames)."""
+    if dims[0] != len(wrench_frame_names):
+        return ""
+    shown = ", ".join(wrench_frame_names[:8]) + (", ..." if len(wrench_frame_names) > 8 else "")
+    return f" (a row per frame of wrench_frame_names: {shown})"
+
+
+def _spatial_rows(x):
+    """Pinocchio's Force and Motion objects (one, or a list or vector of them) as scleron's rows
+    [angular; linear]: numpy alone reads them in Pinocchio's order, [linear; angular], which
+    would swap torque and force silently (an outside tester)."""
+    if hasattr(x, "angular") and hasattr(x, "linear"):
+        return np.concatenate([np.ravel(x.angular), np.ravel(x.linear)])
+    if (not isinstance(x, (np.ndarray, str, bytes)) and hasattr(x, "__len__") and len(x)
+            and all(hasattr(v, "angular") and hasattr(v, "linear") for v in x)):
+        return [_spatial_rows(v) for v in x]
+    return x
 
 
 def _count_of_states(n):
@@ -996,7 +1029,8 @@ def bind(function, *arrays):
         raise ValueError(f"bind: {function!r} is not among the functions generated into {HERE}; "
                          f"add it when generating: `scleron codegen MODEL --functions +{function}`")
     if function not in _SIGNATURES:
-        raise ValueError(f"unknown function {function!r} (one of {', '.join(_SIGNATURES)})")
+        raise ValueError(f"unknown function {function!r} ({_by_frame_index(function)}one of "
+                         f"{', '.join(_SIGNATURES)})")
     inputs, outputs = _SIGNATURES[function]
     if len(arrays) != len(inputs) + len(outputs):
         raise ValueError(f"{function} takes {len(inputs)} inputs ({', '.join(n for n, _ in inputs)}) "
@@ -1006,7 +1040,7 @@ def bind(function, *arrays):
                    and not isinstance(a, (bool, np.bool_, np.ndarray)) else a
                    for a, (_, w) in zip(arrays, list(inputs) + [(None, 0)] * len(outputs)))
     accepted = {n: [(w,), ()] if w == 1 else [(w,)] for n, w in inputs}   # (dt: a 0-d one too)
-    for (f, n), dims in _DIMS.items():                   # (fext: (nframes, 6) too)
+    for (f, n), dims in _DIMS.items():                   # (fext: (nwrenches, 6) too)
         if f == function:
             accepted[n].append(dims)
     wants = ([(n, accepted[n], False) for n, w in inputs]
@@ -1019,8 +1053,12 @@ def bind(function, *arrays):
                              "entries included; bind its .data, or a plain array")
         if (not isinstance(a, np.ndarray) or a.dtype != _F64 or a.shape not in shapes
                 or not a.flags.c_contiguous or (is_out and not a.flags.writeable)):
+            got = (f"a {type(a).__name__}" if not isinstance(a, np.ndarray) else
+                   f"{a.dtype} of shape {a.shape}" + ("" if a.flags.c_contiguous else ", strided")
+                   + ("" if a.flags.writeable or not is_out else ", read-only"))
             raise ValueError(f"{label} must be a C-contiguous{' writeable' if is_out else ''} "
-                             "float64 array of shape " + " or ".join(map(str, shapes)))
+                             "float64 array of shape " + " or ".join(map(str, shapes))
+                             + f"; got {got}")
         ptrs.append(_fb(_D, a, is_out))
     outs = arrays[len(inputs):]
     if any(np.may_share_memory(o, a) for i, o in enumerate(outs) for a in arrays[:len(inputs) + i]):

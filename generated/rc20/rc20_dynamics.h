@@ -36,7 +36,8 @@
  * and cos. Do not compile with -ffast-math: it reorders the range reduction of the built-in sin
  * and cos (errors of 4e-12 near 1e5 rad).
  *
- * Frames (RC20_NFRAMES, in this order: the frame functions' first index):
+ * Frames (RC20_NFRAMES, in this order: the frame functions' first index, and the rows
+ * of the external wrenches fext, RC20_NWRENCHES):
  *   0: link1
  *   1: link2
  *   2: link3
@@ -65,8 +66,8 @@
 extern "C" {
 #endif
 
-#if defined(RC20_NQ) && (RC20_NQ != 20 || RC20_NV != 20 || RC20_NFRAMES != 20)
-#error "RC20_NQ/_NV/_NFRAMES are defined otherwise by another model's header, of a name that differs from 'rc20' only in case: give one of them another name (scleron codegen --name)"
+#if defined(RC20_NQ) && (RC20_NQ != 20 || RC20_NV != 20 || RC20_NFRAMES != 20 || RC20_NWRENCHES != 20)
+#error "RC20_NQ/_NV/_NFRAMES/_NWRENCHES are defined otherwise by another model's header, of a name that differs from 'rc20' only in case: give one of them another name (scleron codegen --name)"
 #endif
 #define RC20_NQ 20
 #define RC20_NV 20

@@ -66,7 +66,8 @@
  * and cos. Do not compile with -ffast-math: it reorders the range reduction of the built-in sin
  * and cos (errors of 4e-12 near 1e5 rad).
  *
- * Frames (RC50_NFRAMES, in this order: the frame functions' first index):
+ * Frames (RC50_NFRAMES, in this order: the frame functions' first index, and the rows
+ * of the external wrenches fext, RC50_NWRENCHES):
  *   0: link1
  *   1: link2
  *   2: link3
@@ -125,8 +126,8 @@
 extern "C" {
 #endif
 
-#if defined(RC50_NQ) && (RC50_NQ != 50 || RC50_NV != 50 || RC50_NFRAMES != 50)
-#error "RC50_NQ/_NV/_NFRAMES are defined otherwise by another model's header, of a name that differs from 'rc50' only in case: give one of them another name (scleron codegen --name)"
+#if defined(RC50_NQ) && (RC50_NQ != 50 || RC50_NV != 50 || RC50_NFRAMES != 50 || RC50_NWRENCHES != 50)
+#error "RC50_NQ/_NV/_NFRAMES/_NWRENCHES are defined otherwise by another model's header, of a name that differs from 'rc50' only in case: give one of them another name (scleron codegen --name)"
 #endif
 #define RC50_NQ 50
 #define RC50_NV 50

@@ -220,13 +220,18 @@ def _frames_option(text, model, option="--frames"):
     refused rather than one of them taken (' sp' silently gave the frame 'sp': an outside
     tester)."""
     names = _comma_list(text, option)
+    twice = sorted({n for n in names or () if names.count(n) > 1})
+    if twice:
+        raise CommandError(f"{option} names {', '.join(map(repr, twice))} more than once: name "
+                           "each frame once")
     every = model.frame_names()
     for name in names or ():
         same = [f for f in every if f.strip() == name]
         if len(same) > 1:
             raise CommandError(f"{option} {short_name(name)!r} names frames that differ only by "
                                f"spaces around them ({name_list(map(repr, same))}): select them "
-                               "by their exact names with scleron.generate(..., frames=[...])")
+                               "by their exact names with scleron.generate(..., "
+                               f"{option[2:].replace('-', '_')}=[...])")
     return names
 
 
@@ -302,6 +307,7 @@ def cmd_codegen(args):
         stored, forms = _stored_functions(out)
         _table(stored, forms)
         _say_left_out(args, stored, model)
+        _say_wrench_frames(args, stored, model)
         # a folder of sources only (a clone of the repository, --no-compile): loading it
         # compiled it just now
         compiled = not args.no_compile and _binaries(out) != before
@@ -311,10 +317,25 @@ def cmd_codegen(args):
         return 0
     _table(report.functions, report.forms)
     _say_left_out(args, report.functions, model)
+    _say_wrench_frames(args, report.functions, model)
     times = {"load": t_load, **report.times}
     print("time: " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items())
           + f", total {sum(times.values()):.2f} s")
     return 0
+
+
+def _say_wrench_frames(args, generated, model):
+    """One line naming fext's rows where a function with fext was generated (an outside tester:
+    --frames alone had made them that one frame, unnoticed until a shape error)."""
+    if not any("fext" in f for f in generated):
+        return
+    names = (_comma_list(args.wrench_frames, "--wrench-frames") or
+             _comma_list(args.frames, "--frames") or model.frame_names())
+    option = ("--wrench-frames" if args.wrench_frames else
+              "--frames; --wrench-frames chooses them" if args.frames else
+              "every frame; --wrench-frames chooses them")
+    shown = ", ".join(names[:12]) + (f", ... ({len(names)} in all)" if len(names) > 12 else "")
+    print(f"fext: a row per frame of {shown} (wrench_frame_names, {option})")
 
 
 def _say_import_name(out):

@@ -1,5 +1,6 @@
 """Errors raised on bad input. The lowest layer: everything may import it."""
 import contextlib
+import difflib
 import os
 import sys
 
@@ -67,6 +68,15 @@ def one_line(exc):
 def printable(text):
     """Text with each character that is not printable written as its escape (\\x00, \\u202e)."""
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def close_names(name, names, most=1):
+    """'did you mean ...? ' for the names that differ from `name` only in letter case, else
+    the closest few by spelling (difflib); '' when none is close."""
+    names = [str(n) for n in names]
+    same = [n for n in names if n.lower() == str(name).lower()]
+    close = same or difflib.get_close_matches(str(name), names, n=most, cutoff=0.75)
+    return f"did you mean {' or '.join(map(repr, close))}? " if close else ""
 
 
 def short_name(name, width=200):

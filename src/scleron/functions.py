@@ -188,8 +188,8 @@ def few_coordinates(tree):
 # code grows with nv^2 times the frames or faster: the frames' velocity and acceleration
 # derivatives (forward mode), the world-axes fext's derivatives and the step's derivatives with
 # fext (their M^-1 J^T and M^-1 C products, even chained: RC50's were 0.7-1.3M statements each,
-# RC100's world-axes step 9.6M, an outside reviewer). Named (with --frames the contacts), they
-# are generated at any size.
+# RC100's world-axes step 9.6M, an outside reviewer). Named (with --wrench-frames the contacts),
+# they are generated at any size.
 STRAIGHT_LINE_DERIVATIVES_UP_TO_NV = 24
 
 

@@ -379,16 +379,18 @@ def check_options_apply(names, method, mass_matrix, frames, wrench_frames=None):
     covering_frames = covering("nframes") + list(FRAME_FUNCTIONS)
     if wrench_frames is None:                       # (frames then chooses fext's rows too)
         covering_frames += covering("nwrenches")
-    for option, given, takes in (("method=2 (--method 2)", method == 2, taking("method2")),
-                                 (f"mass_matrix={mass_matrix!r} (--mass-matrix)",
-                                  mass_matrix != "auto", taking("mass_loop")),
-                                 ("frames= (--frames)", frames is not None, covering_frames),
-                                 ("wrench_frames= (--wrench-frames)", wrench_frames is not None,
-                                  covering("nwrenches"))):
-        if given and not set(takes) & set(names):
-            raise ValueError(f"{option} changes only {', '.join(takes[:4])}"
-                             f"{', ...' if len(takes) > 4 else ''}, and none is generated here (the "
-                             f"functions: {', '.join(names[:6])}{', ...' if len(names) > 6 else ''})")
+    unused = [f"{option} changes only {', '.join(takes[:4])}{', ...' if len(takes) > 4 else ''}"
+              for option, given, takes in (
+                  ("method=2 (--method 2)", method == 2, taking("method2")),
+                  (f"mass_matrix={mass_matrix!r} (--mass-matrix)", mass_matrix != "auto",
+                   taking("mass_loop")),
+                  ("frames= (--frames)", frames is not None, covering_frames),
+                  ("wrench_frames= (--wrench-frames)", wrench_frames is not None,
+                   covering("nwrenches")))
+              if given and not set(takes) & set(names)]
+    if unused:                                  # (every unused option at once: an outside tester)
+        raise ValueError(f"{'; '.join(unused)}, and none is generated here (the functions: "
+                         f"{', '.join(names[:6])}{', ...' if len(names) > 6 else ''})")
 
 
 def _unroll(tree, names, prefix, method, mass, progress):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import ModelError, name_list, short_name
+from ..errors import ModelError, close_names, name_list, short_name
 from ..joints import joint_model
 from ..joints.registry import joint_type
 from . import body_frames
@@ -130,7 +130,8 @@ class Tree:
             body_frames.offset_motions(self.bodies)
         self.frames = self._turned(select_frames(model, frames))
         self.wrench_frames = (self.frames if wrench_frames is None else
-                              self._turned(select_frames(model, wrench_frames, "wrench_frames")))
+                              self._turned(select_frames(model, wrench_frames,
+                                                        "wrench_frames (--wrench-frames)")))
         if coupled and any(getattr(j, "mimic", None) is not None for j in model.joints):
             self._couple(model, frames, wrench_frames, turn_frames)
             return
@@ -222,7 +223,9 @@ def select_frames(model, names=None, what="frames"):
         names = [_padded_name(n, by_name) for n in names]
         unknown = [n for n in names if n not in by_name]
         if unknown:
-            raise ModelError(f"unknown frame {short_name(unknown[0])!r} (the model's frames: "
+            raise ModelError(f"unknown frame {short_name(unknown[0])!r}"
+                             f"{' in ' + what if what != 'frames' else ''} ("
+                             f"{close_names(unknown[0], by_name)}the model's frames: "
                              f"{name_list(by_name)})",
                              source=getattr(model, "source", None))
         if not names:
