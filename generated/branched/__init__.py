@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_49e496fc3582"
-HASH = "49e496fc35828ee57158d581017ebbbbcb80b1f1407ad738a181a56129f153bd"
+MODULE = "_branched_b4fd74ca8b4a"
+HASH = "b4fd74ca8b4acfcd449138985412ba804108a01593a7b1daf153fe36684a7425"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -77,7 +77,8 @@ velocity_names = ['hub_turn', 'a_shoulder[0]', 'a_shoulder[1]', 'a_shoulder[2]',
 velocity_descriptions = ['hub_turn: revolute joint of body hub, rate of hub_turn (rad/s)', 'a_shoulder[0]: spherical joint of body a_upper, rate of a_shoulder[0] (rad/s)', 'a_shoulder[1]: spherical joint of body a_upper, rate of a_shoulder[1] (rad/s)', 'a_shoulder[2]: spherical joint of body a_upper, rate of a_shoulder[2] (rad/s)', 'a_elbow[0]: universal joint of body a_lower, rate of a_elbow[0] (rad/s)', 'a_elbow[1]: universal joint of body a_lower, rate of a_elbow[1] (rad/s)', 'a_wrist: helical joint of body a_hand, rate of a_wrist (rad/s)', 'b_shoulder[0]: cylindrical joint of body b_upper, rate of b_shoulder[0] (rad/s)', 'b_shoulder[1]: cylindrical joint of body b_upper, rate of b_shoulder[1] (m/s)', 'b_elbow[0]: composite joint of body b_lower, rate of b_elbow[0] (m/s)', 'b_elbow[1]: composite joint of body b_lower, rate of b_elbow[1] (rad/s)', 'b_wrist[0]: ball_exp joint of body b_hand, rate of b_wrist[0] (rad/s)', 'b_wrist[1]: ball_exp joint of body b_hand, rate of b_wrist[1] (rad/s)', 'b_wrist[2]: ball_exp joint of body b_hand, rate of b_wrist[2] (rad/s)', 'c_plane[0]: planar joint of body c_slider, rate of c_plane[0] (m/s)', 'c_plane[1]: planar joint of body c_slider, rate of c_plane[1] (m/s)', 'c_plane[2]: planar joint of body c_slider, rate of c_plane[2] (rad/s)', 'c_shift[0]: translational joint of body c_tip, rate of c_shift[0] (m/s)', 'c_shift[1]: translational joint of body c_tip, rate of c_shift[1] (m/s)', 'c_shift[2]: translational joint of body c_tip, rate of c_shift[2] (m/s)']
 gravity = [0.0, 0.0, -9.81]
 frame_names = ['hub', 'a_upper', 'a_lower', 'a_hand', 'b_upper', 'b_lower', 'b_hand', 'c_slider', 'c_tip']     # the frames of the frame functions, in their order
-wrench_frame_names = ['hub', 'a_upper', 'a_lower', 'a_hand', 'b_upper', 'b_lower', 'b_hand', 'c_slider', 'c_tip']     # the frames of fext's rows, in order
+wrench_frame_names = list(frame_names)     # the frames of fext's rows: the same
+
 _NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 _QUATERNIONS = []     # where each quaternion joint's [x, y, z, w] starts in q
 

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_22805b4c0922"
-HASH = "22805b4c0922f4d052be56409062b042da0a12a6b360e4ca310ced821b873707"
+MODULE = "_quadruped_fc8beafb4d61"
+HASH = "fc8beafb4d61238a5ff6ce1788b257afc70d1c47c1b72670eca248f565901b14"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -77,7 +77,8 @@ velocity_names = ['root[0]', 'root[1]', 'root[2]', 'root[3]', 'root[4]', 'root[5
 velocity_descriptions = ['root[0]: free joint of body trunk, rate of root[0] (m/s)', 'root[1]: free joint of body trunk, rate of root[1] (m/s)', 'root[2]: free joint of body trunk, rate of root[2] (m/s)', 'root[3]: free joint of body trunk, rate of root[3] (rad/s)', 'root[4]: free joint of body trunk, rate of root[4] (rad/s)', 'root[5]: free joint of body trunk, rate of root[5] (rad/s)', 'fl_hip_joint: revolute joint of body fl_hip, rate of fl_hip_joint (rad/s)', 'fl_thigh_joint: revolute joint of body fl_thigh, rate of fl_thigh_joint (rad/s)', 'fl_knee_joint: revolute joint of body fl_calf, rate of fl_knee_joint (rad/s)', 'fr_hip_joint: revolute joint of body fr_hip, rate of fr_hip_joint (rad/s)', 'fr_thigh_joint: revolute joint of body fr_thigh, rate of fr_thigh_joint (rad/s)', 'fr_knee_joint: revolute joint of body fr_calf, rate of fr_knee_joint (rad/s)', 'hl_hip_joint: revolute joint of body hl_hip, rate of hl_hip_joint (rad/s)', 'hl_thigh_joint: revolute joint of body hl_thigh, rate of hl_thigh_joint (rad/s)', 'hl_knee_joint: revolute joint of body hl_calf, rate of hl_knee_joint (rad/s)', 'hr_hip_joint: revolute joint of body hr_hip, rate of hr_hip_joint (rad/s)', 'hr_thigh_joint: revolute joint of body hr_thigh, rate of hr_thigh_joint (rad/s)', 'hr_knee_joint: revolute joint of body hr_calf, rate of hr_knee_joint (rad/s)']
 gravity = [0.0, 0.0, -9.81]
 frame_names = ['trunk', 'fl_hip', 'fl_thigh', 'fl_calf', 'fr_hip', 'fr_thigh', 'fr_calf', 'hl_hip', 'hl_thigh', 'hl_calf', 'hr_hip', 'hr_thigh', 'hr_calf']     # the frames of the frame functions, in their order
-wrench_frame_names = ['trunk', 'fl_hip', 'fl_thigh', 'fl_calf', 'fr_hip', 'fr_thigh', 'fr_calf', 'hl_hip', 'hl_thigh', 'hl_calf', 'hr_hip', 'hr_thigh', 'hr_calf']     # the frames of fext's rows, in order
+wrench_frame_names = list(frame_names)     # the frames of fext's rows: the same
+
 _NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 _QUATERNIONS = []     # where each quaternion joint's [x, y, z, w] starts in q
 

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_8f51f3748b1d"
-HASH = "8f51f3748b1d070fc8d89ed24736eda6ec88463695669d588cc371e1e9e01a10"
+MODULE = "_rc20_dea8a43d92d4"
+HASH = "dea8a43d92d40957496d74a1262948b6e1d66b5c96d80b84cd367cc3622293e2"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -77,7 +77,8 @@ velocity_names = ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'j
 velocity_descriptions = ['joint1: revolute joint of body link1, rate of joint1 (rad/s)', 'joint2: revolute joint of body link2, rate of joint2 (rad/s)', 'joint3: revolute joint of body link3, rate of joint3 (rad/s)', 'joint4: revolute joint of body link4, rate of joint4 (rad/s)', 'joint5: revolute joint of body link5, rate of joint5 (rad/s)', 'joint6: revolute joint of body link6, rate of joint6 (rad/s)', 'joint7: revolute joint of body link7, rate of joint7 (rad/s)', 'joint8: revolute joint of body link8, rate of joint8 (rad/s)', 'joint9: revolute joint of body link9, rate of joint9 (rad/s)', 'joint10: revolute joint of body link10, rate of joint10 (rad/s)', 'joint11: revolute joint of body link11, rate of joint11 (rad/s)', 'joint12: revolute joint of body link12, rate of joint12 (rad/s)', 'joint13: revolute joint of body link13, rate of joint13 (rad/s)', 'joint14: revolute joint of body link14, rate of joint14 (rad/s)', 'joint15: revolute joint of body link15, rate of joint15 (rad/s)', 'joint16: revolute joint of body link16, rate of joint16 (rad/s)', 'joint17: revolute joint of body link17, rate of joint17 (rad/s)', 'joint18: revolute joint of body link18, rate of joint18 (rad/s)', 'joint19: revolute joint of body link19, rate of joint19 (rad/s)', 'joint20: revolute joint of body link20, rate of joint20 (rad/s)']
 gravity = [0.0, 0.0, -9.81]
 frame_names = ['link1', 'link2', 'link3', 'link4', 'link5', 'link6', 'link7', 'link8', 'link9', 'link10', 'link11', 'link12', 'link13', 'link14', 'link15', 'link16', 'link17', 'link18', 'link19', 'link20']     # the frames of the frame functions, in their order
-wrench_frame_names = ['link1', 'link2', 'link3', 'link4', 'link5', 'link6', 'link7', 'link8', 'link9', 'link10', 'link11', 'link12', 'link13', 'link14', 'link15', 'link16', 'link17', 'link18', 'link19', 'link20']     # the frames of fext's rows, in order
+wrench_frame_names = list(frame_names)     # the frames of fext's rows: the same
+
 _NEUTRAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 _QUATERNIONS = []     # where each quaternion joint's [x, y, z, w] starts in q
 

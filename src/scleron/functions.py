@@ -100,7 +100,8 @@ class FunctionSpec:
 
     def evaluate(self, tree, alg, *args):
         """The recursion in an algebra (e.g. FloatAlgebra: the numeric reference); each input
-        flattened row-major as the C takes it (fext (nwrenches, 6) too; dt a number or one entry)."""
+        flattened row-major as the C takes it (fext (nwrenches, 6) too; dt a number or one
+        entry)."""
         return self.run(tree, alg, *[flatten(a.tolist() if hasattr(a, "tolist") else a)
                                      for a in args])
 
