@@ -370,9 +370,11 @@ def _say_left_out(args, generated, model):
     nothing where --functions chose. On a mimic-coupled model only those its coupling has
     (with_mimic, docs/mimic.md): the others are refused when named (an outside tester)."""
     from .functions import FRAME_FUNCTIONS, STRAIGHT_LINE_DERIVATIVES_UP_TO_NV, named_only
+    coupled = any(j.mimic is not None for j in model.joints)
     if args.functions is not None and args.functions.strip() == "all":
-        left = [f for f, spec in FUNCTIONS.items()
-                if spec.in_all is not None and f not in generated]
+        # (those a coupled tree lacks are refused when named: docs/mimic.md, not size)
+        left = [f for f, spec in FUNCTIONS.items() if spec.in_all is not None
+                and f not in generated and (spec.with_mimic or not coupled)]
         if left:
             print(f"all: left out above {STRAIGHT_LINE_DERIVATIVES_UP_TO_NV} coordinates, where "
                   f"their straight-line code grows with nv^2 times the frames: {', '.join(left)}; "
@@ -380,7 +382,6 @@ def _say_left_out(args, generated, model):
     if args.functions is not None:
         return
     have = set(generated)
-    coupled = any(j.mimic is not None for j in model.joints)
     left = [f"{f} ({s.aliases[-1]})" if getattr(s, "aliases", None) else f
             for f, s in {**FUNCTIONS, **FRAME_FUNCTIONS}.items()
             if s.by_default not in (None, named_only) and getattr(s, "said_when_left_out", True)
@@ -518,7 +519,8 @@ def build_parser():
                         "of many frames, the Jacobians of integrate and difference (dint, ddiff) "
                         "without a quaternion joint, and mimic-coupled trees' frame, derivative, "
                         "M^-1, centroidal and Jacobian functions (codegen names what it left "
-                        "out, but for dint and ddiff, constants there); the dynamics under "
+                        "out and could add, but for dint and ddiff, constants there); the "
+                        "dynamics under "
                         "external wrenches (fd_fext, id_fext, fdd_fext, idd_fext; _lwa: in world "
                         "axes), the Euler "
                         "step and its Jacobians (step, step_derivatives, and with fext), the frames' "
