@@ -97,10 +97,11 @@ def rounding_floors(tree, alg, q, scale):
     return floors
 
 
-def vanishing_pivots(tree, alg, q):
+def vanishing_pivots(tree, alg, q, M=None):
     """(the coordinates k whose pivot of M(q) = L D L^T counts as zero, the pivots, the
-    diagonal, the scale); every coordinate where M is zero or not finite."""
-    M = mass_matrix(tree, alg, q)
+    diagonal, the scale); every coordinate where M is zero or not finite. M: M(q) where the
+    caller has it (n^2 work in Python: 4 s a matrix at 1000 bodies)."""
+    M = mass_matrix(tree, alg, q) if M is None else M
     diagonal = [float(x) for x in np.diag(np.array(M, dtype=float))]
     scale = max((abs(x) for x in diagonal), default=0.0)
     if not 0.0 < scale < math.inf:
@@ -197,7 +198,8 @@ def _coordinate(tree, k):
     return b, label, b.joint.coordinates[c] if c < len(b.joint.coordinates) else ""
 
 
-def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED, configurations=None):
+def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED, configurations=None,
+                      matrices=None):
     """Raise ModelError when the mass matrix is singular at q = 0 and at `samples` random
     configurations (fixed seed): some pivot of its LDL^T vanishes, relative to the matrix's
     scale, at every one of them. The error names the joint (and its coordinate) whose pivot
@@ -206,7 +208,8 @@ def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED, configur
 
     Not "the same coordinate at every configuration": which pivot of a rank-deficient M
     vanishes depends on q (a revolute joint about x carrying a free flyer: the flyer's angle
-    about x at q = 0, its angle about z at a random q, as the flyer's axes turn)."""
+    about x at q = 0, its angle about z at a random q, as the flyer's axes turn). matrices: M
+    at each of the configurations, where the caller has them."""
     if tree.nv == 0:
         return
     alg = FloatAlgebra()
@@ -215,8 +218,8 @@ def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED, configur
     # each one's largest vanishing pivot, with M_kk and the largest diagonal entry of that same
     # configuration (the message)
     largest = [None] * tree.nv
-    for q in configurations:
-        here, d, diagonal, scale = vanishing_pivots(tree, alg, q)
+    for q, M in zip(configurations, matrices or [None] * len(configurations)):
+        here, d, diagonal, scale = vanishing_pivots(tree, alg, q, M)
         if not here:
             return                              # regular here: not a singular model
         for k in here:
@@ -275,7 +278,7 @@ def _coordinates_singular(b, q):
     return not sv[-1] > S_RANK_RTOL * sv[0]
 
 
-def check_regular_at_start(tree, q0, *, source=None):
+def check_regular_at_start(tree, q0, *, source=None, M=None):
     """Raise ModelError when the mass matrix is singular at the initial configuration q0 though
     regular elsewhere (check_nonsingular passed) because of a singularity of some joint's
     coordinates, such as the gimbal lock of the proper Euler charts (XYX ... ZYZ) at q = 0 (its
@@ -283,7 +286,7 @@ def check_regular_at_start(tree, q0, *, source=None):
     fails at its first step. A singularity of the masses alone (icub's point-mass head, whose
     neck axes line up at q = 0) is a SingularConfigurationWarning: a configuration of the
     robot, like a kinematic singularity, which the model's data puts there."""
-    vanishing = vanishing_pivots(tree, FloatAlgebra(), q0)[0]
+    vanishing = vanishing_pivots(tree, FloatAlgebra(), q0, M)[0]
     if not vanishing:
         return
     b, coordinate, meaning = _coordinate(tree, vanishing[0])
@@ -456,7 +459,8 @@ def check_model_dynamics(tree, *, source=None, q0=None, samples=SAMPLES, seed=SE
     check_total_mass(tree.full, source=source)
     # at every configuration, not only the first: a rotated body may overflow where the
     # initial pose does not, and check_nonsingular needs a finite mass matrix at each
-    first = [check_finite(tree, q, source=source) for q in configurations][0]
-    check_nonsingular(tree, source=source, configurations=configurations)
-    check_regular_at_start(tree, configurations[0], source=source)
-    check_accelerations_finite(tree, configurations[0], *first, source=source)
+    finite = [check_finite(tree, q, source=source) for q in configurations]     # (M, h) at each
+    check_nonsingular(tree, source=source, configurations=configurations,
+                      matrices=[M for M, _ in finite])
+    check_regular_at_start(tree, configurations[0], source=source, M=finite[0][0])
+    check_accelerations_finite(tree, configurations[0], *finite[0], source=source)
