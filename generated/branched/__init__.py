@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_b4fd74ca8b4a"
-HASH = "b4fd74ca8b4acfcd449138985412ba804108a01593a7b1daf153fe36684a7425"
+MODULE = "_branched_2fa747d05c61"
+HASH = "2fa747d05c610c68917b0b1f13f2d3aacbc3d2e0ca7345c924a4845cc3bf885a"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_fc8beafb4d61"
-HASH = "fc8beafb4d61238a5ff6ce1788b257afc70d1c47c1b72670eca248f565901b14"
+MODULE = "_quadruped_6977394ae59e"
+HASH = "6977394ae59e0d9cedce1575a999239601446d47daa5930fde898a72b10bc673"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_7ed46cf55ed2"
-HASH = "7ed46cf55ed21fbdee58151f4191dcd11f42d627196063ba5fe21f66554890d6"
+MODULE = "_rc100_842dde3a1ae4"
+HASH = "842dde3a1ae43309c03c81988ee4bf7f0e7098c9450c28fdcf75f671a4fccfed"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_dea8a43d92d4"
-HASH = "dea8a43d92d40957496d74a1262948b6e1d66b5c96d80b84cd367cc3622293e2"
+MODULE = "_rc20_d42a5b0af50e"
+HASH = "d42a5b0af50e524f0985341828bdf26e468295ad5aa2e9bb2a5e3336d8ca1d85"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

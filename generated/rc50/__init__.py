@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_8c062522bdc5"
-HASH = "8c062522bdc5d8e4e8b677b63f5cb1e2bf58150b6fcc2a564c11513c35ae4f0a"
+MODULE = "_rc50_f088b87787f8"
+HASH = "f088b87787f8c920005f95e4f0df88cefe380558d7616a8d1fd4557fb7875e4f"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

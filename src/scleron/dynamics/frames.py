@@ -214,27 +214,43 @@ def refer_world_twist(x, R, p, reference):
     return mat_t_vec(R, w) + mat_t_vec(R, v)
 
 
-def jacobian_kinematics(tree, alg, q):
+def jacobian_kinematics(tree, alg, q, kins=None):
     """(body poses, world motion axes Sw) of the bodies the frames hang from and their ancestors."""
-    kins = joint_kinematics(tree, alg, q, None)
+    kins = kins or joint_kinematics(tree, alg, q, None)
     poses = body_poses(tree, alg, kins, "frame Jacobians", frame_bodies(tree))
     return poses, world_motion_columns(tree, alg, kins, poses)
 
 
 def frame_jacobians(tree, alg, q, reference="local_world_aligned"):
     """J_f (6 x nv) of every frame: its twist is J_f qd. Column c is coordinate c's world motion
-    axis (zero where c does not move the frame), referred to the frame (refer_world_twist)."""
+    axis (zero where c does not move the frame), referred to the frame (refer_world_twist); in
+    the local reference the columns of the frame's own body's joint are its S moved from the
+    body into the frame, without the round trip through the world (constants where S is: a
+    free flyer's base frame, 152 operations to make [[0, 1], [1, 0]] before: an MPC tester)."""
     check_reference(reference)
-    poses, Sw = jacobian_kinematics(tree, alg, q)
+    kins = joint_kinematics(tree, alg, q, None)
+    poses, Sw = jacobian_kinematics(tree, alg, q, kins)
     out = []
     for f in tree.frames:
         alg.section(f"Jacobian of frame {f.name} ({reference})", "frame Jacobian", body_of(f))
         R, p = frame_pose(f, poses)
         J = [[0.0] * tree.nv for _ in range(6)]
+        own = own_local_columns(tree, f, kins) if reference == "local" and f.body >= 0 else {}
         for c in support(tree, f.body):
-            for r, x in enumerate(refer_world_twist(Sw[c], R, p, reference)):
+            col = own[c] if c in own else refer_world_twist(Sw[c], R, p, reference)
+            for r, x in enumerate(col):
                 J[r][c] = x
         out.append(J)
+    return out
+
+
+def own_local_columns(tree, f, kins):
+    """{coordinate: its column of the frame's local Jacobian} for the joint of the frame's own
+    body: the joint's S (body frame) in the frame's axes about its origin (Ad_{X_f}^-1 S)."""
+    b = tree.bodies[f.body]
+    out = {}
+    for k, col in enumerate(columns(kins[b.index][2])):
+        out[b.v_start + k] = col if f.placement is None else twist_to_child(*f.placement, col)
     return out
 
 
