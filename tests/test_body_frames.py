@@ -186,6 +186,43 @@ def test_near_exact_rotations_are_snapped():
             assert multiplications(b.placement[0]) == 0, b.name
 
 
+def chain_urdf(n, rpy):
+    links = "".join(f'<link name="l{i}"><inertial><mass value="1"/><origin xyz="0 0.05 0"/>'
+                    '<inertia ixx="0.01" iyy="0.02" izz="0.03" ixy="0" ixz="0" iyz="0"/>'
+                    '</inertial></link>' for i in range(n + 1))
+    joints = "".join(f'<joint name="j{i}" type="revolute"><parent link="l{i}"/>'
+                     f'<child link="l{i + 1}"/><origin xyz="0 0.1 0.02" rpy="{rpy} 0 0"/>'
+                     '<axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="1" velocity="1"/>'
+                     '</joint>' for i in range(n))
+    return f'<robot name="chain">{links}{joints}</robot>'
+
+
+def test_snapped_rotations_stay_within_a_budget_along_a_chain(tmp_path, rng):
+    """40 joints at pi/2 + 9.5e-11 rad, each snapped to pi/2, moved the tip's frame by 3.8e-9
+    (an outside tester): a model snaps only while the turns its snaps make sum to at most
+    SNAP_BUDGET from the root to every body and frame; 7 of kinova's 4.9e-12 still snap."""
+    from scleron.dynamics.tree import SNAP_BUDGET, SNAP_ROTATION, rotation_snap
+    pin = pytest.importorskip("pinocchio")
+    for n, snaps in ((1, True), (40, False)):
+        path = tmp_path / f"chain{n}.urdf"
+        path.write_text(chain_urdf(n, "1.57079632689"))
+        model = scleron.load_model(str(path))
+        assert (rotation_snap(model) == SNAP_ROTATION) is snaps
+        tree = Tree(model)
+        pm = pin.buildModelFromUrdf(str(path))
+        pd = pm.createData()
+        q = rng.uniform(-1, 1, pm.nq)
+        pin.framesForwardKinematics(pm, pd, q)
+        tip = [f.name for f in tree.frames].index(f"l{n}")
+        P = F.frame_placements(tree, ALG, list(q))[tip]
+        assert rel_err(P, pd.oMf[pm.getFrameId(f"l{n}")].homogeneous) < (SNAP_BUDGET if snaps
+                                                                          else 1e-13)
+    base = robots_dir()
+    if base is not None:
+        kinova = scleron.load_model(f"{base}/kinova_description/robots/kinova.urdf")
+        assert rotation_snap(kinova) == SNAP_ROTATION
+
+
 def test_so101_with_turned_frames_equals_pinocchio(rng):
     pin = pytest.importorskip("pinocchio")
     base = robots_dir()

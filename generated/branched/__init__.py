@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_2fa747d05c61"
-HASH = "2fa747d05c610c68917b0b1f13f2d3aacbc3d2e0ca7345c924a4845cc3bf885a"
+MODULE = "_branched_495def0f0e05"
+HASH = "495def0f0e050296af2287a2872354b43e55a123b3a0e7ae73f1997a157f00d7"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_6977394ae59e"
-HASH = "6977394ae59e0d9cedce1575a999239601446d47daa5930fde898a72b10bc673"
+MODULE = "_quadruped_1917cff15129"
+HASH = "1917cff1512926fe2a3322b7919c0dbfe13a8333274d1b8ebde473d0030999d1"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_842dde3a1ae4"
-HASH = "842dde3a1ae43309c03c81988ee4bf7f0e7098c9450c28fdcf75f671a4fccfed"
+MODULE = "_rc100_d69990b2cda5"
+HASH = "d69990b2cda5920e9ebc54967452e57a5dac9ba8fd7707a1dfa97b0d6cdc6f20"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_d42a5b0af50e"
-HASH = "d42a5b0af50e524f0985341828bdf26e468295ad5aa2e9bb2a5e3336d8ca1d85"
+MODULE = "_rc20_50a79dba577f"
+HASH = "50a79dba577fdb37a4aa7c6f642e58a83d9df037376e6f702f761fe26c685ef3"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

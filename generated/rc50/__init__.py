@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_f088b87787f8"
-HASH = "f088b87787f8c920005f95e4f0df88cefe380558d7616a8d1fd4557fb7875e4f"
+MODULE = "_rc50_5d8ef2afde73"
+HASH = "5d8ef2afde73a7e22517b456b4dc99dcd86d8208a14c9b9103ea8ac78f8452ae"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -94,12 +94,13 @@ class Tree:
         self.gravity = [float(x) for x in model.gravity]
         self.bodies = []
         k = kq = 0
+        self.rotation_snap = tol = rotation_snap(model)
         for i, (body, j) in enumerate(zip(model.bodies, model.joints)):
             jm = derived_joint(j, getattr(model, "source", None))
             X = j.origin
             placement = None
             if not X.is_identity(tol=0.0):
-                placement = constant_placement(X)
+                placement = constant_placement(X, tol)
             tb = TreeBody(i, body.name, j.name, model.parent_index(i), placement,
                           jm, spatial_inertia(body.inertia), k, jm.dof, kq, jm.nq, [])
             tb.stiffness = _floats(getattr(j, "stiffness", None), jm.dof)
@@ -128,10 +129,10 @@ class Tree:
         body_frames.turn_bodies(self.bodies, self.body_turns, self.body_slides)
         if turn_frames:
             body_frames.offset_motions(self.bodies)
-        self.frames = self._turned(select_frames(model, frames))
+        self.frames = self._turned(select_frames(model, frames, tol=tol))
         self.wrench_frames = (self.frames if wrench_frames is None else
                               self._turned(select_frames(model, wrench_frames,
-                                                        "wrench_frames (--wrench-frames)")))
+                                                        "wrench_frames (--wrench-frames)", tol)))
         if coupled and any(getattr(j, "mimic", None) is not None for j in model.joints):
             self._couple(model, frames, wrench_frames, turn_frames)
             return
@@ -210,9 +211,10 @@ def _padded_name(name, by_name):
     return padded[0] if len(padded) == 1 else name
 
 
-def select_frames(model, names=None, what="frames"):
+def select_frames(model, names=None, what="frames", tol=None):
     """TreeFrames of the model's frames, all of them or the named ones in the order given;
-    ValueError naming an unknown frame (what: the option's name in the messages)."""
+    ValueError naming an unknown frame (what: the option's name in the messages; tol: the
+    rotations' snap, rotation_snap(model))."""
     every = model.frame_list() if hasattr(model, "frame_list") else []
     index = {b.name: i for i, b in enumerate(model.bodies)}
     by_name = {f.name: f for f in every}
@@ -238,7 +240,8 @@ def select_frames(model, names=None, what="frames"):
     out = []
     for f in chosen:
         X = f.origin
-        placement = None if X.is_identity(tol=0.0) else constant_placement(X)
+        placement = None if X.is_identity(tol=0.0) else constant_placement(
+            X, rotation_snap(model) if tol is None else tol)
         out.append(TreeFrame(f.name, index.get(f.body, -1), placement))
     return out
 
@@ -262,14 +265,41 @@ def _floats(values, n):
 # are real geometry at 1e-9 and stay, and so does the sin = 1 - 7e-12 beside them: snapped alone
 # it would scale the rotation (body_frames.snapped_rotation snaps only what keeps R
 # orthonormal). Translations below SNAP_LENGTH (metres: CAD exports' 5.6e-17) are 0.
+# The snaps add up along a chain, though: 40 joints at pi/2 + 9.5e-11 rad moved the frames by
+# 3.8e-9 relative (an outside tester). So a model snaps its rotations only where what they turn
+# every body and frame by, summed from the root, stays within SNAP_BUDGET (kinova: 7 x 4.9e-12
+# rad), and otherwise only their rounding noise (body_frames.NOISE): exact, slower code.
 SNAP_ROTATION = body_frames.SNAP
+SNAP_BUDGET = 1e-10             # rad, on any path from the root to a body or frame
 SNAP_LENGTH = body_frames.SNAP_LENGTH
 
 
-def constant_placement(X):
+def constant_placement(X, tol=SNAP_ROTATION):
     """(R, t) of a constant transform as nested float lists, its near-exact entries snapped."""
-    return (body_frames.snapped_rotation(X.rotation, SNAP_ROTATION).tolist(),
+    return (body_frames.snapped_rotation(X.rotation, tol).tolist(),
             body_frames.snapped_lengths(X.translation))
+
+
+def rotation_snap(model):
+    """The tolerance of the model's placements' rotations: SNAP_ROTATION where the turns its
+    snaps make (snap_turn) sum to at most SNAP_BUDGET on every path from the root to a body or
+    frame, else body_frames.NOISE."""
+    index = {b.name: i for i, b in enumerate(model.bodies)}
+    path = []
+    for i, j in enumerate(model.joints):                # (parents before children)
+        p = model.parent_index(i)
+        path.append(snap_turn(j.origin.rotation) + (path[p] if p >= 0 else 0.0))
+    frames = model.frame_list() if hasattr(model, "frame_list") else []
+    worst = max([0.0] + path + [snap_turn(f.origin.rotation) +
+                                (path[index[f.body]] if f.body in index else 0.0) for f in frames])
+    return SNAP_ROTATION if worst <= SNAP_BUDGET else body_frames.NOISE
+
+
+def snap_turn(R):
+    """The angle (rad) by which snapping R (body_frames.snapped_rotation) turns it."""
+    R = np.asarray(R, dtype=float)
+    D = body_frames.snapped_rotation(R, SNAP_ROTATION) @ R.T      # I + [w] for a small turn w
+    return 0.5 * float(np.linalg.norm([D[2, 1] - D[1, 2], D[0, 2] - D[2, 0], D[1, 0] - D[0, 1]]))
 
 
 def spatial_inertia(inertia):
