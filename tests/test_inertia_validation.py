@@ -12,7 +12,7 @@ import pytest
 
 import scleron
 from scleron.dynamics.algebra import FloatAlgebra
-from scleron.dynamics.checks import check_nonsingular, ldl_pivots
+from scleron.dynamics.checks import check_model_dynamics, check_nonsingular, ldl_pivots
 from scleron.dynamics.recursions import mass_matrix
 from scleron.dynamics.tree import Tree
 from scleron.errors import ModelError
@@ -469,3 +469,33 @@ def test_an_indefinite_mass_matrix_is_not_called_singular(tmp_path):
                                          r"negative pivot .* --inertia relaxed") as e:
         scleron.generate(model, str(tmp_path / "g"), functions=["mass"])
     assert "singular" not in str(e.value)
+
+
+NANO_URDF = """<robot name="nano">
+  <link name="base"><inertial><mass value="1e-21"/><inertia ixx="1e-39" ixy="0" ixz="0"
+    iyy="1e-39" iyz="0" izz="1e-39"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="a"/>
+    <origin xyz="0 0 2e-9"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <link name="a"><inertial><origin xyz="1e-9 0 0"/><mass value="1e-21"/><inertia ixx="1e-39"
+    ixy="0" ixz="0" iyy="2e-39" iyz="0" izz="2e-39"/></inertial></link>
+  <joint name="j2" type="revolute"><parent link="a"/><child link="b"/>
+    <origin xyz="2e-9 8e-13 5e-13"/><axis xyz="0 1 0"/>
+    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <link name="b"><inertial><origin xyz="1e-9 6e-13 0"/><mass value="1e-21"/><inertia
+    ixx="1e-39" ixy="0" ixz="0" iyy="2e-39" iyz="0" izz="2e-39"/></inertial></link>
+</robot>"""
+
+
+def test_a_nanometre_arm_is_regular(tmp_path):
+    """An outside tester: nanometre links of 1e-21 kg were refused as singular (the floor of
+    M_kk took the moved mass in kg for kg m^2: a hidden 1 um); Pinocchio's M of it has condition
+    number 2. The floor now scales with the model's lengths, and a mass far out on an axis is
+    still refused (test_a_point_mass_far_along_its_axis_is_still_singular)."""
+    path = tmp_path / "nano.urdf"
+    path.write_text(NANO_URDF)
+    tree = Tree(scleron.load_model(str(path)))
+    check_model_dynamics(tree)                          # no ModelError
+    M = np.array(mass_matrix(tree, FloatAlgebra(), [0.3, -0.7]))
+    # body b: iyy 2e-39 and 1e-21 kg at 1e-9 m from j2's axis
+    assert abs(M[1][1] - 3e-39) <= 1e-12 * 3e-39 and np.linalg.cond(M) < 10

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_495def0f0e05"
-HASH = "495def0f0e050296af2287a2872354b43e55a123b3a0e7ae73f1997a157f00d7"
+MODULE = "_branched_d6f7399edc52"
+HASH = "d6f7399edc5243816450a2c4415fc3939e7992c138284a5273bbe7b4f2843a7f"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

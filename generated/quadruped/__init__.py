@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_1917cff15129"
-HASH = "1917cff1512926fe2a3322b7919c0dbfe13a8333274d1b8ebde473d0030999d1"
+MODULE = "_quadruped_509f3c33f474"
+HASH = "509f3c33f474132ae9ca319a7ea856c0eef06073f06a4de9e48b1b9ddff264d2"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

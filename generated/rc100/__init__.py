@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_d69990b2cda5"
-HASH = "d69990b2cda5920e9ebc54967452e57a5dac9ba8fd7707a1dfa97b0d6cdc6f20"
+MODULE = "_rc100_531f6024f369"
+HASH = "531f6024f36904931ebcabdf84ace91ea655f764a557d47af0692e87facf8e28"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_50a79dba577f"
-HASH = "50a79dba577fdb37a4aa7c6f642e58a83d9df037376e6f702f761fe26c685ef3"
+MODULE = "_rc20_e23e31429f1d"
+HASH = "e23e31429f1dcfec5267b73d57034fc88ab49885bbeac58e926b1c4404f6913c"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

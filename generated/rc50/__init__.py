@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_5d8ef2afde73"
-HASH = "5d8ef2afde73a7e22517b456b4dc99dcd86d8208a14c9b9103ea8ac78f8452ae"
+MODULE = "_rc50_f9bc71ff27cb"
+HASH = "f9bc71ff27cb468bcc486e217eebf5b12e188a461f2cdc77ac52ee60ecfbb8cd"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

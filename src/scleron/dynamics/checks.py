@@ -81,20 +81,44 @@ def _vanishes(pivot, diagonal, floor):
 
 
 def rounding_floors(tree, alg, q, scale):
-    """The least M_kk of each coordinate that is more than rounding: PIVOT_RTOL of |S_k|^2 times
-    the largest entry of the composite inertia its joint moves, and DIAGONAL_RTOL of the
-    largest M_kk. A tree with mimic joints (M of its independent coordinates): DIAGONAL_RTOL
-    of the largest M_kk alone."""
+    """The least M_kk of each coordinate that is more than rounding: PIVOT_RTOL of what the
+    terms of M_kk = S_k^T Ic S_k can reach, for S_k = [w; v] and the blocks of the composite
+    inertia Ic its joint moves, each block at least what the moved mass makes at the model's
+    length (model_length: the rounding of a mass 1000 m out, slid onto its axis by the body
+    frames, stays in M_kk):
+        |w|^2 max(max|I|, m L^2) + 2 |w| |v| max(max|[c]|, m L) + |v|^2 m,
+    in kg m^2 for a hinge and kg for a slider whatever the model's scale (the largest entry of
+    Ic times |S_k|^2 mixed kg with kg m^2 and refused every model of micrometre bodies, an
+    outside tester); and DIAGONAL_RTOL of the largest M_kk. A tree with mimic joints (M of its
+    independent coordinates): DIAGONAL_RTOL of the largest M_kk alone."""
     if tree.coupling is not None:
         return [DIAGONAL_RTOL * scale] * tree.nv
     kins = joint_kinematics(tree, alg, q, None)
     Ic = composite_inertias(tree, alg, kins)
+    L = model_length(tree)
     floors = []
     for b, kin in zip(tree.bodies, kins):
-        largest = float(np.abs(np.array(Ic[b.index], dtype=float)).max())
+        A = np.abs(np.array(Ic[b.index], dtype=float))
+        mass = A[3:, 3:].max()
+        rotational, coupling = max(A[:3, :3].max(), mass * L * L), max(A[:3, 3:].max(), mass * L)
         for col in np.array(kin[2], dtype=float).T:
-            floors.append(max(PIVOT_RTOL * largest * float(col @ col), DIAGONAL_RTOL * scale))
+            w, v = np.linalg.norm(col[:3]), np.linalg.norm(col[3:])
+            reach = w * w * rotational + 2.0 * w * v * coupling + v * v * mass
+            floors.append(max(PIVOT_RTOL * float(reach), DIAGONAL_RTOL * scale))
     return floors
+
+
+def model_length(tree):
+    """The model's largest length: its placements' translations and centres of mass (m)."""
+    lengths = [0.0]
+    for b in tree.bodies:
+        if b.placement is not None:
+            lengths.append(float(np.linalg.norm(b.placement[1])))
+        m = b.inertia[3][3]
+        if m > 0.0:
+            lengths.append(float(np.linalg.norm([b.inertia[2][4], b.inertia[0][5],
+                                                 b.inertia[1][3]])) / m)
+    return max(lengths)
 
 
 def vanishing_pivots(tree, alg, q, M=None):
