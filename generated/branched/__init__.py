@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_d6f7399edc52"
-HASH = "d6f7399edc5243816450a2c4415fc3939e7992c138284a5273bbe7b4f2843a7f"
+MODULE = "_branched_b636d2c96028"
+HASH = "b636d2c960284a9a909ba59a14a5c15b6c4ea09d09c4dd00d103ad44a3e324b3"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

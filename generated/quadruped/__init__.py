@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_509f3c33f474"
-HASH = "509f3c33f474132ae9ca319a7ea856c0eef06073f06a4de9e48b1b9ddff264d2"
+MODULE = "_quadruped_4b2e0c1598fa"
+HASH = "4b2e0c1598fa070c9390341887cd21fd5c2f6747df09cc6710fdf9096bd2a694"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

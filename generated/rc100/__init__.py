@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_531f6024f369"
-HASH = "531f6024f36904931ebcabdf84ace91ea655f764a557d47af0692e87facf8e28"
+MODULE = "_rc100_f97ff09d0f75"
+HASH = "f97ff09d0f75bdbff59335fc00a48ff7975ff7b770292be1452ba7a6d66bb4a4"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

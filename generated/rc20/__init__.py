@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_e23e31429f1d"
-HASH = "e23e31429f1dcfec5267b73d57034fc88ab49885bbeac58e926b1c4404f6913c"
+MODULE = "_rc20_63d443b5f9da"
+HASH = "63d443b5f9da15ef8d7464bbc50678c08b7a624a4960d24a5e4138b116c67268"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_f9bc71ff27cb"
-HASH = "f9bc71ff27cb468bcc486e217eebf5b12e188a461f2cdc77ac52ee60ecfbb8cd"
+MODULE = "_rc50_ba7f3e6b5947"
+HASH = "ba7f3e6b59478d3927d1fc1af03b5818df369dc99d53b8932c5f5ca48d9657cc"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

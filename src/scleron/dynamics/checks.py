@@ -84,7 +84,7 @@ def rounding_floors(tree, alg, q, scale):
     """The least M_kk of each coordinate that is more than rounding: PIVOT_RTOL of what the
     terms of M_kk = S_k^T Ic S_k can reach, for S_k = [w; v] and the blocks of the composite
     inertia Ic its joint moves, each block at least what the moved mass makes at the model's
-    length (model_length: the rounding of a mass 1000 m out, slid onto its axis by the body
+    lever (lever_lengths: the rounding of a mass 1000 m out, slid onto its axis by the body
     frames, stays in M_kk):
         |w|^2 max(max|I|, m L^2) + 2 |w| |v| max(max|[c]|, m L) + |v|^2 m,
     in kg m^2 for a hinge and kg for a slider whatever the model's scale (the largest entry of
@@ -95,10 +95,10 @@ def rounding_floors(tree, alg, q, scale):
         return [DIAGONAL_RTOL * scale] * tree.nv
     kins = joint_kinematics(tree, alg, q, None)
     Ic = composite_inertias(tree, alg, kins)
-    L = model_length(tree)
+    lever = lever_lengths(tree)
     floors = []
     for b, kin in zip(tree.bodies, kins):
-        A = np.abs(np.array(Ic[b.index], dtype=float))
+        A, L = np.abs(np.array(Ic[b.index], dtype=float)), lever[b.index]
         mass = A[3:, 3:].max()
         rotational, coupling = max(A[:3, :3].max(), mass * L * L), max(A[:3, 3:].max(), mass * L)
         for col in np.array(kin[2], dtype=float).T:
@@ -108,17 +108,23 @@ def rounding_floors(tree, alg, q, scale):
     return floors
 
 
-def model_length(tree):
-    """The model's largest length: its placements' translations and centres of mass (m)."""
-    lengths = [0.0]
-    for b in tree.bodies:
-        if b.placement is not None:
-            lengths.append(float(np.linalg.norm(b.placement[1])))
+def lever_lengths(tree):
+    """Per body, the longest lever its joint moves mass on: the slide its frame took along the
+    axis (body_frames), its centre of mass, and its descendants' placements and levers (m).
+    Not the body's own placement: a hinge 1e155 m from the world moves its mass about itself."""
+    L = [0.0] * len(tree.bodies)
+    for b in reversed(tree.bodies):
         m = b.inertia[3][3]
-        if m > 0.0:
-            lengths.append(float(np.linalg.norm([b.inertia[2][4], b.inertia[0][5],
-                                                 b.inertia[1][3]])) / m)
-    return max(lengths)
+        com = (np.linalg.norm([b.inertia[2][4], b.inertia[0][5], b.inertia[1][3]]) / m
+               if m > 0.0 else 0.0)
+        slides = getattr(tree, "body_slides", None)
+        L[b.index] = max(L[b.index], float(com),
+                         float(np.linalg.norm(slides[b.index])) if slides is not None else 0.0)
+        if b.parent >= 0:
+            reach = L[b.index] + (float(np.linalg.norm(b.placement[1]))
+                                  if b.placement is not None else 0.0)
+            L[b.parent] = max(L[b.parent], reach)
+    return L
 
 
 def vanishing_pivots(tree, alg, q, M=None):
