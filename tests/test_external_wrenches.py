@@ -380,7 +380,7 @@ def test_fext_of_other_states_is_named_in_its_shape(compiled, rng):
         dyn.forward_dynamics_fext(q, qd, tau, W[None])
 
 
-# ---- wrench frames of their own (wrench_frames, --wrench-frames) -----------------------------------
+# ---- wrench frames of their own (wrench_frames, --wrench-frames) ---------------------------------
 WRENCH_FRAMES = ["c_probe", "b_mid"]
 
 

@@ -109,8 +109,9 @@ def test_two_models_whose_names_differ_in_case_declare_both(written_sources):
     (written_sources / "Branched_dynamics.h").write_text(files["Branched_dynamics.h"])
     done = subprocess.run(["gcc", "-std=c99", "-fsyntax-only", "both.c"], cwd=written_sources,
                           capture_output=True, text=True)
-    assert done.returncode != 0 and "BRANCHED_NQ/_NV/_NFRAMES/_NWRENCHES are defined otherwise by another " \
-        "model's header, of a name that differs from 'branched' only in case" in done.stderr
+    assert done.returncode != 0 and "BRANCHED_NQ/_NV/_NFRAMES/_NWRENCHES are defined otherwise " \
+        "by another model's header, of a name that differs from 'branched' only in case" \
+        in done.stderr
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc")
