@@ -217,6 +217,16 @@ def test_snapped_rotations_stay_within_a_budget_along_a_chain(tmp_path, rng):
         P = F.frame_placements(tree, ALG, list(q))[tip]
         assert rel_err(P, pd.oMf[pm.getFrameId(f"l{n}")].homogeneous) < (SNAP_BUDGET if snaps
                                                                           else 1e-13)
+    # 300 joints at pi/2 + 9e-13 rad: below the turned placements' own snap (body_frames.
+    # TURNED), which followed the model's (a reviewer: the tip 2.7e-10 off where none snapped)
+    path = tmp_path / "chain300.urdf"
+    path.write_text(chain_urdf(300, "1.5707963267958"))
+    tree = Tree(scleron.load_model(str(path)), ["l300"])
+    pm = pin.buildModelFromUrdf(str(path))
+    pd = pm.createData()
+    pin.framesForwardKinematics(pm, pd, np.zeros(pm.nq))
+    P = np.array(F.frame_placements(tree, ALG, [0.0] * pm.nq), dtype=float)[0]
+    assert np.abs(P[:3, :3] - pd.oMf[pm.getFrameId("l300")].rotation).max() < 1e-12
     base = robots_dir()
     if base is not None:
         kinova = scleron.load_model(f"{base}/kinova_description/robots/kinova.urdf")

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_b636d2c96028"
-HASH = "b636d2c960284a9a909ba59a14a5c15b6c4ea09d09c4dd00d103ad44a3e324b3"
+MODULE = "_branched_2088166aade4"
+HASH = "2088166aade4d5e17d6d30fd333ec0d2559c73a928dd8dbc6636efe71414b9d7"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

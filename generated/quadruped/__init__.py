@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_4b2e0c1598fa"
-HASH = "4b2e0c1598fa070c9390341887cd21fd5c2f6747df09cc6710fdf9096bd2a694"
+MODULE = "_quadruped_76fad6fd3a9f"
+HASH = "76fad6fd3a9f6c89da5ccfb65b2dba48716cd80f76d9ff49209146752e87224c"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_f97ff09d0f75"
-HASH = "f97ff09d0f75bdbff59335fc00a48ff7975ff7b770292be1452ba7a6d66bb4a4"
+MODULE = "_rc100_f087d4053fb7"
+HASH = "f087d4053fb77bfc06f92ebc8a90e34a626bb5c4cf5f2461e340f845560f56bd"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_63d443b5f9da"
-HASH = "63d443b5f9da15ef8d7464bbc50678c08b7a624a4960d24a5e4138b116c67268"
+MODULE = "_rc20_0bc6f6036131"
+HASH = "0bc6f6036131068724dd196e8b9281571997b571c88da951b567053a663833cb"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_ba7f3e6b5947"
-HASH = "ba7f3e6b59478d3927d1fc1af03b5818df369dc99d53b8932c5f5ca48d9657cc"
+MODULE = "_rc50_e0cdd71335d2"
+HASH = "e0cdd71335d2f88153ec8936d712392a6147ce746b0a372f3d7c77bb1e792663"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -38,6 +38,10 @@ SNAP = 1e-10            # rotation entries this close to 0 or +-1 are exact (dyn
 # entry the cross products of those; an inertia entry the products with the body's inertia
 ROTATION_WEIGHT, TRANSLATION_WEIGHT, INERTIA_WEIGHT = 8, 7, 1
 SNAP_LENGTH = 1e-12     # translations below this (metres) are 0 (dynamics.tree.SNAP_LENGTH)
+# the turned placements (products of rotations already snapped and the turns chosen to zero
+# entries) have only rounding noise to snap: an entry that is merely small there (3e-12 from
+# two 1.4e-5 rad turns) is geometry
+TURNED = 1e-12
 SNAP_INERTIA = 1e-12    # spatial inertia entries below this fraction of their block's scale are 0
 INERTIA_FLOOR = 1e-100  # and entries below this (SI units) are 0 at any scale
 
@@ -235,7 +239,7 @@ def rotation_axis(joint):
     return u
 
 
-def offset_motions(bodies):
+def offset_motions(bodies, tol=TURNED):
     """Move the turn about a revolute joint's own axis out of its placement into its motion:
     X Q(q) = (X Rot(u, a)) (Q(q) Rot(u, -a)), and Q(q) Rot(u, -a) = Q(q - a) costs a few products
     once per call where X's rotation enters every product of the passes with the body (so101's
@@ -250,8 +254,8 @@ def offset_motions(bodies):
         R = np.asarray(b.placement[0], dtype=float)
         a = best_offset(R, u)
         if a is not None:
-            b.placement = (snapped_rotation(R @ rotation_about(u, a), TURNED).tolist(), b.placement[1])
-            b.turn_after = snapped_rotation(rotation_about(u, -a), TURNED).tolist()
+            b.placement = (snapped_rotation(R @ rotation_about(u, a), tol).tolist(), b.placement[1])
+            b.turn_after = snapped_rotation(rotation_about(u, -a), tol).tolist()
 
 
 def best_offset(A, u):
@@ -274,10 +278,6 @@ def snapped(M, tol=SNAP, targets=(0.0, 1.0, -1.0)):
 
 ORTHONORMAL = 1e-14     # |R^T R - 1| a snapped rotation may have (float products leave ~1e-16)
 NOISE = 1e-15           # entries this close to 0, 1, -1 are rounding noise, snapped always
-# the turned placements (products of rotations already snapped and the turns chosen to zero
-# entries) have only rounding noise to snap: an entry that is merely small there (3e-12 from
-# two 1.4e-5 rad turns) is geometry
-TURNED = 1e-12
 
 
 def snapped_rotation(R, tol=SNAP):
@@ -308,7 +308,7 @@ def snapped_inertia(I):
     tester's forward dynamics were 25 % off Pinocchio's.)"""
     I = np.array(I, dtype=float)
     rotational, mass = float(np.abs(I[:3, :3]).max()), float(np.abs(I[3:, 3:]).max())
-    moment = max(float(np.abs(I[:3, 3:]).max()), math.sqrt(rotational * mass))
+    moment = max(float(np.abs(I[:3, 3:]).max()), math.sqrt(rotational) * math.sqrt(mass))
     for rows, cols, scale in ((slice(0, 3), slice(0, 3), rotational),
                               (slice(0, 3), slice(3, 6), moment), (slice(3, 6), slice(0, 3), moment),
                               (slice(3, 6), slice(3, 6), mass)):
@@ -317,7 +317,7 @@ def snapped_inertia(I):
     return I.tolist()
 
 
-def turn_bodies(bodies, turns, slides=None):
+def turn_bodies(bodies, turns, slides=None, tol=TURNED):
     """Re-express the tree's bodies in the turned (and slid) frames, in place: placements
     D_p^-1 X D_i with D = (C, s), inertias and constant wrenches in the body's new frame."""
     old = [b.placement for b in bodies]
@@ -330,7 +330,7 @@ def turn_bodies(bodies, turns, slides=None):
             continue
         R, t = old[b.index] if old[b.index] is not None else (np.eye(3), np.zeros(3))
         R, t = np.asarray(R, dtype=float), np.asarray(t, dtype=float)
-        b.placement = (snapped_rotation(Cp.T @ R @ C, TURNED).tolist(),
+        b.placement = (snapped_rotation(Cp.T @ R @ C, tol).tolist(),
                        snapped_lengths(Cp.T @ (t + R @ s - s_parent)))
         if not np.array_equal(C, np.eye(3)) or s.any():
             I = turned_inertia(b.inertia, C, s)
@@ -340,13 +340,13 @@ def turn_bodies(bodies, turns, slides=None):
                 b.wrench = list(np.concatenate([C.T @ (w[:3] - np.cross(s, w[3:])), C.T @ w[3:]]))
 
 
-def turn_frame(placement, C, s=None):
+def turn_frame(placement, C, s=None, tol=TURNED):
     """A user frame's placement in its body's turned (and slid) frame: D^-1 X."""
     s = np.zeros(3) if s is None else np.asarray(s, dtype=float)
     if np.array_equal(C, np.eye(3)) and not s.any():
         return placement
     R, t = placement if placement is not None else (np.eye(3), np.zeros(3))
-    return (snapped_rotation(C.T @ np.asarray(R), TURNED).tolist(),
+    return (snapped_rotation(C.T @ np.asarray(R), tol).tolist(),
             snapped_lengths(C.T @ (np.asarray(t, dtype=float) - s)))
 
 

@@ -83,10 +83,10 @@ def _vanishes(pivot, diagonal, floor):
 def rounding_floors(tree, alg, q, scale):
     """The least M_kk of each coordinate that is more than rounding: PIVOT_RTOL of what the
     terms of M_kk = S_k^T Ic S_k can reach, for S_k = [w; v] and the blocks of the composite
-    inertia Ic its joint moves, each block at least what the moved mass makes at the model's
-    lever (lever_lengths: the rounding of a mass 1000 m out, slid onto its axis by the body
-    frames, stays in M_kk):
-        |w|^2 max(max|I|, m L^2) + 2 |w| |v| max(max|[c]|, m L) + |v|^2 m,
+    inertia Ic its joint moves, each block at least what the moved masses make at their levers
+    (lever_moments: the rounding of a mass 1000 m out, slid onto its axis by the body frames,
+    stays in M_kk):
+        |w|^2 max(max|I|, sum m l^2) + 2 |w| |v| max(max|[c]|, sum m l) + |v|^2 m,
     in kg m^2 for a hinge and kg for a slider whatever the model's scale (the largest entry of
     Ic times |S_k|^2 mixed kg with kg m^2 and refused every model of micrometre bodies, an
     outside tester); and DIAGONAL_RTOL of the largest M_kk. A tree with mimic joints (M of its
@@ -95,36 +95,46 @@ def rounding_floors(tree, alg, q, scale):
         return [DIAGONAL_RTOL * scale] * tree.nv
     kins = joint_kinematics(tree, alg, q, None)
     Ic = composite_inertias(tree, alg, kins)
-    lever = lever_lengths(tree)
+    first, second = lever_moments(tree)
     floors = []
     for b, kin in zip(tree.bodies, kins):
-        A, L = np.abs(np.array(Ic[b.index], dtype=float)), lever[b.index]
+        A = np.abs(np.array(Ic[b.index], dtype=float))
         mass = A[3:, 3:].max()
-        rotational, coupling = max(A[:3, :3].max(), mass * L * L), max(A[:3, 3:].max(), mass * L)
+        rotational = max(A[:3, :3].max(), second[b.index])
+        coupling = max(A[:3, 3:].max(), first[b.index])
         for col in np.array(kin[2], dtype=float).T:
-            w, v = np.linalg.norm(col[:3]), np.linalg.norm(col[3:])
+            w, v = math.hypot(*col[:3]), math.hypot(*col[3:])
             reach = w * w * rotational + 2.0 * w * v * coupling + v * v * mass
+            if not math.isfinite(reach):              # (levers beyond floats: the blocks alone)
+                reach = w * w * A[:3, :3].max() + 2.0 * w * v * A[:3, 3:].max() + v * v * mass
             floors.append(max(PIVOT_RTOL * float(reach), DIAGONAL_RTOL * scale))
     return floors
 
 
-def lever_lengths(tree):
-    """Per body, the longest lever its joint moves mass on: the slide its frame took along the
-    axis (body_frames), its centre of mass, and its descendants' placements and levers (m).
-    Not the body's own placement: a hinge 1e155 m from the world moves its mass about itself."""
-    L = [0.0] * len(tree.bodies)
-    for b in reversed(tree.bodies):
-        m = b.inertia[3][3]
-        com = (np.linalg.norm([b.inertia[2][4], b.inertia[0][5], b.inertia[1][3]]) / m
-               if m > 0.0 else 0.0)
-        slides = getattr(tree, "body_slides", None)
-        L[b.index] = max(L[b.index], float(com),
-                         float(np.linalg.norm(slides[b.index])) if slides is not None else 0.0)
-        if b.parent >= 0:
-            reach = L[b.index] + (float(np.linalg.norm(b.placement[1]))
-                                  if b.placement is not None else 0.0)
-            L[b.parent] = max(L[b.parent], reach)
-    return L
+def lever_moments(tree):
+    """Per body, (sum m l, sum m l^2) over the bodies its joint moves: each one's mass m at its
+    lever l from the joint, the path of placements between them plus its frame's slide along
+    its axis (body_frames) and its centre of mass (m). A light body far out weighs by its own
+    mass, not the subtree's (a reviewer: a 10 kg hub and a 1 g tip 100 km out were refused);
+    a body's own placement is not a lever (a hinge 1e155 m from the world turns its mass about
+    itself)."""
+    first, second = [0.0] * len(tree.bodies), [0.0] * len(tree.bodies)
+    slides = getattr(tree, "body_slides", None)
+    for d in tree.bodies:
+        m = d.inertia[3][3]
+        if not m > 0.0:
+            continue
+        lever = (math.hypot(d.inertia[2][4], d.inertia[0][5], d.inertia[1][3]) / m
+                 + (math.hypot(*slides[d.index]) if slides is not None else 0.0))
+        b = d
+        while True:
+            first[b.index] += m * lever
+            second[b.index] += m * lever * lever
+            if b.parent < 0:
+                break
+            lever += math.hypot(*b.placement[1]) if b.placement is not None else 0.0
+            b = tree.bodies[b.parent]
+    return first, second
 
 
 def vanishing_pivots(tree, alg, q, M=None):

@@ -126,9 +126,11 @@ class Tree:
             [np.eye(3) for _ in self.bodies]
         self.body_slides = body_frames.choose_slides(self.bodies, self.body_turns) if turn_frames else \
             [np.zeros(3) for _ in self.bodies]
-        body_frames.turn_bodies(self.bodies, self.body_turns, self.body_slides)
+        # (the turned placements snap no more than the model's own: rotation_snap)
+        self.turned_snap = min(body_frames.TURNED, tol)
+        body_frames.turn_bodies(self.bodies, self.body_turns, self.body_slides, self.turned_snap)
         if turn_frames:
-            body_frames.offset_motions(self.bodies)
+            body_frames.offset_motions(self.bodies, self.turned_snap)
         self.frames = self._turned(select_frames(model, frames, tol=tol))
         self.wrench_frames = (self.frames if wrench_frames is None else
                               self._turned(select_frames(model, wrench_frames,
@@ -143,7 +145,8 @@ class Tree:
         """The model's frames with their placements in the turned body frames (body_frames)."""
         return [f if f.body < 0 else
                 replace(f, placement=body_frames.turn_frame(f.placement, self.body_turns[f.body],
-                                                            self.body_slides[f.body]))
+                                                            self.body_slides[f.body],
+                                                            self.turned_snap))
                 for f in frames]
 
     def _couple(self, model, frames, wrench_frames, turn_frames):
