@@ -502,6 +502,27 @@ def test_a_nanometre_arm_is_regular(tmp_path):
     assert abs(M[1][1] - 3e-39) <= 1e-12 * 3e-39 and np.linalg.cond(M) < 10
 
 
+def test_a_nanometre_arm_keeps_its_picometre_offsets(tmp_path):
+    """Its 0.8 pm and 0.5 pm offsets were snapped to 0 (translations below 1e-12 m, whatever the
+    model's size), which left M_01 57 % off. Oracle: Pinocchio's crba of the same arm a billion
+    times longer and 1e21 times heavier, scaled back by 1e-39 (m L^2); Pinocchio's own URDF
+    parser reads the nanometre file's 1e-9 as 2.03e-20, so it cannot take the file itself."""
+    pin = pytest.importorskip("pinocchio")
+    big = (NANO_URDF.replace("e-9", "").replace("e-13", "e-4").replace("e-21", "")
+           .replace("e-39", ""))
+    (tmp_path / "nano.urdf").write_text(NANO_URDF)
+    (tmp_path / "big.urdf").write_text(big)
+    tree = Tree(scleron.load_model(str(tmp_path / "nano.urdf")))
+    assert tree.length_snap < 1e-19
+    q = [0.3, -0.7]
+    model = pin.buildModelFromUrdf(str(tmp_path / "big.urdf"))
+    expected = pin.crba(model, model.createData(), np.array(q)) * 1e-39
+    expected = np.triu(expected) + np.triu(expected, 1).T
+    M = np.array(mass_matrix(tree, FloatAlgebra(), q))
+    assert abs(M[0][1] - expected[0][1]) <= 1e-9 * abs(expected[0][1])
+    assert np.abs(M - expected).max() <= 1e-12 * np.abs(expected).max()
+
+
 def test_a_light_mass_far_out_weighs_by_its_own_mass():
     """A reviewer: a 10 kg hub near its axis and a 1 g tip 100 km out (cond M 3.5e4) was refused
     when the floor took the subtree's mass at the longest lever; a mass of 1e154 kg overflowed

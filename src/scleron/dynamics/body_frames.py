@@ -37,7 +37,7 @@ SNAP = 1e-10            # rotation entries this close to 0 or +-1 are exact (dyn
 # +-1 enters every twist, wrench and articulated-inertia transform of the body; a translation
 # entry the cross products of those; an inertia entry the products with the body's inertia
 ROTATION_WEIGHT, TRANSLATION_WEIGHT, INERTIA_WEIGHT = 8, 7, 1
-SNAP_LENGTH = 1e-12     # translations below this (metres) are 0 (dynamics.tree.SNAP_LENGTH)
+SNAP_LENGTH = 1e-12     # translations below this (metres) are 0 (dynamics.tree.length_snap)
 # the turned placements (products of rotations already snapped and the turns chosen to zero
 # entries) have only rounding noise to snap: an entry that is merely small there (3e-12 from
 # two 1.4e-5 rad turns) is geometry
@@ -293,9 +293,10 @@ def snapped_rotation(R, tol=SNAP):
     return snapped(R, NOISE)
 
 
-def snapped_lengths(t):
-    """A translation as floats, entries below SNAP_LENGTH exactly 0."""
-    return [0.0 if abs(x) <= SNAP_LENGTH else float(x) for x in t]
+def snapped_lengths(t, tol=SNAP_LENGTH):
+    """A translation as floats, entries below tol (SNAP_LENGTH, or the model's: tree.length_snap)
+    exactly 0."""
+    return [0.0 if abs(x) <= tol else float(x) for x in t]
 
 
 def snapped_inertia(I):
@@ -317,9 +318,10 @@ def snapped_inertia(I):
     return I.tolist()
 
 
-def turn_bodies(bodies, turns, slides=None, tol=TURNED):
+def turn_bodies(bodies, turns, slides=None, tol=TURNED, length=SNAP_LENGTH):
     """Re-express the tree's bodies in the turned (and slid) frames, in place: placements
-    D_p^-1 X D_i with D = (C, s), inertias and constant wrenches in the body's new frame."""
+    D_p^-1 X D_i with D = (C, s), inertias and constant wrenches in the body's new frame (tol,
+    length: the snaps of the rotations and translations)."""
     old = [b.placement for b in bodies]
     slides = slides or [np.zeros(3) for _ in bodies]
     for b in bodies:
@@ -331,7 +333,7 @@ def turn_bodies(bodies, turns, slides=None, tol=TURNED):
         R, t = old[b.index] if old[b.index] is not None else (np.eye(3), np.zeros(3))
         R, t = np.asarray(R, dtype=float), np.asarray(t, dtype=float)
         b.placement = (snapped_rotation(Cp.T @ R @ C, tol).tolist(),
-                       snapped_lengths(Cp.T @ (t + R @ s - s_parent)))
+                       snapped_lengths(Cp.T @ (t + R @ s - s_parent), length))
         if not np.array_equal(C, np.eye(3)) or s.any():
             I = turned_inertia(b.inertia, C, s)
             b.inertia = snapped_inertia(I)
@@ -340,17 +342,17 @@ def turn_bodies(bodies, turns, slides=None, tol=TURNED):
                 b.wrench = list(np.concatenate([C.T @ (w[:3] - np.cross(s, w[3:])), C.T @ w[3:]]))
 
 
-def turn_frame(placement, C, s=None, tol=TURNED):
+def turn_frame(placement, C, s=None, tol=TURNED, length=SNAP_LENGTH):
     """A user frame's placement in its body's turned (and slid) frame: D^-1 X."""
     s = np.zeros(3) if s is None else np.asarray(s, dtype=float)
     if np.array_equal(C, np.eye(3)) and not s.any():
         return placement
     R, t = placement if placement is not None else (np.eye(3), np.zeros(3))
     return (snapped_rotation(C.T @ np.asarray(R), tol).tolist(),
-            snapped_lengths(C.T @ (np.asarray(t, dtype=float) - s)))
+            snapped_lengths(C.T @ (np.asarray(t, dtype=float) - s), length))
 
 
-def choose_slides(bodies, turns):
+def choose_slides(bodies, turns, length=SNAP_LENGTH):
     """A shift s_i = d u_i of each body's frame origin along its joint's axis (the joint's motion
     commutes with it as with a turn), root first, after the turns: among the d that zero an entry
     of the body's placement translation, of a child's, or the centre of mass's axial coordinate,
@@ -362,11 +364,11 @@ def choose_slides(bodies, turns):
     with np.errstate(all="ignore"):         # overflowing shifts are not finite: not taken
         for b in bodies:
             if axes[b.index] is not None:
-                slides[b.index] = best_slide(bodies, b, turns, slides, axes[b.index])
+                slides[b.index] = best_slide(bodies, b, turns, slides, axes[b.index], length)
     return slides
 
 
-def best_slide(bodies, b, turns, slides, u):
+def best_slide(bodies, b, turns, slides, u, length=SNAP_LENGTH):
     C = turns[b.index]
     Cp, sp = (turns[b.parent], slides[b.parent]) if b.parent >= 0 else (np.eye(3), np.zeros(3))
     R, t = b.placement if b.placement is not None else (np.eye(3), np.zeros(3))
@@ -381,9 +383,9 @@ def best_slide(bodies, b, turns, slides, u):
         children = [C.T @ (tc - s) for tc in kids]
         if not all(np.isfinite(x).all() for x in [own, inertia, *children]):
             return math.inf         # a shift beyond floats (a model placed 1e155 m away): not taken
-        n = TRANSLATION_WEIGHT * nonzeros(snapped_lengths(own))
+        n = TRANSLATION_WEIGHT * nonzeros(snapped_lengths(own, length))
         n += INERTIA_WEIGHT * nonzeros(snapped_inertia(inertia))
-        return n + sum(TRANSLATION_WEIGHT * nonzeros(snapped_lengths(x)) for x in children)
+        return n + sum(TRANSLATION_WEIGHT * nonzeros(snapped_lengths(x, length)) for x in children)
 
     candidates = []
     for e in Cp.T:                          # own translation entries: e . (t - s_p + d R u) = 0
