@@ -762,6 +762,40 @@ def test_bodies_and_joints_among_the_models_components(tmp_path):
         assert max(worst.values()) < TOL, worst
 
 
+NESTED_SPRING = """<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40600"><Model name="nested">
+<BodySet name="bodyset"><objects>
+<Body name="b1"><mass>1.5</mass><mass_center>0 -0.2 0</mass_center>
+  <inertia>0.05 0.02 0.05 0 0 0</inertia>
+  <components><SpringGeneralizedForce name="spring"><coordinate>q</coordinate>
+    <stiffness>100</stiffness><rest_length>0</rest_length></SpringGeneralizedForce></components>
+</Body></objects></BodySet>
+<JointSet name="jointset"><objects>
+<PinJoint name="pin"><socket_parent_frame>/ground</socket_parent_frame>
+  <socket_child_frame>/bodyset/b1</socket_child_frame>
+  <coordinates><Coordinate name="q"><default_value>0.5</default_value></Coordinate></coordinates>
+</PinJoint></objects></JointSet>
+<Ground name="ground"><components><Marker name="m"><socket_parent_frame>/ground
+  </socket_parent_frame></Marker></components></Ground>
+</Model></OpenSimDocument>"""
+
+
+def test_components_of_bodies_and_the_ground_are_reported(tmp_path):
+    """OpenSim builds a force in a Body's <components> and applies it (here its spring moves
+    q'' from -12.8 to -467); it was left out without a word (an outside tester). Now named in
+    the file's warning line, with a marker in the Ground's <components>."""
+    path = write(tmp_path, NESTED_SPRING)
+    osim = opensim()
+    model = osim.Model(str(path))
+    state = model.initSystem()
+    model.realizeAcceleration(state)
+    assert abs(state.getUDot()[0] + 467.37) < 0.01          # OpenSim applies the spring
+    with pytest.warns(OsimWarning, match=r"not read: 2 other components "
+                                         r"\((1 SpringGeneralizedForce, 1 Marker|"
+                                         r"1 Marker, 1 SpringGeneralizedForce)\)"):
+        scleron.load_model(path)
+
+
 @pytest.mark.parametrize("change, problem", [
     (lambda t: t.replace("</objects></BodySet>", "<Body name='b'><mass>5</mass></Body>"
                          "</objects></BodySet>"), r"a second body named 'b' \(the first: line 3"),

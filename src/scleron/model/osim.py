@@ -857,12 +857,11 @@ def _report(el, joints, ctx):
             kinds = Counter(i.tag for i in items)
             parts.append(f"{len(items)} {what} (" + ", ".join(f"{n} {k}" for k, n in kinds.items())
                          + ")")
-    comps = el.child("components")
-    others = [c for c in (comps.children if comps is not None else [])
-              if c.tag not in FRAME_TAGS + ("Body",) and not _is_joint(c)]
+    others = _other_components(el)
     if others:
-        parts.append(f"{len(others)} other components ("
-                     + ", ".join(sorted({c.tag for c in others})) + ")")
+        parts.append(f"{len(others)} other component{'s' if len(others) > 1 else ''} ("
+                     + ", ".join(f"{n} {k}" for k, n in Counter(c.tag for c in others).items())
+                     + ")")
     reversed_ = [j.node.name for j in joints if _flag(ctx.text(j.node, "reverse"))]
     if reversed_:           # OpenSim 3's property; OpenSim 4 reads the joint as written too
         parts.append(f"<reverse> of joint{'s' if len(reversed_) > 1 else ''} {', '.join(reversed_)} "
@@ -883,6 +882,25 @@ def _report(el, joints, ctx):
                  + ", ".join(repeated) + "): match arrays with OpenSim's by joint and "
                  "coordinate, as dyn.coordinate_descriptions names them, not by name alone")
     return text
+
+
+def _other_components(el):
+    """The components that are not bodies, joints or frames, in the model's <components> and in
+    those of the Ground, a body, joint or frame, where OpenSim builds them too (a spring on a
+    body: it was left out without a word, an outside tester)."""
+    def read(c):
+        return c.tag in FRAME_TAGS + ("Body",) or _is_joint(c)
+    comps = el.child("components")
+    stack = [c for c in el.children if c.tag in READ_PARTS] + ([comps] if comps is not None else [])
+    found = []
+    while stack:
+        node = stack.pop()
+        for c in node.children:
+            if node.tag == "components" and not read(c):
+                found.append(c)
+            else:
+                stack.append(c)
+    return found
 
 
 def _constraint(c, ctx):
