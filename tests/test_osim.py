@@ -796,6 +796,25 @@ def test_components_of_bodies_and_the_ground_are_reported(tmp_path):
         scleron.load_model(path)
 
 
+def test_a_relaxed_inertia_is_said_once_by_its_own_name(tmp_path):
+    """A body off its joint's child frame hangs, welded, from a massless body
+    <body>_<joint>_frame (docs/opensim.md); merged into it, its inertia was said a second time
+    with that internal name (an outside tester)."""
+    text = NESTED_SPRING.replace("<components><SpringGeneralizedForce", "<c><S").replace(
+        "</SpringGeneralizedForce></components>", "</S></c>").replace(
+        "0.05 0.02 0.05 0 0 0", "0.01 0.01 0.5 0 0 0").replace(
+        "<socket_child_frame>/bodyset/b1</socket_child_frame>",
+        "<socket_child_frame>off</socket_child_frame><frames><PhysicalOffsetFrame name='off'>"
+        "<socket_parent>/bodyset/b1</socket_parent><translation>0 0.1 0</translation>"
+        "</PhysicalOffsetFrame></frames>")
+    path = write(tmp_path, text)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scleron.load_model(path, inertia="relaxed")
+    said = [str(w.message) for w in caught if "triangle" in str(w.message)]
+    assert len(said) == 1 and "body 'b1'" in said[0], said
+
+
 @pytest.mark.parametrize("change, problem", [
     (lambda t: t.replace("</objects></BodySet>", "<Body name='b'><mass>5</mass></Body>"
                          "</objects></BodySet>"), r"a second body named 'b' \(the first: line 3"),

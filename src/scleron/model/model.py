@@ -267,6 +267,11 @@ def _finite(x):
         return False
 
 
+def _has_inertia(inertia):
+    """Whether an Inertia has any mass or rotational inertia."""
+    return bool(inertia.mass != 0 or np.any(np.asarray(inertia.inertia) != 0))
+
+
 def check_inertia(inertia, err, relaxed=False, hint=RELAX_HINT):
     """A body's inertia is physically possible: finite mass >= 0, finite centre of mass, rotational
     inertia (about the centre of mass) finite, symmetric, positive semi-definite and its principal
@@ -695,6 +700,8 @@ class Model:
         out = Model(self.name, self.gravity, self.source)
         out.q0, out.qd0 = self.q0, self.qd0
         out.inertia_checks = self.inertia_checks
+        out._said = self.__dict__.setdefault("_said", set())    # (_each_warning_once: shared)
+        massive = {}                    # body -> the bodies with inertia merged into it
         out.included = list(getattr(self, "included", []))
         out.joint_lines = dict(getattr(self, "joint_lines", {}))
         out.joint_bodies = dict(getattr(self, "joint_bodies", {}))
@@ -708,6 +715,7 @@ class Model:
                 if parent_home != WORLD:
                     target = next(b for b in out.bodies if b.name == parent_home)
                     target.inertia = target.inertia + body.inertia.transformed(X)
+                    massive[parent_home] += [body.name] if _has_inertia(body.inertia) else []
                     if body.wrench is not None:      # the welded body's wrench, in the parent frame
                         moved = _wrench_to_parent(X, body.wrench)
                         target.wrench = moved if target.wrench is None else \
@@ -719,6 +727,11 @@ class Model:
                                     j.stiffness, j.damping, j.rest, mimic=j.mimic,
                                     armature=j.armature))
             home[body.name] = (body.name, Transform())
+            massive[body.name] = ([getattr(self, "inertia_sources", {}).get(body.name, body.name)]
+                                  if _has_inertia(body.inertia) else [])
+        # a massless body that took one welded body's inertia (an OpenSim body off its joint's
+        # frame) is named by that body in validate's messages, as when it was added
+        out.inertia_sources = {n: m[0] for n, m in massive.items() if len(m) == 1 and m[0] != n}
         moving = {b.name for b in out.bodies}
         for f in self.frame_list():           # declared and welded frames move with their body,
             if f.name not in moving:          # in the model's order (frame_names stays the same)
@@ -744,7 +757,8 @@ class Model:
                              f"{self.inertia_checks!r}", source=self.source)
         with self._each_warning_once():
             for b in self.bodies:
-                check_inertia(b.inertia, self._err(f"body '{b.name}'", body=b.name),
+                name = getattr(self, "inertia_sources", {}).get(b.name, b.name)
+                check_inertia(b.inertia, self._err(f"body '{name}'", body=name),
                               relaxed=self.inertia_checks == "relaxed", hint=self._relax_hint())
         self._validate_tree()
         for j in self.joints:               # (a joint changed after add_body: checked again)
