@@ -149,6 +149,34 @@ def _number(text):
     return sp.Float(value)
 
 
+# the functions a constant may hold, as doubles (_value)
+FLOAT_FUNCTIONS = {sp.sin: math.sin, sp.cos: math.cos, sp.tan: math.tan, sp.exp: math.exp,
+                   sp.log: math.log, sp.asin: math.asin, sp.acos: math.acos, sp.atan: math.atan,
+                   Tanh: math.tanh, SclAbs: abs, sp.Abs: abs}
+
+
+def _value(e):
+    """A constant sympy expression's value as a double, computed in doubles: ValueError or
+    OverflowError where it is complex, not finite or beyond a double. sympy's own evaluation
+    (evalf, float) of exp(1e30) or sinh(cosh(100)) works at the precision they need, about
+    1e30 bits, and never ended (an outside tester)."""
+    if e.is_Number or isinstance(e, sp.NumberSymbol):
+        x = float(e)
+    elif e.is_Add:
+        x = math.fsum(_value(a) for a in e.args)
+    elif e.is_Mul:
+        x = math.prod(_value(a) for a in e.args)
+    elif e.is_Pow:
+        x = math.pow(_value(e.base), _value(e.exp))
+    elif e.func in FLOAT_FUNCTIONS and len(e.args) == 1:
+        x = FLOAT_FUNCTIONS[e.func](_value(e.args[0]))
+    else:                                   # (I, an unevaluated function: not a real number)
+        raise ValueError(f"{type(e).__name__} is not a real number")
+    if not math.isfinite(x):
+        raise OverflowError("not finite")
+    return x
+
+
 class _Parser:
     def __init__(self, text, names):
         self.text = text
@@ -182,6 +210,18 @@ class _Parser:
             raise ExpressionError(f"the expression nests deeper than {MAX_DEPTH} levels",
                                   token=None if tok is None else tok[1])
 
+    def checked(self, e, where):
+        """e, where it holds a coordinate; a constant only where it is a finite real double."""
+        if e.free_symbols:
+            return e
+        try:
+            _value(e)
+        except (ValueError, OverflowError, TypeError, ZeroDivisionError):
+            raise ExpressionError(f"the constant {short(str(e))} at position {where} is not a "
+                                  "finite real number in double precision (complex, or too "
+                                  "large)", token=short(str(e))) from None
+        return e
+
     def parse(self):
         if not self.tokens and self.pending is None:
             raise ExpressionError("the expression is empty", token="")
@@ -194,9 +234,9 @@ class _Parser:
     def expr(self):
         e = self.term()
         while self.peek() is not None and self.peek()[1] in ("+", "-"):
-            op = self.take()[1]
+            op = self.take()
             t = self.term()
-            e = e + t if op == "+" else e - t
+            e = self.checked(e + t if op[1] == "+" else e - t, op[2])
         return e
 
     def term(self):
@@ -207,9 +247,9 @@ class _Parser:
             if op[1] == "/":
                 if t == 0 or t.is_zero:             # (Float(0.0) == 0 is False in sympy)
                     raise ExpressionError(f"division by zero at position {op[2]}", token="/")
-                e = e / t
+                e = self.checked(e / t, op[2])
             else:
-                e = e * t
+                e = self.checked(e * t, op[2])
         return e
 
     def unary(self):
@@ -230,21 +270,17 @@ class _Parser:
             self.enter()
             ex = self.unary()                      # right associative: a**b**c = a**(b**c)
             self.depth -= 1
-            if ex.is_number:
-                try:
-                    big = abs(float(ex)) > MAX_EXPONENT
-                except (TypeError, ValueError, OverflowError):
-                    big = True
-                if big:
-                    raise ExpressionError(f"exponent {ex} is larger than {MAX_EXPONENT} at "
-                                          f"position {tok[2]}", token="**")
-            if base.is_number and ex.is_number:
-                b, x = abs(float(base)), float(ex)
+            if not ex.free_symbols:                 # (ex and base are checked constants)
+                if abs(_value(ex)) > MAX_EXPONENT:
+                    raise ExpressionError(f"exponent {short(str(ex))} is larger than "
+                                          f"{MAX_EXPONENT} at position {tok[2]}", token="**")
+            if not base.free_symbols and not ex.free_symbols:
+                b, x = abs(_value(base)), _value(ex)
                 if b == 0 and x < 0:
                     raise ExpressionError(f"0 to a negative power at position {tok[2]}", token="**")
                 if b != 0 and abs(math.log10(b) * x) > 300:
                     raise ExpressionError(f"the power at position {tok[2]} is too large", token="**")
-            return base ** ex
+            return self.checked(base ** ex, tok[2])
         return base
 
     def atom(self):
@@ -271,7 +307,7 @@ class _Parser:
                 arg = self.expr()
                 self.depth -= 1
                 self.expect(")")
-                return FUNCTIONS[text](arg)
+                return self.checked(FUNCTIONS[text](arg), where)
             if text in self.names:
                 if nxt is not None and nxt[1] == "(":
                     raise ExpressionError(f"{text!r} at position {where} is not a function",
