@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_2088166aade4"
-HASH = "2088166aade4d5e17d6d30fd333ec0d2559c73a928dd8dbc6636efe71414b9d7"
+MODULE = "_branched_cf9579c48eea"
+HASH = "cf9579c48eea1dc669e44df47eab96d34c3cef15a23db6188c1656349b2c624d"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

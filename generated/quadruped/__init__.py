@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_76fad6fd3a9f"
-HASH = "76fad6fd3a9f6c89da5ccfb65b2dba48716cd80f76d9ff49209146752e87224c"
+MODULE = "_quadruped_67160e804bc2"
+HASH = "67160e804bc2413426cdbf3c3729011cdb2311e9ec9802db04b56f970d754882"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_f087d4053fb7"
-HASH = "f087d4053fb77bfc06f92ebc8a90e34a626bb5c4cf5f2461e340f845560f56bd"
+MODULE = "_rc100_f0bda787a1ff"
+HASH = "f0bda787a1ff5049663c1d98505241d29125989e0753487a916279c095e54a5f"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_0bc6f6036131"
-HASH = "0bc6f6036131068724dd196e8b9281571997b571c88da951b567053a663833cb"
+MODULE = "_rc20_98f9442b9769"
+HASH = "98f9442b9769a32f4bdf8a5e06fd68782147bfa810c120b4a5464c0ff8facfc8"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

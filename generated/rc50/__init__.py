@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_e0cdd71335d2"
-HASH = "e0cdd71335d2f88153ec8936d712392a6147ce746b0a372f3d7c77bb1e792663"
+MODULE = "_rc50_e8e6dea8707b"
+HASH = "e8e6dea8707bfca3e8a5ce4b0db5dc8d0015c08a62b8bb2ea4d09d7134f99047"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
