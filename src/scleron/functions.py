@@ -66,6 +66,9 @@ class FunctionSpec:
                                 # each output flat as the C writes it
     before_calls: object = None     # recursion(tree, alg, *inputs) -> {name: values}: arrays
                                 # b_<name> made before the calls, which they may take
+    after_loop: object = None   # instead of after_calls: recursion(same) -> {name: values}, the
+                                # arrays a_<name> of the Euler step's chain-rule loop, which
+                                # writes the outputs from them and the first call's outputs
     acts_on_tree: Callable = None   # (tree, alg, inputs) -> (tree, inputs): an input acts on
                                 # the tree rather than entering the recursion (fext: wrenches
                                 # on its bodies); the recursion runs on the tree it returns
@@ -376,7 +379,8 @@ FUNCTIONS = {f.name: f for f in [
                  ("unrolled", "chained"), by_default=named_only,
                  calls=(("forward_dynamics_derivatives", ("q", "qd", "tau")),
                         ("forward_dynamics", ("q", "qd", "tau"))),
-                 after_calls=discrete.euler_step_derivatives_after_calls),
+                 after_calls=discrete.euler_step_derivatives_after_calls,
+                 after_loop=discrete.chain_rule_blocks),
     FunctionSpec("forward_dynamics_derivatives", (Q, QD, _in("tau", doc="joint forces")),
                  (Argument("dqdd_dq", ("nv", "nv"), "d qdd / d q (tangent space: nv columns)"),
                   Argument("dqdd_dqd", ("nv", "nv"), "d qdd / d qd"),
@@ -408,7 +412,7 @@ def with_external_wrenches(spec):
                        "each frame's axes about its origin, turning with it: Pinocchio's fext)",
                    aliases=tuple(f"{a}_fext" for a in spec.aliases),
                    forms=tuple(f for f in spec.forms if f not in ("method2", "chained")),
-                   calls=(), after_calls=None,     # (a chained form's calls take no fext)
+                   calls=(), after_calls=None, after_loop=None,   # (calls take no fext)
                    by_default=named_only, acts_on_tree=frames.acts_in_own_axes)
 
 
@@ -424,7 +428,7 @@ def with_world_aligned_wrenches(spec, recursion=None):
                        "world axes about each frame's origin, keeping their direction as the "
                        "frames move: contact forces)",
                    aliases=tuple(f"{a}_fext_lwa" for a in spec.aliases), forms=("unrolled",),
-                   calls=(), after_calls=None,
+                   calls=(), after_calls=None, after_loop=None,
                    alternatives=() if recursion else spec.alternatives,
                    recursion=recursion or spec.recursion, by_default=named_only,
                    with_mimic=False, acts_on_tree=None if recursion else frames.acts_in_world_axes,
@@ -452,7 +456,8 @@ def step_derivatives_with_external_wrenches(world_axes):
             Argument("Ff", ("nx", "nwrenches", 6), "d(q', qd')/d fext (tangent space)"),),
         "recursion": partial(discrete.euler_step_derivatives_fext, world_axes=world_axes),
         "doc": spec.doc + "; and Ff = d(q', qd')/d fext, 2nv x nwrenches x 6", "acts_on_tree": None,
-        "alternatives": (), "forms": ("unrolled",), "calls": (), "after_calls": None, **chained})
+        "alternatives": (), "forms": ("unrolled",), "calls": (), "after_calls": None,
+        "after_loop": None, **chained})
 
 
 FUNCTIONS.update((f.name, f) for f in map(with_external_wrenches, [

@@ -99,13 +99,37 @@ class Call:
 
 
 @dataclass(frozen=True)
+class ChainRule:
+    """The Euler step's chain rule as a C loop after the chained form's program
+    (FunctionSpec.after_loop; templates/chainrule.c.j2): per body with coordinates its first
+    coordinate, dof and the offset of its blocks in the program's arrays a_Iq, a_Jv (`made`,
+    local); the first call's arrays (dqdd/dq, dqdd/dqd, M^-1) as `reads`."""
+    nv: int
+    bodies: tuple
+    made: tuple
+    reads: tuple
+
+    def loop_counts(self):
+        """Per row and column: 3 dof-term sums and 6 products; the own blocks' sums."""
+        n = sum(d * self.nv for _, d, _ in self.bodies)
+        own = sum(d * d for _, d, _ in self.bodies)
+        dofs = sum(d * d * self.nv for _, d, _ in self.bodies)
+        rows = sum(d for _, d, _ in self.bodies)
+        return OpCounts(mul=3 * dofs + 6 * n, add=3 * (dofs - n) + 2 * own + rows)
+
+
+@dataclass(frozen=True)
 class Chain:
     """The chained form (FunctionSpec.calls): a program `before` the calls (None, or its output
     arrays, local to the caller, as (name, entries) in `made`), the Calls, then the
-    FunctionCode's own program."""
+    FunctionCode's own program, and after it the ChainRule loop where the spec has one."""
     before: object
     made: tuple
     calls: tuple
+    rule: object = None
+
+    def loop_counts(self):
+        return self.rule.loop_counts() if self.rule is not None else OpCounts()
 
 
 def unroll_chained(tree, spec, name=None):
@@ -131,6 +155,19 @@ def unroll_chained(tree, spec, name=None):
         arrays = tuple((f"c{k}_{o.name}", o.size(sizes)) for o in FUNCTIONS[function].outputs)
         calls.append(Call(function, tuple(inputs), arrays))
         values += [prog.input_vector(a, n) for a, n in arrays]
+    if spec.after_loop is not None:         # the outputs by the chain rule's loop
+        blocks = spec.after_loop(tree, alg, *args, *values)
+        for array, value in blocks.items():
+            prog.set_outputs(f"a_{array}", value)
+        at, bodies = 0, []
+        for b in tree.bodies:
+            if b.dof:
+                bodies.append((b.v_start, b.dof, at))
+                at += b.dof * b.dof
+        rule = ChainRule(tree.nv, tuple(bodies),
+                         tuple((f"a_{a}", len(v)) for a, v in blocks.items()),
+                         tuple(a for a, _ in calls[0].arrays))
+        return prog, Chain(before, made, tuple(calls), rule)
     result = spec.after_calls(tree, alg, *args, *values)
     for out, value in zip(spec.outputs, result if len(spec.outputs) > 1 else (result,)):
         prog.set_outputs(out.name, flatten(value))

@@ -190,7 +190,8 @@ def _printed(code, prefix, chunk, first_index):
         arrays += [("Sw", True), ("A", True)]
     elif code.form == "chained":
         arrays += [(a, False) for c in code.loops.calls for a, _ in c.arrays]
-        arrays += [(a.name, True) for a in spec.outputs]
+        arrays += ([(a, True) for a, _ in code.loops.rule.made] if code.loops.rule is not None
+                   else [(a.name, True) for a in spec.outputs])
     else:
         arrays += [(a.name, True) for a in spec.outputs]
     cf = print_program(code.program, fname, arrays, chunk=chunk, first_index=first_index,
@@ -211,7 +212,7 @@ def _printed(code, prefix, chunk, first_index):
     elif code.form == "mass_loop":
         mass_loop = _mass_loop_context(code.sizes["nv"], code.loops)
         add_counts(cf.counts, code.loops.loop_counts())
-    elif code.form in ("product_loop", "pair_loop", "minv_loop", "frame_loop"):
+    elif code.form in ("product_loop", "pair_loop", "minv_loop", "frame_loop", "chained"):
         add_counts(cf.counts, code.loops.loop_counts())
     return cf, method2, mass_loop
 
@@ -220,12 +221,21 @@ def _chain_context(code):
     """The chained form's template data: the generated functions it calls first (into local
     arrays) and the arrays its before-program makes; none for other forms."""
     if code.form != "chained":
-        return {"calls": None, "made": []}
+        return {"calls": None, "made": [], "rule": None}
+    rule = code.loops.rule
     return {"calls": [{"function": c.function,
                        "args": ", ".join(list(c.inputs) + [a for a, _ in c.arrays]),
                        "arrays": [{"name": a, "size": n} for a, n in c.arrays]}
                       for c in code.loops.calls],
-            "made": [{"name": a, "size": n} for a, n in code.loops.made]}
+            "made": [{"name": a, "size": n} for a, n in code.loops.made],
+            "rule": None if rule is None else {
+                "nv": rule.nv, "nbodies": len(rule.bodies),
+                "first": ", ".join(str(f) for f, _, _ in rule.bodies),
+                "dof": ", ".join(str(d) for _, d, _ in rule.bodies),
+                "at": ", ".join(str(a) for _, _, a in rule.bodies),
+                "made": [{"name": a, "size": n} for a, n in rule.made],
+                "dq": rule.reads[0], "dqd": rule.reads[1], "Minv": rule.reads[2],
+                "Fx": code.spec.outputs[0].name, "Fu": code.spec.outputs[1].name}}
 
 
 def _pointer(a, out):
