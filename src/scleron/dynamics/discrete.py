@@ -40,7 +40,9 @@ def euler_step_derivatives(tree, alg, q, qd, tau, dt):
 def step_jacobians(tree, alg, q, qd, tau, dt, fd_derivatives, qdd=None):
     """(Fx, lift, M^-1) from the forward dynamics' derivatives at (q, qd, tau) on this tree (its
     wrenches): lift(X) = d(q', qd')/du of a control u with dqdd/du = X (Fu = lift(M^-1)). qdd:
-    the forward dynamics there, else the derivatives' own (derivative_accelerations)."""
+    the forward dynamics there, else the derivatives' own (derivative_accelerations). The
+    chained form's C loop (templates/chainrule.c.j2, chain_rule_blocks) runs these same
+    products row by row."""
     h = dt[0]
     da_dq, da_dqd, Minv = fd_derivatives
     if qdd is None:
