@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_cf9579c48eea"
-HASH = "cf9579c48eea1dc669e44df47eab96d34c3cef15a23db6188c1656349b2c624d"
+MODULE = "_branched_d278aa99e49f"
+HASH = "d278aa99e49fd66ec0aa1af05f6ee5838f7bd946a7dd745ab742657af499bc8d"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_67160e804bc2"
-HASH = "67160e804bc2413426cdbf3c3729011cdb2311e9ec9802db04b56f970d754882"
+MODULE = "_quadruped_2258f3f6bdb9"
+HASH = "2258f3f6bdb912613636c53a1b441efab9a54ba04ec0cb70fbe090871a81e8aa"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

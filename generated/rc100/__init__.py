@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_f0bda787a1ff"
-HASH = "f0bda787a1ff5049663c1d98505241d29125989e0753487a916279c095e54a5f"
+MODULE = "_rc100_175034d0a16a"
+HASH = "175034d0a16a882cb79a750b9ba1d1fbb37400d62bdc073d28588ebffd27aa5e"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

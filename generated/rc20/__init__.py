@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_98f9442b9769"
-HASH = "98f9442b9769a32f4bdf8a5e06fd68782147bfa810c120b4a5464c0ff8facfc8"
+MODULE = "_rc20_3266ddb47b14"
+HASH = "3266ddb47b14e577a3c576ad584fc4f8074bd69b2c21fbea66120b5104359b6f"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

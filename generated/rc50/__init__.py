@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_e8e6dea8707b"
-HASH = "e8e6dea8707bfca3e8a5ce4b0db5dc8d0015c08a62b8bb2ea4d09d7134f99047"
+MODULE = "_rc50_a6b4db71918c"
+HASH = "a6b4db71918c2bdfe9655a312a5a2b8e84360a0b2e85814af8d578782579ab99"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
