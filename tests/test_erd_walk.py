@@ -56,8 +56,9 @@ REFUSED = {
     # negative principal moments of 5 % and 22 % of the largest (not rounding)
     ("romeo_description/urdf/romeo_laas_small.urdf", False):
         "link 'LHipPitch_link': inertia matrix is not positive semi-definite",
+    # (floating: the massless base_link took body's inertia; the message names body, line 327)
     ("romeo_description/urdf/romeo_laas_small.urdf", True):
-        "link 'base_link': inertia matrix is not positive semi-definite",
+        "romeo_laas_small.urdf:327: link 'body': inertia matrix is not positive semi-definite",
     # largest moment 80 % above the sum of the others: the inertia about the link origin, not the com
     ("romeo_description/urdf/romeo_small.urdf", None):
         "link 'RShoulderYawLink': principal moments [0.000661782, 0.000679363, 0.00656531] "
