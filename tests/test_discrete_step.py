@@ -252,6 +252,26 @@ def test_chained_form_calls_the_forward_dynamics_derivatives(generated, rng):
             assert rel(a, b) < 1e-12
 
 
+def test_chained_arrays_too_many_for_the_stack_go_on_the_heap(tmp_path, monkeypatch, rng):
+    """RC1000's chained step would hold 24 MB of the forward dynamics' derivatives on the stack:
+    above CHAINED_STACK_DOUBLES they go into one malloc (here with the limit lowered), freed at
+    the end, with the same numbers."""
+    from scleron.backends.c import context
+    monkeypatch.setattr(context, "CHAINED_STACK_DOUBLES", 100)
+    model = scleron.load_model(example("branched.yaml"))
+    dyn = scleron.generate(model, str(tmp_path / "branched_heap"),
+                           functions=["step_derivatives"])
+    source = open(os.path.join(os.path.dirname(dyn.__file__),
+                               "branched_dynamics.c")).read()
+    assert "double *scl_heap = (double *)malloc(sizeof(double) * " in source
+    assert "double *c0_Minv = scl_heap + " in source and "free(scl_heap);" in source
+    tree = Tree(model)
+    q, qd, tau = state(tree, model, rng)
+    for a, b in zip(dyn.euler_step_derivatives(q, qd, tau, 0.03),
+                    evaluate("euler_step_derivatives", tree, q, qd, tau, 0.03)):
+        assert rel(a, b) < 1e-12
+
+
 def test_codegen_says_what_all_left_out(capsys):
     """codegen --functions all above 24 coordinates names the functions it left out (an outside
     tester: silent)."""

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_d278aa99e49f"
-HASH = "d278aa99e49fd66ec0aa1af05f6ee5838f7bd946a7dd745ab742657af499bc8d"
+MODULE = "_branched_eeb1de565295"
+HASH = "eeb1de5652953e9c12ed7a98840b102f0ad853173332d89ed44e26d144a57f3b"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -16,6 +16,7 @@
  * difference             20 statements, 0m + 20a + 0 fn
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "branched_dynamics.h"
 

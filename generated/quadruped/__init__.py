@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_2258f3f6bdb9"
-HASH = "2258f3f6bdb912613636c53a1b441efab9a54ba04ec0cb70fbe090871a81e8aa"
+MODULE = "_quadruped_8be7c1760064"
+HASH = "8be7c17600640cc940aeb918dfe7d21ea53c70cb963a3f691c66556da45465f5"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -16,6 +16,7 @@
  * difference             18 statements, 0m + 18a + 0 fn
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "quadruped_dynamics.h"
 

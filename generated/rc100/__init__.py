@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_175034d0a16a"
-HASH = "175034d0a16a882cb79a750b9ba1d1fbb37400d62bdc073d28588ebffd27aa5e"
+MODULE = "_rc100_95ad5415241e"
+HASH = "95ad5415241e7d2467193f5cb8ecc5ce7796c27dbf439c48e19e2e4840ddcf39"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

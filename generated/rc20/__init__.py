@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_3266ddb47b14"
-HASH = "3266ddb47b14e577a3c576ad584fc4f8074bd69b2c21fbea66120b5104359b6f"
+MODULE = "_rc20_df254b6bf281"
+HASH = "df254b6bf2813c9b771c692197881c5767712816bb01b097253085e495c2e57d"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

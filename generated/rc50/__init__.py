@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_a6b4db71918c"
-HASH = "a6b4db71918c2bdfe9655a312a5a2b8e84360a0b2e85814af8d578782579ab99"
+MODULE = "_rc50_58a34f53a3ff"
+HASH = "58a34f53a3ffa59d5ce5fea21276a359da19fda79f576c74d569b769d97c88f1"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -16,6 +16,7 @@
  * difference             50 statements, 0m + 50a + 0 fn
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "rc50_dynamics.h"
 

@@ -217,23 +217,41 @@ def _printed(code, prefix, chunk, first_index):
     return cf, method2, mass_loop
 
 
+# the chained form's local arrays go on the heap (one malloc) above this many doubles
+# in all: RC1000's three nv x nv arrays of the forward dynamics' derivatives would be 24 MB of
+# stack (RC400's 3.8 MB still ran, in threads too)
+CHAINED_STACK_DOUBLES = 1 << 16
+
+
 def _chain_context(code):
     """The chained form's template data: the generated functions it calls first (into local
-    arrays) and the arrays its before-program makes; none for other forms."""
+    arrays) and the arrays its before-program makes; none for other forms. heap: the doubles
+    of one allocation holding them all, where they are too many for the stack (0: none); each
+    array's `at` is then its offset there, in whole cache lines."""
     if code.form != "chained":
-        return {"calls": None, "made": [], "rule": None}
+        return {"calls": None, "made": [], "rule": None, "heap": 0}
     rule = code.loops.rule
+    arrays = list(code.loops.made) + [a for c in code.loops.calls for a in c.arrays] + \
+        list(rule.made if rule is not None else ())
+    heap, at = 0, {}
+    if sum(n for _, n in arrays) > CHAINED_STACK_DOUBLES:
+        for a, n in arrays:
+            at[a] = heap
+            heap += -(-n // 8) * 8
+
+    def local(a, n):
+        return {"name": a, "size": n, "at": at.get(a)}
     return {"calls": [{"function": c.function,
                        "args": ", ".join(list(c.inputs) + [a for a, _ in c.arrays]),
-                       "arrays": [{"name": a, "size": n} for a, n in c.arrays]}
+                       "arrays": [local(a, n) for a, n in c.arrays]}
                       for c in code.loops.calls],
-            "made": [{"name": a, "size": n} for a, n in code.loops.made],
+            "made": [local(a, n) for a, n in code.loops.made], "heap": heap,
             "rule": None if rule is None else {
                 "nv": rule.nv, "nbodies": len(rule.bodies),
                 "first": ", ".join(str(f) for f, _, _ in rule.bodies),
                 "dof": ", ".join(str(d) for _, d, _ in rule.bodies),
                 "at": ", ".join(str(a) for _, _, a in rule.bodies),
-                "made": [{"name": a, "size": n} for a, n in rule.made],
+                "made": [local(a, n) for a, n in rule.made],
                 "dq": rule.reads[0], "dqd": rule.reads[1], "Minv": rule.reads[2],
                 "Fx": code.spec.outputs[0].name, "Fu": code.spec.outputs[1].name}}
 
