@@ -505,8 +505,10 @@ def test_a_nanometre_arm_is_regular(tmp_path):
 def test_a_nanometre_arm_keeps_its_picometre_offsets(tmp_path):
     """Its 0.8 pm and 0.5 pm offsets were snapped to 0 (translations below 1e-12 m, whatever the
     model's size), which left M_01 57 % off. Oracle: Pinocchio's crba of the same arm a billion
-    times longer and 1e21 times heavier, scaled back by 1e-39 (m L^2); Pinocchio's own URDF
-    parser reads the nanometre file's 1e-9 as 2.03e-20, so it cannot take the file itself."""
+    times longer and 1e21 times heavier, scaled back by 1e-39 (m L^2). Pinocchio cannot take
+    the arm itself: adding a body of 1e-21 kg to a joint (appendBodyToJoint, its URDF reader
+    too) divides the first moment by a floor on the mass, which puts the centre of mass at
+    4.5e-15 m (2.0e-20 from the file) instead of 1e-9 m: its M_00 is 3.6e-39, not 1.2e-38."""
     pin = pytest.importorskip("pinocchio")
     big = (NANO_URDF.replace("e-9", "").replace("e-13", "e-4").replace("e-21", "")
            .replace("e-39", ""))
