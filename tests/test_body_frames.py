@@ -12,6 +12,7 @@ from scleron.dynamics import frames as F
 from scleron.dynamics import recursions
 from scleron.dynamics.algebra import FloatAlgebra
 from scleron.dynamics.tree import Tree
+from scleron.model.yaml_loader import load_yaml_string
 
 from conftest import robots_dir
 
@@ -140,6 +141,33 @@ def test_a_slide_beyond_floats_is_not_taken():
     assert np.array_equal(tree.body_slides[0], np.zeros(3))
     files, _, _ = scleron.pipeline.build_sources(model, functions=["forward_dynamics"])
     assert "far_forward_dynamics" in files["far_dynamics.c"]
+
+
+def test_a_nanometre_custom_joint_off_its_axis_is_not_turned():
+    """A reviewer: a custom joint turning about z after a 0.03 nm offset, in a nanometre model,
+    passed for one whose axis runs through its frame (the offset was compared with 1e-10 m),
+    and turning its body put M 3 % off. Oracle: the same model without turned frames, and the
+    model a billion times larger, scaled back (M scales as m L^2)."""
+    def model(s):
+        return load_yaml_string(f"""
+name: nano
+gravity: [0, 0, 0]
+bodies:
+  - {{name: b0, parent: world, mass: 1.0e-21, com: [{0.5 * s}, {0.1 * s}, 0],
+     inertia: [{1e-21 * s * s}, {1e-21 * s * s}, {1e-21 * s * s}],
+     joint: {{name: j0, type: revolute, axis: [0, 0, 1], rpy: [0.2, 0.1, 0.5]}}}}
+  - {{name: b1, parent: b0, mass: 1.0e-21, com: [{0.4 * s}, {0.2 * s}, {0.1 * s}],
+     inertia: [{1e-21 * s * s}, {2e-21 * s * s}, {3e-21 * s * s}],
+     joint: {{name: j1, type: custom, coordinates: [a], rotation: [[z, a]],
+             translation: ["{0.03 * s}", "0", "0"], xyz: [{s}, 0, 0], rpy: [0.3, 0.4, 0.7]}}}}
+""", "nano.yaml")
+    q = [0.3, -0.7]
+    nano = model(1e-9)
+    M = np.array(recursions.mass_matrix(Tree(nano), FloatAlgebra(), q))
+    kept = np.array(recursions.mass_matrix(Tree(nano, turn_frames=False), FloatAlgebra(), q))
+    big = np.array(recursions.mass_matrix(Tree(model(1.0)), FloatAlgebra(), q)) * 1e-18
+    assert np.abs(M - kept).max() <= 1e-12 * np.abs(kept).max()
+    assert np.abs(M - big).max() <= 1e-12 * np.abs(big).max()
 
 
 def test_a_hinge_off_its_frames_origin_is_not_turned(rng):

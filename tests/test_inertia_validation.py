@@ -6,6 +6,7 @@ masses), and M = m r^2 by hand for a point mass on an arm.
 """
 import math
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -547,3 +548,32 @@ def test_a_light_mass_far_out_weighs_by_its_own_mass():
                    inertia=(1, 1, 1))
     qdd = recursions.forward_dynamics(Tree(heavy), FloatAlgebra(), [0.0], [0.0], [0.0])
     assert abs(qdd[0] + 98.1) < 1e-9
+
+
+WELDED_TOOL = """<robot name="r">
+  <link name="base"/>
+  <link name="wrist"/>
+  <joint name="turn" type="revolute"><parent link="base"/><child link="wrist"/><axis xyz="0 0 1"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <link name="tool">
+    <inertial><origin xyz="0.1 0.02 0" rpy="0.1 0 0"/><mass value="2"/>
+      <inertia ixx="0.1" iyy="0.1" izz="0.3" ixy="0" ixz="0" iyz="0"/></inertial>
+  </link>
+  <joint name="weld" type="fixed"><parent link="wrist"/><child link="tool"/>
+    <origin xyz="0 0 0.2" rpy="0.3 0.2 0.1"/></joint>
+</robot>"""
+
+
+def test_a_welded_links_inertia_is_named_once_by_its_link(tmp_path):
+    """A massless moving link that takes a welded link's inertia alone: the inertia is the
+    welded link's, named by it and its line, once (a reviewer: relaxed, it was said twice, the
+    second time as harmless once merged)."""
+    path = tmp_path / "r.urdf"
+    path.write_text(WELDED_TOOL)
+    with pytest.raises(ModelError, match=r"r\.urdf:6: link 'tool': principal moments"):
+        scleron.load_model(str(path))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scleron.load_model(str(path), inertia="relaxed")
+    said = [str(w.message) for w in caught if "tool" in str(w.message)]
+    assert len(said) == 1 and "body 'tool': principal moments" in said[0], said

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_eeb1de565295"
-HASH = "eeb1de5652953e9c12ed7a98840b102f0ad853173332d89ed44e26d144a57f3b"
+MODULE = "_branched_f5ad9bb4d8b8"
+HASH = "f5ad9bb4d8b8cc88d24a74fada92103d7c59c1b2286f2d88093183b9fd3cdd87"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

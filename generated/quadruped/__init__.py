@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_8be7c1760064"
-HASH = "8be7c17600640cc940aeb918dfe7d21ea53c70cb963a3f691c66556da45465f5"
+MODULE = "_quadruped_86b185160735"
+HASH = "86b185160735f415e77114de44d234d5915bdf715793427d47b84e1686746ae0"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_95ad5415241e"
-HASH = "95ad5415241e7d2467193f5cb8ecc5ce7796c27dbf439c48e19e2e4840ddcf39"
+MODULE = "_rc100_ccbcfc464fe2"
+HASH = "ccbcfc464fe2c07a7d7a40e02917e5db5ad2d58a48c7648d63668a3cf93ef013"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

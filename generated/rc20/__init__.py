@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_df254b6bf281"
-HASH = "df254b6bf2813c9b771c692197881c5767712816bb01b097253085e495c2e57d"
+MODULE = "_rc20_214a9158cec0"
+HASH = "214a9158cec0f218f745f46932e440f04f8ab66882a8b6509f5ba89369e98b31"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

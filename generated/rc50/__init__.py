@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_58a34f53a3ff"
-HASH = "58a34f53a3ffa59d5ce5fea21276a359da19fda79f576c74d569b769d97c88f1"
+MODULE = "_rc50_60ddf430038a"
+HASH = "60ddf430038ae87af220d97f75677b80ef7da1135e52ca9b864a05e403bfd6dd"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -110,12 +110,13 @@ class ChainRule:
     reads: tuple
 
     def loop_counts(self):
-        """Per row and column: 3 dof-term sums and 6 products; the own blocks' sums."""
+        """Per row and column: 3 sums of dof products (from 0.0) and 6 products; the own
+        blocks' sums."""
         n = sum(d * self.nv for _, d, _ in self.bodies)
         own = sum(d * d for _, d, _ in self.bodies)
         dofs = sum(d * d * self.nv for _, d, _ in self.bodies)
         rows = sum(d for _, d, _ in self.bodies)
-        return OpCounts(mul=3 * dofs + 6 * n, add=3 * (dofs - n) + 2 * own + rows)
+        return OpCounts(mul=3 * dofs + 6 * n, add=3 * dofs + 2 * own + rows)
 
 
 @dataclass(frozen=True)

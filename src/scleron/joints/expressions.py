@@ -152,7 +152,8 @@ def _number(text):
 # the functions a constant may hold, as doubles (_value)
 FLOAT_FUNCTIONS = {sp.sin: math.sin, sp.cos: math.cos, sp.tan: math.tan, sp.exp: math.exp,
                    sp.log: math.log, sp.asin: math.asin, sp.acos: math.acos, sp.atan: math.atan,
-                   Tanh: math.tanh, SclAbs: abs, sp.Abs: abs}
+                   Tanh: math.tanh, SclAbs: abs, sp.Abs: abs,
+                   sp.cot: lambda x: 1.0 / math.tan(x)}     # (sympy's tan(pi/2 + c) = -cot(c))
 
 
 def _value(e):
@@ -211,7 +212,10 @@ class _Parser:
                                   token=None if tok is None else tok[1])
 
     def checked(self, e, where):
-        """e, where it holds a coordinate; a constant only where it is a finite real double."""
+        """e, where it holds a coordinate; a constant only where it is a finite real double. Run
+        on every function's and power's value, whose evaluation could need unbounded precision
+        (cos(exp(1e30))); sums and products of such values only overflow, which the model's
+        later checks name (1e308*10/100 stays: it is 1e307)."""
         if e.free_symbols:
             return e
         try:
@@ -236,7 +240,7 @@ class _Parser:
         while self.peek() is not None and self.peek()[1] in ("+", "-"):
             op = self.take()
             t = self.term()
-            e = self.checked(e + t if op[1] == "+" else e - t, op[2])
+            e = e + t if op[1] == "+" else e - t
         return e
 
     def term(self):
@@ -247,9 +251,9 @@ class _Parser:
             if op[1] == "/":
                 if t == 0 or t.is_zero:             # (Float(0.0) == 0 is False in sympy)
                     raise ExpressionError(f"division by zero at position {op[2]}", token="/")
-                e = self.checked(e / t, op[2])
+                e = e / t
             else:
-                e = self.checked(e * t, op[2])
+                e = e * t
         return e
 
     def unary(self):

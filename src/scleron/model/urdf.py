@@ -553,11 +553,14 @@ def _warn_welded(unmerged, merged, links, source):
     can have (tiago's antennas: eigenvalue -3.5e-8 kg m^2 on a 1e-6 kg link): harmless, their
     body is valid (Model.validate passed), but the file's data is wrong."""
     moving = {b.name for b in merged.bodies}
+    # (a link whose body took its inertia alone: validate checked it, by the link's name)
+    named = set(getattr(merged, "inertia_sources", {}).values())
     home = {}
     bad = []
     for body, j in zip(unmerged.bodies, unmerged.joints):
         home[body.name] = home.get(j.parent, j.parent) if j.type == "fixed" else body.name
-        if j.type != "fixed" or home[body.name] not in moving or body.inertia.mass < 0:
+        if (j.type != "fixed" or home[body.name] not in moving or body.inertia.mass < 0
+                or body.name in named):
             continue
         problems = inertia_problems(body.inertia) if body.inertia.mass or np.any(
             body.inertia.inertia) else []
