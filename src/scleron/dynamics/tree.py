@@ -126,8 +126,8 @@ class Tree:
         # (body_frames); the user-facing frames keep the model's, re-expressed
         self.body_turns = body_frames.choose_turns(self.bodies) if turn_frames else \
             [np.eye(3) for _ in self.bodies]
-        self.body_slides = body_frames.choose_slides(self.bodies, self.body_turns, length) if turn_frames else \
-            [np.zeros(3) for _ in self.bodies]
+        self.body_slides = (body_frames.choose_slides(self.bodies, self.body_turns, length)
+                            if turn_frames else [np.zeros(3) for _ in self.bodies])
         # (the turned placements snap no more than the model's own: rotation_snap)
         self.turned_snap = min(body_frames.TURNED, tol)
         body_frames.turn_bodies(self.bodies, self.body_turns, self.body_slides, self.turned_snap,
