@@ -368,6 +368,31 @@ def test_a_skew_axis_prints_no_rounding_residue():
     assert S._without_residue(x + 1e-13) != x and S._without_residue(1e-13 * x + 1e-16) != x
 
 
+def test_body_filter_keeps_a_step_jacobians_rows_of_the_body():
+    """Fx (2nv x 2nv: the q' rows, then the qd' rows) was listed whole under --body while Fu
+    was cut to the body's columns (an outside tester): now the body's rows of both halves."""
+    model = scleron.load_model(example("branched.yaml"))
+    text = S.function_text(model, "step_derivatives", body="a_lower")
+    rows = {int(m) for m in re.findall(r"^Fx\[(\d+)\]", text, re.M)}
+    nv = Tree(model).nv
+    assert rows == {4, 5, nv + 4, nv + 5}
+
+
+def test_a_coupled_forward_dynamics_title_names_its_recursion():
+    """On a mimic-coupled tree the forward dynamics are passes 1-3 and G^T M G's LDL^T; the
+    title said Si & Guenter passes 1-6 (an outside tester), and so did the header's comment."""
+    model = scleron.Model("mimic")
+    model.add_body("a", joint="revolute", axis=(0, 0, 1), mass=1.0, inertia=(0.1, 0.1, 0.1),
+                   com=(0.1, 0, 0), joint_name="ja")
+    model.add_body("b", parent="a", joint="revolute", axis=(0, 1, 0), mass=1.0,
+                   inertia=(0.1, 0.1, 0.1), com=(0.1, 0, 0), joint_name="jb")
+    model.joints[-1].mimic = ("ja", 2.0, 0.0)
+    title = S.function_text(model, "fd").splitlines()[0]
+    assert "passes 1-6" not in title and "G^T M G" in title and "passes 1-3" in title, title
+    files, _, _ = scleron.pipeline.build_sources(model, functions=["fd"])
+    assert "M_r = G^T M G through the coupling G" in files["mimic_dynamics.h"]
+
+
 def test_a_quaternion_or_mimic_joints_c_reads_the_models_entries():
     """An outside reviewer: `show --joint --format c` numbered each joint's coordinates from
     q[0], and read a quaternion joint's velocities from q (qd1 = q[4])."""

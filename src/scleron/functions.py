@@ -59,6 +59,7 @@ class FunctionSpec:
                                 # unrolled code takes the fastest (unroll.fastest_recursion)
     with_mimic: bool = False    # also for a mimic-coupled tree (docs/mimic.md: its recursion
                                 # runs through the coupling or needs no joint kinematics)
+    coupled_doc: str = None     # the doc on a mimic-coupled tree, where its recursion differs
     in_all: Callable = None     # tree -> whether functions="all" takes it (None: always)
     calls: tuple = ()           # the "chained" form: ((function, (the inputs of this one it
                                 # takes), ...)), generated functions its C calls first
@@ -246,7 +247,10 @@ FUNCTIONS = {f.name: f for f in [
                                            "qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-3, "
                                            "M by composite rigid bodies, solved by its sparse LTDL "
                                            "factors (Featherstone 6.2, 6.5)", factors_apply),),
-                 with_mimic=True),
+                 with_mimic=True,
+                 coupled_doc="qdd = M_r^-1 (tau - h_r) in the independent coordinates: Si & "
+                             "Guenter passes 1-3 and the composite-inertia M on the full tree, "
+                             "M_r = G^T M G through the coupling G, solved by its LDL^T"),
     FunctionSpec("inverse_dynamics", (Q, QD, _in("qdd", doc="acceleration")),
                  (_in("tau", doc="joint forces"),), recursions.inverse_dynamics,
                  "tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)", ("id",),

@@ -412,6 +412,8 @@ def _unroll(tree, names, prefix, method, mass, progress):
             raise ModelError(f"{spec.name}: the form asked for ({FORMS[form]}) is not available "
                              f"yet for a model with mimic joints (docs/mimic.md); the unrolled "
                              f"form is ({option})", source=tree.source)
+        if tree.coupling is not None and spec.coupled_doc:     # (the generated comments too)
+            spec = replace(spec, doc=spec.coupled_doc)
         progress(f"unroll: {spec.name} ({i} of {len(specs)}, {FORMS[form]})")
         try:
             codes.append(function_code(tree, spec, prefix, form))

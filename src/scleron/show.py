@@ -744,7 +744,7 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
     # each output's axis of coordinates and its shape: the rows of M, tau, ...; the columns of
     # a Jacobian (J, Jcom, A_G); none for the centre of mass or a frame's placement (shown
     # with every body)
-    rows = {a.name: (_coordinate_axis(a.shape), a.dims(sizes)) for a in spec.outputs}
+    rows = {a.name: (_coordinate_axis(a.shape), a.dims(sizes), a.shape) for a in spec.outputs}
     after_total = Counts.of(prog.op_counts())
     before_total = sum(before.values(), Counts())
     cs = CStatements(prog, sincos_of="q")            # the generated C's names and sin/cos of q
@@ -762,10 +762,12 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
         ratio = f"{before_total.total / after_total.total:.1f}x fewer"
     else:                   # (rarely: the simplified program may take a few more)
         ratio = f"{after_total.total / before_total.total:.1f}x more"
-    title = f"{tree.name} {spec.name}: {spec.doc}"
-    if tree.coupling is not None:       # (its recursions run on the full tree: docs/mimic.md)
-        title += (" -- mimic-coupled: from the full tree's quantities through the coupling G "
-                  "(forward dynamics: an LDL^T solve of G^T M G; docs/mimic.md)")
+    coupled = tree.coupling is not None     # (its recursions run on the full tree: docs/mimic.md)
+    doc = spec.coupled_doc if coupled and spec.coupled_doc else spec.doc
+    title = f"{tree.name} {spec.name}: {doc}"
+    if coupled:
+        title += " -- mimic-coupled: from the full tree's quantities through the coupling G " \
+                 "(docs/mimic.md)"
     io = (", ".join(f"{a.name}[{a.size(sizes)}]" for a in spec.inputs) + " -> "
           + ", ".join(f"{a.name}[{a.size(sizes)}]" if a.shape else a.name for a in spec.outputs))
     summary = [f"statements: {len(named)}"
@@ -861,9 +863,9 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
 
 def _coordinate_axis(shape):
     """The axis of an output's (symbolic) shape whose index is a coordinate: the first, where it
-    is nv or nq (qdd, M's rows), else the last where it is nv (a Jacobian's columns), else
-    None."""
-    if shape[:1] in (("nv",), ("nq",)):
+    is nv, nq or nx (qdd, M's rows, a step Jacobian's rows: q' then qd'), else the last where it
+    is nv (a Jacobian's columns), else None."""
+    if shape[:1] in (("nv",), ("nq",), ("nx",)):
         return 0
     return len(shape) - 1 if shape[-1:] == ("nv",) else None
 
@@ -882,11 +884,14 @@ def _no_outputs_of(tree, target):
 
 def _output_body(tree, rows, k):
     """The body whose coordinate an output entry belongs to (rows: the output's coordinate
-    axis and shape; None for a scalar or an output not indexed by coordinates)."""
-    axis, shape = rows
+    axis, shape and symbolic shape; None for a scalar or an output not indexed by
+    coordinates)."""
+    axis, shape, named = rows
     if axis is None or not shape:
         return None
     idx = int(np.unravel_index(k, shape)[axis])
+    if named[axis] == "nx" and idx >= tree.nv:             # (the qd' rows after the q' rows)
+        idx -= tree.nv
     for b in tree.bodies:
         if b.v_start <= idx < b.v_start + b.dof:
             return b.index
