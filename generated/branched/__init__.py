@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_f5ad9bb4d8b8"
-HASH = "f5ad9bb4d8b8cc88d24a74fada92103d7c59c1b2286f2d88093183b9fd3cdd87"
+MODULE = "_branched_1bd7c4092dd5"
+HASH = "1bd7c4092dd55c6a2ba92f5ab8527c1908d28974d2572a73b0967c8310f4ddaa"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

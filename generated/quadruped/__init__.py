@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_86b185160735"
-HASH = "86b185160735f415e77114de44d234d5915bdf715793427d47b84e1686746ae0"
+MODULE = "_quadruped_98b2ab079898"
+HASH = "98b2ab079898efe5fe51a9a48d32ebdca89e9e0c7dd9d6b274a3d9c4c5d250e7"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

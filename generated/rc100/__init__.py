@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_ccbcfc464fe2"
-HASH = "ccbcfc464fe2c07a7d7a40e02917e5db5ad2d58a48c7648d63668a3cf93ef013"
+MODULE = "_rc100_adca50fa8942"
+HASH = "adca50fa8942c2f9b291aa68998b5e87342f0305529a821d49aaef79e34502cc"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_214a9158cec0"
-HASH = "214a9158cec0f218f745f46932e440f04f8ab66882a8b6509f5ba89369e98b31"
+MODULE = "_rc20_d4b3b300e2a5"
+HASH = "d4b3b300e2a5ab867d4f3cbc40bbccfd5739b32a790a3c1c811b9d38eb784bd3"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_60ddf430038a"
-HASH = "60ddf430038ae87af220d97f75677b80ef7da1135e52ca9b864a05e403bfd6dd"
+MODULE = "_rc50_6f8030cdee42"
+HASH = "6f8030cdee422e042b301f7598d5312e16fe3ea9040b276a3bb56283a313bc67"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
