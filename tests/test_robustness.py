@@ -985,7 +985,8 @@ def test_hostile_names_give_valid_harmless_code(tmp_path, monkeypatch):
             assert set(re.findall(r"#include\s*\S+", code)) <= {"#include <math.h>", '#include ""',
                                                                   "#include <Python.h>",
                                                                   "#include <numpy/arrayobject.h>",
-                                                                  "#include <string.h>"}, f
+                                                                  "#include <string.h>",
+                                                                  "#include <stdlib.h>"}, f
         elif f.endswith(".py"):
             ast.parse(text)
     # the Python module describes each coordinate by its exact name (the C comments' sanitised
