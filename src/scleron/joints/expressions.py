@@ -211,6 +211,11 @@ class _Parser:
             raise ExpressionError(f"the expression nests deeper than {MAX_DEPTH} levels",
                                   token=None if tok is None else tok[1])
 
+    def value(self, e, where):
+        """The value of a constant (_value), or the ExpressionError of checked."""
+        self.checked(e, where)
+        return _value(e)
+
     def checked(self, e, where):
         """e, where it holds a coordinate; a constant only where it is a finite real double. Run
         on every function's and power's value, whose evaluation could need unbounded precision
@@ -274,12 +279,16 @@ class _Parser:
             self.enter()
             ex = self.unary()                      # right associative: a**b**c = a**(b**c)
             self.depth -= 1
-            if not ex.free_symbols:                 # (ex and base are checked constants)
-                if abs(_value(ex)) > MAX_EXPONENT:
+            if not ex.free_symbols:
+                try:
+                    big = abs(_value(ex)) > MAX_EXPONENT
+                except (ValueError, OverflowError, TypeError, ZeroDivisionError):
+                    big = True                      # (beyond a double, or complex)
+                if big:
                     raise ExpressionError(f"exponent {short(str(ex))} is larger than "
                                           f"{MAX_EXPONENT} at position {tok[2]}", token="**")
             if not base.free_symbols and not ex.free_symbols:
-                b, x = abs(_value(base)), _value(ex)
+                b, x = abs(self.value(base, tok[2])), _value(ex)
                 if b == 0 and x < 0:
                     raise ExpressionError(f"0 to a negative power at position {tok[2]}", token="**")
                 if b != 0 and abs(math.log10(b) * x) > 300:
