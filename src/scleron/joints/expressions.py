@@ -280,11 +280,7 @@ class _Parser:
             ex = self.unary()                      # right associative: a**b**c = a**(b**c)
             self.depth -= 1
             if not ex.free_symbols:
-                try:
-                    big = abs(_value(ex)) > MAX_EXPONENT
-                except (ValueError, OverflowError, TypeError, ZeroDivisionError):
-                    big = True                      # (beyond a double, or complex)
-                if big:
+                if abs(self.value(ex, tok[2])) > MAX_EXPONENT:
                     raise ExpressionError(f"exponent {short(str(ex))} is larger than "
                                           f"{MAX_EXPONENT} at position {tok[2]}", token="**")
             if not base.free_symbols and not ex.free_symbols:
