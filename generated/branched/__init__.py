@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_1bd7c4092dd5"
-HASH = "1bd7c4092dd55c6a2ba92f5ab8527c1908d28974d2572a73b0967c8310f4ddaa"
+MODULE = "_branched_20986ba3c03f"
+HASH = "20986ba3c03f304c00a58692b0812d86354788467da162a003ba1b195fc86926"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

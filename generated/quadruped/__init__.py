@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_98b2ab079898"
-HASH = "98b2ab079898efe5fe51a9a48d32ebdca89e9e0c7dd9d6b274a3d9c4c5d250e7"
+MODULE = "_quadruped_5d0a043dee7c"
+HASH = "5d0a043dee7c0bad02625628cc949404c1f0bc3401b6ca1303fad240d03b553a"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_adca50fa8942"
-HASH = "adca50fa8942c2f9b291aa68998b5e87342f0305529a821d49aaef79e34502cc"
+MODULE = "_rc100_54e03489bd8b"
+HASH = "54e03489bd8b10673dc49160c78caa717f05187acd9b90fa34f16f4923a48264"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_d4b3b300e2a5"
-HASH = "d4b3b300e2a5ab867d4f3cbc40bbccfd5739b32a790a3c1c811b9d38eb784bd3"
+MODULE = "_rc20_f7ffc34f593f"
+HASH = "f7ffc34f593f356467c3905c272b3d45fa93a63fe0c9c0ecc13861f2a5f72760"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_6f8030cdee42"
-HASH = "6f8030cdee422e042b301f7598d5312e16fe3ea9040b276a3bb56283a313bc67"
+MODULE = "_rc50_e7ee900f888c"
+HASH = "e7ee900f888c9b439ee200034caacb124ea2fc2f23d1b5e050a48ff3fc7ce3b6"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
