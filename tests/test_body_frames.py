@@ -170,6 +170,24 @@ bodies:
     assert np.abs(M - big).max() <= 1e-12 * np.abs(big).max()
 
 
+def test_a_custom_joints_rounding_noise_does_not_stop_its_turn():
+    """A reviewer: with the offset compared with the translation's own size alone, a custom
+    joint's 0.2 cos(1.5707963267948966) = 1.2e-17 m counted as an offset off its axis, and its
+    body was no longer turned (forward dynamics 586 -> 616 multiplications and additions).
+    Below the model's length snap it is rounding: the same turns as with an exact 0."""
+    def model(x):
+        joint = ('{name: j%d, type: custom, coordinates: [c%d], rotation: [[z, c%d]], '
+                 'translation: ["%s", "0", "0"], xyz: [0.3, 0, 0], rpy: [1.5708, 0, 0.%d]}')
+        bodies = "".join(f"""
+  - {{name: b{k}, parent: {'world' if k == 0 else f'b{k - 1}'}, mass: 1.0, com: [0.2, 0.1, 0.1],
+     inertia: [0.1, 0.2, 0.3], joint: {joint % (k, k, k, x, k + 3)}}}""" for k in range(3))
+        return load_yaml_string("name: noise\nbodies:" + bodies, "noise.yaml")
+    noisy, exact = Tree(model("0.2*cos(1.5707963267948966)")), Tree(model("0"))
+    assert any(not np.allclose(C, np.eye(3)) for C in exact.body_turns)
+    for a, b in zip(noisy.body_turns, exact.body_turns):
+        assert np.allclose(a, b, atol=1e-12)
+
+
 def test_a_hinge_off_its_frames_origin_is_not_turned(rng):
     """A custom joint turning about z after a constant offset (0.3, 0.1, 0) has S = [e_z; 0], but
     its axis does not pass through the parent-side origin, so a turn about z does not commute with

@@ -254,10 +254,10 @@ def test_chained_form_calls_the_forward_dynamics_derivatives(generated, rng):
 
 def test_chained_arrays_too_many_for_the_stack_go_on_the_heap(tmp_path, monkeypatch, rng):
     """RC1000's chained step would hold 24 MB of the forward dynamics' derivatives on the stack:
-    above CHAINED_STACK_DOUBLES they go into one malloc (here with the limit lowered), freed at
-    the end, with the same numbers."""
+    above STACK_DOUBLES they go into one malloc (here with the limit lowered), freed at the end,
+    and so do the product loop's factors in the called derivatives, with the same numbers."""
     from scleron.backends.c import context
-    monkeypatch.setattr(context, "CHAINED_STACK_DOUBLES", 100)
+    monkeypatch.setattr(context, "STACK_DOUBLES", 100)
     model = scleron.load_model(example("branched.yaml"))
     dyn = scleron.generate(model, str(tmp_path / "branched_heap"),
                            functions=["step_derivatives"])
@@ -265,6 +265,7 @@ def test_chained_arrays_too_many_for_the_stack_go_on_the_heap(tmp_path, monkeypa
                                "branched_dynamics.c")).read()
     assert "double *scl_heap = (double *)malloc(sizeof(double) * " in source
     assert "double *c0_Minv = scl_heap + " in source and "free(scl_heap);" in source
+    assert "double *Dq = scl_heap + 0;" in source      # (the derivatives' product loop)
     tree = Tree(model)
     q, qd, tau = state(tree, model, rng)
     for a, b in zip(dyn.euler_step_derivatives(q, qd, tau, 0.03),

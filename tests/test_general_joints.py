@@ -525,6 +525,10 @@ def test_constants_within_doubles_are_kept():
                         ("a + 1e308*10/100", 1e307), ("a + (-2)**3 + sqrt(2)**2", -6.0)):
         expr = scleron.joints.expressions.parse_expression(text, {"a": sympy.Symbol("a")})
         assert abs(float(expr.subs("a", 0)) - value) <= 1e-15 * abs(value), text
+    # and through the loader, whose generated code has tan but no cot (a reviewer)
+    for text in ("a + tan(pi/2 + 0.3)", "0.1*tan(a + pi/2 + 0.5)"):
+        model = load_yaml_string(custom_text(text), "cot.yaml")
+        assert model.joints[-1].type == "custom"
 
 
 # ---- loader strictness for the new keys ---------------------------------------------------------

@@ -378,6 +378,22 @@ def test_body_filter_keeps_a_step_jacobians_rows_of_the_body():
     assert rows == {4, 5, nv + 4, nv + 5}
 
 
+def test_body_filter_reads_entries_of_q_by_the_bodys_q():
+    """An output of nq entries (the step's q'): a quaternion joint has 4 of q's entries and 3
+    of qd's, and --body took q's entries by the velocity's index (a reviewer: the forearm got
+    the shoulder's w, the base the forearm's angle)."""
+    model = scleron.Model("ballarm")
+    model.add_body("base", joint="revolute", axis=(0, 0, 1), mass=2.0, inertia=(0.1, 0.2, 0.3),
+                   com=(0.1, 0, 0.2))
+    model.add_body("shoulder", parent="base", joint="spherical_quat", xyz=(0, 0, 0.3), mass=1.0,
+                   inertia=(0.1, 0.2, 0.3), com=(0.2, 0.1, 0))
+    model.add_body("forearm", parent="shoulder", joint="revolute", axis=(0, 1, 0),
+                   xyz=(0.4, 0, 0), mass=1.0, inertia=(0.1, 0.2, 0.3), com=(0.2, 0, 0.1))
+    for body, q_rows in (("base", {0}), ("shoulder", {1, 2, 3, 4}), ("forearm", {5})):
+        text = S.function_text(model, "step", body=body)
+        assert {int(m) for m in re.findall(r"^q_next\[(\d+)\]", text, re.M)} == q_rows, body
+
+
 def test_a_coupled_forward_dynamics_title_names_its_recursion():
     """On a mimic-coupled tree the forward dynamics are passes 1-3 and G^T M G's LDL^T; the
     title said Si & Guenter passes 1-6 (an outside tester), and so did the header's comment."""
@@ -391,6 +407,9 @@ def test_a_coupled_forward_dynamics_title_names_its_recursion():
     assert "passes 1-6" not in title and "G^T M G" in title and "passes 1-3" in title, title
     files, _, _ = scleron.pipeline.build_sources(model, functions=["fd"])
     assert "M_r = G^T M G through the coupling G" in files["mimic_dynamics.h"]
+    # and with fext, which keeps its sentence (a reviewer: the coupled doc had dropped it)
+    title = S.function_text(model, "fd_fext").splitlines()[0]
+    assert "G^T M G" in title and "external wrenches fext on the frames" in title, title
 
 
 def test_a_quaternion_or_mimic_joints_c_reads_the_models_entries():

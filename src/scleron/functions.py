@@ -411,9 +411,11 @@ FEXT_WORLD = Argument("fext", ("nwrenches", 6), "external wrenches: row k, [n; f
 def with_external_wrenches(spec):
     """`spec` with the input fext (FEXT) after its own: the wrenches join the bodies' constant
     ones (frames.with_external_wrenches), in the one recursion. Generated when named."""
+    fext = ("; with the external wrenches fext on the frames ([n; f] in each frame's axes "
+            "about its origin, turning with it: Pinocchio's fext)")
     return replace(spec, name=f"{spec.name}_fext", inputs=spec.inputs + (FEXT,),
-                   doc=f"{spec.doc}; with the external wrenches fext on the frames ([n; f] in "
-                       "each frame's axes about its origin, turning with it: Pinocchio's fext)",
+                   doc=spec.doc + fext,
+                   coupled_doc=spec.coupled_doc and spec.coupled_doc + fext,
                    aliases=tuple(f"{a}_fext" for a in spec.aliases),
                    forms=tuple(f for f in spec.forms if f not in ("method2", "chained")),
                    calls=(), after_calls=None, after_loop=None,   # (calls take no fext)
@@ -426,11 +428,11 @@ def with_world_aligned_wrenches(spec, recursion=None):
     The dynamics turn it into the frames' axes at q (frames.world_aligned_wrenches); the
     derivatives (their own recursion: derivatives.*_world_aligned_fext) add what that turning
     contributes. Straight-line code only. Generated when named."""
+    fext = ("; with the external wrenches fext on the frames ([n; f] in world axes about each "
+            "frame's origin, keeping their direction as the frames move: contact forces)")
     return replace(spec, name=f"{spec.name}_fext_local_world_aligned",
-                   inputs=spec.inputs + (FEXT_WORLD,),
-                   doc=f"{spec.doc}; with the external wrenches fext on the frames ([n; f] in "
-                       "world axes about each frame's origin, keeping their direction as the "
-                       "frames move: contact forces)",
+                   inputs=spec.inputs + (FEXT_WORLD,), doc=spec.doc + fext,
+                   coupled_doc=spec.coupled_doc and spec.coupled_doc + fext,
                    aliases=tuple(f"{a}_fext_lwa" for a in spec.aliases), forms=("unrolled",),
                    calls=(), after_calls=None, after_loop=None,
                    alternatives=() if recursion else spec.alternatives,

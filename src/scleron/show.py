@@ -890,6 +890,8 @@ def _output_body(tree, rows, k):
     if axis is None or not shape:
         return None
     idx = int(np.unravel_index(k, shape)[axis])
+    if named[axis] == "nq":                     # (an entry of q: a quaternion has 4 of them)
+        return next((b.index for b in tree.bodies if b.q_start <= idx < b.q_start + b.nq), None)
     if named[axis] == "nx" and idx >= tree.nv:             # (the qd' rows after the q' rows)
         idx -= tree.nv
     for b in tree.bodies:

@@ -49,16 +49,17 @@ INERTIA_FLOOR = 1e-100  # and entries below this (SI units) are 0 at any scale
 _AXES = {}                  # id(joint) -> (joint, its commuting_axis): joint models are shared
 
 
-def commuting_axis(joint):
+def commuting_axis(joint, length=SNAP_LENGTH):
     """The unit axis u about which a constant rotation commutes with the joint's motion, or None:
-    one coordinate, S constant and equal to [u; 0] (revolute) or [0; u] (prismatic)."""
-    known = _AXES.get(id(joint))
+    one coordinate, S constant and equal to [u; 0] (revolute) or [0; u] (prismatic) (length:
+    the model's translation snap, commutes_with_turns)."""
+    known = _AXES.get((id(joint), length))
     if known is None or known[0] is not joint:
-        known = _AXES[id(joint)] = (joint, _commuting_axis(joint))
+        known = _AXES[(id(joint), length)] = (joint, _commuting_axis(joint, length))
     return known[1]
 
 
-def _commuting_axis(joint):
+def _commuting_axis(joint, length):
     S = getattr(joint, "S", None)
     if S is None or joint.dof != 1 or not all(x.is_Number for x in S):
         return None                 # (is_Number: a look at the head, never a walk of the tree)
@@ -73,21 +74,22 @@ def _commuting_axis(joint):
     else:
         return None
     u = u / np.linalg.norm(u)
-    return u if commutes_with_turns(joint, u) else None
+    return u if commutes_with_turns(joint, u, length) else None
 
 
-def commutes_with_turns(joint, u):
+def commutes_with_turns(joint, u, length=SNAP_LENGTH):
     """Whether the joint's transform Q(q) = Q(0) exp(S q) commutes with every Rot(u, a): with S
     constant that holds where Q(0) does, i.e. its rotation keeps u and its translation lies
     along u. A custom joint such as rotation z(a) after a constant offset (0.3, 0.1, 0) has
     S = [e_z; 0] yet moves the axis off the frame's origin: no turn commutes with it."""
     zeros = np.zeros(joint.nq)
     R, t = joint.numeric("R", zeros), joint.numeric("t", zeros).reshape(3)
-    # (the offset off the axis relative to the translation's own size: 0.03 nm off the axis of
-    # a nanometre joint is geometry, and turning its body put M 3 % off; a reviewer)
-    scale = float(np.abs(t).max())
+    # the offset off the axis against the translation's own size, down to the model's snap of
+    # lengths: 0.03 nm off the axis of a nanometre joint is geometry (turning its body put M
+    # 3 % off), 0.2 cos(1.5707963267948966) = 1.2e-17 m in a metre model is rounding (reviewers)
+    atol = max(SNAP * float(np.abs(t).max()), length)
     return bool(np.allclose(R @ u, u, rtol=0.0, atol=SNAP)
-                and np.allclose(t - u * (u @ t), 0.0, rtol=0.0, atol=SNAP * scale))
+                and np.allclose(t - u * (u @ t), 0.0, rtol=0.0, atol=atol))
 
 
 def rotation_about(u, a):
@@ -177,7 +179,7 @@ class Choice:
     def cost(self, C):
         b = self.b
         n = INERTIA_WEIGHT * nonzeros(turned_inertia(b.inertia, C))
-        if rotation_axis(b.joint) is None:      # (a revolute's own placement: offset_motions)
+        if not revolving(b.joint, self.axes[b.index]):    # (its own placement: offset_motions)
             n += ROTATION_WEIGHT * products(self.A @ C)
         for c in b.children:
             child = self.bodies[c]
@@ -192,11 +194,11 @@ class Choice:
         return products(A) if u is None else fewest_products(A, u)
 
 
-def choose_turns(bodies):
+def choose_turns(bodies, length=SNAP_LENGTH):
     """A 3x3 rotation C_i per body (identity where no turn removes entries), root first. Only
     a body whose placement or a child's has a rotation entry other than 0 or +-1 is tried (where
     both are signed permutations there is nothing to fold)."""
-    axes = [commuting_axis(b.joint) for b in bodies]
+    axes = [commuting_axis(b.joint, length) for b in bodies]
     turns = [np.eye(3) for _ in bodies]
     with np.errstate(all="ignore"):
         for b in bodies:
@@ -232,16 +234,19 @@ def best_turn(bodies, b, turns, axes):
     return best
 
 
-def rotation_axis(joint):
+def rotation_axis(joint, length=SNAP_LENGTH):
     """u for a joint whose motion is a rotation about the axis u through its frame's origin
     (commuting_axis with S = [u; 0]): a constant turn about u may follow its motion."""
-    u = commuting_axis(joint)
-    if u is None or not any(float(x) for x in joint.S[:3]):
-        return None
-    return u
+    u = commuting_axis(joint, length)
+    return u if revolving(joint, u) else None
 
 
-def offset_motions(bodies, tol=TURNED):
+def revolving(joint, u):
+    """Whether a joint with the commuting axis u (or None) turns about it (S = [u; 0])."""
+    return u is not None and any(float(x) for x in joint.S[:3])
+
+
+def offset_motions(bodies, tol=TURNED, length=SNAP_LENGTH):
     """Move the turn about a revolute joint's own axis out of its placement into its motion:
     X Q(q) = (X Rot(u, a)) (Q(q) Rot(u, -a)), and Q(q) Rot(u, -a) = Q(q - a) costs a few products
     once per call where X's rotation enters every product of the passes with the body (so101's
@@ -250,7 +255,7 @@ def offset_motions(bodies, tol=TURNED):
     placements and the user frames, as they are. The angle: among those zeroing an entry of X's
     rotation, the one leaving the fewest products; none where no angle lowers them."""
     for b in bodies:
-        u = rotation_axis(b.joint)
+        u = rotation_axis(b.joint, length)
         if u is None or b.placement is None:
             continue
         R = np.asarray(b.placement[0], dtype=float)
@@ -361,7 +366,7 @@ def choose_slides(bodies, turns, length=SNAP_LENGTH):
     the one with the lowest weighted count of nonzero entries left (own and children's
     translations, the inertia); 0 where none lowers it. A shift that needs more than a tenth of
     an axis' worth of lever (|e . u| < 0.1) is not tried: it would be long and cancel."""
-    axes = [commuting_axis(b.joint) for b in bodies]
+    axes = [commuting_axis(b.joint, length) for b in bodies]
     slides = [np.zeros(3) for _ in bodies]
     with np.errstate(all="ignore"):         # overflowing shifts are not finite: not taken
         for b in bodies:

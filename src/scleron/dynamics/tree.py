@@ -124,8 +124,8 @@ class Tree:
         self.nq = kq
         # the bodies' frames turned about their joints' axes where that folds entries away
         # (body_frames); the user-facing frames keep the model's, re-expressed
-        self.body_turns = body_frames.choose_turns(self.bodies) if turn_frames else \
-            [np.eye(3) for _ in self.bodies]
+        self.body_turns = (body_frames.choose_turns(self.bodies, length) if turn_frames else
+                           [np.eye(3) for _ in self.bodies])
         self.body_slides = (body_frames.choose_slides(self.bodies, self.body_turns, length)
                             if turn_frames else [np.zeros(3) for _ in self.bodies])
         # (the turned placements snap no more than the model's own: rotation_snap)
@@ -133,7 +133,7 @@ class Tree:
         body_frames.turn_bodies(self.bodies, self.body_turns, self.body_slides, self.turned_snap,
                                 length)
         if turn_frames:
-            body_frames.offset_motions(self.bodies, self.turned_snap)
+            body_frames.offset_motions(self.bodies, self.turned_snap, length)
         self.frames = self._turned(select_frames(model, frames, tol=tol, length=length))
         self.wrench_frames = (self.frames if wrench_frames is None else
                               self._turned(select_frames(model, wrench_frames,

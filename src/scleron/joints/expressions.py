@@ -355,4 +355,6 @@ def parse_expression(text, names):
                                   f"{4 * MAX_EXPONENT}", token="**")
     # sympy writes sqrt(a**2) of a real a as its own Abs (and its derivative as sign, then
     # DiracDelta): the branch-free pieces abs() gives instead, whose derivatives generate
-    return expr.replace(sp.Abs, SclAbs).replace(sp.sign, SclSign)
+    # and sympy's tan(pi/2 + x) = -cot(x) as 1 / tan(x), which the generated code has
+    return (expr.replace(sp.Abs, SclAbs).replace(sp.sign, SclSign)
+            .replace(sp.cot, lambda x: 1 / sp.tan(x)))

@@ -217,10 +217,10 @@ def _printed(code, prefix, chunk, first_index):
     return cf, method2, mass_loop
 
 
-# the chained form's local arrays go on the heap (one malloc) above this many doubles
-# in all: RC1000's three nv x nv arrays of the forward dynamics' derivatives would be 24 MB of
-# stack (RC400's 3.8 MB still ran, in threads too)
-CHAINED_STACK_DOUBLES = 1 << 16
+# a function's nv x nv local arrays (the chained form's, the product loop's factors) go on the
+# heap (one malloc) above this many doubles in all: RC1000's would be 16-24 MB of stack, over
+# the 8 MB of a thread (RC400's 3.8 MB still ran, in threads too)
+STACK_DOUBLES = 1 << 16
 
 
 def _chain_context(code):
@@ -234,7 +234,7 @@ def _chain_context(code):
     arrays = list(code.loops.made) + [a for c in code.loops.calls for a in c.arrays] + \
         list(rule.made if rule is not None else ())
     heap, at = 0, {}
-    if sum(n for _, n in arrays) > CHAINED_STACK_DOUBLES:
+    if sum(n for _, n in arrays) > STACK_DOUBLES:
         for a, n in arrays:
             at[a] = heap
             heap += -(-n // 8) * 8
@@ -282,6 +282,8 @@ def function_context(code, prefix, chunk, first_index):
         "method2": method2, "mass_loop": mass_loop, "nwork": cf.nwork,
         "chunks": getattr(cf, "before_chunks", []) + cf.chunks, "after_chunks": cf.chunks,
         "product_loop": code.loops if code.form == "product_loop" else None,
+        "heap_products": (code.form == "product_loop"
+                          and len(code.loops.products) * sizes["nv"] ** 2 > STACK_DOUBLES),
         "minv_loop": _minv_loop(code),
         "minv_mb": _minv_mb(code),
         "frame_loop": _frame_loop_context(code.loops) if code.form == "frame_loop" else None,
