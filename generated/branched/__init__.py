@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_20986ba3c03f"
-HASH = "20986ba3c03f304c00a58692b0812d86354788467da162a003ba1b195fc86926"
+MODULE = "_branched_a598921faa8f"
+HASH = "a598921faa8ffdf58f1f6463d0083bcf570b896671675b750f37f89bdb252066"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

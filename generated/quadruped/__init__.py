@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_5d0a043dee7c"
-HASH = "5d0a043dee7c0bad02625628cc949404c1f0bc3401b6ca1303fad240d03b553a"
+MODULE = "_quadruped_39def88b03d4"
+HASH = "39def88b03d488dd4f2f97c5babb3f3581e2bae7701b90a53f02920ca5680918"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_54e03489bd8b"
-HASH = "54e03489bd8b10673dc49160c78caa717f05187acd9b90fa34f16f4923a48264"
+MODULE = "_rc100_4674694efab4"
+HASH = "4674694efab413c35f13f677d67d685bc24026608e084d5b950f5f11ec95ccfe"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

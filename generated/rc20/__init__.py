@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_f7ffc34f593f"
-HASH = "f7ffc34f593f356467c3905c272b3d45fa93a63fe0c9c0ecc13861f2a5f72760"
+MODULE = "_rc20_ffea34e9939f"
+HASH = "ffea34e9939fc3409cecc18338c9f4a2a973fe11b394173791b3118805547111"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

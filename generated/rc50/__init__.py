@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_e7ee900f888c"
-HASH = "e7ee900f888c9b439ee200034caacb124ea2fc2f23d1b5e050a48ff3fc7ce3b6"
+MODULE = "_rc50_2cd01ad038f1"
+HASH = "2cd01ad038f19d3544ccdfc23b3109391a0dd0851acf1639f5aadd559d871fbd"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
