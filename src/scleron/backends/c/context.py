@@ -223,6 +223,27 @@ def _printed(code, prefix, chunk, first_index):
 STACK_DOUBLES = 1 << 16
 
 
+def heap_layout(arrays):
+    """(doubles, {name: offset}) of one allocation holding the (name, entries) arrays, each at
+    whole cache lines, where they are more than STACK_DOUBLES in all; (0, {}) otherwise: the
+    arrays stay on the stack (templates/heap.c.j2)."""
+    heap, at = 0, {}
+    if sum(n for _, n in arrays) > STACK_DOUBLES:
+        for a, n in arrays:
+            at[a] = heap
+            heap += -(-n // 8) * 8
+    return heap, at
+
+
+def _product_locals(code):
+    """The product loop's nv x nv factors (dtau/dq, dtau/dqd), on the heap where too many."""
+    if code.form != "product_loop":
+        return {}
+    arrays = [(factor, code.sizes["nv"] ** 2) for factor, _ in code.loops.products]
+    heap, at = heap_layout(arrays)
+    return {"heap": heap, "factors": [{"name": a, "size": n, "at": at.get(a)} for a, n in arrays]}
+
+
 def _chain_context(code):
     """The chained form's template data: the generated functions it calls first (into local
     arrays) and the arrays its before-program makes; none for other forms. heap: the doubles
@@ -231,13 +252,8 @@ def _chain_context(code):
     if code.form != "chained":
         return {"calls": None, "made": [], "rule": None, "heap": 0}
     rule = code.loops.rule
-    arrays = list(code.loops.made) + [a for c in code.loops.calls for a in c.arrays] + \
-        list(rule.made if rule is not None else ())
-    heap, at = 0, {}
-    if sum(n for _, n in arrays) > STACK_DOUBLES:
-        for a, n in arrays:
-            at[a] = heap
-            heap += -(-n // 8) * 8
+    heap, at = heap_layout(list(code.loops.made) + [a for c in code.loops.calls for a in c.arrays]
+                           + list(rule.made if rule is not None else ()))
 
     def local(a, n):
         return {"name": a, "size": n, "at": at.get(a)}
@@ -282,8 +298,6 @@ def function_context(code, prefix, chunk, first_index):
         "method2": method2, "mass_loop": mass_loop, "nwork": cf.nwork,
         "chunks": getattr(cf, "before_chunks", []) + cf.chunks, "after_chunks": cf.chunks,
         "product_loop": code.loops if code.form == "product_loop" else None,
-        "heap_products": (code.form == "product_loop"
-                          and len(code.loops.products) * sizes["nv"] ** 2 > STACK_DOUBLES),
         "minv_loop": _minv_loop(code),
         "minv_mb": _minv_mb(code),
         "frame_loop": _frame_loop_context(code.loops) if code.form == "frame_loop" else None,
@@ -302,7 +316,7 @@ def function_context(code, prefix, chunk, first_index):
         "py_args": ", ".join(a.name for a in ins),
         "variant": spec.variant,
         # the chained form: the generated functions it calls first, into local arrays
-        **_chain_context(code),
+        **_chain_context(code), **_product_locals(code),
         "before_chunks": getattr(cf, "before_chunks", []),
     }
 
