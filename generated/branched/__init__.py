@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_a598921faa8f"
-HASH = "a598921faa8ffdf58f1f6463d0083bcf570b896671675b750f37f89bdb252066"
+MODULE = "_branched_1b9400217f06"
+HASH = "1b9400217f0602b3f76858b83e789e6ea16e4640a5d01797e56869670bd771d5"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

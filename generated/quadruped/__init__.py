@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_39def88b03d4"
-HASH = "39def88b03d488dd4f2f97c5babb3f3581e2bae7701b90a53f02920ca5680918"
+MODULE = "_quadruped_a44da9dfc026"
+HASH = "a44da9dfc0269323682112a90e47e1de063aa802ad69f996df7279899ec83825"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

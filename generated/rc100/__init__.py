@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_4674694efab4"
-HASH = "4674694efab413c35f13f677d67d685bc24026608e084d5b950f5f11ec95ccfe"
+MODULE = "_rc100_a0caf16951b4"
+HASH = "a0caf16951b4231436f7b90cf7071d6a2f39c0b9101d210542a38dddcc7af4f7"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_ffea34e9939f"
-HASH = "ffea34e9939fc3409cecc18338c9f4a2a973fe11b394173791b3118805547111"
+MODULE = "_rc20_1eb101e574f7"
+HASH = "1eb101e574f708801107b347dc7fa01366f252c691a09e533a30b69ec7f6ab1b"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

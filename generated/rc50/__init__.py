@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_2cd01ad038f1"
-HASH = "2cd01ad038f19d3544ccdfc23b3109391a0dd0851acf1639f5aadd559d871fbd"
+MODULE = "_rc50_d762719597d7"
+HASH = "d762719597d74cdd80f99b90206f7c758a17ce8c24f2aded747124d67593b472"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
