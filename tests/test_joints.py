@@ -183,3 +183,25 @@ def test_tape_replays_the_evaluator_operation_for_operation():
     assert {"spline_curve", "surface_surface", "composite", "spherical_quat", "custom"} <= kinds
     with pytest.raises(ValueError, match="coordinates"):
         custom.kinematics(FloatAlgebra(), [0.1, 0.2], [0.0])
+
+
+@pytest.mark.parametrize("scale", [1e-9, 1e-6, 1e3])
+def test_a_tiny_custom_joint_keeps_its_terms(scale):
+    """A reviewer: S was chopped at an absolute 1e-12, so a nanometre cam's 0.5 pm radius
+    (r cos c, r sin c) left S's linear rows empty and M 1e-3 off. S and Sdot are now derived in
+    the joint's own length unit (symbolic.length_unit): they scale with the joint's lengths.
+    Oracle: the same joint at 1 m, scaled; round-off is still chopped in the joint's unit."""
+    def cam(s):
+        return joint_model("custom", {       # constants are floats (numbers in text are exact)
+            "coordinates": ["c", "b"], "rotation": [["z", "c"], ["x", "0.5*b"]],
+            "constants": {"r": 5e-4 * s, "h": 0.2 * s, "k": 1.5707963267948966},
+            "translation": ["r*cos(c) + h*cos(k)*b", "r*sin(c)", "h*b"]})
+    small, unit = cam(scale), cam(1.0)
+    q, qd = [0.4, -0.3], [0.7, 1.1]
+    for what in ("S", "Sdot"):
+        got, ref = small.numeric(what, q, qd), unit.numeric(what, q, qd)
+        ref[3:] *= scale
+        assert np.allclose(got, ref, rtol=1e-14, atol=0), what
+    # round-off (0.2 cos(pi/2) = 1.2e-17 of the joint's size) is chopped at every scale
+    assert all(abs(x) > 1e-6 * scale for e in small.S[3:, :] for x in e.atoms(sp.Float))
+    assert str(small.S).count("cos") == str(unit.S).count("cos")

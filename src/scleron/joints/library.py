@@ -15,9 +15,10 @@ import sympy as sp
 from ..program.algebra import FloatAlgebra
 from .registry import REGISTRY, JointType, axis_rotation, joint_type, skew  # noqa: F401
 from .special import numeric_namespace
-from .symbolic import (EXPAND_MAX_TERMS, Part, Tape, composite_kinematics,
-                       expansion_terms, light_entry, motion_subspace, motion_subspace_factored,
-                       motion_subspace_rate, product_transform, simplify_entry, tree_size)
+from .symbolic import (EXPAND_MAX_TERMS, Part, Tape, composite_kinematics, expansion_terms,
+                       in_length_unit, length_unit, light_entry, motion_subspace,
+                       motion_subspace_factored, motion_subspace_rate, product_transform,
+                       simplify_entry, tree_size)
 
 # Composite joints: the entries of S and Sdot of at most this many nodes (written out as trees)
 # are simplified (exact zeros and constants come out); larger ones are left as built, sharing the
@@ -64,8 +65,15 @@ class JointModel:
         self.light = simplify is light_entry
         twist = simplify_twist or simplify
         if S is None:
-            S = (motion_subspace_factored(factors, self.q, simplify, twist) if factors is not None
-                 else motion_subspace(self.R, self.t, self.q, simplify))
+            # derived in the joint's own length unit, so chopping keeps a tiny joint's terms
+            unit = sp.Integer(1) if self.light else length_unit(self.t)
+            S = (motion_subspace_factored([f.scaled(1 / unit) for f in factors], self.q,
+                                          simplify, twist) if factors is not None
+                 else motion_subspace(self.R, self.t / unit, self.q, simplify))
+            if Sdot is None:
+                Sdot = motion_subspace_rate(S, self.q, self.qd, simplify)
+                Sdot = in_length_unit(Sdot, unit)
+            S = in_length_unit(S, unit)
         self.S = S
         self.Sdot = Sdot if Sdot is not None else motion_subspace_rate(self.S, self.q, self.qd, simplify)
         def expand(e):                  # expanded where small (zeros and constants come out)

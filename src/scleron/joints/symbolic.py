@@ -109,6 +109,29 @@ def expansion_terms(expr, _memo=None):
     return n
 
 
+def length_unit(t):
+    """The unit, a power of two 2^-k (k >= 0), in which S's linear rows are derived and chopped:
+    the largest coefficient of the translation t(q) rounded down to a power of two, or 1 when
+    that is 1 or more. chop's tolerance is absolute; in metres a nanometre joint's real terms
+    (a 0.5 pm cam radius) would be taken for round-off. A power of two scales floats exactly."""
+    largest = 0.0
+    for e in t:
+        if expansion_terms(e) > EXPAND_MAX_TERMS:
+            return sp.Integer(1)
+        for term in sp.Add.make_args(sp.expand(e)):
+            coeff = term.as_coeff_Mul()[0]
+            if coeff.is_Number and term.free_symbols:
+                largest = max(largest, abs(float(coeff)))
+    if not 0.0 < largest < 1.0:
+        return sp.Integer(1)
+    return sp.Rational(1, 2 ** min(-math.floor(math.log2(largest)), 1000))
+
+
+def in_length_unit(M, unit):
+    """A 6 x d twist matrix (angular rows first) with its linear rows multiplied by unit."""
+    return M if unit == 1 else sp.Matrix(6, M.cols, lambda r, c: M[r, c] * (unit if r >= 3 else 1))
+
+
 def light_entry(expr):
     """The cheap simplification for big entries (spline joints, ellipsoid contacts): no
     expansion, no reduction; exact zeros stay exact because sympy folds them as it builds."""
@@ -414,6 +437,10 @@ class Factor:
     def __init__(self, R, t, inverse=False):
         self.R, self.t, self.inverse = sp.Matrix(R), sp.Matrix(t), inverse
         self.free = self.R.free_symbols | self.t.free_symbols
+
+    def scaled(self, c):
+        """The same factor with its lengths multiplied by c."""
+        return Factor(self.R, self.t * c, self.inverse)
 
     def transform(self):
         """(R, t) of X itself."""
