@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_1b9400217f06"
-HASH = "1b9400217f0602b3f76858b83e789e6ea16e4640a5d01797e56869670bd771d5"
+MODULE = "_branched_dc10905d4fa8"
+HASH = "dc10905d4fa8f51da79c722691bf4bfcf635dfbae560c78e4008774e8570d4d9"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_a44da9dfc026"
-HASH = "a44da9dfc0269323682112a90e47e1de063aa802ad69f996df7279899ec83825"
+MODULE = "_quadruped_6c857a62cd27"
+HASH = "6c857a62cd27e8124d91080e31c2681ff8c44942292254f67efa68bc4b07daa1"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_a0caf16951b4"
-HASH = "a0caf16951b4231436f7b90cf7071d6a2f39c0b9101d210542a38dddcc7af4f7"
+MODULE = "_rc100_6e343e9c4625"
+HASH = "6e343e9c4625dbb7a007d3100e2a0e3674e8f781c8b4b1e19d0763485a012ad6"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_1eb101e574f7"
-HASH = "1eb101e574f708801107b347dc7fa01366f252c691a09e533a30b69ec7f6ab1b"
+MODULE = "_rc20_ba5d88d2592a"
+HASH = "ba5d88d2592a28fdf61862c9d4750668a71587fdea6a3e5a01bd0580aee7abaf"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_d762719597d7"
-HASH = "d762719597d74cdd80f99b90206f7c758a17ce8c24f2aded747124d67593b472"
+MODULE = "_rc50_6e72277ff54a"
+HASH = "6e72277ff54a3e3c267648ca2c64d78cb145cfb916f2225150154bb3948e6f36"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
