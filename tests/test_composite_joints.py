@@ -18,7 +18,7 @@ from scleron.errors import ModelError
 from scleron.joints import joint_model
 from scleron.joints.registry import joint_type
 from scleron.joints.symbolic import Evaluator, light_entry, motion_subspace, motion_subspace_rate
-from scleron.program.algebra import FloatAlgebra
+from scleron.algebra import FloatAlgebra
 
 H = 1e-6
 TOL = 1e-8

@@ -141,7 +141,7 @@ def test_tape_replays_the_evaluator_operation_for_operation():
     from scleron.dynamics.tree import Tree
     from scleron.joints.symbolic import Evaluator
     from scleron.program import FloatAlgebra, ProgramAlgebra
-    from scleron.program.algebra import DualAlgebra, seeded
+    from scleron.algebra import DualAlgebra, seeded
     from scleron.program.program import Program
     from conftest import example
 

@@ -1,7 +1,7 @@
 """Numeric forward kinematics: the world pose of every body for a configuration q.
 
-One implementation, used by `scleron draw`, `scleron simulate` (chart switching) and the tests.
-The body frame of body i in the world is (ARCHITECTURE, S&G eq. 3)
+One implementation, used by `scleron draw` and the tests (the generated frame_placements are
+dynamics.frames, evaluated in the program algebra). The body frame of body i in the world is
 
     T_i = T_parent(i) · X_tree,i · Q_i(q_i)
 

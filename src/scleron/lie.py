@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from .joints import manifolds
-from .program.algebra import MATH_FUNCTIONS, FloatAlgebra
+from .algebra import MATH_FUNCTIONS, FloatAlgebra
 
 _IDENTITY = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]      # a free flyer's q at the identity
 _TOLERANCE = 1e-6               # |R^T R - I|, |det R - 1| and the last row's allowed (float32 data)

@@ -94,8 +94,8 @@ def template_texts(backend="c"):
 
 # the code that decides what is generated (the tools around it -- cli, show, simulate, draw --
 # do not): its text is part of the cache key
-GENERATING_CODE = ("functions.py", "unroll.py", "pipeline.py", "dynamics", "joints", "program",
-                   "backends")
+GENERATING_CODE = ("algebra.py", "functions.py", "unroll.py", "pipeline.py", "dynamics", "joints",
+                   "program", "backends")
 
 
 def source_fingerprint():

@@ -33,7 +33,7 @@ from .unroll import FORMS, fastest_recursion
 from .joints import joint_model
 from .joints.registry import joint_type
 from .model import WORLD
-from .program.algebra import Algebra, Section
+from .algebra import Algebra, Section
 
 FORMATS = ("text", "latex", "c")
 
@@ -210,7 +210,7 @@ def _ccode(e):
 
 def _c_helpers(helpers):
     """What a printed C function needs to compile on its own: math.h and the helpers it calls
-    (program.algebra.Helper), as the generated file defines them."""
+    (scleron.algebra.Helper), as the generated file defines them."""
     lines = ["#include <math.h>"]
     for h in helpers:
         lines += [f"static double {h.name}(double x)      /* {c_comment(h.doc)} */", "{"]

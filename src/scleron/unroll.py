@@ -1,4 +1,5 @@
-"""Unrolls the recursions for one model into straight-line programs (S&G Method I).
+"""Unrolls the recursions for one model into straight-line programs, in the code forms of FORMS
+(S&G Method I straight-line code, Method II loops, the loop and chained forms).
 
 The recursion code of scleron.dynamics is run on program Vars instead of floats: every
 scalar operation becomes a node of a Program, with the model's constants folded in.
@@ -27,11 +28,12 @@ FORMS = {"unrolled": "unrolled", "method2": "Method II: passes 4-6 as loops",
 class FunctionCode:
     """How one function's code is shaped for a backend: form "unrolled" (program computes the
     outputs), "method2" (program = the prologue of S&G Method II, loops = its Method2 tables and
-    kernels), "mass_loop" (program = the world-frame columns, loops = the MassLoop ranges) or
+    kernels), "mass_loop" (program = the world-frame columns, loops = the MassLoop ranges),
     "product_loop" (program = the factors dtau/dq, dtau/dqd and M^-1, loops = a ProductLoop),
     "pair_loop" (program = the own blocks and per-coordinate vectors, loops = a PairLoop),
-    "minv_loop" (loops = a MinvLoop) or "frame_loop" (program = the world motion axes and the
-    frames' reference matrices, loops = a FrameLoop)."""
+    "minv_loop" (loops = a MinvLoop), "frame_loop" (program = the world motion axes and the
+    frames' reference matrices, loops = a FrameLoop) or "chained" (program = what is left after
+    calling other generated functions, loops = a Chain: the calls, an optional ChainRule)."""
     spec: object
     form: str
     program: Program
@@ -58,7 +60,7 @@ class FunctionCode:
 
 
 def function_code(tree, spec, prefix, form="unrolled"):
-    """The FunctionCode of a spec in a form (unrolled, method2, mass_loop)."""
+    """The FunctionCode of a spec in one of the forms of FORMS."""
     sizes = model_sizes(tree)
     if form in ("method2", "mass_loop") and spec.acts_on_tree is not None:
         # (these forms unroll the recursions from the tree itself, not through the spec)

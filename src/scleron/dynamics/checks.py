@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from ..errors import ModelError
-from ..program.algebra import FloatAlgebra
+from ..algebra import FloatAlgebra
 from .body_frames import INERTIA_FLOOR, SNAP_INERTIA
 from .configuration import normalized
 from .recursions import (bias_forces, composite_inertias, expand, joint_kinematics, mass_matrix,

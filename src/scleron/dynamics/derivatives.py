@@ -21,7 +21,7 @@
 Twists [w; v] and wrenches [n; f], angular first, as everywhere in scleron.
 """
 from ..joints import manifolds
-from ..program.algebra import Dual, DualAlgebra
+from ..algebra import Dual, DualAlgebra
 from . import configuration, frames, recursions
 from .recursions import ltdl_factors, ltdl_solve, mass_matrix_factors  # noqa: F401 (LTDL: M^-1, q'')
 from .tree import consecutive_runs
@@ -924,7 +924,6 @@ def negated_product(A, B):
 
 # ---- small helpers -------------------------------------------------------------------------------
 ZERO6 = recursions.ZERO6
-ZERO33 = [[0.0] * 3 for _ in range(3)]
 
 
 def rows(cols):
@@ -938,11 +937,6 @@ def skew(x):
 
 def neg(M):
     return [[-x for x in row] for row in M]
-
-
-def block_matrix(A, B, C, D):
-    """[[A, B], [C, D]] from four 3 x 3 blocks."""
-    return [ra + rb for ra, rb in zip(A, B)] + [rc + rd for rc, rd in zip(C, D)]
 
 
 def cross_force(x, f):

@@ -84,6 +84,20 @@ def elementary(axis, angle):
     raise ValueError(f"axis must be 'X', 'Y' or 'Z', got {axis!r}")
 
 
+def skew(v):
+    return sp.Matrix([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
+
+
+def axis_rotation(axis, angle):
+    """Rotation by angle about a unit axis; exact elementary rotations for (+-) frame axes."""
+    a = [float(x) for x in axis]
+    for k in range(3):
+        if abs(abs(a[k]) - 1.0) < 1e-15 and all(abs(a[j]) < 1e-15 for j in range(3) if j != k):
+            return elementary("XYZ"[k], angle if a[k] > 0 else -angle)
+    A = skew(a)
+    return sp.eye(3) + sp.sin(angle) * A + (1 - sp.cos(angle)) * A * A
+
+
 def rotation(name, q1, q2, q3):
     """R = R_A(q1) R_B(q2) R_C(q3) for chart "ABC" (intrinsic sequence, see the module docstring)."""
     _check_name(name)

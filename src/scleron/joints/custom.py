@@ -18,6 +18,7 @@ import numpy as np
 import sympy as sp
 
 from . import charts
+from .charts import axis_rotation
 from .expressions import ExpressionError, _show, check_name, parse_expression
 from .surfaces import num
 from .symbolic import Evaluator
@@ -64,7 +65,6 @@ def _parse(text, names, where):
 def _axis_rotation(axis, angle):
     if isinstance(axis, str):
         return charts.elementary(axis.upper(), angle)
-    from .library import axis_rotation
     a = np.asarray(axis, dtype=float)
     return axis_rotation(tuple(a / np.linalg.norm(a)), angle)      # a unit axis, as validated
 

@@ -12,8 +12,8 @@ from functools import lru_cache
 import numpy as np
 import sympy as sp
 
-from ..program.algebra import FloatAlgebra
-from .registry import REGISTRY, JointType, axis_rotation, joint_type, skew  # noqa: F401
+from ..algebra import FloatAlgebra
+from .registry import joint_type
 from .special import numeric_namespace
 from .symbolic import (EXPAND_MAX_TERMS, Part, Tape, composite_kinematics, expansion_terms,
                        in_length_unit, length_unit, light_entry, motion_subspace,

@@ -22,7 +22,7 @@ SE(3) ordered [linear; angular] as here):
 """
 import math
 
-from ..program.algebra import Helper
+from ..algebra import Helper
 from .special import ExpA, ExpB, ExpC, ExpDB, ExpDC
 
 

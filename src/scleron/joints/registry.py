@@ -29,12 +29,11 @@ import numpy as np
 import sympy as sp
 
 from . import charts, custom, opensim, splines, surfaces
-from .charts import EULER_CHARTS
+from .charts import EULER_CHARTS, axis_rotation, skew
 from .special import ExpA, ExpB, ExpC
 from .symbolic import Factor, light_entry, simplify_entry
 
-__all__ = ["JointType", "REGISTRY", "EULER_CHARTS", "joint_type", "joint_dof", "coordinates_of",
-           "axis_rotation", "skew"]
+__all__ = ["JointType", "REGISTRY", "EULER_CHARTS", "joint_type", "joint_dof", "coordinates_of"]
 
 
 @dataclass(frozen=True)
@@ -118,20 +117,6 @@ def coordinates_of(jtype, params=None):
 
 
 # ---- geometry shared by the transforms ----------------------------------------------------------
-def skew(v):
-    return sp.Matrix([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
-
-
-def axis_rotation(axis, angle):
-    """Rotation by angle about a unit axis; exact elementary rotations for (+-) frame axes."""
-    a = [float(x) for x in axis]
-    for k in range(3):
-        if abs(abs(a[k]) - 1.0) < 1e-15 and all(abs(a[j]) < 1e-15 for j in range(3) if j != k):
-            return charts.elementary("XYZ"[k], angle if a[k] > 0 else -angle)
-    A = skew(a)
-    return sp.eye(3) + sp.sin(angle) * A + (1 - sp.cos(angle)) * A * A
-
-
 def _vec(axis):
     """Axis as a sympy column with exact 0/1/-1 where it is exactly that."""
     return sp.Matrix([sp.Integer(int(x)) if float(x).is_integer() else sp.Float(x) for x in axis])

@@ -15,7 +15,7 @@ import math
 import numpy as np
 import sympy as sp
 
-from ..program.algebra import Helper
+from ..algebra import Helper
 
 SERIES_BELOW = 0.1
 SERIES_TERMS = 9

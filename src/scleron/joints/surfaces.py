@@ -37,9 +37,6 @@ import sympy as sp
 
 from . import charts
 
-SURFACE_SHAPES = {"sphere": ("radius",), "ellipsoid": ("semi_axes",),
-                  "torus": ("major_radius", "minor_radius")}
-CURVE_SHAPES = {"circle": ("radius",), "helix": ("radius", "rise")}
 FLIP = sp.diag(1, -1, -1)
 DEFAULT_SURFACE = {"shape": "sphere", "radius": 1.0}
 DEFAULT_CURVE = {"shape": "circle", "radius": 1.0}

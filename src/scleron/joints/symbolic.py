@@ -9,7 +9,7 @@ import math
 
 import sympy as sp
 
-from ..program.algebra import Algebra
+from ..algebra import Algebra
 from .special import SclAbs, SclSign
 
 # sympy functions that sympy itself writes into expressions, as the branch-free pieces
@@ -221,7 +221,7 @@ class DagDiff:
 class Evaluator:
     """Evaluates sympy expressions in an algebra, given values for the free symbols.
 
-    `alg` is an algebra (scleron.program.algebra: sin, cos, ..., atan, call(helper, x)); values are either
+    `alg` is an algebra (scleron.algebra: sin, cos, ..., atan, call(helper, x)); values are either
     floats or whatever the algebra's scalars are. Sub-expressions are memoised, so shared
     pieces (sin q, cos q) are evaluated once.
 

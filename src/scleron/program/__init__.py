@@ -2,7 +2,8 @@
 
 Nothing here knows about robots: a Program is a list of scalar assignments built by evaluating
 ordinary arithmetic on Var objects (see program.program), in an algebra that follows the
-protocol of program.algebra."""
-from .algebra import (Algebra, Dual, DualAlgebra, FloatAlgebra, Helper, MATH_FUNCTIONS,
-                      ProgramAlgebra, Section, seeded)
+protocol of scleron.algebra."""
+from ..algebra import (Algebra, Dual, DualAlgebra, FloatAlgebra, Helper, MATH_FUNCTIONS,
+                       Section, seeded)
+from .algebra import ProgramAlgebra
 from .program import OpCounts, Program, Var

@@ -13,9 +13,8 @@ Dead code is removed when the program is finalised against its outputs.
 """
 from dataclasses import dataclass
 
-from .algebra import MATH_FUNCTIONS, Section
+from ..algebra import MATH_FUNCTIONS, Section
 
-COMMUTATIVE = {"add", "mul"}
 UNARY_MATH = MATH_FUNCTIONS
 
 

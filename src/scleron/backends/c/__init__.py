@@ -41,7 +41,7 @@ class CBackend(Backend):
             "neutral": [float(x) for x in gen.neutral], "quaternions": list(gen.quaternions),
             "helpers": helpers_context([p for code in gen.functions for p in code.programs]),
             "cflags": repr(gen.cflags), "nchunks": nchunks, "method": gen.method,
-            "mass_form": gen.mass_form, "any_sincos": any(f["sincos"] for f in functions),
+            "any_sincos": any(f["sincos"] for f in functions),
         }
         stats = {f["name"]: (f["statements"], f["counts"]) for f in functions}
         return render_files(ctx), stats

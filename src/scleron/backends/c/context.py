@@ -7,7 +7,6 @@ tables their C loops walk.
 """
 import re
 
-from ...program.program import OpCounts
 from .printer import c_literal, print_program
 from .render import c_comment
 
@@ -79,7 +78,7 @@ def _method2_context(m2, name, nv, public):
                for a, values in m2.initial.items()]
     bodies = m2.bodies
     return {
-        "nb": len(bodies), "nkin": m2.nkin, "nl": m2.nl, "kernels": kernels, "passes": passes,
+        "nb": len(bodies), "nkin": m2.nkin, "kernels": kernels, "passes": passes,
         "local": local, "initial": initial,
         "classes": [{"index": c.index, "root": c.root, "dof": c.dof, "stored": c.kin_size,
                      "members": [c_comment(b["name"]) for b in bodies if b["cls"] == c.index]}
@@ -103,7 +102,6 @@ def _mass_loop_context(nv, ml):
     entries = sum(e - f for _, f, e in ml.upper)
     return {"upper": table(ml.upper), "lower": table(ml.lower), "entries": entries,
             "armature": [(r * nv + r, repr(float(a))) for r, a in ml.armature],
-            "lower_entries": sum(e - f for _, f, e in ml.lower),
             "full": entries == nv * (nv + 1) // 2}
 
 
@@ -350,9 +348,3 @@ def variants_context(functions, named=None):
         v["example"] = "".join(f", {s['name']}={c_comment(repr(s['values'][-1]))}" for s in v["options"])
     return list(out.values())
 
-
-def total_counts(functions):
-    c = OpCounts()
-    for f in functions:
-        add_counts(c, f["counts"])
-    return c
