@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_dc10905d4fa8"
-HASH = "dc10905d4fa8f51da79c722691bf4bfcf635dfbae560c78e4008774e8570d4d9"
+MODULE = "_branched_c724cfed8ff9"
+HASH = "c724cfed8ff934ab6528f54d2e620ce3139b251f150dac3a9172c5a2d9414fd1"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_6c857a62cd27"
-HASH = "6c857a62cd27e8124d91080e31c2681ff8c44942292254f67efa68bc4b07daa1"
+MODULE = "_quadruped_0191ea0946ca"
+HASH = "0191ea0946ca677c16c34b652d720590921d8bff40407dca9f1a86e61f8eba77"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_6e343e9c4625"
-HASH = "6e343e9c4625dbb7a007d3100e2a0e3674e8f781c8b4b1e19d0763485a012ad6"
+MODULE = "_rc100_3ad16b182d11"
+HASH = "3ad16b182d117b1932f6a71e7696c083fb34e7f1939668d02c73b34a39858535"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

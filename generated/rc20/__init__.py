@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_ba5d88d2592a"
-HASH = "ba5d88d2592a28fdf61862c9d4750668a71587fdea6a3e5a01bd0580aee7abaf"
+MODULE = "_rc20_84af3bdd163a"
+HASH = "84af3bdd163a9e0054282c84aee87d3e4a06ed9c44b5a814a082ba03603a0f5f"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

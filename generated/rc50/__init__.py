@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_6e72277ff54a"
-HASH = "6e72277ff54a3e3c267648ca2c64d78cb145cfb916f2225150154bb3948e6f36"
+MODULE = "_rc50_726f9c0e3202"
+HASH = "726f9c0e32026f87acd58122a73d6b57b2885db27c9a94b4e620fd43092ab33d"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
