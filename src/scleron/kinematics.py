@@ -22,7 +22,7 @@ from functools import lru_cache
 import numpy as np
 
 from .joints import joint_model
-from .joints.library import _freeze
+from .joints.library import freeze_params
 
 
 def configuration(model, q=None):
@@ -58,7 +58,7 @@ def homogeneous(R, t):
 def joint_transform(jtype, params=None):
     """Q(q) of a joint type with parameters for N coordinate rows:
     f(Q (N, dof)) -> (R (N, 3, 3), t (N, 3)); the same values as joint_model(...).numeric("G")."""
-    return _joint_transform_cached(jtype, _freeze(params or {}))
+    return _joint_transform_cached(jtype, freeze_params(params or {}))
 
 
 @lru_cache(maxsize=None)

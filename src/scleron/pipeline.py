@@ -15,10 +15,9 @@ from dataclasses import dataclass, field, replace
 
 from . import __version__
 from .backends import backend as get_backend
-from .backends.c.build import compile_folder
 from .backends.c.printer import NonFiniteConstant
 from .backends.c.render import PY_MODULES, c_comment, c_identifier  # noqa: F401  (names for C and Python)
-from .backends.cuda import compile_cuda, cuda_options, find_nvcc
+from .backends.cuda import cuda_options, find_nvcc
 from .backends.folders import (clean_stale, dir_lock, discard_temp_folder, edited_sources,
                                install_folder, make_temp_folder, record_initial_state,
                                record_model_file, recover)
@@ -700,11 +699,11 @@ def generate(model, out_dir=None, name=None, *, chunk=1000, cflags=None, force=F
         record_initial_state(tmp, key, *initial_state(model))
         if compile:
             t0 = time.perf_counter()
-            compile_folder(tmp, name, progress=progress)
+            get_backend("c").compile(tmp, name, progress=progress)
             report.times["compile"] = time.perf_counter() - t0
             if cuda:
                 t0 = time.perf_counter()
-                compile_cuda(tmp, name, progress=progress)
+                get_backend("cuda").compile(tmp, name, progress=progress)
                 report.times["compile CUDA"] = time.perf_counter() - t0
         install_folder(tmp, out_dir)
     finally:
@@ -723,7 +722,7 @@ def _compile_cuda_if_missing(module, folder, name, progress, report):
     with dir_lock(folder):
         if not os.path.isfile(library):
             t0 = time.perf_counter()
-            compile_cuda(folder, name, progress=progress)
+            get_backend("cuda").compile(folder, name, progress=progress)
             report.times["compile CUDA"] = time.perf_counter() - t0
 
 

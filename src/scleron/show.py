@@ -196,8 +196,8 @@ class _SympyPieces:
 
 def _elementary(e):
     """e with each piecewise piece written out in +, *, / and sqrt (C has no PosPart3)."""
-    from .joints.special import _Piece
-    return e.replace(lambda x: isinstance(x, _Piece), lambda x: type(x).formula(_SympyPieces, x.args[0]))
+    from .joints.special import Piece
+    return e.replace(lambda x: isinstance(x, Piece), lambda x: type(x).formula(_SympyPieces, x.args[0]))
 
 
 def _ccode(e):

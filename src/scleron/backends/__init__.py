@@ -5,8 +5,10 @@ into the files of a generated folder, builds that folder and loads it back:
 
     render(generation) -> {file name: text}     print the programs, fill the templates
     template_texts()   -> {name: text}          part of the cache key
-    compile(folder, name)                        build the binaries in the folder
+    compile(folder, name, progress=None)         build the binaries in the folder
     load(folder)                                 the loaded module
+    attach(module, folder)                       a backend whose code joins another's package
+                                                 (CUDA beside the C) adds itself to the module
 
 `backends/c/` (C99 + cffi + a CPython fast extension) is the first, `backends/cuda/` (CUDA
 device code beside the C, ctypes) the second; each one's printer, templates, build and loader
@@ -25,11 +27,15 @@ class Backend:
     def template_texts(self):
         raise NotImplementedError
 
-    def compile(self, folder, name):
+    def compile(self, folder, name, progress=None):
         raise NotImplementedError
 
     def load(self, folder):
         raise NotImplementedError
+
+    def attach(self, module, folder):
+        """Nothing to add: the module is this backend's own (see the module docstring)."""
+        return module
 
 
 def backend(name="c", options=None):

@@ -47,7 +47,7 @@ _made = {}                       # temporary folder -> parent folders created fo
 
 # ---- locks -----------------------------------------------------------------------------------
 @contextmanager
-def _dir_lock(path):
+def dir_lock(path):
     """An exclusive flock on a directory (a no-op where flock is unavailable)."""
     fd = None
     if fcntl is not None:
@@ -65,10 +65,12 @@ def _dir_lock(path):
             os.close(fd)          # releases the lock
 
 
-dir_lock = _dir_lock              # (for a build into an installed folder: pipeline's CUDA)
+def is_temp_folder(folder):
+    """Whether a folder is one of this process's make_temp_folder folders (held or made)."""
+    return folder in _made or folder in _held
 
 
-def _still_there(fd, path):
+def still_there(fd, path):
     """Whether the directory a lock's fd holds is still the one at path (an install may have
     moved it aside while this process waited for its lock); True where there is no lock."""
     if fd is None:
@@ -155,7 +157,7 @@ def _write_record(folder, key, name, text):
     replace it); atomically, through a temporary file. Quietly nothing in a read-only folder."""
     record = os.path.join(folder, name)
     try:
-        with _dir_lock(os.path.dirname(os.path.abspath(folder))):
+        with dir_lock(os.path.dirname(os.path.abspath(folder))):
             with open(os.path.join(folder, "scleron.json")) as fh:
                 if json.load(fh).get("hash") != key:
                     return          # another generation is there now: its record is its own
@@ -368,7 +370,7 @@ def discard_temp_folder(tmp):
                 break
 
 
-def _recover(out_dir):
+def recover_locked(out_dir):
     """Under the parent's lock: repairs what a run killed in the middle of an install left."""
     out_dir, parent, base = _parts(out_dir)
     olds = _siblings(parent, base, "old")
@@ -387,15 +389,15 @@ def _recover(out_dir):
 
 
 def recover(out_dir):
-    """_recover under the parent's lock, before a cache check (an install killed between its
-    renames left the previous folder aside: found, it needs no new generation); nothing where
+    """recover_locked under the parent's lock, before a cache check (an install killed between
+    its renames left the previous folder aside: found, it needs no new generation); nothing where
     the parent does not exist or cannot be locked."""
     parent = os.path.dirname(os.path.abspath(out_dir))
     if not os.path.isdir(parent):
         return
     try:
-        with _dir_lock(parent):
-            _recover(out_dir)
+        with dir_lock(parent):
+            recover_locked(out_dir)
     except OSError:
         pass
 
@@ -437,8 +439,8 @@ def install_folder(tmp, out_dir):
         # and the parent's lock (which every load and install beside it takes) is not held
         # while waiting for that (its siblings waited out the whole compile)
         while True:
-            with _dir_lock(out_dir) as held, _dir_lock(parent):
-                if not _still_there(held, out_dir) and os.path.lexists(out_dir):
+            with dir_lock(out_dir) as held, dir_lock(parent):
+                if not still_there(held, out_dir) and os.path.lexists(out_dir):
                     continue                    # replaced while this one waited: lock the new one
                 _install_locked(tmp, out_dir, parent, base)
                 break
@@ -448,7 +450,7 @@ def install_folder(tmp, out_dir):
 
 def _install_locked(tmp, out_dir, parent, base):
     """install_folder's renames, under the folder's and the parent's locks."""
-    _recover(out_dir)
+    recover_locked(out_dir)
     _check_replaceable(out_dir)
     old = None
     if os.path.lexists(out_dir):

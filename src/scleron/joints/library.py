@@ -143,7 +143,7 @@ class _Frozen(tuple):
     tuple of pairs, e.g. a custom joint's [[z, "a"], [x, "b"]], thaws back to a list)."""
 
 
-def _freeze(params):
+def freeze_params(params):
     """A hashable key for joint parameters (the joint-model cache key)."""
     def fz(v):
         if isinstance(v, dict):
@@ -173,7 +173,7 @@ def _thaw(frozen):
 
 def joint_model(jtype, params=None):
     """The derived JointModel of a joint type with parameters (a dict), cached."""
-    frozen = params if isinstance(params, tuple) else _freeze(params or {})
+    frozen = params if isinstance(params, tuple) else freeze_params(params or {})
     return _joint_model_cached(jtype, frozen)
 
 

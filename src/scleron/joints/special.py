@@ -161,7 +161,7 @@ GUARDED = {cls.c_name: cls for cls in (ExpA, ExpB, ExpC, ExpDB, ExpDC, ExpDDB, E
 # dual numbers (the derivative functions' joint tangents) take the same rule (`derivative`),
 # not the formula's: sqrt(x*x) differentiated at its kink x = 0 would give 0 * inf.
 
-class _Piece(sp.Function):
+class Piece(sp.Function):
     """A one-argument function with a numpy value (numeric), its formula in any algebra with +,
     *, / and sqrt (formula(alg, x); alg.piece(cls, x) evaluates it), and its derivative in that
     algebra (derivative(alg, x), the same rule as sympy's fdiff)."""
@@ -183,7 +183,7 @@ class _Piece(sp.Function):
         return None
 
 
-class PosPart(_Piece):
+class PosPart(Piece):
     """x_+ = max(x, 0); d/dx = Step(x)."""
     @classmethod
     def _exact(cls, x):
@@ -205,7 +205,7 @@ class PosPart(_Piece):
         return Step(self.args[0])
 
 
-class PosPart2(_Piece):
+class PosPart2(Piece):
     """(x_+)^2; d/dx = 2 x_+."""
     @classmethod
     def _exact(cls, x):
@@ -228,7 +228,7 @@ class PosPart2(_Piece):
         return 2 * PosPart(self.args[0])
 
 
-class PosPart3(_Piece):
+class PosPart3(Piece):
     """(x_+)^3, the truncated power of cubic B-splines; d/dx = 3 (x_+)^2."""
     @classmethod
     def _exact(cls, x):
@@ -255,7 +255,7 @@ class PosPart3(_Piece):
 _SIGN_TINY = 1e-300
 
 
-class Step(_Piece):
+class Step(Piece):
     """Heaviside step (1 + sign x) / 2; its derivative is taken as 0 (away from x = 0)."""
     @classmethod
     def _exact(cls, x):
@@ -277,7 +277,7 @@ class Step(_Piece):
         return sp.Integer(0)
 
 
-class SclAbs(_Piece):
+class SclAbs(Piece):
     """|x| = sqrt(x^2); d/dx = SclSign(x)."""
     @classmethod
     def _exact(cls, x):
@@ -299,7 +299,7 @@ class SclAbs(_Piece):
         return SclSign(self.args[0])
 
 
-class SclSign(_Piece):
+class SclSign(Piece):
     """sign(x) (0 at 0); its derivative is taken as 0 (away from x = 0)."""
     @classmethod
     def _exact(cls, x):
@@ -330,7 +330,7 @@ class SclSign(_Piece):
 _SIDE = 2.0 ** -430
 
 
-class _SidedStep(_Piece):
+class _SidedStep(Piece):
     """A Heaviside step with the value `at_zero` (1 or 0) at 0; its derivative is taken as 0."""
     at_zero = 1
 

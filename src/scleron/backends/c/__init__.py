@@ -49,8 +49,8 @@ class CBackend(Backend):
     def template_texts(self):
         return template_texts()
 
-    def compile(self, folder, name):
-        return compile_folder(folder, name)
+    def compile(self, folder, name, progress=None):
+        return compile_folder(folder, name, progress)
 
     def load(self, folder, expect=None):
         return load_package(folder, expect)

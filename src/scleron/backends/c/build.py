@@ -28,8 +28,8 @@ import uuid
 import warnings
 
 from ...errors import BuildError, ForeignTargetError
-from ..folders import (_dir_lock, _held, _made, _recover, _still_there, discard_temp_folder,
-                       edited_sources)
+from ..folders import (dir_lock, discard_temp_folder, edited_sources, is_temp_folder,
+                       recover_locked, still_there)
 INSTALL_HINT = ("install one, e.g. `apt-get install gcc` (Debian/Ubuntu), `dnf install gcc` "
                 "(Fedora), `xcode-select --install` (macOS), or set CC to a C compiler")
 
@@ -106,10 +106,10 @@ def march_problem(march):
                            timeout=60, env={**os.environ, **overrides})
     except (OSError, subprocess.SubprocessError):
         return ""
-    return "" if r.returncode == 0 else f"{cc}: {_first_error(r.stderr) or 'refused'}"
+    return "" if r.returncode == 0 else f"{cc}: {first_error(r.stderr) or 'refused'}"
 
 
-def _first_error(log_text):
+def first_error(log_text):
     """The most telling line of a compiler log, for a one-line message."""
     lines = [ln.strip() for ln in log_text.splitlines() if ln.strip()]
     for pattern in ("Python.h", "fatal error", "error:", "Error:", "error", "Error"):
@@ -130,7 +130,7 @@ def _hint(log_text):
     return None
 
 
-def _one_line(text, limit=300):
+def short_line(text, limit=300):
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
@@ -148,7 +148,7 @@ def compile_folder(folder, name, progress=None):
     try:
         return _compile(folder, name, progress or _silent)
     except BaseException:
-        if folder in _made or folder in _held:     # a make_temp_folder folder: nothing to keep
+        if is_temp_folder(folder):     # a make_temp_folder folder: nothing to keep
             discard_temp_folder(folder)
         raise
 
@@ -206,7 +206,7 @@ def _wait_for_child(proc, build_dir, name, progress):
             progress("compile: linking the module and its fast extension")
 
 
-def _run_child(script, build_dir, folder, env, log, name, progress):
+def run_child(script, build_dir, folder, env, log, name, progress):
     proc = _start_child(script, build_dir, folder, env, log)
     try:
         return _wait_for_child(proc, build_dir, name, progress)
@@ -236,15 +236,15 @@ def _compile(folder, name, progress):
             log.flush()
             progress(f"compile: {name}'s C code with {cc or 'the C compiler'}, in up to "
                      f"{jobs} parts at once")
-            returncode = _run_child(script, build_dir, folder, env, log, name, progress)
+            returncode = run_child(script, build_dir, folder, env, log, name, progress)
         with open(log_path, errors="replace") as fh:
             text = fh.read()
         built = [ln[len("SCLERON_BUILT="):] for ln in text.splitlines() if ln.startswith("SCLERON_BUILT=")]
         if returncode != 0 or not built or not os.path.isfile(built[-1]):
-            kept = _keep_log(log_path, name)
+            kept = keep_log(log_path, name)
             os.remove(log_path)
             hint = _hint(text)
-            raise BuildError(f"compiling {name} failed: {_one_line(_first_error(text))}"
+            raise BuildError(f"compiling {name} failed: {short_line(first_error(text))}"
                              + (f"; {hint}" if hint else "")
                              + f"; full compiler output in {kept}")
         target = os.path.join(folder, os.path.basename(built[-1]))
@@ -255,7 +255,7 @@ def _compile(folder, name, progress):
         shutil.rmtree(build_dir, ignore_errors=True)
 
 
-def _keep_log(log_path, name):
+def keep_log(log_path, name):
     """A copy of a failed build's log that outlives the build folder."""
     fd, kept = tempfile.mkstemp(prefix=f"scleron-{name}-", suffix=".build.log")
     with os.fdopen(fd, "wb") as out, open(log_path, "rb") as src:
@@ -303,7 +303,7 @@ def _edits_in_module(folder, meta, edited):
 
 def _checked_meta(folder, expect):
     """The folder's scleron.json, after the checks of a load; under the parent's lock."""
-    _recover(folder)
+    recover_locked(folder)
     init = os.path.join(folder, "__init__.py")
     if not os.path.isfile(init):
         raise FileNotFoundError(f"{folder} is not a generated scleron folder (no __init__.py)")
@@ -332,8 +332,8 @@ def _compile_in_place(folder, meta):
     (an install into it waits; its siblings do not: the parent's lock was held for the whole
     compile, and every codegen beside it waited minutes without a word). Whether it compiled
     (not where the folder was replaced or compiled by another process meanwhile)."""
-    with _dir_lock(folder) as held:
-        if not _still_there(held, folder):
+    with dir_lock(folder) as held:
+        if not still_there(held, folder):
             return False                            # replaced meanwhile: the caller looks again
         try:
             with open(os.path.join(folder, "scleron.json")) as fh:
@@ -359,7 +359,7 @@ def load_package(folder, expect=None):
     parent = os.path.dirname(folder)
     compiled_here = False
     for _ in range(10):                         # (each round: compiled, replaced or loaded)
-        with _dir_lock(parent):
+        with dir_lock(parent):
             meta = _checked_meta(folder, expect)
             why = _unloadable(folder, meta)
             if why is None:

@@ -13,8 +13,8 @@ import shutil
 import tempfile
 
 from ...errors import BuildError
-from ..c.build import _first_error, _keep_log, _one_line, _run_child
-from ..folders import _held, _made, discard_temp_folder
+from ..c.build import first_error, keep_log, run_child, short_line
+from ..folders import discard_temp_folder, is_temp_folder
 
 # where nvcc is looked for after NVCC, CUDA_HOME / CUDA_PATH and PATH
 FALLBACKS = ("/usr/local/cuda/bin/nvcc",)
@@ -80,7 +80,7 @@ def compile_cuda(folder, name, progress=None):
     try:
         return _compile(folder, name, progress or _silent)
     except BaseException:
-        if folder in _made or folder in _held:     # a make_temp_folder folder: nothing to keep
+        if is_temp_folder(folder):     # a make_temp_folder folder: nothing to keep
             discard_temp_folder(folder)
         raise
 
@@ -97,16 +97,16 @@ def _compile(folder, name, progress):
             log.write(f"# scleron: compiling {name}'s CUDA code in {folder}\n")
             log.flush()
             progress(f"compile: {name}'s CUDA code with {env['NVCC']}")
-            returncode = _run_child(script, build_dir, folder, env, log, name, progress)
+            returncode = run_child(script, build_dir, folder, env, log, name, progress)
         with open(log_path, errors="replace") as fh:
             text = fh.read()
         built = [ln[len("SCLERON_BUILT="):] for ln in text.splitlines()
                  if ln.startswith("SCLERON_BUILT=")]
         if returncode != 0 or not built or not os.path.isfile(built[-1]):
-            kept = _keep_log(log_path, name)
+            kept = keep_log(log_path, name)
             os.remove(log_path)
             raise BuildError(f"compiling {name}'s CUDA code failed: "
-                             f"{_one_line(_first_error(text))}; full nvcc output in {kept}")
+                             f"{short_line(first_error(text))}; full nvcc output in {kept}")
         for produced in (built[-1], os.path.join(build_dir, f"{name}_cuda_resources.txt")):
             if os.path.isfile(produced):
                 os.replace(produced, os.path.join(folder, os.path.basename(produced)))
