@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_c724cfed8ff9"
-HASH = "c724cfed8ff934ab6528f54d2e620ce3139b251f150dac3a9172c5a2d9414fd1"
+MODULE = "_branched_2fd5ae56ddfc"
+HASH = "2fd5ae56ddfc4f34f9ec7ad0d1aad0160c062b232f8d38a170455928307eb6af"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_0191ea0946ca"
-HASH = "0191ea0946ca677c16c34b652d720590921d8bff40407dca9f1a86e61f8eba77"
+MODULE = "_quadruped_cb86792139f5"
+HASH = "cb86792139f51234faa3ce3f5ba211c778a20cafb5cfe8da3d197d0d1294730d"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

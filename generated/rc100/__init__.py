@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_3ad16b182d11"
-HASH = "3ad16b182d117b1932f6a71e7696c083fb34e7f1939668d02c73b34a39858535"
+MODULE = "_rc100_7a5d2b385075"
+HASH = "7a5d2b3850756b40cadb3fb40d7913b297173cde58b4d54830715c83117dbaae"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

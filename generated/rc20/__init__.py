@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_84af3bdd163a"
-HASH = "84af3bdd163a9e0054282c84aee87d3e4a06ed9c44b5a814a082ba03603a0f5f"
+MODULE = "_rc20_f76a440c0375"
+HASH = "f76a440c03757684f2793bdba2a4eb5a7504b66422ff3a48b3454d93ea53977d"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

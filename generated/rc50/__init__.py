@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_726f9c0e3202"
-HASH = "726f9c0e32026f87acd58122a73d6b57b2885db27c9a94b4e620fd43092ab33d"
+MODULE = "_rc50_4634086ec68d"
+HASH = "4634086ec68da71f2e2493d79c5ebee0c67bfa39799144cbd3a2dd11e9f72245"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
