@@ -26,6 +26,7 @@ from .errors import ModelError
 from .dynamics.frames import frame_columns
 from .dynamics.tree import Tree, configuration_meanings
 from .functions import FRAME_FUNCTIONS, FUNCTIONS, frame_family, function_spec, uncoupled
+from .joints.registry import coordinate_unit
 from .model import model_to_dict
 from .unroll import FORMS, frame_loops_pay, function_code, pair_loops_pay, related_pairs
 
@@ -546,8 +547,7 @@ def _velocity_doc(tree, model):
         quaternion = b.nq != b.dof
         for k, meaning in enumerate(b.joint.coordinates):
             label = b.joint_name if b.dof == 1 else f"{b.joint_name}[{k}]"
-            unit = re.findall(r"\((rad|m)\)", meaning)      # the last, as simulate's plot takes it
-            unit = unit[-1] if unit else "1" if meaning.startswith("spline parameter") else None
+            unit = coordinate_unit(meaning)
             what = meaning if quaternion else f"rate of {label}" + (f" ({unit}/s)" if unit else "")
             out.append(f"{label}: {b.joint.type} joint of body {_moved_body(b, model)}, {what}")
     return out

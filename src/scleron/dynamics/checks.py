@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..algebra import FloatAlgebra
+from ..joints.registry import coordinate_unit
 from .body_frames import INERTIA_FLOOR, SNAP_INERTIA
 from .configuration import normalized
 from .recursions import (bias_forces, composite_inertias, expand, joint_kinematics, mass_matrix,
@@ -209,7 +210,7 @@ def _turning_samples(tree, samples, seed):
         if b.nq == b.dof:                           # (a quaternion joint's q are not angles)
             general = b.joint.type in ("custom", "opensim")
             for c, meaning in enumerate(b.joint.coordinates):
-                angle[b.q_start + c] = general or "(rad)" in meaning
+                angle[b.q_start + c] = general or coordinate_unit(meaning) == "rad"
     strata = []
     for is_angle in angle:
         order = list(range(samples))

@@ -22,6 +22,7 @@ and Model.check_joint's validation. Adding a joint type is one declaration here.
 
 This module imports nothing above joints/ (no model, dynamics, program or backend code).
 """
+import re
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
@@ -33,7 +34,8 @@ from .charts import EULER_CHARTS, axis_rotation, skew
 from .special import ExpA, ExpB, ExpC
 from .symbolic import Factor, light_entry, simplify_entry
 
-__all__ = ["JointType", "REGISTRY", "EULER_CHARTS", "joint_type", "joint_dof", "coordinates_of"]
+__all__ = ["JointType", "REGISTRY", "EULER_CHARTS", "joint_type", "joint_dof", "coordinates_of",
+           "coordinate_unit"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,13 @@ def joint_dof(jtype, params):
 def coordinates_of(jtype, params=None):
     """What each coordinate of a joint of this type and parameters means (with units)."""
     return joint_type(jtype).meanings(params)
+
+
+def coordinate_unit(meaning):
+    """The unit a coordinate's meaning (coordinates_of) gives it: "rad", "m" (the last of them
+    written in parentheses), "1" for a spline parameter, or "" where it says none."""
+    found = re.findall(r"\((rad|m)\)", meaning)
+    return found[-1] if found else "1" if meaning.startswith("spline parameter") else ""
 
 
 # ---- geometry shared by the transforms ----------------------------------------------------------

@@ -52,6 +52,7 @@ from xml.etree import ElementTree
 import numpy as np
 
 from ..errors import ModelError
+from .joint_types import joint_configuration
 from .load import MAX_BODIES, read_source
 from .model import INERTIA_CHECKS, WORLD, Model, Transform, quaternion_matrix
 
@@ -634,9 +635,10 @@ class MujocoLayout:
         self.balls, self.frees = [], []
         iq = iv = 0
         for j in model.joints:
-            if j.type == "spherical_quat":
+            space = joint_configuration(j.type)
+            if space == "quaternion":
                 self.balls.append(iq)
-            elif j.type == "free_flyer":
+            elif space == "se3":
                 self.frees.append((iq, iv))
             iq += j.nq
             iv += j.dof

@@ -502,11 +502,17 @@ class Model:
         for b in self.bodies:
             out.append(Frame(b.name, b.name, Transform()))
             out += on.get(b.name, [])
-        home = {WORLD: WORLD}                 # the moving body (or world) each body is part of
-        for b, j in zip(self.bodies, self.joints):
-            home[b.name] = home.get(j.parent, WORLD) if j.type == "fixed" else b.name
+        home = self.welded_homes()
         group = {name: k for k, name in enumerate([WORLD] + [b.name for b in self.bodies])}
         return sorted(out, key=lambda f: group[home.get(f.body, WORLD)])     # stable
+
+    def welded_homes(self):
+        """The moving body (or WORLD) each body is part of: itself, or for a body on a fixed
+        joint its parent's (parents come first)."""
+        home = {WORLD: WORLD}
+        for b, j in zip(self.bodies, self.joints):
+            home[b.name] = home.get(j.parent, WORLD) if j.type == "fixed" else b.name
+        return home
 
     def frame_names(self):
         return [f.name for f in self.frame_list()]

@@ -555,10 +555,9 @@ def _warn_welded(unmerged, merged, links, source):
     moving = {b.name for b in merged.bodies}
     # (a link whose body took its inertia alone: validate checked it, by the link's name)
     named = set(getattr(merged, "inertia_sources", {}).values())
-    home = {}
+    home = unmerged.welded_homes()
     bad = []
     for body, j in zip(unmerged.bodies, unmerged.joints):
-        home[body.name] = home.get(j.parent, j.parent) if j.type == "fixed" else body.name
         if (j.type != "fixed" or home[body.name] not in moving or body.inertia.mass < 0
                 or body.name in named):
             continue
@@ -598,9 +597,7 @@ def _validate(model, unmerged, links, joints, source):
             line = (el.find("mimic") or el).line
             raise ModelError(e.problem, source=source, element=e.element, line=line,
                              joint=e.joint) from None
-        home = {}
-        for b, j in zip(unmerged.bodies, unmerged.joints):
-            home[b.name] = home.get(j.parent, j.parent) if j.type == "fixed" else b.name
+        home = unmerged.welded_homes()
         bad = e.body
         if bad is None:
             raise

@@ -1,6 +1,5 @@
 """The driver: steps an integrator, switches charts after each accepted step, records states."""
 import math
-import re
 import time
 import warnings
 from dataclasses import dataclass
@@ -10,6 +9,7 @@ import numpy as np
 from .charts import (chart_det, crosses_singularity, det_name, kept_charts, reparameterise_exp,
                      switch_euler, switchables)
 from .energy import energies
+from ..joints.registry import coordinate_unit
 from ..model.joint_types import joint_configuration, joint_ranges
 from .integrators import (NEEDS_DERIVATIVES, derivative, dopri_step, error_norm, fixed_step,
                           step_factor, velocity_bracket)
@@ -28,13 +28,11 @@ def record_bytes(nq, nv):
 
 
 def coordinate_units(dyn, nq):
-    """"rad", "m" or "" per coordinate: the last "(rad)" or "(m)" of the generated module's
-    coordinate descriptions (the joint library's COORDINATES)."""
-    units = []
-    for text in list(getattr(dyn, "coordinate_descriptions", []))[:nq]:
-        found = re.findall(r"\((rad|m)\)", text)
-        units.append(found[-1] if found else "")
-    return units + [""] * (nq - len(units))
+    """"rad", "m" or "" per coordinate, as the generated module's coordinate descriptions
+    (the joint library's meanings) say (joints.registry.coordinate_unit)."""
+    texts = list(getattr(dyn, "coordinate_descriptions", []))[:nq]
+    units = [coordinate_unit(text) for text in texts]
+    return [u if u in ("rad", "m") else "" for u in units] + [""] * (nq - len(units))
 
 
 def lie_groups(model):
