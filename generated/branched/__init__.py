@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_2fd5ae56ddfc"
-HASH = "2fd5ae56ddfc4f34f9ec7ad0d1aad0160c062b232f8d38a170455928307eb6af"
+MODULE = "_branched_2f7e94d6fb68"
+HASH = "2f7e94d6fb68ab35d65ce225f2b96af41f7254e58bb9c787f8707c08073df221"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

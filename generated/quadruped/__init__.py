@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_cb86792139f5"
-HASH = "cb86792139f51234faa3ce3f5ba211c778a20cafb5cfe8da3d197d0d1294730d"
+MODULE = "_quadruped_4e1bdd3d8f0a"
+HASH = "4e1bdd3d8f0a6c53dbc10f03bb14da73222a4344224dd665b23f7fd03e08dbea"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

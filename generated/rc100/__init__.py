@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_7a5d2b385075"
-HASH = "7a5d2b3850756b40cadb3fb40d7913b297173cde58b4d54830715c83117dbaae"
+MODULE = "_rc100_5b0a48214173"
+HASH = "5b0a482141736170d9e2ad55a2f4815029a9b5eb9e199cfc14e61bc96ba16390"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_f76a440c0375"
-HASH = "f76a440c03757684f2793bdba2a4eb5a7504b66422ff3a48b3454d93ea53977d"
+MODULE = "_rc20_5c72454387a9"
+HASH = "5c72454387a975e082be78eff4ad8c52c98b8485e692c0a09c82c646fdf055ff"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_4634086ec68d"
-HASH = "4634086ec68da71f2e2493d79c5ebee0c67bfa39799144cbd3a2dd11e9f72245"
+MODULE = "_rc50_03df4c2ea10d"
+HASH = "03df4c2ea10d9f6789160848e2a7e7ff6c698bb4b387d938e8e0843a1a49a3fb"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
