@@ -104,13 +104,14 @@ LATEX_END = "\\end{document}\n"
 
 
 # ---- joints -------------------------------------------------------------------------------------
-def _chart_text(chart, n=3):
-    axes = [f"R_{a}(q{k + 1})" for k, a in enumerate(chart[:n])]
+def _chart_text(chart, n=3, first=0):
+    """The chart of n Euler angles q[first], q[first + 1], ... (numbered from 1)."""
+    axes = [f"R_{a}(q{first + k + 1})" for k, a in enumerate(chart[:n])]
     if n == 2:
         return (f"chart {chart[:2]}: R = {' '.join(axes)}, intrinsic (about {chart[0]}, then the "
                 f"rotated {chart[1]})")
-    kind = ("proper Euler, singular where sin q2 = 0" if chart[0] == chart[2]
-            else "Tait-Bryan, singular where cos q2 = 0")
+    kind = (f"proper Euler, singular where sin q{first + 2} = 0" if chart[0] == chart[2]
+            else f"Tait-Bryan, singular where cos q{first + 2} = 0")
     return (f"chart {chart}: R = {' '.join(axes)}, intrinsic (about {chart[0]}, then the rotated "
             f"{chart[1]}, then the twice-rotated {chart[2]}; read right to left: extrinsic "
             f"{chart[::-1]} about fixed axes); {kind}")
@@ -126,11 +127,11 @@ def _joint_notes(j):
         notes.append("plane normal " + " ".join(f"{x:g}" for x in p["normal"]))
     if "pitch" in p:
         notes.append(f"pitch {p['pitch']:g} (m/rad)")
-    if j.type in ("spherical", "free"):
-        notes.append(_chart_text(p.get("chart", "XYZ")))
-    if j.type == "universal":
-        notes.append(_chart_text(p.get("chart", "XYZ"), 2))
-    if j.type == "ball_exp":
+    angles = joint_type(j.type).euler_angles_of(p)
+    if angles:
+        first, n, chart = angles
+        notes.append(_chart_text(chart, n, first))
+    if joint_type(j.type).switch == "exp":
         notes.append("exponential coordinates: R = exp([q]), the rotation vector q")
     if j.type == "composite":
         k = 0

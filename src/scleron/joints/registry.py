@@ -60,6 +60,14 @@ class JointType:
     configuration_entries: Optional[list] = None  # what each entry of q is, when nq != dof
     ranges: Optional[Callable[[dict], list]] = None   # (low, high) of each coordinate, where
                                                       # the joint is valid only there (splines)
+    euler_angles: Optional[Callable[[dict], Optional[tuple]]] = None  # (first index in q, count,
+                                                  # chart) of its Euler-chart angles, or None
+    switch: str = ""                              # how a simulation leaves a singular chart:
+                                                  # "euler" (another chart), "exp" (q -> q')
+
+    def euler_angles_of(self, params):
+        """(first index in q, number, chart) of the joint's Euler-chart angles, or None."""
+        return None if self.euler_angles is None else self.euler_angles(params or {})
 
     def dof_of(self, params):
         """Number of (velocity) coordinates with these (normalised or plain dict) parameters."""
@@ -228,12 +236,13 @@ _declare(JointType(
     "universal", "R_A(q1) R_B(q2), the first two axes of an Euler chart (default XYZ: Sueda 2.43)",
     params=("chart",), dof=2,
     coordinates=["angle about the first axis (rad)", "angle about the rotated second axis (rad)"],
-    transform=_universal))
+    transform=_universal, euler_angles=lambda p: (0, 2, _chart(p))))
 
 _declare(JointType(
     "spherical", "a ball joint in one of the 12 Euler / Tait-Bryan charts (default XYZ)",
     params=("chart",), dof=3, coordinates=_chart_angles,
-    transform=lambda p, q: (charts.rotation(_chart(p), *q), sp.zeros(3, 1))))
+    transform=lambda p, q: (charts.rotation(_chart(p), *q), sp.zeros(3, 1)),
+    euler_angles=lambda p: (0, 3, _chart(p)), switch="euler"))
 
 
 def _ball_exp_rotation(p, q):
@@ -257,13 +266,14 @@ _declare(JointType(
     dof=3,
     coordinates=["rotation vector x (rad)", "rotation vector y (rad)", "rotation vector z (rad)"],
     transform=_ball_exp_rotation, motion_subspace=_ball_exp_S,
-    notes="S is the closed-form right Jacobian of SO(3)"))
+    notes="S is the closed-form right Jacobian of SO(3)", switch="exp"))
 
 _declare(JointType(
     "free", "T(x, y, z) R_chart(angles): the 3-D free joint (Sueda 2.62)",
     params=("chart",), dof=6,
     coordinates=lambda p: ["x (m)", "y (m)", "z (m)"] + _chart_angles(p),
-    transform=lambda p, q: (charts.rotation(_chart(p), *q[3:]), sp.Matrix(q[:3]))))
+    transform=lambda p, q: (charts.rotation(_chart(p), *q[3:]), sp.Matrix(q[:3])),
+    euler_angles=lambda p: (3, 3, _chart(p)), switch="euler"))
 
 _declare(JointType(
     "free2d", "T(x, y, 0) Rz(angle): the 2-D free joint (Sueda 2.60)",
@@ -409,13 +419,13 @@ def _moving_frame_factors(frame, key, d):
     return factors
 
 
-def _contact(name, doc, params, dof, factors):
+def _contact(name, doc, params, dof, factors, euler_angles=None):
     # an ellipsoid's frame twists are worth simplifying (15 % fewer operations), its S and Sdot not
     return _declare(JointType(
         name, doc, params=params, dof=dof,
         coordinates=lambda p: surfaces.coordinates(name, p),
         factors=factors, simplify=_contact_simplify, simplify_twist=lambda p: simplify_entry,
-        composite_part=False, general=True,
+        composite_part=False, general=True, euler_angles=euler_angles,
         notes="contact frames of parametric surfaces / curves"))
 
 
@@ -425,11 +435,13 @@ _contact("surface_surface", "rolling and sliding contact of two surfaces (u1, v1
 _contact("surface_point", "a point moving on the parent's surface (u, v[, 3 Euler angles])",
          ("surface", "chart"),
          lambda p: 2 + (3 if p.get("chart") else 0),
-         _moving_frame_factors(surfaces.surface_frame, "surface", 2))
+         _moving_frame_factors(surfaces.surface_frame, "surface", 2),
+         lambda p: (2, 3, p["chart"]) if p.get("chart") else None)
 _contact("curve_point", "a point moving along a curve (s[, 3 Euler angles])",
          ("curve", "chart"),
          lambda p: 1 + (3 if p.get("chart") else 0),
-         _moving_frame_factors(surfaces.curve_frame, "curve", 1))
+         _moving_frame_factors(surfaces.curve_frame, "curve", 1),
+         lambda p: (1, 3, p["chart"]) if p.get("chart") else None)
 
 
 def _spline(name, doc, params, dof, factors):

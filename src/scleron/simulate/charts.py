@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..joints import charts, joint_dof, joint_model
+from ..joints.registry import joint_type
 
 # chart "ABC": det S = ±cos q2 (Tait-Bryan, A != C) or -sin q2 (proper Euler, A == C), Sueda Table 3
 _TRIG = {True: math.sin, False: math.cos}
@@ -111,8 +112,11 @@ class KeptChart:
     why: str            # why it keeps its chart
 
 
-# where the three Euler angles of a point joint given a chart start, after its u, v or s
-POINT_CHART_AT = {"surface_point": 2, "curve_point": 1}
+def euler_angles(jtype, params):
+    """((first index in q, number, chart) of a joint's Euler-chart angles, or None; and how a
+    simulation may leave its chart: "euler", "exp" or "") as the joint registry declares them."""
+    jt = joint_type(jtype)
+    return jt.euler_angles_of(params), jt.switch
 
 
 def kept_charts(model, tau=None):
@@ -125,18 +129,19 @@ def kept_charts(model, tau=None):
     for j in model.joints:
         if j.mimic is not None:             # no coordinates of its own
             continue
-        skip = 3 if j.type == "free" else 0
+        angles, switch = euler_angles(j.type, j.params)
+        skip = angles[0] if angles else 0
         own = np.asarray(tau, dtype=float)[kv:kv + j.dof] if constant else None
-        if j.type in ("spherical", "free") and _keeps_chart(j, skip, own):
-            out.append(KeptChart(j.name, k + skip, j.params.get("chart", "XYZ"),
+        if switch == "euler" and _keeps_chart(j, skip, own):
+            out.append(KeptChart(j.name, k + skip, angles[2],
                                  "a spring, an armature or a constant force on it keeps its chart"))
-        if j.type in POINT_CHART_AT and j.params.get("chart"):    # a point's Euler angles
-            out.append(KeptChart(j.name, k + POINT_CHART_AT[j.type], j.params["chart"],
+        elif angles and angles[1] == 3 and not switch:   # a point's angles (two have no singularity)
+            out.append(KeptChart(j.name, k + skip, angles[2],
                                  f"a {j.type} joint's angles keep their chart"))
         for at, part in _composite_parts(j, k):
-            if part["type"] in ("spherical", "free"):        # a free part's angles follow x, y, z
-                out.append(KeptChart(j.name, at + (3 if part["type"] == "free" else 0),
-                                     part.get("params", {}).get("chart", "XYZ"),
+            part_angles, part_switch = euler_angles(part["type"], part.get("params", {}))
+            if part_switch == "euler":
+                out.append(KeptChart(j.name, at + part_angles[0], part_angles[2],
                                      "a composite joint's parts keep their charts"))
         k += j.nq
         kv += j.dof
@@ -183,13 +188,13 @@ def switchables(model, tau=None):
     for i, j in enumerate(model.joints):
         if j.mimic is not None:             # no coordinates of its own (q skips it)
             continue
-        skip = 3 if j.type == "free" else 0
+        angles, switch = euler_angles(j.type, j.params)
+        skip = angles[0] if angles else 0
         own = np.asarray(tau, dtype=float)[kv:kv + j.dof] if constant else None
         if not _keeps_chart(j, skip, own):
-            if j.type in ("spherical", "free"):
-                out.append(Switchable(i, j.name, "euler", k + skip, j.params.get("chart", "XYZ"),
-                                      kv + skip))
-            elif j.type == "ball_exp":
+            if switch == "euler":
+                out.append(Switchable(i, j.name, "euler", k + skip, angles[2], kv + skip))
+            elif switch == "exp":
                 out.append(Switchable(i, j.name, "exp", k, "exp", kv))
         k += j.nq
         kv += j.dof
