@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_2f7e94d6fb68"
-HASH = "2f7e94d6fb68ab35d65ce225f2b96af41f7254e58bb9c787f8707c08073df221"
+MODULE = "_branched_f47efd9dd92e"
+HASH = "f47efd9dd92eaf8485caa26f0c051747059d97ce2593d473e3d8c5130e082453"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

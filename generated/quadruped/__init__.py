@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_4e1bdd3d8f0a"
-HASH = "4e1bdd3d8f0a6c53dbc10f03bb14da73222a4344224dd665b23f7fd03e08dbea"
+MODULE = "_quadruped_f93fa775f40d"
+HASH = "f93fa775f40dd72bc8590c8e1f7f7422976ddbdb52f25de349a647c4a08c7c63"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_5b0a48214173"
-HASH = "5b0a482141736170d9e2ad55a2f4815029a9b5eb9e199cfc14e61bc96ba16390"
+MODULE = "_rc100_030335699f4f"
+HASH = "030335699f4f9e7d58f99abeef1c0ffb2eafb97c215316a6c9dbbee57543968b"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_5c72454387a9"
-HASH = "5c72454387a975e082be78eff4ad8c52c98b8485e692c0a09c82c646fdf055ff"
+MODULE = "_rc20_3e4519abf489"
+HASH = "3e4519abf48999f72114b08927d590bcc65f392c78fb9263b2a851bc4b5ce629"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

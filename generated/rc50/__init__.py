@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_03df4c2ea10d"
-HASH = "03df4c2ea10d9f6789160848e2a7e7ff6c698bb4b387d938e8e0843a1a49a3fb"
+MODULE = "_rc50_150fb663b08e"
+HASH = "150fb663b08e54e18823c2a7aaec2cb2d59e5e9adf5a342b3a8bb29438b5ec86"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
