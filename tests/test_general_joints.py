@@ -288,6 +288,33 @@ def test_spline_curve_matches_sueda_algorithm_3():
     assert seen_wrong > 1e-2, "the seed's uncorrected line 10 should give a different dS/dq"
 
 
+@pytest.mark.parametrize("turn", [1e-8, 1.2e-8, 1e-6, 1e-4])
+def test_nearly_aligned_spline_frames_give_the_curve(turn):
+    """An outside tester: control frames turned by a tiny angle broke the frame differences'
+    logarithm (acos of the trace, the closed form of V^-1): at 1.2e-8 rad the curve was shrunk
+    by 35 %, at 1e-8 codegen failed on a division by zero, and the exponential's 1 - cos lost
+    3e-9 m. Oracles: the curve ends on the last control frame (exactly, at s = n - 1), and
+    scipy's matrix logarithm and exponential of the frame differences."""
+    from scipy.linalg import expm, logm
+    from scleron.joints.splines import frame_differences, frame_matrix, hat3
+    frames = [{"xyz": [k, 0.3 * (k % 2), 0.2 - 0.05 * k], "rpy": [0, 0, turn * (k % 2)]}
+              for k in range(5)]
+    normal = [{"xyz": f["xyz"], "rotation": axis_rotation_z(f["rpy"][2])} for f in frames]
+    jm = joint_model("spline_curve", {"frames": normal})
+    for xi, (A, B) in zip(frame_differences(normal), zip(normal, normal[1:])):
+        D = np.real(logm(np.linalg.inv(frame_matrix(A)) @ frame_matrix(B)))
+        assert np.abs(xi - [D[2, 1], D[0, 2], D[1, 0], *D[:3, 3]]).max() < 1e-13
+        X = np.zeros((4, 4))
+        X[:3, :3], X[:3, 3] = hat3(xi[:3]), xi[3:]
+        assert np.abs(expm(X) - np.linalg.inv(frame_matrix(A)) @ frame_matrix(B)).max() < 1e-14
+    end = jm.numeric("G", [4.0])
+    assert np.abs(end - frame_matrix(normal[-1])).max() < 1e-13
+
+
+def axis_rotation_z(a):
+    return [[math.cos(a), -math.sin(a), 0.0], [math.sin(a), math.cos(a), 0.0], [0.0, 0.0, 1.0]]
+
+
 def test_cumulative_basis_is_sueda_on_each_segment():
     from scleron.joints.special import PosPart3
     from scleron.joints.splines import cumulative_basis

@@ -13,7 +13,7 @@ telescopes), the factors i > s + 3 are the identity, and the three in between ar
 Q is Sueda's (2.74) on every segment, C^2 across segments, and the generated code evaluates
 any q in one straight line: the truncated powers x+ = (x + sqrt(x*x)) / 2 need no branch. The
 parameter range is q in [0, n - 3] (n control frames, n - 3 segments); outside it the formula
-continues smoothly for up to 3 more units but S tends to 0 there (the body stops on the curve).
+continues smoothly for 2 more units at each end (on [-2, n - 1]) and S is 0 beyond.
 
 The spline surface joint (2 DOF) is Q = T(f1, f2, f3) Rx(f4) Ry(f5) Rz(f6), i.e.
 prod_k exp(e_k f_k(u, v)) with Sueda's basis order (translation first), where each f_k is the
@@ -75,15 +75,15 @@ def se3_exp(xi):
 
 
 def so3_log(R):
-    """The rotation vector of R (angle < pi)."""
-    c = max(-1.0, min(1.0, (np.trace(R) - 1) / 2))
-    th = math.acos(c)
+    """The rotation vector of R (angle < pi). The angle is atan2(sin, cos), with sin th the
+    length of the antisymmetric part's axial vector: acos of the trace alone loses half the
+    digits of a small angle (1e-8 rad came out 0 or 1.5e-8)."""
     axial = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]]) / 2
-    if th < 1e-8:
-        return axial                               # sin th / th -> 1
+    s, c = float(np.linalg.norm(axial)), (np.trace(R) - 1) / 2
+    th = math.atan2(s, c)
     if math.pi - th < 1e-6:
         raise ValueError("the rotation angle is pi: its logarithm is not unique")
-    return axial * th / math.sin(th)
+    return axial * (th / s) if s > 0 else axial      # th / sin th -> 1
 
 
 def se3_log(T):
@@ -91,11 +91,13 @@ def se3_log(T):
     w = so3_log(T[:3, :3])
     th = float(np.linalg.norm(w))
     W = hat3(w)
-    if th < 1e-8:
-        Vinv = np.eye(3) - W / 2 + W @ W / 12
+    # V^-1 = I - W/2 + (1 - (th/2) cot(th/2)) / th^2 W^2; the coefficient's series below 1e-2
+    # rad (the closed form cancels: at 1e-6 rad it was 1e-4 off, at 1e-8 a division by zero)
+    if th < 1e-2:
+        k = 1 / 12 + th ** 2 / 720 + th ** 4 / 30240
     else:
-        Vinv = np.eye(3) - W / 2 + (1 - th * math.sin(th) / (2 * (1 - math.cos(th)))) / th ** 2 * W @ W
-    return np.concatenate([w, Vinv @ T[:3, 3]])
+        k = (1 - (th / 2) / math.tan(th / 2)) / th ** 2
+    return np.concatenate([w, (np.eye(3) - W / 2 + k * W @ W) @ T[:3, 3]])
 
 
 def frame_matrix(frame):
@@ -124,8 +126,11 @@ def _exp_factor(xi, x):
     K2 = K @ K
     phi = num(th) * x
     s, c = sp.sin(phi), sp.cos(phi)
-    R = sp.eye(3) + s * _const_matrix(K) + (1 - c) * _const_matrix(K2)
-    t = x * vs + (1 - c) * _const_matrix((K @ v / th).reshape(3, 1)) \
+    # 1 - cos phi as 2 sin^2(phi/2) for small turns: it is divided by th below, and its
+    # rounding (1e-16) cost th = 1e-8 rad a 3e-9 m error
+    versine = 2 * sp.sin(phi / 2) ** 2 if th < 1e-3 else 1 - c
+    R = sp.eye(3) + s * _const_matrix(K) + versine * _const_matrix(K2)
+    t = x * vs + versine * _const_matrix((K @ v / th).reshape(3, 1)) \
         + (x - s / num(th)) * _const_matrix((K2 @ v).reshape(3, 1))
     return Factor(R, t)
 
