@@ -288,6 +288,25 @@ def test_spline_curve_matches_sueda_algorithm_3():
     assert seen_wrong > 1e-2, "the seed's uncorrected line 10 should give a different dS/dq"
 
 
+@pytest.mark.parametrize("scale", [1e-2, 1e-6])
+def test_a_small_ellipsoid_keeps_its_motion(scale):
+    """An outside tester: an ellipsoid of 5 mm semi-axes (not short fractions) lost terms of
+    its frame's twists to chop's absolute 1e-12 (they carry powers of the semi-axes), and S, M
+    and forward dynamics were wrong without a word (u2's angular z 0 for -1.336). Oracle: the
+    same joint at 1 m, its linear rows scaled."""
+    def joints(s):
+        torus = {"shape": "torus", "major_radius": 0.4123457 * s, "minor_radius": 0.1234567 * s}
+        pebble = {"shape": "ellipsoid", "semi_axes": [0.50685 * s, 0.36605 * s, 0.25565 * s]}
+        return (joint_model("surface_surface", {"parent_surface": torus, "child_surface": pebble}),
+                joint_model("surface_point", {"surface": pebble, "chart": "ZYX"}))
+    q = [0.3, 0.4, 0.2, -0.3, 0.1]
+    for small, unit in zip(joints(scale), joints(1.0)):
+        qj = q[:small.nq]
+        got, ref = small.numeric("S", qj), unit.numeric("S", qj)
+        ref[3:] *= scale
+        assert np.abs(got - ref).max() < 1e-13 * max(1.0, np.abs(ref).max()), small.type
+
+
 @pytest.mark.parametrize("turn", [1e-8, 1.2e-8, 1e-6, 1e-4])
 def test_nearly_aligned_spline_frames_give_the_curve(turn):
     """An outside tester: control frames turned by a tiny angle broke the frame differences'

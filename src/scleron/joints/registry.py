@@ -32,7 +32,7 @@ import sympy as sp
 from . import charts, custom, opensim, splines, surfaces
 from .charts import EULER_CHARTS, axis_rotation, skew
 from .special import ExpA, ExpB, ExpC
-from .symbolic import Factor, light_entry, simplify_entry
+from .symbolic import Factor, light_entry, simplify_entry, simplify_unchopped
 
 __all__ = ["JointType", "REGISTRY", "EULER_CHARTS", "joint_type", "joint_dof", "coordinates_of",
            "coordinate_unit"]
@@ -396,6 +396,12 @@ def _contact_simplify(p):
     return light_entry if _uses_ellipsoid(p) else simplify_entry
 
 
+def _contact_twist_simplify(p):
+    """The factors' twists simplified; an ellipsoid's without chopping (its coefficients carry
+    powers of the semi-axes, so a small one's real terms look like round-off)."""
+    return simplify_unchopped if _uses_ellipsoid(p) else simplify_entry
+
+
 def _surface_surface_factors(p, q):
     """Q = F1(u1, v1) [Rz(spin)] Flip F2(u2, v2)^-1 (joints.surfaces)."""
     F1, p1 = surfaces.surface_frame(p.get("parent_surface") or surfaces.DEFAULT_SURFACE, q[0], q[1])
@@ -424,7 +430,7 @@ def _contact(name, doc, params, dof, factors, euler_angles=None):
     return _declare(JointType(
         name, doc, params=params, dof=dof,
         coordinates=lambda p: surfaces.coordinates(name, p),
-        factors=factors, simplify=_contact_simplify, simplify_twist=lambda p: simplify_entry,
+        factors=factors, simplify=_contact_simplify, simplify_twist=_contact_twist_simplify,
         composite_part=False, general=True, euler_angles=euler_angles,
         notes="contact frames of parametric surfaces / curves"))
 

@@ -45,7 +45,7 @@ def chop(expr, tol=CHOP):
     return sp.Add(*kept)
 
 
-def trig_reduce(expr):
+def trig_reduce(expr, tol=CHOP):
     """Reduce polynomials in sin/cos: sin(x)^2 -> 1 - cos(x)^2, expanded, chopped. A polynomial
     in the sines and cosines of independent angles has one such form with each sine to the
     power 0 or 1, so every identity sin^2 + cos^2 = 1 it contains cancels here (the Euler
@@ -53,19 +53,20 @@ def trig_reduce(expr):
     expr = sp.expand(expr)
     for s in expr.atoms(sp.sin):
         expr = sp.expand(expr.subs(s ** 2, 1 - sp.cos(s.args[0]) ** 2))
-    return chop(expr)
+    return chop(expr, tol)
 
 
-def simplify_entry(expr):
+def simplify_entry(expr, tol=CHOP):
     """Local simplification of one entry of S or Sdot: exact zeros and constants must come out
     as such (a revolute joint's S is a constant unit column, its Sdot exactly 0). Entries
-    larger than SIMPLIFY_MAX_OPS get the cheap treatment of light_entry only."""
+    larger than SIMPLIFY_MAX_OPS get the cheap treatment of light_entry only. Terms with a
+    coefficient below tol are dropped as round-off (chop)."""
     if sp.count_ops(expr) > SIMPLIFY_MAX_OPS or expansion_terms(expr) > EXPAND_MAX_TERMS:
         return light_entry(expr)
     expanded = sp.expand(expr)
     if sp.count_ops(expanded) > SIMPLIFY_MAX_OPS:
         return light_entry(expr)
-    expr = trig_reduce(expanded)
+    expr = trig_reduce(expanded, tol)
     if expr.is_number:
         return expr
     # No sympy.trigsimp here: besides sin^2 + cos^2 = 1 (done above) what it finds is the
@@ -107,6 +108,13 @@ def expansion_terms(expr, _memo=None):
         n = 1
     memo[expr] = n
     return n
+
+
+def simplify_unchopped(expr):
+    """simplify_entry keeping every term: for entries whose coefficients say nothing of the
+    terms' sizes (an ellipsoid frame's, divided by powers of its semi-axes: a 5 mm ellipsoid's
+    real terms had coefficients below 1e-12)."""
+    return simplify_entry(expr, tol=0.0)
 
 
 def length_unit(t):
