@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_f47efd9dd92e"
-HASH = "f47efd9dd92eaf8485caa26f0c051747059d97ce2593d473e3d8c5130e082453"
+MODULE = "_branched_400b2d81d433"
+HASH = "400b2d81d4338d5f800bcce7a0af27d0aaa2e3f36231d44811d651744292dcd0"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

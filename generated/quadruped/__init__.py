@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_f93fa775f40d"
-HASH = "f93fa775f40dd72bc8590c8e1f7f7422976ddbdb52f25de349a647c4a08c7c63"
+MODULE = "_quadruped_587ecb98acbc"
+HASH = "587ecb98acbc85c88c9f61001201b24de81c5be50c0ff87f9336ff178d674e4d"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

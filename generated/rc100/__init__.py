@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_030335699f4f"
-HASH = "030335699f4f9e7d58f99abeef1c0ffb2eafb97c215316a6c9dbbee57543968b"
+MODULE = "_rc100_a0cf0766f167"
+HASH = "a0cf0766f167f8f06ecf63f536c9bf420dbcc29c4922ee25f569f65771fd08e6"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

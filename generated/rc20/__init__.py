@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_3e4519abf489"
-HASH = "3e4519abf48999f72114b08927d590bcc65f392c78fb9263b2a851bc4b5ce629"
+MODULE = "_rc20_18459c481d29"
+HASH = "18459c481d29015484928e448c9ad158cc13580177defca8375d3e38a0f7d972"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

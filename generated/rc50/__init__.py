@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_150fb663b08e"
-HASH = "150fb663b08e54e18823c2a7aaec2cb2d59e5e9adf5a342b3a8bb29438b5ec86"
+MODULE = "_rc50_0ea83a82cf9f"
+HASH = "0ea83a82cf9f091daa575ddbf8a77c1ed2eee47c3a0e7ce73bb7ea1e895368cc"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
