@@ -123,7 +123,7 @@ def test_the_step_on_a_linear_spring():
     1 / sqrt(1 + k h^2) < 1 at any step."""
     k, h = 1e6, 0.1
 
-    def derivs(t, q, v):
+    def derivs(t, q, v, a0):
         return -k * q, np.array([[k]]), np.zeros((1, 1)), np.eye(1)
     q1, v1 = linearly_implicit_euler_step(derivs, 0.0, np.array([1.0]), np.array([2.0]), h)
     assert np.isclose(v1[0], (2.0 - h * k) / (1 + h * h * k))

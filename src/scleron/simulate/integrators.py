@@ -13,7 +13,7 @@ rk4: classic Runge-Kutta, 4th order (Hairer, Nørsett & Wanner I, Table 1.2).
 semi-implicit: symplectic Euler, v+ = v + h a(t, q, v), q+ = q + h v+ (1st order, Hairer,
     Lubich & Wanner, Geometric Numerical Integration, eq. I.1.10); symplectic in (q, p) only,
     so in (q, v) only where M is constant: with M(q) its energy drifts (docs/simulation.md).
-    A free joint's linear velocity steps in the parent frame (linear_velocity_transport).
+    A free joint's linear velocity steps in the parent frame (FreeJointFrames).
 rk45: Dormand-Prince 5(4) with FSAL, error control on the 5th-order solution (HNW I, Table 5.2,
     step-size rule eq. II.4.13).
 implicit: linearly implicit Euler, backward Euler (BDF1, Sueda §3.4.1 eq. 3.60) with the
@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 INTEGRATORS = ("rk4", "semi-implicit", "rk45", "implicit")
-NEEDS_DERIVATIVES = ("implicit",)     # their step takes derivs(t, q, v), not accel
+NEEDS_DERIVATIVES = ("implicit",)     # their step takes derivs(t, q, v, a0), not accel
 
 
 def vector_advance(q, dq):
@@ -89,35 +89,70 @@ def rk4_step(accel, t, q, v, h, advance=vector_advance, bracket=None):
 
 
 def semi_implicit_euler_step(accel, t, q, v, h, advance=vector_advance, bracket=None,
-                             transport=None):
-    """(q, v) after one symplectic Euler step: the new velocity moves q. transport: None, or
-    linear_velocity_transport's update of the free joints' linear velocities."""
+                             frames=None):
+    """(q, v) after one symplectic Euler step: the new velocity moves q. frames: None, or the
+    model's FreeJointFrames (the free joints' linear velocities)."""
     a = accel(t, q, v)
     v_new = v + h * a
-    if transport is not None:
-        transport(v, a, v_new, h)
+    if frames is not None:
+        frames.semi_implicit(v, a, v_new, h)
     return advance(q, h * v_new), v_new
 
 
-def linear_velocity_transport(groups):
-    """For semi-implicit Euler, a free joint's linear velocity l is in the child frame, which
-    turns with the joint's angular velocity w: l' = a_l holds -w x l, and its explicit Euler step
-    turns l by h|w| and lengthens it by sqrt(1 + (h|w|)^2) every step (a tester's spinning free
-    flyer gained 107 % of its energy in 3 s at dt = 1e-3; MuJoCo's free joint, its linear
-    velocity in the world frame, does not). The step is taken on the parent-frame velocity
-    u = R l instead, u' = R (a_l + w x l), then brought into the frame the step turns by
-    exp(h [w_new]) (q <- q exp(h v_new)): l_new = exp(-h [w_new]) (l + h (a_l + w x l)). A
-    function (v, a, v_new, h) that sets v_new's linear parts; None without se3 joints."""
-    free = [k for kind, k in groups if kind == "se3"]
-    if not free:
-        return None
+class FreeJointFrames:
+    """A free joint's linear velocity l is in its child frame, which turns with the joint's
+    angular velocity w: l' = a_l holds -w x l. Stepped as it stands, explicit Euler turns l by
+    h|w| and lengthens it by sqrt(1 + (h|w|)^2) a step (a tester's spinning free flyer gained
+    107 % of its energy in 3 s at dt = 1e-3; MuJoCo's free joint, its linear velocity in the
+    world frame, does not), and backward Euler shortens it by as much (the tester's spinning
+    body lost 136 %, and a free flyer carrying an arm diverged). Both steps therefore take l in
+    the frame it has at the step's start (l0 = R0^T R l, whose rate is the frame-free a_l + w x l)
+    and turn the result exactly into the frame the step ends in, exp(h [w_new]) (q <- q
+    exp(h v_new)): l_new = exp(-h [w_new]) (l + h (a_l + w x l)). `free`: the first index in v
+    of each free joint (groups of kind "se3")."""
 
-    def transport(v, a, v_new, h):
-        for k in free:
+    def __init__(self, free):
+        self.free = list(free)
+
+    def semi_implicit(self, v, a, v_new, h):
+        """Sets v_new's linear parts after semi-implicit Euler's v_new = v + h a."""
+        for k in self.free:
             l, w = v[k:k + 3].tolist(), v[k + 3:k + 6].tolist()
             moved = [l[i] + h * (a[k + i] + c) for i, c in enumerate(cross3(w, l))]
             v_new[k:k + 3] = rotated(moved, [-h * x for x in v_new[k + 3:k + 6].tolist()])
-    return transport
+
+    def start_frame_derivatives(self, derivs, t, q, v):
+        """derivs' (r, Hq, Hv, M) for the linearly implicit step in the start frame: the
+        accelerations are v's less w x l in the linear rows (the inverse dynamics at that
+        offset, Hv with its derivative in v), and the linear rows' force r_l, which the frame
+        turns by h w_new x r_l over the step, adds [r_l]x to Hq's columns of w."""
+        offset, d_offset = np.zeros(len(v)), np.zeros((len(v), len(v)))
+        for k in self.free:
+            l, w = v[k:k + 3], v[k + 3:k + 6]
+            offset[k:k + 3] = -np.array(cross3(w.tolist(), l.tolist()))
+            d_offset[k:k + 3, k:k + 3] = -skew3(w)           # d(w x l)/dl = [w]x
+            d_offset[k:k + 3, k + 3:k + 6] = skew3(l)        # d(w x l)/dw = -[l]x
+        r, Hq, Hv, M = derivs(t, q, v, offset)
+        Hq = Hq.copy()
+        for k in self.free:
+            Hq[k:k + 3, k + 3:k + 6] += skew3(r[k:k + 3])
+        return r, Hq, Hv + M @ d_offset, M
+
+    def turn(self, v_new, h):
+        """The linear parts of v_new taken into the frame the step turns to."""
+        for k in self.free:
+            v_new[k:k + 3] = rotated(v_new[k:k + 3].tolist(),
+                                     [-h * x for x in v_new[k + 3:k + 6].tolist()])
+
+
+def free_joint_frames(groups):
+    """FreeJointFrames of a model's se3 groups, or None without free joints."""
+    free = [k for kind, k in groups if kind == "se3"]
+    return FreeJointFrames(free) if free else None
+
+
+def skew3(x):
+    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
 
 
 def rotated(x, rotation_vector):
@@ -137,17 +172,19 @@ def fixed_step(integrator, groups):
     """The step function of a fixed-step integrator for a model whose non-vector joints are
     groups ((kind, first index in qd), simulator.lie_groups)."""
     step = FIXED_STEPS[integrator]
-    if step is semi_implicit_euler_step:
-        return functools.partial(step, transport=linear_velocity_transport(groups))
+    if step in (semi_implicit_euler_step, linearly_implicit_euler_step):
+        return functools.partial(step, frames=free_joint_frames(groups))
     return step
 
 
-def linearly_implicit_euler_step(derivs, t, q, v, h, advance=vector_advance, bracket=None):
-    """(q, v) after one linearly implicit Euler step. derivs(t, q, v) -> (r, Hq, Hv, M): the
-    joint force r = tau - h(q, v) that accelerates the system (M a = r: springs, dampers,
-    gravity and Coriolis forces in h), the derivatives Hq = dh/dq (tangent space, nv columns:
-    along advance(q, dq) at dq = 0) and Hv = dh/dv, and the mass matrix M, all at (q, v), tau
-    held at its value there. They are the inverse dynamics' derivatives at qdd = 0.
+def linearly_implicit_euler_step(derivs, t, q, v, h, advance=vector_advance, bracket=None,
+                                 frames=None):
+    """(q, v) after one linearly implicit Euler step. derivs(t, q, v, a0) -> (r, Hq, Hv, M):
+    the joint force r = tau - h(q, v) - M a0 that accelerates the system beyond a0 (springs,
+    dampers, gravity and Coriolis forces in h), the derivatives Hq = dh/dq + d(M a0)/dq
+    (tangent space, nv columns: along advance(q, dq) at dq = 0) and Hv = dh/dv, and the mass
+    matrix M, all at (q, v), tau held at its value there: the inverse dynamics' derivatives at
+    qdd = a0 (zero, or the free joints' frame offset below).
 
     Backward Euler (Sueda 3.60): M (v1 - v) = h r(q1, v1), q1 = advance(q, h v1). With r
     linearised at (q, v), r(q1, v1) ~ r - Hq (h v1) - Hv dv (q1 - q = h v1 in the tangent
@@ -158,11 +195,18 @@ def linearly_implicit_euler_step(derivs, t, q, v, h, advance=vector_advance, bra
     spring q'' = -k q the step's amplification factors have modulus 1/sqrt(1 + k h^2) < 1 for
     every h. (Linearising the acceleration FD(q, v) instead, with the forward dynamics'
     derivatives, adds -M^-1 (dM/dq) a to df/dq: with stiff springs a is large and that term
-    makes the step blow up at the steps this one is meant for; docs/simulation.md.)"""
-    r, Hq, Hv, M = derivs(t, q, v)
+    makes the step blow up at the steps this one is meant for; docs/simulation.md.)
+    frames: None, or the model's FreeJointFrames: the free joints' linear velocities are
+    stepped in the frame of the step's start, then turned exactly into the step's end frame."""
+    if frames is None:
+        r, Hq, Hv, M = derivs(t, q, v, np.zeros(len(v)))
+    else:
+        r, Hq, Hv, M = frames.start_frame_derivatives(derivs, t, q, v)
     lhs = M + h * Hv + (h * h) * Hq
     dv = np.linalg.solve(lhs, h * (r - h * (Hq @ v)))
     v_new = v + dv
+    if frames is not None:
+        frames.turn(v_new, h)
     return advance(q, h * v_new), v_new
 
 

@@ -132,14 +132,13 @@ class Simulator:
         self.fd_calls += 1
         return self.dyn.forward_dynamics(q, qd, self.tau_at(t, q, qd))
 
-    def force_derivatives(self, t, q, qd):
-        """(τ - h, ∂h/∂q, ∂h/∂q̇, M) at (q, q̇): the generated inverse dynamics and its
-        derivatives at q̈ = 0 (τ(q, q̇, 0) = h; q columns in the tangent space, as advance moves
-        q), τ held at its value at (t, q, q̇)."""
+    def force_derivatives(self, t, q, qd, qdd):
+        """(τ - ID, ∂ID/∂q, ∂ID/∂q̇, M) at (q, q̇, q̈): the generated inverse dynamics and its
+        derivatives (ID(q, q̇, 0) = h; q columns in the tangent space, as advance moves q), τ
+        held at its value at (t, q, q̇)."""
         self.fd_calls += 1
-        zero = np.zeros(self.nv)
-        dh_dq, dh_dqd, M = self.dyn.inverse_dynamics_derivatives(q, qd, zero)
-        return self.tau_at(t, q, qd) - self.dyn.inverse_dynamics(q, qd, zero), dh_dq, dh_dqd, M
+        dh_dq, dh_dqd, M = self.dyn.inverse_dynamics_derivatives(q, qd, qdd)
+        return self.tau_at(t, q, qd) - self.dyn.inverse_dynamics(q, qd, qdd), dh_dq, dh_dqd, M
 
     def advance(self, q, dq):
         """q moved by the velocity-times-time dq: on the joints' manifolds (the generated
