@@ -312,6 +312,23 @@ def test_a_bad_tau_function_is_named_not_blamed_on_the_step(files, build, integr
     assert "tau(t, q, qd) at t = " in str(info.value) and "dt" not in str(info.value)
 
 
+def test_a_tau_function_that_raises_keeps_the_run_so_far(files, build, tmp_path):
+    """An outside tester: an exception of tau(t, q, qd) went up as it was, with no trajectory
+    and nothing written. Now it stops the run as a SimulationError, which names it and keeps
+    the states so far (written to `output`), the function's exception as its cause."""
+    def tau(t, q, qd):
+        if t > 0.005:
+            raise RuntimeError("sensor lost")
+        return np.zeros(3)
+    out = tmp_path / "partial.npz"
+    with pytest.raises(SimulationError, match="raised RuntimeError: sensor lost") as info:
+        simulate(files["chain3"], 0.05, 1e-3, tau=tau, output=str(out), out_dir=build,
+                 progress=False)
+    assert isinstance(info.value.__cause__, RuntimeError)
+    assert info.value.trajectory.t[-1] == pytest.approx(0.005)
+    assert np.load(out)["t"][-1] == pytest.approx(0.005)
+
+
 def test_integrator_orders(files, build):
     model = scleron.load_model(files["chain3"])
     ref = simulate(model, 0.5, 0.01, integrator="rk45", out_dir=build, progress=False,

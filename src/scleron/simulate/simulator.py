@@ -110,10 +110,16 @@ class Simulator:
     # -- dynamics --------------------------------------------------------------------------------
     def tau_at(self, t, q, qd):
         """The joint forces at (t, q, qd): the constant, or the user's tau(t, q, qd), which must
-        give nv finite numbers (its fault named as its own, not as the step's)."""
+        give nv finite numbers (its fault named as its own, not as the step's). An exception it
+        raises stops the run as a SimulationError (the states so far kept and written; the
+        function's exception is its __cause__)."""
         if not callable(self.tau):
             return self.tau
-        value = self.tau(t, q, qd)          # (an error of the function itself is its own)
+        try:
+            value = self.tau(t, q, qd)
+        except Exception as exc:
+            raise SimulationError(f"tau(t, q, qd) at t = {t:.6g} s raised "
+                                  f"{type(exc).__name__}: {exc}") from exc
         try:
             tau = np.asarray(value, dtype=float)
         except (TypeError, ValueError) as exc:
