@@ -312,6 +312,34 @@ def test_a_bad_tau_function_is_named_not_blamed_on_the_step(files, build, integr
     assert "tau(t, q, qd) at t = " in str(info.value) and "dt" not in str(info.value)
 
 
+RUNAWAY_PENDULUM = """
+name: pend
+bodies:
+  - {name: a, parent: world, mass: 1.0, com: [0.5, 0, 0], inertia: [0.01, 0.01, 0.01],
+     joint: {name: j1, type: revolute, axis: [0, 1, 0]}}
+  - {name: b, parent: a, mass: 1.0, com: [0.5, 0, 0], inertia: [0.01, 0.01, 0.01],
+     joint: {name: j2, type: revolute, axis: [0, 1, 0], xyz: [1, 0, 0]}}
+initial:
+  qd: [3.0, -2.0]
+"""
+
+
+def test_a_runaway_energy_is_warned(tmp_path, build):
+    """An outside tester: a run whose energy went from 35.8 J to 2.4e24 J printed "drift
+    1.000e+00" (the largest kinetic energy is the drift's scale) and nothing else. A
+    conservative run whose energy moves by more than half its scale is now warned; an
+    accurate one is not."""
+    path = tmp_path / "pend.yaml"
+    path.write_text(RUNAWAY_PENDULUM)
+    with pytest.warns(scleron.SimulationWarning, match="most likely unstable"):
+        tr = simulate(str(path), 10.0, 0.05, integrator="semi-implicit", out_dir=build,
+                      progress=False)
+    assert tr.energy_drift > 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert simulate(str(path), 10.0, 0.01, out_dir=build, progress=False).energy_drift < 0.01
+
+
 def test_a_tau_function_that_raises_keeps_the_run_so_far(files, build, tmp_path):
     """An outside tester: an exception of tau(t, q, qd) went up as it was, with no trajectory
     and nothing written. Now it stops the run as a SimulationError, which names it and keeps

@@ -23,6 +23,22 @@ MAX_STEPS = 100_000_000      # steps of a run, fixed (checked before it) or adap
 MAX_RECORD_BYTES = 4e9
 
 
+# A run whose energy, with nothing doing work on it, moved by more than this part of its scale
+# (energy_drift: of max(|E(0)|, the largest kinetic energy)) has most likely run away: a
+# blow-up's kinetic energy dominates the scale, and the drift reads 1.0 (an outside tester's
+# implicit run, 35.8 J to 2.4e24 J, exited with "drift 1.000e+00" and no word).
+RUNAWAY_DRIFT = 0.5
+
+
+def runaway_energy(traj):
+    """The warning of a run whose energy ran away."""
+    E = traj.energy
+    e0, peak = float(E[0]), float(E[np.argmax(np.abs(E - E[0]))])
+    return (f"the energy of this conservative run went from {e0:.6g} J to {peak:.6g} J (drift "
+            f"{traj.energy_drift:.3g} of its scale): the integration is most likely unstable or "
+            f"inaccurate; try a smaller dt, rk4 or rk45")
+
+
 def record_bytes(nq, nv):
     return 400 + 16 * (nq + nv)
 
@@ -378,7 +394,10 @@ class Simulator:
             self.progress.close()
         if self.near_singularities():
             warnings.warn(self.near_singularities(), SimulationWarning, stacklevel=3)
-        return self.trajectory(steps, rejected, time.perf_counter() - t_start)
+        traj = self.trajectory(steps, rejected, time.perf_counter() - t_start)
+        if not traj.work and traj.energy_drift > RUNAWAY_DRIFT:
+            warnings.warn(runaway_energy(traj), SimulationWarning, stacklevel=3)
+        return traj
 
     def partial_trajectory(self, wall_time):
         """The states recorded before a run stopped (an interrupt may fall between the lists'
