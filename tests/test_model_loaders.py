@@ -617,6 +617,18 @@ def test_joint_parameters_whose_derivation_overflows_are_a_model_error(tmp_path)
         scleron.pipeline.build_sources(load_model(path))
 
 
+def test_an_overflowing_custom_expression_is_named(tmp_path):
+    """An outside tester: a custom joint's translation "1e300*a" overflowed the dynamics, and the
+    message listed the placements ("placed 0 m from its parent") but not the joint. Its motion
+    subspace S is among the largest numbers now."""
+    path = write(tmp_path, "ovf.yaml", "name: ovf\nbodies:\n  - {name: a, parent: world, mass: 1, "
+                 "com: [0.5, 0, 0], inertia: [0.01, 0.01, 0.01],\n     joint: {name: j1, type: "
+                 "custom, coordinates: [a], translation: [\"1e300*a\", \"0\", \"0\"]}}\n")
+    with pytest.raises(ModelError, match=r"joint motion S up to 1e\+300 at the neutral q "
+                                         r"\(joint 'j1'\)"):
+        scleron.pipeline.build_sources(load_model(path))
+
+
 def test_springs_set_on_a_loaded_model_are_checked_by_validate(tmp_path):
     """A number set as a loaded joint's armature passed validate() and ended generate in a
     TypeError (an outside tester): validate normalises and checks them as add_body does."""

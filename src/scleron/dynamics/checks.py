@@ -406,6 +406,10 @@ def joint_numbers(tree):
     size, b = max(sizes, key=lambda v: v[0], default=(0.0, None))
     if size > 1e3:                  # (a sphere's radius, a spline's knots, a polynomial's terms)
         out.append(f", joint parameters up to {size:.3g} (joint '{b.joint_name}')")
+    size, b = max(((_motion_size(b, tree.neutral[b.q_start:b.q_start + b.nq]), b)
+                   for b in tree.bodies), key=lambda v: v[0], default=(0.0, None))
+    if size > 1e3:                  # (a custom joint's expressions: "1e300*a")
+        out.append(f", joint motion S up to {size:.3g} at the neutral q (joint '{b.joint_name}')")
     if tree.coupling is not None:   # mimic joints: q_m = a q_leader + b
         size, i = max((max(abs(a), abs(c)), i) for i, (_, a, c) in enumerate(tree.coupling.q_map))
         if size > 1e3:
@@ -413,6 +417,18 @@ def joint_numbers(tree):
                          if f.q_start <= i < f.q_start + f.nq)
             out.append(f", mimic multiplier or offset up to {size:.3g} (joint '{joint}')")
     return "".join(out)
+
+
+def _motion_size(body, q):
+    """The largest |entry| of a body's joint motion subspace S at q (0 where it cannot be
+    evaluated)."""
+    try:
+        with np.errstate(all="ignore"):
+            S = np.abs(np.asarray(body.joint.numeric("S", list(q)), dtype=float))
+    except (AttributeError, TypeError, ValueError, ZeroDivisionError, OverflowError):
+        return 0.0
+    finite = S[np.isfinite(S)]
+    return float(finite.max()) if finite.size else math.inf
 
 
 def _parameter_numbers(value):
