@@ -75,15 +75,18 @@ def se3_exp(xi):
 
 
 def so3_log(R):
-    """The rotation vector of R (angle < pi). The angle is atan2(sin, cos), with sin th the
-    length of the antisymmetric part's axial vector: acos of the trace alone loses half the
-    digits of a small angle (1e-8 rad came out 0 or 1.5e-8)."""
+    """The rotation vector of R (angle < pi). Below 0.1 rad the angle is atan2(sin, cos), sin th
+    the length of the antisymmetric part's axial vector: acos of the trace loses half the digits
+    of a small angle (1e-8 rad came out 0 or 1.5e-8)."""
+    c = max(-1.0, min(1.0, (np.trace(R) - 1) / 2))
+    th = math.acos(c)
     axial = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]]) / 2
-    s, c = float(np.linalg.norm(axial)), (np.trace(R) - 1) / 2
-    th = math.atan2(s, c)
     if math.pi - th < 1e-6:
         raise ValueError("the rotation angle is pi: its logarithm is not unique")
-    return axial * (th / s) if s > 0 else axial      # th / sin th -> 1
+    if th >= 0.1:
+        return axial * th / math.sin(th)
+    s = float(np.linalg.norm(axial))
+    return axial * (math.atan2(s, c) / s) if s > 0 else axial      # th / sin th -> 1
 
 
 def se3_log(T):
@@ -91,12 +94,12 @@ def se3_log(T):
     w = so3_log(T[:3, :3])
     th = float(np.linalg.norm(w))
     W = hat3(w)
-    # V^-1 = I - W/2 + (1 - (th/2) cot(th/2)) / th^2 W^2; the coefficient's series below 1e-2
-    # rad (the closed form cancels: at 1e-6 rad it was 1e-4 off, at 1e-8 a division by zero)
+    # V^-1 = I - W/2 + k W^2, k = (1 - th sin th / (2 (1 - cos th))) / th^2; its series below
+    # 1e-2 rad (the closed form cancels: at 1e-6 rad it was 1e-4 off, at 1e-8 a division by 0)
     if th < 1e-2:
         k = 1 / 12 + th ** 2 / 720 + th ** 4 / 30240
     else:
-        k = (1 - (th / 2) / math.tan(th / 2)) / th ** 2
+        k = (1 - th * math.sin(th) / (2 * (1 - math.cos(th)))) / th ** 2
     return np.concatenate([w, (np.eye(3) - W / 2 + k * W @ W) @ T[:3, 3]])
 
 
