@@ -205,3 +205,19 @@ def test_a_tiny_custom_joint_keeps_its_terms(scale):
     # round-off (0.2 cos(pi/2) = 1.2e-17 of the joint's size) is chopped at every scale
     assert all(abs(x) > 1e-6 * scale for e in small.S[3:, :] for x in e.atoms(sp.Float))
     assert str(small.S).count("cos") == str(unit.S).count("cos")
+
+
+def test_a_composite_joints_tiny_terms_are_kept():
+    """A reviewer: a composite joint's S is simplified again after its parts', in metres, and a
+    helical part of pitch 1e-13 m/rad lost its linear rows (the helical joint alone kept them).
+    Its linear rows now scale with the pitch: the same composite at pitch 0.1, scaled."""
+    def composite(pitch):
+        return joint_model("composite", {"parts": [
+            {"type": "helical", "params": {"axis": [0, 0, 1], "pitch": pitch}},
+            {"type": "revolute", "params": {"axis": [1, 0, 0]}}]})
+    q, qd = [0.4, 0.7], [0.3, -1.2]
+    for what in ("S", "Sdot"):
+        tiny, ref = composite(1e-13).numeric(what, q, qd), composite(0.1).numeric(what, q, qd)
+        ref[3:] *= 1e-12
+        assert np.abs(tiny[3:]).max() > 0, what
+        assert np.allclose(tiny, ref, rtol=1e-12, atol=1e-30), what

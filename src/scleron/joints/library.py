@@ -219,7 +219,11 @@ def _composite_model(jt, p, q, qd):
 
     def small(e):
         return simplify_entry(e) if tree_size(e, memo) <= COMPOSITE_SIMPLIFY_MAX_NODES else e
-    jm.derive(S.applyfunc(small), Sdot.applyfunc(small), simplify=light_entry)   # Sdot qd as built
+    unit = length_unit(t)
+
+    def simplified(M):          # linear rows in the joint's own length unit, as derive does
+        return in_length_unit(in_length_unit(M, 1 / unit).applyfunc(small), unit)
+    jm.derive(simplified(S), simplified(Sdot), simplify=light_entry)   # Sdot qd as built
     jm.light = max(tree_size(e, memo) for M in (R, t, jm.S, jm.Sdot) for e in M) \
         > COMPOSITE_TREE_MAX_NODES
     return jm
