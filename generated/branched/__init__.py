@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_400b2d81d433"
-HASH = "400b2d81d4338d5f800bcce7a0af27d0aaa2e3f36231d44811d651744292dcd0"
+MODULE = "_branched_1cff5810de2a"
+HASH = "1cff5810de2a55dcb3e528fd5c352dae8e1f87f250c4567d4d980d6e7cfeef38"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

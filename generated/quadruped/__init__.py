@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_587ecb98acbc"
-HASH = "587ecb98acbc85c88c9f61001201b24de81c5be50c0ff87f9336ff178d674e4d"
+MODULE = "_quadruped_e2188120298d"
+HASH = "e2188120298ddabfe27623fab09d39a7bd4243d78d0e0cd8bfb475b1da8e0190"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

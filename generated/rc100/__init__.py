@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_a0cf0766f167"
-HASH = "a0cf0766f167f8f06ecf63f536c9bf420dbcc29c4922ee25f569f65771fd08e6"
+MODULE = "_rc100_29c7258c1694"
+HASH = "29c7258c16941102fe8dfddb75d2a2718f0ce98e014fa4884eeb0bffc09f157d"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_18459c481d29"
-HASH = "18459c481d29015484928e448c9ad158cc13580177defca8375d3e38a0f7d972"
+MODULE = "_rc20_04499d7da20d"
+HASH = "04499d7da20de7c02dd6851c71dfd1b6f615df65433f1951c7343c0729ebdf40"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

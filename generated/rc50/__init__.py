@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_0ea83a82cf9f"
-HASH = "0ea83a82cf9f091daa575ddbf8a77c1ed2eee47c3a0e7ce73bb7ea1e895368cc"
+MODULE = "_rc50_0301654f81a3"
+HASH = "0301654f81a3c7534e4b1353532ebdb20b3a6ece6e9d158a1533f7c263dcbea8"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
