@@ -205,6 +205,11 @@ def test_a_tiny_custom_joint_keeps_its_terms(scale):
     # round-off (0.2 cos(pi/2) = 1.2e-17 of the joint's size) is chopped at every scale
     assert all(abs(x) > 1e-6 * scale for e in small.S[3:, :] for x in e.atoms(sp.Float))
     assert str(small.S).count("cos") == str(unit.S).count("cos")
+    # a reviewer: a float constant inside a function, sin(k a) with k = 1e-13 (the unit now
+    # comes from the translation's derivatives, not its outer coefficients)
+    inner = joint_model("custom", {"coordinates": ["a"], "constants": {"k": 1e-13 * scale},
+                                   "translation": ["sin(k*a)", "0", "0"]})
+    assert abs(inner.numeric("S", [0.3])[3, 0] - 1e-13 * scale) < 1e-25 * scale
 
 
 def test_a_composite_joints_tiny_terms_are_kept():

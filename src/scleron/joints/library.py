@@ -66,7 +66,7 @@ class JointModel:
         twist = simplify_twist or simplify
         if S is None:
             # derived in the joint's own length unit, so chopping keeps a tiny joint's terms
-            unit = sp.Integer(1) if self.light else length_unit(self.t)
+            unit = sp.Integer(1) if self.light else length_unit(self.t, self.q)
             S = (motion_subspace_factored([f.scaled(1 / unit) for f in factors], self.q,
                                           simplify, twist) if factors is not None
                  else motion_subspace(self.R, self.t / unit, self.q, simplify))
@@ -219,7 +219,7 @@ def _composite_model(jt, p, q, qd):
 
     def small(e):
         return simplify_entry(e) if tree_size(e, memo) <= COMPOSITE_SIMPLIFY_MAX_NODES else e
-    unit = length_unit(t)
+    unit = length_unit(t, q)
 
     def simplified(M):          # linear rows in the joint's own length unit, as derive does
         return in_length_unit(in_length_unit(M, 1 / unit).applyfunc(small), unit)

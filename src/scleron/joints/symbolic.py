@@ -117,18 +117,19 @@ def simplify_unchopped(expr):
     return simplify_entry(expr, tol=0.0)
 
 
-def length_unit(t):
+def length_unit(t, q):
     """The unit, a power of two 2^-k (k >= 0), in which S's linear rows are derived and chopped:
-    the largest coefficient of the translation t(q) rounded down to a power of two, or 1 when
-    that is 1 or more. chop's tolerance is absolute; in metres a nanometre joint's real terms
-    (a 0.5 pm cam radius) would be taken for round-off. A power of two scales floats exactly."""
+    the largest coefficient of the translation's derivatives dt/dq_k (S's linear rows are
+    R^T dt/dq_k) rounded down to a power of two, or 1 when that is 1 or more. chop's tolerance is
+    absolute; in metres a nanometre joint's real terms (a 0.5 pm cam radius, sin(1e-13 a))
+    would be taken for round-off. A power of two scales floats exactly."""
     largest = 0.0
-    for e in t:
+    for e in (x.diff(qk) for x in t for qk in q):
         if expansion_terms(e) > EXPAND_MAX_TERMS:
             return sp.Integer(1)
         for term in sp.Add.make_args(sp.expand(e)):
             coeff = term.as_coeff_Mul()[0]
-            if coeff.is_Number and term.free_symbols:
+            if coeff.is_Number:
                 largest = max(largest, abs(float(coeff)))
     if not 0.0 < largest < 1.0:
         return sp.Integer(1)
