@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_1cff5810de2a"
-HASH = "1cff5810de2a55dcb3e528fd5c352dae8e1f87f250c4567d4d980d6e7cfeef38"
+MODULE = "_branched_83a5ac240963"
+HASH = "83a5ac2409631116ce71ab2c15c09bd36b71c39373c50b39fe0278e82af90159"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

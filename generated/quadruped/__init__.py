@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_e2188120298d"
-HASH = "e2188120298ddabfe27623fab09d39a7bd4243d78d0e0cd8bfb475b1da8e0190"
+MODULE = "_quadruped_7b41dd423210"
+HASH = "7b41dd423210fef297551d6a48973cab5335c27e9cdd5ecf56fd498fe571a8da"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

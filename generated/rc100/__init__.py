@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_29c7258c1694"
-HASH = "29c7258c16941102fe8dfddb75d2a2718f0ce98e014fa4884eeb0bffc09f157d"
+MODULE = "_rc100_07084f34b352"
+HASH = "07084f34b3523f0dcbd361b5bade0c63d64bcb328483dcb1e7a42231cf9b9a79"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

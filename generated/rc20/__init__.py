@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_04499d7da20d"
-HASH = "04499d7da20de7c02dd6851c71dfd1b6f615df65433f1951c7343c0729ebdf40"
+MODULE = "_rc20_ab9f00c6835d"
+HASH = "ab9f00c6835d8e4bc0b534b73a8d5ebb5c4ced210e977b6d825347e262d87660"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

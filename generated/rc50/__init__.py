@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_0301654f81a3"
-HASH = "0301654f81a3c7534e4b1353532ebdb20b3a6ece6e9d158a1533f7c263dcbea8"
+MODULE = "_rc50_b9491bb469d2"
+HASH = "b9491bb469d2d46b648f76b2c49aebc4f00d4a87c11ff25228889dcbd4101472"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
