@@ -16,7 +16,7 @@ import pytest
 import scleron
 from scleron.dynamics import configuration, derivatives, recursions
 from scleron.dynamics.tree import Tree, coordinate_ancestors, coordinate_parents
-from scleron.functions import DERIVATIVES_BY_DEFAULT_NV, function_spec
+from scleron.functions import DERIVATIVES_BY_DEFAULT_NV, FRAME_FUNCTIONS, function_spec
 from scleron.pipeline import default_cflags, selected_functions
 from scleron.program import FloatAlgebra
 
@@ -652,6 +652,16 @@ def test_derivatives_are_generated_by_default_for_small_trees_and_when_named():
     for bad in ("all,fd", "+all", ["fd", "all"]):
         with pytest.raises(ValueError, match="'all' stands alone"):
             selected_functions(bad, rc20)
+    # the one-frame functions only up to 200 frames, as by default (an outside tester's RC1000
+    # "all" made 10,039 functions and ran out of 12 GB); named, at any size
+    chain = scleron.Model("rc201")
+    for k in range(201):
+        chain.add_body(f"b{k}", f"b{k - 1}" if k else "world", joint="revolute",
+                       axis=[0, 0, 1] if k % 2 else [0, 1, 0], xyz=[0.1, 0, 0], com=[0.05, 0, 0],
+                       inertia=[0.01, 0.01, 0.01])
+    many = Tree(chain)
+    assert not set(FRAME_FUNCTIONS) & set(selected_functions("all", many))
+    assert "frame_jacobian" in selected_functions("frame_jacobian", many)
 
 
 def test_codegen_names_what_a_default_generation_left_out(tmp_path, capsys):
