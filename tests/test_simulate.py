@@ -615,7 +615,11 @@ def test_the_generated_module_starts_where_the_model_file_does(tmp_path):
                         "not (3,) and (3,)"),
                        ('{"q": [[1, 2, 3]], "qd": [0, 0, 0]}', "its q has shape (1, 3)"),
                        ('{"q": [1, null, 3], "qd": [0, 0, 0]}', "it holds numbers that are not "
-                        "finite")):
+                        "finite"),
+                       # an outside tester: the folder regenerated (another model, the same
+                       # sizes) under a running process gave its new initial state to the old code
+                       ('{"hash": "another", "q": [0.1, 0.1, 0.1], "qd": [0, 0, 0]}',
+                        "it belongs to another generation of the folder")):
         if text is None:
             record.unlink()
         else:

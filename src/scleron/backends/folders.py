@@ -175,9 +175,10 @@ def _write_record(folder, key, name, text):
 
 
 def record_initial_state(folder, key, q, qd):
-    """Writes the folder's INITIAL_STATE_RECORD, {"q": [...], "qd": [...]}, while the folder
-    holds the generation `key`."""
-    text = json.dumps({"q": [float(x) for x in q], "qd": [float(x) for x in qd]}) + "\n"
+    """Writes the folder's INITIAL_STATE_RECORD, {"hash": key, "q": [...], "qd": [...]}, while
+    the folder holds the generation `key` (the package's initial_state() takes only its own)."""
+    text = json.dumps({"hash": key, "q": [float(x) for x in q],
+                       "qd": [float(x) for x in qd]}) + "\n"
     _write_record(folder, key, INITIAL_STATE_RECORD, text)
 
 
