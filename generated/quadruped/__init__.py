@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_7b41dd423210"
-HASH = "7b41dd423210fef297551d6a48973cab5335c27e9cdd5ecf56fd498fe571a8da"
+MODULE = "_quadruped_9bf57cb8be80"
+HASH = "9bf57cb8be8061c53bfcf49ed9270b5c5aab9b52ad34d7d21313b3c3cc92be95"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -93,16 +93,20 @@ def initial_state():
     refs and free bodies at their <body pos>, at rest; OpenSim: the coordinates' default values
     and speeds; YAML: `initial:`), else the neutral q at rest. `scleron simulate` starts here.
     Read from initial_state.json, which each generation of this folder writes (a changed
-    `initial:` is no new code); the neutral q at rest, with a warning, where it is missing or
-    unreadable."""
+    `initial:` is no new code); the neutral q at rest, with a warning, where it is missing,
+    unreadable, or written by another generation than the one this module is."""
     import json
     import warnings
     path = os.path.join(HERE, "initial_state.json")
+    hint = "a generation of this folder writes the file"
     try:
         with open(path) as fh:
             record = json.load(fh)
         q, qd = np.array(record["q"], dtype=float), np.array(record["qd"], dtype=float)
-        if q.shape != (nq,) or qd.shape != (nv,):
+        if record.get("hash", HASH) != HASH:
+            problem = "it belongs to another generation of the folder than this module's"
+            hint = "the folder was regenerated after this module was imported: import it anew"
+        elif q.shape != (nq,) or qd.shape != (nv,):
             problem = (f"its q has shape {q.shape} and its qd {qd.shape}, not ({nq},) and "
                        f"({nv},)")
         elif not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
@@ -114,7 +118,7 @@ def initial_state():
     except (OSError, ValueError, KeyError, TypeError) as exc:
         problem = f"it is unreadable ({type(exc).__name__}: {exc})"
     warnings.warn(f"{path}: {problem}: initial_state() gives the neutral q at rest instead "
-                  "(a generation of this folder writes the file)", stacklevel=2)
+                  f"({hint})", stacklevel=2)
     return neutral(), np.zeros(nv)
 
 
