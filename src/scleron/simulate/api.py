@@ -194,8 +194,8 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
         tau = _vector(tau, nv, "tau", names)
     if threshold_given and not any(s.kind == "euler" for s in switchables(model, tau)):
         raise ValueError(f"switch_threshold: {model.name} has no Euler-angle joint whose chart may "
-                         "switch (spherical or free with no spring, damper, armature or constant "
-                         "tau on its rotation), so it would change nothing")
+                         "switch (spherical or free with no spring, armature or constant tau on "
+                         "its rotation), so it would change nothing")
     q0 = _vector(q0 if q0 is not None else (model.q0 if model.q0 is not None else model.neutral()),
                  model.nq, "q0", model.coordinate_names(), size="nq")
     q0 = model.unit_quaternions(q0, lambda problem: ValueError(f"q0: {problem}"))

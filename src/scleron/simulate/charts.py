@@ -121,7 +121,7 @@ def euler_angles(jtype, params):
 
 def kept_charts(model, tau=None):
     """The Euler-chart rotations that keep their chart, in model order: a spherical or free joint
-    with a spring, a damper, an armature or a constant force on its rotation (_keeps_chart), the angles of
+    with a spring, an armature or a constant force on its rotation (_keeps_chart), the angles of
     surface_point and curve_point joints with a chart, and the spherical and free parts of
     composite joints (their coordinates are the joint's own)."""
     out, k, kv = [], 0, 0
@@ -134,9 +134,8 @@ def kept_charts(model, tau=None):
         own = np.asarray(tau, dtype=float)[kv:kv + j.dof] if constant else None
         if switch == "euler" and _keeps_chart(j, skip, own):
             out.append(KeptChart(j.name, k + skip, angles[2],
-                                 "a spring, a damper, an armature or a constant force on it keeps "
-                                 "its chart"))
-        elif angles and angles[1] == 3 and not switch:   # a point's (two have no singularity)
+                                 "a spring, an armature or a constant force on it keeps its chart"))
+        elif angles and angles[1] == 3 and not switch:   # a point's angles (two have no singularity)
             out.append(KeptChart(j.name, k + skip, angles[2],
                                  f"a {j.type} joint's angles keep their chart"))
         for at, part in _composite_parts(j, k):
@@ -169,24 +168,20 @@ def _rotation_carries(values, skip):
 
 
 def _keeps_chart(joint, skip, tau=None):
-    """Whether a joint carries a spring, a damper, an armature or a constant joint force on its
-    rotation coordinates: its spring ½ k (q - rest)², its damper's -d q-dot, its armature's
-    ½ a q-dot² and the generalised force tau (the work tau . dq) are written in the chart's
-    angles and rates, which a switch changes (the energy jumped by 2 % at a switch with
-    armature; a constant tau became another torque; a damped ball ended 0.07 J apart at two
-    switch thresholds)."""
-    def attribute(name):
-        x = getattr(joint, name, None)
-        if x is None and isinstance(getattr(joint, "params", None), dict):
-            x = joint.params.get(name)
-        return x
-    return any(_rotation_carries(x, skip) for x in
-               (attribute("stiffness"), attribute("damping"), attribute("armature"), tau))
+    """Whether a joint carries a spring, an armature or a constant joint force on its rotation
+    coordinates: its spring ½ k (q - rest)², its armature's ½ a q-dot² and the generalised force
+    tau (the work tau . dq) are written in the chart's angles and rates, which a switch changes
+    (the energy jumped by 2 % at a switch with armature; a constant tau became another torque)."""
+    k = getattr(joint, "stiffness", None)
+    if k is None and isinstance(getattr(joint, "params", None), dict):
+        k = joint.params.get("stiffness")
+    return (_rotation_carries(k, skip) or _rotation_carries(getattr(joint, "armature", None), skip)
+            or _rotation_carries(tau, skip))
 
 
 def switchables(model, tau=None):
-    """The joints whose coordinates may switch, in model order; a joint with a spring, a damper,
-    an armature or a constant joint force (tau: nv numbers, or None) on its rotation keeps its
+    """The joints whose coordinates may switch, in model order; a joint with a spring, an
+    armature or a constant joint force (tau: nv numbers, or None) on its rotation keeps its
     chart (_keeps_chart: switching would change the physics)."""
     out, k, kv = [], 0, 0
     constant = tau is not None and not callable(tau)
