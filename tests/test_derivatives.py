@@ -662,6 +662,15 @@ def test_derivatives_are_generated_by_default_for_small_trees_and_when_named():
     many = Tree(chain)
     assert not set(FRAME_FUNCTIONS) & set(selected_functions("all", many))
     assert "frame_jacobian" in selected_functions("frame_jacobian", many)
+    # and codegen says so (a reviewer: it named only the derivatives it left out)
+    import contextlib
+    import io
+    from types import SimpleNamespace
+    from scleron.cli import _say_left_out
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        _say_left_out(SimpleNamespace(functions="all"), selected_functions("all", many), chain)
+    assert "left out above 200 frames" in said.getvalue() and "frame_jacobian" in said.getvalue()
 
 
 def test_codegen_names_what_a_default_generation_left_out(tmp_path, capsys):

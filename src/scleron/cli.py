@@ -369,7 +369,8 @@ def _say_left_out(args, generated, model):
     spec's by_default said no: the derivatives above 12 coordinates, ...), with how to add them;
     nothing where --functions chose. On a mimic-coupled model only those its coupling has
     (with_mimic, docs/mimic.md): the others are refused when named (an outside tester)."""
-    from .functions import FRAME_FUNCTIONS, STRAIGHT_LINE_DERIVATIVES_UP_TO_NV, named_only
+    from .functions import (FRAME_FUNCTIONS, ONE_FRAME_FUNCTIONS_UP_TO_FRAMES,
+                            STRAIGHT_LINE_DERIVATIVES_UP_TO_NV, named_only)
     coupled = any(j.mimic is not None for j in model.joints)
     if args.functions is not None and args.functions.strip() == "all":
         # (those a coupled tree lacks are refused when named: docs/mimic.md, not size)
@@ -379,6 +380,11 @@ def _say_left_out(args, generated, model):
             print(f"all: left out above {STRAIGHT_LINE_DERIVATIVES_UP_TO_NV} coordinates, where "
                   f"their straight-line code grows with nv^2 times the frames: {', '.join(left)}; "
                   "name them (with --wrench-frames, or --frames, the contacts) to generate them")
+        frames = [f for f in FRAME_FUNCTIONS if not any(g.startswith(f + "_") for g in generated)]
+        if frames and not coupled:
+            print(f"all: left out above {ONE_FRAME_FUNCTIONS_UP_TO_FRAMES} frames, four functions "
+                  f"a frame: the one-frame functions {', '.join(frames)}; name them to generate "
+                  "them (or --frames a,b,... for fewer frames)")
     if args.functions is not None:
         return
     have = set(generated)

@@ -377,7 +377,7 @@ def check_joints_finite(tree, q, *, source=None):
                 source=source, element=f"joint '{b.joint_name}'", joint=b.joint_name)
 
 
-def _largest_numbers(tree):
+def _largest_numbers(tree, q=None):
     """(body, text) for an overflow's message: the body with the largest inertia or placement
     (the one to blame), and the model's largest numbers of each kind."""
     def inertia(b):
@@ -388,12 +388,13 @@ def _largest_numbers(tree):
     heavy, far = max(tree.bodies, key=inertia), max(tree.bodies, key=offset)
     text = (f"body '{heavy.name}' inertia up to {inertia(heavy):.3g}, body '{far.name}' placed "
             f"{offset(far):.3g} m from its parent, gravity {max(abs(g) for g in tree.gravity):.3g}")
-    return (heavy if inertia(heavy) >= offset(far) else far), text + joint_numbers(tree)
+    return (heavy if inertia(heavy) >= offset(far) else far), text + joint_numbers(tree, q)
 
 
-def joint_numbers(tree):
+def joint_numbers(tree, q=None):
     """The largest spring, damper, rest, armature and wrench numbers of the joints and bodies,
-    for an overflow's message ("" where the model has none)."""
+    and of the joints' motion subspaces at q (default: the neutral q), for an overflow's
+    message ("" where the model has none)."""
     out = []
     for key in ("stiffness", "damping", "rest", "armature", "wrench"):
         values = [(abs(x), b) for b in tree.bodies for x in (getattr(b, key) or ()) if x != 0.0]
@@ -406,10 +407,11 @@ def joint_numbers(tree):
     size, b = max(sizes, key=lambda v: v[0], default=(0.0, None))
     if size > 1e3:                  # (a sphere's radius, a spline's knots, a polynomial's terms)
         out.append(f", joint parameters up to {size:.3g} (joint '{b.joint_name}')")
-    size, b = max(((_motion_size(b, tree.neutral[b.q_start:b.q_start + b.nq]), b)
-                   for b in tree.bodies), key=lambda v: v[0], default=(0.0, None))
+    at = list(tree.neutral if q is None else q)
+    size, b = max(((_motion_size(b, at[b.q_start:b.q_start + b.nq]), b) for b in tree.bodies),
+                  key=lambda v: v[0], default=(0.0, None))
     if size > 1e3:                  # (a custom joint's expressions: "1e300*a")
-        out.append(f", joint motion S up to {size:.3g} at the neutral q (joint '{b.joint_name}')")
+        out.append(f", joint motion S up to {size:.3g} (joint '{b.joint_name}')")
     if tree.coupling is not None:   # mimic joints: q_m = a q_leader + b
         size, i = max((max(abs(a), abs(c)), i) for i, (_, a, c) in enumerate(tree.coupling.q_map))
         if size > 1e3:
@@ -461,7 +463,7 @@ def check_finite(tree, q, *, source=None):
     h = bias_forces(tree, alg, q, [1.0] * tree.nv)
     if all(math.isfinite(x) for row in M for x in row) and all(math.isfinite(x) for x in h):
         return M, h
-    body, text = _largest_numbers(tree)
+    body, text = _largest_numbers(tree, q)
     raise ModelError(
         f"the dynamics overflow double precision at {_where(q)}: the mass matrix or the forces "
         f"are not finite (largest numbers: {text}); rescale the model's units",
@@ -481,7 +483,7 @@ def check_accelerations_finite(tree, q, M, h, *, source=None):
             return
     if np.all(np.isfinite(qdd)):
         return
-    body, text = _largest_numbers(tree)
+    body, text = _largest_numbers(tree, q)
     raise ModelError(
         f"the forward dynamics overflow double precision at {_where(q)} (qd = 1, tau = 0): forces "
         f"too large for the inertias they move (largest numbers: {text}); rescale the model's "
