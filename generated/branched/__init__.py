@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_86fd9a93eb52"
-HASH = "86fd9a93eb52db835509f97521c59ccf954cbaf77464d2a3627c64826462c628"
+MODULE = "_branched_5606598fef3d"
+HASH = "5606598fef3d36e8456a138386936d956dcf00029395c5b1e8be6bc9c2fb499f"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -105,7 +105,8 @@ def initial_state():
         q, qd = np.array(record["q"], dtype=float), np.array(record["qd"], dtype=float)
         if record.get("hash", HASH) != HASH:
             problem = "it belongs to another generation of the folder than this module's"
-            hint = "the folder was regenerated after this module was imported: import it anew"
+            hint = ("the folder was regenerated since this module was imported, or the file "
+                    "came from elsewhere: import the package anew, or generate the folder again")
         elif q.shape != (nq,) or qd.shape != (nv,):
             problem = (f"its q has shape {q.shape} and its qd {qd.shape}, not ({nq},) and "
                        f"({nv},)")

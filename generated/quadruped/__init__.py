@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_9bf57cb8be80"
-HASH = "9bf57cb8be8061c53bfcf49ed9270b5c5aab9b52ad34d7d21313b3c3cc92be95"
+MODULE = "_quadruped_b31caab1b8a0"
+HASH = "b31caab1b8a011226a0763602723291afa4bcdcc80bcd0172168baf33455f801"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -105,7 +105,8 @@ def initial_state():
         q, qd = np.array(record["q"], dtype=float), np.array(record["qd"], dtype=float)
         if record.get("hash", HASH) != HASH:
             problem = "it belongs to another generation of the folder than this module's"
-            hint = "the folder was regenerated after this module was imported: import it anew"
+            hint = ("the folder was regenerated since this module was imported, or the file "
+                    "came from elsewhere: import the package anew, or generate the folder again")
         elif q.shape != (nq,) or qd.shape != (nv,):
             problem = (f"its q has shape {q.shape} and its qd {qd.shape}, not ({nq},) and "
                        f"({nv},)")

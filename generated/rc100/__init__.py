@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_786d151a748c"
-HASH = "786d151a748ca1a03434005e72050284c7020ee6a19d7ce312023df9fadca10b"
+MODULE = "_rc100_a0a0fbfdf5ef"
+HASH = "a0a0fbfdf5ef255c495f6c1e2e709cc3a45f0602a654a983b4a5c54c2aa1a7e5"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -105,7 +105,8 @@ def initial_state():
         q, qd = np.array(record["q"], dtype=float), np.array(record["qd"], dtype=float)
         if record.get("hash", HASH) != HASH:
             problem = "it belongs to another generation of the folder than this module's"
-            hint = "the folder was regenerated after this module was imported: import it anew"
+            hint = ("the folder was regenerated since this module was imported, or the file "
+                    "came from elsewhere: import the package anew, or generate the folder again")
         elif q.shape != (nq,) or qd.shape != (nv,):
             problem = (f"its q has shape {q.shape} and its qd {qd.shape}, not ({nq},) and "
                        f"({nv},)")

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_4163d841ae25"
-HASH = "4163d841ae25e7e14682cfd50b0fdc9c88a1936987bfa26849310d0f86f2a46b"
+MODULE = "_rc20_c2a8660996fa"
+HASH = "c2a8660996fadceeefb70ad0e0d7a0dc5fe82b3bc39316e4f1fe4a80858f9160"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -105,7 +105,8 @@ def initial_state():
         q, qd = np.array(record["q"], dtype=float), np.array(record["qd"], dtype=float)
         if record.get("hash", HASH) != HASH:
             problem = "it belongs to another generation of the folder than this module's"
-            hint = "the folder was regenerated after this module was imported: import it anew"
+            hint = ("the folder was regenerated since this module was imported, or the file "
+                    "came from elsewhere: import the package anew, or generate the folder again")
         elif q.shape != (nq,) or qd.shape != (nv,):
             problem = (f"its q has shape {q.shape} and its qd {qd.shape}, not ({nq},) and "
                        f"({nv},)")

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_e360b659754b"
-HASH = "e360b659754b1c95c3dc23d6cbf3fb051b125598ef6e975b560f1c310e7c4abd"
+MODULE = "_rc50_55402ba14ea6"
+HASH = "55402ba14ea6fe48b8fd4ce00ca75a817886e4f6cbad4ae18d6205b579b1816d"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -105,7 +105,8 @@ def initial_state():
         q, qd = np.array(record["q"], dtype=float), np.array(record["qd"], dtype=float)
         if record.get("hash", HASH) != HASH:
             problem = "it belongs to another generation of the folder than this module's"
-            hint = "the folder was regenerated after this module was imported: import it anew"
+            hint = ("the folder was regenerated since this module was imported, or the file "
+                    "came from elsewhere: import the package anew, or generate the folder again")
         elif q.shape != (nq,) or qd.shape != (nv,):
             problem = (f"its q has shape {q.shape} and its qd {qd.shape}, not ({nq},) and "
                        f"({nv},)")
