@@ -981,6 +981,13 @@ initial:
 """
 
 
+def spinner_fall(path, dt, integrator, build):
+    """(trajectory, largest miss of the parabola after 3 s) of the thrown spinner."""
+    tr = simulate(str(path), 3.0, dt, integrator=integrator, out_dir=build, progress=False)
+    parabola = np.array([0.5, 0.1, 3.0 - 0.5 * 9.81 * 3.0]) * 3.0
+    return tr, np.abs(tr.q[-1, :3] - parabola).max()
+
+
 def test_semi_implicit_keeps_a_spinning_free_flyers_energy(tmp_path, build):
     """The free flyer's linear velocity is in its turning body frame: explicit Euler on its
     -w x v term lengthened it every step, and a thrown spinning body gained 107 % of its energy
@@ -989,14 +996,8 @@ def test_semi_implicit_keeps_a_spinning_free_flyers_energy(tmp_path, build):
     parabola to first order in dt."""
     path = tmp_path / "spinner.yaml"
     path.write_text(FALLING_SPINNER)
-
-    def run(dt):
-        tr = simulate(str(path), 3.0, dt, integrator="semi-implicit", out_dir=build,
-                      progress=False)
-        parabola = np.array([0.5, 0.1, 3.0 - 0.5 * 9.81 * 3.0]) * 3.0
-        return tr, np.abs(tr.q[-1, :3] - parabola).max()
-    coarse, e1 = run(1e-3)
-    fine, e2 = run(5e-4)
+    coarse, e1 = spinner_fall(path, 1e-3, "semi-implicit", build)
+    fine, e2 = spinner_fall(path, 5e-4, "semi-implicit", build)
     assert coarse.energy_drift < 1e-3 and fine.energy_drift < 5e-4
     assert e1 < 0.1 and 1.8 < e1 / e2 < 2.2
     # spun up until the step diverges: the simulator's error, not "math domain error" from the
@@ -1016,14 +1017,8 @@ def test_implicit_keeps_a_spinning_free_flyers_fall(tmp_path, build):
     spinner = tmp_path / "spinner.yaml"
     spinner.write_text(FALLING_SPINNER.replace("qd: [0.5, 0.1, 3.0, 0.05, 4.0, -0.1]",
                                                "qd: [0.5, 0.1, 3.0, 0.05, 10.0, -0.1]"))
-
-    def miss(dt):
-        tr = simulate(str(spinner), 3.0, dt, integrator="implicit", out_dir=build,
-                      progress=False)
-        parabola = np.array([0.5, 0.1, 3.0 - 0.5 * 9.81 * 3.0]) * 3.0
-        return tr, np.abs(tr.q[-1, :3] - parabola).max()
-    coarse, e1 = miss(2e-3)
-    fine, e2 = miss(1e-3)
+    coarse, e1 = spinner_fall(spinner, 2e-3, "implicit", build)
+    fine, e2 = spinner_fall(spinner, 1e-3, "implicit", build)
     assert e1 < 0.4 and 1.8 < e1 / e2 < 2.2 and fine.energy_drift < 1e-3
     arm = tmp_path / "ffarm.yaml"
     arm.write_text(FREE_FLYER_ARM)
