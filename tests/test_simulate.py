@@ -1029,8 +1029,8 @@ def test_implicit_keeps_a_spinning_free_flyers_fall(tmp_path, build):
 FREE_FLYER_ARM = """
 name: ffarm
 bodies:
-  - {name: base, parent: world, mass: 2.0, com: [0.03, 0.01, 0], inertia: [0.00833, 0.02833, 0.03333],
-     joint: {name: root, type: free_flyer}}
+  - {name: base, parent: world, mass: 2.0, com: [0.03, 0.01, 0],
+     inertia: [0.00833, 0.02833, 0.03333], joint: {name: root, type: free_flyer}}
   - {name: arm, parent: base, mass: 0.5, com: [0.15, 0.05, 0], inertia: [0.0008, 0.0045, 0.005],
      joint: {name: sh, type: spherical_quat, xyz: [0.2, 0, 0]}}
   - {name: fa, parent: arm, mass: 0.3, com: [0.1, 0, -0.05], inertia: [0.0003, 0.0012, 0.0012],

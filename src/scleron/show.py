@@ -198,7 +198,8 @@ class _SympyPieces:
 def _elementary(e):
     """e with each piecewise piece written out in +, *, / and sqrt (C has no PosPart3)."""
     from .joints.special import Piece
-    return e.replace(lambda x: isinstance(x, Piece), lambda x: type(x).formula(_SympyPieces, x.args[0]))
+    return e.replace(lambda x: isinstance(x, Piece),
+                     lambda x: type(x).formula(_SympyPieces, x.args[0]))
 
 
 def _ccode(e):

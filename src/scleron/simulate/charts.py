@@ -135,7 +135,7 @@ def kept_charts(model, tau=None):
         if switch == "euler" and _keeps_chart(j, skip, own):
             out.append(KeptChart(j.name, k + skip, angles[2],
                                  "a spring, an armature or a constant force on it keeps its chart"))
-        elif angles and angles[1] == 3 and not switch:   # a point's angles (two have no singularity)
+        elif angles and angles[1] == 3 and not switch:   # a point's (two have no singularity)
             out.append(KeptChart(j.name, k + skip, angles[2],
                                  f"a {j.type} joint's angles keep their chart"))
         for at, part in _composite_parts(j, k):
