@@ -123,6 +123,8 @@ def length_unit(t, q):
     R^T dt/dq_k) rounded down to a power of two, or 1 when that is 1 or more. chop's tolerance is
     absolute; in metres a nanometre joint's real terms (a 0.5 pm cam radius, sin(1e-13 a))
     would be taken for round-off. A power of two scales floats exactly."""
+    if any(expansion_terms(x) > EXPAND_MAX_TERMS for x in t):
+        return sp.Integer(1)            # (before differentiating: a reviewer's deep nesting)
     largest = 0.0
     for e in (x.diff(qk) for x in t for qk in q):
         if expansion_terms(e) > EXPAND_MAX_TERMS:
