@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_5606598fef3d"
-HASH = "5606598fef3d36e8456a138386936d956dcf00029395c5b1e8be6bc9c2fb499f"
+MODULE = "_branched_66492d330e81"
+HASH = "66492d330e81d48f79ddb54ff14bb86a152dd6ef28d7b3fec6bab5fba6bad594"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

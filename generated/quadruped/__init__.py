@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_b31caab1b8a0"
-HASH = "b31caab1b8a011226a0763602723291afa4bcdcc80bcd0172168baf33455f801"
+MODULE = "_quadruped_8144b21a867d"
+HASH = "8144b21a867db475fc0d1b0109f90d57e6e1b21dbd2a5faadb63b55ac942fe63"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

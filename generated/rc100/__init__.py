@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_a0a0fbfdf5ef"
-HASH = "a0a0fbfdf5ef255c495f6c1e2e709cc3a45f0602a654a983b4a5c54c2aa1a7e5"
+MODULE = "_rc100_5ec6cb17d4bc"
+HASH = "5ec6cb17d4bca6a3213b4e13d9c1be139d312be52cb9f33efcad6f87c6f78509"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

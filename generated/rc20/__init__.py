@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_c2a8660996fa"
-HASH = "c2a8660996fadceeefb70ad0e0d7a0dc5fe82b3bc39316e4f1fe4a80858f9160"
+MODULE = "_rc20_1e7850babca8"
+HASH = "1e7850babca84d5796010112cfce65a64f7e2fb3d320d21d7418d254088f0204"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_55402ba14ea6"
-HASH = "55402ba14ea6fe48b8fd4ce00ca75a817886e4f6cbad4ae18d6205b579b1816d"
+MODULE = "_rc50_b245f7144c41"
+HASH = "b245f7144c417750bb5883207fa9091d062ca8aea8727451d35b53d6b540735b"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
