@@ -469,6 +469,11 @@ def test_cli_bad_model_path_is_one_line_exit_2(tmp_path):
     (["--duration", "1", "--dt", "0.1", "--plot", "{tmp}/p"], "give the picture a file extension"),
     (["--duration", "1", "--dt", "0.1", "--switch-threshold", "0.3"],
      "error: --switch-threshold: chain3 has no Euler-angle joint whose chart may switch"),
+    # the options' names, not simulate()'s arguments' (an outside tester)
+    (["--duration", "1", "--dt", "0.1", "--switch-threshold", "nan"],
+     "error: --switch-threshold must be a positive finite number"),
+    (["--duration", "1", "--dt", "0.1", "--integrator", "rk45", "--rtol", "0"],
+     "error: --rtol must be a positive finite number"),
     (["--duration", "1", "--dt", "0.1", "-o", ""], "output: an empty name"),    # (an outside
     (["--duration", "1", "--dt", "0.1", "--plot", ""], "plot: an empty name"),  # tester)
 ])

@@ -130,8 +130,11 @@ def cmd_simulate(args):
         return 130
     except (ModelError, BuildError, SimulationError, ValueError, OSError) as exc:
         text = _one_line(exc)
-        if type(exc) is ValueError and text.startswith("switch_threshold: "):   # (the option's name)
-            text = "--switch-threshold: " + text[len("switch_threshold: "):]
+        if type(exc) is ValueError:         # the Python argument's name as the option's
+            for name, option in OPTION_NAMES.items():
+                if text.startswith((name + ":", name + " ")):
+                    text = option + text[len(name):]
+                    break
         print(f"scleron: error: {text}", file=sys.stderr)
         return 2
     for line in summary(traj):
@@ -140,6 +143,11 @@ def cmd_simulate(args):
         if path:
             print(f"wrote {path}")
     return 0
+
+
+# simulate()'s arguments that its errors name, and the options they are on the command line
+OPTION_NAMES = {"switch_threshold": "--switch-threshold", "rtol": "--rtol", "atol": "--atol",
+                "record_every": "--every"}
 
 
 def main(argv=None):
