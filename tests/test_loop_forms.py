@@ -85,7 +85,7 @@ def test_method2_batch_equals_single(pair, rng):
 
 def test_joint_classes_share_kernels():
     tree = Tree(scleron.load_model(example("rc20.yaml")))
-    m2 = unroll_method2(tree)
+    _, _, m2 = unroll_method2(tree, function_spec("fd"))
     # RC: identical placements and joints: the root's class and one class for the other 19
     assert [c.root for c in m2.classes] == [True, False]
     assert [b["cls"] for b in m2.bodies] == [0] + [1] * 19
@@ -93,7 +93,7 @@ def test_joint_classes_share_kernels():
     assert m2.classes[1].kin_size == 4 and m2.nkin == 80
     # quadruped: the free root, then hip (x axis), thigh and knee (y axes) shared by all four legs
     tree = Tree(scleron.load_model(example("quadruped.yaml")))
-    m2 = unroll_method2(tree)
+    _, _, m2 = unroll_method2(tree, function_spec("fd"))
     assert [b["cls"] for b in m2.bodies] == [0] + [1, 2, 3] * 4
     assert sum(len(c.kernels) for c in m2.classes) == 3 * len(m2.classes)
 
@@ -159,7 +159,7 @@ def test_ancestor_ranges_cover_exactly_the_related_pairs():
         return out
     want = {(r, c) for r in range(tree.nv) for c in range(r, tree.nv)
             if body_of[r] in ancestors(body_of[c])}
-    ml = unroll_mass_loop(tree)
+    _, _, ml = unroll_mass_loop(tree, function_spec("mass"))
     upper = {(r, c) for r, first, end in ml.upper for c in range(first, end)}
     lower = {(c, r) for r, first, end in ml.lower for c in range(first, end)}
     assert upper == want
@@ -387,7 +387,7 @@ def test_mass_matrix_inverse_runs_of_column_steps(tmp_path, monkeypatch, rng):
     path.write_text(ball_chain_yaml())
     model = scleron.load_model(str(path))
     tree = Tree(model)
-    ml, _ = unroll_minv_loop(tree, function_spec("minv"))
+    _, _, ml = unroll_minv_loop(tree, function_spec("minv"))
     grouped = ml.grouped_steps()
     flat = [t for s in grouped for t in (s.steps if s.kind.endswith("_run") else [s])]
     assert flat == ml.steps                                     # same steps, same order
@@ -498,7 +498,7 @@ def test_column_step_kernels_compile_plain_and_without_unused_ones(tmp_path, mon
     path = tmp_path / "split.yaml"
     path.write_text("\n".join(lines) + "\n")
     model = scleron.load_model(str(path))
-    ml, _ = unroll_minv_loop(Tree(model), function_spec("minv"))
+    _, _, ml = unroll_minv_loop(Tree(model), function_spec("minv"))
     assert 3 in ml.run_dofs("backward") and 3 not in ml.run_dofs("forward")
     scleron.generate(model, str(tmp_path / "build"), "split", functions=["minv"], compile=False)
     (tmp_path / "build" / "plain.c").write_text(
@@ -522,7 +522,7 @@ def test_mass_matrix_inverse_column_steps_out_of_order(tmp_path, rng):
         Minv = np.asarray(derivatives.mass_matrix_inverse(tree, FloatAlgebra(), q))
         M = np.asarray(rec.mass_matrix(tree, FloatAlgebra(), q))
         np.testing.assert_allclose(Minv @ M, np.eye(tree.nv), atol=1e-11)
-    ml, _ = unroll_minv_loop(tree, function_spec("minv"))
+    _, _, ml = unroll_minv_loop(tree, function_spec("minv"))
     kinds = [s.kind for s in ml.steps]
     assert kinds.count("zero") == 1 and kinds.count("restore") == 4 and kinds[-1] == "mirror"
 

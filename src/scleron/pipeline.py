@@ -410,12 +410,12 @@ def _unroll(tree, names, prefix, method, mass, progress):
         if tree.coupling is not None and form != "unrolled":
             option = ("--method 1, the default" if form == "method2"
                       else "--mass-matrix unrolled, or auto, the default, which takes it here")
-            raise ModelError(f"{spec.name}: the form asked for ({FORMS[form]}) is not available "
-                             f"yet for a model with mimic joints (docs/mimic.md); the unrolled "
-                             f"form is ({option})", source=tree.source)
+            raise ModelError(f"{spec.name}: the form asked for ({FORMS[form].description}) is "
+                             f"not available yet for a model with mimic joints (docs/mimic.md); "
+                             f"the unrolled form is ({option})", source=tree.source)
         if tree.coupling is not None and spec.coupled_doc:     # (the generated comments too)
             spec = replace(spec, doc=spec.coupled_doc)
-        progress(f"unroll: {spec.name} ({i} of {len(specs)}, {FORMS[form]})")
+        progress(f"unroll: {spec.name} ({i} of {len(specs)}, {FORMS[form].description})")
         try:
             codes.append(function_code(tree, spec, prefix, form))
         except ModelError as exc:       # which function: the recursions do not know their name

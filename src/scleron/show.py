@@ -779,7 +779,7 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
     form = _codegen_form(tree, spec, model)
     if form != "unrolled":
         summary.append(f"(the unrolled program; `scleron codegen` writes this function for this "
-                       f"model in {FORMS[form]}, which `codegen` counts)")
+                       f"model in {FORMS[form].description}, which `codegen` counts)")
     per_pass = OrderedDict()
     for g in groups:
         a, b = per_pass.get(g.section.pass_, (Counts(), Counts()))

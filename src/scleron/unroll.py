@@ -14,26 +14,12 @@ from .functions import FUNCTIONS, flatten, function_spec, model_sizes
 from .program import OpCounts, Program, ProgramAlgebra
 
 
-# how each form shapes a function's code, in words (codegen's summary, the generated docs)
-FORMS = {"unrolled": "unrolled", "method2": "Method II: passes 4-6 as loops",
-         "mass_loop": "loop form: world-frame columns, dense products",
-         "product_loop": "loop form: -M^-1 dtau/dx as dense products",
-         "pair_loop": "loop form: entries between related bodies as dot products",
-         "minv_loop": "loop form: the articulated-body solve by column ranges",
-         "frame_loop": "loop form: world motion axes referred to each frame",
-         "chained": "chained form: calls the functions it builds on, then the rest"}
-
-
 @dataclass
 class FunctionCode:
-    """How one function's code is shaped for a backend: form "unrolled" (program computes the
-    outputs), "method2" (program = the prologue of S&G Method II, loops = its Method2 tables and
-    kernels), "mass_loop" (program = the world-frame columns, loops = the MassLoop ranges),
-    "product_loop" (program = the factors dtau/dq, dtau/dqd and M^-1, loops = a ProductLoop),
-    "pair_loop" (program = the own blocks and per-coordinate vectors, loops = a PairLoop),
-    "minv_loop" (loops = a MinvLoop), "frame_loop" (program = the world motion axes and the
-    frames' reference matrices, loops = a FrameLoop) or "chained" (program = what is left after
-    calling other generated functions, loops = a Chain: the calls, an optional ChainRule)."""
+    """How one function's code is shaped for a backend: its form (a key of FORMS), the program
+    (the outputs, or a loop form's prologue) and the form's loops (None where unrolled: the
+    Method2 tables and kernels, a MassLoop, ProductLoop, PairLoop, MinvLoop, FrameLoop, or the
+    chained form's Chain: the calls, an optional ChainRule)."""
     spec: object
     form: str
     program: Program
@@ -42,52 +28,22 @@ class FunctionCode:
 
     @property
     def description(self):
-        if self.form == "chained":
-            return (f"chained: calls {', '.join(c.function for c in self.loops.calls)} first "
-                    "(their operations on their own lines)")
-        if self.form == "product_loop" and self.loops.chain:
-            return "loop form: -M^-1 dtau/dx by prefix and suffix sums along the chain"
-        return FORMS[self.form]
+        return FORMS[self.form].words(self.loops)
 
     @property
     def programs(self):
         """Every program whose nodes end up in the generated code."""
-        extra = ([k.program for c in self.loops.classes for k in c.kernels.values()]
-                 if self.form == "method2" else [])
-        if self.form == "chained" and self.loops.before is not None:
-            extra.append(self.loops.before)
-        return [self.program] + extra
+        return [self.program] + FORMS[self.form].more_programs(self.loops)
 
 
 def function_code(tree, spec, prefix, form="unrolled"):
     """The FunctionCode of a spec in one of the forms of FORMS."""
-    sizes = model_sizes(tree)
-    if form in ("method2", "mass_loop") and spec.acts_on_tree is not None:
+    shape = FORMS[form]
+    if shape.from_tree and spec.acts_on_tree is not None:
         # (these forms unroll the recursions from the tree itself, not through the spec)
         raise ValueError(f"{spec.name}: the {form} form does not apply its inputs to the tree")
-    if form == "method2":
-        m2 = unroll_method2(tree, prefix)
-        return FunctionCode(spec, form, m2.prologue, sizes, m2)
-    if form == "mass_loop":
-        ml = unroll_mass_loop(tree, prefix)
-        return FunctionCode(spec, form, ml.prologue, sizes, ml)
-    if form == "product_loop":
-        pl = unroll_product_loop(tree, spec, prefix)
-        return FunctionCode(spec, form, pl.prologue, sizes, pl)
-    if form == "pair_loop":
-        pl = unroll_pair_loop(tree, spec, prefix)
-        return FunctionCode(spec, form, pl.prologue, sizes, pl)
-    if form == "minv_loop":
-        ml, prologue = unroll_minv_loop(tree, spec, prefix)
-        return FunctionCode(spec, form, prologue, sizes, ml)
-    if form == "frame_loop":
-        fl = unroll_frame_loop(tree, spec, prefix)
-        return FunctionCode(spec, form, fl.prologue, sizes, fl)
-    if form == "chained":
-        program, calls = unroll_chained(tree, spec, prefix)
-        return FunctionCode(spec, form, program, sizes, calls)
-    spec, program = fastest_recursion(tree, spec, prefix)
-    return FunctionCode(spec, form, program, sizes)
+    spec_taken, program, loops = shape.unroll(tree, spec, prefix)
+    return FunctionCode(spec_taken, form, program, model_sizes(tree), loops)
 
 
 @dataclass(frozen=True)
@@ -136,7 +92,7 @@ class Chain:
 
 
 def unroll_chained(tree, spec, name=None):
-    """(the program after the calls, the Chain) of a spec's chained form: spec.before_calls
+    """(spec, the program after the calls, the Chain) of a spec's chained form: spec.before_calls
     (if any) makes local arrays b_<name> from the inputs; each called function's outputs are
     arrays c<k>_<output>; the program runs spec.after_calls on the inputs and those outputs."""
     sizes = model_sizes(tree)
@@ -170,11 +126,11 @@ def unroll_chained(tree, spec, name=None):
         rule = ChainRule(tree.nv, tuple(bodies),
                          tuple((f"a_{a}", len(v)) for a, v in blocks.items()),
                          tuple(a for a, _ in calls[0].arrays))
-        return prog, Chain(before, made, tuple(calls), rule)
+        return spec, prog, Chain(before, made, tuple(calls), rule)
     result = spec.after_calls(tree, alg, *args, *values)
     for out, value in zip(spec.outputs, result if len(spec.outputs) > 1 else (result,)):
         prog.set_outputs(out.name, flatten(value))
-    return prog, Chain(before, made, tuple(calls))
+    return spec, prog, Chain(before, made, tuple(calls))
 
 
 def fastest_recursion(tree, spec, prefix=None):
@@ -193,6 +149,12 @@ def fastest_recursion(tree, spec, prefix=None):
         if program.estimated_cycles() < cycles:
             best, cycles = (other, program), program.estimated_cycles()
     return best
+
+
+def unroll_straight_line(tree, spec, name=None):
+    """(the spec taken, its program, no loops): the unrolled form, fastest_recursion."""
+    spec, program = fastest_recursion(tree, spec, name)
+    return spec, program, None
 
 
 def unroll(tree, function):
@@ -385,9 +347,9 @@ def _class_kernel(name, cls, bp, number):
 KERNEL_NAMES = ("articulated_inertia", "articulated_bias", "joint_acceleration")
 
 
-def unroll_method2(tree, name=None):
-    """Forward dynamics by S&G Method II: the unrolled prologue, one kernel per pass and joint
-    class, and the tables the loops walk."""
+def unroll_method2(tree, spec, name=None):
+    """Forward dynamics by S&G Method II: (spec, the unrolled prologue, a Method2: one kernel per
+    pass and joint class, and the tables the loops walk)."""
     if not isinstance(tree, Tree):
         tree = Tree(tree)
     name = name or tree.name
@@ -421,7 +383,7 @@ def unroll_method2(tree, name=None):
     start = recursions.articulated_state(tree, tau_bar)
     initial = {a: [STORAGE[a].pack(start[a][b.index]) for b in tree.bodies]
                for bp in recursions.ARTICULATED_PASSES if bp.to_parent for a in [bp.to_parent]}
-    return Method2(prog, classes, bodies, len(stored), nl, initial)
+    return spec, prog, Method2(prog, classes, bodies, len(stored), nl, initial)
 
 
 # ---- the mass matrix in loop form ---------------------------------------------------------------
@@ -443,7 +405,7 @@ class MassLoop:
         return OpCounts(mul=6 * n, add=5 * n + len(self.armature))
 
 
-def unroll_mass_loop(tree, name=None):
+def unroll_mass_loop(tree, spec, name=None):
     if not isinstance(tree, Tree):
         tree = Tree(tree)
     prog = Program(f"{name or tree.name}_mass_matrix")
@@ -460,7 +422,7 @@ def unroll_mass_loop(tree, name=None):
     lower = [(c, first, end) for c in range(tree.nv) for first, end in derivatives.consecutive_runs(below[c])]
     armature = [(b.v_start + k, a) for b in tree.bodies for k, a in enumerate(b.armature or ())
                 if a != 0.0]                                  # recursions.add_armature
-    return MassLoop(prog, upper, lower, armature)
+    return spec, prog, MassLoop(prog, upper, lower, armature)
 
 
 # ---- the inverse dynamics' derivatives in loop form --------------------------------------------
@@ -549,7 +511,8 @@ def unroll_pair_loop(tree, spec, name=None):
     tree, prog, alg, args = _loop_prologue(tree, spec, name)
     dq, dqd, M, vectors = derivatives.inverse_dynamics_derivative_columns(tree, alg, *args)
     names = dict(zip(("dq", "dqd", "M"), (a.name for a in spec.outputs)))
-    return _pair_prologue(prog, tree, {"dq": dq, "dqd": dqd, "M": M}, vectors, names)
+    pl = _pair_prologue(prog, tree, {"dq": dq, "dqd": dqd, "M": M}, vectors, names)
+    return spec, prog, pl
 
 
 # ---- the mass matrix inverse in loop form -----------------------------------------------------
@@ -765,7 +728,7 @@ def unroll_minv_loop(tree, spec, name=None):
     blocks = LoopBlocks(prog, tree.nv, spec.outputs[0].name)
     blocks.loop.unrelated = unrelated_upper_ranges(tree)
     derivatives.articulated_mass_matrix_inverse(tree, alg, q, blocks)
-    return blocks.loop, prog
+    return spec, prog, blocks.loop
 
 
 # ---- the forward dynamics' derivatives in loop form ----------------------------------------------
@@ -952,7 +915,7 @@ def unroll_product_loop(tree, spec, name=None):
     closed = [(names[key], r * tree.nv + c, value) for key, r, c, value in free
               if not derivatives.is_zero(value)]
     prog.set_outputs("Dfree", [value for _, _, value in closed])
-    return ProductLoop(prog, tree.nv, (("Dq", dq_name), ("Dqd", dqd_name)), minv_name, pairs,
+    return spec, prog, ProductLoop(prog, tree.nv, (("Dq", dq_name), ("Dqd", dqd_name)), minv_name, pairs,
                        blocks.loop if blocks else None, fused, runs, full_rows, chain,
                        tuple((out, i) for out, i, _ in closed))
 
@@ -1033,4 +996,60 @@ def unroll_frame_loop(tree, spec, name=None):
     for f, (moving, still) in enumerate(frames.frame_jacobian_ranges(tree)):
         ranges += [(f, first, end) for first, end in moving]
         gaps += [(f, first, end) for first, end in still]
-    return FrameLoop(prog, tree.nv, len(tree.frames), pattern, ranges, gaps)
+    return spec, prog, FrameLoop(prog, tree.nv, len(tree.frames), pattern, ranges, gaps)
+
+
+# ---- the code forms -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Form:
+    """One shape of a function's code: unroll(tree, spec, prefix) -> (the spec taken, the program,
+    the loops: FunctionCode), its description in words (codegen's summary, the generated docs;
+    `describe`, where the loops say more, takes them), the programs besides the main one whose
+    nodes end up in the code, and whether it unrolls the recursions from the tree itself rather
+    than through the spec's inputs (from_tree: refused for a spec that acts on the tree)."""
+    description: str
+    unroll: object
+    from_tree: bool = False
+    describe: object = None
+    extra_programs: object = None
+
+    def words(self, loops):
+        return self.describe(loops) if self.describe is not None else self.description
+
+    def more_programs(self, loops):
+        return self.extra_programs(loops) if self.extra_programs is not None else []
+
+
+def _method2_kernels(m2):
+    return [k.program for c in m2.classes for k in c.kernels.values()]
+
+
+def _chained_words(chain):
+    return (f"chained: calls {', '.join(c.function for c in chain.calls)} first "
+            "(their operations on their own lines)")
+
+
+def _chained_before(chain):
+    return [chain.before] if chain.before is not None else []
+
+
+def _product_loop_words(pl):
+    return ("loop form: -M^-1 dtau/dx by prefix and suffix sums along the chain" if pl.chain
+            else FORMS["product_loop"].description)
+
+
+FORMS = {
+    "unrolled": Form("unrolled", unroll_straight_line),
+    "method2": Form("Method II: passes 4-6 as loops", unroll_method2, from_tree=True,
+                    extra_programs=_method2_kernels),
+    "mass_loop": Form("loop form: world-frame columns, dense products", unroll_mass_loop,
+                      from_tree=True),
+    "product_loop": Form("loop form: -M^-1 dtau/dx as dense products", unroll_product_loop,
+                         describe=_product_loop_words),
+    "pair_loop": Form("loop form: entries between related bodies as dot products",
+                      unroll_pair_loop),
+    "minv_loop": Form("loop form: the articulated-body solve by column ranges", unroll_minv_loop),
+    "frame_loop": Form("loop form: world motion axes referred to each frame", unroll_frame_loop),
+    "chained": Form("chained form: calls the functions it builds on, then the rest",
+                    unroll_chained, describe=_chained_words, extra_programs=_chained_before),
+}

@@ -6,6 +6,7 @@ The loop forms (Method II, the mass matrix's, the derivatives' pairs and product
 tables their C loops walk.
 """
 import re
+from dataclasses import dataclass
 
 from .printer import c_literal, print_program
 from .render import c_comment
@@ -150,69 +151,22 @@ def _frame_loop_context(fl):
             "columns": sum(e - f for _, f, e in fl.ranges)}
 
 
-def _minv_loop(code):
-    """The MinvLoop of a function's code (its own, or the one inside a product loop), or None."""
-    if code.form == "minv_loop":
-        return code.loops
-    return code.loops.minv_loop if code.form == "product_loop" else None
-
-
 def _minv_mb(code):
     """Entries of the per-body factors array (mb) the prologue of a MinvLoop writes."""
     return 1 + max((i for a, i, _ in code.program.outputs if a == "mb"), default=0)
 
 
 def _printed(code, prefix, chunk, first_index):
-    """(CFunction, method2 context, mass-loop context) of one function's code."""
+    """The CFunction of one function's code: its program printed with the spec's inputs and the
+    arrays its form writes, the loops' operations counted."""
     spec = code.spec
-    arrays = [(a.name, False) for a in spec.inputs]
+    arrays = [(a.name, False) for a in spec.inputs] + C_FORMS[code.form].arrays(code)
     fname = f"{prefix}_{spec.name}"
-    method2 = mass_loop = None
-    if code.form == "method2":
-        arrays += [("kin", True), ("tb", True)]
-    elif code.form == "mass_loop":
-        arrays += [("Sw", True), ("Fw", True)]
-    elif code.form == "product_loop":
-        arrays += [(a, True) for a, _ in code.loops.products] + [(code.loops.minv, True)]
-        arrays += [("Dfree", True)] if code.loops.free else []
-        if code.loops.pairs:
-            arrays += [(v["name"], True) for v in _pair_loop_context(code.loops.pairs)["vectors"]]
-        if code.loops.minv_loop:
-            arrays += [("mb", True), ("P", True)]
-    elif code.form == "pair_loop":
-        arrays += [(a.name, True) for a in spec.outputs]
-        arrays += [(v["name"], True) for v in _pair_loop_context(code.loops)["vectors"]]
-    elif code.form == "minv_loop":
-        arrays += [(a.name, True) for a in spec.outputs] + [("mb", True), ("P", True)]
-    elif code.form == "frame_loop":
-        arrays += [("Sw", True), ("A", True)]
-    elif code.form == "chained":
-        arrays += [(a, False) for c in code.loops.calls for a, _ in c.arrays]
-        arrays += ([(a, True) for a, _ in code.loops.rule.made] if code.loops.rule is not None
-                   else [(a.name, True) for a in spec.outputs])
-    else:
-        arrays += [(a.name, True) for a in spec.outputs]
     cf = print_program(code.program, fname, arrays, chunk=chunk, first_index=first_index,
                        sincos_of="q")
-    if code.form == "chained" and code.loops.before is not None:      # its chunks run first
-        before = print_program(code.loops.before, f"{fname}_before",
-                               [(a.name, False) for a in spec.inputs]
-                               + [(a, True) for a, _ in code.loops.made],
-                               chunk=chunk, first_index=first_index)
-        cf.before_chunks = before.chunks
-        cf.nwork = max(cf.nwork, before.nwork)
-        add_counts(cf.counts, before.counts)
-    if code.form == "method2":
-        method2 = _method2_context(code.loops, prefix, code.sizes["nv"],
-                                   [a.name for a in spec.outputs])
-        cf.statements += method2["statements"]
+    if code.loops is not None:
         add_counts(cf.counts, code.loops.loop_counts())
-    elif code.form == "mass_loop":
-        mass_loop = _mass_loop_context(code.sizes["nv"], code.loops)
-        add_counts(cf.counts, code.loops.loop_counts())
-    elif code.form in ("product_loop", "pair_loop", "minv_loop", "frame_loop", "chained"):
-        add_counts(cf.counts, code.loops.loop_counts())
-    return cf, method2, mass_loop
+    return cf
 
 
 # a function's nv x nv local arrays (the chained form's, the product loop's factors) go on the
@@ -233,33 +187,124 @@ def heap_layout(arrays):
     return heap, at
 
 
-def _product_locals(code):
-    """The product loop's nv x nv factors (dtau/dq, dtau/dqd), on the heap where too many."""
-    if code.form != "product_loop":
-        return {}
-    arrays = [(factor, code.sizes["nv"] ** 2) for factor, _ in code.loops.products]
+def _pointer(a, out):
+    return f"double *{a.name}" if out else f"const double *{a.name}"
+
+
+# ---- each code form's C (scleron.unroll.FORMS) ------------------------------------------------
+@dataclass(frozen=True)
+class CForm:
+    """A code form in C: the template that writes its public function (dynamics.c.j2 includes
+    it), the arrays its program takes after the spec's inputs (code -> [(name, written)]), and
+    its template data (data(code, prefix, cf, chunking) -> dict over FORM_DATA; cf the printed
+    program, chunking (chunk, first_index) for a program of its own)."""
+    template: str
+    arrays: object
+    data: object = None
+
+
+# the template data every function has, each form's own where it has them
+FORM_DATA = {"method2": None, "mass_loop": None, "product_loop": None, "minv_loop": None,
+             "frame_loop": None, "pairs": None, "calls": None, "made": [], "rule": None,
+             "heap": 0, "unused_inputs": [], "before_chunks": []}
+
+
+def _outputs(code):
+    return [(a.name, True) for a in code.spec.outputs]
+
+
+def _unrolled_data(code, prefix, cf, chunking):
+    """The inputs the public function passes to none of its chunks (frame 0's placement, fixed
+    to the world, reads no q): each gets a (void) for -Wunused-parameter."""
+    passed = {name.strip() for c in cf.chunks for name in c.args.split(",")}
+    return {"unused_inputs": [a.name for a in code.spec.inputs if a.name not in passed
+                              and not (cf.sincos and a.name == "q")]}
+
+
+def _method2_data(code, prefix, cf, chunking):
+    method2 = _method2_context(code.loops, prefix, code.sizes["nv"],
+                               [a.name for a in code.spec.outputs])
+    cf.statements += method2["statements"]          # (its kernels' statements are the function's)
+    return {"method2": method2}
+
+
+def _mass_loop_data(code, prefix, cf, chunking):
+    return {"mass_loop": _mass_loop_context(code.sizes["nv"], code.loops)}
+
+
+def _product_loop_arrays(code):
+    pl = code.loops
+    arrays = [(a, True) for a, _ in pl.products] + [(pl.minv, True)]
+    arrays += [("Dfree", True)] if pl.free else []
+    if pl.pairs:
+        arrays += [(v["name"], True) for v in _pair_loop_context(pl.pairs)["vectors"]]
+    if pl.minv_loop:
+        arrays += [("mb", True), ("P", True)]
+    return arrays
+
+
+def _product_loop_data(code, prefix, cf, chunking):
+    """The loops, their pairs and M^-1's column steps (if any), and the nv x nv factors
+    (dtau/dq, dtau/dqd), on the heap where too many."""
+    pl = code.loops
+    arrays = [(factor, code.sizes["nv"] ** 2) for factor, _ in pl.products]
     heap, at = heap_layout(arrays)
-    return {"heap": heap, "factors": [{"name": a, "size": n, "at": at.get(a)} for a, n in arrays]}
+    return {"product_loop": pl, "minv_loop": pl.minv_loop,
+            "pairs": _pair_loop_context(pl.pairs) if pl.pairs else None, "heap": heap,
+            "factors": [{"name": a, "size": n, "at": at.get(a)} for a, n in arrays]}
 
 
-def _chain_context(code):
-    """The chained form's template data: the generated functions it calls first (into local
-    arrays) and the arrays its before-program makes; none for other forms. heap: the doubles
-    of one allocation holding them all, where they are too many for the stack (0: none); each
-    array's `at` is then its offset there, in whole cache lines."""
-    if code.form != "chained":
-        return {"calls": None, "made": [], "rule": None, "heap": 0}
-    rule = code.loops.rule
-    heap, at = heap_layout(list(code.loops.made) + [a for c in code.loops.calls for a in c.arrays]
+def _pair_loop_arrays(code):
+    return _outputs(code) + [(v["name"], True)
+                             for v in _pair_loop_context(code.loops)["vectors"]]
+
+
+def _pair_loop_data(code, prefix, cf, chunking):
+    return {"pairs": _pair_loop_context(code.loops)}
+
+
+def _minv_loop_data(code, prefix, cf, chunking):
+    return {"minv_loop": code.loops}
+
+
+def _frame_loop_data(code, prefix, cf, chunking):
+    return {"frame_loop": _frame_loop_context(code.loops)}
+
+
+def _chained_arrays(code):
+    chain = code.loops
+    arrays = [(a, False) for c in chain.calls for a, _ in c.arrays]
+    return arrays + ([(a, True) for a, _ in chain.rule.made] if chain.rule is not None
+                     else _outputs(code))
+
+
+def _chained_data(code, prefix, cf, chunking):
+    """The generated functions the chained form calls first (into local arrays), the chunks of
+    its before-program (run first) and the arrays that makes. heap: the doubles of one
+    allocation holding them all, where they are too many for the stack (0: none); each array's
+    `at` is then its offset there, in whole cache lines."""
+    chain, spec = code.loops, code.spec
+    rule = chain.rule
+    before = []
+    if chain.before is not None:
+        printed = print_program(chain.before, f"{prefix}_{spec.name}_before",
+                                [(a.name, False) for a in spec.inputs]
+                                + [(a, True) for a, _ in chain.made],
+                                chunk=chunking[0], first_index=chunking[1])
+        before = printed.chunks
+        cf.nwork = max(cf.nwork, printed.nwork)
+        add_counts(cf.counts, printed.counts)
+    heap, at = heap_layout(list(chain.made) + [a for c in chain.calls for a in c.arrays]
                            + list(rule.made if rule is not None else ()))
 
     def local(a, n):
         return {"name": a, "size": n, "at": at.get(a)}
-    return {"calls": [{"function": c.function,
+    return {"before_chunks": before,
+            "calls": [{"function": c.function,
                        "args": ", ".join(list(c.inputs) + [a for a, _ in c.arrays]),
                        "arrays": [local(a, n) for a, n in c.arrays]}
-                      for c in code.loops.calls],
-            "made": [local(a, n) for a, n in code.loops.made], "heap": heap,
+                      for c in chain.calls],
+            "made": [local(a, n) for a, n in chain.made], "heap": heap,
             "rule": None if rule is None else {
                 "nv": rule.nv, "nbodies": len(rule.bodies),
                 "first": ", ".join(str(f) for f, _, _ in rule.bodies),
@@ -267,44 +312,41 @@ def _chain_context(code):
                 "at": ", ".join(str(a) for _, _, a in rule.bodies),
                 "made": [local(a, n) for a, n in rule.made],
                 "dq": rule.reads[0], "dqd": rule.reads[1], "Minv": rule.reads[2],
-                "Fx": code.spec.outputs[0].name, "Fu": code.spec.outputs[1].name}}
+                "Fx": spec.outputs[0].name, "Fu": spec.outputs[1].name}}
 
 
-def _pointer(a, out):
-    return f"double *{a.name}" if out else f"const double *{a.name}"
-
-
-def _unused_inputs(code, cf, inputs):
-    """The inputs the unrolled public function passes to none of its chunks (frame 0's
-    placement, fixed to the world, reads no q): each gets a (void) for -Wunused-parameter."""
-    if code.form != "unrolled":
-        return []
-    passed = {name.strip() for c in cf.chunks for name in c.args.split(",")}
-    return [a.name for a in inputs if a.name not in passed and not (cf.sincos and a.name == "q")]
+C_FORMS = {
+    "unrolled": CForm("unrolled.c.j2", _outputs, _unrolled_data),
+    "method2": CForm("method2.c.j2", lambda code: [("kin", True), ("tb", True)], _method2_data),
+    "mass_loop": CForm("massloop.c.j2", lambda code: [("Sw", True), ("Fw", True)],
+                       _mass_loop_data),
+    "product_loop": CForm("productloop.c.j2", _product_loop_arrays, _product_loop_data),
+    "pair_loop": CForm("pairloop.c.j2", _pair_loop_arrays, _pair_loop_data),
+    "minv_loop": CForm("minvloop.c.j2", lambda code: _outputs(code) + [("mb", True), ("P", True)],
+                       _minv_loop_data),
+    "frame_loop": CForm("frameloop.c.j2", lambda code: [("Sw", True), ("A", True)],
+                        _frame_loop_data),
+    "chained": CForm("chained.c.j2", _chained_arrays, _chained_data),
+}
 
 
 def function_context(code, prefix, chunk, first_index):
     """Template data of one generated function (and its statistics)."""
     spec, sizes = code.spec, code.sizes
-    cf, method2, mass_loop = _printed(code, prefix, chunk, first_index)
+    shape = C_FORMS[code.form]
+    cf = _printed(code, prefix, chunk, first_index)
+    data = {**FORM_DATA, **shape.data(code, prefix, cf, (chunk, first_index))}
     ins, outs = spec.inputs, spec.outputs
     args = [(a, False) for a in ins] + [(a, True) for a in outs]
     return {
         "name": spec.name,
         # (a per-frame function's doc holds the frame's name, from the model file)
         "doc": c_comment(spec.doc + ("" if code.form == "unrolled" else f" ({code.description})")),
-        "method2": method2, "mass_loop": mass_loop, "nwork": cf.nwork,
-        "chunks": getattr(cf, "before_chunks", []) + cf.chunks, "after_chunks": cf.chunks,
-        "product_loop": code.loops if code.form == "product_loop" else None,
-        "minv_loop": _minv_loop(code),
+        "template": shape.template, **data, "nwork": cf.nwork,
+        "chunks": data["before_chunks"] + cf.chunks, "after_chunks": cf.chunks,
         "minv_mb": _minv_mb(code),
-        "frame_loop": _frame_loop_context(code.loops) if code.form == "frame_loop" else None,
-        "pairs": (_pair_loop_context(code.loops) if code.form == "pair_loop" else
-                  _pair_loop_context(code.loops.pairs)
-                  if code.form == "product_loop" and code.loops.pairs else None),
         "sincos": cf.sincos, "statements": cf.statements, "counts": cf.counts,
         "public_params": ", ".join(_pointer(a, o) for a, o in args),
-        "unused_inputs": _unused_inputs(code, cf, ins),
         "batch_args": ", ".join(f"{a.name} + (long long)k * {a.size(sizes)}" for a, _ in args),
         "inputs": [{"name": a.name, "size": a.size(sizes), "doc": a.doc, "scalar": not a.shape,
                     "shape": a.dims(sizes)} for a in ins],
@@ -313,9 +355,6 @@ def function_context(code, prefix, chunk, first_index):
         "output": outs[0].name,
         "py_args": ", ".join(a.name for a in ins),
         "variant": spec.variant,
-        # the chained form: the generated functions it calls first, into local arrays
-        **_chain_context(code), **_product_locals(code),
-        "before_chunks": getattr(cf, "before_chunks", []),
     }
 
 
