@@ -340,6 +340,8 @@ def test_bind_is_the_same_computation(system, rng):
         dyn.bind("bias_forces", q, qd.astype(np.float32), np.empty(nv))
     with pytest.raises(ValueError, match="unknown function"):
         dyn.bind("jacobian", q, np.empty(nv))
+    with pytest.raises(ValueError, match=r"did you mean mass_matrix\b"):
+        dyn.bind("mass_matrx", q, M)             # (not the whole list: it was every function)
     dyn.bind("mass", q, M)()                       # an alias, as `scleron show --function mass`
     np.testing.assert_array_equal(M, dyn.mass_matrix(q))
     frozen = np.empty(nv)
