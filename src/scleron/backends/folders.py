@@ -129,7 +129,8 @@ def _stem(base):
     within the 255 a file system allows (an output folder of 242-255 characters was refused)."""
     if len(base) <= 200:
         return base
-    return f"{base[:180]}~{hashlib.sha256(base.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
+    return (f"{base[:180]}~"
+            f"{hashlib.sha256(base.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}")
 
 
 def _siblings(parent, base, kind):
@@ -212,9 +213,9 @@ def record_model_file(folder, model_file, key, relative_to=None, included=(), di
 # what a build leaves in an output folder besides scleron.json and its sources: the compiled
 # modules, Python's bytecode, the CUDA build's resource report, and the logs and build folders
 # of a compile in progress (on import, or killed)
-BUILD_PRODUCTS = ("*.so", "*.pyd", "*.dll", "*.target.json", "__pycache__", "*_cuda_resources.txt", "build.log",
-                  "build_cuda.log", "_build-*", ".build-*", MODEL_FILE_RECORD + ".*.tmp",
-                  INITIAL_STATE_RECORD + ".*.tmp")
+BUILD_PRODUCTS = ("*.so", "*.pyd", "*.dll", "*.target.json", "__pycache__", "*_cuda_resources.txt",
+                  "build.log", "build_cuda.log", "_build-*", ".build-*",
+                  MODEL_FILE_RECORD + ".*.tmp", INITIAL_STATE_RECORD + ".*.tmp")
 
 
 def foreign_entries(folder):
@@ -254,7 +255,8 @@ def _check_replaceable(out_dir):
                          + inside)
     foreign = foreign_entries(out_dir)
     if foreign:
-        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        shown = ", ".join(foreign[:5]) + (
+            f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise BuildError(f"{out_dir} holds files scleron did not write ({shown}): replacing the "
                          "folder would delete them; move them elsewhere, or choose another "
                          "output folder")

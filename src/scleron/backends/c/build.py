@@ -228,7 +228,8 @@ def _compile(folder, name, progress):
         raise BuildError(f"{folder} has no compiled module of {name} for this Python and CPU, "
                          "and it cannot be compiled "
                          f"there ({e.strerror or e}): generate it into a folder you can write "
-                         "(scleron codegen MODEL -o DIR), or compile it where it is writable") from None
+                         "(scleron codegen MODEL -o DIR), or compile it where it is "
+                         "writable") from None
     log_path = os.path.join(folder, "build.log")
     try:
         with open(log_path, "w") as log:
@@ -239,7 +240,8 @@ def _compile(folder, name, progress):
             returncode = run_child(script, build_dir, folder, env, log, name, progress)
         with open(log_path, errors="replace") as fh:
             text = fh.read()
-        built = [ln[len("SCLERON_BUILT="):] for ln in text.splitlines() if ln.startswith("SCLERON_BUILT=")]
+        built = [ln[len("SCLERON_BUILT="):] for ln in text.splitlines()
+                 if ln.startswith("SCLERON_BUILT=")]
         if returncode != 0 or not built or not os.path.isfile(built[-1]):
             kept = keep_log(log_path, name)
             os.remove(log_path)
@@ -269,12 +271,14 @@ def _target(folder, meta):
     this CPU), or None where it has none that loads."""
     script = os.path.join(folder, f"{meta['name']}_target.py")
     try:
-        spec = importlib.util.spec_from_file_location(f"_scleron_target_{uuid.uuid4().hex[:8]}", script)
+        spec = importlib.util.spec_from_file_location(f"_scleron_target_{uuid.uuid4().hex[:8]}",
+                                                      script)
         target = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(target)
     except Exception:               # missing, or edited into something that fails
         return None
-    usable = all(callable(getattr(target, f, None)) for f in ("problem", "compiling_helps", "modules"))
+    usable = all(callable(getattr(target, f, None))
+                 for f in ("problem", "compiling_helps", "modules"))
     return target if usable else None
 
 
@@ -320,8 +324,9 @@ def _checked_meta(folder, expect):
                          "run again, or give each model its own folder")
     edited = edited_sources(folder, meta) if meta is not None else []
     if edited and not _compiled(folder, meta):
-        raise BuildError(f"{folder}: {', '.join(edited)} {'differs' if len(edited) == 1 else 'differ'} from what scleron generated "
-                         "(edited by hand?) and there is no compiled module for them: "
+        raise BuildError(f"{folder}: {', '.join(edited)} "
+                         f"{'differs' if len(edited) == 1 else 'differ'} from what scleron "
+                         "generated (edited by hand?) and there is no compiled module for them: "
                          "regenerate with `scleron codegen --force`, or remove \"sources\" "
                          "from scleron.json to compile the edited files on purpose")
     return meta
@@ -417,12 +422,14 @@ def _import(folder, meta):
         getattr(earlier, "_warn_if_the_model_file_changed", lambda: None)()   # (as on import)
         return earlier
     if edited:
-        warnings.warn(f"{folder}: {', '.join(edited)} {'differs' if len(edited) == 1 else 'differ'} from what scleron generated; "
+        warnings.warn(f"{folder}: {', '.join(edited)} "
+                      f"{'differs' if len(edited) == 1 else 'differ'} from what scleron generated; "
                       + _edits_in_module(folder, meta, edited)
                       + " (regenerate with `scleron codegen --force`)", stacklevel=4)
     modname = f"scleron_generated_{os.path.basename(folder)}_{uuid.uuid4().hex[:8]}"
     init = os.path.join(folder, "__init__.py")
-    spec = importlib.util.spec_from_file_location(modname, init, submodule_search_locations=[folder])
+    spec = importlib.util.spec_from_file_location(modname, init,
+                                                  submodule_search_locations=[folder])
     spec.loader_state = "scleron: no compile"      # (__init__ raises where it would compile)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[modname] = mod

@@ -40,7 +40,8 @@ def _loop_argument(m2, name, param):
     if st.per == "ldl":
         return f"{array} + {name}_m2_loff[k]"
     if st.per == "coords":
-        return f"{array} + {name}_m2_qs[k]" if st.size == 1 else f"{array} + {st.size} * {name}_m2_qs[k]"
+        return (f"{array} + {name}_m2_qs[k]" if st.size == 1
+                else f"{array} + {st.size} * {name}_m2_qs[k]")
     return f"{base} + {st.size} * {'p' if where == 'parent' else 'k'}"
 
 
@@ -53,12 +54,15 @@ def _method2_context(m2, name, nv, public):
         for cls in m2.classes:
             kernel = cls.kernels[bp.label]
             prog = kernel.program
-            kf = print_program(prog, prog.name, [(a, out) for a, _, out in kernel.params], chunk=10 ** 9)
+            kf = print_program(prog, prog.name, [(a, out) for a, _, out in kernel.params],
+                               chunk=10 ** 9)
             body = "\n".join(kf.chunks[0].lines)
-            # (a kernel takes its pass's arrays; one joint class's needs not all: -Wunused-parameter)
+            # (a kernel takes its pass's arrays; one joint class's needs not all:
+            # -Wunused-parameter)
             unused = [str(a) for a, _, _ in kernel.params
                       if not re.search(rf"\b{re.escape(str(a))}\b", body)]
-            kernels.append({"name": prog.name, "params": kf.chunk_params, "lines": kf.chunks[0].lines,
+            kernels.append({"name": prog.name, "params": kf.chunk_params,
+                            "lines": kf.chunks[0].lines,
                             "statements": kf.statements, "label": bp.label, "cls": cls.index,
                             "unused": unused})
             calls.append({"cls": cls.index, "kernel": prog.name,
@@ -67,7 +71,8 @@ def _method2_context(m2, name, nv, public):
         passes.append({"label": bp.label, "leaves_first": bp.leaves_first, "calls": calls,
                        "share": share})
     sizes = {"body": len(m2.bodies), "coords": nv}
-    arrays = sorted({a for bp in m2.passes for a, _ in bp.reads + bp.writes} - set(public) - {"kin", "tb"})
+    arrays = sorted({a for bp in m2.passes for a, _ in bp.reads + bp.writes} - set(public)
+                    - {"kin", "tb"})
     st = m2.storage
     local = [{"name": a, "size": m2.nl if st[a].per == "ldl" else st[a].size * sizes[st[a].per]}
              for a in arrays]
@@ -384,6 +389,7 @@ def variants_context(functions, named=None):
         # the values as they appear in the docstring: names from the model file, made harmless
         v["shown"] = {s["name"]: ", ".join(c_comment(repr(x)) for x in s["values"][:6])
                       + (", ..." if len(s["values"]) > 6 else "") for s in v["options"]}
-        v["example"] = "".join(f", {s['name']}={c_comment(repr(s['values'][-1]))}" for s in v["options"])
+        v["example"] = "".join(f", {s['name']}={c_comment(repr(s['values'][-1]))}"
+                               for s in v["options"])
     return list(out.values())
 

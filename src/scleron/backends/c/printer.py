@@ -224,7 +224,8 @@ def print_program(prog, fname, arrays, chunk=1000, first_index=0, sincos_of=None
             ch.lines.append(f"/* {c_comment(note)} */")
             section[c] = note
         for a in prog.args[i]:
-            if isinstance(a, Var) and a.id in chunk_of and chunk_of[a.id] != c and a.id not in loaded[c]:
+            if (isinstance(a, Var) and a.id in chunk_of and chunk_of[a.id] != c
+                    and a.id not in loaded[c]):
                 ch.lines.append(f"const double {name_of[a.id]} = w[{crossing[a.id]}];")
                 loaded[c].add(a.id)
         ch.lines.append(cs.statement(i))
@@ -245,7 +246,8 @@ def print_program(prog, fname, arrays, chunk=1000, first_index=0, sincos_of=None
         return f"double *restrict {name}" if is_out else f"const double *restrict {name}"
     params = ", ".join(param(n, o) for n, o in arrays)
     pointers = [(n, param(n, o)) for n, o in arrays] + (
-        [("sq", "const double *restrict sq"), ("cq", "const double *restrict cq")] if trig else []) + (
+        [("sq", "const double *restrict sq"), ("cq", "const double *restrict cq")]
+        if trig else []) + (
         [("w", "double *restrict w")] if crossing else [])
     chunk_params = ", ".join(decl for _, decl in pointers)
     for ch in chunks:

@@ -72,7 +72,8 @@ def cuda_options(cuda=True):
                          f"number of statements per kernel, not {split!r}")
     block = opts["block"]
     if isinstance(block, bool) or not isinstance(block, int) or not 1 <= block <= MAX_BLOCK:
-        raise ValueError(f"CUDA block must be a number of threads from 1 to {MAX_BLOCK}, not {block!r}")
+        raise ValueError(f"CUDA block must be a number of threads from 1 to {MAX_BLOCK}, "
+                         f"not {block!r}")
     return opts
 
 
