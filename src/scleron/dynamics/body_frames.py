@@ -32,7 +32,8 @@ import math
 
 import numpy as np
 
-SNAP = 1e-10            # rotation entries this close to 0 or +-1 are exact (dynamics.tree.SNAP_ROTATION)
+SNAP = 1e-10            # rotation entries this close to 0 or +-1 are exact
+                        # (dynamics.tree.SNAP_ROTATION)
 # what an entry costs, roughly, in the recursions' products: a rotation entry that is not 0 or
 # +-1 enters every twist, wrench and articulated-inertia transform of the body; a translation
 # entry the cross products of those; an inertia entry the products with the body's inertia
@@ -318,7 +319,8 @@ def snapped_inertia(I):
     rotational, mass = float(np.abs(I[:3, :3]).max()), float(np.abs(I[3:, 3:]).max())
     moment = max(float(np.abs(I[:3, 3:]).max()), math.sqrt(rotational) * math.sqrt(mass))
     for rows, cols, scale in ((slice(0, 3), slice(0, 3), rotational),
-                              (slice(0, 3), slice(3, 6), moment), (slice(3, 6), slice(0, 3), moment),
+                              (slice(0, 3), slice(3, 6), moment),
+                              (slice(3, 6), slice(0, 3), moment),
                               (slice(3, 6), slice(3, 6), mass)):
         block = I[rows, cols]
         block[np.abs(block) <= max(INERTIA_FLOOR, SNAP_INERTIA * scale)] = 0.0
@@ -335,7 +337,8 @@ def turn_bodies(bodies, turns, slides=None, tol=TURNED, length=SNAP_LENGTH):
         C, s = turns[b.index], np.asarray(slides[b.index], dtype=float)
         Cp = turns[b.parent] if b.parent >= 0 else np.eye(3)
         s_parent = np.asarray(slides[b.parent], dtype=float) if b.parent >= 0 else np.zeros(3)
-        if np.array_equal(C, np.eye(3)) and np.array_equal(Cp, np.eye(3)) and not s.any() and not s_parent.any():
+        if (np.array_equal(C, np.eye(3)) and np.array_equal(Cp, np.eye(3)) and not s.any()
+                and not s_parent.any()):
             continue
         R, t = old[b.index] if old[b.index] is not None else (np.eye(3), np.zeros(3))
         R, t = np.asarray(R, dtype=float), np.asarray(t, dtype=float)

@@ -55,7 +55,8 @@ def centroidal_momentum_rate(tree, alg, q, qd, qdd):
         alg.section(f"centroidal momentum rate: acceleration and momentum rate of body {b.name}",
                     "centroidal momentum rate: body accelerations and momentum rates", b.index)
         base = to_child(b, kin, alpha[b.parent]) if b.parent >= 0 else ZERO6          # (22)
-        alpha[b.index] = vadd(vadd(base, a[b.index]), S_times(kin, qdd[b.v_start:b.v_start + b.dof]))
+        alpha[b.index] = vadd(vadd(base, a[b.index]),
+                              S_times(kin, qdd[b.v_start:b.v_start + b.dof]))
         rates[b.index] = body_wrench(b.inertia, alpha[b.index], v[b.index])
     return about_centre_of_mass(tree, alg, kins, rates, "centroidal momentum rate")
 
@@ -76,12 +77,14 @@ def about_centre_of_mass(tree, alg, kins, quantities, label):
         if b.parent >= 0:
             h[b.parent] = vadd(h[b.parent], to_parent(b, kins[b.index], h[b.index]))
             moment[b.parent] = vadd(moment[b.parent],
-                                    moment_to_parent(b, kins[b.index], moment[b.index], mass[b.index]))
+                                    moment_to_parent(b, kins[b.index], moment[b.index],
+                                                     mass[b.index]))
             mass[b.parent] += mass[b.index]
         else:
             R, t = world_pose_step(b, kins[b.index], None)
             total = vadd(total, wrench_to_parent(R, t, h[b.index]))
-            total_moment = vadd(total_moment, vadd(matvec(R, moment[b.index]), vscale(mass[b.index], t)))
+            total_moment = vadd(total_moment, vadd(matvec(R, moment[b.index]),
+                                                   vscale(mass[b.index], t)))
     return about_point(total, vscale(1.0 / sum(b.inertia[3][3] for b in tree.bodies), total_moment))
 
 

@@ -35,7 +35,8 @@ PIVOT_RTOL = 1e-12
 # (a 50 g camera panning on a 100 t crane's boom: M_kk 1.6e-13 of the largest, forward
 # dynamics to 1e-13, as Pinocchio's; it was refused as singular at 1e-12 of it)
 DIAGONAL_RTOL = 1e-15
-# the tree keeps entries of the spatial inertias below this as exact zeros (dynamics.body_frames.snapped_inertia)
+# the tree keeps entries of the spatial inertias below this as exact zeros
+# (dynamics.body_frames.snapped_inertia)
 ROUNDED_TO_ZERO = INERTIA_FLOOR
 SAMPLES = 2                     # random configurations besides q = 0
 SEED = 20240531
@@ -173,9 +174,9 @@ def _samples(tree, samples, seed):
 # example-robot-data, over 3,000 of them: 0.016 (xarm7) and more), which bounds the factors'
 # rounding there to about 1e2 eps. Every angle (a coordinate in rad: hinges, universal,
 # planar, Euler and rotation-vector joints; every coordinate of a custom or OpenSim joint,
-# which says no unit) is drawn from the whole turn, where a gimbal may line up, in strata (each of FACTORS_SAMPLES equal parts of the turn once per angle: a band
-# of a few degrees around a line-up is not missed by chance); other coordinates, as
-# check_nonsingular's, from (0.1, 0.9).
+# which says no unit) is drawn from the whole turn, where a gimbal may line up, in strata (each
+# of FACTORS_SAMPLES equal parts of the turn once per angle: a band of a few degrees around a
+# line-up is not missed by chance); other coordinates, as check_nonsingular's, from (0.1, 0.9).
 FACTORS_PIVOT_RTOL = 1e-2
 FACTORS_SAMPLES = 64
 
@@ -363,7 +364,8 @@ def check_joints_finite(tree, q, *, source=None):
         qs = q[b.q_start:b.q_start + b.nq]
         try:
             R, t, S, sdot = b.joint.kinematics(alg, qs, [1.0] * b.dof)
-            values = [x for row in R for x in row] + list(t) + [x for row in S for x in row] + list(sdot)
+            values = ([x for row in R for x in row] + list(t) + [x for row in S for x in row]
+                      + list(sdot))
             bad = not all(math.isfinite(float(x)) for x in values)
             why = "is not finite"
         except (ZeroDivisionError, ValueError, OverflowError) as e:
@@ -451,7 +453,8 @@ def overflow_error(tree, source=None):
     meets inf): the model's largest numbers, which to rescale."""
     body, text = _largest_numbers(tree)
     return ModelError(f"a constant of the generated code overflows double precision or is not "
-                      f"a number (largest numbers: {text}); rescale the model's units", source=source)
+                      f"a number (largest numbers: {text}); rescale the model's units",
+                      source=source)
 
 
 def check_finite(tree, q, *, source=None):

@@ -23,10 +23,11 @@ Twists [w; v] and wrenches [n; f], angular first, as everywhere in scleron.
 from ..joints import manifolds
 from ..algebra import Dual, DualAlgebra
 from . import configuration, frames, recursions
-from .recursions import ltdl_factors, ltdl_solve, mass_matrix_factors  # noqa: F401 (LTDL: M^-1, q'')
+from .recursions import (ltdl_factors, ltdl_solve,  # noqa: F401 (LTDL: M^-1, q'')
+                         mass_matrix_factors)
 from .tree import consecutive_runs
-from .spatial import (ad, ad_star, columns, constant_rigid_inertia_to_parent, cross, dot, matmul, matvec,
-                      sym_add, transpose, twist_to_parent, vadd, vscale, wrench_to_parent)
+from .spatial import (ad, ad_star, columns, constant_rigid_inertia_to_parent, cross, dot, matmul,
+                      matvec, sym_add, transpose, twist_to_parent, vadd, vscale, wrench_to_parent)
 
 
 # ---- M^-1 ----------------------------------------------------------------------------------------
@@ -246,7 +247,8 @@ def root_frame_poses(tree, alg, kins, label):
     for b in tree.bodies:
         alg.section(f"{label}: pose of body {b.name} in its root's frame",
                     f"{label}: pose in the root's frame", b.index)
-        pose[b.index] = ROOT_FRAME if b.parent < 0 else recursions.world_pose_step(b, kins[b.index], pose)
+        pose[b.index] = (ROOT_FRAME if b.parent < 0
+                         else recursions.world_pose_step(b, kins[b.index], pose))
     return pose
 
 
@@ -449,7 +451,8 @@ def world_dynamics(tree, alg, kins, qd, qdd):
 
 def joint_forces_from_world(tree, alg, q, qd, world):
     """tau_i = J_i . (the sum of F over body i's subtree), less the joint springs and dampers
-    (S&G 24-25 and recursions.passive_forces, in the roots' frames): at q'' = 0 the bias forces h."""
+    (S&G 24-25 and recursions.passive_forces, in the roots' frames): at q'' = 0 the bias
+    forces h."""
     F = [w.F for w in world]
     tau = [None] * tree.nv
     for b in reversed(tree.bodies):
@@ -571,8 +574,10 @@ def composite_backward(tree, alg, world, cols):
     bodies of its subtree (fill_related_pairs):
       row r of body i, column c of a strict descendant:  dq = J_r . dFdq_c, dqd = J_r . dFdv_c,
                                                          M = J_r . Ycrb_c J_c
-      row c of a strict descendant, column r of body i:  dq = Ycrb_c J_c . dA_r + dYcrb_c^T J_c . dV_r
-                                                         dqd = Ycrb_c J_c . dAv_r + dYcrb_c^T J_c . J_r
+      row c of a strict descendant, column r of body i:  dq = Ycrb_c J_c . dA_r
+                                                           + dYcrb_c^T J_c . dV_r
+                                                         dqd = Ycrb_c J_c . dAv_r
+                                                           + dYcrb_c^T J_c . J_r
     dYcrb's right half is zero (inertia_variation), so dYcrb^T J has three entries."""
     nv = tree.nv
     dq, dqd, M = ([[0.0] * nv for _ in range(nv)] for _ in range(3))
@@ -672,8 +677,9 @@ def forward_dynamics_derivative_columns(tree, alg, q, qd, tau, blocks=None):
     """The factors with dtau/dq and dtau/dqd as inverse_dynamics_derivative_columns gives them
     (own blocks, and the vectors of the entries between related bodies): (dq, dqd, vectors,
     M^-1, free; blocks: the ColumnBlocks M^-1 is formed by, mass_matrix_inverse; free: the
-    columns of free roots in closed form, taken out of dq, dqd: free_root_columns). The loop form of the
-    C code forms the pairs and the products -M^-1 dtau/dx in loops (scleron.unroll.ProductLoop).
+    columns of free roots in closed form, taken out of dq, dqd: free_root_columns). The loop
+    form of the C code forms the pairs and the products -M^-1 dtau/dx in loops
+    (scleron.unroll.ProductLoop).
     M^-1 factors the M of world_dynamics' root-frame inertias (composite_mass_matrix: the
     backward pass's own expressions, so M costs its dot products; panda 12,038 -> 11,255
     instructions per call against the body-frame CRBA's M), and q'' = M^-1 (tau - h) with h from
@@ -689,7 +695,7 @@ def forward_dynamics_derivative_columns(tree, alg, q, qd, tau, blocks=None):
     return dq, dqd, vectors, Minv, free_root_columns(tree, alg, world, dq, dqd, vectors)
 
 
-# ---- external wrenches in world axes --------------------------------------------------------------
+# ---- external wrenches in world axes -------------------------------------------------------------
 def turning_wrench_columns(tree, alg, q, local):
     """C = sum over frames k of J_k^T [[n_k] x; [f_k] x] J_k,w (nv x nv): what holding the
     frames' wrenches fixed in world axes, rather than in the frames' (n_k, f_k: their values in

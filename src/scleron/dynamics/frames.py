@@ -324,7 +324,8 @@ def frame_velocities(tree, alg, q, qd, reference="local_world_aligned"):
     check_reference(reference)
     kins = joint_kinematics(tree, alg, q, qd)
     v, _ = velocity_pass(tree, alg, kins, qd)
-    poses = body_poses(tree, alg, kins, "frame velocities", frame_bodies(tree)) if reference != "local" else None
+    poses = (body_poses(tree, alg, kins, "frame velocities", frame_bodies(tree))
+             if reference != "local" else None)
     out = []
     for f in tree.frames:
         alg.section(f"velocity of frame {f.name} ({reference})", "frame velocity", body_of(f))
@@ -358,7 +359,8 @@ def frame_accelerations(tree, alg, q, qd, qdd, reference="local_world_aligned"):
     kins = joint_kinematics(tree, alg, q, qd)
     v, _ = velocity_pass(tree, alg, kins, qd)
     alpha = body_accelerations(tree, alg, kins, qd, qdd)
-    poses = body_poses(tree, alg, kins, "frame accelerations", frame_bodies(tree)) if reference != "local" else None
+    poses = (body_poses(tree, alg, kins, "frame accelerations", frame_bodies(tree))
+             if reference != "local" else None)
     out = []
     for f in tree.frames:
         alg.section(f"classical acceleration of frame {f.name} ({reference})",
@@ -386,7 +388,8 @@ def com_jacobian(tree, alg, q):
     moment = [None] * len(tree.bodies)
     for b in tree.bodies:
         R, t = poses[b.index]
-        moment[b.index] = vadd(matvec(R, vscale(1.0 / total, first_moment(b))), vscale(mass[b.index], t))
+        moment[b.index] = vadd(matvec(R, vscale(1.0 / total, first_moment(b))),
+                               vscale(mass[b.index], t))
     for b in reversed(tree.bodies):
         alg.section(f"centre of mass Jacobian: subtree mass and first moment of body {b.name}",
                     "centre of mass Jacobian: subtree moments", b.index)

@@ -25,9 +25,9 @@ from ..errors import ModelError
 
 from .tree import coordinate_ancestors, coordinate_parents
 
-from .spatial import (ad, body_wrench, columns, cross, dot, inertia_to_parent, matmul, matvec, mat_t_vec,
-                      rigid_inertia_to_parent, rotation_product, sym_add, twist_to_child,
-                      twist_to_parent, vadd, vscale, vsub, wrench_to_parent)
+from .spatial import (ad, body_wrench, columns, cross, dot, inertia_to_parent, matmul, matvec,
+                      mat_t_vec, rigid_inertia_to_parent, rotation_product, sym_add,
+                      twist_to_child, twist_to_parent, vadd, vscale, vsub, wrench_to_parent)
 
 ZERO6 = [0.0] * 6
 
@@ -39,7 +39,8 @@ def uncoupling_hint(tree):
         return "leave out the joints' mimic: entries to give each joint its own coordinate"
     if not source.endswith((".urdf", ".xml")):      # (a model built in Python)
         return "set the joints' mimic to None to give each joint its own coordinate"
-    return "load the URDF with mimic='independent' (--mimic independent) to give each joint its own coordinate"
+    return ("load the URDF with mimic='independent' (--mimic independent) to give each joint its "
+            "own coordinate")
 
 
 # ---- per-joint quantities and frame changes ---------------------------------------------------
@@ -67,7 +68,8 @@ class joint_kinematics:
             b = self.tree.bodies[i]
             qs = self.q[b.q_start:b.q_start + b.nq]
             qds = self.qd[b.v_start:b.v_start + b.dof] if self.qd is not None else [0.0] * b.dof
-            with self.alg.aside(f"joint {b.joint_name} ({b.joint.type}): Q(q), S, Sdot qd  (S&G 9, 12)",
+            with self.alg.aside(f"joint {b.joint_name} ({b.joint.type}): Q(q), S, Sdot qd  "
+                                "(S&G 9, 12)",
                                 "joint kinematics: Q(q), S, Sdot qd (S&G 9, 12)", b.index):
                 R, t, S, c = b.joint.kinematics(self.alg, qs, qds)
                 if b.turn_after is not None:        # Q(q) Rot(u, c): S and Sdot keep (body_frames)
@@ -236,7 +238,8 @@ def through_coupling(inputs, output):
         def run(tree, alg, *args, **kw):
             if tree.coupling is None:
                 return f(tree, alg, *args, **kw)
-            alg.section("mimic joints: the full coordinates q = G q_r + b, qd = G qd_r (docs/mimic.md)")
+            alg.section("mimic joints: the full coordinates q = G q_r + b, qd = G qd_r "
+                        "(docs/mimic.md)")
             full = [expand(tree, alg, kind, x) for kind, x in zip(inputs, args)]
             result = f(tree.full, alg, *full, **kw)
             alg.section("mimic joints: G^T (docs/mimic.md)")
@@ -496,7 +499,8 @@ ARTICULATED_PASSES = (
              articulated_bias_step, (("U", "body"), ("L", "body"), ("tb", "coords"), ("z", "body")),
              (("cb", "body"),), "z", vadd),
     BodyPass("pass 6 (S&G 34-35): acceleration", "of body {body}, joint {joint}", False,
-             joint_acceleration_step, (("U", "body"), ("L", "body"), ("cb", "body"), ("e", "parent")),
+             joint_acceleration_step,
+             (("U", "body"), ("L", "body"), ("cb", "body"), ("e", "parent")),
              (("qdd", "coords"), ("e", "body"))),
 )
 
@@ -518,7 +522,8 @@ def run_body_pass(tree, alg, kins, bp, state):
             else:
                 state[a][b.index] = value
         if bp.to_parent is not None and b.parent >= 0:
-            state[bp.to_parent][b.parent] = bp.accumulate(state[bp.to_parent][b.parent], results[-1])
+            state[bp.to_parent][b.parent] = bp.accumulate(state[bp.to_parent][b.parent],
+                                                          results[-1])
     return state
 
 
@@ -589,7 +594,8 @@ def composite_rigid_body_mass_matrix(tree, alg, kins):
             jkin = kins[j.index]
             for r, Sc in enumerate(columns(jkin[2])):
                 for c in range(b.dof):
-                    M[j.v_start + r][b.v_start + c] = M[b.v_start + c][j.v_start + r] = dot(Sc, F[c])
+                    M[j.v_start + r][b.v_start + c] = M[b.v_start + c][j.v_start + r] = dot(
+                        Sc, F[c])
     return add_armature(tree, M)
 
 
@@ -647,7 +653,8 @@ def forward_dynamics_by_mass_matrix(tree, alg, q, qd, tau):
         return coupled_forward_dynamics(tree, alg, q, qd, tau)
     kins = joint_kinematics(tree, alg, q, qd)
     tau_bar = tau_bar_pass(tree, alg, kins, q, qd, tau)
-    L, inv_d, ancestors = mass_matrix_factors(tree, alg, composite_rigid_body_mass_matrix(tree, alg, kins))
+    L, inv_d, ancestors = mass_matrix_factors(tree, alg,
+                                              composite_rigid_body_mass_matrix(tree, alg, kins))
     alg.section("mass matrix: M qdd = tau_bar by the factors (Featherstone Table 6.4)")
     return ltdl_solve(L, inv_d, ancestors, tau_bar)
 

@@ -248,7 +248,8 @@ def body_wrench(J, alpha, v):
         return vadd(matvec(Ibar, dw), cross(w, Iw)) + [0.0, 0.0, 0.0]
     c = [x / m for x in h]
     cc = dot(c, c)
-    Ic = [[Ibar[r][k] + m * (c[r] * c[k] - (cc if r == k else 0.0)) for k in range(3)] for r in range(3)]
+    Ic = [[Ibar[r][k] + m * (c[r] * c[k] - (cc if r == k else 0.0)) for k in range(3)]
+          for r in range(3)]
     vc = vadd(v[3:], cross(w, c))                                          # velocity of c
     F = vscale(m, vadd(vadd(alpha[3:], cross(dw, c)), cross(w, vc)))     # m a_c
     N = vadd(vadd(matvec(Ic, dw), cross(w, matvec(Ic, w))), cross(c, F))
@@ -285,7 +286,8 @@ def constant_rigid_inertia_to_parent(R, t, J):
     """rigid_inertia_to_parent for a constant inertia J (floats; the body's own), by its centre of
     mass: with Ic the inertia about the centre (a constant), h' = R h + m t = m c (c the moved
     centre) and (Featherstone 2.63) Ibar' = R Ic R^T + m [c]^T [c], i.e.
-    Ibar'_ii = (R Ic R^T)_ii + sum over k != i of h'_k^2 / m, Ibar'_ij = (R Ic R^T)_ij - h'_i h'_j / m
+    Ibar'_ii = (R Ic R^T)_ii + sum over k != i of h'_k^2 / m,
+    Ibar'_ij = (R Ic R^T)_ij - h'_i h'_j / m
     (h' as a sum, not m times c: products of a scaled value take two multiplications), and
     R Ic R^T in Ic's principal form (rotate_principal). For a dense R (the bodies' world poses)
     about half the work of the general form (RC20: 95 -> 34 operations per body); other J
@@ -322,7 +324,8 @@ def central_inertia(J):
                     for j in range(3)] for i in range(3)])
     Ic[np.abs(Ic) <= SNAP_CENTRAL * max(np.abs(Ic).max(), np.abs(np.array(Ibar)).max())] = 0.0
     if not (Ic - np.diag(np.diag(Ic))).any():
-        return m, h, [float(x) for x in np.diag(Ic)], [[float(i == k) for i in range(3)] for k in range(3)]
+        return (m, h, [float(x) for x in np.diag(Ic)],
+                [[float(i == k) for i in range(3)] for k in range(3)])
     moments, U = np.linalg.eigh(Ic)
     U[np.abs(U) <= SNAP_CENTRAL] = 0.0
     return m, h, [float(x) for x in moments], [[float(x) for x in U[:, k]] for k in range(3)]

@@ -57,8 +57,8 @@ class TreeBody:
     linear_armature: list = None  # the armature of linear velocity coordinates in the moving
                                  # body's frame (an se3 joint: the free flyer), whose rotor
                                  # momentum A v turns with the body: None where none
-    turn_after: list = None      # a constant rotation about a revolute joint's axis that follows its
-                                 # motion, Q(q) Rot(u, c) = Q(q + c); None: none (body_frames)
+    turn_after: list = None      # a constant rotation about a revolute joint's axis that follows
+                                 # its motion, Q(q) Rot(u, c) = Q(q + c); None: none (body_frames)
 
 
 @dataclass
@@ -110,7 +110,8 @@ class Tree:
             tb.rest = _floats(getattr(j, "rest", None), jm.dof) or [0.0] * jm.dof
             armature = _floats(getattr(j, "armature", None), jm.dof)
             tb.armature = armature if armature is not None and any(armature) else None
-            if tb.armature is not None and joint_type(j.type).configuration == "se3" and any(armature[:3]):
+            if (tb.armature is not None and joint_type(j.type).configuration == "se3"
+                    and any(armature[:3])):
                 tb.linear_armature = armature[:3]
             wrench = getattr(body, "wrench", None)
             tb.wrench = [float(x) for x in wrench] if wrench is not None and any(wrench) else None
@@ -142,8 +143,10 @@ class Tree:
         if coupled and any(getattr(j, "mimic", None) is not None for j in model.joints):
             self._couple(model, frames, wrench_frames, turn_frames)
             return
-        self.neutral = [float(x) for x in model.neutral()] if hasattr(model, "neutral") else [0.0] * kq
-        self.quaternions = [k for _, k in model.quaternions()] if hasattr(model, "quaternions") else []
+        self.neutral = ([float(x) for x in model.neutral()] if hasattr(model, "neutral")
+                        else [0.0] * kq)
+        self.quaternions = ([k for _, k in model.quaternions()] if hasattr(model, "quaternions")
+                            else [])
 
     def _turned(self, frames):
         """The model's frames with their placements in the turned body frames (body_frames)."""
@@ -199,7 +202,8 @@ class Tree:
         """A name per entry of qd (the same as coordinate_names where nq = nv)."""
         names = []
         for b in self.bodies:
-            names += [b.joint_name] if b.dof == 1 else [f"{b.joint_name}[{k}]" for k in range(b.dof)]
+            names += ([b.joint_name] if b.dof == 1
+                      else [f"{b.joint_name}[{k}]" for k in range(b.dof)])
         return names
 
 
