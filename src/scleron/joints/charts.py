@@ -1,21 +1,24 @@
-"""The 12 Euler / Tait-Bryan charts of a spherical joint (Sueda, section 2.5.5, Tables 1-3, eq. 2.40, App. A).
+"""The 12 Euler / Tait-Bryan charts of a spherical joint (Sueda, section 2.5.5, Tables 1-3,
+eq. 2.40, App. A).
 
 Convention
 ----------
 Chart "ABC" means R(q) = R_A(q1) R_B(q2) R_C(q3), a product of elementary *active* rotations
-(R_X(t) = [[1,0,0],[0,c,-s],[0,s,c]], and so on). Read left to right this is the *intrinsic* sequence:
-rotate about A, then about the rotated B, then about the twice-rotated C. (Read right to left it is the
-extrinsic sequence C, B, A about fixed axes.) The seed supports this reading in three ways:
+(R_X(t) = [[1,0,0],[0,c,-s],[0,s,c]], and so on). Read left to right this is the *intrinsic*
+sequence: rotate about A, then about the rotated B, then about the twice-rotated C. (Read right to
+left it is the extrinsic sequence C, B, A about fixed axes.) The seed supports this reading in three
+ways:
 
-* Appendix A builds the matrices as ``XYZ = X1*Y2*Z3`` and so on, with ``X1 = [1 0 0; 0 c(1) -s(1); 0 s(1) c(1)]``.
-  These are active elementary matrices, the angle index is the factor's position, and the factors multiply
-  left to right.
-* Eq. (2.33) / (3.23) prints the XYZ matrix with first row (c2c3, -c2s3, s2) and R33 = c1c2. That is the
-  first row of R_X(q1) R_Y(q2) R_Z(q3). Reading the product the other way, R_Z(q3) R_Y(q2) R_X(q1), would
-  put -s2 at R31 instead.
-* In every row of Tables 1 and 2 the third column of S (body frame) is the constant unit vector of the
-  *last* axis, and the second column depends only on q3. Body-frame columns of that form come only from the
-  intrinsic product above. tests/test_charts.py checks all 12 charts against the transcribed tables.
+* Appendix A builds the matrices as ``XYZ = X1*Y2*Z3`` and so on, with
+  ``X1 = [1 0 0; 0 c(1) -s(1); 0 s(1) c(1)]``. These are active elementary matrices, the angle
+  index is the factor's position, and the factors multiply left to right.
+* Eq. (2.33) / (3.23) prints the XYZ matrix with first row (c2c3, -c2s3, s2) and R33 = c1c2. That is
+  the first row of R_X(q1) R_Y(q2) R_Z(q3). Reading the product the other way,
+  R_Z(q3) R_Y(q2) R_X(q1), would put -s2 at R31 instead.
+* In every row of Tables 1 and 2 the third column of S (body frame) is the constant unit vector of
+  the *last* axis, and the second column depends only on q3. Body-frame columns of that form come
+  only from the intrinsic product above. tests/test_charts.py checks all 12 charts against the
+  transcribed tables.
 
 Twists are [omega; v] in body coordinates. For Q(q) = (R(q), 0) column k of S is the twist
 (Q^-1 dQ/dq_k)^vee, so its top three rows are vee(R^T dR/dq_k) and its bottom three rows are 0.
@@ -23,18 +26,19 @@ Sdot = sum_k dS/dq_k qdot_k.
 
 What we found in the seed
 -------------------------
-* Table 3 labels two rows wrongly: "XXX" must be XYX and "YYZ" must be YZY. The formulas in those rows
-  fit XYX and YZY. Table 3 also lists YZY before YXY and YZX before YXZ, so its row order differs from
-  Tables 1 and 2. _Q_FROM_R below is keyed by chart name, not by row position.
-* In the second line of eq. (2.40), "Sdot_new^-1" stands for d/dt(S_new^-1) = -S_new^-1 Sdot_new S_new^-1.
-  The last line of (2.40) is the form implemented here.
-* The q2 formulas in Table 3 (acos / asin of one entry) are implemented as an equivalent atan2, with the
-  magnitude of the other factor taken from the two entries that q1 uses. For an exact rotation this gives
-  the same angle. It is far better conditioned when |R_ii| is near 1 and never goes out of domain.
+* Table 3 labels two rows wrongly: "XXX" must be XYX and "YYZ" must be YZY. The formulas in those
+  rows fit XYX and YZY. Table 3 also lists YZY before YXY and YZX before YXZ, so its row order
+  differs from Tables 1 and 2. _Q_FROM_R below is keyed by chart name, not by row position.
+* In the second line of eq. (2.40), "Sdot_new^-1" stands for d/dt(S_new^-1) =
+  -S_new^-1 Sdot_new S_new^-1. The last line of (2.40) is the form implemented here.
+* The q2 formulas in Table 3 (acos / asin of one entry) are implemented as an equivalent atan2, with
+  the magnitude of the other factor taken from the two entries that q1 uses. For an exact rotation
+  this gives the same angle. It is far better conditioned when |R_ii| is near 1 and never goes out
+  of domain.
 
-Layouts used by the generated code (write_charts): 3x3 blocks are row-major double[9], and derivative
-stacks are double[27] with entry [9*k + 3*i + j] = d M_ij / d q_(k+1). Only the top (rotational) 3x3
-block of S and Sdot is emitted, because the bottom block is identically zero.
+Layouts used by the generated code (write_charts): 3x3 blocks are row-major double[9], and
+derivative stacks are double[27] with entry [9*k + 3*i + j] = d M_ij / d q_(k+1). Only the top
+(rotational) 3x3 block of S and Sdot is emitted, because the bottom block is identically zero.
 """
 from __future__ import annotations
 
@@ -99,7 +103,8 @@ def axis_rotation(axis, angle):
 
 
 def rotation(name, q1, q2, q3):
-    """R = R_A(q1) R_B(q2) R_C(q3) for chart "ABC" (intrinsic sequence, see the module docstring)."""
+    """R = R_A(q1) R_B(q2) R_C(q3) for chart "ABC" (intrinsic sequence, see the module
+    docstring)."""
     _check_name(name)
     return elementary(name[0], q1) * elementary(name[1], q2) * elementary(name[2], q3)
 
@@ -155,9 +160,9 @@ class ChartDerivation(Mapping):
 def derive(name):
     """Derive R, dR/dq, Rdot, dRdot/dq, S (6x3), det S, dS/dq, Sdot (6x3) and dSdot/dq for a chart.
 
-    This follows Sueda's Appendix A. dRdq, dRdotdq, dSdq and dSdotdq are lists of 3 matrices: entry k is
-    the derivative with respect to q_(k+1). Each entry of S is reduced (symbolic.trig_reduce) to the short product
-    form of Tables 1 and 2. The result is cached and immutable.
+    This follows Sueda's Appendix A. dRdq, dRdotdq, dSdq and dSdotdq are lists of 3 matrices: entry
+    k is the derivative with respect to q_(k+1). Each entry of S is reduced (symbolic.trig_reduce)
+    to the short product form of Tables 1 and 2. The result is cached and immutable.
     """
     _check_name(name)
     q, qd = Q_SYMBOLS, QD_SYMBOLS
@@ -184,16 +189,18 @@ def derive(name):
 
     im = sp.ImmutableMatrix
     data = {
-        "R": im(R), "dRdq": [im(m) for m in dRdq], "Rdot": im(Rdot), "dRdotdq": [im(m) for m in dRdotdq],
+        "R": im(R), "dRdq": [im(m) for m in dRdq], "Rdot": im(Rdot),
+        "dRdotdq": [im(m) for m in dRdotdq],
         "S": im(S), "detS": detS, "dSdq": [im(m) for m in dSdq], "Sdot": im(Sdot),
         "dSdotdq": [im(m) for m in dSdotdq],
     }
     return ChartDerivation(name, q, qd, data)
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Table 3: q from R. Entries are signed 1-based indices: 23 means R_23 and -31 means -R_31.
-#   q1 = atan2(a, b); q2 = acos(+-R_ii) for proper Euler or asin(+-R_ij) for Tait-Bryan; q3 = atan2(c, d).
+#   q1 = atan2(a, b); q2 = acos(+-R_ii) for proper Euler or asin(+-R_ij) for Tait-Bryan;
+#   q3 = atan2(c, d).
 # The two rows that the seed labels "XXX" and "YYZ" are stored here as XYX and YZY.
 _Q_FROM_R = {
     "XYX": ((21, -31), ("acos", 11), (12, 13)),
@@ -255,7 +262,7 @@ def q_from_R(name, R):
     return np.array([q1, q2, q3], dtype=float)
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Numeric evaluation (lambdified once per chart, on first use).
 
 @functools.lru_cache(maxsize=None)
@@ -298,9 +305,10 @@ def det_S(name, q):
 def switch_chart(old, new, q, qd, qdd=None):
     """Re-express a spherical joint state in another chart (Table 3 and eq. 2.40).
 
-    Returns (q_new, qd_new), or (q_new, qd_new, qdd_new) when qdd is given. R, the body angular velocity
-    S3 qd and the body angular acceleration d/dt(S3 qd) are unchanged. The world-frame quantities R S3 qd
-    and so on are therefore unchanged as well. The new chart must not be singular at the new q.
+    Returns (q_new, qd_new), or (q_new, qd_new, qdd_new) when qdd is given. R, the body angular
+    velocity S3 qd and the body angular acceleration d/dt(S3 qd) are unchanged. The world-frame
+    quantities R S3 qd and so on are therefore unchanged as well. The new chart must not be singular
+    at the new q.
     """
     _check_name(old)
     _check_name(new)
@@ -316,7 +324,7 @@ def switch_chart(old, new, q, qd, qdd=None):
     return q_new, qd_new, qdd_new
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Code generation.
 
 # (quantity, C/Python suffix, needs qdot, is a stack of 3 derivative slices, returns a scalar)
@@ -432,7 +440,8 @@ _C_HEADER_TOP = """\
 /* Euler / Tait-Bryan charts of a spherical joint. Generated by scleron.joints.charts; do not edit.
  *
  * Chart "ABC": R(q) = R_A(q1) R_B(q2) R_C(q3) (intrinsic sequence of active elementary rotations).
- * S is the rotational (top) 3x3 block of the body-frame motion subspace; its bottom 3 rows are zero.
+ * S is the rotational (top) 3x3 block of the body-frame motion subspace; its bottom 3 rows \
+are zero.
  * 3x3 matrices are row-major double[9]; derivative stacks are double[27] with
  * out[9*k + 3*i + j] = d M_ij / d q_(k+1).
  */
@@ -508,7 +517,8 @@ static int scleron_chart_solve3(const double A[9], const double b[3], double x[3
     inv[6] = c2 / det;
     inv[7] = (A[1] * A[6] - A[0] * A[7]) / det;
     inv[8] = (A[0] * A[4] - A[1] * A[3]) / det;
-    for (i = 0; i < 3; ++i) x[i] = inv[3 * i] * b[0] + inv[3 * i + 1] * b[1] + inv[3 * i + 2] * b[2];
+    for (i = 0; i < 3; ++i) x[i] = inv[3 * i] * b[0] + inv[3 * i + 1] * b[1] \
++ inv[3 * i + 2] * b[2];
     return 0;
 }
 
@@ -524,7 +534,8 @@ int scleron_chart_switch(int old_id, int new_id, const double q[3], const double
     const scleron_chart_functions *co, *cn;
     double R[9], S_old[9], S_new[9], w[3];
     int i;
-    if (old_id < 0 || old_id >= SCLERON_N_CHARTS || new_id < 0 || new_id >= SCLERON_N_CHARTS) return -1;
+    if (old_id < 0 || old_id >= SCLERON_N_CHARTS || new_id < 0 || new_id >= SCLERON_N_CHARTS) \
+return -1;
     co = &scleron_charts[old_id];
     cn = &scleron_charts[new_id];
     co->R(q, R);
@@ -553,7 +564,8 @@ def _c_sources():
     header = [_C_HEADER_TOP, "typedef enum {"]
     header += [f"    SCLERON_CHART_{n} = {i}," for i, n in enumerate(CHARTS)]
     header += ["} scleron_chart_id;", ""]
-    source = ["/* Generated by scleron.joints.charts; do not edit. See euler_charts.h for the layouts. */",
+    source = ["/* Generated by scleron.joints.charts; do not edit. See euler_charts.h for the "
+              "layouts. */",
               "#include <math.h>", "#include <stddef.h>", "#include <string.h>",
               '#include "euler_charts.h"', ""]
     for name in CHARTS:
@@ -625,10 +637,13 @@ def _py_q_from_R(name):
 
 def _py_source():
     printer = _MathPrinter({"standard": "python3"})
-    out = ['"""Euler / Tait-Bryan charts of a spherical joint. Generated by scleron.joints.charts; do not edit.',
+    out = ['"""Euler / Tait-Bryan charts of a spherical joint. Generated by scleron.joints.charts; '
+           'do not edit.',
            "",
-           'Chart "ABC": R(q) = R_A(q1) R_B(q2) R_C(q3). S and Sdot are the rotational 3x3 blocks; derivative',
-           "stacks have shape (3, 3, 3) with [k, i, j] = d M_ij / d q_(k+1). Inputs are sequences of 3 floats.",
+           'Chart "ABC": R(q) = R_A(q1) R_B(q2) R_C(q3). S and Sdot are the rotational 3x3 blocks; '
+           'derivative',
+           "stacks have shape (3, 3, 3) with [k, i, j] = d M_ij / d q_(k+1). Inputs are sequences "
+           "of 3 floats.",
            '"""', "import math", "", "import numpy", "", ""]
     table = []
     for name in CHARTS:
@@ -657,7 +672,8 @@ def write_charts(outdir):
     for path in paths.values():         # all three or none (a folder at one left the others
         if os.path.isdir(path) or (os.path.islink(path) and not os.path.exists(path)):  # written)
             raise OSError(errno.EISDIR if os.path.isdir(path) else errno.ENOENT,
-                          "a folder is there" if os.path.isdir(path) else "a dangling link is there",
+                          "a folder is there" if os.path.isdir(path)
+                          else "a dangling link is there",
                           path)
     header, source = _c_sources()       # (derived after the places are checked: seconds)
     files = {"euler_charts.h": header, "euler_charts.c": source, "euler_charts.py": _py_source()}

@@ -4,7 +4,8 @@
     coordinates: [a, b]                       # names of the joint's coordinates, in order
     constants: {r: 0.3}                       # optional named numbers
     rotation: [[z, "a"], [x, "0.5*b"]]         # a product of axis rotations R_z(a) R_x(0.5 b) ...
-    # or a 3x3 matrix of expressions:  rotation: [["cos(a)", "-sin(a)", 0], ["sin(a)", "cos(a)", 0], [0, 0, 1]]
+    # or a 3x3 matrix of expressions:  rotation: [["cos(a)", "-sin(a)", 0],
+                                                  ["sin(a)", "cos(a)", 0], [0, 0, 1]]
     translation: ["r*cos(a)", "r*sin(a)", "b"]
 
 The text goes through joints.expressions (a whitelist tokenizer and recursive-descent parser),
@@ -90,7 +91,8 @@ def custom_factors(params, q):
     elif is_matrix(rot):
         Rs = [sp.Matrix(3, 3, lambda i, j: _parse(rot[i][j], names, f"rotation[{i}][{j}]"))]
     else:
-        Rs = [_constant_evaluated(_axis_rotation(axis, _parse(angle, names, f"rotation[{k}] angle")))
+        Rs = [_constant_evaluated(_axis_rotation(axis, _parse(angle, names,
+                                                              f"rotation[{k}] angle")))
               for k, (axis, angle) in enumerate(rot)]
     trans = params.get("translation")
     t = (sp.Matrix([_parse(e, names, f"translation[{i}]") for i, e in enumerate(trans)])
@@ -130,7 +132,8 @@ def validate_custom(params):
     if not isinstance(coords, (list, tuple)) or not coords:
         raise ExpressionError("coordinates must be a non-empty list of names")
     if len(coords) > MAX_COORDINATES:
-        raise ExpressionError(f"a custom joint has at most {MAX_COORDINATES} coordinates, got {len(coords)}")
+        raise ExpressionError(f"a custom joint has at most {MAX_COORDINATES} coordinates, "
+                              f"got {len(coords)}")
     coords = [check_name(c, "coordinate name") for c in coords]
     if len(set(coords)) != len(coords):
         raise ExpressionError("two coordinates have the same name")
@@ -145,7 +148,8 @@ def validate_custom(params):
         if name in coords:
             raise ExpressionError(f"constant {name!r} has the name of a coordinate", token=name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or (isinstance(value, int) and abs(value) > 10 ** 300) or not math.isfinite(float(value)):
+                or (isinstance(value, int) and abs(value) > 10 ** 300) \
+                or not math.isfinite(float(value)):
             raise ExpressionError(f"constant {name!r} must be a finite number, got {_show(value)}",
                                   token=name)
         consts[name] = float(value)
@@ -159,7 +163,8 @@ def validate_custom(params):
             raise ExpressionError("rotation must be a 3x3 matrix of expressions or a list of "
                                   "[axis, angle] pairs")
         if is_matrix(rot):
-            out["rotation"] = tuple(tuple(_expression_value(e, f"rotation[{i}][{j}]") for j, e in enumerate(r))
+            out["rotation"] = tuple(tuple(_expression_value(e, f"rotation[{i}][{j}]")
+                                          for j, e in enumerate(r))
                                     for i, r in enumerate(rot))
         else:
             if len(rot) > MAX_FACTORS:
@@ -167,15 +172,17 @@ def validate_custom(params):
             factors = []
             for k, item in enumerate(rot):
                 if not isinstance(item, (list, tuple)) or len(item) != 2:
-                    raise ExpressionError(f"rotation[{k}] must be a pair [axis, angle] (axis x, y, z or "
-                                          "3 numbers), or rotation a 3x3 matrix")
-                factors.append((_axis_value(item[0], k), _expression_value(item[1], f"rotation[{k}] angle")))
+                    raise ExpressionError(f"rotation[{k}] must be a pair [axis, angle] (axis x, y, "
+                                          "z or 3 numbers), or rotation a 3x3 matrix")
+                factors.append((_axis_value(item[0], k),
+                                _expression_value(item[1], f"rotation[{k}] angle")))
             out["rotation"] = tuple(factors)
     trans = params.get("translation")
     if trans is not None:
         if not isinstance(trans, (list, tuple)) or len(trans) != 3:
             raise ExpressionError("translation must be a list of 3 expressions")
-        out["translation"] = tuple(_expression_value(e, f"translation[{i}]") for i, e in enumerate(trans))
+        out["translation"] = tuple(_expression_value(e, f"translation[{i}]")
+                                   for i, e in enumerate(trans))
 
     q = _symbols(len(coords))
     R, t = custom_transform(out, q)              # parses every expression (ExpressionError)
@@ -187,7 +194,8 @@ def validate_custom(params):
 def _is_frame_axis(axis):
     """Whether axis_rotation writes an elementary rotation for this unit axis (its test: one
     entry +-1 and the others below 1e-15), not a dense general one."""
-    return any(abs(abs(a) - 1.0) < 1e-15 and all(abs(b) < 1e-15 for j, b in enumerate(axis) if j != k)
+    return any(abs(abs(a) - 1.0) < 1e-15
+               and all(abs(b) < 1e-15 for j, b in enumerate(axis) if j != k)
                for k, a in enumerate(axis))
 
 
@@ -206,7 +214,8 @@ def _check_moving_general_axes(out, coords, consts):
             f"[{turning[0]}], ...); at most {MAX_MOVING_ROTATIONS}: deriving S and its rate grows "
             "steeply with them (10 take minutes). A composite joint of revolute parts derives "
             "part by part, in under a second")
-    moving = [k for k in turning if not isinstance(rot[k][0], str) and not _is_frame_axis(rot[k][0])]
+    moving = [k for k in turning
+              if not isinstance(rot[k][0], str) and not _is_frame_axis(rot[k][0])]
     if len(moving) > MAX_MOVING_GENERAL_AXES:
         raise ExpressionError(
             f"rotation: {len(moving)} rotations about axes other than x, y, z turn with a "
@@ -225,8 +234,8 @@ def _expression_value(e, where):
 def _axis_value(axis, k):
     if isinstance(axis, str):
         if axis.lower() not in AXIS_NAMES:
-            raise ExpressionError(f"rotation[{k}]: unknown axis {axis[:20]!r} (x, y, z or 3 numbers)",
-                                  token=axis[:20])
+            raise ExpressionError(f"rotation[{k}]: unknown axis {axis[:20]!r} "
+                                  "(x, y, z or 3 numbers)", token=axis[:20])
         return axis.lower()
     if isinstance(axis, (list, tuple)) and len(axis) == 3 and all(
             isinstance(x, (int, float)) and not isinstance(x, bool) for x in axis):
@@ -276,7 +285,8 @@ def _check_values(R, t, q):
             continue
         err = np.abs(Rn.T @ Rn - np.eye(3)).max()
         if err > ORTHONORMAL_TOL:
-            raise ExpressionError(f"rotation is not orthonormal at coordinates {np.round(values, 3).tolist()} "
+            raise ExpressionError(f"rotation is not orthonormal at coordinates "
+                                  f"{np.round(values, 3).tolist()} "
                                   f"(|R^T R - 1| = {err:.2g})")
         if np.linalg.det(Rn) < 0:
             raise ExpressionError(f"rotation is a reflection (determinant -1) at coordinates "
@@ -284,5 +294,6 @@ def _check_values(R, t, q):
         good += 1
         if good >= SAMPLES:
             return
-    raise ExpressionError("the transform cannot be evaluated (finite) at enough coordinates in [-1, 1]"
+    raise ExpressionError("the transform cannot be evaluated (finite) at enough coordinates "
+                          "in [-1, 1]"
                           + (f" (last problem: {last})" if last else ""))

@@ -65,7 +65,8 @@ def check_name(name, what):
         raise ExpressionError(f"{what} {_show(name)} is not a name (letters, digits, '_', "
                               "not starting with a digit)", token=name)
     if len(name) > MAX_NAME:
-        raise ExpressionError(f"{what} {_show(name)} is longer than {MAX_NAME} characters", token=name)
+        raise ExpressionError(f"{what} {_show(name)} is longer than {MAX_NAME} characters",
+                              token=name)
     if name.startswith("_"):
         raise ExpressionError(f"{what} {_show(name)} must not start with '_'", token=name)
     if name in RESERVED:
@@ -82,7 +83,8 @@ def short(x, limit=40):
     if isinstance(x, dict):
         return f"a mapping with {len(x)} keys"
     if isinstance(x, int) and not isinstance(x, bool) and x.bit_length() > 1000:
-        return f"an integer of about {int(x.bit_length() * 0.30103)} digits"   # (repr refuses 4300+)
+        # (repr refuses 4300+)
+        return f"an integer of about {int(x.bit_length() * 0.30103)} digits"
     if isinstance(x, (str, int, float, bool)) or x is None:
         text = x if isinstance(x, str) else repr(x)
         return text[:limit] + ("..." if len(text) > limit else "")
@@ -103,7 +105,8 @@ def tokenize(text):
     out, i, n = [], 0, len(text)
     while i < n:
         if len(out) > MAX_TOKENS:
-            raise ExpressionError(f"the expression has more than {MAX_TOKENS} tokens", token=out[-1][1])
+            raise ExpressionError(f"the expression has more than {MAX_TOKENS} tokens",
+                                  token=out[-1][1])
         c = text[i]
         if c in " \t":
             i += 1
@@ -129,7 +132,8 @@ def tokenize(text):
                 break
         else:
             hint = " (use ** for powers)" if c == "^" else ""
-            return out, ExpressionError(f"unexpected character {c!r} at position {i}{hint}", token=c)
+            return out, ExpressionError(f"unexpected character {c!r} at position {i}{hint}",
+                                        token=c)
     if len(out) > MAX_TOKENS:
         raise ExpressionError(f"the expression has more than {MAX_TOKENS} tokens", token=out[-1][1])
     return out, None
@@ -202,7 +206,8 @@ class _Parser:
         tok = self.take()
         if tok is None or tok[1] != op:
             found = "the end of the expression" if tok is None else repr(tok[1])
-            raise ExpressionError(f"expected {op!r}, found {found}", token=None if tok is None else tok[1])
+            raise ExpressionError(f"expected {op!r}, found {found}",
+                                  token=None if tok is None else tok[1])
 
     def enter(self):
         self.depth += 1
@@ -288,7 +293,8 @@ class _Parser:
                 if b == 0 and x < 0:
                     raise ExpressionError(f"0 to a negative power at position {tok[2]}", token="**")
                 if b != 0 and abs(math.log10(b) * x) > 300:
-                    raise ExpressionError(f"the power at position {tok[2]} is too large", token="**")
+                    raise ExpressionError(f"the power at position {tok[2]} is too large",
+                                          token="**")
             return self.checked(base ** ex, tok[2])
         return base
 
@@ -304,7 +310,8 @@ class _Parser:
         if kind == "name":
             if text not in FUNCTIONS and text not in self.names and text not in BUILTIN_CONSTANTS:
                 known = ", ".join(sorted(self.names)) or "none"
-                raise ExpressionError(f"unknown name {text!r} at position {where} (known names: {known}; "
+                raise ExpressionError(f"unknown name {text!r} at position {where} "
+                                      f"(known names: {known}; "
                                       f"functions: {', '.join(FUNCTIONS)})", token=text)
             nxt = self.peek()
             if text in FUNCTIONS:
@@ -325,7 +332,8 @@ class _Parser:
             if text in BUILTIN_CONSTANTS:
                 return BUILTIN_CONSTANTS[text]
             known = ", ".join(sorted(self.names)) or "none"
-            raise ExpressionError(f"unknown name {text!r} at position {where} (known names: {known}; "
+            raise ExpressionError(f"unknown name {text!r} at position {where} "
+                                  f"(known names: {known}; "
                                   f"functions: {', '.join(FUNCTIONS)})", token=text)
         if text == "(":
             self.enter()
@@ -343,8 +351,10 @@ def parse_expression(text, names):
         raise ExpressionError(f"expected an expression, got {text!r}", token=repr(text))
     if isinstance(text, (int, float)):
         if isinstance(text, int) and abs(text) > 10 ** 300 or not math.isfinite(float(text)):
-            raise ExpressionError(f"number {str(text)[:40]} is not a finite number", token=str(text)[:40])
-        return sp.Integer(text) if isinstance(text, int) else sp.Rational(*Fraction(text).as_integer_ratio())
+            raise ExpressionError(f"number {str(text)[:40]} is not a finite number",
+                                  token=str(text)[:40])
+        return (sp.Integer(text) if isinstance(text, int)
+                else sp.Rational(*Fraction(text).as_integer_ratio()))
     if not isinstance(text, str):
         raise ExpressionError(f"expected an expression (a string or a number), got "
                               f"{short(text)}", token=None)

@@ -75,7 +75,8 @@ class JointModel:
                 Sdot = in_length_unit(Sdot, unit)
             S = in_length_unit(S, unit)
         self.S = S
-        self.Sdot = Sdot if Sdot is not None else motion_subspace_rate(self.S, self.q, self.qd, simplify)
+        self.Sdot = (Sdot if Sdot is not None
+                     else motion_subspace_rate(self.S, self.q, self.qd, simplify))
         def expand(e):                  # expanded where small (zeros and constants come out)
             if simplify is light_entry or expansion_terms(e) > EXPAND_MAX_TERMS:
                 return e
@@ -90,7 +91,8 @@ class JointModel:
         and the matrix in x0, x1, ...) for joints derived on the light path, whose entries are
         DAGs that would print exponentially long as trees (spline joints, ellipsoid contacts)."""
         M = {"R": self.R, "t": self.t, "S": self.S, "Sdot": self.Sdot,
-             "G": sp.Matrix(sp.BlockMatrix([[self.R, self.t], [sp.zeros(1, 3), sp.ones(1, 1)]]))}[what]
+             "G": sp.Matrix(sp.BlockMatrix([[self.R, self.t],
+                                            [sp.zeros(1, 3), sp.ones(1, 1)]]))}[what]
         if not self.light:
             return [], M
         reps, (reduced,) = sp.cse([M], symbols=sp.numbered_symbols("x"), order="none")  # (show.py)
@@ -115,7 +117,8 @@ class JointModel:
     def numeric(self, what, q, qd=None):
         """numpy value of R, t, S, Sdot or G (4x4) at q (and qd): for tests and tools."""
         exprs = {"R": self.R, "t": self.t, "S": self.S, "Sdot": self.Sdot,
-                 "G": sp.Matrix(sp.BlockMatrix([[self.R, self.t], [sp.zeros(1, 3), sp.ones(1, 1)]]))}
+                 "G": sp.Matrix(sp.BlockMatrix([[self.R, self.t],
+                                                [sp.zeros(1, 3), sp.ones(1, 1)]]))}
         key = what
         qd = np.zeros(self.dof) if qd is None else qd
         if self.light:                  # big DAG-shaped entries: evaluate, do not print them

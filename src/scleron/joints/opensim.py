@@ -50,10 +50,10 @@ KINDS = ("constant", "linear", "polynomial", "spline", "multiplier")
 # ---- SimmSpline ---------------------------------------------------------------------------------
 def spline_coefficients(x, y):
     """(b, c, d): segment k of OpenSim's SimmSpline is y_k + b_k u + c_k u^2 + d_k u^3
-    (u = x - x_k); b[-1] is the slope at the last knot. The second derivatives m_k solve the tridiagonal system
-    h_{k-1} m_{k-1} + 2 (h_{k-1} + h_k) m_k + h_k m_{k+1} = 6 (s_k - s_{k-1}) (s_k the slopes of
-    the chords) with the third derivative at each end equal to 6 times the third divided
-    difference of the four end knots (zero with three knots)."""
+    (u = x - x_k); b[-1] is the slope at the last knot. The second derivatives m_k solve the
+    tridiagonal system h_{k-1} m_{k-1} + 2 (h_{k-1} + h_k) m_k + h_k m_{k+1} = 6 (s_k - s_{k-1})
+    (s_k the slopes of the chords) with the third derivative at each end equal to 6 times the third
+    divided difference of the four end knots (zero with three knots)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     n = len(x)
     h = np.diff(x)

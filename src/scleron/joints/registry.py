@@ -88,7 +88,8 @@ class JointType:
 
     def ranges_of(self, params):
         """(low, high) of each coordinate where the joint holds only there, or None (any q)."""
-        return None if self.ranges is None else [tuple(map(float, r)) for r in self.ranges(params or {})]
+        return (None if self.ranges is None
+                else [tuple(map(float, r)) for r in self.ranges(params or {})])
 
     def meanings(self, params):
         """One meaning (with unit) per coordinate."""
@@ -160,7 +161,7 @@ def _chart_angles(p):
     return [f"{_chart(p)} angle {k} (rad)" for k in (1, 2, 3)]
 
 
-# ---- the lower pairs and the Euler-chart joints ---------------------------------------------------
+# ---- the lower pairs and the Euler-chart joints --------------------------------------------------
 _declare(JointType(
     "fixed", "no motion (merged into the parent by the loaders)",
     dof=0, coordinates=[],
@@ -306,7 +307,8 @@ _declare(JointType(
     dof=6, nq=7, configuration="se3", neutral=(0, 0, 0, 0, 0, 0, 1),
     coordinates=["linear velocity x, body frame (m/s)", "linear velocity y, body frame (m/s)",
                  "linear velocity z, body frame (m/s)", "angular velocity x, body frame (rad/s)",
-                 "angular velocity y, body frame (rad/s)", "angular velocity z, body frame (rad/s)"],
+                 "angular velocity y, body frame (rad/s)",
+                 "angular velocity z, body frame (rad/s)"],
     configuration_entries=["x (m)", "y (m)", "z (m)"] + _QUATERNION,
     transform=lambda p, q: (quaternion_rotation(*q[3:7]), sp.Matrix(q[:3])),
     motion_subspace=_free_flyer_S, composite_part=False,
@@ -316,16 +318,18 @@ _declare(JointType(
     "spherical_quat", "a ball joint with a quaternion, Pinocchio's layout: q = [qx, qy, qz, qw], "
     "v = angular velocity in the child frame",
     dof=3, nq=4, configuration="quaternion", neutral=(0, 0, 0, 1),
-    coordinates=["angular velocity x, child frame (rad/s)", "angular velocity y, child frame (rad/s)",
+    coordinates=["angular velocity x, child frame (rad/s)",
+                 "angular velocity y, child frame (rad/s)",
                  "angular velocity z, child frame (rad/s)"],
     configuration_entries=_QUATERNION,
     transform=lambda p, q: (quaternion_rotation(*q), sp.zeros(3, 1)),
     motion_subspace=lambda q: sp.Matrix(sp.BlockMatrix([[sp.eye(3)], [sp.zeros(3, 3)]])),
     composite_part=False,
-    notes="S = [I3; 0] (the 3 x 3 identity over zeros) is constant; q holds a unit quaternion, integrate() keeps it one"))
+    notes="S = [I3; 0] (the 3 x 3 identity over zeros) is constant; q holds a unit quaternion, "
+          "integrate() keeps it one"))
 
 
-# ---- composite joints: Q = Q1 Q2 ... (Sueda 2.53) -------------------------------------------------
+# ---- composite joints: Q = Q1 Q2 ... (Sueda 2.53) ------------------------------------------------
 def _parts(p):
     """(declaration, parameters) of each part of a composite joint."""
     return [(joint_type(part["type"]), part.get("params") or {}) for part in p.get("parts") or ()]
@@ -362,7 +366,7 @@ _declare(JointType(
     transform=_composite, composite_part=False))
 
 
-# ---- the general scleronomic joints (docs/joints.md) ----------------------------------------------
+# ---- the general scleronomic joints (docs/joints.md) ---------------------------------------------
 def _custom_dof(p):
     names = p.get("coordinates")
     return len(names) if isinstance(names, (list, tuple)) else 0

@@ -45,11 +45,12 @@ CLOSED_FORM = {
     "scl_exp_db": "(sin(th) / th - 2.0 * (1.0 - cos(th)) / x) / (2.0 * x)",
     "scl_exp_dc": "((1.0 - cos(th)) / x - 3.0 * (th - sin(th)) / (x * th)) / (2.0 * x)",
 }
-# DB' = (C - B - 8 DB) / (4x) and DC' = (DB - 5 DC) / (2x), from DB = (A - 2B)/(2x), DC = (B - 3C)/(2x)
-CLOSED_FORM["scl_exp_ddb"] = (f"(({CLOSED_FORM['scl_exp_c']}) - ({CLOSED_FORM['scl_exp_b']}) - 8.0 * "
-                              f"({CLOSED_FORM['scl_exp_db']})) / (4.0 * x)")
-CLOSED_FORM["scl_exp_ddc"] = (f"(({CLOSED_FORM['scl_exp_db']}) - 5.0 * ({CLOSED_FORM['scl_exp_dc']}))"
-                              " / (2.0 * x)")
+# DB' = (C - B - 8 DB) / (4x) and DC' = (DB - 5 DC) / (2x), from DB = (A - 2B)/(2x),
+# DC = (B - 3C)/(2x)
+CLOSED_FORM["scl_exp_ddb"] = (f"(({CLOSED_FORM['scl_exp_c']}) - ({CLOSED_FORM['scl_exp_b']}) "
+                              f"- 8.0 * ({CLOSED_FORM['scl_exp_db']})) / (4.0 * x)")
+CLOSED_FORM["scl_exp_ddc"] = (f"(({CLOSED_FORM['scl_exp_db']}) - 5.0 * "
+                              f"({CLOSED_FORM['scl_exp_dc']})) / (2.0 * x)")
 
 
 def _numeric(name):
@@ -63,7 +64,8 @@ def _numeric(name):
         a, b, cc = s / th, (1 - c) / x, (th - s) / (x * th)
         db, dc = (a - 2 * b) / (2 * x), (b - 3 * cc) / (2 * x)
         return {"scl_exp_a": a, "scl_exp_b": b, "scl_exp_c": cc, "scl_exp_db": db, "scl_exp_dc": dc,
-                "scl_exp_ddb": (cc - b - 8 * db) / (4 * x), "scl_exp_ddc": (db - 5 * dc) / (2 * x)}[name]
+                "scl_exp_ddb": (cc - b - 8 * db) / (4 * x),
+                "scl_exp_ddc": (db - 5 * dc) / (2 * x)}[name]
     return f
 
 

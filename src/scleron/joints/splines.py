@@ -3,7 +3,8 @@ tensor-product spline surfaces of the six motion components (Sueda 2.5.13).
 
 Piecewise evaluation without branches. Sueda writes one segment at a time: on segment s
 (q in [s, s + 1], u = q - s) the curve joint is
-    Q = C_s exp(dC_{s+1} B~2(u)) exp(dC_{s+2} B~3(u)) exp(dC_{s+3} B~4(u)),  dC_i = log(C_{i-1}^-1 C_i).
+    Q = C_s exp(dC_{s+1} B~2(u)) exp(dC_{s+2} B~3(u)) exp(dC_{s+3} B~4(u)),
+    dC_i = log(C_{i-1}^-1 C_i).
 Here the whole curve is one formula over all control frames C_0 ... C_{n-1}:
     Q(q) = C_0 prod_{i=1}^{n-1} exp(dC_i beta(q - i + 3)),
     beta(x) = (x+^3 - 3 (x-1)+^3 + 3 (x-2)+^3 - (x-3)+^3) / 6     (x+ = max(x, 0)),
@@ -19,7 +20,8 @@ The spline surface joint (2 DOF) is Q = T(f1, f2, f3) Rx(f4) Ry(f5) Rz(f6), i.e.
 prod_k exp(e_k f_k(u, v)) with Sueda's basis order (translation first), where each f_k is the
 bicubic tensor-product B-spline of an m x n grid of control values C_k:
     f_k(u, v) = sum_{a, b} C_k[a][b] N(u - a + 3) N(v - b + 3),
-    N(x) = (x+^3 - 4 (x-1)+^3 + 6 (x-2)+^3 - 4 (x-3)+^3 + (x-4)+^3) / 6   (the cardinal cubic B-spline),
+    N(x) = (x+^3 - 4 (x-1)+^3 + 6 (x-2)+^3 - 4 (x-3)+^3 + (x-4)+^3) / 6
+           (the cardinal cubic B-spline),
 again the whole grid in one formula; (u, v) in [0, m - 3] x [0, n - 3]. The rotation part acts as
 XYZ Euler angles: keep the angle components below about pi/4 (Sueda's gimbal-lock warning).
 
@@ -150,13 +152,15 @@ def curve_factors(params, q):
 
 def default_frames():
     """Four frames along x, 1 m apart (a straight line): the curve joint's default."""
-    return [{"xyz": (float(k), 0.0, 0.0), "rotation": ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))}
+    return [{"xyz": (float(k), 0.0, 0.0),
+             "rotation": ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))}
             for k in range(4)]
 
 
 def default_control():
     """A flat 4 x 4 grid: x = a, y = b (the plane z = 0)."""
-    return {"x": [[float(a)] * 4 for a in range(4)], "y": [[float(b) for b in range(4)] for _ in range(4)]}
+    return {"x": [[float(a)] * 4 for a in range(4)],
+            "y": [[float(b) for b in range(4)] for _ in range(4)]}
 
 
 def surface_function(grid, u, v):
@@ -199,6 +203,7 @@ def valid_ranges(jtype, params):
 def coordinates(jtype, params):
     (low, high), *rest = valid_ranges(jtype, params)
     if jtype == "spline_curve":
-        return [f"spline parameter s in [{low}, {high}] (segment floor(s), {high + 3} control frames)"]
+        return [f"spline parameter s in [{low}, {high}] (segment floor(s), "
+                f"{high + 3} control frames)"]
     return [f"spline parameter u in [{low}, {high}] ({high + 3} control rows)",
             f"spline parameter v in [{low}, {rest[0][1]}] ({rest[0][1] + 3} control columns)"]

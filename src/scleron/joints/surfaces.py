@@ -22,7 +22,8 @@ the surface in its body frame. The joints are then products of such frames (G = 
                    the curve's Frenet frame [T N B] at s, turned by three Euler angles when given.
 
 Surfaces (parameters u, v in radians):
-  sphere     radius r:            p = r (cos v cos u, cos v sin u, sin v)   (poles v = +-pi/2 singular)
+  sphere     radius r:            p = r (cos v cos u, cos v sin u, sin v)
+             (poles v = +-pi/2 singular)
   ellipsoid  semi_axes (a, b, c):  p = (a cos v cos u, b cos v sin u, c sin v) (same poles)
   torus      major R, minor a:    p = ((R + a cos v) cos u, (R + a cos v) sin u, a sin v)
              (u about the symmetry axis z, v around the tube; no singular points)
@@ -71,7 +72,8 @@ def _const_matrix(M):
 def placement(spec):
     """(R, t) of a surface's placement in its body frame (identity unless given)."""
     R = _const_matrix(spec["rotation"]) if spec.get("rotation") is not None else sp.eye(3)
-    t = _const_matrix(np.reshape(spec["xyz"], (3, 1))) if spec.get("xyz") is not None else sp.zeros(3, 1)
+    t = (_const_matrix(np.reshape(spec["xyz"], (3, 1))) if spec.get("xyz") is not None
+         else sp.zeros(3, 1))
     return R, t
 
 
@@ -161,7 +163,8 @@ def curve_point(params, q):
 
 def coordinates(jtype, params):
     chart = params.get("chart")
-    euler = [f"{chart} angle {k} of the child in the moving frame (rad)" for k in (1, 2, 3)] if chart else []
+    euler = ([f"{chart} angle {k} of the child in the moving frame (rad)" for k in (1, 2, 3)]
+             if chart else [])
     if jtype == "surface_surface":
         p = (params.get("parent_surface") or DEFAULT_SURFACE)["shape"]
         c = (params.get("child_surface") or DEFAULT_SURFACE)["shape"]

@@ -20,7 +20,8 @@ CHOP = 1e-12
 # expansion grows very fast with size, and correctness does not depend on it (every joint is
 # checked against finite differences); the generated program still shares all common parts.
 SIMPLIFY_MAX_OPS = 400
-EXPAND_MAX_TERMS = 400      # (each term is at least one operation: more would exceed SIMPLIFY_MAX_OPS)
+EXPAND_MAX_TERMS = 400      # (each term is at least one operation: more would exceed
+                            # SIMPLIFY_MAX_OPS)
 
 
 def vee3(W):
