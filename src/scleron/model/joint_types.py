@@ -46,7 +46,8 @@ def composite_part_problem(jtype):
     if jt.general:
         return (f"a composite part cannot be of type '{jtype}' (write the whole transform as one "
                 "custom joint instead)")
-    return f"a composite part cannot be of type '{jtype}' (parts: {', '.join(composite_part_types())})"
+    return (f"a composite part cannot be of type '{jtype}' "
+            f"(parts: {', '.join(composite_part_types())})")
 
 
 def composite_part_types():

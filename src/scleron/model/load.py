@@ -39,7 +39,8 @@ def read_source(path):
     except FileNotFoundError:
         raise ModelError("no such file", source=name) from None
     except (OSError, ValueError) as e:
-        raise ModelError(f"cannot read the file ({getattr(e, 'strerror', None) or e})", source=name) from None
+        raise ModelError(f"cannot read the file ({getattr(e, 'strerror', None) or e})",
+                         source=name) from None
     if not stat.S_ISREG(st.st_mode):
         raise ModelError("not a regular file", source=name)
     if st.st_size > MAX_FILE_BYTES:
@@ -222,8 +223,8 @@ LOAD_OPTIONS = {YAML_FORMAT: ("merge_fixed",),
 
 
 def add_load_arguments(parser, floating_help="URDF: put a free_flyer joint at the root link"):
-    """The options of reading a model file (--floating, --inertia, --mimic, --damping, --order) on an
-    argparse parser: every command that reads one takes them (load_arguments turns them into
+    """The options of reading a model file (--floating, --inertia, --mimic, --damping, --order) on
+    an argparse parser: every command that reads one takes them (load_arguments turns them into
     load_model's)."""
     from .model import INERTIA_CHECKS
     from .urdf import DAMPING, MIMIC, ORDERS
@@ -234,14 +235,15 @@ def add_load_arguments(parser, floating_help="URDF: put a free_flyer joint at th
                              "physical)")
     parser.add_argument("--mimic", choices=MIMIC,
                         help="URDF <mimic>: 'couple' makes the joint follow its leader (one "
-                             "coordinate), 'independent' gives it its own (default, as Pinocchio's)")
+                             "coordinate), 'independent' gives it its own (default, as "
+                             "Pinocchio's)")
     parser.add_argument("--damping", choices=DAMPING,
                         help="URDF <dynamics damping=d>: 'read' makes it the joint's damper (tau = "
                              "-d qd), 'ignore' drops it (default, as Pinocchio's dynamics)")
     parser.add_argument("--order", choices=ORDERS,
                         help="URDF: the order of sibling links and so of the coordinates: "
-                             "'pinocchio' by joint name, as urdfdom and Pinocchio (default), 'file' "
-                             "as written (pybullet's order)")
+                             "'pinocchio' by joint name, as urdfdom and Pinocchio (default), "
+                             "'file' as written (pybullet's order)")
 
 
 def load_arguments(args):
@@ -278,11 +280,13 @@ def load_model(path, **kw):
         if option not in LOAD_OPTIONS[fmt]:
             takes = [f for f, opts in LOAD_OPTIONS.items() if option in opts]
             raise ModelError(f"{option}= (--{option}) applies to "
-                             + ((", ".join(takes[:-1]) + " and " if len(takes) > 1 else "") + takes[-1] + " files"
+                             + ((", ".join(takes[:-1]) + " and " if len(takes) > 1 else "")
+                                + takes[-1] + " files"
                                 if takes else "no model file")
                              + f", not to {fmt}", source=name)
     if not is_bool(kw.get("merge_fixed", True)):
-        raise ModelError(f"merge_fixed= must be True or False, not {describe_argument(kw['merge_fixed'])}",
+        raise ModelError(f"merge_fixed= must be True or False, not "
+                         f"{describe_argument(kw['merge_fixed'])}",
                          source=name)
     # the file as it was when reading began (an edit during a long codegen: the import warns)
     before = file_digest(name, limit=MAX_FILE_BYTES)
@@ -291,7 +295,8 @@ def load_model(path, **kw):
         model = _read(fmt, path, kw).merged_fixed().validate()
     _warn_once(caught)
     model.file_digests = {os.path.abspath(name): before,
-                          **{os.path.abspath(p): file_digest(p) for p in getattr(model, "included", ())}}
+                          **{os.path.abspath(p): file_digest(p)
+                             for p in getattr(model, "included", ())}}
     return model
 
 
@@ -351,6 +356,7 @@ def _caller_level():
     """The stacklevel, for a warning of _warn_once, of the first frame outside scleron (3, the
     caller of load_model, where every frame is scleron's: its command line)."""
     frame, level = sys._getframe(2), 2           # (_warn_once's frame is level 1)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(PACKAGE + os.sep):
+    while (frame is not None
+            and os.path.abspath(frame.f_code.co_filename).startswith(PACKAGE + os.sep)):
         frame, level = frame.f_back, level + 1
     return level if frame is not None else 3

@@ -187,7 +187,8 @@ def _replicate_count(value):
 # the attributes naming a file MuJoCo opens: file=, and a cube or skybox texture's six faces
 FILE_ATTRIBUTES = ("file", "fileright", "fileleft", "fileup", "filedown", "filefront", "fileback")
 _START_TAG = re.compile(rb"""<(\w+)(\s(?:[^>"']|"[^"]*"|'[^']*')*)""")   # (a quoted > inside)
-_FILE_ATTRIBUTE = re.compile(rb"""\b(file(?:right|left|up|down|front|back)?)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+_FILE_ATTRIBUTE = re.compile(rb"""\b(file(?:right|left|up|down|front|back)?)\s*=\s*"""
+                             rb"""(?:"([^"]*)"|'([^']*)')""")
 _DIR_ATTRIBUTE = re.compile(rb"""\b(?:meshdir|texturedir|assetdir)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 DIR_ATTRIBUTES = ("meshdir", "texturedir", "assetdir")
 
@@ -296,8 +297,9 @@ def _special(path, element, attr, value, candidate):
     """The candidate's mode, after a ModelError where MuJoCo could not read it as a file."""
     mode = os.stat(candidate).st_mode
     if any(special(mode) for special in (stat.S_ISFIFO, stat.S_ISCHR, stat.S_ISBLK, stat.S_ISSOCK)):
-        raise ModelError(f"<{element} {attr}=\"{value[:200]}\">: {candidate[:300]} is not a regular "
-                         "file (a FIFO or a device: MuJoCo would block reading it)", source=path)
+        raise ModelError(f"<{element} {attr}=\"{value[:200]}\">: {candidate[:300]} is not a "
+                         "regular file (a FIFO or a device: MuJoCo would block reading it)",
+                         source=path)
     if element == "include" and stat.S_ISDIR(mode):
         raise ModelError(f"<include file=\"{value[:200]}\">: {candidate[:300]} is a folder, not a "
                          "file", source=path)
@@ -314,7 +316,8 @@ def _include_hint(message, text):
     if not files:
         return ""
     names = ", ".join(dict.fromkeys(f.decode("utf-8", "replace") for f in files))
-    return f" (line 0: the element is probably in a file this one includes, directly or not: {names})"
+    return (f" (line 0: the element is probably in a file this one includes, directly or not: "
+            f"{names})")
 
 
 class _Names:
@@ -373,7 +376,8 @@ def load_mjcf(path, *, inertia="physical", merge_fixed=True):
     _add_sites(model, m, names, body_names)
     layout = MujocoLayout(model)
     if np.any(np.asarray(m.qpos0, dtype=float) != layout.qpos(model.neutral())):
-        model.q0 = layout.q(m.qpos0)     # MuJoCo's initial state (mj_resetData): where simulate starts
+        model.q0 = layout.q(m.qpos0)     # MuJoCo's initial state (mj_resetData): where simulate
+                                         # starts
     report = _report(m)
     if report:
         warnings.warn(f"{name}: not read: {report}", MjcfWarning, stacklevel=3)
@@ -408,14 +412,16 @@ def _add_body(model, m, names, body_names, b, source):
         shown = raw or f"joint {j} of body '{body_names[b]}'"
         if kind == FREE and parent != 0:
             raise ModelError(f"free joint {shown!r} is on a body below another body: scleron's "
-                             "free_flyer is a root joint", source=source, element=f"joint {shown!r}")
+                             "free_flyer is a root joint", source=source,
+                             element=f"joint {shown!r}")
         a = np.array(m.jnt_pos[j], dtype=float) if kind in (HINGE, BALL) else np.zeros(3)
         origin = place.compose(translation(a - anchor)).compose(_ref_turn(m, j, kind))
         if kind == FREE:
             origin = Transform()        # MuJoCo sets a free body's pose from qpos alone
         joint_name = names.unique("joint", raw, f"{body_names[b]}_joint{k}")
         own = k == count - 1 and not a.any()
-        body = body_names[b] if own else names.unique("body", "", raw or f"{body_names[b]}_joint{k}")
+        body = (body_names[b] if own
+                else names.unique("body", "", raw or f"{body_names[b]}_joint{k}"))
         model.add_body(body, parent_name, origin=origin, joint_name=joint_name,
                        **_joint_spec(m, j, kind, shown, source, names),
                        **(inertia if own else dict(mass=0.0, inertia=(0.0, 0.0, 0.0))))
@@ -468,7 +474,8 @@ def _joint_spec(m, j, kind, err_name, source, names=None):
                 raise ModelError(f"free joint {err_name!r} has {what} {vals[:3]} on its three "
                                  "linear axes: MuJoCo applies it to the world-frame velocity, "
                                  "scleron's free_flyer to the body-frame one (equal only when the "
-                                 "three are the same)", source=source, element=f"joint {err_name!r}")
+                                 "three are the same)", source=source,
+                                 element=f"joint {err_name!r}")
         spec["joint"] = "free_flyer"
     elif kind == BALL:
         spec["joint"] = "spherical_quat"

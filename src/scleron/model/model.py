@@ -46,8 +46,9 @@ def _placement(origin, xyz, rpy, err):
     origin's rotation must be a proper rotation (a reflection or a scaled matrix made wrong
     energies without a word), its translation 3 finite numbers."""
     if origin is None:
-        return Transform.from_xyz_rpy(_finite_vector(xyz if xyz is not None else (0, 0, 0), 3, "xyz", err),
-                                      _finite_vector(rpy if rpy is not None else (0, 0, 0), 3, "rpy", err))
+        return Transform.from_xyz_rpy(
+            _finite_vector(xyz if xyz is not None else (0, 0, 0), 3, "xyz", err),
+            _finite_vector(rpy if rpy is not None else (0, 0, 0), 3, "rpy", err))
     if xyz is not None or rpy is not None:
         raise err("give origin (a Transform) or xyz and rpy, not both")
     if not isinstance(origin, Transform):
@@ -72,7 +73,8 @@ def _placement(origin, xyz, rpy, err):
 def rotation_from_rpy(rpy):
     """URDF convention: R = Rz(yaw) Ry(pitch) Rx(roll) (fixed-axis roll, pitch, yaw)."""
     r, p, y = rpy
-    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
+    cr, sr, cp, sp, cy, sy = (math.cos(r), math.sin(r), math.cos(p), math.sin(p),
+                              math.cos(y), math.sin(y))
     return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
                      [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
                      [-sp, cp * sr, cp * cr]])
@@ -113,13 +115,15 @@ class Transform:
 
 @dataclass
 class Inertia:
-    """Mass, centre of mass (body frame) and rotational inertia about the centre of mass (body axes)."""
+    """Mass, centre of mass (body frame) and rotational inertia about the centre of mass (body
+    axes)."""
     mass: float
     com: np.ndarray
     inertia: np.ndarray
 
     def spatial(self):
-        """S&G (5): J = [[I_c - m[c]^2, m[c]], [-m[c], m 1]], angular first, about the body origin."""
+        """S&G (5): J = [[I_c - m[c]^2, m[c]], [-m[c], m 1]], angular first, about the body
+        origin."""
         m, c = self.mass, np.asarray(self.com, dtype=float)
         cx = np.array([[0, -c[2], c[1]], [c[2], 0, -c[0]], [-c[1], c[0], 0]])
         J = np.zeros((6, 6))
@@ -130,7 +134,8 @@ class Inertia:
         return J
 
     def transformed(self, X):
-        """The same inertia expressed in a frame F where the body frame sits at X (p_F = R p + t)."""
+        """The same inertia expressed in a frame F where the body frame sits at X
+        (p_F = R p + t)."""
         return Inertia(self.mass, X.rotation @ self.com + X.translation,
                        X.rotation @ self.inertia @ X.rotation.T)
 
@@ -215,8 +220,8 @@ RELAX_HINT = ("load it with inertia='relaxed' (scleron.load_model(path, inertia=
               "the commands' --inertia relaxed) to accept this inertia, as Pinocchio does, with a "
               "warning (the model's other checks still apply)")
 # a model built in Python; a YAML file (scleron's own format, written for scleron) gets no hint
-MODEL_RELAX_HINT = ("set model.inertia_checks = 'relaxed' first to accept this inertia, as Pinocchio "
-                    "does, with a warning (the model's other checks still apply)")
+MODEL_RELAX_HINT = ("set model.inertia_checks = 'relaxed' first to accept this inertia, as "
+                    "Pinocchio does, with a warning (the model's other checks still apply)")
 
 
 class InertiaWarning(UserWarning):
@@ -363,7 +368,8 @@ def _printable(name, what, err):
 
 
 class Model:
-    """A tree of rigid bodies. Build it with add_body(), or load a file with scleron.load_model()."""
+    """A tree of rigid bodies. Build it with add_body(), or load a file with
+    scleron.load_model()."""
 
     def __init__(self, name="model", gravity=(0.0, 0.0, -9.81), source=None):
         self.name = name
@@ -449,8 +455,10 @@ class Model:
         except ModelError:
             raise
         except (TypeError, ValueError):
-            raise err(f"inertia must be 3 numbers (diagonal) or a 3x3 matrix, got {inertia!r}") from None
-        body = Body(name, Inertia(mass, _finite_vector(com, 3, "com", err), inertia_mat.reshape(3, 3)))
+            raise err(f"inertia must be 3 numbers (diagonal) or a 3x3 matrix, "
+                      f"got {inertia!r}") from None
+        body = Body(name, Inertia(mass, _finite_vector(com, 3, "com", err),
+                                  inertia_mat.reshape(3, 3)))
         with self._each_warning_once():     # (validate() checks it again: one warning)
             check_inertia(body.inertia, err, relaxed=self.inertia_checks == "relaxed",
                           hint=self._relax_hint())
@@ -460,7 +468,8 @@ class Model:
         if joint_name is not None and (not isinstance(joint_name, str) or not joint_name):
             raise err(f"joint_name must be a non-empty string, got {joint_name!r}")
         if joint_name is not None:
-            _printable(joint_name, "joint name", self._err(f"joint '{joint_name}'", joint=joint_name))
+            _printable(joint_name, "joint name",
+                       self._err(f"joint '{joint_name}'", joint=joint_name))
         jname = joint_name or f"{name}_joint"
         if jname in self._names("joints"):
             raise self._err(f"joint '{jname}'", joint=jname)("two joints have this name")
@@ -483,7 +492,8 @@ class Model:
         if name in self.frame_names():
             raise err("a body or another frame has this name")
         if name == WORLD and body != WORLD:
-            raise err(f"the name '{WORLD}' is reserved for the fixed base (a frame on it may take it)")
+            raise err(f"the name '{WORLD}' is reserved for the fixed base (a frame on it may "
+                      "take it)")
         if body != WORLD and body not in self._names("bodies"):
             raise err(f"body '{body}' does not exist (add the body before its frames)")
         frame = Frame(name, body, _placement(origin, xyz, rpy, err))
@@ -562,7 +572,8 @@ class Model:
             j.params["pitch"] = float(p)
         if "chart" in j.params:
             if j.params["chart"] not in EULER_CHARTS:
-                raise err(f"unknown Euler chart '{j.params['chart']}' (one of {', '.join(EULER_CHARTS)})")
+                raise err(f"unknown Euler chart '{j.params['chart']}' "
+                          f"(one of {', '.join(EULER_CHARTS)})")
         if j.type == "composite":
             parts = j.params.get("parts")
             if not isinstance(parts, (list, tuple)) or not parts:
@@ -584,7 +595,8 @@ class Model:
                 raise err(f"a composite joint has at most 6 coordinates, its parts have {j.dof}: "
                           f"its S is 6 x {j.dof}, so the columns are dependent and the mass matrix "
                           "singular")
-        if not np.all(np.isfinite(j.origin.rotation)) or not np.all(np.isfinite(j.origin.translation)):
+        if (not np.all(np.isfinite(j.origin.rotation))
+                or not np.all(np.isfinite(j.origin.translation))):
             raise err("origin must be finite")
         P.spring(j, err)
 
@@ -670,7 +682,8 @@ class Model:
         return np.array(out, dtype=float)
 
     def quaternions(self):
-        """[(joint name, k)]: the quaternion joints, each with the index in q of its [x, y, z, w]."""
+        """[(joint name, k)]: the quaternion joints, each with the index in q of its
+        [x, y, z, w]."""
         out, k = [], 0
         for j in self.joints:
             if j.mimic is not None:
@@ -753,7 +766,8 @@ class Model:
         if not self.bodies:
             raise ModelError("the model has no moving bodies: every body is welded to the world (a "
                              "free object moves on a free_flyer joint: --floating on a URDF, "
-                             "load_model(..., floating=True); a freejoint in MJCF)", source=self.source)
+                             "load_model(..., floating=True); a freejoint in MJCF)",
+                             source=self.source)
         if len(self.bodies) > MAX_BODIES:
             raise ModelError(f"{len(self.bodies)} moving bodies is more than the limit of "
                              f"{MAX_BODIES} (generation and compile time grow with the bodies: "
@@ -776,11 +790,13 @@ class Model:
             if j.mimic is not None or j.name in coupled:    # its coordinate moves others too:
                 continue                                    # checks.check_nonsingular decides
             beyond = f"body '{body}'" if len(names) == 1 else \
-                f"body '{body}' and the {len(names) - 1} bod{'y' if len(names) == 2 else 'ies'} beyond it"
+                (f"body '{body}' and the {len(names) - 1} bod{'y' if len(names) == 2 else 'ies'} "
+                 "beyond it")
             raise self._err(f"body '{body}'", body=body, joint=j.name)(
                 f"joint '{j.name}' moves nothing with mass: {beyond} "
-                f"{'has' if len(names) == 1 else 'have'} no mass and no inertia, so the mass matrix "
-                "is singular (a body's mass must be positive unless other bodies with mass hang from it)")
+                f"{'has' if len(names) == 1 else 'have'} no mass and no inertia, so the mass "
+                "matrix is singular (a body's mass must be positive unless other bodies with mass "
+                "hang from it)")
         if not np.all(np.isfinite(self.gravity)):
             raise ModelError("gravity must be finite", source=self.source)
         self._validate_frames()

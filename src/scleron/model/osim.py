@@ -200,7 +200,8 @@ class _Ctx:
             what = "hold numbers, not nan" if infinite else "be finite"
             raise self.error(el, f"<{tag}> must {what}, got {el.text.strip()[:40]!r}")
         if n is not None and len(out) != n:
-            raise self.error(el, f"<{tag}> must hold {n} number{'s' if n != 1 else ''}, got {len(out)}")
+            raise self.error(el, f"<{tag}> must hold {n} number{'s' if n != 1 else ''}, "
+                                 f"got {len(out)}")
         return out
 
     def text(self, node, tag, default=""):
@@ -484,7 +485,8 @@ def _coordinates(node, ctx):
             raise ctx.error(c, "a coordinate needs a name")
         if c.name in out:
             raise ctx.error(c, f"coordinate '{c.name}' is declared twice in this joint (OpenSim "
-                            f"renames the second '{c.name}_0' with a warning): give each its own name")
+                            f"renames the second '{c.name}_0' with a warning): give each its own "
+                            "name")
         out[c.name] = {
             "default": ctx.numbers(c, "default_value", 1, (0.0,))[0],
             "speed": ctx.numbers(c, "default_speed_value", 1, (0.0,))[0],
@@ -523,14 +525,16 @@ def _joints(el, ctx, frames, bodies):
             names, params = _custom(j, ctx)
             unknown = [n for n in names if declared and n not in declared]
             if unknown:
-                raise ctx.error(j, f"its SpatialTransform uses coordinate '{unknown[0]}', which the "
-                                f"joint does not declare (its <coordinates>: {', '.join(declared)})")
+                raise ctx.error(j, f"its SpatialTransform uses coordinate '{unknown[0]}', which "
+                                f"the joint does not declare (its <coordinates>: "
+                                f"{', '.join(declared)})")
             unused = [n for n in declared if n not in names]
             if unused:          # OpenSim keeps them: coordinates of a singular mass matrix
-                warnings.warn(f"{ctx.source}: line {j.line}: <CustomJoint name='{j.name}'> declares "
-                              f"coordinate{'s' if len(unused) > 1 else ''} {', '.join(unused)}, which "
-                              "no TransformAxis uses: not read (OpenSim keeps such a coordinate; it "
-                              "moves nothing, and the mass matrix is singular)", OsimWarning,
+                warnings.warn(f"{ctx.source}: line {j.line}: <CustomJoint name='{j.name}'> "
+                              f"declares coordinate{'s' if len(unused) > 1 else ''} "
+                              f"{', '.join(unused)}, which no TransformAxis uses: not read "
+                              "(OpenSim keeps such a coordinate; it moves nothing, and the mass "
+                              "matrix is singular)", OsimWarning,
                               stacklevel=4)
         else:
             names, params = _fixed_form(j, ctx, declared)
@@ -737,7 +741,8 @@ def _function(f, args, ctx):
             finite = False
     if not finite:
         raise ctx.error(f, "the SimmSpline's cubic pieces overflow double precision (its slopes "
-                        "or curvatures from these <x> and <y>): bring the values to a moderate range")
+                        "or curvatures from these <x> and <y>): bring the values to a moderate "
+                        "range")
     return {"kind": kind, "args": args, "x": tuple(x), "y": tuple(y)}
 
 
@@ -864,8 +869,8 @@ def _report(el, joints, ctx):
                      + ")")
     reversed_ = [j.node.name for j in joints if _flag(ctx.text(j.node, "reverse"))]
     if reversed_:           # OpenSim 3's property; OpenSim 4 reads the joint as written too
-        parts.append(f"<reverse> of joint{'s' if len(reversed_) > 1 else ''} {', '.join(reversed_)} "
-                     "(OpenSim 4 has no such property and ignores it)")
+        parts.append(f"<reverse> of joint{'s' if len(reversed_) > 1 else ''} "
+                     f"{', '.join(reversed_)} (OpenSim 4 has no such property and ignores it)")
     text = ("not read: " + "; ".join(parts)) if parts else ""
     loose = []
     for key, what in (("locked", "locked"), ("prescribed", "prescribed"),
@@ -908,7 +913,8 @@ def _constraint(c, ctx):
         indep = ctx.text(c, "independent_coordinate_names")
         dep = ctx.text(c, "dependent_coordinate_name")
         if not (indep and dep):             # (OpenSim refuses it too when it is enabled)
-            missing = " and ".join(w for w, x in (("independent", indep), ("dependent", dep)) if not x)
+            missing = " and ".join(w for w, x in (("independent", indep), ("dependent", dep))
+                                   if not x)
             return f"CoordinateCouplerConstraint '{c.name}' (it names no {missing} coordinate)"
         return (f"CoordinateCouplerConstraint '{c.name}' ({dep} as a function of {indep}: the "
                 "coordinates stay independent)")

@@ -174,9 +174,9 @@ def frames(value, err):
         Rrel = np.array(out[k - 1]["rotation"]).T @ np.array(out[k]["rotation"])
         angle = math.acos(max(-1.0, min(1.0, (np.trace(Rrel) - 1) / 2)))
         if angle > math.pi - 1e-3:
-            raise err(f"frames[{k - 1}] and frames[{k}] differ by a rotation of {math.degrees(angle):.2f} "
-                      f"degrees: consecutive control frames must turn by at most "
-                      f"{math.degrees(math.pi - 1e-3):.2f} degrees (pi - 0.001 rad)")
+            raise err(f"frames[{k - 1}] and frames[{k}] differ by a rotation of "
+                      f"{math.degrees(angle):.2f} degrees: consecutive control frames must turn by "
+                      f"at most {math.degrees(math.pi - 1e-3):.2f} degrees (pi - 0.001 rad)")
     try:
         frame_differences(out)
     except ValueError as e:                                   # pragma: no cover (guarded above)
@@ -197,11 +197,13 @@ def control(value, err):
         grid = value[comp]
         what = f"control {comp}"
         if not isinstance(grid, (list, tuple)) or not 4 <= len(grid) <= MAX_GRID:
-            raise err(f"{what} must be a grid (list of rows) with 4 to {MAX_GRID} rows, got {describe(grid)}")
+            raise err(f"{what} must be a grid (list of rows) with 4 to {MAX_GRID} rows, "
+                      f"got {describe(grid)}")
         rows = []
         for i, row in enumerate(grid):
             if not isinstance(row, (list, tuple)) or not 4 <= len(row) <= MAX_GRID:
-                raise err(f"{what} row {i} must be a list of 4 to {MAX_GRID} numbers, got {describe(row)}")
+                raise err(f"{what} row {i} must be a list of 4 to {MAX_GRID} numbers, "
+                          f"got {describe(row)}")
             rows.append(tuple(number(x, f"{what}[{i}][{j}]", err) for j, x in enumerate(row)))
         dims = (len(rows), len(rows[0]))
         if any(len(r) != dims[1] for r in rows):

@@ -33,8 +33,8 @@ import numpy as np
 import warnings
 
 from ..errors import ModelError
-from .load import (MAX_BODIES, MAX_DEPTH, describe_argument, is_bool, read_source, sanitize_identifier,
-                   xml_declaration_first)
+from .load import (MAX_BODIES, MAX_DEPTH, describe_argument, is_bool, read_source,
+                   sanitize_identifier, xml_declaration_first)
 from .joint_types import joint_dof
 from .model import (INERTIA_CHECKS, WORLD, Inertia, InertiaWarning, Model, Transform,
                     inertia_problems, quaternion_matrix, rotation_from_rpy)
@@ -140,7 +140,8 @@ def load_urdf(path, floating=False, *, merge_fixed=True, order="pinocchio", mimi
 
     floating=True adds a free joint ("root_joint") between the world and the root link: the
     quaternion free flyer (Pinocchio's q = [x, y, z, qx, qy, qz, qw], v = [linear; angular] in
-    the body frame), or with floating="free" the Euler-angle free joint (chart XYZ); otherwise the root link is the fixed world and its inertia is dropped. Returns the model
+    the body frame), or with floating="free" the Euler-angle free joint (chart XYZ); otherwise the
+    root link is the fixed world and its inertia is dropped. Returns the model
     with fixed joints merged and validated; merge_fixed=False returns the tree with its fixed
     joints (one body per link, not validated as a whole). order: "pinocchio" (siblings by joint
     name, as urdfdom and Pinocchio order them) or "file" (siblings in file order). mimic:
@@ -155,8 +156,8 @@ def load_urdf(path, floating=False, *, merge_fixed=True, order="pinocchio", mimi
                            damping=damping)
 
 
-def load_urdf_string(text, source="<string>", floating=False, *, merge_fixed=True, order="pinocchio",
-                     mimic=MIMIC_DEFAULT, inertia="physical", damping="ignore"):
+def load_urdf_string(text, source="<string>", floating=False, *, merge_fixed=True,
+                     order="pinocchio", mimic=MIMIC_DEFAULT, inertia="physical", damping="ignore"):
     """Like load_urdf, for URDF text already in memory."""
     if isinstance(text, (str, bytes)) and len(text) > 20 * 1024 * 1024:
         raise ModelError("the URDF text is more than 20 MB", source=source)
@@ -200,16 +201,18 @@ def _refuse_xacro(robot, ctx):
         if not unread:
             for key, value in el.attrib.items():
                 if _XACRO_EXPRESSION.search(value):
-                    raise ctx.error(f"<{el.tag[:40]} {key[:40]}=\"{value[:60]}\">: a xacro expression "
-                                    f"in an unexpanded xacro file, not URDF; {cure}", el.line)
+                    raise ctx.error(f"<{el.tag[:40]} {key[:40]}=\"{value[:60]}\">: a xacro "
+                                    f"expression in an unexpanded xacro file, not URDF; {cure}",
+                                    el.line)
         stack.extend((c, unread) for c in reversed(el.children))
 
 
 def _floats(text, n, what, ctx):
     if text is None:
         raise ctx.error(f"{what} is missing")
-    tokens = text.strip(" \t\r\n").split(" ")   # XML's white space only (the parser made it spaces):
-    tokens = [t for t in tokens if t]               # a no-break space is not a separator, as in urdfdom
+    tokens = text.strip(" \t\r\n").split(" ")   # XML's white space only (the parser made it
+    tokens = [t for t in tokens if t]               # spaces): a no-break space is not a separator,
+                                                    # as in urdfdom
     shown = text if len(text) <= 60 else text[:60] + "..."
     if len(tokens) != n or not all(_NUMBER.fullmatch(t) for t in tokens):
         raise ctx.error(f"{what} must be {n} number{'s' if n > 1 else ''}, got {shown!r}")
@@ -324,7 +327,8 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
             raise ModelError(f"{option}= must be one of {', '.join(choices)}, not "
                              f"{describe_argument(value)}", source=source)
     if not is_bool(merge_fixed):
-        raise ModelError(f"merge_fixed= must be True or False, not {describe_argument(merge_fixed)}",
+        raise ModelError(f"merge_fixed= must be True or False, not "
+                         f"{describe_argument(merge_fixed)}",
                          source=source)
     floating = floating_option(floating, source)
     ctx = _Ctx(source)
@@ -343,13 +347,14 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
             raise ctx.error("a <link> has no name", link.line)
         lctx = ctx.at(element=f"link '{lname[:200]}'", line=link.line)
         if lname in links:
-            raise lctx.error(f"two links are named '{lname[:200]}' (the other one is on line {links[lname].line})")
+            raise lctx.error(f"two links are named '{lname[:200]}' (the other one is on line "
+                             f"{links[lname].line})")
         links[lname] = link
     if not links:
         raise ctx.error("the robot has no <link>", robot.line)
     if len(links) > MAX_BODIES + 1:
-        raise ctx.error(f"{len(links)} links is more than the limit of {MAX_BODIES + 1} (the root link "
-                        f"and {MAX_BODIES} more)", robot.line)
+        raise ctx.error(f"{len(links)} links is more than the limit of {MAX_BODIES + 1} (the "
+                        f"root link and {MAX_BODIES} more)", robot.line)
 
     joints, child_of, children = {}, {}, {n: [] for n in links}
     for j in robot.findall("joint"):
@@ -358,17 +363,20 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
             raise ctx.error("a <joint> has no name", j.line)
         jctx = ctx.at(element=f"joint '{jname[:200]}'", line=j.line)
         if jname in joints:
-            raise jctx.error(f"two joints are named '{jname[:200]}' (the other one is on line {joints[jname][0].line})")
+            raise jctx.error(f"two joints are named '{jname[:200]}' (the other one is on line "
+                             f"{joints[jname][0].line})")
         jtype = j.attrib.get("type")
         if jtype not in JOINT_MAP:
-            raise jctx.error(f"unsupported joint type {jtype[:40]!r} (supported: {', '.join(JOINT_MAP)})"
+            raise jctx.error(f"unsupported joint type {jtype[:40]!r} "
+                             f"(supported: {', '.join(JOINT_MAP)})"
                              if jtype else "the joint has no type")
         ends = []
         for tag in ("parent", "child"):
             e = j.find(tag)
             lname = e.attrib.get("link") if e is not None else None
             if not lname:
-                raise jctx.error(f"the joint has no <{tag} link=...>", e.line if e is not None else None)
+                raise jctx.error(f"the joint has no <{tag} link=...>",
+                                 e.line if e is not None else None)
             if lname not in links:
                 raise jctx.error(f"{tag} link '{lname[:200]}' does not exist", e.line)
             ends.append(lname)
@@ -376,20 +384,20 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
         if parent == child:
             raise jctx.error(f"link '{parent[:200]}' cannot be its own parent")
         if child in child_of:
-            raise jctx.error(f"link '{child[:200]}' is already the child of joint '{child_of[child][:200]}': "
-                             "in a tree every link has one parent")
+            raise jctx.error(f"link '{child[:200]}' is already the child of joint "
+                             f"'{child_of[child][:200]}': in a tree every link has one parent")
         joints[jname] = (j, jtype, parent, child)
         child_of[child] = jname
         children[parent].append(jname)
 
     roots = [n for n in links if n not in child_of]
     if not roots:
-        raise ctx.error("no root link: every link is the child of a joint, so the joints form a cycle",
-                        robot.line)
+        raise ctx.error("no root link: every link is the child of a joint, so the joints form a "
+                        "cycle", robot.line)
     if len(roots) > 1:
         shown = ", ".join(f"'{r[:100]}' (line {links[r].line})" for r in roots[:5])
-        raise ctx.error(f"the links are not connected into one tree: {len(roots)} links have no parent "
-                        f"joint ({shown}{', ...' if len(roots) > 5 else ''})", robot.line)
+        raise ctx.error(f"the links are not connected into one tree: {len(roots)} links have no "
+                        f"parent joint ({shown}{', ...' if len(roots) > 5 else ''})", robot.line)
     root = roots[0]
     for lname, link in links.items():
         if lname == WORLD and lname != root:
@@ -449,8 +457,8 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
     if len(reached) != len(links):
         lost = [n for n in links if n not in reached]
         shown = ", ".join(f"'{n[:100]}'" for n in lost[:5])
-        raise ctx.error(f"links {shown}{', ...' if len(lost) > 5 else ''} are not connected to the root "
-                        f"link '{root[:200]}': their joints form a cycle", links[lost[0]].line)
+        raise ctx.error(f"links {shown}{', ...' if len(lost) > 5 else ''} are not connected to the "
+                        f"root link '{root[:200]}': their joints form a cycle", links[lost[0]].line)
     if damping == "read":
         _damping(model, joints, ctx)
     if merge_fixed:
@@ -537,7 +545,8 @@ def _damping(model, joints, ctx):
         warnings.warn(f"{ctx.source}: the <dynamics damping> of {len(dropped)} coupled <mimic> "
                       f"joint{'s' if len(dropped) > 1 else ''} ({', '.join(dropped[:5])}"
                       f"{', ...' if len(dropped) > 5 else ''}) not read: a coupled joint has no "
-                      "coordinate of its own (mimic='independent' reads it)", MimicWarning, stacklevel=4)
+                      "coordinate of its own (mimic='independent' reads it)", MimicWarning,
+                      stacklevel=4)
     if frictional:
         warnings.warn(f"{ctx.source}: the <dynamics friction> of {len(frictional)} joint"
                       f"{'s' if len(frictional) > 1 else ''} ({', '.join(frictional[:5])}"
@@ -605,7 +614,8 @@ def _validate(model, unmerged, links, joints, source):
         problem = e.problem
         if merged:
             problem += f" (after merging the fixed link{'s' if len(merged) > 1 else ''} " \
-                       + ", ".join(f"'{n}'" for n in merged[:5]) + (", ..." if len(merged) > 5 else "") + ")"
+                       + ", ".join(f"'{n}'" for n in merged[:5]) \
+                       + (", ..." if len(merged) > 5 else "") + ")"
         raise ModelError(problem, source=source, element=f"link '{bad}'",
                          line=links[bad].line if bad in links else None, body=bad) from None
 

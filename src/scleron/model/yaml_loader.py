@@ -62,7 +62,8 @@ MAX_ENTRIES = 10 * MAX_BODIES
 
 
 class _LineConstructor:
-    """Constructors that make LineDict / LineList and refuse duplicate keys (mixed into a loader)."""
+    """Constructors that make LineDict / LineList and refuse duplicate keys (mixed into a
+    loader)."""
 
     def construct_line_map(self, node):
         data = LineDict()
@@ -95,7 +96,8 @@ class _LineConstructor:
                 last[(key_node.tag, key_node.value)] = i
         if len(last) < len(node.value):
             node.value = [kv for i, kv in enumerate(node.value)
-                          if not isinstance(kv[0], ScalarNode) or last[(kv[0].tag, kv[0].value)] == i]
+                          if not isinstance(kv[0], ScalarNode)
+                          or last[(kv[0].tag, kv[0].value)] == i]
 
     def construct_line_seq(self, node):
         data = LineList()
@@ -152,7 +154,8 @@ for _cls in _LOADERS:
     _cls.yaml_implicit_resolvers = {
         first: [(tag, rx) for tag, rx in resolvers if tag not in (_INT, _FLOAT)]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-    _cls.add_implicit_resolver(_INT, _INT_12, list("-+0123456789"))     # (before floats: 10 is an int)
+    # (before floats: 10 is an int)
+    _cls.add_implicit_resolver(_INT, _INT_12, list("-+0123456789"))
     _cls.add_implicit_resolver(_FLOAT, _FLOAT_12, list("-+0123456789."))
     _cls.add_constructor(_INT, _construct_int_12)
 
@@ -201,7 +204,8 @@ def parse_yaml_text(text, source=None):
                          line=mark.line + 1 if mark else None) from None
     except yaml.YAMLError as e:
         raise ModelError(f"malformed YAML: {_short(e)}", source=source) from None
-    except (ValueError, TypeError, OverflowError, RecursionError, UnicodeError, AttributeError) as e:
+    except (ValueError, TypeError, OverflowError, RecursionError, UnicodeError,
+            AttributeError) as e:
         digits = rb"\d{4301,}" if isinstance(text, bytes) else r"\d{4301,}"
         long = re.search(digits, text) if "integer string conversion" in str(e) else None
         if long:                             # (Python's limit on int("...") of many digits)
@@ -312,7 +316,8 @@ def _numbers(value, n, what, where):
         value = value.tolist() if value.size <= 64 else None
     if not isinstance(value, (list, tuple)) or len(value) != n:
         raise where.error(f"{what} must be a list of {n} numbers, got {describe(value)}")
-    return [_number(x, f"{what}[{i}]", where.at(line=_item_line(value, i))) for i, x in enumerate(value)]
+    return [_number(x, f"{what}[{i}]", where.at(line=_item_line(value, i)))
+            for i, x in enumerate(value)]
 
 
 def _matrix3(value, what, where):
@@ -355,7 +360,8 @@ class _Builder:
             name = sanitize_identifier(Path(self.source).stem if self.source else None)
         gravity = (0.0, 0.0, -9.81)
         if "gravity" in top:
-            gravity = _numbers(top["gravity"], 3, "gravity", where.at(line=_key_line(top, "gravity")))
+            gravity = _numbers(top["gravity"], 3, "gravity",
+                               where.at(line=_key_line(top, "gravity")))
         model = Model(name, gravity, self.source)
 
         bodies = top["bodies"]
@@ -374,7 +380,8 @@ class _Builder:
         if "frames" in top:                 # frames fixed to the world, placed in it
             self.frames(model, WORLD, top["frames"], where.at(line=_key_line(top, "frames")))
         if "initial" in top:
-            self.initial(model, top["initial"], where.at(element="initial", line=_key_line(top, "initial")))
+            self.initial(model, top["initial"],
+                         where.at(element="initial", line=_key_line(top, "initial")))
         if merge_fixed:
             model = model.merged_fixed()
             try:
@@ -396,7 +403,8 @@ class _Builder:
             raise where.error(f"'{WORLD}' is reserved for the fixed base; choose another body name")
         if name in self.body_names:
             first = all_names.get(name, (None, None))[1]
-            raise where.error("two bodies have this name" + (f" (the first is on line {first})" if first else ""))
+            raise where.error("two bodies have this name"
+                              + (f" (the first is on line {first})" if first else ""))
         parent = b["parent"]
         pline = _key_line(b, "parent")
         if not isinstance(parent, str) or not parent:
@@ -410,10 +418,11 @@ class _Builder:
                 raise where.error(
                     f"parent '{parent[:200]}' is defined later in the list"
                     + (f" (line {later})" if later else "")
-                    + ": parents must come before their children, so a parent listed after its child "
-                      "means the list is out of order or the bodies form a cycle", pline)
-            raise where.error(f"parent '{parent[:200]}' does not exist (it must be '{WORLD}' or an earlier "
-                              "body); a body whose chain does not reach the world is not connected", pline)
+                    + ": parents must come before their children, so a parent listed after its "
+                      "child means the list is out of order or the bodies form a cycle", pline)
+            raise where.error(f"parent '{parent[:200]}' does not exist (it must be '{WORLD}' or an "
+                              "earlier body); a body whose chain does not reach the world is not "
+                              "connected", pline)
 
         mass = _number(b["mass"], "mass", where.at(line=_key_line(b, "mass")))
         com = (_numbers(b["com"], 3, "com", where.at(line=_key_line(b, "com")))
@@ -452,20 +461,24 @@ class _Builder:
     def frames(self, model, body, value, where):
         """A body's extra frames: [{name, xyz, rpy or rotation}], placed in the body's frame."""
         if not isinstance(value, (list, tuple)):
-            raise where.error(f"frames must be a list of {{name, xyz, rpy}} mappings, got {describe(value)}")
+            raise where.error(f"frames must be a list of {{name, xyz, rpy}} mappings, "
+                              f"got {describe(value)}")
         for k, f in enumerate(value):
             on = "the world" if body == WORLD else f"body '{body}'"
             fwhere = where.at(element=f"frames[{k}] of {on}", line=_item_line(value, k))
             f = _mapping(f, "a frame", fwhere, FRAME_KEYS, required=("name",))
             fname = _name(f["name"], "the frame name", fwhere)
             fwhere = fwhere.at(element=f"frame '{fname[:200]}' ({on})")
-            xyz = _numbers(f["xyz"], 3, "xyz", fwhere.at(line=_key_line(f, "xyz"))) if "xyz" in f else [0.0] * 3
+            xyz = (_numbers(f["xyz"], 3, "xyz", fwhere.at(line=_key_line(f, "xyz"))) if "xyz" in f
+                   else [0.0] * 3)
             if "rpy" in f and "rotation" in f:
-                raise fwhere.error("give either rpy or rotation, not both", _key_line(f, "rotation"))
+                raise fwhere.error("give either rpy or rotation, not both",
+                                   _key_line(f, "rotation"))
             if "rotation" in f:
                 R = _rotation(f["rotation"], fwhere.at(line=_key_line(f, "rotation")))
             elif "rpy" in f:
-                R = rotation_from_rpy(_numbers(f["rpy"], 3, "rpy", fwhere.at(line=_key_line(f, "rpy"))))
+                R = rotation_from_rpy(_numbers(f["rpy"], 3, "rpy",
+                                               fwhere.at(line=_key_line(f, "rpy"))))
             else:
                 R = np.eye(3)
             if fname == WORLD and (body != WORLD or any(xyz) or not np.array_equal(R, np.eye(3))):
@@ -485,11 +498,13 @@ class _Builder:
             return np.array([[v["ixx"], v["ixy"], v["ixz"]],
                              [v["ixy"], v["iyy"], v["iyz"]],
                              [v["ixz"], v["iyz"], v["izz"]]])
-        if isinstance(value, (list, tuple)) and len(value) == 3 and all(isinstance(r, (list, tuple)) for r in value):
+        if (isinstance(value, (list, tuple)) and len(value) == 3
+                and all(isinstance(r, (list, tuple)) for r in value)):
             return _matrix3(value, "inertia", where)
         if isinstance(value, (list, tuple)) and len(value) == 3:
             return np.diag(_numbers(value, 3, "inertia", where))
-        raise where.error("inertia must be [ixx, iyy, izz], a mapping {ixx, iyy, izz, ixy, ixz, iyz} "
+        raise where.error("inertia must be [ixx, iyy, izz], a mapping "
+                          "{ixx, iyy, izz, ixy, ixz, iyz} "
                           f"or a 3x3 matrix, got {describe(value)}")
 
     # ---- one joint ----
@@ -503,7 +518,8 @@ class _Builder:
             raise where.error(f"joint must be a mapping, got {describe(j)}")
         jtype = j.get("type", "revolute")
         if not isinstance(jtype, str) or jtype not in YAML_JOINT_TYPES:
-            raise where.error(f"unknown joint type {describe(jtype)} (known: {', '.join(YAML_JOINT_TYPES)})"
+            raise where.error(f"unknown joint type {describe(jtype)} "
+                              f"(known: {', '.join(YAML_JOINT_TYPES)})"
                               + ("; 'opensim' is the joint the .osim reader builds from a "
                                  "CustomJoint: load the .osim file, or write a custom joint"
                                  if jtype == "opensim" else ""), _key_line(j, "type"))
@@ -538,7 +554,8 @@ class _Builder:
                 if dof == 0:
                     raise kw.error(f"{key}: a {jtype} joint has no coordinates")
                 if key in ("stiffness", "rest") and joint_nq(jtype, params) != dof:
-                    raise kw.error(f"{key}: a {jtype} joint's q holds a quaternion: {P.QUATERNION_SPRING}")
+                    raise kw.error(f"{key}: a {jtype} joint's q holds a quaternion: "
+                                   f"{P.QUATERNION_SPRING}")
                 springs[key] = P.per_coordinate(j[key], dof, key, kw.error)
                 if key != "rest" and min(springs[key]) < 0:     # (here: the key's own line)
                     raise kw.error(f"{key} must not be negative, got {list(springs[key])}")
@@ -560,10 +577,11 @@ class _Builder:
     def state(self, model, value, key, where):
         nq = model.nq if key == "q" else model.nv
         if isinstance(value, (list, tuple)):
-            return np.array(_numbers(value, nq, f"{key} (a flat list over all {nq} coordinates)", where))
+            return np.array(_numbers(value, nq, f"{key} (a flat list over all {nq} coordinates)",
+                                     where))
         if not isinstance(value, dict):
-            raise where.error(f"{key} must be a mapping from joint names to values or a list of {nq} "
-                              f"numbers, got {describe(value)}")
+            raise where.error(f"{key} must be a mapping from joint names to values or a list of "
+                              f"{nq} numbers, got {describe(value)}")
         offsets, k = {}, 0
         for jt in model.joints:
             size = 0 if jt.mimic is not None else jt.nq if key == "q" else jt.dof
@@ -611,13 +629,15 @@ def _params(j, jtype, where):
         if key in ("axis", "normal"):
             a = np.array(_numbers(v, 3, key, kw))
             if math.hypot(*a) < 1e-12:              # (no numpy overflow warning at 1e308)
-                raise kw.error(f"{key} has zero length (|{key}| = {math.hypot(*a):.3g}, below 1e-12)")
+                raise kw.error(f"{key} has zero length (|{key}| = {math.hypot(*a):.3g}, "
+                               "below 1e-12)")
             params[key] = tuple(float(x) for x in a)
         elif key == "pitch":
             params[key] = _number(v, "pitch", kw)
         elif key == "chart":
             if not isinstance(v, str) or v not in EULER_CHARTS:
-                raise kw.error(f"unknown Euler chart {describe(v)} (one of {', '.join(EULER_CHARTS)})")
+                raise kw.error(f"unknown Euler chart {describe(v)} "
+                               f"(one of {', '.join(EULER_CHARTS)})")
             params[key] = v
         elif key == "parts":
             params[key] = _parts(v, kw)
@@ -637,7 +657,8 @@ def _params(j, jtype, where):
         if "coordinates" not in params:
             raise where.error("a custom joint needs 'coordinates', a list of coordinate names")
         def custom_error(problem):        # on the line of the key the problem is about
-            key = next((k for k in ("rotation", "translation", "constant") if problem.startswith(k)),
+            key = next((k for k in ("rotation", "translation", "constant")
+                        if problem.startswith(k)),
                        "coordinates")
             key = "constants" if key == "constant" else key
             return where.at(line=_key_line(j, key if key in j else "coordinates")).error(problem)
