@@ -27,7 +27,7 @@ from .plot import plot_trajectory, require_matplotlib
 from .trajectory import SimulationError, SimulationWarning, Switch, Trajectory
 from .variants import default_build_dir
 
-__all__ = ["simulate", "Trajectory", "Switch", "SimulationError", "SimulationWarning", "INTEGRATORS",
-           "DEFAULT_SWITCH_THRESHOLD", "EXP_LIMIT", "MAX_STEPS", "add_parser", "cmd_simulate", "main",
-           "plot_trajectory", "require_matplotlib", "default_build_dir", "best_chart", "chart_det",
-           "switch_euler", "reparameterise_exp"]
+__all__ = ["simulate", "Trajectory", "Switch", "SimulationError", "SimulationWarning",
+           "INTEGRATORS", "DEFAULT_SWITCH_THRESHOLD", "EXP_LIMIT", "MAX_STEPS", "add_parser",
+           "cmd_simulate", "main", "plot_trajectory", "require_matplotlib", "default_build_dir",
+           "best_chart", "chart_det", "switch_euler", "reparameterise_exp"]

@@ -15,7 +15,8 @@ from .trajectory import SimulationError
 from .variants import default_build_dir
 
 DEFAULT_SWITCH_THRESHOLD = 0.2      # |det S| below which an Euler chart is switched
-EXP_LIMIT = math.pi                 # ‖q‖ above which an exp-coordinate ball joint is reparameterised
+EXP_LIMIT = math.pi                 # ‖q‖ above which an exp-coordinate ball joint is
+                                    # reparameterised
 
 
 def _vector(value, n, what, names=None, size="nv"):
@@ -33,7 +34,8 @@ def _vector(value, n, what, names=None, size="nv"):
     if a.size == 1 and n != 1 and what == "tau":
         a = np.full(n, float(a[0]))
     if a.size != n:
-        order = f" (in order: {', '.join(names[:12])}{', ...' if len(names) > 12 else ''})" if names else ""
+        order = (f" (in order: {', '.join(names[:12])}{', ...' if len(names) > 12 else ''})"
+                 if names else "")
         raise ValueError(f"{what} must have {size} = {n} entries{order}, got {a.size}")
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{what} must be finite")
@@ -111,7 +113,8 @@ def _load(model_or_path, floating, **options):
         from ..model import load_model
         return load_model(model_or_path, **({"floating": floating} if floating else {}), **options)
     if options:
-        raise ValueError(f"{'= and '.join(options)}= {'are options' if len(options) > 1 else 'is an option'}"
+        raise ValueError(f"{'= and '.join(options)}= "
+                         f"{'are options' if len(options) > 1 else 'is an option'}"
                          " of reading a model file, not of a Model")
     model = model_or_path
     if any(j.type == "fixed" for j in model.joints):
@@ -127,7 +130,8 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     """Integrate a model from its initial state and return a Trajectory.
 
     model_or_path: a Model or a model file (.yaml/.yml/.urdf; floating=True puts a free_flyer at
-    a URDF's root; inertia=, mimic=, damping=, order=: load_model's, for a file). integrator: "rk4", "semi-implicit", "rk45" or "implicit" (linearly implicit Euler
+    a URDF's root; inertia=, mimic=, damping=, order=: load_model's, for a file). integrator:
+    "rk4", "semi-implicit", "rk45" or "implicit" (linearly implicit Euler
     with the generated inverse-dynamics derivatives: stable on stiff joint springs at steps where
     rk4 blows up; first order). duration, dt: seconds; dt is the step of rk4, semi-implicit and
     implicit, and the first and largest step of rk45 (whose step is chosen by the error control:
@@ -141,8 +145,9 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     $XDG_CACHE_HOME/scleron/<name>; the trajectory's build_dir says which). log: a function
     called with one line of text saying where the dynamics are generated (the CLI prints it).
     switch_threshold: |det S| below which an Euler chart is switched (default 0.2; another value
-    for a model with no Euler-angle joint that may switch is refused: it would do nothing); exp_limit: ‖q‖ above which
-    a ball_exp joint is reparameterised. record_every: keep every n-th step (and the last).
+    for a model with no Euler-angle joint that may switch is refused: it would do nothing);
+    exp_limit: ‖q‖ above which a ball_exp joint is reparameterised. record_every: keep every
+    n-th step (and the last).
     """
     if integrator not in INTEGRATORS:
         raise ValueError(f"unknown integrator {integrator!r} (one of {', '.join(INTEGRATORS)})")
@@ -153,11 +158,12 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
         raise ValueError(f"duration / dt = {count} steps is more than {MAX_STEPS:,}")  # was 1e+08)
     tolerances = [k for k, v in (("rtol", rtol), ("atol", atol)) if v is not None]
     if tolerances and integrator != "rk45":
-        raise ValueError(f"{' and '.join(tolerances)} set{'s' * (len(tolerances) == 1)} the error control of rk45, not of "
-                         f"{integrator} (its error is set by dt)")
+        raise ValueError(f"{' and '.join(tolerances)} set{'s' * (len(tolerances) == 1)} the error "
+                         f"control of rk45, not of {integrator} (its error is set by dt)")
     rtol = _positive(1e-8 if rtol is None else rtol, "rtol")
     atol = _positive(1e-10 if atol is None else atol, "atol")
-    threshold_given = switch_threshold not in (None, DEFAULT_SWITCH_THRESHOLD)   # (the default: harmless)
+    # (the default: harmless)
+    threshold_given = switch_threshold not in (None, DEFAULT_SWITCH_THRESHOLD)
     switch_threshold = _positive(switch_threshold if threshold_given else DEFAULT_SWITCH_THRESHOLD,
                                  "switch_threshold")
     if switch_threshold >= 0.8:
@@ -165,7 +171,8 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     exp_limit = _positive(exp_limit, "exp_limit")
     if not (math.pi <= exp_limit < 2 * math.pi):
         raise ValueError("exp_limit must lie in [pi, 2 pi)")
-    if not isinstance(record_every, numbers.Integral) or isinstance(record_every, bool) or record_every < 1:
+    if (not isinstance(record_every, numbers.Integral) or isinstance(record_every, bool)
+            or record_every < 1):
         raise ValueError(f"record_every must be a positive integer, got {record_every!r}")
     record_every = int(record_every)
     output, plot = _file_name(output, "output"), _file_name(plot, "plot")
@@ -199,7 +206,8 @@ def simulate(model_or_path, duration, dt, integrator="rk4", q0=None, qd0=None, t
     q0 = _vector(q0 if q0 is not None else (model.q0 if model.q0 is not None else model.neutral()),
                  model.nq, "q0", model.coordinate_names(), size="nq")
     q0 = model.unit_quaternions(q0, lambda problem: ValueError(f"q0: {problem}"))
-    qd0 = _vector(qd0 if qd0 is not None else (model.qd0 if model.qd0 is not None else np.zeros(nv)),
+    qd0 = _vector(qd0 if qd0 is not None
+                  else (model.qd0 if model.qd0 is not None else np.zeros(nv)),
                   nv, "qd0", names)
     from ..pipeline import c_identifier
     if out_dir is not None:

@@ -67,7 +67,8 @@ def best_chart(R):
 
 
 def switch_euler(old, q3, qd3):
-    """(new chart, q, q̇) of a spherical state (chart `old`, angles q3, rates qd3) in the best chart.
+    """(new chart, q, q̇) of a spherical state (chart `old`, angles q3, rates qd3) in the best
+    chart.
 
     q from Table 3 (charts.q_from_R), q̇ from eq. 2.40: S_new q̇_new = S_old q̇_old, the same
     body angular velocity (charts.switch_chart computes the same; tests compare them)."""
@@ -86,11 +87,12 @@ def reparameterise_exp(q3, qd3):
     theta = float(np.linalg.norm(q3))
     turns = max(1, round(theta / (2.0 * math.pi)))
     q_new = (1.0 - 2.0 * math.pi * turns / theta) * q3
-    qd_new = np.linalg.solve(jm.numeric("S", q_new)[:3], jm.numeric("S", q3)[:3] @ np.asarray(qd3, dtype=float))
+    qd_new = np.linalg.solve(jm.numeric("S", q_new)[:3],
+                             jm.numeric("S", q3)[:3] @ np.asarray(qd3, dtype=float))
     return q_new, qd_new
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # which joints switch
 
 @dataclass

@@ -23,7 +23,8 @@ def add_parser(subparsers):
                     "constant joint torque), switching Euler charts and reparameterising "
                     "exponential coordinates as needed; write the trajectory and a plot. The "
                     "generated dynamics are cached in ~/.cache/scleron/<name> (--build-dir).")
-    p.add_argument("model", help="model file (.yaml, .yml, .urdf, .osim; .xml or .mjcf: URDF or MJCF by its root element)")
+    p.add_argument("model", help="model file (.yaml, .yml, .urdf, .osim; .xml or .mjcf: URDF or "
+                                 "MJCF by its root element)")
     p.add_argument("--duration", type=float, required=True, metavar="T", help="simulated time (s)")
     p.add_argument("--dt", type=float, required=True, metavar="H",
                    help="time step (s); for rk45 the first and largest step")
@@ -37,13 +38,15 @@ def add_parser(subparsers):
                    help="constant joint forces: nv numbers, or one for all (default 0); a "
                         "spherical, free or ball_exp joint with a force on its rotation keeps "
                         "its coordinates (no chart switch or reparameterisation)")
-    p.add_argument("--plot", metavar="FILE.png", help="plot coordinates and energy (needs matplotlib)")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="plot coordinates and energy (needs matplotlib)")
     p.add_argument("-o", "--output", metavar="FILE.npz", help="write the trajectory (.npz)")
     add_load_arguments(p, "URDF: put a free_flyer joint at the root link")
     p.add_argument("--build-dir", metavar="DIR",
                    help="folder for the generated dynamics (default ~/.cache/scleron/<name>)")
     p.add_argument("--switch-threshold", type=float, metavar="D",
-                   help=f"switch an Euler chart when |det S| < D (default {DEFAULT_SWITCH_THRESHOLD})")
+                   help=f"switch an Euler chart when |det S| < D "
+                        f"(default {DEFAULT_SWITCH_THRESHOLD})")
     p.add_argument("--every", type=_positive_int, default=1, metavar="N",
                    help="record every N-th step (and the last)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
@@ -74,11 +77,14 @@ def summary(traj):
     e0 = float(traj.energy[0])
     nq, nv = traj.q.shape[1], traj.qd.shape[1]
     sizes = f"nq = nv = {nv}" if nq == nv else f"nq = {nq}, nv = {nv}"
-    lines = [f"{traj.model_name}: {sizes}, {traj.integrator}, dt = {traj.dt:g} s{_last_step(traj)}, "
+    lines = [f"{traj.model_name}: {sizes}, {traj.integrator}, "
+             f"dt = {traj.dt:g} s{_last_step(traj)}, "
              f"t = {traj.t[-1]:g} s in {traj.steps} step{'' if traj.steps == 1 else 's'}"
-             + (f" ({traj.rejected} rejected)" if traj.rejected else "") + f", {traj.wall_time:.2f} s",
+             + (f" ({traj.rejected} rejected)" if traj.rejected else "")
+             + f", {traj.wall_time:.2f} s",
              f"energy: E(0) = {e0:.10g} J, E(end) = {float(traj.energy[-1]):.10g} J, max relative "
-             f"{'change' if traj.work else 'drift'} {traj.energy_drift:.3e}" + _over(traj) + (f" ({'; '.join(traj.work)})" if traj.work else ""),
+             f"{'change' if traj.work else 'drift'} {traj.energy_drift:.3e}" + _over(traj)
+             + (f" ({'; '.join(traj.work)})" if traj.work else ""),
              f"chart switches: {len(traj.switches)}"]
     overflow = np.flatnonzero(~np.isfinite(traj.energy))
     if overflow.size:                       # (the state stayed finite: the run checks it)
@@ -112,8 +118,9 @@ def cmd_simulate(args):
     try:
         tolerances = {k: v for k, v in (("rtol", args.rtol), ("atol", args.atol)) if v is not None}
         if tolerances and args.integrator != "rk45":      # (simulate() says it too, without --)
-            raise ValueError(f"--{' and --'.join(tolerances)} set{'s' * (len(tolerances) == 1)} the error control of rk45, not "
-                             f"of {args.integrator} (its error is set by --dt)")
+            raise ValueError(f"--{' and --'.join(tolerances)} set{'s' * (len(tolerances) == 1)} "
+                             f"the error control of rk45, not of {args.integrator} (its error is "
+                             "set by --dt)")
         if args.build_dir == "":
             raise ValueError("--build-dir: an empty name")
         if args.plot:

@@ -56,7 +56,8 @@ def coordinate_panels(q, units):
                 smallest = s
             group.append(k)
         panels.append((unit, sorted(group)))
-    while len(panels) > MAX_COORDINATE_PANELS:    # merge the largest two of one unit, else the last two
+    # merge the largest two of one unit, else the last two
+    while len(panels) > MAX_COORDINATE_PANELS:
         i = next((i for i in range(len(panels) - 1, 0, -1) if panels[i][0] == panels[i - 1][0]),
                  len(panels) - 1)
         unit = panels[i][0] if panels[i][0] == panels[i - 1][0] else ""

@@ -148,14 +148,16 @@ class Simulator:
         try:
             tau = np.asarray(value, dtype=float)
         except (TypeError, ValueError) as exc:
-            raise SimulationError(f"tau(t, q, qd) at t = {t:.6g} s did not return numbers: {exc}") from None
+            raise SimulationError(f"tau(t, q, qd) at t = {t:.6g} s did not return numbers: "
+                                  f"{exc}") from None
         if tau.shape != (self.nv,):
             raise SimulationError(f"tau(t, q, qd) at t = {t:.6g} s returned shape {tau.shape}, "
                                   f"not ({self.nv},): one force per velocity coordinate")
         if not np.all(np.isfinite(tau)):
             bad = [i for i in range(self.nv) if not math.isfinite(tau[i])]
             raise SimulationError(f"tau(t, q, qd) at t = {t:.6g} s returned {tau[bad[0]]} for "
-                                  f"coordinate {bad[0]}" + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
+                                  f"coordinate {bad[0]}"
+                                  + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
         return tau
 
     def qdd(self, t, q, qd):
@@ -265,7 +267,8 @@ class Simulator:
         return "; ".join([
             f"joint '{c.name}' came near the gimbal lock of its chart {c.chart} "
             f"(|{det_name(c.chart)}| = {d:.2g} at t = {t:.6g} s; {c.why}): the run is inaccurate "
-            f"there; a spherical_quat or free_flyer joint has no such point" for d, t, c in near] + [
+            f"there; a spherical_quat or free_flyer joint has no such point"
+            for d, t, c in near] + [
             f"coordinate '{c.name}' of joint '{c.joint}' ({c.type}) left its range "
             f"[{c.low:g}, {c.high:g}] at t = {t:.6g} s (reaching {far:.6g}): outside it the "
             f"joint's motion fades out (S tends to 0, the mass matrix to singular) and the body "
@@ -286,9 +289,9 @@ class Simulator:
             s = self.crossed(self.q, q_new)
             if s is not None:
                 raise SimulationError(
-                    f"joint '{s.name}' jumped over the singularity of chart {s.chart} in one step at "
-                    f"t = {t:.6g} s: use a smaller --dt (|angular velocity| * dt must stay below the "
-                    f"switch threshold {self.threshold:g}) or rk45")
+                    f"joint '{s.name}' jumped over the singularity of chart {s.chart} in one step "
+                    f"at t = {t:.6g} s: use a smaller --dt (|angular velocity| * dt must stay "
+                    f"below the switch threshold {self.threshold:g}) or rk45")
             self.q, self.qd = q_new, qd_new
             t = t_next
             self.check_finite(t)
@@ -303,8 +306,8 @@ class Simulator:
         try:
             return step(rhs, t, self.q, self.qd, h, self.advance, self.bracket)
         except np.linalg.LinAlgError:
-            raise SimulationError(f"the implicit step's matrix M + h dh/dqd + h^2 dh/dq is singular "
-                                  f"at t = {t:.6g} s (try a smaller --dt)") from None
+            raise SimulationError(f"the implicit step's matrix M + h dh/dqd + h^2 dh/dq is "
+                                  f"singular at t = {t:.6g} s (try a smaller --dt)") from None
 
     def local_state(self):
         """(y, accel, q of y) for Dormand-Prince: y = (q, qd), or with quaternion joints y =
@@ -323,7 +326,8 @@ class Simulator:
         tight), or, where the shortest trial steps miss even tolerances of 1e-6, the state has
         diverged (loose tolerances let unstable steps through: larger ones would make it worse)."""
         if diverging:
-            return (f"the state diverged by t = {t:.6g} s (max |q̇| = {np.max(np.abs(y[self.nv:])):.3g}; "
+            return (f"the state diverged by t = {t:.6g} s "
+                    f"(max |q̇| = {np.max(np.abs(y[self.nv:])):.3g}; "
                     "the shortest steps' errors exceed 1e-6): try smaller --rtol/--atol, or "
                     "--integrator implicit for stiff springs")
         return (f"step size underflow at t = {t:.6g} s (the tolerances cannot be met; try a "
@@ -352,7 +356,8 @@ class Simulator:
             y_new, err_vec, f_new = dopri_step(accel, t, y, f0, h, self.bracket)
             err = error_norm(err_vec, y, y_new, self.rtol, self.atol)
             # even at tolerances of 1e-6, not met: the trial steps blow up, the state diverges
-            diverging = error_norm(err_vec, y, y_new, max(self.rtol, 1e-6), max(self.atol, 1e-6)) > 1
+            diverging = error_norm(err_vec, y, y_new, max(self.rtol, 1e-6),
+                                   max(self.atol, 1e-6)) > 1
             if err > 1.0 or self.crossed(q_of(y), q_of(y_new)) is not None:
                 rejected += 1
                 h *= 0.5 if err <= 1.0 else step_factor(err)
@@ -455,4 +460,5 @@ class Simulator:
 
 
 def _names(names, shown=3):
-    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+    return ", ".join(names[:shown]) + (
+        f" and {len(names) - shown} more" if len(names) > shown else "")

@@ -9,11 +9,13 @@ import numpy as np
 # what every file written by Trajectory.save holds (later additions are optional on load)
 TRAJECTORY_KEYS = ("t", "q", "qd", "energy", "kinetic", "potential", "charts", "chart_joints",
                    "joint_names", "coordinate_names", "switch_time", "switch_step", "switch_joint",
-                   "switch_old", "switch_new", "model_name", "integrator", "dt", "steps", "rejected")
+                   "switch_old", "switch_new", "model_name", "integrator", "dt", "steps",
+                   "rejected")
 
 
 class SimulationError(RuntimeError):
-    """The integration cannot go on (non-finite state, step-size underflow, a jump over a singularity)."""
+    """The integration cannot go on (non-finite state, step-size underflow, a jump over a
+    singularity)."""
 
 
 class SimulationWarning(UserWarning):
@@ -95,15 +97,18 @@ class Trajectory:
         with open(path, "wb") as fh:
             np.savez(fh, t=self.t, q=self.q, qd=self.qd, energy=self.energy, kinetic=self.kinetic,
                      potential=self.potential, charts=self.charts,
-                     chart_joints=_strings(self.chart_joints), joint_names=_strings(self.joint_names),
+                     chart_joints=_strings(self.chart_joints),
+                     joint_names=_strings(self.joint_names),
                      coordinate_names=_strings(self.coordinate_names),
                      coordinate_units=_strings(self.coordinate_units),
                      velocity_names=_strings(self.velocity_names),
                      switch_time=np.array([s.time for s in sw], dtype=float),
                      switch_step=np.array([s.step for s in sw], dtype=np.int64),
-                     switch_joint=_strings([s.joint for s in sw]), switch_old=_strings([s.old for s in sw]),
+                     switch_joint=_strings([s.joint for s in sw]),
+                     switch_old=_strings([s.old for s in sw]),
                      switch_new=_strings([s.new for s in sw]),
-                     switch_detail=_strings([s.detail for s in sw]), model_name=np.array(self.model_name),
+                     switch_detail=_strings([s.detail for s in sw]),
+                     model_name=np.array(self.model_name),
                      integrator=np.array(self.integrator), dt=np.array(self.dt),
                      steps=np.array(self.steps), rejected=np.array(self.rejected),
                      work=_strings(self.work))
