@@ -7,8 +7,8 @@ from .errors import BuildError, ModelError, command_start       # noqa: E402
 with command_start():       # the imports below take a second or two (sympy)
     from .model import Model, Transform                          # noqa: E402
     from .simulate import Trajectory, simulate                   # noqa: E402
-    from . import charts                                         # noqa: E402,F401  (scleron.charts.derive)
-    from . import lie                                            # noqa: E402,F401  (log6, exp6, Jlog6)
+    from . import charts                                  # noqa: E402,F401  (scleron.charts.derive)
+    from . import lie                                     # noqa: E402,F401  (log6, exp6, Jlog6)
     # the warnings reading a model may give (to filter them: warnings.simplefilter(..., category))
     from .model.model import InertiaWarning                      # noqa: E402,F401
     from .model.urdf import MimicWarning                         # noqa: E402,F401

@@ -101,7 +101,8 @@ def _stored_functions(folder):
         return {}, {}
 
 
-# a one-frame function's C name: its family, the frame's index, the reference (frame_jacobian_7_local)
+# a one-frame function's C name: its family, the frame's index, the reference
+# (frame_jacobian_7_local)
 ONE_FRAME_NAME = re.compile(r"(frame_[a-z]+?)_(\d+)(_[a-z]+)?")
 
 
@@ -241,7 +242,8 @@ def cmd_codegen(args):
         raise CommandError(f"--chunk must be a positive number of statements, got {args.chunk}")
     for option, value in (("-o", args.output), ("--name", args.name)):
         if value is not None and not value.strip():      # (an empty value meant the default)
-            raise CommandError(f"{option} is empty: give a {'folder' if option == '-o' else 'name'}, "
+            raise CommandError(f"{option} is empty: give a "
+                               f"{'folder' if option == '-o' else 'name'}, "
                                "or leave the option out for the default")
     t0 = time.perf_counter()
     model = _load(args.model, args)
@@ -311,8 +313,9 @@ def cmd_codegen(args):
         # a folder of sources only (a clone of the repository, --no-compile): loading it
         # compiled it just now
         compiled = not args.no_compile and _binaries(out) != before
-        print(f"time: load {t_load:.2f} s, " + ("compile (the folder had no usable compiled module for "
-              "this Python and CPU)" if compiled else "check and load") + f" {t_generate:.2f} s, "
+        print(f"time: load {t_load:.2f} s, "
+              + ("compile (the folder had no usable compiled module for this Python and CPU)"
+                 if compiled else "check and load") + f" {t_generate:.2f} s, "
               f"total {t_load + t_generate:.2f} s")
         return 0
     _table(report.functions, report.forms)
@@ -484,7 +487,8 @@ def build_parser():
                        description="Derive the model's joints, unroll its dynamics into "
                        "straight-line C, compile it and write an importable package (into "
                        "generated/<name> unless -o DIR); up to date folders are left as they are.")
-    c.add_argument("model", help="model file (.yaml, .yml, .urdf, .osim; .xml or .mjcf: URDF or MJCF by its root element)")
+    c.add_argument("model", help="model file (.yaml, .yml, .urdf, .osim; .xml or .mjcf: URDF or "
+                                 "MJCF by its root element)")
     c.add_argument("-o", "--output", metavar="DIR",
                    help="output folder, a package imported by the folder's name (so not a "
                         "module's: -o build/numpy is refused); default generated/<name>, the name "
@@ -516,9 +520,9 @@ def build_parser():
     c.add_argument("--functions", metavar="F,G,...",
                    help="generate only these functions (names or aliases, comma-separated); "
                         "+F,G,... generates the default ones and these; all: every function "
-                        "the model can have (a mimic-coupled tree: those docs/mimic.md lists; above 24 "
-                        "coordinates not those whose straight-line code grows with nv^2 times "
-                        "the frames: the frames' derivatives fvd, fad, the world-axes fext's "
+                        "the model can have (a mimic-coupled tree: those docs/mimic.md lists; "
+                        "above 24 coordinates not those whose straight-line code grows with nv^2 "
+                        "times the frames: the frames' derivatives fvd, fad, the world-axes fext's "
                         "derivatives, the step's derivatives with fext). Default: "
                         "every function "
                         "but the derivatives and M^-1 above 12 coordinates, the frame Jacobians "
@@ -529,9 +533,9 @@ def build_parser():
                         "dynamics under "
                         "external wrenches (fd_fext, id_fext, fdd_fext, idd_fext; _lwa: in world "
                         "axes), the Euler "
-                        "step and its Jacobians (step, step_derivatives, and with fext), the frames' "
-                        "velocity and acceleration derivatives (fvd, fad) and the one-frame "
-                        "velocity and acceleration only when named")
+                        "step and its Jacobians (step, step_derivatives, and with fext), the "
+                        "frames' velocity and acceleration derivatives (fvd, fad) and the "
+                        "one-frame velocity and acceleration only when named")
     c.add_argument("--frames", metavar="A,B,...",
                    help="the frames the frame functions cover, in this order (default: every "
                         "body, URDF link and declared frame; a comma within a name as \\,)")
@@ -557,7 +561,8 @@ def build_parser():
                        description="Print the emitted equations of a generated function (grouped "
                        "by pass and body, with operation counts), a joint's derived coordinates, "
                        "G, S and Sdot, or the body tree; nothing is compiled.")
-    s.add_argument("model", help="model file (.yaml, .yml, .urdf, .osim; .xml or .mjcf: URDF or MJCF by its root element)")
+    s.add_argument("model", help="model file (.yaml, .yml, .urdf, .osim; .xml or .mjcf: URDF or "
+                                 "MJCF by its root element)")
     aliases = [a for f in FUNCTIONS.values() for a in f.aliases]
     s.add_argument("--function", choices=aliases + list(FUNCTIONS) + list(one_frame_families()),
                    metavar="NAME",
@@ -588,7 +593,8 @@ def build_parser():
                        description="Draw a 3-D stick figure of the model at q (a dot per "
                        "joint, a segment to each child, the joint axes) into a picture file; needs "
                        "matplotlib.")
-    d.add_argument("model", help="model file (.yaml, .yml, .urdf, .osim; .xml or .mjcf: URDF or MJCF by its root element)")
+    d.add_argument("model", help="model file (.yaml, .yml, .urdf, .osim; .xml or .mjcf: URDF or "
+                                 "MJCF by its root element)")
     d.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="picture file (.png, .pdf, .svg)")
     d.add_argument("--q", nargs="+", type=float, metavar="X",

@@ -97,7 +97,8 @@ def _plot(fig, model, q, elev, azim, labels, title, source=""):
                              f"{joint.type} joint '{joint.name}' or one above it is singular or "
                              "overflows there; draw it at another --q")
     origins = np.array([T[:3, 3] for T in body_frames])
-    coms = np.array([T[:3, :3] @ b.inertia.com + T[:3, 3] for T, b in zip(body_frames, model.bodies)])
+    coms = np.array([T[:3, :3] @ b.inertia.com + T[:3, 3]
+                     for T, b in zip(body_frames, model.bodies)])
     far = float(np.max(np.abs(np.vstack([origins, coms])))) if len(origins) else 0.0
     if not far <= FARTHEST_DRAWN:       # (a slider at 1e308 made matplotlib's limits inf; from
         raise ValueError(              #  1e15 m the doubles' spacing is of a robot's size)
@@ -149,13 +150,14 @@ def _plot(fig, model, q, elev, azim, labels, title, source=""):
             ax.plot(*np.c_[origins[i], coms[i]], color="tab:blue", lw=2.0, alpha=0.4,
                     solid_capstyle="round")
         ax.plot(*np.c_[origins[i], coms[i]], color="tab:green", lw=0.8, ls=":")
-    ax.scatter(*coms.T, marker="x", s=12 if small else 25, color="tab:green", label="centre of mass",
-               depthshade=False)
-    ax.scatter(*origins.T, s=20 if small else 40, color="tab:orange", edgecolors="k", linewidths=0.5,
-               label="joint", depthshade=False, zorder=5)
+    ax.scatter(*coms.T, marker="x", s=12 if small else 25, color="tab:green",
+               label="centre of mass", depthshade=False)
+    ax.scatter(*origins.T, s=20 if small else 40, color="tab:orange", edgecolors="k",
+               linewidths=0.5, label="joint", depthshade=False, zorder=5)
     # world origin and triad
     if world:
-        ax.scatter([0], [0], [0], marker="s", s=40, color="k", label="world origin", depthshade=False)
+        ax.scatter([0], [0], [0], marker="s", s=40, color="k", label="world origin",
+                   depthshade=False)
         for k, c in enumerate(("tab:red", "tab:green", "tab:blue")):
             e = np.zeros(3)
             e[k] = 2 * tick
@@ -183,6 +185,7 @@ def _plot(fig, model, q, elev, azim, labels, title, source=""):
         vals = vals[:5] + ["..."] + vals[-5:]
     qtext = "[" + ", ".join(vals) + "]"
     away = "" if world else f"\n(the world origin is off the picture, {gap:.3g} m away)"
-    ax.set_title((title or f"{model.name}: {len(model.bodies)} bodies, nq = {model.nq}\nq = {qtext}")
+    ax.set_title((title or f"{model.name}: {len(model.bodies)} bodies, nq = {model.nq}\n"
+                           f"q = {qtext}")
                  + away, fontsize=9)
     ax.legend(loc="upper left", fontsize=7, frameon=False)

@@ -67,7 +67,8 @@ def one_line(exc):
 
 def printable(text):
     """Text with each character that is not printable written as its escape (\\x00, \\u202e)."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
 
 
 def close_names(name, names, most=1):

@@ -244,9 +244,9 @@ FUNCTIONS = {f.name: f for f in [
                  "qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6", ("fd",),
                  ("unrolled", "method2"),
                  alternatives=(Alternative(recursions.forward_dynamics_by_mass_matrix,
-                                           "qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-3, "
-                                           "M by composite rigid bodies, solved by its sparse LTDL "
-                                           "factors (Featherstone 6.2, 6.5)", factors_apply),),
+                                           "qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes "
+                                           "1-3, M by composite rigid bodies, solved by its sparse "
+                                           "LTDL factors (Featherstone 6.2, 6.5)", factors_apply),),
                  with_mimic=True,
                  coupled_doc="qdd = M_r^-1 (tau - h_r) in the independent coordinates: Si & "
                              "Guenter passes 1-3 and the composite-inertia M on the full tree, "
@@ -261,7 +261,8 @@ FUNCTIONS = {f.name: f for f in [
     FunctionSpec("bias_forces", (Q, QD), (_in("h", doc="bias forces"),), recursions.bias_forces,
                  "h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau", ("bias",),
                  with_mimic=True),
-    FunctionSpec("static_forces", (Q,), (_in("g", doc="static joint forces"),), recursions.static_forces,
+    FunctionSpec("static_forces", (Q,), (_in("g", doc="static joint forces"),),
+                 recursions.static_forces,
                  "g(q) = h(q, 0): the joint forces that hold q at rest (gravity, springs, body "
                  "wrenches)", ("gravity", "static"), with_mimic=True),
     FunctionSpec("kinetic_energy", (Q, QD), (Argument("T", (), "kinetic energy"),),
@@ -275,8 +276,8 @@ FUNCTIONS = {f.name: f for f in [
                  recursions.center_of_mass, "the whole tree's centre of mass in world coordinates",
                  ("com",), with_mimic=True),
     FunctionSpec("com_jacobian", (Q,), (Argument("Jcom", (3, "nv"), "centre of mass Jacobian"),),
-                 frames.com_jacobian, "d com / d v (world): the centre of mass's velocity is Jcom qd; "
-                 "row-major 3 x nv", ("jcom",),
+                 frames.com_jacobian, "d com / d v (world): the centre of mass's velocity is "
+                 "Jcom qd; row-major 3 x nv", ("jcom",),
                  by_default=uncoupled),
     FunctionSpec("centroidal_momentum_matrix", (Q,),
                  (Argument("Ag", (6, "nv"), "centroidal momentum matrix"),),
@@ -284,7 +285,8 @@ FUNCTIONS = {f.name: f for f in [
                  "A_G(q) with h_G = A_G qd, rows [k; l]: angular momentum about the centre of mass "
                  "(world axes), then linear momentum; row-major 6 x nv", ("ag",),
                  by_default=uncoupled),
-    FunctionSpec("centroidal_momentum", (Q, QD), (Argument("hg", (6,), "centroidal momentum [k; l]"),),
+    FunctionSpec("centroidal_momentum", (Q, QD),
+                 (Argument("hg", (6,), "centroidal momentum [k; l]"),),
                  centroidal.centroidal_momentum,
                  "h_G = [k; l]: the angular momentum about the centre of mass (world axes) and the "
                  "linear momentum", ("hg",), by_default=uncoupled),
@@ -293,9 +295,11 @@ FUNCTIONS = {f.name: f for f in [
                  centroidal.centroidal_momentum_rate,
                  "dh_G/dt = A_G qdd + dA_G/dt qd (at qdd = 0: the centroidal drift dA_G/dt qd)",
                  ("dhg",), by_default=uncoupled),
-    FunctionSpec("frame_placements", (Q,), (Argument("oMf", ("nframes", 4, 4), "frame placements"),),
+    FunctionSpec("frame_placements", (Q,),
+                 (Argument("oMf", ("nframes", 4, 4), "frame placements"),),
                  frames.frame_placements,
-                 "the world placement [[R, p], [0, 1]] of every frame (frame_names)", ("placements",),
+                 "the world placement [[R, p], [0, 1]] of every frame (frame_names)",
+                 ("placements",),
                  by_default=uncoupled),
     FunctionSpec("integrate", (Q, _in("v", doc="velocity"), Argument("dt", (), "time step")),
                  (_in("q_next", "nq", "configuration reached"),), configuration.integrate,
@@ -304,7 +308,8 @@ FUNCTIONS = {f.name: f for f in [
     FunctionSpec("difference", (_in("q0", "nq", "configuration"), _in("q1", "nq", "configuration")),
                  (_in("v", doc="velocity"),), configuration.difference,
                  "q1 (-) q0: the v with integrate(q0, v, 1) = q1", ("diff",), with_mimic=True),
-    FunctionSpec("integrate_jacobians", (Q, _in("v", doc="velocity"), Argument("dt", (), "time step")),
+    FunctionSpec("integrate_jacobians",
+                 (Q, _in("v", doc="velocity"), Argument("dt", (), "time step")),
                  (Argument("dqnext_dq", ("nv", "nv"), "d(q (+) v dt)/dq (tangent spaces)"),
                   Argument("dqnext_dv", ("nv", "nv"), "d(q (+) v dt)/dv")),
                  configuration.integrate_jacobians,
@@ -321,7 +326,8 @@ FUNCTIONS = {f.name: f for f in [
                  "(Pinocchio's dDifference ARG0, ARG1; joint blocks: -J_r(-v)^-1 and J_r(v)^-1)",
                  ("ddiff",), by_default=on_a_manifold, said_when_left_out=False, with_mimic=True),
     *referenced("frame_jacobians", (Q,), Argument("J", ("nframes", 6, "nv"), "frame Jacobians"),
-                frames.frame_jacobians, "J_f with twist [w; v] = J_f qd, every frame", ("jacobians",),
+                frames.frame_jacobians, "J_f with twist [w; v] = J_f qd, every frame",
+                ("jacobians",),
                 few_frame_columns, ("unrolled", "frame_loop")),
     *referenced("frame_velocities", (Q, QD), Argument("vf", ("nframes", 6), "frame twists [w; v]"),
                 frames.frame_velocities, "the twist [w; v] of every frame", ("velocities",),
@@ -336,9 +342,10 @@ FUNCTIONS = {f.name: f for f in [
                 (Argument("dv_dq", ("nframes", 6, "nv"), "d twist / dq (tangent space)"),
                  Argument("dv_dqd", ("nframes", 6, "nv"), "d twist / dqd (the Jacobian)")),
                 derivatives.frame_velocity_derivatives,
-                "d/dq and d/dqd of every frame's twist [w; v] (q columns along integrate(q, v)), by "
-                "forward mode; Pinocchio's getFrameVelocityDerivatives, but in local_world_aligned, "
-                "where Pinocchio holds the frame's origin fixed (README: Frames)",
+                "d/dq and d/dqd of every frame's twist [w; v] (q columns along integrate(q, v)), "
+                "by forward mode; Pinocchio's getFrameVelocityDerivatives, but in "
+                "local_world_aligned, where Pinocchio holds the frame's origin fixed (README: "
+                "Frames)",
                 ("fvd",), named_only, in_all=straight_line_fits),
     *referenced("frame_acceleration_derivatives", (Q, QD, QDD),
                 (Argument("da_dq", ("nframes", 6, "nv"), "d classical acceleration / dq"),
@@ -365,7 +372,8 @@ FUNCTIONS = {f.name: f for f in [
                  "Mansard 2018; q columns along integrate(q, v), as Pinocchio's)",
                  ("id_derivatives", "idd"), ("unrolled", "pair_loop"),
                  by_default=few_coordinates),
-    FunctionSpec("euler_step", (Q, QD, _in("tau", doc="joint forces"), Argument("dt", (), "time step")),
+    FunctionSpec("euler_step",
+                 (Q, QD, _in("tau", doc="joint forces"), Argument("dt", (), "time step")),
                  (_in("q_next", "nq", "configuration after the step"),
                   _in("qd_next", doc="velocity after the step")), discrete.euler_step,
                  "one semi-implicit Euler step of length dt: qd' = qd + dt FD(q, qd, tau), q' = q "
@@ -475,8 +483,9 @@ FUNCTIONS.update((f.name, f) for f in [
     with_world_aligned_wrenches(FUNCTIONS["euler_step"]),
     with_world_aligned_wrenches(FUNCTIONS["forward_dynamics"]),
     with_world_aligned_wrenches(FUNCTIONS["inverse_dynamics"]),
-    replace(with_world_aligned_wrenches(FUNCTIONS["forward_dynamics_derivatives"],
-                                        derivatives.forward_dynamics_derivatives_world_aligned_fext),
+    replace(with_world_aligned_wrenches(
+                FUNCTIONS["forward_dynamics_derivatives"],
+                derivatives.forward_dynamics_derivatives_world_aligned_fext),
             forms=("unrolled", "chained"), in_all=straight_line_fits,
             before_calls=derivatives.world_aligned_fext_before_calls,
             calls=(("forward_dynamics_derivatives_fext", ("q", "qd", "tau", "b_fext")),),

@@ -43,7 +43,8 @@ def configuration(model, q=None):
 
 
 def homogeneous(R, t):
-    """4x4 (or (N, 4, 4) for stacked R (N, 3, 3), t (N, 3)) homogeneous matrices [[R, t], [0, 1]]."""
+    """4x4 (or (N, 4, 4) for stacked R (N, 3, 3), t (N, 3)) homogeneous matrices
+    [[R, t], [0, 1]]."""
     R, t = np.asarray(R, dtype=float), np.asarray(t, dtype=float)
     T = np.zeros(R.shape[:-2] + (4, 4))
     T[..., :3, :3] = R
@@ -52,7 +53,7 @@ def homogeneous(R, t):
     return T
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # one joint: Q(q) for N coordinate rows
 
 def joint_transform(jtype, params=None):
@@ -104,7 +105,7 @@ def _by_sample(jm):
     return batch
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # a tree
 
 class Kinematics:
@@ -114,7 +115,8 @@ class Kinematics:
         self.model = model
         self.nq = model.nq
         self.parents = [model.parent_index(i) for i in range(len(model.bodies))]
-        self.placements = [homogeneous(j.origin.rotation, j.origin.translation) for j in model.joints]
+        self.placements = [homogeneous(j.origin.rotation, j.origin.translation)
+                           for j in model.joints]
         self.slices, k = [], 0
         for j in model.joints:              # a mimic joint has no coordinates in q of its own
             self.slices.append(slice(k, k + j.nq) if j.mimic is None else None)

@@ -90,7 +90,7 @@ def Jlog6(M):
     return (out if out is not None else np.zeros((0, 6, 6))).reshape(lead + (6, 6))
 
 
-# ---- helpers --------------------------------------------------------------------------------------
+# ---- helpers -------------------------------------------------------------------------------------
 def _as_array(x, tail, name):
     try:
         a = np.asarray(x, dtype=float)

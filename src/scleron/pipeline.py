@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 from . import __version__
 from .backends import backend as get_backend
 from .backends.c.printer import NonFiniteConstant
-from .backends.c.render import PY_MODULES, c_comment, c_identifier  # noqa: F401  (names for C and Python)
+from .backends.c.render import (PY_MODULES, c_comment,  # noqa: F401  (names for C and Python)
+                                c_identifier)
 from .backends.cuda import cuda_options, find_nvcc
 from .backends.folders import (clean_stale, dir_lock, discard_temp_folder, edited_sources,
                                install_folder, make_temp_folder, record_initial_state,
@@ -49,7 +50,8 @@ OPT_LEVELS = ("0", "s", "1", "2", "3")
 def cflags_at(level):
     """DEFAULT_CFLAGS with the optimisation level swapped for -O<level>, nothing else."""
     if level not in OPT_LEVELS:
-        raise ValueError(f"optimisation level must be one of {', '.join(OPT_LEVELS)}, not {level!r}")
+        raise ValueError(f"optimisation level must be one of {', '.join(OPT_LEVELS)}, "
+                         f"not {level!r}")
     return [f"-O{level}" if f.startswith("-O") else f for f in DEFAULT_CFLAGS]
 
 
@@ -107,7 +109,8 @@ def source_fingerprint():
     for part in GENERATING_CODE:
         top = os.path.join(root, part)
         paths = [top] if os.path.isfile(top) else sorted(
-            os.path.join(d, f) for d, _, fs in os.walk(top) for f in fs if f.endswith((".py", ".j2")))
+            os.path.join(d, f) for d, _, fs in os.walk(top) for f in fs
+            if f.endswith((".py", ".j2")))
         for path in paths:
             h.update(os.path.relpath(path, root).encode())
             with open(path, "rb") as fh:
@@ -220,7 +223,8 @@ def _options(name, chunk, cflags, method, mass, functions=None, frames=None, cud
         plus, named = _plus(functions)              # (+: the model's defaults and these)
         opts["functions"] = ["+"] * plus + selected_functions(named)
     if frames is not None:
-        opts["frames"] = [frames] if isinstance(frames, str) else list(frames)   # one name, or several
+        # one name, or several
+        opts["frames"] = [frames] if isinstance(frames, str) else list(frames)
     if wrench_frames is not None:
         opts["wrench_frames"] = ([wrench_frames] if isinstance(wrench_frames, str)
                                  else list(wrench_frames))

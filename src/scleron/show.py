@@ -72,7 +72,8 @@ def _dof_text(j):
     if mimic is None:
         return f"{j.dof} DOF"
     leader, a, b = mimic
-    return f"mimics {leader}: q = {a:g} q_{leader}" + (f" {'+' if b >= 0 else '-'} {abs(b):g}" if b else "")
+    return f"mimics {leader}: q = {a:g} q_{leader}" + (
+        f" {'+' if b >= 0 else '-'} {abs(b):g}" if b else "")
 
 
 # ---- LaTeX helpers ------------------------------------------------------------------------------
@@ -319,7 +320,8 @@ def joint_text(model, j, what="all", fmt="text"):
         parts += [f"  {sym}: {meaning}" for sym, meaning in coords]
         for (label, M), reps in zip(items, shared):
             where = "".join(f"  {x} = {sp.sstr(e)}\n" for x, e in reps)
-            parts.append(f"{label} =\n{where}{sp.pretty(_round_floats(M), use_unicode=True, wrap_line=False)}")
+            parts.append(f"{label} =\n{where}"
+                         f"{sp.pretty(_round_floats(M), use_unicode=True, wrap_line=False)}")
         return "\n".join(parts)
     if fmt == "latex":
         parts = [f"\\section*{{{latex_text(head)}}}"]
@@ -675,7 +677,8 @@ def _find_body(tree, body):
         raise ModelError(f"{body!r} is a frame on body {owner.name!r}, not a body with a joint of "
                          f"its own: use --body {owner.name}")
     if frame is not None:
-        raise ModelError(f"{body!r} is a frame fixed to the world: no pass computes anything for it")
+        raise ModelError(f"{body!r} is a frame fixed to the world: no pass computes anything "
+                         "for it")
     raise ModelError(f"no body or joint named {body!r} (bodies: "
                      + ", ".join(b.name for b in tree.bodies) + "; joints: "
                      + ", ".join(b.joint_name for b in tree.bodies) + ")")
@@ -773,7 +776,8 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
     io = (", ".join(f"{a.name}[{a.size(sizes)}]" for a in spec.inputs) + " -> "
           + ", ".join(f"{a.name}[{a.size(sizes)}]" if a.shape else a.name for a in spec.outputs))
     summary = [f"statements: {len(named)}"
-               + (f" (and {len(trig)} sin/cos of q, computed at once into sq[], cq[])" if trig else ""),
+               + (f" (and {len(trig)} sin/cos of q, computed at once into sq[], cq[])"
+                  if trig else ""),
                f"before simplification: {before_total}",
                f"after simplification:  {after_total}  ({ratio})"]
     form = _codegen_form(tree, spec, model)
@@ -855,7 +859,8 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
         if rows:
             parts.append("\\begin{align*}\n" + " \\\\\n".join(rows) + "\n\\end{align*}")
     parts.append("\\subsection*{Outputs}")
-    rows = [f"{pr.output_name(a, k)} &= {pr.atom(v, None)[0] if hasattr(v, 'id') else _fmt_const(v)}"
+    rows = [f"{pr.output_name(a, k)} &= "
+            f"{pr.atom(v, None)[0] if hasattr(v, 'id') else _fmt_const(v)}"
             for a, k, v in outputs]
     if rows:
         parts.append("\\begin{align*}\n" + " \\\\\n".join(rows) + "\n\\end{align*}")
@@ -936,7 +941,8 @@ def _function_c(cs, spec, tree, groups, target, title, io, summary, per_pass, ro
     for g in groups:
         if target is not None and g.body != target.index or not g.ids:
             continue
-        lines.append(f"    /* {c_comment(g.note)}: after {g.after.total}, before {g.before.total} */")
+        lines.append(f"    /* {c_comment(g.note)}: after {g.after.total}, "
+                     f"before {g.before.total} */")
         for i in g.ids:
             if i in cs.name_of:
                 lines.append("    " + cs.statement(i))
@@ -984,9 +990,11 @@ def show(model, joint=None, what="all", fmt="text", tree=False, function=None, b
         joint = in_other_case(joint, [j.name for j in model.joints], "joint") or joint
     joints = model.joints if joint is None else [j for j in model.joints if j.name == joint]
     if not joints:
-        raise ModelError(f"no joint named {joint!r} (joints: {', '.join(j.name for j in model.joints)})",
+        raise ModelError(f"no joint named {joint!r} "
+                         f"(joints: {', '.join(j.name for j in model.joints)})",
                          source=model.source)
-    body_text = ("\n\n" if fmt != "latex" else "\n").join(joint_text(model, j, what, fmt) for j in joints)
+    body_text = ("\n\n" if fmt != "latex" else "\n").join(joint_text(model, j, what, fmt)
+                                                          for j in joints)
     if fmt == "latex":
         return LATEX_PREAMBLE + body_text + "\n" + LATEX_END
     return body_text

@@ -189,7 +189,8 @@ class Storage:
     layout: str = ""         # how a reader of the C finds an entry (comments of the tables)
 
     def entries(self, dof):
-        return ldl_size(dof) if self.per == "ldl" else self.size * (dof if self.per == "coords" else 1)
+        return (ldl_size(dof) if self.per == "ldl"
+                else self.size * (dof if self.per == "coords" else 1))
 
 
 def _vector_input(n=None):
@@ -266,7 +267,8 @@ class Method2:
 
 
 def sym_index(r, c):
-    """Position of entry (r, c) of a symmetric 6x6 matrix in its 21-entry row-major upper triangle."""
+    """Position of entry (r, c) of a symmetric 6x6 matrix in its 21-entry row-major upper
+    triangle."""
     r, c = min(r, c), max(r, c)
     return r * 6 - r * (r - 1) // 2 + (c - r)
 
@@ -419,7 +421,8 @@ def unroll_mass_loop(tree, spec, name=None):
     for r, first, end in upper:
         for c in range(max(first, r + 1), end):
             below[c].append(r)
-    lower = [(c, first, end) for c in range(tree.nv) for first, end in derivatives.consecutive_runs(below[c])]
+    lower = [(c, first, end) for c in range(tree.nv)
+             for first, end in derivatives.consecutive_runs(below[c])]
     armature = [(b.v_start + k, a) for b in tree.bodies for k, a in enumerate(b.armature or ())
                 if a != 0.0]                                  # recursions.add_armature
     return spec, prog, MassLoop(prog, upper, lower, armature)
@@ -550,7 +553,8 @@ SaveStep = namedtuple("SaveStep", "kind slot first")
 RestoreStep = namedtuple("RestoreStep", "kind slot first")
 ZeroStep = namedtuple("ZeroStep", "kind first")
 MirrorStep = namedtuple("MirrorStep", "kind")
-RunStep = namedtuple("RunStep", "kind dof first end steps groups")  # kind: backward_run, forward_run
+# kind: backward_run, forward_run
+RunStep = namedtuple("RunStep", "kind dof first end steps groups")
 
 
 def run_blocks(first, end, groups):
@@ -663,8 +667,10 @@ class LoopBlocks:
         if b.index not in self.offset:
             S, U, Dinv, SD, UD = axes
             d = b.dof
-            entries = ([x for row in SD for x in row] + [U[a][r] for r in range(6) for a in range(d)]
-                       + [x for row in UD for x in row] + [S[a][r] for r in range(6) for a in range(d)])
+            entries = ([x for row in SD for x in row]
+                       + [U[a][r] for r in range(6) for a in range(d)]
+                       + [x for row in UD for x in row]
+                       + [S[a][r] for r in range(6) for a in range(d)])
             for k, x in enumerate(entries):
                 self.prog.outputs.append(("mb", self.used + k, x))
             self.offset[b.index] = self.used
@@ -681,11 +687,12 @@ class LoopBlocks:
                 self.prog.outputs.append(("P", r * self.nv + c, p[r]))
 
     def backward(self, b, axes, first, end, carry=True):
-        self.loop.steps.append(BackwardStep("backward", b.dof, self._body(b, axes), b.v_start, first,
-                                            end, carry))
+        self.loop.steps.append(BackwardStep("backward", b.dof, self._body(b, axes), b.v_start,
+                                            first, end, carry))
 
     def forward(self, b, axes, at_rest=False):
-        self.loop.steps.append(ForwardStep("forward", b.dof, self._body(b, axes), b.v_start, at_rest))
+        self.loop.steps.append(ForwardStep("forward", b.dof, self._body(b, axes), b.v_start,
+                                           at_rest))
 
     def zero(self, first):
         self.loop.steps.append(ZeroStep("zero", first))
@@ -818,7 +825,8 @@ def related_column_runs(tree):
             cols[r].update(range(first, end))
     if sum(len(c) for c in cols) > RUNS_UP_TO_FILL * tree.nv ** 2:
         return None
-    return [(k, f, e) for k in range(tree.nv) for f, e in derivatives.consecutive_runs(sorted(cols[k]))]
+    return [(k, f, e) for k in range(tree.nv)
+            for f, e in derivatives.consecutive_runs(sorted(cols[k]))]
 
 
 def zero_columns(free, output):
@@ -915,8 +923,8 @@ def unroll_product_loop(tree, spec, name=None):
     closed = [(names[key], r * tree.nv + c, value) for key, r, c, value in free
               if not derivatives.is_zero(value)]
     prog.set_outputs("Dfree", [value for _, _, value in closed])
-    return spec, prog, ProductLoop(prog, tree.nv, (("Dq", dq_name), ("Dqd", dqd_name)), minv_name, pairs,
-                       blocks.loop if blocks else None, fused, runs, full_rows, chain,
+    return spec, prog, ProductLoop(prog, tree.nv, (("Dq", dq_name), ("Dqd", dqd_name)), minv_name,
+                       pairs, blocks.loop if blocks else None, fused, runs, full_rows, chain,
                        tuple((out, i) for out, i, _ in closed))
 
 

@@ -109,7 +109,8 @@ class Program:
     # ---- building ----------------------------------------------------------------------------
     def set_section(self, section):
         """Label the nodes made from now on: a Section, or a plain text."""
-        self.section = section if isinstance(section, Section) else Section(str(section), str(section))
+        self.section = (section if isinstance(section, Section)
+                        else Section(str(section), str(section)))
 
     def node(self, op, args):
         key = (op,) + tuple(_key(a) for a in args)
