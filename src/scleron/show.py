@@ -41,8 +41,8 @@ FORMATS = ("text", "latex", "c")
 # ---- the body tree ------------------------------------------------------------------------------
 def tree_text(model):
     """The body tree, one body a line under its parent, with the joint that moves it (name,
-    type, DOF). Siblings hang off `├─` and the last of them off `└─`; `│` continues the line
-    of a parent that has further children below."""
+    type, DOF). Siblings hang off `├─` and the last of them off `└─`; `│` continues the
+    line of a parent that has further children below."""
     children = {}
     for j in model.joints:
         children.setdefault(j.parent, []).append(j)

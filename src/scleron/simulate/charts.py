@@ -3,10 +3,11 @@
 * A spherical or free joint written in one of the 12 Euler charts switches chart after a step in
   which |det S| of its chart fell below the switch threshold. The new chart is the one with the
   largest |det S| at the current rotation (always >= sqrt(2/3), so there is no chattering); q comes
-  from Sueda's Table 3 (joints.charts.q_from_R) and q̇ from eq. 2.40, S_new q̇_new = S_old q̇_old,
-  which keeps R and the body (hence world) angular velocity.
-* An exp-coordinate ball joint is re-parameterised when ‖q‖ > exp_limit (π): q <- (1 - 2π/‖q‖) q,
-  the same rotation, and q̇ <- S(q_new)^-1 S(q) q̇, the same angular velocity (Grassia 1998, §4).
+  from Sueda's Table 3 (joints.charts.q_from_R) and q̇ from eq. 2.40,
+  S_new q̇_new = S_old q̇_old, which keeps R and the body (hence world) angular velocity.
+* An exp-coordinate ball joint is re-parameterised when ‖q‖ > exp_limit (π):
+  q <- (1 - 2π/‖q‖) q, the same rotation, and q̇ <- S(q_new)^-1 S(q) q̇, the same angular
+  velocity (Grassia 1998, §4).
 
 R(q) and S(q) are the joint library's own (joint_model("spherical", chart) / ("ball_exp")).
 """
@@ -18,7 +19,8 @@ import numpy as np
 from ..joints import charts, joint_dof, joint_model
 from ..joints.registry import joint_type
 
-# chart "ABC": det S = ±cos q2 (Tait-Bryan, A != C) or -sin q2 (proper Euler, A == C), Sueda Table 3
+# chart "ABC": det S = ±cos q2 (Tait-Bryan, A != C) or -sin q2 (proper Euler, A == C),
+# Sueda Table 3
 _TRIG = {True: math.sin, False: math.cos}
 
 
@@ -80,8 +82,9 @@ def switch_euler(old, q3, qd3):
 
 def reparameterise_exp(q3, qd3):
     """Grassia's re-parameterisation of exponential coordinates: the same rotation with
-    ‖q‖ replaced by 2π - ‖q‖ (q <- (1 - 2π/‖q‖) q), and the same angular velocity S(q) q̇; from
-    ‖q‖ > 3π (a huge step) by ‖q‖ - 2πk, k the nearest whole number of turns, so ‖q_new‖ <= π."""
+    ‖q‖ replaced by 2π - ‖q‖ (q <- (1 - 2π/‖q‖) q), and the same angular velocity
+    S(q) q̇; from ‖q‖ > 3π (a huge step) by ‖q‖ - 2πk, k the nearest whole number of
+    turns, so ‖q_new‖ <= π."""
     jm = joint_model("ball_exp")
     q3 = np.asarray(q3, dtype=float)
     theta = float(np.linalg.norm(q3))

@@ -234,7 +234,8 @@ def derivative(accel, t, y, n, bracket=None):
 
 
 def dopri_step(accel, t, y, f0, h, bracket=None):
-    """One Dormand-Prince attempt from y (with ẏ = f0 there): (y_new, error estimate, ẏ at y_new).
+    """One Dormand-Prince attempt from y (with ẏ = f0 there): (y_new, error estimate, ẏ at
+    y_new).
     The 7th stage is evaluated at y_new, so an accepted step's last stage is the next f0 (FSAL)."""
     n = y.size // 2
     K = np.empty((7, y.size))

@@ -166,9 +166,9 @@ class Simulator:
         return self.dyn.forward_dynamics(q, qd, self.tau_at(t, q, qd))
 
     def force_derivatives(self, t, q, qd, qdd):
-        """(τ - ID, ∂ID/∂q, ∂ID/∂q̇, M) at (q, q̇, q̈): the generated inverse dynamics and its
-        derivatives (ID(q, q̇, 0) = h; q columns in the tangent space, as advance moves q), τ
-        held at its value at (t, q, q̇)."""
+        """(τ - ID, ∂ID/∂q, ∂ID/∂q̇, M) at (q, q̇, q̈): the generated inverse dynamics
+        and its derivatives (ID(q, q̇, 0) = h; q columns in the tangent space, as advance moves q),
+        τ held at its value at (t, q, q̇)."""
         self.fd_calls += 1
         dh_dq, dh_dqd, M = self.dyn.inverse_dynamics_derivatives(q, qd, qdd)
         return self.tau_at(t, q, qd) - self.dyn.inverse_dynamics(q, qd, qdd), dh_dq, dh_dqd, M
@@ -208,8 +208,8 @@ class Simulator:
             if theta > self.exp_limit:
                 qn, qdn = reparameterise_exp(self.q[sl], self.qd[vl])
                 limit = "π" if self.exp_limit == math.pi else f"{self.exp_limit:.4g}"
-                why = (f"|θ| = {theta:.4f} rad > {limit}, now {float(np.linalg.norm(qn)):.4f} rad: "
-                       f"the same rotation")
+                why = (f"|θ| = {theta:.4f} rad > {limit}, "
+                       f"now {float(np.linalg.norm(qn)):.4f} rad: the same rotation")
                 self.switches.append(Switch(t, s.name, "exp", "exp", step, why))
                 self.q[sl], self.qd[vl] = qn, qdn
                 changed = True
