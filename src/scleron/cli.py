@@ -516,7 +516,8 @@ def build_parser():
                         "small trees, grows as n^2), loop (world-frame columns, vectorised dot "
                         "products: O(n) code), auto (loop where M has 465 entries between "
                         "related coordinates, a 30-coordinate chain's, and 3/4 of its upper "
-                        "triangle, or 1,275, a 50-coordinate chain's; default)")
+                        "triangle, or 1,225 between different joints, a 50-coordinate "
+                        "chain's; default)")
     c.add_argument("--functions", metavar="F,G,...",
                    help="generate only these functions (names or aliases, comma-separated); "
                         "+F,G,... generates the default ones and these; all: every function "

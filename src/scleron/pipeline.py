@@ -130,14 +130,17 @@ MASS_FORMS = ("auto", "unrolled", "loop")
 # (mass_matrix_entries; a chain's nv (nv + 1) / 2: 465 = 30 coordinates, benchmarks/results/
 # results.md, "Code generation variants"; README "The generated code"), where at least
 # MASS_LOOP_FILL of the upper triangle can be nonzero (a chain, or nearly). A branched tree takes
-# the loop form from a 50-coordinate chain's 1,275 entries on: its loops run over short ranges,
-# and the unrolled CRBA folds what they multiply (a free flyer's structural zeros). Measured, ns
-# per call unrolled / loop: talos_reduced on a free flyer (nv 38, 369 entries) 454 / 944,
-# talos_full_v2 (nv 50, 567 entries, 44 %) 728 / 1,370; RC50 (1,275 entries) 2,992 / 2,548.
+# the loop form from a 50-coordinate chain's 1,225 entries between different joints on (its
+# 1,275 less the 50 of its joints' own blocks): its loops run over short ranges, and the unrolled
+# CRBA folds what they multiply (a free flyer's structural zeros; a free body's own 6 x 6 block
+# is constant). Measured, ns per call unrolled / loop: talos_reduced on a free flyer (nv 38, 369
+# entries) 454 / 944, talos_full_v2 (nv 50, 567 entries, 44 %) 728 / 1,370; RC50 (1,275
+# entries) 2,992 / 2,548; MuJoCo's humanoid100 (101 free bodies, nv 627, 2,400 entries of which
+# 2,121 in the free bodies' own blocks; an outside tester) 35 / 54 us.
 MASS_LOOP_FROM_NV = 30
 MASS_LOOP_FROM_ENTRIES = MASS_LOOP_FROM_NV * (MASS_LOOP_FROM_NV + 1) // 2
 MASS_LOOP_FILL = 0.75
-MASS_LOOP_BRANCHED_FROM_ENTRIES = 50 * 51 // 2
+MASS_LOOP_BRANCHED_FROM_PAIRS = 50 * 49 // 2
 # the forward dynamics' derivatives multiply M^-1 by dtau/dx in loops (scleron.unroll.ProductLoop)
 # from this many coordinates on (fewer instructions than straight-line products from 4: UR5 6,556
 # -> 6,219 per call, panda 15,690 -> 13,593; 3 coordinates 1,212 against 1,272); the entries
@@ -150,12 +153,13 @@ PRODUCT_LOOP_FROM_NV = 4
 CHAINED_FROM_NV = 12
 
 
-def mass_form(nv, form="auto", coupled=False, entries=None):
+def mass_form(nv, form="auto", coupled=False, entries=None, own=0):
     """'unrolled' (Featherstone's CRBA in body frames, every entry straight-line code: fastest
     for small trees, code grows with the entries between related bodies) or 'loop' (world-frame
     columns unrolled in O(n), the n^2/2 dot products as vectorised loops). entries: those of
-    M's upper triangle that can be nonzero (mass_matrix_entries; a chain's, all, by default).
-    A coupled tree (mimic joints) has no loop form: 'auto' is 'unrolled' there."""
+    M's upper triangle that can be nonzero (mass_matrix_entries; a chain's, all, by default),
+    own of them in the joints' own blocks. A coupled tree (mimic joints) has no loop form:
+    'auto' is 'unrolled' there."""
     if form not in MASS_FORMS:
         raise ValueError(f"mass matrix form must be one of {MASS_FORMS}, not {form!r}")
     if form != "auto":
@@ -163,31 +167,34 @@ def mass_form(nv, form="auto", coupled=False, entries=None):
     upper = nv * (nv + 1) // 2
     entries = upper if entries is None else entries
     dense = entries >= MASS_LOOP_FILL * upper
-    loop = entries >= (MASS_LOOP_FROM_ENTRIES if dense else MASS_LOOP_BRANCHED_FROM_ENTRIES)
+    loop = (entries >= MASS_LOOP_FROM_ENTRIES if dense
+            else entries - own >= MASS_LOOP_BRANCHED_FROM_PAIRS)
     return "loop" if loop and not coupled else "unrolled"
 
 
 def model_mass_form(model, form="auto"):
     """mass_form for a Model: its coordinates, its mimic coupling and its entries of M."""
-    return mass_form(model.nv, form, is_coupled(model), mass_matrix_entries(model))
+    own, between = mass_matrix_entries(model)
+    return mass_form(model.nv, form, is_coupled(model), own + between, own)
 
 
 def mass_matrix_entries(model):
-    """The entries of M's upper triangle that can be nonzero: each joint's own block, and its
-    coordinates' with those of every joint above it (M_rc = 0 between coordinates of bodies
-    on different branches; Featherstone 6.2). A mimic-coupled model's reduced coordinates
-    drive several joints each: all of its upper triangle."""
+    """(own, between): the entries of M's upper triangle that can be nonzero, in each joint's
+    own block and between its coordinates and those of every joint above it (M_rc = 0 between
+    coordinates of bodies on different branches; Featherstone 6.2). A mimic-coupled model's
+    reduced coordinates drive several joints each: all of its upper triangle, between."""
     if is_coupled(model):
-        return model.nv * (model.nv + 1) // 2
+        return 0, model.nv * (model.nv + 1) // 2
     dof = {j.child: j.dof for j in model.joints}
     parent = {j.child: j.parent for j in model.joints}
-    total = 0
+    own = between = 0
     for j in model.joints:
         above, p = 0, j.parent
         while p in parent:
             above, p = above + dof[p], parent[p]
-        total += j.dof * (j.dof + 1) // 2 + j.dof * above
-    return total
+        own += j.dof * (j.dof + 1) // 2
+        between += j.dof * above
+    return own, between
 
 
 def is_coupled(model):
