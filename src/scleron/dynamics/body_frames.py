@@ -314,16 +314,22 @@ def snapped_inertia(I):
     kg; the first moment's scale at least sqrt(rotational x mass)), and any below INERTIA_FLOOR.
     (One tolerance for the whole matrix mixed units: a 1e-8 kg body of 1e-16 kg m^2 lost its
     rotational inertia, and a 1 kg body 5 um across its products of inertia; an outside
-    tester's forward dynamics were 25 % off Pinocchio's.)"""
+    tester's forward dynamics were 25 % off Pinocchio's.) The rotational diagonal snaps only
+    below SNAP_INERTIA^2 of its scale: a moment about an axis is no sum that cancels to noise,
+    only a turn by delta leaves delta^2 on a zero one, and a thin rod along its joint's axis
+    (1e-12 of m L^2) is geometry (it was snapped: M 25 % off Pinocchio's; an outside tester)."""
     I = np.array(I, dtype=float)
     rotational, mass = float(np.abs(I[:3, :3]).max()), float(np.abs(I[3:, 3:]).max())
     moment = max(float(np.abs(I[:3, 3:]).max()), math.sqrt(rotational) * math.sqrt(mass))
+    diagonal = I.diagonal()[:3].copy()
     for rows, cols, scale in ((slice(0, 3), slice(0, 3), rotational),
                               (slice(0, 3), slice(3, 6), moment),
                               (slice(3, 6), slice(0, 3), moment),
                               (slice(3, 6), slice(3, 6), mass)):
         block = I[rows, cols]
         block[np.abs(block) <= max(INERTIA_FLOOR, SNAP_INERTIA * scale)] = 0.0
+    for k, x in enumerate(diagonal):
+        I[k, k] = 0.0 if abs(x) <= max(INERTIA_FLOOR, SNAP_INERTIA ** 2 * rotational) else x
     return I.tolist()
 
 
