@@ -891,7 +891,8 @@ BAD_URDF = {
                                '<child link="world"/></joint></robot>', ["link 'world'", "only the root link"]),
     "unnamed_joint": ('<joint name="jb"', '<joint', ["no name"]),
     "no_moving_body": (None, '<robot name="r"><link name="base"/></robot>', ["no moving bodies"]),
-    "not_utf8": ('<robot name="r">', '<robot name="r\xff">', ["malformed XML"]),
+    "not_utf8": ('<robot name="r">', '<robot name="r\xff">',
+                 ["malformed XML", "byte 0xff at column 15 is not UTF-8", "encoding="]),
     # a LookupError escaped as an internal error (an outside tester)
     "unknown_encoding": (None, '<?xml version="1.0" encoding="bogus-enc"?><robot name="r"/>',
                          ["malformed XML", "bogus-enc"]),

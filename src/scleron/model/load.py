@@ -168,6 +168,27 @@ def xml_declaration_first(data):
     return bom + rest[:k] + body[:len(body) - len(rest)] + rest[k:]
 
 
+def malformed_xml(error, data):
+    """The problem an expat error reports, in words: "malformed XML: " and expat's, or for a byte
+    that is not UTF-8 where the file declares no other encoding (a Windows-1252 en dash, 0x96,
+    in OpenSim's own example files; an outside tester) that byte and its column."""
+    from xml.parsers import expat
+    problem = f"malformed XML: {expat.ErrorString(error.code)}"
+    if error.code != expat.errors.codes[expat.errors.XML_ERROR_INVALID_TOKEN] or \
+            not isinstance(data, bytes):
+        return problem
+    lines = data.split(b"\n")
+    line = lines[error.lineno - 1] if 0 < error.lineno <= len(lines) else b""
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        column = len(line[:bad.start].decode("utf-8")) + 1
+        return (f"{problem}: byte 0x{line[bad.start]:02x} at column {column} is not UTF-8, the "
+                "encoding the file is read in: save it as UTF-8, or name its encoding in its "
+                "declaration (<?xml version=\"1.0\" encoding=\"windows-1252\"?>)")
+    return problem
+
+
 def xml_root_tag(path):
     """The name of an XML file's root element ('robot' for URDF, 'mujoco' for MJCF), read with the
     same size limit as every model file; None when the text is not XML."""

@@ -40,8 +40,8 @@ from xml.parsers import expat
 import numpy as np
 
 from ..errors import ModelError
-from ..joints.opensim import KINDS, is_zero, spline_coefficients
-from .load import MAX_BODIES, MAX_DEPTH, read_source, xml_declaration_first
+from ..joints.opensim import KINDS, function_value, is_zero, spline_coefficients
+from .load import MAX_BODIES, MAX_DEPTH, malformed_xml, read_source, xml_declaration_first
 from .model import INERTIA_CHECKS, WORLD, Model, Transform
 
 GROUND = "ground"
@@ -91,8 +91,20 @@ AXES = ("rotation1", "rotation2", "rotation3", "translation1", "translation2", "
 IGNORED_SETS = {"ForceSet": "forces", "MarkerSet": "markers",
                 "ContactGeometrySet": "contact geometry", "ControllerSet": "controllers",
                 "ProbeSet": "probes", "ConstraintSet": "constraints"}
-_NUMBER = re.compile(r"[-+]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|inf|nan)",
-                     re.IGNORECASE)
+# the OpenSim classes whose names end so are forces (Thelen2003Muscle, CoordinateActuator,
+# HuntCrossleyForce, PointToPointSpring, Blankevoort1991Ligament): in a model's <components>
+# they act as the ForceSet's do (Moco's 2D_gait.osim holds its muscles there), and are reported
+# as forces, not read
+FORCE_SUFFIXES = ("Muscle", "Actuator", "Force", "Spring", "Damper", "Ligament")
+_NUMBER = re.compile(r"[-+]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+                     r"|inf|infinity|nan)", re.IGNORECASE)        # (OpenSim writes Infinity)
+
+
+def words(text):
+    """The words of an element's text apart by ASCII white space, as OpenSim splits them (str.split
+    also splits at a no-break space or U+2003, where OpenSim reads the number before as the
+    whole: an outside tester's <translation> of "0.1<U+00A0>0.2 0.3" was placed at 0 there)."""
+    return [w for w in re.split(r"[ \t\r\n]+", text) if w]
 
 
 class OsimWarning(UserWarning):
@@ -164,8 +176,7 @@ def parse_xml(data, source):
     except _Refused as e:
         raise ModelError(str(e), source=source, line=parser.CurrentLineNumber) from None
     except expat.ExpatError as e:
-        raise ModelError(f"malformed XML: {expat.ErrorString(e.code)}", source=source,
-                         line=e.lineno) from None
+        raise ModelError(malformed_xml(e, data), source=source, line=e.lineno) from None
     except (ValueError, LookupError, OverflowError) as e:     # an unknown or non-text encoding=
         raise ModelError(f"malformed XML: {e}", source=source) from None
     if not root:
@@ -192,10 +203,13 @@ class _Ctx:
             return list(default)
         if el is None or not el.text.strip():   # (OpenSim refuses an empty one: "convertOK")
             raise self.error(node, f"<{tag}> is " + ("missing" if el is None else "empty"))
-        words = [w[:-1] if w.endswith(",") else w for w in el.text.split()]
-        if not all(_NUMBER.fullmatch(w) for w in words):
-            raise self.error(el, f"<{tag}> must hold numbers, got {el.text.strip()[:40]!r}")
-        out = [float(w) for w in words]
+        values = [w[:-1] if w.endswith(",") else w for w in words(el.text)]
+        if not all(_NUMBER.fullmatch(w) for w in values):
+            odd = re.search(r"[^\S \t\r\n]", el.text)        # white space OpenSim does not split at
+            raise self.error(el, f"<{tag}> must hold numbers, got {el.text.strip()[:40]!r}" + (
+                f": numbers go apart by ASCII spaces, tabs or line breaks, not U+{ord(odd[0]):04X}"
+                if odd else ""))
+        out = [float(w) for w in values]
         if not all(math.isfinite(v) or (infinite and math.isinf(v)) for v in out):
             what = "hold numbers, not nan" if infinite else "be finite"
             raise self.error(el, f"<{tag}> must {what}, got {el.text.strip()[:40]!r}")
@@ -611,7 +625,7 @@ def _custom(j, ctx):
     names = []
     for tag in AXES:
         ax = next((c for c in st.children if c.name == tag), None)
-        used = ax.child("coordinates").text.split() if ax is not None and \
+        used = words(ax.child("coordinates").text) if ax is not None and \
             ax.child("coordinates") is not None else []
         for name in used:
             if name not in names:
@@ -856,17 +870,19 @@ def _report(el, joints, ctx):
         items = s.objects() if s is not None else []
         if tag == "ConstraintSet":
             for c in items:
-                parts.append(_constraint(c, ctx))
+                parts.append(_constraint(c, ctx, joints))
             continue
         if items:
             kinds = Counter(i.tag for i in items)
             parts.append(f"{len(items)} {what} (" + ", ".join(f"{n} {k}" for k, n in kinds.items())
                          + ")")
     others = _other_components(el)
-    if others:
-        parts.append(f"{len(others)} other component{'s' if len(others) > 1 else ''} ("
-                     + ", ".join(f"{n} {k}" for k, n in Counter(c.tag for c in others).items())
-                     + ")")
+    forces = [c for c in others if c.tag.endswith(FORCE_SUFFIXES)]
+    for found, what in ((forces, "force"), ([c for c in others if c not in forces], "other")):
+        if found:
+            parts.append(f"{len(found)} {what} component{'s' if len(found) > 1 else ''} ("
+                         + ", ".join(f"{n} {k}" for k, n in Counter(c.tag for c in found).items())
+                         + ")")
     reversed_ = [j.node.name for j in joints if _flag(ctx.text(j.node, "reverse"))]
     if reversed_:           # OpenSim 3's property; OpenSim 4 reads the joint as written too
         parts.append(f"<reverse> of joint{'s' if len(reversed_) > 1 else ''} "
@@ -908,7 +924,7 @@ def _other_components(el):
     return found
 
 
-def _constraint(c, ctx):
+def _constraint(c, ctx, joints):
     if c.tag == "CoordinateCouplerConstraint":
         indep = ctx.text(c, "independent_coordinate_names")
         dep = ctx.text(c, "dependent_coordinate_name")
@@ -917,5 +933,29 @@ def _constraint(c, ctx):
                                    if not x)
             return f"CoordinateCouplerConstraint '{c.name}' (it names no {missing} coordinate)"
         return (f"CoordinateCouplerConstraint '{c.name}' ({dep} as a function of {indep}: the "
-                "coordinates stay independent)")
+                "coordinates stay independent" + _broken_coupling(c, ctx, joints) + ")")
     return f"{c.tag} '{c.name}'"
+
+
+def _broken_coupling(c, ctx, joints):
+    """', and their default values break it: ...' where an enforced coupler's dependent
+    coordinate's default is not scale_factor f(independent defaults), which OpenSim assembles
+    at its start and initial_state() does not (Leg39's tibia started 0.46 m off the femur; an
+    outside tester); '' where it holds, is not enforced, or its function cannot be read."""
+    defaults = {x["name"]: x["default"] for j in joints for x in j.coords}
+    indep = words(ctx.text(c, "independent_coordinate_names"))
+    dep = ctx.text(c, "dependent_coordinate_name")
+    wrapper = c.child("coupled_coordinates_function")
+    if not _flag(ctx.text(c, "isEnforced", "true")) or wrapper is None or \
+            not all(n in defaults for n in indep + [dep]):
+        return ""
+    try:
+        f = _function(_function_node(wrapper, ctx), list(range(len(indep))), ctx)
+        scale = ctx.numbers(c, "scale_factor", 1, (1.0,))[0]
+    except (ModelError, AttributeError):    # (not read: the constraint is not enforced here)
+        return ""
+    value = scale * function_value(f, [defaults[n] for n in indep])
+    if abs(value - defaults[dep]) <= 1e-6 * max(1.0, abs(value)):      # (rounded defaults)
+        return ""
+    return (f", and their default values break it: {dep} = {defaults[dep]:.6g} where it gives "
+            f"{value:.6g}, so initial_state() starts there; OpenSim assembles it")

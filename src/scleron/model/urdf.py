@@ -33,8 +33,8 @@ import numpy as np
 import warnings
 
 from ..errors import ModelError
-from .load import (MAX_BODIES, MAX_DEPTH, describe_argument, is_bool, read_source,
-                   sanitize_identifier, xml_declaration_first)
+from .load import (MAX_BODIES, MAX_DEPTH, describe_argument, is_bool, malformed_xml,
+                   read_source, sanitize_identifier, xml_declaration_first)
 from .joint_types import joint_dof
 from .model import (INERTIA_CHECKS, WORLD, Inertia, InertiaWarning, Model, Transform,
                     inertia_problems, quaternion_matrix, rotation_from_rpy)
@@ -124,8 +124,7 @@ def parse_xml(data, source=None):
     except _Refused as e:
         raise ModelError(str(e), source=source, line=parser.CurrentLineNumber) from None
     except expat.ExpatError as e:
-        raise ModelError(f"malformed XML: {expat.ErrorString(e.code)}", source=source,
-                         line=e.lineno) from None
+        raise ModelError(malformed_xml(e, data), source=source, line=e.lineno) from None
     except (ValueError, LookupError, OverflowError) as e:     # UnicodeError is a ValueError;
         raise ModelError(f"malformed XML: {e}", source=source) from None    # LookupError: encoding=
     if not root:
