@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_8144b21a867d"
-HASH = "8144b21a867db475fc0d1b0109f90d57e6e1b21dbd2a5faadb63b55ac942fe63"
+MODULE = "_quadruped_f0db073b84c2"
+HASH = "f0db073b84c23e3ff03eaf7e991d31d47b8aee258501236db675cb926cb6cc65"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -417,6 +417,18 @@ def _by_frame_index(function):
             return (f"a one-frame function goes by the frame's index, frame_names.index(frame): "
                     f"bind {name!r} for frame {frame_names[int(m[2])]!r}; ")
     return ""
+
+
+def _names_like(function):
+    """The closest names of the generated functions, and 'one of a, b, c' where few were
+    generated (else how many: RC1000's `all` has thousands)."""
+    import difflib
+    names = list(_SIGNATURES)
+    close = difflib.get_close_matches(str(function), names, n=4, cutoff=0.5)
+    guess = f"did you mean {' or '.join(close)}? " if close else ""
+    if len(names) <= 12:
+        return guess + "one of " + ", ".join(names)
+    return guess + f"{len(names)} functions were generated here: {', '.join(names[:6])}, ..."
 
 
 def _rows_of(dims):
@@ -1035,8 +1047,8 @@ def bind(function, *arrays):
         raise ValueError(f"bind: {function!r} is not among the functions generated into {HERE}; "
                          f"add it when generating: `scleron codegen MODEL --functions +{function}`")
     if function not in _SIGNATURES:
-        raise ValueError(f"unknown function {function!r} ({_by_frame_index(function)}one of "
-                         f"{', '.join(_SIGNATURES)})")
+        raise ValueError(f"unknown function {function!r} ({_by_frame_index(function)}"
+                         f"{_names_like(function)})")
     inputs, outputs = _SIGNATURES[function]
     if len(arrays) != len(inputs) + len(outputs):
         raise ValueError(f"{function} takes {len(inputs)} inputs ({', '.join(n for n, _ in inputs)}) "

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_5ec6cb17d4bc"
-HASH = "5ec6cb17d4bca6a3213b4e13d9c1be139d312be52cb9f33efcad6f87c6f78509"
+MODULE = "_rc100_7b1dcd295596"
+HASH = "7b1dcd295596b86a805443b8cf421f29f3073e53bc0283f582243189293967b7"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -417,6 +417,18 @@ def _by_frame_index(function):
             return (f"a one-frame function goes by the frame's index, frame_names.index(frame): "
                     f"bind {name!r} for frame {frame_names[int(m[2])]!r}; ")
     return ""
+
+
+def _names_like(function):
+    """The closest names of the generated functions, and 'one of a, b, c' where few were
+    generated (else how many: RC1000's `all` has thousands)."""
+    import difflib
+    names = list(_SIGNATURES)
+    close = difflib.get_close_matches(str(function), names, n=4, cutoff=0.5)
+    guess = f"did you mean {' or '.join(close)}? " if close else ""
+    if len(names) <= 12:
+        return guess + "one of " + ", ".join(names)
+    return guess + f"{len(names)} functions were generated here: {', '.join(names[:6])}, ..."
 
 
 def _rows_of(dims):
@@ -1035,8 +1047,8 @@ def bind(function, *arrays):
         raise ValueError(f"bind: {function!r} is not among the functions generated into {HERE}; "
                          f"add it when generating: `scleron codegen MODEL --functions +{function}`")
     if function not in _SIGNATURES:
-        raise ValueError(f"unknown function {function!r} ({_by_frame_index(function)}one of "
-                         f"{', '.join(_SIGNATURES)})")
+        raise ValueError(f"unknown function {function!r} ({_by_frame_index(function)}"
+                         f"{_names_like(function)})")
     inputs, outputs = _SIGNATURES[function]
     if len(arrays) != len(inputs) + len(outputs):
         raise ValueError(f"{function} takes {len(inputs)} inputs ({', '.join(n for n, _ in inputs)}) "
