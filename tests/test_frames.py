@@ -181,7 +181,8 @@ def test_frame_functions_batch_out_and_reference_errors(generated, rng):
                                          rf"frame_names.index\(frame\): bind "
                                          rf"'frame_jacobian_{k}_local' for frame 'panda_link4'; "):
         dyn.bind("frame_jacobian_panda_link4_local", Q[0], J)      # (an outside tester)
-    with pytest.raises(ValueError, match=r"\(\d+ functions were generated here: [^)]*, \.\.\.\)$"):
+    with pytest.raises(ValueError, match=r"\(\d+ functions were generated here, FUNCTIONS lists "
+                                         r"them: [^)]*, \.\.\.\)$"):
         dyn.bind("no_such_function", Q[0], J)        # (not all of them, as it was)
     dyn.bind(f"frame_jacobian_{k}_local", Q[0], J)()
     np.testing.assert_array_equal(J, dyn.frame_jacobian(Q[0], "panda_link4", "local"))

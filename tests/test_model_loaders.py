@@ -1444,3 +1444,25 @@ def test_urdf_1_1_quaternions_are_read_and_versions_checked():
         M = np.triu(M) + np.triu(M, 1).T
         mine = recursions.mass_matrix(Tree(ours), FloatAlgebra(), [0.3, 0.4])
         assert np.allclose(mine, M, rtol=1e-12, atol=1e-14) and abs(M[0, 1]) > 0.05
+
+
+@pytest.mark.parametrize("data, column", [
+    (b'\xef\xbb\xbf<robot name="r\x96"><link name="a"/></robot>', 15),    # (the BOM no column)
+    (b'<?xml version="1.0"?>\r\n<robot name="r">\r\n<!-- ab \x96 -->\r\n</robot>\r\n', 9),
+    ('<robot name="r">\n<link name="\u03b8\u03b8"/><!-- \u00e9'.encode() + b'\x96 -->\n</robot>', 24),
+    (b'<?xml version="1.0" encoding="us-ascii"?>\n<robot name="r">\n<!-- \xe9 -->\n</robot>', None),
+    (b'<?xml version="1.0" encoding="windows-1252"?>\n<robot name="r">\n<!-- \x81 -->\n</robot>',
+     None),
+    ('\ufeff<robot name="r">\n<1/>\n</robot>'.encode("utf-16-le"), None),
+])
+def test_a_byte_that_is_not_utf8_is_named_where_the_file_is_read_as_utf8(tmp_path, data, column):
+    """A reviewer: the hint told a file declared windows-1252 to declare windows-1252, and a
+    UTF-16 file's error was a byte 0xff; a BOM counted as a column."""
+    path = tmp_path / "r.urdf"
+    path.write_bytes(data)
+    msg = error_of(path)
+    assert "malformed XML" in msg
+    if column is None:
+        assert "not UTF-8" not in msg and "encoding=" not in msg, msg
+    else:
+        assert f"at column {column} is not UTF-8" in msg, msg

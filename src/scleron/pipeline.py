@@ -132,7 +132,7 @@ MASS_FORMS = ("auto", "unrolled", "loop")
 # MASS_LOOP_FILL of the upper triangle can be nonzero (a chain, or nearly). A branched tree takes
 # the loop form from a 50-coordinate chain's 1,225 entries between different joints on (its
 # 1,275 less the 50 of its joints' own blocks): its loops run over short ranges, and the unrolled
-# CRBA folds what they multiply (a free flyer's structural zeros; a free body's own 6 x 6 block
+# CRBA folds what they multiply (a free flyer's structural zeros; a childless free body's block
 # is constant). Measured, ns per call unrolled / loop: talos_reduced on a free flyer (nv 38, 369
 # entries) 454 / 944, talos_full_v2 (nv 50, 567 entries, 44 %) 728 / 1,370; RC50 (1,275
 # entries) 2,992 / 2,548; MuJoCo's humanoid100 (101 free bodies, nv 627, 2,400 entries of which
@@ -419,11 +419,10 @@ def _unroll(tree, names, prefix, method, mass, progress):
     for i, spec in enumerate(specs, 1):
         form = form_of(spec)
         if tree.coupling is not None and form != "unrolled":
-            option = ("--method 1, the default" if form == "method2"
-                      else "--mass-matrix unrolled, or auto, the default, which takes it here")
             raise ModelError(f"{spec.name}: the form asked for ({FORMS[form].description}) is "
                              f"not available yet for a model with mimic joints (docs/mimic.md); "
-                             f"the unrolled form is ({option})", source=tree.source)
+                             f"the unrolled form is ({FORMS[form].unrolled_by})",
+                             source=tree.source)
         if tree.coupling is not None and spec.coupled_doc:     # (the generated comments too)
             spec = replace(spec, doc=spec.coupled_doc)
         progress(f"unroll: {spec.name} ({i} of {len(specs)}, {FORMS[form].description})")

@@ -1014,12 +1014,14 @@ class Form:
     the loops: FunctionCode), its description in words (codegen's summary, the generated docs;
     `describe`, where the loops say more, takes them), the programs besides the main one whose
     nodes end up in the code, and whether it unrolls the recursions from the tree itself rather
-    than through the spec's inputs (from_tree: refused for a spec that acts on the tree)."""
+    than through the spec's inputs (from_tree: refused for a spec that acts on the tree);
+    unrolled_by: the option that gives the unrolled form instead, for a form a user asks for."""
     description: str
     unroll: object
     from_tree: bool = False
     describe: object = None
     extra_programs: object = None
+    unrolled_by: str = "the default options"
 
     def words(self, loops):
         return self.describe(loops) if self.describe is not None else self.description
@@ -1049,9 +1051,10 @@ def _product_loop_words(pl):
 FORMS = {
     "unrolled": Form("unrolled", unroll_straight_line),
     "method2": Form("Method II: passes 4-6 as loops", unroll_method2, from_tree=True,
-                    extra_programs=_method2_kernels),
+                    extra_programs=_method2_kernels, unrolled_by="--method 1, the default"),
     "mass_loop": Form("loop form: world-frame columns, dense products", unroll_mass_loop,
-                      from_tree=True),
+                      from_tree=True, unrolled_by="--mass-matrix unrolled, or auto, the "
+                                                  "default, which takes it here"),
     "product_loop": Form("loop form: -M^-1 dtau/dx as dense products", unroll_product_loop,
                          describe=_product_loop_words),
     "pair_loop": Form("loop form: entries between related bodies as dot products",

@@ -45,6 +45,11 @@ SNAP_LENGTH = 1e-12     # translations below this (metres) are 0 (dynamics.tree.
 TURNED = 1e-12
 SNAP_INERTIA = 1e-12    # spatial inertia entries below this fraction of their block's scale are 0
 INERTIA_FLOOR = 1e-100  # and entries below this (SI units) are 0 at any scale
+# A moment of inertia (the rotational block's diagonal) below this fraction of the block's scale
+# is 0, and a negative one below SNAP_INERTIA of it: a turned tensor with products of inertia
+# leaves rounding noise of about 1e-16 of its scale on a zero moment, either sign, while a thin
+# rod along its hinge (1e-12 of m L^2 about the hinge's origin) is geometry
+SNAP_MOMENT = 1e-14
 
 
 _AXES = {}                  # id(joint) -> (joint, its commuting_axis): joint models are shared
@@ -314,10 +319,11 @@ def snapped_inertia(I):
     kg; the first moment's scale at least sqrt(rotational x mass)), and any below INERTIA_FLOOR.
     (One tolerance for the whole matrix mixed units: a 1e-8 kg body of 1e-16 kg m^2 lost its
     rotational inertia, and a 1 kg body 5 um across its products of inertia; an outside
-    tester's forward dynamics were 25 % off Pinocchio's.) The rotational diagonal snaps only
-    below SNAP_INERTIA^2 of its scale: a moment about an axis is no sum that cancels to noise,
-    only a turn by delta leaves delta^2 on a zero one, and a thin rod along its joint's axis
-    (1e-12 of m L^2) is geometry (it was snapped: M 25 % off Pinocchio's; an outside tester)."""
+    tester's forward dynamics were 25 % off Pinocchio's.) The moments on the rotational block's
+    diagonal snap below SNAP_MOMENT of its scale, and negative ones below SNAP_INERTIA: a thin
+    rod along its hinge lost its moment of 1e-12 of the scale (M 25 % off Pinocchio's), while a
+    turned rod's noise, -5e-17, kept, reads as an inertia that is not positive (two outside
+    reviewers)."""
     I = np.array(I, dtype=float)
     rotational, mass = float(np.abs(I[:3, :3]).max()), float(np.abs(I[3:, 3:]).max())
     moment = max(float(np.abs(I[:3, 3:]).max()), math.sqrt(rotational) * math.sqrt(mass))
@@ -329,7 +335,8 @@ def snapped_inertia(I):
         block = I[rows, cols]
         block[np.abs(block) <= max(INERTIA_FLOOR, SNAP_INERTIA * scale)] = 0.0
     for k, x in enumerate(diagonal):
-        I[k, k] = 0.0 if abs(x) <= max(INERTIA_FLOOR, SNAP_INERTIA ** 2 * rotational) else x
+        noise = max(INERTIA_FLOOR, (SNAP_INERTIA if x < 0 else SNAP_MOMENT) * rotational)
+        I[k, k] = 0.0 if abs(x) <= noise else x
     return I.tolist()
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import ModelError
 from ..algebra import FloatAlgebra
 from ..joints.registry import coordinate_unit
-from .body_frames import INERTIA_FLOOR, SNAP_INERTIA
+from .body_frames import INERTIA_FLOOR, SNAP_INERTIA, SNAP_MOMENT
 from .configuration import normalized
 from .recursions import (bias_forces, composite_inertias, expand, joint_kinematics, mass_matrix,
                          mass_matrix_factors)
@@ -289,8 +289,9 @@ def check_nonsingular(tree, *, source=None, samples=SAMPLES, seed=SEED, configur
         f"them (its pivot at most {largest[k][0]:.3g}, where its diagonal entry M_kk is "
         f"{largest[k][1]:.3g} and the largest one {largest[k][2]:.3g}). "
         "Give the body mass off the joint's axis or rotational inertia about it (masses and "
-        f"inertias below {ROUNDED_TO_ZERO:g}, entries off the diagonal below {SNAP_INERTIA:g} "
-        f"of their block of the body's inertia, pivots below {PIVOT_RTOL:g} of their M_kk, and M_kk below "
+        f"inertias below {ROUNDED_TO_ZERO:g}, entries below {SNAP_INERTIA:g} of their block "
+        f"of the body's inertia ({SNAP_MOMENT:g} for a positive moment), pivots below "
+        f"{PIVOT_RTOL:g} of their M_kk, and M_kk below "
         f"{PIVOT_RTOL:g} of the inertia it moves or {DIAGONAL_RTOL:g} of the largest count as "
         "0), or fix the joint"
         # (where the coordinate moves some inertia, only what the joints before it move too)

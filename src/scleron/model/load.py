@@ -170,14 +170,15 @@ def xml_declaration_first(data):
 
 def malformed_xml(error, data):
     """The problem an expat error reports, in words: "malformed XML: " and expat's, or for a byte
-    that is not UTF-8 where the file declares no other encoding (a Windows-1252 en dash, 0x96,
-    in OpenSim's own example files; an outside tester) that byte and its column."""
+    that is not UTF-8 in a file read as UTF-8 (no BOM of another encoding, its declaration names
+    none or UTF-8; a Windows-1252 en dash, 0x96, in OpenSim's own example files: an outside
+    tester) that byte and its column."""
     from xml.parsers import expat
     problem = f"malformed XML: {expat.ErrorString(error.code)}"
     if error.code != expat.errors.codes[expat.errors.XML_ERROR_INVALID_TOKEN] or \
-            not isinstance(data, bytes):
+            not isinstance(data, bytes) or declared_encoding(data) not in ("", "utf-8", "utf8"):
         return problem
-    lines = data.split(b"\n")
+    lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
     line = lines[error.lineno - 1] if 0 < error.lineno <= len(lines) else b""
     try:
         line.decode("utf-8")
@@ -187,6 +188,15 @@ def malformed_xml(error, data):
                 "encoding the file is read in: save it as UTF-8, or name its encoding in its "
                 "declaration (<?xml version=\"1.0\" encoding=\"windows-1252\"?>)")
     return problem
+
+
+def declared_encoding(data):
+    """The encoding an XML document's declaration names, lower case ('' for none), or 'utf-16'
+    where it starts with a UTF-16 or UTF-32 byte order mark."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
+        return "utf-16"
+    found = re.match(rb"(?:\xef\xbb\xbf)?\s*<\?xml[^>]*?encoding\s*=\s*[\"']([^\"']*)[\"']", data)
+    return found[1].decode("ascii", "replace").lower() if found else ""
 
 
 def xml_root_tag(path):

@@ -950,7 +950,9 @@ def _broken_coupling(c, ctx, joints):
             not all(n in defaults for n in indep + [dep]):
         return ""
     try:
-        f = _function(_function_node(wrapper, ctx), list(range(len(indep))), ctx)
+        with warnings.catch_warnings():     # (a spline's own warnings: scleron never uses it)
+            warnings.simplefilter("ignore")
+            f = _function(_function_node(wrapper, ctx), list(range(len(indep))), ctx)
         scale = ctx.numbers(c, "scale_factor", 1, (1.0,))[0]
     except (ModelError, AttributeError):    # (not read: the constraint is not enforced here)
         return ""

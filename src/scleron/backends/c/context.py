@@ -210,8 +210,8 @@ class CForm:
 
 # the template data every function has, each form's own where it has them
 FORM_DATA = {"method2": None, "mass_loop": None, "product_loop": None, "minv_loop": None,
-             "frame_loop": None, "pairs": None, "calls": None, "made": [], "rule": None,
-             "heap": 0, "unused_inputs": [], "before_chunks": []}
+             "frame_loop": None, "pairs": None, "calls": None, "made": (), "rule": None,
+             "heap": 0, "unused_inputs": (), "before_chunks": ()}
 
 
 def _outputs(code):
@@ -348,7 +348,7 @@ def function_context(code, prefix, chunk, first_index):
         # (a per-frame function's doc holds the frame's name, from the model file)
         "doc": c_comment(spec.doc + ("" if code.form == "unrolled" else f" ({code.description})")),
         "template": shape.template, **data, "nwork": cf.nwork,
-        "chunks": data["before_chunks"] + cf.chunks, "after_chunks": cf.chunks,
+        "chunks": list(data["before_chunks"]) + cf.chunks, "after_chunks": cf.chunks,
         "minv_mb": _minv_mb(code),
         "sincos": cf.sincos, "statements": cf.statements, "counts": cf.counts,
         "public_params": ", ".join(_pointer(a, o) for a, o in args),
