@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_a48c4642673d"
-HASH = "a48c4642673d28c05d54a26fa815f7afb88665a976c9bafb7cf255450b60d055"
+MODULE = "_branched_ea8cd951a4a6"
+HASH = "ea8cd951a4a69bcaa8ead29ad817eaa4e65b5fa0c182a3fa530e68961c9f9d17"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"
@@ -428,7 +428,8 @@ def _names_like(function):
     guess = f"did you mean {' or '.join(close)}? " if close else ""
     if len(names) <= 12:
         return guess + "one of " + ", ".join(names)
-    return guess + f"{len(names)} functions were generated here: {', '.join(names[:6])}, ..."
+    return guess + (f"{len(names)} functions were generated here, FUNCTIONS lists them: "
+                    f"{', '.join(names[:6])}, ...")
 
 
 def _rows_of(dims):

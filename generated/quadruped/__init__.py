@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_f0db073b84c2"
-HASH = "f0db073b84c23e3ff03eaf7e991d31d47b8aee258501236db675cb926cb6cc65"
+MODULE = "_quadruped_be00cdae23ee"
+HASH = "be00cdae23ee2fde6449612710c2e35e67fdec37e1ca2706ca7957c1f50ee360"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -428,7 +428,8 @@ def _names_like(function):
     guess = f"did you mean {' or '.join(close)}? " if close else ""
     if len(names) <= 12:
         return guess + "one of " + ", ".join(names)
-    return guess + f"{len(names)} functions were generated here: {', '.join(names[:6])}, ..."
+    return guess + (f"{len(names)} functions were generated here, FUNCTIONS lists them: "
+                    f"{', '.join(names[:6])}, ...")
 
 
 def _rows_of(dims):

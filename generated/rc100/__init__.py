@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_7b1dcd295596"
-HASH = "7b1dcd295596b86a805443b8cf421f29f3073e53bc0283f582243189293967b7"
+MODULE = "_rc100_4a322031f60c"
+HASH = "4a322031f60c454a51808f9409bf8db06c698bce78dd74dbdb1faec8488bb31f"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -428,7 +428,8 @@ def _names_like(function):
     guess = f"did you mean {' or '.join(close)}? " if close else ""
     if len(names) <= 12:
         return guess + "one of " + ", ".join(names)
-    return guess + f"{len(names)} functions were generated here: {', '.join(names[:6])}, ..."
+    return guess + (f"{len(names)} functions were generated here, FUNCTIONS lists them: "
+                    f"{', '.join(names[:6])}, ...")
 
 
 def _rows_of(dims):

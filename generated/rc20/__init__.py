@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_9784f7a384cf"
-HASH = "9784f7a384cf87a3ad2d89c33a9d492a2cdb4d0b8e8eeef48eb87282fddaffc2"
+MODULE = "_rc20_5796d2686336"
+HASH = "5796d26863368a7fcd7df79ea20ef72553225883429ad29fadf402a600158702"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -428,7 +428,8 @@ def _names_like(function):
     guess = f"did you mean {' or '.join(close)}? " if close else ""
     if len(names) <= 12:
         return guess + "one of " + ", ".join(names)
-    return guess + f"{len(names)} functions were generated here: {', '.join(names[:6])}, ..."
+    return guess + (f"{len(names)} functions were generated here, FUNCTIONS lists them: "
+                    f"{', '.join(names[:6])}, ...")
 
 
 def _rows_of(dims):

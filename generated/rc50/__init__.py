@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_144bb6498ed4"
-HASH = "144bb6498ed4aac7c00b69d9dea09df18162eb854014f7893b53ff3f40671580"
+MODULE = "_rc50_b32f3f89de9c"
+HASH = "b32f3f89de9c70ba936e37a3259332fcb07fd68e5fd5f9aad5cd813a11e24d37"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -428,7 +428,8 @@ def _names_like(function):
     guess = f"did you mean {' or '.join(close)}? " if close else ""
     if len(names) <= 12:
         return guess + "one of " + ", ".join(names)
-    return guess + f"{len(names)} functions were generated here: {', '.join(names[:6])}, ..."
+    return guess + (f"{len(names)} functions were generated here, FUNCTIONS lists them: "
+                    f"{', '.join(names[:6])}, ...")
 
 
 def _rows_of(dims):
