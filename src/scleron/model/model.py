@@ -6,7 +6,6 @@ The body frame is the joint's successor frame: G_i(q) = X_tree,i * Q_i(q_i).
 """
 import contextlib
 import math
-import numbers
 import warnings
 from dataclasses import dataclass, field
 
@@ -15,7 +14,7 @@ import numpy as np
 from ..errors import ModelError
 from . import params as P
 from .load import MAX_BODIES
-from .joint_types import (EULER_CHARTS, JOINT_TYPES, composite_part_problem, composite_part_types,
+from .joint_types import (JOINT_TYPES, composite_part_problem, composite_part_types,
                           joint_configuration, joint_dof, joint_neutral, joint_nq,
                           joint_ranges)
 
@@ -26,29 +25,14 @@ UNIT_TOLERANCE = 1e-2    # |q| this close to 1: a unit quaternion written to a f
 WORLD = "world"
 
 
-def _finite_vector(value, n, what, err):
-    try:
-        if any(isinstance(x, (str, bytes, bool, np.bool_))            # as the YAML reader: a
-               for x in np.asarray(value, dtype=object).reshape(-1)):  # number, not "0.1" or True
-            raise err(f"{what} must be {n} numbers, got {value!r}")
-        arr = np.array(value, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
-        raise err(f"{what} must be {n} numbers, got {value!r}") from None
-    if arr.size != n:
-        raise err(f"{what} must be {n} numbers, got {arr.size}")
-    if not np.all(np.isfinite(arr)):
-        raise err(f"{what} must be finite, got {arr.tolist()}")
-    return arr
-
-
 def _placement(origin, xyz, rpy, err):
     """The Transform of add_body's and add_frame's origin=, or of xyz, rpy (URDF convention);
     origin's rotation must be a proper rotation (a reflection or a scaled matrix made wrong
     energies without a word), its translation 3 finite numbers."""
     if origin is None:
         return Transform.from_xyz_rpy(
-            _finite_vector(xyz if xyz is not None else (0, 0, 0), 3, "xyz", err),
-            _finite_vector(rpy if rpy is not None else (0, 0, 0), 3, "rpy", err))
+            P.vector(xyz if xyz is not None else (0, 0, 0), 3, "xyz", err),
+            P.vector(rpy if rpy is not None else (0, 0, 0), 3, "rpy", err))
     if xyz is not None or rpy is not None:
         raise err("give origin (a Transform) or xyz and rpy, not both")
     if not isinstance(origin, Transform):
@@ -67,7 +51,7 @@ def _placement(origin, xyz, rpy, err):
     if np.abs(R @ R.T - np.eye(3)).max() > 1e-12:      # rounded input: the nearest rotation
         u, _, vt = np.linalg.svd(R)
         R = u @ vt
-    return Transform(R, _finite_vector(origin.translation, 3, "origin's translation", err))
+    return Transform(R, P.vector(origin.translation, 3, "origin's translation", err))
 
 
 def rotation_from_rpy(rpy):
@@ -451,13 +435,13 @@ class Model:
             raise err(f"parent '{parent}' does not exist (parents must be added before children)")
         try:
             inertia_mat = (np.array(inertia, dtype=float) if np.size(inertia) == 9
-                           else np.diag(_finite_vector(inertia, 3, "inertia", err)))
+                           else np.diag(P.vector(inertia, 3, "inertia", err)))
         except ModelError:
             raise
         except (TypeError, ValueError):
             raise err(f"inertia must be 3 numbers (diagonal) or a 3x3 matrix, "
                       f"got {inertia!r}") from None
-        body = Body(name, Inertia(mass, _finite_vector(com, 3, "com", err),
+        body = Body(name, Inertia(mass, P.vector(com, 3, "com", err),
                                   inertia_mat.reshape(3, 3)))
         with self._each_warning_once():     # (validate() checks it again: one warning)
             check_inertia(body.inertia, err, relaxed=self.inertia_checks == "relaxed",
@@ -551,29 +535,14 @@ class Model:
         self._check_general(j, err)
         for key in ("axis", "normal"):
             if key in j.params:
-                a = _finite_vector(j.params[key], 3, key, err)
-                # the norm of the vector divided by its largest entry: |a|^2 of (1e300, 1e300, 0)
-                # overflows to inf (and a / inf is a zero axis), that of 1e-200 underflows to 0
-                big = float(np.abs(a).max())
-                unit = a / big if big > 0 else a
-                n = float(np.linalg.norm(unit)) * big         # a Python float: inf, no warning
-                if n < 1e-12:
-                    raise err(f"{key} has zero length (|{key}| = {n:.3g}, below 1e-12)")
-                if abs(n - 1.0) > 1e-15:            # (a unit axis stays as it is: checked
-                    a = unit / np.linalg.norm(unit)     # again, the same)
-                j.params[key] = tuple(float(x) for x in a)
+                j.params[key] = P.axis(j.params[key], key, err)
         if j.type == "helical" and "pitch" not in j.params:
             raise err("a helical joint needs 'pitch', its translation per radian along the axis "
                       "(pitch 0 is a revolute joint)")
         if "pitch" in j.params:
-            p = j.params["pitch"]
-            if not isinstance(p, numbers.Real) or isinstance(p, bool) or not math.isfinite(p):
-                raise err(f"pitch must be a finite number, got {p!r}")
-            j.params["pitch"] = float(p)
+            j.params["pitch"] = P.number(j.params["pitch"], "pitch", err)
         if "chart" in j.params:
-            if j.params["chart"] not in EULER_CHARTS:
-                raise err(f"unknown Euler chart '{j.params['chart']}' "
-                          f"(one of {', '.join(EULER_CHARTS)})")
+            j.params["chart"] = P.chart(j.params["chart"], err)
         if j.type == "composite":
             parts = j.params.get("parts")
             if not isinstance(parts, (list, tuple)) or not parts:
@@ -853,7 +822,7 @@ class Model:
                 got = f"{shape[0]} numbers" if len(shape) == 1 else \
                     ("a single number" if not shape else f"an array of shape {shape}")
                 raise err(f"{attr} must be {n} numbers ({size}), got {got}")
-            a = _finite_vector(value, n, attr, err)      # numbers (no strings, booleans), finite
+            P.vector(value, n, attr, err)          # numbers (no strings, booleans), finite
         if self.q0 is not None:
             self.unit_quaternions(self.q0, lambda problem: ModelError(f"q0: {problem}",
                                                                       source=self.source))

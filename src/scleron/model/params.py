@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from .joint_types import EULER_CHARTS
 from .load import describe
 
 SURFACE_KEYS = {"sphere": ("radius",), "ellipsoid": ("semi_axes",),
@@ -46,6 +47,45 @@ def numbers(value, n, what, err):
     if not isinstance(value, (list, tuple)) or len(value) != n:
         raise err(f"{what} must be a list of {n} numbers, got {describe(value)}")
     return tuple(number(x, f"{what}[{i}]", err) for i, x in enumerate(value))
+
+
+def vector(value, n, what, err):
+    """n finite numbers (a list, tuple or array of any shape; no strings or booleans, as the
+    YAML reader takes them) as a float array."""
+    try:
+        if any(isinstance(x, (str, bytes, bool, np.bool_))
+               for x in np.asarray(value, dtype=object).reshape(-1)):
+            raise err(f"{what} must be {n} numbers, got {value!r}")
+        arr = np.array(value, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise err(f"{what} must be {n} numbers, got {value!r}") from None
+    if arr.size != n:
+        raise err(f"{what} must be {n} numbers, got {arr.size}")
+    if not np.all(np.isfinite(arr)):
+        raise err(f"{what} must be finite, got {arr.tolist()}")
+    return arr
+
+
+def axis(value, what, err):
+    """A joint's axis or plane normal: 3 finite numbers of nonzero length, as a unit vector (a
+    unit one as it is). Its norm is taken over its largest entry: |a|^2 of (1e300, 1e300, 0)
+    overflows to inf (and a / inf is a zero axis), that of 1e-200 underflows to 0."""
+    a = vector(value, 3, what, err)
+    big = float(np.abs(a).max())
+    unit = a / big if big > 0 else a
+    n = float(np.linalg.norm(unit)) * big             # a Python float: inf, no warning
+    if n < 1e-12:
+        raise err(f"{what} has zero length (|{what}| = {n:.3g}, below 1e-12)")
+    if abs(n - 1.0) > 1e-15:
+        a = unit / np.linalg.norm(unit)
+    return tuple(float(x) for x in a)
+
+
+def chart(value, err):
+    """An Euler chart's name (EULER_CHARTS: XYZ, ZYX, ... and the proper ones)."""
+    if not isinstance(value, str) or value not in EULER_CHARTS:
+        raise err(f"unknown Euler chart {describe(value)} (one of {', '.join(EULER_CHARTS)})")
+    return value
 
 
 def rotation_problem(R, what):

@@ -17,7 +17,7 @@ from yaml.nodes import ScalarNode
 
 from ..errors import ModelError
 from . import params as P
-from .joint_types import (EULER_CHARTS, JOINT_TYPES, SPRING_KEYS, composite_part_problem,
+from .joint_types import (JOINT_TYPES, SPRING_KEYS, composite_part_problem,
                           composite_part_types, joint_dof, joint_nq)
 from .load import MAX_BODIES, MAX_DEPTH, describe, read_source, sanitize_identifier
 from .model import WORLD, Inertia, Model, Transform, check_inertia, rotation_from_rpy
@@ -626,19 +626,12 @@ def _params(j, jtype, where):
         if key not in j:
             continue
         v, kw = j[key], where.at(line=_key_line(j, key))
-        if key in ("axis", "normal"):
-            a = np.array(_numbers(v, 3, key, kw))
-            if math.hypot(*a) < 1e-12:              # (no numpy overflow warning at 1e308)
-                raise kw.error(f"{key} has zero length (|{key}| = {math.hypot(*a):.3g}, "
-                               "below 1e-12)")
-            params[key] = tuple(float(x) for x in a)
+        if key in ("axis", "normal"):      # (numbers on their own lines, then as Model's)
+            params[key] = P.axis(_numbers(v, 3, key, kw), key, kw.error)
         elif key == "pitch":
             params[key] = _number(v, "pitch", kw)
         elif key == "chart":
-            if not isinstance(v, str) or v not in EULER_CHARTS:
-                raise kw.error(f"unknown Euler chart {describe(v)} "
-                               f"(one of {', '.join(EULER_CHARTS)})")
-            params[key] = v
+            params[key] = P.chart(v, kw.error)
         elif key == "parts":
             params[key] = _parts(v, kw)
         elif key in ("parent_surface", "child_surface", "surface"):
