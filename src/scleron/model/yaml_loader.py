@@ -300,15 +300,7 @@ def _mimic(value, where):
 
 
 def _number(value, what, where):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise where.error(f"{what} must be a number, got {describe(value)}")
-    try:
-        x = float(value)
-    except OverflowError:
-        raise where.error(f"{what} is too large: {describe(value)}") from None
-    if not math.isfinite(x):
-        raise where.error(f"{what} must be finite, got {describe(value)}")
-    return x
+    return P.number(value, what, where.error)
 
 
 def _numbers(value, n, what, where):
