@@ -1466,3 +1466,34 @@ def test_a_byte_that_is_not_utf8_is_named_where_the_file_is_read_as_utf8(tmp_pat
         assert "not UTF-8" not in msg and "encoding=" not in msg, msg
     else:
         assert f"at column {column} is not UTF-8" in msg, msg
+
+
+def test_joint_parameters_through_the_python_api_are_checked_as_in_yaml():
+    """One check each for axis, pitch and chart (model/params), which Model.check_joint and the
+    YAML reader wrote twice: a pitch is any real number (sympy's, a Fraction: accepted before,
+    refused by the first shared check; a reviewer), never a bool, a string or nan; an axis of
+    an int too large for a float is refused, not an OverflowError; a chart comes back a str."""
+    import fractions
+    import sympy
+    from scleron.model.model import Model
+
+    def helical(pitch):
+        m = Model("m")
+        m.add_body("b", joint="helical", axis=(0, 0, 2), pitch=pitch, mass=1.0, inertia=(1, 1, 1))
+        return m.joints[0].params
+    for given, value in ((sympy.Float(0.25), 0.25), (sympy.Rational(1, 4), 0.25),
+                         (fractions.Fraction(1, 4), 0.25), (np.float32(0.5), 0.5), (2, 2.0)):
+        params = helical(given)
+        assert params["pitch"] == value and type(params["pitch"]) is float
+        assert params["axis"] == (0.0, 0.0, 1.0)
+    for bad, problem in ((True, "pitch must be a number"), (float("nan"), "pitch must be finite"),
+                         ("0.1", "pitch must be a number"), (10 ** 400, "pitch is too large")):
+        with pytest.raises(ModelError, match=problem):
+            helical(bad)
+    with pytest.raises(ModelError, match="axis must be 3 numbers"):
+        Model("m").add_body("b", axis=[10 ** 400, 0, 0], mass=1.0, inertia=(1, 1, 1))
+    m = Model("m")
+    m.add_body("b", joint="spherical", chart=np.str_("ZYX"), mass=1.0, inertia=(1, 1, 1))
+    assert type(m.joints[0].params["chart"]) is str
+    with pytest.raises(ModelError, match="unknown Euler chart 'zyx'"):
+        Model("m").add_body("b", joint="spherical", chart="zyx", mass=1.0, inertia=(1, 1, 1))

@@ -8,6 +8,7 @@ canonical form (floats, tuples; the form model_to_dict writes and the joint libr
 Normalising an already normalised value gives it back unchanged.
 """
 import math
+from numbers import Real
 
 import numpy as np
 
@@ -28,7 +29,8 @@ MAX_GRID = 32
 
 
 def number(value, what, err, positive=False):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+    """A finite real number (numpy's, sympy's and Fraction too; not a bool) as a float."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
         raise err(f"{what} must be a number, got {describe(value)}")
     try:
         x = float(value)
@@ -57,7 +59,7 @@ def vector(value, n, what, err):
                for x in np.asarray(value, dtype=object).reshape(-1)):
             raise err(f"{what} must be {n} numbers, got {value!r}")
         arr = np.array(value, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):      # (OverflowError: an int of 10**400)
         raise err(f"{what} must be {n} numbers, got {value!r}") from None
     if arr.size != n:
         raise err(f"{what} must be {n} numbers, got {arr.size}")
@@ -85,7 +87,7 @@ def chart(value, err):
     """An Euler chart's name (EULER_CHARTS: XYZ, ZYX, ... and the proper ones)."""
     if not isinstance(value, str) or value not in EULER_CHARTS:
         raise err(f"unknown Euler chart {describe(value)} (one of {', '.join(EULER_CHARTS)})")
-    return value
+    return str(value)                   # (numpy's str_ as Python's)
 
 
 def rotation_problem(R, what):
