@@ -1,6 +1,7 @@
 """Timing loops: the C harnesses sampled round-robin (so the noise of a shared machine falls on
 all of them alike), the Python calls of scleron, Pinocchio and MuJoCo, and the choice of a
 tool's fastest variant. Times are ns per call; results are {min, median, max, n} (common.stats)."""
+import shutil
 import time
 
 import numpy as np
@@ -22,18 +23,32 @@ def best_variant(tool_res, variants):
 # C harnesses
 
 
+def placed_copy(cmd, k):
+    """cmd with its binary copied afresh to a file of its own for round k. Where a program's
+    code lies in physical memory changes its time: one harness binary, copied byte for byte to
+    eight files, ran panda's inverse-dynamics derivatives (45 kB of straight-line code, more
+    than the 32 kB L1 instruction cache) at 632-642 ns from six of them and at 700 and 1,023
+    from the others (AMD EPYC, 2026-11-29); one file for all rounds measured 955 (0.30 of
+    Pinocchio's instead of 0.20). A copy per round spreads the rounds over placements, and the
+    median over them is the typical one."""
+    copy = f"{cmd[0]}.round{k}"
+    shutil.copy2(cmd[0], copy)
+    return [copy] + list(cmd[1:])
+
+
 def harness_rounds(cmds, rounds, args_of, on_failure):
     """Samples of several harnesses taken round by round (a, b, c, a, b, c, ...): {name: {function:
-    [ns per call]}}. cmds: {name: argv or None}; args_of(name): the harness arguments; a harness
-    that fails is reported with on_failure(name, exception) and not run again."""
+    [ns per call]}}, each round from fresh copies of the binaries (placed_copy). cmds: {name:
+    argv or None}; args_of(name): the harness arguments; a harness that fails is reported with
+    on_failure(name, exception) and not run again."""
     cmds = dict(cmds)
     samples = {name: {} for name in cmds}
-    for _ in range(rounds):
+    for k in range(rounds):
         for name, cmd in cmds.items():
             if cmd is None:
                 continue
             try:
-                got = parse_samples(run_harness(cmd, args_of(name)))
+                got = parse_samples(run_harness(placed_copy(cmd, k), args_of(name)))
             except Exception as exc:
                 on_failure(name, exc)
                 cmds[name] = None

@@ -78,3 +78,17 @@ def test_rc1_has_no_table_10_1_row():
                           ("forward_dynamics", "inverse_dynamics", "mass_matrix", "bias_forces")}}
     assert all("table" not in o and "ratio" not in o for o in op_counts(meta, "rc", 1).values())
     assert op_counts(meta, "rc", 20)["fd"]["table"]["m"] > 0
+
+
+def test_each_round_runs_a_fresh_copy_of_a_harness(tmp_path):
+    """Where a binary's code lies in physical memory changed a harness's time by up to 1.6x
+    (benchmarks.timing.placed_copy): each round runs its own copy, so the rounds' median is
+    over placements."""
+    from benchmarks.timing import harness_rounds
+    fake = tmp_path / "bench"
+    fake.write_text('#!/bin/sh\necho "SAMPLES $(basename "$0") 1 5.0"\n')
+    fake.chmod(0o755)
+    failures = []
+    samples = harness_rounds({"a": [str(fake)]}, 3, lambda name: [],
+                             lambda name, exc: failures.append(exc))
+    assert not failures and samples == {"a": {f"bench.round{k}": [5.0] for k in range(3)}}
