@@ -1391,3 +1391,29 @@ def test_chart_variant_starts_at_rest_where_its_angles_moved():
     assert m.qd0.tolist() == qd0                            # the model itself is untouched
     same = variants.model_for(("ZYX",))                     # its own chart, away from the lock
     assert same.q0.tolist() == q0 and same.qd0.tolist() == qd0
+
+
+def test_a_kept_exponential_chart_near_two_pi_is_named(tmp_path, build):
+    """A ball_exp joint with a spring keeps its exponential coordinates (no re-parameterisation
+    at |θ| = π), and they are singular at |θ| = 2π: an outside reviewer's run ended in "the state
+    became non-finite" with the generic advice. Watched now as the kept Euler charts are: the
+    error names the joint and its singularity, and a run that gets near warns."""
+    from scleron.simulate.charts import exp_det, kept_charts
+    path = tmp_path / "kept_exp.yaml"
+    path.write_text(SPINNER.replace("xyz: [0, 0, 1]}", "xyz: [0, 0, 1], stiffness: 1e-9}")
+                    .replace("[0.2, -0.1, 0.3]", "[0.0, 0.0, 3.0]")
+                    .replace("[1.0, 2.5, 3.0]", "[0.3, 0.2, 5.0]"))
+    model = scleron.load_model(str(path))
+    assert [(c.name, c.start, c.chart) for c in kept_charts(model)] == [("ball", 0, "exp")]
+    assert exp_det([0, 0, 0]) == 1.0 and exp_det([0, 0, 2 * math.pi]) < 1e-30
+    assert exp_det([0, 0, math.pi]) == pytest.approx(4 / math.pi ** 2)
+    with pytest.raises(SimulationError, match=r"non-finite at t = .*: joint 'ball' came near "
+                                              r"\|θ\| = 2π, where its exponential coordinates "
+                                              r"are singular \(det S = 2\(1 - cos θ\)/θ² = "):
+        simulate(model, 1.0, 1e-3, out_dir=build, progress=False)
+    with pytest.warns(scleron.SimulationWarning, match=r"joint 'ball' came near \|θ\| = 2π.*a "
+                                                       r"spring, an armature or a constant force"):
+        simulate(model, 0.4, 1e-3, out_dir=build, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                        # away from it: no warning
+        simulate(model, 0.1, 1e-3, out_dir=build, progress=False)

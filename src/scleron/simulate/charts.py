@@ -47,6 +47,13 @@ def det_name(chart):
     return "sin(q2)" if chart[0] == chart[2] else "cos(q2)"
 
 
+def exp_det(q3):
+    """det S of exponential coordinates q (S = the right Jacobian of SO(3)): 2 (1 - cos θ) / θ²,
+    θ = |q|; 1 at θ = 0, 0 at θ = 2π k (k > 0), where the coordinates are singular."""
+    theta = float(np.linalg.norm(q3))
+    return 1.0 if theta < 1e-8 else 2.0 * (1.0 - math.cos(theta)) / theta ** 2
+
+
 def chart_R(chart, q3):
     """Rotation of Euler chart `chart` at angles q3 (3x3), from the joint library."""
     return joint_model("spherical", {"chart": chart}).numeric("R", q3)
@@ -110,11 +117,25 @@ class Switchable:
 
 @dataclass
 class KeptChart:
-    """An Euler-chart rotation that never switches: its singularity is watched, not left."""
+    """A rotation's chart (Euler, or "exp": a ball_exp joint's exponential coordinates) that
+    never switches: its singularity is watched, not left."""
     name: str           # the joint's
     start: int          # index in q of the chart's first angle
     chart: str
     why: str            # why it keeps its chart
+
+    def det(self, q):
+        """|det S| of the chart at the state's q (0 at its singularity)."""
+        if self.chart == "exp":
+            return exp_det(q[self.start:self.start + 3])
+        return abs(chart_det(self.chart, q[self.start + 1]))
+
+    def came_near(self, d):
+        """Where the chart came near its singularity, in words, at |det S| = d."""
+        if self.chart == "exp":
+            return (f"|θ| = 2π, where its exponential coordinates are singular (det S = "
+                    f"2(1 - cos θ)/θ² = {d:.2g}")
+        return f"the gimbal lock of its chart {self.chart} (|{det_name(self.chart)}| = {d:.2g}"
 
 
 def euler_angles(jtype, params):
@@ -139,6 +160,9 @@ def kept_charts(model, tau=None):
         own = np.asarray(tau, dtype=float)[kv:kv + j.dof] if constant else None
         if switch == "euler" and _keeps_chart(j, skip, own):
             out.append(KeptChart(j.name, k + skip, angles[2],
+                                 "a spring, an armature or a constant force on it keeps its chart"))
+        elif switch == "exp" and _keeps_chart(j, skip, own):     # (its |θ| -> 2π: an outside
+            out.append(KeptChart(j.name, k, "exp",                # tester's run ended non-finite)
                                  "a spring, an armature or a constant force on it keeps its chart"))
         elif angles and angles[1] == 3 and not switch:   # a point's (two have no singularity)
             out.append(KeptChart(j.name, k + skip, angles[2],

@@ -256,7 +256,7 @@ class Simulator:
                                    " (a smaller --dt, rk45, or the implicit integrator for stiff "
                                    "springs and dampers may help)"))
         for c in self.kept:
-            d = abs(chart_det(c.chart, self.q[c.start + 1]))
+            d = c.det(self.q)
             if d < self.nearest.get(c.name, (math.inf,))[0]:
                 self.nearest[c.name] = (d, t, c)
 
@@ -265,9 +265,8 @@ class Simulator:
         joint, did to the run, or "" (none came near, none left)."""
         near = [(d, t, c) for d, t, c in self.nearest.values() if d < self.threshold]
         return "; ".join([
-            f"joint '{c.name}' came near the gimbal lock of its chart {c.chart} "
-            f"(|{det_name(c.chart)}| = {d:.2g} at t = {t:.6g} s; {c.why}): the run is inaccurate "
-            f"there; a spherical_quat or free_flyer joint has no such point"
+            f"joint '{c.name}' came near {c.came_near(d)} at t = {t:.6g} s; {c.why}): the run "
+            f"is inaccurate there; a spherical_quat or free_flyer joint has no such point"
             for d, t, c in near] + [
             f"coordinate '{c.name}' of joint '{c.joint}' ({c.type}) left its range "
             f"[{c.low:g}, {c.high:g}] at t = {t:.6g} s (reaching {far:.6g}): outside it the "
