@@ -1449,7 +1449,8 @@ def test_urdf_1_1_quaternions_are_read_and_versions_checked():
 @pytest.mark.parametrize("data, column", [
     (b'\xef\xbb\xbf<robot name="r\x96"><link name="a"/></robot>', 15),    # (the BOM no column)
     (b'<?xml version="1.0"?>\r\n<robot name="r">\r\n<!-- ab \x96 -->\r\n</robot>\r\n', 9),
-    ('<robot name="r">\n<link name="\u03b8\u03b8"/><!-- \u00e9'.encode() + b'\x96 -->\n</robot>', 24),
+    ('<robot name="r">\n<link name="\u03b8\u03b8"/><!-- \u00e9'.encode()
+     + b'\x96 -->\n</robot>', 24),
     (b'<?xml version="1.0" encoding="us-ascii"?>\n<robot name="r">\n<!-- \xe9 -->\n</robot>', None),
     (b'<?xml version="1.0" encoding="windows-1252"?>\n<robot name="r">\n<!-- \x81 -->\n</robot>',
      None),
