@@ -703,3 +703,14 @@ def test_mass_matrix_entries_of_a_coupled_model_are_its_whole_upper_triangle():
     model = scleron.load_model(os.path.join(os.path.dirname(__file__), "data", "urdf",
                                             "mimic_gripper.urdf"), mimic="couple")
     assert mass_matrix_entries(model) == (0, model.nv * (model.nv + 1) // 2)
+
+
+def test_every_code_form_has_its_c():
+    """unroll.FORMS and the C backend's C_FORMS name the same forms, and each form's template
+    is there: a form added to one table alone would fail at render time, on some model only."""
+    from scleron.backends.c.context import C_FORMS
+    from scleron.backends.c.render import template_dir
+    from scleron.unroll import FORMS
+    assert set(FORMS) == set(C_FORMS)
+    for name, shape in C_FORMS.items():
+        assert (template_dir() / shape.template).is_file(), name
