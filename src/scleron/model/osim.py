@@ -946,15 +946,16 @@ def _broken_coupling(c, ctx, joints):
     indep = words(ctx.text(c, "independent_coordinate_names"))
     dep = ctx.text(c, "dependent_coordinate_name")
     wrapper = c.child("coupled_coordinates_function")
-    if not _flag(ctx.text(c, "isEnforced", "true")) or wrapper is None or \
+    node = _function_node(wrapper, ctx) if wrapper is not None else None
+    if not _flag(ctx.text(c, "isEnforced", "true")) or node is None or \
             not all(n in defaults for n in indep + [dep]):
         return ""
     try:
         with warnings.catch_warnings():     # (a spline's own warnings: scleron never uses it)
             warnings.simplefilter("ignore")
-            f = _function(_function_node(wrapper, ctx), list(range(len(indep))), ctx)
+            f = _function(node, list(range(len(indep))), ctx)
         scale = ctx.numbers(c, "scale_factor", 1, (1.0,))[0]
-    except (ModelError, AttributeError):    # (not read: the constraint is not enforced here)
+    except ModelError:                      # (not read: the constraint is not enforced here)
         return ""
     value = scale * function_value(f, [defaults[n] for n in indep])
     if abs(value - defaults[dep]) <= 1e-6 * max(1.0, abs(value)):      # (rounded defaults)
