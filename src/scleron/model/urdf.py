@@ -33,6 +33,7 @@ import numpy as np
 import warnings
 
 from ..errors import ModelError
+from . import params as P
 from .load import (MAX_BODIES, MAX_DEPTH, describe_argument, is_bool, malformed_xml,
                    read_source, sanitize_identifier, xml_declaration_first)
 from .joint_types import joint_dof
@@ -442,10 +443,9 @@ def model_from_urdf(robot, source=None, floating=False, *, merge_fixed=True, ord
             a = j.find("axis")
             axis = _floats(a.attrib.get("xyz", "1 0 0"), 3, "axis xyz", jctx.at(line=a.line)) \
                 if a is not None else [1.0, 0.0, 0.0]
-            if math.hypot(*axis) < 1e-12:            # (hypot: no overflow at 1e300)
-                raise jctx.error(f"axis has zero length (|xyz| = {math.hypot(*axis):.3g}, below "
-                                 "1e-12)", a.line if a is not None else None)
-            params["normal" if jtype == "planar" else "axis"] = tuple(axis)
+            line = a.line if a is not None else None
+            params["normal" if jtype == "planar" else "axis"] = P.axis(
+                axis, "axis", lambda problem: jctx.error(problem, line))
         _add(model, child, parent_body, JOINT_MAP[jtype], jname, _link_inertia(links[child], lctx),
              origin, params, jctx)
         model.joint_lines[jname] = j.line
