@@ -500,7 +500,8 @@ def test_threads_with_and_without_openmp(tmp_path, monkeypatch, rng):
 def test_newton_euler_about_the_centre_of_mass_equals_the_spatial_products(rng):
     """spatial.body_wrench (Newton-Euler about the centre of mass, what passes 2-3 run) against
     Featherstone's I a + v x* I v with numpy's 6x6 matrices: a general body, a point mass (no
-    inertia about its centre) and a massless rotor (inertia, no mass)."""
+    inertia about its centre), a massless rotor (inertia, no mass) and a massless inertia with a
+    first moment (dynamics.regroup's base parameters)."""
     from scleron.dynamics.spatial import body_wrench
 
     def skew(x):
@@ -516,8 +517,9 @@ def test_newton_euler_about_the_centre_of_mass_equals_the_spatial_products(rng):
     A = rng.normal(size=(3, 3))
     bodies = [(1.7, rng.normal(size=3), A @ A.T + np.eye(3)), (0.4, rng.normal(size=3), np.zeros((3, 3))),
               (0.0, np.zeros(3), np.diag([0.1, 0.2, 0.25]))]
-    for m, c, Ic in bodies:
-        J = spatial_inertia(m, c, Ic)
+    h = rng.normal(size=3)                  # no mass, a first moment: a body on the base
+    massless = np.block([[A @ A.T, skew(h)], [-skew(h), np.zeros((3, 3))]])   # parameters
+    for J in [spatial_inertia(m, c, Ic) for m, c, Ic in bodies] + [massless]:
         for _ in range(3):
             a, v = rng.normal(size=6), rng.normal(size=6)
             got = body_wrench(J.tolist(), list(a), list(v))

@@ -243,9 +243,13 @@ def body_wrench(J, alpha, v):
     and 42 additions against 66 and 54 for a general c and Ic)."""
     m, h, Ibar = rigid_parts(J)
     w, dw = v[:3], alpha[:3]
-    if m == 0.0:                        # massless, or a rotor's inertia alone
-        Iw = matvec(Ibar, w)
-        return vadd(matvec(Ibar, dw), cross(w, Iw)) + [0.0, 0.0, 0.0]
+    if m == 0.0:                        # no mass (a rotor alone, or a first moment as well:
+        # dynamics.regroup). With a = alpha + w x v the origin's classical acceleration, the
+        # 6x6 products reduce (Jacobi: w x (h x v) + v x (w x h) = h x (w x v)) to
+        # N = Ibar dw + w x Ibar w + h x a, F = dw x h + w x (w x h)
+        a = vadd(alpha[3:], cross(w, v[3:]))
+        N = vadd(vadd(matvec(Ibar, dw), cross(w, matvec(Ibar, w))), cross(h, a))
+        return N + vadd(cross(dw, h), cross(w, cross(w, h)))
     c = [x / m for x in h]
     cc = dot(c, c)
     Ic = [[Ibar[r][k] + m * (c[r] * c[k] - (cc if r == k else 0.0)) for k in range(3)]
