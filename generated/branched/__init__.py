@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_ea8cd951a4a6"
-HASH = "ea8cd951a4a69bcaa8ead29ad817eaa4e65b5fa0c182a3fa530e68961c9f9d17"
+MODULE = "_branched_fdf2bc7890ff"
+HASH = "fdf2bc7890ffb732ebfb49bda9312a744b8400e12071074e09f8432a4feb57af"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

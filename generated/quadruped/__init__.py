@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_be00cdae23ee"
-HASH = "be00cdae23ee2fde6449612710c2e35e67fdec37e1ca2706ca7957c1f50ee360"
+MODULE = "_quadruped_958e916ca750"
+HASH = "958e916ca7500503fffa103be17c6d37c1afbf2e737e4dc4e955499e9aec3c9d"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -18,11 +18,11 @@ Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N 
     forward_dynamics(q[100], qd[100], tau[100]) -> qdd[100]
         qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
     inverse_dynamics(q[100], qd[100], qdd[100]) -> tau[100]
-        tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
+        tau = M(q) qdd + h(q, qd), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
     mass_matrix(q[100]) -> M[100, 100]
         M(q), row-major nv x nv, composite rigid bodies (loop form: world-frame columns, dense products)
     bias_forces(q[100], qd[100]) -> h[100]
-        h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
+        h(q, qd) = C(q, qd) qd + phi(q), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
     kinetic_energy(q[100], qd[100]) -> T (float)
         T(q, qd) = 1/2 qd^T M(q) qd, from the body twists
     potential_energy(q[100]) -> V (float)
@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_4a322031f60c"
-HASH = "4a322031f60c454a51808f9409bf8db06c698bce78dd74dbdb1faec8488bb31f"
+MODULE = "_rc100_3ea48aa92ec7"
+HASH = "3ea48aa92ec71c11c182df88af7303ae21678cf99bd9448664dd9af993b3f984"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"
@@ -777,7 +777,7 @@ _OUT_inverse_dynamics = _SHAPES["inverse_dynamics", "tau"]
 
 
 def inverse_dynamics(q, qd, qdd, *, out=None, threads=1):
-    """tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
+    """tau = M(q) qdd + h(q, qd), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
 
     Inputs q (100,), qd (100,), qdd (100,); returns tau (100,).
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
@@ -829,7 +829,7 @@ _OUT_bias_forces = _SHAPES["bias_forces", "h"]
 
 
 def bias_forces(q, qd, *, out=None, threads=1):
-    """h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
+    """h(q, qd) = C(q, qd) qd + phi(q), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
 
     Inputs q (100,), qd (100,); returns h (100,).
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1

@@ -18,11 +18,11 @@ Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N 
     forward_dynamics(q[20], qd[20], tau[20]) -> qdd[20]
         qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
     inverse_dynamics(q[20], qd[20], qdd[20]) -> tau[20]
-        tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
+        tau = M(q) qdd + h(q, qd), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
     mass_matrix(q[20]) -> M[20, 20]
         M(q), row-major nv x nv, composite rigid bodies
     bias_forces(q[20], qd[20]) -> h[20]
-        h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
+        h(q, qd) = C(q, qd) qd + phi(q), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
     kinetic_energy(q[20], qd[20]) -> T (float)
         T(q, qd) = 1/2 qd^T M(q) qd, from the body twists
     potential_energy(q[20]) -> V (float)
@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_5796d2686336"
-HASH = "5796d26863368a7fcd7df79ea20ef72553225883429ad29fadf402a600158702"
+MODULE = "_rc20_1fbf0d7212a6"
+HASH = "1fbf0d7212a66dbaec0d10e42ebaabfc6a8fb26174f38a2050881386b865136f"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"
@@ -777,7 +777,7 @@ _OUT_inverse_dynamics = _SHAPES["inverse_dynamics", "tau"]
 
 
 def inverse_dynamics(q, qd, qdd, *, out=None, threads=1):
-    """tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
+    """tau = M(q) qdd + h(q, qd), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
 
     Inputs q (20,), qd (20,), qdd (20,); returns tau (20,).
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
@@ -829,7 +829,7 @@ _OUT_bias_forces = _SHAPES["bias_forces", "h"]
 
 
 def bias_forces(q, qd, *, out=None, threads=1):
-    """h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
+    """h(q, qd) = C(q, qd) qd + phi(q), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
 
     Inputs q (20,), qd (20,); returns h (20,).
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1

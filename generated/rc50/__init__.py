@@ -18,11 +18,11 @@ Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N 
     forward_dynamics(q[50], qd[50], tau[50]) -> qdd[50]
         qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
     inverse_dynamics(q[50], qd[50], qdd[50]) -> tau[50]
-        tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
+        tau = M(q) qdd + h(q, qd), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
     mass_matrix(q[50]) -> M[50, 50]
         M(q), row-major nv x nv, composite rigid bodies (loop form: world-frame columns, dense products)
     bias_forces(q[50], qd[50]) -> h[50]
-        h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
+        h(q, qd) = C(q, qd) qd + phi(q), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
     kinetic_energy(q[50], qd[50]) -> T (float)
         T(q, qd) = 1/2 qd^T M(q) qd, from the body twists
     potential_energy(q[50]) -> V (float)
@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_b32f3f89de9c"
-HASH = "b32f3f89de9c70ba936e37a3259332fcb07fd68e5fd5f9aad5cd813a11e24d37"
+MODULE = "_rc50_6c25876298dd"
+HASH = "6c25876298dd5e60ab4f3fb5ca0a2f8601422f2e84819a8d51eadaa49f46dbf7"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
@@ -777,7 +777,7 @@ _OUT_inverse_dynamics = _SHAPES["inverse_dynamics", "tau"]
 
 
 def inverse_dynamics(q, qd, qdd, *, out=None, threads=1):
-    """tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
+    """tau = M(q) qdd + h(q, qd), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
 
     Inputs q (50,), qd (50,), qdd (50,); returns tau (50,).
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
@@ -829,7 +829,7 @@ _OUT_bias_forces = _SHAPES["bias_forces", "h"]
 
 
 def bias_forces(q, qd, *, out=None, threads=1):
-    """h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
+    """h(q, qd) = C(q, qd) qd + phi(q), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
 
     Inputs q (50,), qd (50,); returns h (50,).
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1

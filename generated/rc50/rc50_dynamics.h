@@ -147,7 +147,7 @@ void rc50_forward_dynamics_batch(int n, const double *q, const double *qd, const
  * value below 1 runs one) */
 void rc50_forward_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *tau, double *qdd);
 
-/* tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
+/* tau = M(q) qdd + h(q, qd), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
  * q[50], qd[50], qdd[50] -> tau[50] */
 void rc50_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *tau);
 /* the same for n states stored one after another: every array, inputs and outputs, holds n of
@@ -167,7 +167,7 @@ void rc50_mass_matrix_batch(int n, const double *q, double *M);
  * value below 1 runs one) */
 void rc50_mass_matrix_batch_threads(int n, int threads, const double *q, double *M);
 
-/* h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
+/* h(q, qd) = C(q, qd) qd + phi(q), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
  * q[50], qd[50] -> h[50] */
 void rc50_bias_forces(const double *q, const double *qd, double *h);
 /* the same for n states stored one after another: every array, inputs and outputs, holds n of

@@ -13,7 +13,8 @@ from typing import Callable
 from functools import partial
 from math import prod
 
-from .dynamics import centroidal, checks, configuration, derivatives, discrete, frames, recursions
+from .dynamics import (centroidal, checks, configuration, derivatives, discrete, frames,
+                       newton_euler, recursions)
 from .program import Program, ProgramAlgebra
 
 
@@ -73,6 +74,9 @@ class FunctionSpec:
     acts_on_tree: Callable = None   # (tree, alg, inputs) -> (tree, inputs): an input acts on
                                 # the tree rather than entering the recursion (fext: wrenches
                                 # on its bodies); the recursion runs on the tree it returns
+    joint_space: bool = False   # its outputs depend on the bodies' inertias only through the
+                                # equations of motion (M, h): its code is built on the base
+                                # inertial parameters (dynamics.regroup; unroll.code_tree)
 
     def prepared(self, tree, alg, args):
         """(tree, inputs) the recursion runs on: acts_on_tree applied, where there is one."""
@@ -209,6 +213,9 @@ def straight_line_fits(tree):
 MASS_MATRIX_SOLVE_UP_TO_NV = 24
 
 
+NEWTON_EULER = "Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)"
+
+
 def factors_apply(tree):
     """Small uncoupled trees whose LTDL pivots are not a vanishing fraction of M's diagonal
     (checks.factors_are_accurate: there the factors' rounding would grow), without a quaternion
@@ -250,24 +257,40 @@ FUNCTIONS = {f.name: f for f in [
                  with_mimic=True,
                  coupled_doc="qdd = M_r^-1 (tau - h_r) in the independent coordinates: Si & "
                              "Guenter passes 1-3 and the composite-inertia M on the full tree, "
-                             "M_r = G^T M G through the coupling G, solved by its LDL^T"),
+                             "M_r = G^T M G through the coupling G, solved by its LDL^T",
+                 joint_space=True),
     FunctionSpec("inverse_dynamics", (Q, QD, _in("qdd", doc="acceleration")),
                  (_in("tau", doc="joint forces"),), recursions.inverse_dynamics,
                  "tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)", ("id",),
-                 with_mimic=True),
+                 alternatives=(Alternative(newton_euler.inverse_dynamics,
+                                           "tau = M(q) qdd + h(q, qd), " + NEWTON_EULER,
+                                           newton_euler.applies),),
+                 with_mimic=True,
+                 joint_space=True),
     FunctionSpec("mass_matrix", (Q,), (Argument("M", ("nv", "nv"), "mass matrix"),),
                  recursions.mass_matrix, "M(q), row-major nv x nv, composite rigid bodies",
-                 ("mass",), ("unrolled", "mass_loop"), with_mimic=True),
+                 ("mass",), ("unrolled", "mass_loop"), with_mimic=True,
+                 joint_space=True),
     FunctionSpec("bias_forces", (Q, QD), (_in("h", doc="bias forces"),), recursions.bias_forces,
                  "h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau", ("bias",),
-                 with_mimic=True),
+                 alternatives=(Alternative(newton_euler.bias_forces,
+                                           "h(q, qd) = C(q, qd) qd + phi(q), " + NEWTON_EULER,
+                                           newton_euler.applies),),
+                 with_mimic=True,
+                 joint_space=True),
     FunctionSpec("static_forces", (Q,), (_in("g", doc="static joint forces"),),
                  recursions.static_forces,
                  "g(q) = h(q, 0): the joint forces that hold q at rest (gravity, springs, body "
-                 "wrenches)", ("gravity", "static"), with_mimic=True),
+                 "wrenches)", ("gravity", "static"),
+                 alternatives=(Alternative(newton_euler.static_forces,
+                                           "g(q) = h(q, 0), " + NEWTON_EULER,
+                                           newton_euler.applies),),
+                 with_mimic=True,
+                 joint_space=True),
     FunctionSpec("kinetic_energy", (Q, QD), (Argument("T", (), "kinetic energy"),),
                  recursions.kinetic_energy, "T(q, qd) = 1/2 qd^T M(q) qd, from the body twists",
-                 ("ke",), with_mimic=True),
+                 ("ke",), with_mimic=True,
+                 joint_space=True),
     FunctionSpec("potential_energy", (Q,), (Argument("V", (), "potential energy"),),
                  recursions.potential_energy,
                  "V(q): gravity (-sum m g . c, world centres of mass) plus joint springs",
@@ -362,7 +385,8 @@ FUNCTIONS = {f.name: f for f in [
                  "M(q)^-1, row-major nv x nv: L^-1 D^-1 L^-T of the mass matrix (Featherstone "
                  "6.5); in loop form the articulated-body columns (Carpentier 2018)", ("minv",),
                  ("unrolled", "minv_loop"),
-                 by_default=few_coordinates, with_mimic=True),
+                 by_default=few_coordinates, with_mimic=True,
+                 joint_space=True),
     FunctionSpec("inverse_dynamics_derivatives", (Q, QD, QDD),
                  (Argument("dtau_dq", ("nv", "nv"), "d tau / d q (tangent space: nv columns)"),
                   Argument("dtau_dqd", ("nv", "nv"), "d tau / d qd"),
@@ -371,14 +395,16 @@ FUNCTIONS = {f.name: f for f in [
                  "d tau/dq, d tau/dqd and M at (q, qd, qdd), row-major nv x nv each (Carpentier & "
                  "Mansard 2018; q columns along integrate(q, v), as Pinocchio's)",
                  ("id_derivatives", "idd"), ("unrolled", "pair_loop"),
-                 by_default=few_coordinates),
+                 by_default=few_coordinates,
+                 joint_space=True),
     FunctionSpec("euler_step",
                  (Q, QD, _in("tau", doc="joint forces"), Argument("dt", (), "time step")),
                  (_in("q_next", "nq", "configuration after the step"),
                   _in("qd_next", doc="velocity after the step")), discrete.euler_step,
                  "one semi-implicit Euler step of length dt: qd' = qd + dt FD(q, qd, tau), q' = q "
                  "(+) qd' dt on the joints' manifolds (Crocoddyl's IntegratedActionModelEuler)",
-                 ("step",), by_default=named_only, with_mimic=True),
+                 ("step",), by_default=named_only, with_mimic=True,
+                 joint_space=True),
     FunctionSpec("euler_step_derivatives",
                  (Q, QD, _in("tau", doc="joint forces"), Argument("dt", (), "time step")),
                  (Argument("Fx", ("nx", "nx"), "d(q', qd')/d(q, qd) (tangent spaces)"),
@@ -392,7 +418,8 @@ FUNCTIONS = {f.name: f for f in [
                  calls=(("forward_dynamics_derivatives", ("q", "qd", "tau")),
                         ("forward_dynamics", ("q", "qd", "tau"))),
                  after_calls=discrete.euler_step_derivatives_after_calls,
-                 after_loop=discrete.chain_rule_blocks),
+                 after_loop=discrete.chain_rule_blocks,
+                 joint_space=True),
     FunctionSpec("forward_dynamics_derivatives", (Q, QD, _in("tau", doc="joint forces")),
                  (Argument("dqdd_dq", ("nv", "nv"), "d qdd / d q (tangent space: nv columns)"),
                   Argument("dqdd_dqd", ("nv", "nv"), "d qdd / d qd"),
@@ -402,7 +429,8 @@ FUNCTIONS = {f.name: f for f in [
                  "-M^-1 d tau/dx at qdd = FD(q, qd, tau) (Carpentier & Mansard 2018; q "
                  "columns along integrate(q, v), as Pinocchio's)",
                  ("fd_derivatives", "fdd"), ("unrolled", "product_loop"),
-                 by_default=few_coordinates),
+                 by_default=few_coordinates,
+                 joint_space=True),
 ]}
 
 

@@ -29,7 +29,7 @@ from .backends.c.render import c_comment, c_identifier
 from .errors import ModelError, name_list, short_name
 from .dynamics.frames import REFERENCES
 from .functions import FRAME_FUNCTIONS, function_spec, model_sizes
-from .unroll import FORMS, fastest_recursion
+from .unroll import FORMS, code_tree, fastest_recursion
 from .joints import joint_model
 from .joints.registry import joint_type
 from .model import WORLD
@@ -598,7 +598,7 @@ def analyse(tree, spec):
     simplification; spec: the one whose recursion the C code unrolls (fastest_recursion)."""
     spec = function_spec(spec) if isinstance(spec, str) else spec
     try:
-        spec, prog = fastest_recursion(tree, spec)      # the recursion the C code unrolls
+        spec, prog = fastest_recursion(code_tree(tree, spec), spec)  # what the C code unrolls
     except ModelError as exc:           # which function (the recursions do not know), as codegen
         raise exc.but(problem=f"{spec.name}: {exc.problem}") from None
     before = count_before(tree, spec)

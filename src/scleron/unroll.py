@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 
 from .dynamics import derivatives, frames, recursions
+from .dynamics.regroup import regrouped
 from .dynamics.tree import Tree
 from .functions import FUNCTIONS, flatten, function_spec, model_sizes
 from .program import OpCounts, Program, ProgramAlgebra
@@ -36,9 +37,22 @@ class FunctionCode:
         return [self.program] + FORMS[self.form].more_programs(self.loops)
 
 
+def code_tree(tree, spec):
+    """The tree a function's code is built on: for a function of the joint-space dynamics
+    (FunctionSpec.joint_space) on an uncoupled tree, the same tree on the base inertial
+    parameters (dynamics.regroup: the same outputs, fewer constants to multiply by), else the
+    tree itself. Its numeric reference (FunctionSpec.evaluate) keeps the tree's own inertias."""
+    if not spec.joint_space or tree.coupling is not None:
+        return tree
+    if getattr(tree, "base_parameters", None) is None:
+        tree.base_parameters = regrouped(tree)
+    return tree.base_parameters
+
+
 def function_code(tree, spec, prefix, form="unrolled"):
-    """The FunctionCode of a spec in one of the forms of FORMS."""
+    """The FunctionCode of a spec in one of the forms of FORMS, on its code_tree."""
     shape = FORMS[form]
+    tree = code_tree(tree, spec)
     if shape.from_tree and spec.acts_on_tree is not None:
         # (these forms unroll the recursions from the tree itself, not through the spec)
         raise ValueError(f"{spec.name}: the {form} form does not apply its inputs to the tree")
@@ -135,20 +149,26 @@ def unroll_chained(tree, spec, name=None):
 
 def fastest_recursion(tree, spec, prefix=None):
     """(spec, its Program): the spec's own recursion or one of its alternatives that applies to
-    the tree, whichever program has the fewest estimated cycles (Program.estimated_cycles); the
-    spec returned carries the recursion and doc taken (forward dynamics: the articulated-body
-    passes, or the mass matrix's factors on small arms, where the passes wait on their chain
-    of divisions: docs/performance.md)."""
-    best, cycles = (spec, spec.program(tree, prefix)), None
+    the tree, whichever program has the fewest estimated cycles (Program.estimated_cycles; then
+    operations: program_cost); the spec returned carries the recursion and doc taken (forward
+    dynamics: the articulated-body passes, or the mass matrix's factors on small arms, where the
+    passes wait on their chain of divisions: docs/performance.md)."""
+    best, cost = (spec, spec.program(tree, prefix)), None
     for alt in spec.alternatives:
         if not alt.applies(tree):
             continue
         other = replace(spec, recursion=alt.recursion, doc=alt.doc, alternatives=())
         program = other.program(tree, prefix)
-        cycles = best[1].estimated_cycles() if cycles is None else cycles
-        if program.estimated_cycles() < cycles:
-            best, cycles = (other, program), program.estimated_cycles()
+        cost = program_cost(best[1]) if cost is None else cost
+        if program_cost(program) < cost:
+            best, cost = (other, program), program_cost(program)
     return best
+
+
+def program_cost(program):
+    """(estimated cycles, operations): where two programs wait on critical paths of the same
+    length (UR5's inverse dynamics: 156 cycles either way), the one with fewer operations."""
+    return program.estimated_cycles(), program.op_counts().total
 
 
 def unroll_straight_line(tree, spec, name=None):
@@ -162,7 +182,8 @@ def unroll(tree, function):
     tree, as the unrolled C code computes it (fastest_recursion)."""
     if not isinstance(tree, Tree):
         tree = Tree(tree)
-    return fastest_recursion(tree, function_spec(function))[1]
+    spec = function_spec(function)
+    return fastest_recursion(code_tree(tree, spec), spec)[1]
 
 
 # ---- Method II: passes 4-6 as numeric loops over bodies (S&G section 4) -------------------------

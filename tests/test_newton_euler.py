@@ -1,0 +1,167 @@
+"""The base inertial parameters (dynamics.regroup) and the inverse dynamics by Newton-Euler in
+classical accelerations on them (dynamics.newton_euler), against S&G's passes on the tree's own
+inertias (recursions.py), the 6x6 products, and the generated code."""
+import numpy as np
+import pytest
+
+import scleron
+from scleron.algebra import FloatAlgebra
+from scleron.dynamics import newton_euler, recursions as rec
+from scleron.dynamics.regroup import regrouped
+from scleron.dynamics.tree import Tree
+from scleron.functions import FUNCTIONS
+from scleron.unroll import code_tree, fastest_recursion
+
+from conftest import example, robot_urdf
+
+# hinges about axes off the coordinate axes, sliders, a hinge whose joint frame sits up its own
+# axis, springs, dampers, armature, a constant body wrench, gravity off the vertical, two roots
+ARM = """
+name: ne_arm
+gravity: [0.5, -1.0, -9.6]
+bodies:
+  - {name: base, parent: world, mass: 2.0, com: [0.02, 0.01, 0.1], inertia: [0.02, 0.03, 0.025],
+     joint: {type: revolute, axis: [0, 0, 1], stiffness: 3, damping: 0.2}}
+  - {name: upper, parent: base, mass: 1.5, com: [0.2, 0.02, -0.01],
+     inertia: {ixx: 0.004, iyy: 0.03, izz: 0.031, ixy: 0.001, ixz: -0.0005, iyz: 0.0002},
+     joint: {type: revolute, axis: [0.3, 0.9, 0.1], xyz: [0, 0.05, 0.3], rpy: [0.4, -0.2, 0.1],
+             armature: 0.05}}
+  - {name: slide, parent: upper, mass: 0.7, com: [0.1, -0.03, 0.02], inertia: [0.002, 0.004, 0.005],
+     joint: {type: prismatic, axis: [0.6, 0, 0.8], xyz: [0.4, 0, 0], damping: 0.4},
+     wrench: [0.1, -0.2, 0.05, 1.0, 0.5, -2.0]}
+  - {name: wrist, parent: slide, mass: 0.4, com: [0, 0.05, 0.03], inertia: [0.001, 0.0012, 0.0008],
+     joint: {type: revolute, axis: [1, 0, 0], xyz: [0.2, 0.01, 0], rpy: [1.5708, 0, 0]}}
+  - {name: finger, parent: wrist, mass: 0.1, com: [0.02, 0.0, 0.01], inertia: [0.0001, 0.0002, 0.0002],
+     joint: {type: prismatic, axis: [0, 1, 0], xyz: [0.05, 0, 0.02]}}
+  - {name: other, parent: world, mass: 0.9, com: [0.0, 0.1, 0.0], inertia: [0.003, 0.002, 0.004],
+     joint: {type: revolute, axis: [0, 1, 0], xyz: [1.0, 0, 0]}}
+"""
+
+
+@pytest.fixture(scope="module")
+def arm(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ne_arm") / "ne_arm.yaml"
+    path.write_text(ARM)
+    return str(path)
+
+
+def states(rng, n, count=4):
+    for _ in range(count):
+        yield rng.uniform(-3, 3, n), rng.uniform(-2, 2, n), rng.uniform(-3, 3, n)
+
+
+def joint_space(tree, q, qd, qdd):
+    """M, h, tau and T of S&G's passes on a tree: what regrouping must leave as it is."""
+    alg = FloatAlgebra()
+    return [np.array(rec.mass_matrix(tree, alg, q), dtype=float),
+            np.array(rec.bias_forces(tree, alg, q, qd), dtype=float),
+            np.array(rec.inverse_dynamics(tree, alg, q, qd, qdd), dtype=float),
+            np.array(rec.forward_dynamics(tree, alg, q, qd, qdd), dtype=float),
+            float(rec.kinetic_energy(tree, alg, q, qd))]
+
+
+def test_regrouped_inertias_leave_the_joint_space_dynamics(arm, rng):
+    """M, h, tau, qdd and T on the base parameters equal the tree's own, at random states, while
+    the hinges' bodies lose their mass and the slides' their rotational inertia."""
+    model = scleron.load_model(arm)
+    tree = Tree(model)
+    base = regrouped(tree)
+    for q, qd, qdd in states(rng, tree.nv):
+        for got, want in zip(joint_space(base, q, qd, qdd), joint_space(tree, q, qd, qdd)):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+    for b, own in zip(base.bodies, tree.bodies):
+        J = np.array(b.inertia)
+        if b.joint.type == "revolute":
+            assert J[3, 3] == 0.0 and own.inertia[3][3] > 0.0
+        else:
+            assert not J[:3, :3].any() and np.array(own.inertia)[:3, :3].any()
+    assert base.bodies[0].inertia != tree.bodies[0].inertia      # the tree's own are untouched
+    assert tree.bodies[2].inertia == Tree(model).bodies[2].inertia
+
+
+def test_a_body_the_regrouping_cannot_move_keeps_its_inertia(rng):
+    """A ball joint's body keeps its own inertia (nothing of it is still under a ball); its
+    hinge child's part moves onto it, and the dynamics stay."""
+    m = scleron.Model("ball_hinge")
+    m.add_body("a", "world", joint="spherical", chart="ZYX", mass=1.0, com=(0.1, 0, 0),
+               inertia=(0.01, 0.02, 0.03))
+    m.add_body("b", "a", joint="revolute", axis=(0, 0, 1), xyz=(0.3, 0, 0), mass=0.5,
+               com=(0.0, 0.1, 0.05), inertia=(0.002, 0.003, 0.004))
+    ball = Tree(m)
+    assert not newton_euler.applies(ball)
+    base = regrouped(ball)
+    assert base.bodies[1].inertia[3][3] == 0.0 and base.bodies[0].inertia[3][3] == 1.5
+    for q, qd, qdd in states(rng, ball.nv):
+        for got, want in zip(joint_space(base, q, qd, qdd), joint_space(ball, q, qd, qdd)):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+
+
+def test_newton_euler_equals_the_passes(arm, rng):
+    """newton_euler's inverse dynamics, bias and static forces (floats) against S&G's passes
+    on the tree's own inertias: springs, dampers, armature, the body wrench and gravity off the
+    vertical included."""
+    tree = Tree(scleron.load_model(arm))
+    assert newton_euler.applies(tree)
+    alg = FloatAlgebra()
+    for q, qd, qdd in states(rng, tree.nv):
+        pairs = [(newton_euler.inverse_dynamics(tree, alg, q, qd, qdd),
+                  rec.inverse_dynamics(tree, alg, q, qd, qdd)),
+                 (newton_euler.bias_forces(tree, alg, q, qd), rec.bias_forces(tree, alg, q, qd)),
+                 (newton_euler.static_forces(tree, alg, q), rec.static_forces(tree, alg, q))]
+        for got, want in pairs:
+            want = np.array(want, dtype=float)
+            np.testing.assert_allclose(np.array(got, dtype=float), want, rtol=1e-12,
+                                       atol=1e-12 * np.abs(want).max())
+
+
+def test_the_unrolled_code_takes_newton_euler_where_it_is_cheaper(arm, rng, generated):
+    """On UR5 and on the test arm the unrolled inverse dynamics is Newton-Euler's, with fewer
+    operations than the passes' on the same base parameters (the static forces, with no
+    velocities, take either), and the generated C equals the passes on the tree's own inertias;
+    a tree with a free joint keeps the passes."""
+    for path in (robot_urdf("ur5"), arm):
+        tree = Tree(scleron.load_model(path))
+        for name in ("inverse_dynamics", "bias_forces"):
+            spec = FUNCTIONS[name]
+            base = code_tree(tree, spec)
+            assert base is not tree and base.bodies[0].inertia != tree.bodies[0].inertia
+            taken, program = fastest_recursion(base, spec)
+            assert "Newton-Euler in classical accelerations" in taken.doc
+            assert program.op_counts().total < spec.program(base).op_counts().total
+    model, dyn = generated(arm, "ne_arm")
+    tree, alg = Tree(model), FloatAlgebra()
+    for q, qd, qdd in states(rng, model.nv):
+        for got, want in [(dyn.inverse_dynamics(q, qd, qdd),
+                           rec.inverse_dynamics(tree, alg, q, qd, qdd)),
+                          (dyn.bias_forces(q, qd), rec.bias_forces(tree, alg, q, qd)),
+                          (dyn.static_forces(q), rec.static_forces(tree, alg, q))]:
+            want = np.array(want, dtype=float)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+    quadruped = Tree(scleron.load_model(example("quadruped.yaml")))   # an Euler free joint
+    assert not newton_euler.applies(quadruped)
+    assert fastest_recursion(quadruped, FUNCTIONS["inverse_dynamics"])[0].doc == \
+        FUNCTIONS["inverse_dynamics"].doc
+
+
+def test_only_the_joint_space_functions_take_the_base_parameters(arm, rng, generated):
+    """The potential energy, the centre of mass and the momenta need the bodies' own inertias
+    (a hinge's mass moved onto the world would leave V and the centre of mass): their code is
+    built on the tree itself, and the generated values equal the reference on it."""
+    model = scleron.load_model(arm)
+    tree = Tree(model)
+    for name in ("potential_energy", "center_of_mass", "com_jacobian",
+                 "centroidal_momentum_matrix", "frame_placements"):
+        assert not FUNCTIONS[name].joint_space and code_tree(tree, FUNCTIONS[name]) is tree
+    for name in ("forward_dynamics", "mass_matrix", "kinetic_energy", "mass_matrix_inverse",
+                 "forward_dynamics_derivatives", "inverse_dynamics_fext"):
+        assert FUNCTIONS[name].joint_space and code_tree(tree, FUNCTIONS[name]) is not tree
+    _, dyn = generated(arm, "ne_arm", functions="all")
+    alg = FloatAlgebra()
+    for q, qd, qdd in states(rng, tree.nv, 2):
+        pairs = [(dyn.potential_energy(q), rec.potential_energy(tree, alg, q)),
+                 (dyn.center_of_mass(q), rec.center_of_mass(tree, alg, q)),
+                 (dyn.kinetic_energy(q, qd), rec.kinetic_energy(tree, alg, q, qd)),
+                 (dyn.forward_dynamics(q, qd, qdd), rec.forward_dynamics(tree, alg, q, qd, qdd))]
+        for got, want in pairs:
+            want = np.array(want, dtype=float)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
