@@ -780,6 +780,9 @@ def function_text(model, function, body=None, fmt="text", tree=None, frame=None)
                   if trig else ""),
                f"before simplification: {before_total}",
                f"after simplification:  {after_total}  ({ratio})"]
+    if code_tree(tree, spec) is not tree:
+        summary.append("inertias: the base inertial parameters (a hinge's mass and its parts "
+                       "along the axis on the parent: dynamics/regroup.py)")
     form = _codegen_form(tree, spec, model)
     if form != "unrolled":
         summary.append(f"(the unrolled program; `scleron codegen` writes this function for this "

@@ -20,9 +20,9 @@ its origin (Featherstone 2.15 about the origin rather than the centre of mass)
 with m, h = m c and Ibar the inertia about the origin. Pass 3 (S&G 24-25) and the joint terms
 (springs, dampers, armature) are recursions.py's own. The code is built on the base inertial
 parameters (scleron.dynamics.regroup), where most bodies have no mass, no first moment along
-their axis and one moment less, and U h is then all of F: xarm7's inverse dynamics takes 870
-operations against the passes' 992 on the same parameters (1,072 on the bodies' own), UR5's
-294 against 346 (445).
+their axis and one moment less, and U h is then all of F: xarm7's inverse dynamics takes 882
+operations against the passes' 951 on the same parameters (1,084 on the bodies' own), UR5's
+304 against 335 (455).
 """
 from .recursions import (S_times, armature_forces, force_pass, joint_kinematics, joint_transform,
                          passive_forces)
@@ -76,8 +76,9 @@ def inverse_dynamics(tree, alg, q, qd, qdd):
     kins = joint_kinematics(tree, alg, q, qd)
     motion, f = [], []
     for b, kin in zip(tree.bodies, kins):
-        alg.section(f"Newton-Euler (Khalil 9.5): motion and wrench of body {b.name}, joint "
-                    f"{b.joint_name}", "Newton-Euler: motion and wrench", b.index)
+        alg.section(f"Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body {b.name}, "
+                    f"joint {b.joint_name}", "Newton-Euler (Khalil & Dombre 9.5): motion and "
+                    "wrench", b.index)
         m = body_motion(b, kin, motion[b.parent] if b.parent >= 0 else None,
                         qd[b.v_start:b.v_start + b.dof], qdd[b.v_start:b.v_start + b.dof],
                         tree.gravity)
