@@ -165,3 +165,17 @@ def test_only_the_joint_space_functions_take_the_base_parameters(arm, rng, gener
         for got, want in pairs:
             want = np.array(want, dtype=float)
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+
+
+def test_the_base_parameters_follow_the_tree_they_are_asked_for(arm):
+    """code_tree regroups a tree once, and a copy of it (fext's trees are copies with wrenches
+    on their bodies) gets its own: its wrench stays."""
+    import copy
+    tree = Tree(scleron.load_model(arm))
+    spec = FUNCTIONS["inverse_dynamics"]
+    assert code_tree(tree, spec) is code_tree(tree, FUNCTIONS["mass_matrix"])
+    view = copy.copy(tree)
+    view.bodies = [copy.copy(b) for b in tree.bodies]
+    view.bodies[3].wrench = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    base = code_tree(view, spec)
+    assert base is not code_tree(tree, spec) and base.bodies[3].wrench == view.bodies[3].wrench

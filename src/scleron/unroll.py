@@ -7,6 +7,7 @@ scalar operation becomes a node of a Program, with the model's constants folded 
 from collections import namedtuple
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
+from weakref import WeakKeyDictionary
 
 from .dynamics import derivatives, frames, recursions
 from .dynamics.regroup import regrouped
@@ -44,9 +45,12 @@ def code_tree(tree, spec):
     tree itself. Its numeric reference (FunctionSpec.evaluate) keeps the tree's own inertias."""
     if not spec.joint_space or tree.coupling is not None:
         return tree
-    if getattr(tree, "base_parameters", None) is None:
-        tree.base_parameters = regrouped(tree)
-    return tree.base_parameters
+    if tree not in _BASE_PARAMETERS:    # (once per tree; a copy of it, e.g. with fext on its
+        _BASE_PARAMETERS[tree] = regrouped(tree)        # bodies, is another key)
+    return _BASE_PARAMETERS[tree]
+
+
+_BASE_PARAMETERS = WeakKeyDictionary()
 
 
 def function_code(tree, spec, prefix, form="unrolled"):

@@ -43,7 +43,7 @@ def regrouped(tree):
     if not all(isinstance(x, float) for b in tree.bodies for row in b.inertia for x in row):
         return tree         # (symbolic constants: show's count before simplification)
     out = copy(tree)
-    out.full = out.base_parameters = out
+    out.full = out
     out.bodies = [replace(b) for b in tree.bodies]
     kins = joint_kinematics(out, FloatAlgebra(), [0.0] * tree.nq, None)
     inertia = [np.array(b.inertia, dtype=float) for b in out.bodies]
