@@ -15,12 +15,12 @@ import pytest
 
 import scleron
 from scleron.model import Model
-from scleron.dynamics import checks, recursions
+from scleron.dynamics import checks, newton_euler, recursions
 from scleron.dynamics.tree import Tree
 from scleron.functions import function_spec
 from scleron.program import FloatAlgebra, Program, ProgramAlgebra
 from scleron.program.program import LATENCY
-from scleron.unroll import fastest_recursion
+from scleron.unroll import code_tree, fastest_recursion
 
 from conftest import example, robots_dir
 
@@ -98,7 +98,7 @@ def chosen(path, **kw):
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tree = Tree(scleron.load_model(path, **kw))
+        tree = code_tree(Tree(scleron.load_model(path, **kw)), function_spec("fd"))
     spec, program = fastest_recursion(tree, function_spec("fd"))
     aba = replace(function_spec("fd"), alternatives=()).program(tree)
     return spec.recursion, program, aba
@@ -108,14 +108,15 @@ def chosen(path, **kw):
 def test_small_arms_take_the_mass_matrix():
     # timed 2026-11-28 (docs/performance.md): xarm7 268 -> 217 ns by the factors
     base = robots_dir()
+    # (h by Newton-Euler in classical accelerations, all their joints being hinges: newton_euler)
     recursion, program, aba = chosen(os.path.join(base, "xarm_description/urdf/xarm7.urdf"))
-    assert recursion is recursions.forward_dynamics_by_mass_matrix
+    assert recursion is newton_euler.forward_dynamics_by_mass_matrix
     assert program.estimated_cycles() < aba.estimated_cycles()
     assert program.critical_path() < 0.7 * aba.critical_path()    # the passes' chain of divisions
     for p in ("so_arm_description/urdf/so101.urdf", "ur_description/urdf/ur5_robot.urdf",
               "kinova_description/robots/kinova.urdf"):
         recursion, _, _ = chosen(os.path.join(base, p))
-        assert recursion is recursions.forward_dynamics_by_mass_matrix, p
+        assert recursion is newton_euler.forward_dynamics_by_mass_matrix, p
     recursion, _, _ = chosen(os.path.join(base, "solo_description/robots/solo12.urdf"), floating=True)
     assert recursion is recursions.forward_dynamics
 

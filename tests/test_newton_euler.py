@@ -97,9 +97,9 @@ def test_a_body_the_regrouping_cannot_move_keeps_its_inertia(rng):
 
 
 def test_newton_euler_equals_the_passes(arm, rng):
-    """newton_euler's inverse dynamics, bias and static forces (floats) against S&G's passes
-    on the tree's own inertias: springs, dampers, armature, the body wrench and gravity off the
-    vertical included."""
+    """newton_euler's inverse dynamics, bias and static forces and its forward dynamics by M's
+    factors (floats) against S&G's passes on the tree's own inertias: springs, dampers,
+    armature, the body wrench and gravity off the vertical included."""
     tree = Tree(scleron.load_model(arm))
     assert newton_euler.applies(tree)
     alg = FloatAlgebra()
@@ -107,7 +107,9 @@ def test_newton_euler_equals_the_passes(arm, rng):
         pairs = [(newton_euler.inverse_dynamics(tree, alg, q, qd, qdd),
                   rec.inverse_dynamics(tree, alg, q, qd, qdd)),
                  (newton_euler.bias_forces(tree, alg, q, qd), rec.bias_forces(tree, alg, q, qd)),
-                 (newton_euler.static_forces(tree, alg, q), rec.static_forces(tree, alg, q))]
+                 (newton_euler.static_forces(tree, alg, q), rec.static_forces(tree, alg, q)),
+                 (newton_euler.forward_dynamics_by_mass_matrix(tree, alg, q, qd, qdd),
+                  rec.forward_dynamics(tree, alg, q, qd, qdd))]
         for got, want in pairs:
             want = np.array(want, dtype=float)
             np.testing.assert_allclose(np.array(got, dtype=float), want, rtol=1e-12,

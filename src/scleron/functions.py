@@ -213,6 +213,11 @@ def straight_line_fits(tree):
 MASS_MATRIX_SOLVE_UP_TO_NV = 24
 
 
+def factors_and_newton_euler_apply(tree):
+    """Where both the factors (factors_apply) and Newton-Euler (newton_euler.applies) do."""
+    return newton_euler.applies(tree) and factors_apply(tree)
+
+
 NEWTON_EULER = "Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)"
 
 
@@ -253,7 +258,12 @@ FUNCTIONS = {f.name: f for f in [
                  alternatives=(Alternative(recursions.forward_dynamics_by_mass_matrix,
                                            "qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes "
                                            "1-3, M by composite rigid bodies, solved by its sparse "
-                                           "LTDL factors (Featherstone 6.2, 6.5)", factors_apply),),
+                                           "LTDL factors (Featherstone 6.2, 6.5)", factors_apply),
+                               Alternative(newton_euler.forward_dynamics_by_mass_matrix,
+                                           "qdd = M(q)^-1 (tau - h(q, qd)), h by " + NEWTON_EULER
+                                           + ", M by composite rigid bodies, solved by its sparse "
+                                           "LTDL factors (Featherstone 6.2, 6.5)",
+                                           factors_and_newton_euler_apply)),
                  with_mimic=True,
                  coupled_doc="qdd = M_r^-1 (tau - h_r) in the independent coordinates: Si & "
                              "Guenter passes 1-3 and the composite-inertia M on the full tree, "

@@ -25,7 +25,7 @@ operations against the passes' 951 on the same parameters (1,084 on the bodies' 
 304 against 335 (455).
 """
 from .recursions import (S_times, armature_forces, force_pass, joint_kinematics, joint_transform,
-                         passive_forces)
+                         passive_forces, solve_by_mass_matrix)
 from .body_frames import commuting_axis
 from .spatial import cross, mat_t_vec, matvec, rigid_parts, vadd, vscale, vsub
 
@@ -73,7 +73,11 @@ def origin_wrench(J, motion):
 
 def inverse_dynamics(tree, alg, q, qd, qdd):
     """tau = M(q) qdd + h(q, qd) by Newton-Euler in classical accelerations."""
-    kins = joint_kinematics(tree, alg, q, qd)
+    return joint_forces(tree, alg, joint_kinematics(tree, alg, q, qd), q, qd, qdd)
+
+
+def joint_forces(tree, alg, kins, q, qd, qdd):
+    """inverse_dynamics on the joints' kinematics kins."""
     motion, f = [], []
     for b, kin in zip(tree.bodies, kins):
         alg.section(f"Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body {b.name}, "
@@ -97,3 +101,12 @@ def bias_forces(tree, alg, q, qd):
 def static_forces(tree, alg, q):
     """g(q): inverse_dynamics at qd = qdd = 0."""
     return inverse_dynamics(tree, alg, q, [0.0] * tree.nv, [0.0] * tree.nv)
+
+
+def forward_dynamics_by_mass_matrix(tree, alg, q, qd, tau):
+    """recursions.forward_dynamics_by_mass_matrix with h by Newton-Euler in classical
+    accelerations: M qdd = tau - h(q, qd) solved by M's factors."""
+    kins = joint_kinematics(tree, alg, q, qd)
+    h = joint_forces(tree, alg, kins, q, qd, [0.0] * tree.nv)
+    alg.section("pass 3 (S&G 26): tau_bar = tau - h")
+    return solve_by_mass_matrix(tree, alg, kins, [t - x for t, x in zip(tau, h)])

@@ -652,7 +652,12 @@ def forward_dynamics_by_mass_matrix(tree, alg, q, qd, tau):
     if tree.coupling is not None:
         return coupled_forward_dynamics(tree, alg, q, qd, tau)
     kins = joint_kinematics(tree, alg, q, qd)
-    tau_bar = tau_bar_pass(tree, alg, kins, q, qd, tau)
+    return solve_by_mass_matrix(tree, alg, kins, tau_bar_pass(tree, alg, kins, q, qd, tau))
+
+
+def solve_by_mass_matrix(tree, alg, kins, tau_bar):
+    """qdd with M qdd = tau_bar: the composite rigid bodies' M on the joint kinematics kins,
+    solved by its sparse LTDL factors (Featherstone 6.5, Tables 6.3-6.4)."""
     L, inv_d, ancestors = mass_matrix_factors(tree, alg,
                                               composite_rigid_body_mass_matrix(tree, alg, kins))
     alg.section("mass matrix: M qdd = tau_bar by the factors (Featherstone Table 6.4)")
