@@ -218,7 +218,8 @@ def factors_and_newton_euler_apply(tree):
     return newton_euler.applies(tree) and factors_apply(tree)
 
 
-NEWTON_EULER = "Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)"
+NEWTON_EULER = ("Newton-Euler in classical accelerations (Khalil & Dombre 9.5; "
+                "dynamics.newton_euler)")
 
 
 def factors_apply(tree):

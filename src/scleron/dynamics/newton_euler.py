@@ -12,7 +12,8 @@ body's frame in its parent's and S = [s_w; s_v],
     a_k  = R^T (a_p + U_p t) + s_v qdd + 2 (R^T w_p) x s_v qd   the origin's acceleration
     U_k  = [dw_k] + [w_k]^2                                     so that U x = dw x x + w x (w x x)
 
-from a_0 = -g (gravity as a base acceleration, as in S&G's passes), and the body's wrench about
+from a_0 = -g (gravity as a base acceleration, as in S&G's passes; frames.frame_accelerations
+gives the same classical accelerations from the spatial ones), and the body's wrench about
 its origin (Featherstone 2.15 about the origin rather than the centre of mass)
 
     F_k = m a_k + U_k h,    N_k = Ibar dw_k + w_k x (Ibar w_k) + h x a_k

@@ -14,8 +14,9 @@ invariant under the joint's turn), and its potential energy is its mass's, on th
 J - T on the body and T (in the parent's frame) on the parent give the same Lagrangian, hence
 the same joint forces, mass matrix and accelerations, and a part on a body whose parent is the
 world adds nothing at all. Taken from the tips to the root, each such body loses its mass, its
-first moment along u and one moment of inertia (alpha = the one whose entry it zeroes): Khalil's
-regrouping of M_j, MZ_j and YY_j (XXR_j = XX_j - YY_j). A prismatic joint (S = [0; u]) slides
+first moment along u and one moment of inertia (alpha = the first of the two moments across the
+axis: for u = z, XX, leaving YY - XX): Khalil's regrouping of M_j, MZ_j and one of XX_j, YY_j
+(he keeps XXR_j = XX_j - YY_j). A prismatic joint (S = [0; u]) slides
 its body without turning it: the whole rotational block [[I, 0], [0, 0]] moves with the parent.
 
 These inertias are not a body's own (a body left without mass may keep a first moment), so only
@@ -30,7 +31,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..algebra import FloatAlgebra
-from .body_frames import commuting_axis, revolving, snapped_inertia
+from .body_frames import commuting_axis, revolving
 from .recursions import inertia_into_parent, joint_kinematics
 
 
@@ -51,12 +52,22 @@ def regrouped(tree):
         T = movable_part(b, inertia[b.index], tree.length_snap)
         if T is None:
             continue
-        inertia[b.index] = inertia[b.index] - T
+        inertia[b.index] = left_after(inertia[b.index], T)
         if b.parent >= 0:       # (T is the same at every q: the parent's frame at q = 0)
             moved = inertia_into_parent(b, kins[b.index], T.tolist())
             inertia[b.parent] = inertia[b.parent] + np.array(moved, dtype=float)
     for b, J in zip(out.bodies, inertia):
-        b.inertia = snapped_inertia(J)
+        b.inertia = J.tolist()
+    return out
+
+
+def left_after(J, T):
+    """J - T, with the entries T takes whole (the mass, a slide's rotational block, the moment
+    alpha zeroes) exactly 0. Nothing else is snapped: a difference of two moments can be small
+    and real (a hinge about x with Iyy - Izz = 5e-13 keeps its q-dependent M), and the tree's
+    own inertias are snapped already (Tree, body_frames.snapped_inertia)."""
+    out = J - T
+    out[(T != 0.0) & (T == J)] = 0.0
     return out
 
 
