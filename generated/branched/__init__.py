@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_fdf2bc7890ff"
-HASH = "fdf2bc7890ffb732ebfb49bda9312a744b8400e12071074e09f8432a4feb57af"
+MODULE = "_branched_d1f39c511b85"
+HASH = "d1f39c511b8556d080fb296e9eb71982610936635ca4617553a17830b06e2f0c"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_958e916ca750"
-HASH = "958e916ca7500503fffa103be17c6d37c1afbf2e737e4dc4e955499e9aec3c9d"
+MODULE = "_quadruped_576c7123058a"
+HASH = "576c7123058aed5d38cc29a9a3dd89bb3c6f4076d2aa61029cc590a55bcc51ab"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

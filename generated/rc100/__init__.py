@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_3ea48aa92ec7"
-HASH = "3ea48aa92ec71c11c182df88af7303ae21678cf99bd9448664dd9af993b3f984"
+MODULE = "_rc100_ce39a4c6de0c"
+HASH = "ce39a4c6de0c8d5695ed1483663dea2311c345202786d4f56ced79d05e81a328"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

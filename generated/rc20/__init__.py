@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_1fbf0d7212a6"
-HASH = "1fbf0d7212a66dbaec0d10e42ebaabfc6a8fb26174f38a2050881386b865136f"
+MODULE = "_rc20_dcfbd87d01b9"
+HASH = "dcfbd87d01b9b1303121696cae30dc24eddb5a2f31352deedc3a0836de2c2167"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -5401,11 +5401,11 @@ void rc20_forward_dynamics_batch_threads(int n, int threads, const double *q, co
 #if SCLERON_IN_PART(5)
 SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link1, joint joint1 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link1, joint joint1 */
     const double t0 = qd[0] * qd[0];
     const double t1 = 19.365833333333335 * qdd[0];
     w[109] = t1;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link2, joint joint2 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link2, joint joint2 */
     const double t2 = qd[0] * sq[1];
     const double t3 = qd[0] * cq[1];
     const double t4 = qdd[0] * sq[1];
@@ -5444,7 +5444,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const 
     w[106] = t34;
     const double t35 = t31 + t33;
     w[107] = t35;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link3, joint joint3 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link3, joint joint3 */
     const double t36 = t2 * cq[2];
     const double t37 = qd[1] * sq[2];
     const double t38 = t36 + t37;
@@ -5503,7 +5503,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const 
     w[100] = t86;
     const double t87 = t83 + t85;
     w[101] = t87;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link4, joint joint4 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link4, joint joint4 */
     const double t88 = t38 * cq[3];
     const double t89 = t58 * sq[3];
     const double t90 = t88 + t89;
@@ -5563,7 +5563,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const 
     w[94] = t139;
     const double t140 = t136 + t138;
     w[95] = t140;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link5, joint joint5 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link5, joint joint5 */
     const double t141 = t90 * cq[4];
     const double t142 = t111 * sq[4];
     const double t143 = t141 + t142;
@@ -5623,7 +5623,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const 
     w[88] = t192;
     const double t193 = t189 + t191;
     w[89] = t193;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link6, joint joint6 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link6, joint joint6 */
     const double t194 = t143 * cq[5];
     const double t195 = t164 * sq[5];
     const double t196 = t194 + t195;
@@ -5683,7 +5683,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const 
     w[82] = t245;
     const double t246 = t242 + t244;
     w[83] = t246;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link7, joint joint7 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link7, joint joint7 */
     const double t247 = t196 * cq[6];
     const double t248 = t217 * sq[6];
     const double t249 = t247 + t248;
@@ -5743,7 +5743,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const 
     w[76] = t298;
     const double t299 = t295 + t297;
     w[77] = t299;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link8, joint joint8 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link8, joint joint8 */
     const double t300 = t249 * cq[7];
     const double t301 = t270 * sq[7];
     const double t302 = t300 + t301;
@@ -5803,7 +5803,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const 
     w[70] = t351;
     const double t352 = t348 + t350;
     w[71] = t352;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link9, joint joint9 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link9, joint joint9 */
     const double t353 = t302 * cq[8];
     const double t354 = t323 * sq[8];
     const double t355 = t353 + t354;
@@ -5863,7 +5863,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const 
     w[64] = t404;
     const double t405 = t401 + t403;
     w[65] = t405;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link10, joint joint10 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link10, joint joint10 */
     const double t406 = t355 * cq[9];
     const double t407 = t376 * sq[9];
     const double t408 = t406 + t407;
@@ -5923,7 +5923,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const 
     w[58] = t457;
     const double t458 = t454 + t456;
     w[59] = t458;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link11, joint joint11 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link11, joint joint11 */
     const double t459 = t408 * cq[10];
     const double t460 = t429 * sq[10];
     const double t461 = t459 + t460;
@@ -5983,7 +5983,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const 
     w[52] = t510;
     const double t511 = t507 + t509;
     w[53] = t511;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link12, joint joint12 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link12, joint joint12 */
     const double t512 = t461 * cq[11];
     const double t513 = t482 * sq[11];
     const double t514 = t512 + t513;
@@ -6043,7 +6043,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const 
     w[46] = t563;
     const double t564 = t560 + t562;
     w[47] = t564;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link13, joint joint13 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link13, joint joint13 */
     const double t565 = t514 * cq[12];
     const double t566 = t535 * sq[12];
     const double t567 = t565 + t566;
@@ -6103,7 +6103,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const 
     w[40] = t616;
     const double t617 = t613 + t615;
     w[41] = t617;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link14, joint joint14 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link14, joint joint14 */
     const double t618 = t567 * cq[13];
     const double t619 = t588 * sq[13];
     const double t620 = t618 + t619;
@@ -6163,7 +6163,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const 
     w[34] = t669;
     const double t670 = t666 + t668;
     w[35] = t670;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link15, joint joint15 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link15, joint joint15 */
     const double t671 = t620 * cq[14];
     const double t672 = t641 * sq[14];
     const double t673 = t671 + t672;
@@ -6223,7 +6223,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const 
     w[28] = t722;
     const double t723 = t719 + t721;
     w[29] = t723;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link16, joint joint16 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link16, joint joint16 */
     const double t724 = t673 * cq[15];
     const double t725 = t694 * sq[15];
     const double t726 = t724 + t725;
@@ -6283,7 +6283,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const 
     w[22] = t775;
     const double t776 = t772 + t774;
     w[23] = t776;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link17, joint joint17 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link17, joint joint17 */
     const double t777 = t726 * cq[16];
     const double t778 = t747 * sq[16];
     const double t779 = t777 + t778;
@@ -6343,7 +6343,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const 
     w[16] = t828;
     const double t829 = t825 + t827;
     w[17] = t829;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link18, joint joint18 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link18, joint joint18 */
     const double t830 = t779 * cq[17];
     const double t831 = t800 * sq[17];
     const double t832 = t830 + t831;
@@ -6403,7 +6403,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const 
     w[10] = t881;
     const double t882 = t878 + t880;
     w[11] = t882;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link19, joint joint19 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link19, joint joint19 */
     const double t883 = t832 * cq[18];
     const double t884 = t853 * sq[18];
     const double t885 = t883 + t884;
@@ -6460,7 +6460,7 @@ SCLERON_LOCAL void rc20_inverse_dynamics_part0(const double *restrict qd, const 
     const double t933 = 1.5 * t905;
     const double t934 = t930 + t932;
     const double t935 = t931 + t933;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link20, joint joint20 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link20, joint joint20 */
     const double t936 = t885 * cq[19];
     const double t937 = t906 * sq[19];
     const double t938 = t936 + t937;
@@ -10682,9 +10682,9 @@ void rc20_mass_matrix_batch_threads(int n, int threads, const double *q, double 
 #if SCLERON_IN_PART(10)
 SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link1, joint joint1 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link1, joint joint1 */
     const double t0 = qd[0] * qd[0];
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link2, joint joint2 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link2, joint joint2 */
     const double t1 = qd[0] * sq[1];
     const double t2 = qd[0] * cq[1];
     const double t3 = t0 * cq[1];
@@ -10714,7 +10714,7 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, double *res
     const double t24 = 18.5 * t8;
     const double t25 = t22 + t24;
     w[98] = t25;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link3, joint joint3 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link3, joint joint3 */
     const double t26 = t1 * cq[2];
     const double t27 = qd[1] * sq[2];
     const double t28 = t26 + t27;
@@ -10766,7 +10766,7 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, double *res
     w[91] = t69;
     const double t70 = t66 + t68;
     w[92] = t70;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link4, joint joint4 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link4, joint joint4 */
     const double t71 = t28 * cq[3];
     const double t72 = t42 * sq[3];
     const double t73 = t71 + t72;
@@ -10824,7 +10824,7 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, double *res
     w[85] = t120;
     const double t121 = t117 + t119;
     w[86] = t121;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link5, joint joint5 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link5, joint joint5 */
     const double t122 = t73 * cq[4];
     const double t123 = t93 * sq[4];
     const double t124 = t122 + t123;
@@ -10883,7 +10883,7 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, double *res
     w[79] = t172;
     const double t173 = t169 + t171;
     w[80] = t173;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link6, joint joint6 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link6, joint joint6 */
     const double t174 = t124 * cq[5];
     const double t175 = t145 * sq[5];
     const double t176 = t174 + t175;
@@ -10942,7 +10942,7 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, double *res
     w[73] = t224;
     const double t225 = t221 + t223;
     w[74] = t225;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link7, joint joint7 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link7, joint joint7 */
     const double t226 = t176 * cq[6];
     const double t227 = t197 * sq[6];
     const double t228 = t226 + t227;
@@ -11001,7 +11001,7 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, double *res
     w[67] = t276;
     const double t277 = t273 + t275;
     w[68] = t277;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link8, joint joint8 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link8, joint joint8 */
     const double t278 = t228 * cq[7];
     const double t279 = t249 * sq[7];
     const double t280 = t278 + t279;
@@ -11060,7 +11060,7 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, double *res
     w[61] = t328;
     const double t329 = t325 + t327;
     w[62] = t329;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link9, joint joint9 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link9, joint joint9 */
     const double t330 = t280 * cq[8];
     const double t331 = t301 * sq[8];
     const double t332 = t330 + t331;
@@ -11119,7 +11119,7 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, double *res
     w[55] = t380;
     const double t381 = t377 + t379;
     w[56] = t381;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link10, joint joint10 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link10, joint joint10 */
     const double t382 = t332 * cq[9];
     const double t383 = t353 * sq[9];
     const double t384 = t382 + t383;
@@ -11178,7 +11178,7 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, double *res
     w[49] = t432;
     const double t433 = t429 + t431;
     w[50] = t433;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link11, joint joint11 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link11, joint joint11 */
     const double t434 = t384 * cq[10];
     const double t435 = t405 * sq[10];
     const double t436 = t434 + t435;
@@ -11237,7 +11237,7 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, double *res
     w[43] = t484;
     const double t485 = t481 + t483;
     w[44] = t485;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link12, joint joint12 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link12, joint joint12 */
     const double t486 = t436 * cq[11];
     const double t487 = t457 * sq[11];
     const double t488 = t486 + t487;
@@ -11296,7 +11296,7 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, double *res
     w[37] = t536;
     const double t537 = t533 + t535;
     w[38] = t537;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link13, joint joint13 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link13, joint joint13 */
     const double t538 = t488 * cq[12];
     const double t539 = t509 * sq[12];
     const double t540 = t538 + t539;
@@ -11355,7 +11355,7 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, double *res
     w[31] = t588;
     const double t589 = t585 + t587;
     w[32] = t589;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link14, joint joint14 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link14, joint joint14 */
     const double t590 = t540 * cq[13];
     const double t591 = t561 * sq[13];
     const double t592 = t590 + t591;
@@ -11414,7 +11414,7 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, double *res
     w[25] = t640;
     const double t641 = t637 + t639;
     w[26] = t641;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link15, joint joint15 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link15, joint joint15 */
     const double t642 = t592 * cq[14];
     const double t643 = t613 * sq[14];
     const double t644 = t642 + t643;
@@ -11473,7 +11473,7 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, double *res
     w[19] = t692;
     const double t693 = t689 + t691;
     w[20] = t693;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link16, joint joint16 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link16, joint joint16 */
     const double t694 = t644 * cq[15];
     const double t695 = t665 * sq[15];
     const double t696 = t694 + t695;
@@ -11532,7 +11532,7 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, double *res
     w[13] = t744;
     const double t745 = t741 + t743;
     w[14] = t745;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link17, joint joint17 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link17, joint joint17 */
     const double t746 = t696 * cq[16];
     const double t747 = t717 * sq[16];
     const double t748 = t746 + t747;
@@ -11591,7 +11591,7 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, double *res
     w[6] = t796;
     const double t797 = t793 + t795;
     w[7] = t797;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link18, joint joint18 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link18, joint joint18 */
     const double t798 = t748 * cq[17];
     const double t799 = t769 * sq[17];
     const double t800 = t798 + t799;
@@ -11644,7 +11644,7 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, double *res
     const double t847 = 2.5 * t820;
     const double t848 = t844 + t846;
     const double t849 = t845 + t847;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link19, joint joint19 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link19, joint joint19 */
     const double t850 = t800 * cq[18];
     const double t851 = t821 * sq[18];
     const double t852 = t850 + t851;
@@ -11697,7 +11697,7 @@ SCLERON_LOCAL void rc20_bias_forces_part0(const double *restrict qd, double *res
     const double t899 = 1.5 * t872;
     const double t900 = t896 + t898;
     const double t901 = t897 + t899;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link20, joint joint20 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link20, joint joint20 */
     const double t902 = t852 * cq[19];
     const double t903 = t873 * sq[19];
     const double t904 = t902 + t903;

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_6c25876298dd"
-HASH = "6c25876298dd5e60ab4f3fb5ca0a2f8601422f2e84819a8d51eadaa49f46dbf7"
+MODULE = "_rc50_b2670a6d56df"
+HASH = "b2670a6d56df0bf08bb0096ec4ffa716c28ccf0b9d5c32087790e2d54e53d0a9"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -14535,11 +14535,11 @@ void rc50_forward_dynamics_batch_threads(int n, int threads, const double *q, co
 #if SCLERON_IN_PART(12)
 SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link1, joint joint1 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link1, joint joint1 */
     const double t0 = qd[0] * qd[0];
     const double t1 = 49.41583333333333 * qdd[0];
     w[264] = t1;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link2, joint joint2 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link2, joint joint2 */
     const double t2 = qd[0] * sq[1];
     const double t3 = qd[0] * cq[1];
     const double t4 = qdd[0] * sq[1];
@@ -14578,7 +14578,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
     w[261] = t34;
     const double t35 = t31 + t33;
     w[262] = t35;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link3, joint joint3 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link3, joint joint3 */
     const double t36 = t2 * cq[2];
     const double t37 = qd[1] * sq[2];
     const double t38 = t36 + t37;
@@ -14637,7 +14637,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
     w[255] = t86;
     const double t87 = t83 + t85;
     w[256] = t87;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link4, joint joint4 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link4, joint joint4 */
     const double t88 = t38 * cq[3];
     const double t89 = t58 * sq[3];
     const double t90 = t88 + t89;
@@ -14697,7 +14697,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
     w[249] = t139;
     const double t140 = t136 + t138;
     w[250] = t140;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link5, joint joint5 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link5, joint joint5 */
     const double t141 = t90 * cq[4];
     const double t142 = t111 * sq[4];
     const double t143 = t141 + t142;
@@ -14757,7 +14757,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
     w[243] = t192;
     const double t193 = t189 + t191;
     w[244] = t193;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link6, joint joint6 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link6, joint joint6 */
     const double t194 = t143 * cq[5];
     const double t195 = t164 * sq[5];
     const double t196 = t194 + t195;
@@ -14817,7 +14817,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
     w[237] = t245;
     const double t246 = t242 + t244;
     w[238] = t246;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link7, joint joint7 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link7, joint joint7 */
     const double t247 = t196 * cq[6];
     const double t248 = t217 * sq[6];
     const double t249 = t247 + t248;
@@ -14877,7 +14877,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
     w[231] = t298;
     const double t299 = t295 + t297;
     w[232] = t299;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link8, joint joint8 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link8, joint joint8 */
     const double t300 = t249 * cq[7];
     const double t301 = t270 * sq[7];
     const double t302 = t300 + t301;
@@ -14937,7 +14937,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
     w[225] = t351;
     const double t352 = t348 + t350;
     w[226] = t352;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link9, joint joint9 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link9, joint joint9 */
     const double t353 = t302 * cq[8];
     const double t354 = t323 * sq[8];
     const double t355 = t353 + t354;
@@ -14997,7 +14997,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
     w[219] = t404;
     const double t405 = t401 + t403;
     w[220] = t405;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link10, joint joint10 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link10, joint joint10 */
     const double t406 = t355 * cq[9];
     const double t407 = t376 * sq[9];
     const double t408 = t406 + t407;
@@ -15057,7 +15057,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
     w[213] = t457;
     const double t458 = t454 + t456;
     w[214] = t458;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link11, joint joint11 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link11, joint joint11 */
     const double t459 = t408 * cq[10];
     const double t460 = t429 * sq[10];
     const double t461 = t459 + t460;
@@ -15117,7 +15117,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
     w[207] = t510;
     const double t511 = t507 + t509;
     w[208] = t511;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link12, joint joint12 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link12, joint joint12 */
     const double t512 = t461 * cq[11];
     const double t513 = t482 * sq[11];
     const double t514 = t512 + t513;
@@ -15177,7 +15177,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
     w[201] = t563;
     const double t564 = t560 + t562;
     w[202] = t564;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link13, joint joint13 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link13, joint joint13 */
     const double t565 = t514 * cq[12];
     const double t566 = t535 * sq[12];
     const double t567 = t565 + t566;
@@ -15237,7 +15237,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
     w[195] = t616;
     const double t617 = t613 + t615;
     w[196] = t617;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link14, joint joint14 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link14, joint joint14 */
     const double t618 = t567 * cq[13];
     const double t619 = t588 * sq[13];
     const double t620 = t618 + t619;
@@ -15297,7 +15297,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
     w[189] = t669;
     const double t670 = t666 + t668;
     w[190] = t670;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link15, joint joint15 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link15, joint joint15 */
     const double t671 = t620 * cq[14];
     const double t672 = t641 * sq[14];
     const double t673 = t671 + t672;
@@ -15357,7 +15357,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
     w[183] = t722;
     const double t723 = t719 + t721;
     w[184] = t723;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link16, joint joint16 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link16, joint joint16 */
     const double t724 = t673 * cq[15];
     const double t725 = t694 * sq[15];
     const double t726 = t724 + t725;
@@ -15417,7 +15417,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
     w[177] = t775;
     const double t776 = t772 + t774;
     w[178] = t776;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link17, joint joint17 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link17, joint joint17 */
     const double t777 = t726 * cq[16];
     const double t778 = t747 * sq[16];
     const double t779 = t777 + t778;
@@ -15477,7 +15477,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
     w[171] = t828;
     const double t829 = t825 + t827;
     w[172] = t829;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link18, joint joint18 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link18, joint joint18 */
     const double t830 = t779 * cq[17];
     const double t831 = t800 * sq[17];
     const double t832 = t830 + t831;
@@ -15537,7 +15537,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
     w[165] = t881;
     const double t882 = t878 + t880;
     w[166] = t882;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link19, joint joint19 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link19, joint joint19 */
     const double t883 = t832 * cq[18];
     const double t884 = t853 * sq[18];
     const double t885 = t883 + t884;
@@ -15597,7 +15597,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
     w[159] = t934;
     const double t935 = t931 + t933;
     w[160] = t935;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link20, joint joint20 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link20, joint joint20 */
     const double t936 = t885 * cq[19];
     const double t937 = t906 * sq[19];
     const double t938 = t936 + t937;
@@ -15666,7 +15666,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
     w[153] = t987;
     const double t988 = t984 + t986;
     w[154] = t988;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link21, joint joint21 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link21, joint joint21 */
     const double t989 = t938 * cq[20];
     const double t990 = t959 * sq[20];
     const double t991 = t989 + t990;
@@ -15691,7 +15691,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part0(const double *restrict qd, const 
 #if SCLERON_IN_PART(13)
 SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const double *restrict qdd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link21, joint joint21 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link21, joint joint21 */
     const double t960 = w[0];
     const double t1000 = t960 * cq[20];
     const double t999 = w[1];
@@ -15754,7 +15754,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
     w[147] = t1040;
     const double t1041 = t1037 + t1039;
     w[148] = t1041;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link22, joint joint22 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link22, joint joint22 */
     const double t1042 = t991 * cq[21];
     const double t1043 = t1012 * sq[21];
     const double t1044 = t1042 + t1043;
@@ -15816,7 +15816,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
     w[141] = t1093;
     const double t1094 = t1090 + t1092;
     w[142] = t1094;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link23, joint joint23 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link23, joint joint23 */
     const double t1095 = t1044 * cq[22];
     const double t1096 = t1065 * sq[22];
     const double t1097 = t1095 + t1096;
@@ -15876,7 +15876,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
     w[135] = t1146;
     const double t1147 = t1143 + t1145;
     w[136] = t1147;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link24, joint joint24 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link24, joint joint24 */
     const double t1148 = t1097 * cq[23];
     const double t1149 = t1118 * sq[23];
     const double t1150 = t1148 + t1149;
@@ -15936,7 +15936,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
     w[129] = t1199;
     const double t1200 = t1196 + t1198;
     w[130] = t1200;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link25, joint joint25 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link25, joint joint25 */
     const double t1201 = t1150 * cq[24];
     const double t1202 = t1171 * sq[24];
     const double t1203 = t1201 + t1202;
@@ -15996,7 +15996,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
     w[123] = t1252;
     const double t1253 = t1249 + t1251;
     w[124] = t1253;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link26, joint joint26 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link26, joint joint26 */
     const double t1254 = t1203 * cq[25];
     const double t1255 = t1224 * sq[25];
     const double t1256 = t1254 + t1255;
@@ -16056,7 +16056,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
     w[117] = t1305;
     const double t1306 = t1302 + t1304;
     w[118] = t1306;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link27, joint joint27 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link27, joint joint27 */
     const double t1307 = t1256 * cq[26];
     const double t1308 = t1277 * sq[26];
     const double t1309 = t1307 + t1308;
@@ -16116,7 +16116,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
     w[111] = t1358;
     const double t1359 = t1355 + t1357;
     w[112] = t1359;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link28, joint joint28 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link28, joint joint28 */
     const double t1360 = t1309 * cq[27];
     const double t1361 = t1330 * sq[27];
     const double t1362 = t1360 + t1361;
@@ -16176,7 +16176,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
     w[104] = t1411;
     const double t1412 = t1408 + t1410;
     w[105] = t1412;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link29, joint joint29 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link29, joint joint29 */
     const double t1413 = t1362 * cq[28];
     const double t1414 = t1383 * sq[28];
     const double t1415 = t1413 + t1414;
@@ -16236,7 +16236,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
     w[92] = t1464;
     const double t1465 = t1461 + t1463;
     w[93] = t1465;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link30, joint joint30 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link30, joint joint30 */
     const double t1466 = t1415 * cq[29];
     const double t1467 = t1436 * sq[29];
     const double t1468 = t1466 + t1467;
@@ -16296,7 +16296,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
     w[86] = t1517;
     const double t1518 = t1514 + t1516;
     w[87] = t1518;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link31, joint joint31 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link31, joint joint31 */
     const double t1519 = t1468 * cq[30];
     const double t1520 = t1489 * sq[30];
     const double t1521 = t1519 + t1520;
@@ -16356,7 +16356,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
     w[80] = t1570;
     const double t1571 = t1567 + t1569;
     w[81] = t1571;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link32, joint joint32 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link32, joint joint32 */
     const double t1572 = t1521 * cq[31];
     const double t1573 = t1542 * sq[31];
     const double t1574 = t1572 + t1573;
@@ -16416,7 +16416,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
     w[74] = t1623;
     const double t1624 = t1620 + t1622;
     w[75] = t1624;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link33, joint joint33 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link33, joint joint33 */
     const double t1625 = t1574 * cq[32];
     const double t1626 = t1595 * sq[32];
     const double t1627 = t1625 + t1626;
@@ -16476,7 +16476,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
     w[68] = t1676;
     const double t1677 = t1673 + t1675;
     w[69] = t1677;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link34, joint joint34 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link34, joint joint34 */
     const double t1678 = t1627 * cq[33];
     const double t1679 = t1648 * sq[33];
     const double t1680 = t1678 + t1679;
@@ -16536,7 +16536,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
     w[62] = t1729;
     const double t1730 = t1726 + t1728;
     w[63] = t1730;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link35, joint joint35 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link35, joint joint35 */
     const double t1731 = t1680 * cq[34];
     const double t1732 = t1701 * sq[34];
     const double t1733 = t1731 + t1732;
@@ -16596,7 +16596,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
     w[56] = t1782;
     const double t1783 = t1779 + t1781;
     w[57] = t1783;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link36, joint joint36 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link36, joint joint36 */
     const double t1784 = t1733 * cq[35];
     const double t1785 = t1754 * sq[35];
     const double t1786 = t1784 + t1785;
@@ -16656,7 +16656,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
     w[50] = t1835;
     const double t1836 = t1832 + t1834;
     w[51] = t1836;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link37, joint joint37 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link37, joint joint37 */
     const double t1837 = t1786 * cq[36];
     const double t1838 = t1807 * sq[36];
     const double t1839 = t1837 + t1838;
@@ -16716,7 +16716,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
     w[44] = t1888;
     const double t1889 = t1885 + t1887;
     w[45] = t1889;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link38, joint joint38 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link38, joint joint38 */
     const double t1890 = t1839 * cq[37];
     const double t1891 = t1860 * sq[37];
     const double t1892 = t1890 + t1891;
@@ -16776,7 +16776,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
     w[38] = t1941;
     const double t1942 = t1938 + t1940;
     w[39] = t1942;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link39, joint joint39 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link39, joint joint39 */
     const double t1943 = t1892 * cq[38];
     const double t1944 = t1913 * sq[38];
     const double t1945 = t1943 + t1944;
@@ -16849,7 +16849,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
     w[32] = t1994;
     const double t1995 = t1991 + t1993;
     w[33] = t1995;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link40, joint joint40 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link40, joint joint40 */
     const double t1996 = t1945 * cq[39];
     const double t1997 = t1966 * sq[39];
     const double t1998 = t1996 + t1997;
@@ -16862,7 +16862,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part1(const double *restrict qd, const 
 #if SCLERON_IN_PART(14)
 SCLERON_LOCAL void rc50_inverse_dynamics_part2(const double *restrict qd, const double *restrict qdd, double *restrict tau, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link40, joint joint40 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link40, joint joint40 */
     const double t1966 = w[16];
     const double t2000 = t1966 * cq[39];
     const double t1999 = w[17];
@@ -16927,7 +16927,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part2(const double *restrict qd, const 
     const double t2046 = 10.5 * t2018;
     const double t2047 = t2043 + t2045;
     const double t2048 = t2044 + t2046;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link41, joint joint41 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link41, joint joint41 */
     const double t2049 = t1998 * cq[40];
     const double t2050 = t2019 * sq[40];
     const double t2051 = t2049 + t2050;
@@ -16981,7 +16981,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part2(const double *restrict qd, const 
     const double t2099 = 9.5 * t2071;
     const double t2100 = t2096 + t2098;
     const double t2101 = t2097 + t2099;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link42, joint joint42 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link42, joint joint42 */
     const double t2102 = t2051 * cq[41];
     const double t2103 = t2072 * sq[41];
     const double t2104 = t2102 + t2103;
@@ -17035,7 +17035,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part2(const double *restrict qd, const 
     const double t2152 = 8.5 * t2124;
     const double t2153 = t2149 + t2151;
     const double t2154 = t2150 + t2152;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link43, joint joint43 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link43, joint joint43 */
     const double t2155 = t2104 * cq[42];
     const double t2156 = t2125 * sq[42];
     const double t2157 = t2155 + t2156;
@@ -17089,7 +17089,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part2(const double *restrict qd, const 
     const double t2205 = 7.5 * t2177;
     const double t2206 = t2202 + t2204;
     const double t2207 = t2203 + t2205;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link44, joint joint44 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link44, joint joint44 */
     const double t2208 = t2157 * cq[43];
     const double t2209 = t2178 * sq[43];
     const double t2210 = t2208 + t2209;
@@ -17143,7 +17143,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part2(const double *restrict qd, const 
     const double t2258 = 6.5 * t2230;
     const double t2259 = t2255 + t2257;
     const double t2260 = t2256 + t2258;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link45, joint joint45 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link45, joint joint45 */
     const double t2261 = t2210 * cq[44];
     const double t2262 = t2231 * sq[44];
     const double t2263 = t2261 + t2262;
@@ -17197,7 +17197,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part2(const double *restrict qd, const 
     const double t2311 = 5.5 * t2283;
     const double t2312 = t2308 + t2310;
     const double t2313 = t2309 + t2311;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link46, joint joint46 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link46, joint joint46 */
     const double t2314 = t2263 * cq[45];
     const double t2315 = t2284 * sq[45];
     const double t2316 = t2314 + t2315;
@@ -17251,7 +17251,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part2(const double *restrict qd, const 
     const double t2364 = 4.5 * t2336;
     const double t2365 = t2361 + t2363;
     const double t2366 = t2362 + t2364;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link47, joint joint47 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link47, joint joint47 */
     const double t2367 = t2316 * cq[46];
     const double t2368 = t2337 * sq[46];
     const double t2369 = t2367 + t2368;
@@ -17305,7 +17305,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part2(const double *restrict qd, const 
     const double t2417 = 3.5 * t2389;
     const double t2418 = t2414 + t2416;
     const double t2419 = t2415 + t2417;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link48, joint joint48 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link48, joint joint48 */
     const double t2420 = t2369 * cq[47];
     const double t2421 = t2390 * sq[47];
     const double t2422 = t2420 + t2421;
@@ -17359,7 +17359,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part2(const double *restrict qd, const 
     const double t2470 = 2.5 * t2442;
     const double t2471 = t2467 + t2469;
     const double t2472 = t2468 + t2470;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link49, joint joint49 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link49, joint joint49 */
     const double t2473 = t2422 * cq[48];
     const double t2474 = t2443 * sq[48];
     const double t2475 = t2473 + t2474;
@@ -17413,7 +17413,7 @@ SCLERON_LOCAL void rc50_inverse_dynamics_part2(const double *restrict qd, const 
     const double t2523 = 1.5 * t2495;
     const double t2524 = t2520 + t2522;
     const double t2525 = t2521 + t2523;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link50, joint joint50 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link50, joint joint50 */
     const double t2526 = t2475 * cq[49];
     const double t2527 = t2496 * sq[49];
     const double t2528 = t2526 + t2527;
@@ -25436,9 +25436,9 @@ void rc50_mass_matrix_batch_threads(int n, int threads, const double *q, double 
 #if SCLERON_IN_PART(22)
 SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link1, joint joint1 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link1, joint joint1 */
     const double t0 = qd[0] * qd[0];
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link2, joint joint2 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link2, joint joint2 */
     const double t1 = qd[0] * sq[1];
     const double t2 = qd[0] * cq[1];
     const double t3 = t0 * cq[1];
@@ -25468,7 +25468,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
     const double t24 = 48.5 * t8;
     const double t25 = t22 + t24;
     w[270] = t25;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link3, joint joint3 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link3, joint joint3 */
     const double t26 = t1 * cq[2];
     const double t27 = qd[1] * sq[2];
     const double t28 = t26 + t27;
@@ -25520,7 +25520,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
     w[263] = t69;
     const double t70 = t66 + t68;
     w[264] = t70;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link4, joint joint4 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link4, joint joint4 */
     const double t71 = t28 * cq[3];
     const double t72 = t42 * sq[3];
     const double t73 = t71 + t72;
@@ -25578,7 +25578,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
     w[257] = t120;
     const double t121 = t117 + t119;
     w[258] = t121;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link5, joint joint5 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link5, joint joint5 */
     const double t122 = t73 * cq[4];
     const double t123 = t93 * sq[4];
     const double t124 = t122 + t123;
@@ -25637,7 +25637,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
     w[251] = t172;
     const double t173 = t169 + t171;
     w[252] = t173;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link6, joint joint6 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link6, joint joint6 */
     const double t174 = t124 * cq[5];
     const double t175 = t145 * sq[5];
     const double t176 = t174 + t175;
@@ -25696,7 +25696,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
     w[245] = t224;
     const double t225 = t221 + t223;
     w[246] = t225;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link7, joint joint7 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link7, joint joint7 */
     const double t226 = t176 * cq[6];
     const double t227 = t197 * sq[6];
     const double t228 = t226 + t227;
@@ -25755,7 +25755,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
     w[239] = t276;
     const double t277 = t273 + t275;
     w[240] = t277;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link8, joint joint8 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link8, joint joint8 */
     const double t278 = t228 * cq[7];
     const double t279 = t249 * sq[7];
     const double t280 = t278 + t279;
@@ -25814,7 +25814,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
     w[233] = t328;
     const double t329 = t325 + t327;
     w[234] = t329;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link9, joint joint9 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link9, joint joint9 */
     const double t330 = t280 * cq[8];
     const double t331 = t301 * sq[8];
     const double t332 = t330 + t331;
@@ -25873,7 +25873,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
     w[227] = t380;
     const double t381 = t377 + t379;
     w[228] = t381;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link10, joint joint10 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link10, joint joint10 */
     const double t382 = t332 * cq[9];
     const double t383 = t353 * sq[9];
     const double t384 = t382 + t383;
@@ -25932,7 +25932,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
     w[221] = t432;
     const double t433 = t429 + t431;
     w[222] = t433;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link11, joint joint11 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link11, joint joint11 */
     const double t434 = t384 * cq[10];
     const double t435 = t405 * sq[10];
     const double t436 = t434 + t435;
@@ -25991,7 +25991,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
     w[215] = t484;
     const double t485 = t481 + t483;
     w[216] = t485;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link12, joint joint12 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link12, joint joint12 */
     const double t486 = t436 * cq[11];
     const double t487 = t457 * sq[11];
     const double t488 = t486 + t487;
@@ -26050,7 +26050,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
     w[209] = t536;
     const double t537 = t533 + t535;
     w[210] = t537;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link13, joint joint13 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link13, joint joint13 */
     const double t538 = t488 * cq[12];
     const double t539 = t509 * sq[12];
     const double t540 = t538 + t539;
@@ -26109,7 +26109,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
     w[203] = t588;
     const double t589 = t585 + t587;
     w[204] = t589;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link14, joint joint14 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link14, joint joint14 */
     const double t590 = t540 * cq[13];
     const double t591 = t561 * sq[13];
     const double t592 = t590 + t591;
@@ -26168,7 +26168,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
     w[197] = t640;
     const double t641 = t637 + t639;
     w[198] = t641;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link15, joint joint15 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link15, joint joint15 */
     const double t642 = t592 * cq[14];
     const double t643 = t613 * sq[14];
     const double t644 = t642 + t643;
@@ -26227,7 +26227,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
     w[191] = t692;
     const double t693 = t689 + t691;
     w[192] = t693;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link16, joint joint16 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link16, joint joint16 */
     const double t694 = t644 * cq[15];
     const double t695 = t665 * sq[15];
     const double t696 = t694 + t695;
@@ -26286,7 +26286,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
     w[185] = t744;
     const double t745 = t741 + t743;
     w[186] = t745;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link17, joint joint17 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link17, joint joint17 */
     const double t746 = t696 * cq[16];
     const double t747 = t717 * sq[16];
     const double t748 = t746 + t747;
@@ -26345,7 +26345,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
     w[179] = t796;
     const double t797 = t793 + t795;
     w[180] = t797;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link18, joint joint18 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link18, joint joint18 */
     const double t798 = t748 * cq[17];
     const double t799 = t769 * sq[17];
     const double t800 = t798 + t799;
@@ -26404,7 +26404,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
     w[173] = t848;
     const double t849 = t845 + t847;
     w[174] = t849;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link19, joint joint19 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link19, joint joint19 */
     const double t850 = t800 * cq[18];
     const double t851 = t821 * sq[18];
     const double t852 = t850 + t851;
@@ -26463,7 +26463,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
     w[167] = t900;
     const double t901 = t897 + t899;
     w[168] = t901;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link20, joint joint20 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link20, joint joint20 */
     const double t902 = t852 * cq[19];
     const double t903 = t873 * sq[19];
     const double t904 = t902 + t903;
@@ -26522,7 +26522,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
     w[161] = t952;
     const double t953 = t949 + t951;
     w[162] = t953;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link21, joint joint21 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link21, joint joint21 */
     const double t954 = t904 * cq[20];
     const double t955 = t925 * sq[20];
     const double t956 = t954 + t955;
@@ -26597,7 +26597,7 @@ SCLERON_LOCAL void rc50_bias_forces_part0(const double *restrict qd, const doubl
 #if SCLERON_IN_PART(23)
 SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link21, joint joint21 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link21, joint joint21 */
     const double t993 = w[0];
     const double t998 = w[1];
     const double t1000 = t993 + t998;
@@ -26612,7 +26612,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[155] = t1004;
     const double t1005 = t1001 + t1003;
     w[156] = t1005;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link22, joint joint22 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link22, joint joint22 */
     const double t956 = w[6];
     const double t1006 = t956 * cq[21];
     const double t977 = w[7];
@@ -26683,7 +26683,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[149] = t1056;
     const double t1057 = t1053 + t1055;
     w[150] = t1057;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link23, joint joint23 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link23, joint joint23 */
     const double t1058 = t1008 * cq[22];
     const double t1059 = t1029 * sq[22];
     const double t1060 = t1058 + t1059;
@@ -26742,7 +26742,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[143] = t1108;
     const double t1109 = t1105 + t1107;
     w[144] = t1109;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link24, joint joint24 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link24, joint joint24 */
     const double t1110 = t1060 * cq[23];
     const double t1111 = t1081 * sq[23];
     const double t1112 = t1110 + t1111;
@@ -26801,7 +26801,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[137] = t1160;
     const double t1161 = t1157 + t1159;
     w[138] = t1161;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link25, joint joint25 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link25, joint joint25 */
     const double t1162 = t1112 * cq[24];
     const double t1163 = t1133 * sq[24];
     const double t1164 = t1162 + t1163;
@@ -26860,7 +26860,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[130] = t1212;
     const double t1213 = t1209 + t1211;
     w[131] = t1213;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link26, joint joint26 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link26, joint joint26 */
     const double t1214 = t1164 * cq[25];
     const double t1215 = t1185 * sq[25];
     const double t1216 = t1214 + t1215;
@@ -26919,7 +26919,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[119] = t1264;
     const double t1265 = t1261 + t1263;
     w[120] = t1265;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link27, joint joint27 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link27, joint joint27 */
     const double t1266 = t1216 * cq[26];
     const double t1267 = t1237 * sq[26];
     const double t1268 = t1266 + t1267;
@@ -26978,7 +26978,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[113] = t1316;
     const double t1317 = t1313 + t1315;
     w[114] = t1317;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link28, joint joint28 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link28, joint joint28 */
     const double t1318 = t1268 * cq[27];
     const double t1319 = t1289 * sq[27];
     const double t1320 = t1318 + t1319;
@@ -27037,7 +27037,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[107] = t1368;
     const double t1369 = t1365 + t1367;
     w[108] = t1369;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link29, joint joint29 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link29, joint joint29 */
     const double t1370 = t1320 * cq[28];
     const double t1371 = t1341 * sq[28];
     const double t1372 = t1370 + t1371;
@@ -27096,7 +27096,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[101] = t1420;
     const double t1421 = t1417 + t1419;
     w[102] = t1421;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link30, joint joint30 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link30, joint joint30 */
     const double t1422 = t1372 * cq[29];
     const double t1423 = t1393 * sq[29];
     const double t1424 = t1422 + t1423;
@@ -27155,7 +27155,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[95] = t1472;
     const double t1473 = t1469 + t1471;
     w[96] = t1473;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link31, joint joint31 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link31, joint joint31 */
     const double t1474 = t1424 * cq[30];
     const double t1475 = t1445 * sq[30];
     const double t1476 = t1474 + t1475;
@@ -27214,7 +27214,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[89] = t1524;
     const double t1525 = t1521 + t1523;
     w[90] = t1525;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link32, joint joint32 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link32, joint joint32 */
     const double t1526 = t1476 * cq[31];
     const double t1527 = t1497 * sq[31];
     const double t1528 = t1526 + t1527;
@@ -27273,7 +27273,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[83] = t1576;
     const double t1577 = t1573 + t1575;
     w[84] = t1577;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link33, joint joint33 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link33, joint joint33 */
     const double t1578 = t1528 * cq[32];
     const double t1579 = t1549 * sq[32];
     const double t1580 = t1578 + t1579;
@@ -27332,7 +27332,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[77] = t1628;
     const double t1629 = t1625 + t1627;
     w[78] = t1629;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link34, joint joint34 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link34, joint joint34 */
     const double t1630 = t1580 * cq[33];
     const double t1631 = t1601 * sq[33];
     const double t1632 = t1630 + t1631;
@@ -27391,7 +27391,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[71] = t1680;
     const double t1681 = t1677 + t1679;
     w[72] = t1681;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link35, joint joint35 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link35, joint joint35 */
     const double t1682 = t1632 * cq[34];
     const double t1683 = t1653 * sq[34];
     const double t1684 = t1682 + t1683;
@@ -27450,7 +27450,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[65] = t1732;
     const double t1733 = t1729 + t1731;
     w[66] = t1733;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link36, joint joint36 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link36, joint joint36 */
     const double t1734 = t1684 * cq[35];
     const double t1735 = t1705 * sq[35];
     const double t1736 = t1734 + t1735;
@@ -27509,7 +27509,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[59] = t1784;
     const double t1785 = t1781 + t1783;
     w[60] = t1785;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link37, joint joint37 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link37, joint joint37 */
     const double t1786 = t1736 * cq[36];
     const double t1787 = t1757 * sq[36];
     const double t1788 = t1786 + t1787;
@@ -27568,7 +27568,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[53] = t1836;
     const double t1837 = t1833 + t1835;
     w[54] = t1837;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link38, joint joint38 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link38, joint joint38 */
     const double t1838 = t1788 * cq[37];
     const double t1839 = t1809 * sq[37];
     const double t1840 = t1838 + t1839;
@@ -27627,7 +27627,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[47] = t1888;
     const double t1889 = t1885 + t1887;
     w[48] = t1889;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link39, joint joint39 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link39, joint joint39 */
     const double t1890 = t1840 * cq[38];
     const double t1891 = t1861 * sq[38];
     const double t1892 = t1890 + t1891;
@@ -27686,7 +27686,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[41] = t1940;
     const double t1941 = t1937 + t1939;
     w[42] = t1941;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link40, joint joint40 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link40, joint joint40 */
     const double t1942 = t1892 * cq[39];
     const double t1943 = t1913 * sq[39];
     const double t1944 = t1942 + t1943;
@@ -27757,7 +27757,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
     w[35] = t1992;
     const double t1993 = t1989 + t1991;
     w[36] = t1993;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link41, joint joint41 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link41, joint joint41 */
     const double t1994 = t1944 * cq[40];
     const double t1995 = t1965 * sq[40];
     const double t1996 = t1994 + t1995;
@@ -27774,7 +27774,7 @@ SCLERON_LOCAL void rc50_bias_forces_part1(const double *restrict qd, const doubl
 #if SCLERON_IN_PART(24)
 SCLERON_LOCAL void rc50_bias_forces_part2(const double *restrict qd, double *restrict h, const double *restrict sq, const double *restrict cq, double *restrict w)
 {
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link41, joint joint41 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link41, joint joint41 */
     const double t1945 = w[18];
     const double t1946 = w[19];
     const double t2000 = t1945 - t1946;
@@ -27835,7 +27835,7 @@ SCLERON_LOCAL void rc50_bias_forces_part2(const double *restrict qd, double *res
     const double t2043 = 9.5 * t2016;
     const double t2044 = t2040 + t2042;
     const double t2045 = t2041 + t2043;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link42, joint joint42 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link42, joint joint42 */
     const double t2046 = t1996 * cq[41];
     const double t2047 = t2017 * sq[41];
     const double t2048 = t2046 + t2047;
@@ -27890,7 +27890,7 @@ SCLERON_LOCAL void rc50_bias_forces_part2(const double *restrict qd, double *res
     const double t2095 = 8.5 * t2068;
     const double t2096 = t2092 + t2094;
     const double t2097 = t2093 + t2095;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link43, joint joint43 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link43, joint joint43 */
     const double t2098 = t2048 * cq[42];
     const double t2099 = t2069 * sq[42];
     const double t2100 = t2098 + t2099;
@@ -27943,7 +27943,7 @@ SCLERON_LOCAL void rc50_bias_forces_part2(const double *restrict qd, double *res
     const double t2147 = 7.5 * t2120;
     const double t2148 = t2144 + t2146;
     const double t2149 = t2145 + t2147;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link44, joint joint44 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link44, joint joint44 */
     const double t2150 = t2100 * cq[43];
     const double t2151 = t2121 * sq[43];
     const double t2152 = t2150 + t2151;
@@ -27996,7 +27996,7 @@ SCLERON_LOCAL void rc50_bias_forces_part2(const double *restrict qd, double *res
     const double t2199 = 6.5 * t2172;
     const double t2200 = t2196 + t2198;
     const double t2201 = t2197 + t2199;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link45, joint joint45 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link45, joint joint45 */
     const double t2202 = t2152 * cq[44];
     const double t2203 = t2173 * sq[44];
     const double t2204 = t2202 + t2203;
@@ -28049,7 +28049,7 @@ SCLERON_LOCAL void rc50_bias_forces_part2(const double *restrict qd, double *res
     const double t2251 = 5.5 * t2224;
     const double t2252 = t2248 + t2250;
     const double t2253 = t2249 + t2251;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link46, joint joint46 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link46, joint joint46 */
     const double t2254 = t2204 * cq[45];
     const double t2255 = t2225 * sq[45];
     const double t2256 = t2254 + t2255;
@@ -28102,7 +28102,7 @@ SCLERON_LOCAL void rc50_bias_forces_part2(const double *restrict qd, double *res
     const double t2303 = 4.5 * t2276;
     const double t2304 = t2300 + t2302;
     const double t2305 = t2301 + t2303;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link47, joint joint47 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link47, joint joint47 */
     const double t2306 = t2256 * cq[46];
     const double t2307 = t2277 * sq[46];
     const double t2308 = t2306 + t2307;
@@ -28155,7 +28155,7 @@ SCLERON_LOCAL void rc50_bias_forces_part2(const double *restrict qd, double *res
     const double t2355 = 3.5 * t2328;
     const double t2356 = t2352 + t2354;
     const double t2357 = t2353 + t2355;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link48, joint joint48 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link48, joint joint48 */
     const double t2358 = t2308 * cq[47];
     const double t2359 = t2329 * sq[47];
     const double t2360 = t2358 + t2359;
@@ -28208,7 +28208,7 @@ SCLERON_LOCAL void rc50_bias_forces_part2(const double *restrict qd, double *res
     const double t2407 = 2.5 * t2380;
     const double t2408 = t2404 + t2406;
     const double t2409 = t2405 + t2407;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link49, joint joint49 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link49, joint joint49 */
     const double t2410 = t2360 * cq[48];
     const double t2411 = t2381 * sq[48];
     const double t2412 = t2410 + t2411;
@@ -28261,7 +28261,7 @@ SCLERON_LOCAL void rc50_bias_forces_part2(const double *restrict qd, double *res
     const double t2459 = 1.5 * t2432;
     const double t2460 = t2456 + t2458;
     const double t2461 = t2457 + t2459;
-    /* Newton-Euler (Khalil 9.5): motion and wrench of body link50, joint joint50 */
+    /* Newton-Euler (Khalil & Dombre 9.5): motion and wrench of body link50, joint joint50 */
     const double t2462 = t2412 * cq[49];
     const double t2463 = t2433 * sq[49];
     const double t2464 = t2462 + t2463;

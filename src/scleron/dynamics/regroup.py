@@ -16,8 +16,8 @@ the same joint forces, mass matrix and accelerations, and a part on a body whose
 world adds nothing at all. Taken from the tips to the root, each such body loses its mass, its
 first moment along u and one moment of inertia (alpha = the first of the two moments across the
 axis: for u = z, XX, leaving YY - XX): Khalil's regrouping of M_j, MZ_j and one of XX_j, YY_j
-(he keeps XXR_j = XX_j - YY_j). A prismatic joint (S = [0; u]) slides
-its body without turning it: the whole rotational block [[I, 0], [0, 0]] moves with the parent.
+(he keeps XXR_j = XX_j - YY_j). A prismatic joint (S = [0; u]) slides its body without turning
+it: the whole rotational block [[I, 0], [0, 0]] moves with the parent.
 
 These inertias are not a body's own (a body left without mass may keep a first moment), so only
 functions of the joint-space dynamics use them (FunctionSpec.joint_space: the dynamics, M, M^-1,
