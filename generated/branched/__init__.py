@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_d1f39c511b85"
-HASH = "d1f39c511b8556d080fb296e9eb71982610936635ca4617553a17830b06e2f0c"
+MODULE = "_branched_26d5e0d00410"
+HASH = "26d5e0d00410c964e0596c5669beb44c48334cde82cce33c04dd655368c51b25"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_576c7123058a"
-HASH = "576c7123058aed5d38cc29a9a3dd89bb3c6f4076d2aa61029cc590a55bcc51ab"
+MODULE = "_quadruped_ed9cb7213e75"
+HASH = "ed9cb7213e75200c22354a4d228b78962c99f60a4d44f5ee94b09bd6119fb45c"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_ce39a4c6de0c"
-HASH = "ce39a4c6de0c8d5695ed1483663dea2311c345202786d4f56ced79d05e81a328"
+MODULE = "_rc100_03c7e8ebf125"
+HASH = "03c7e8ebf1250a8f5be0cf95486d09f0b82de159f5c18aca74cae8635e63dc3c"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

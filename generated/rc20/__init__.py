@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_dcfbd87d01b9"
-HASH = "dcfbd87d01b9b1303121696cae30dc24eddb5a2f31352deedc3a0836de2c2167"
+MODULE = "_rc20_57c79c14ac7f"
+HASH = "57c79c14ac7faf41209ef910d41aedd0e9a5556539b75cb7f840044e766f478f"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

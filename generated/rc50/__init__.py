@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_b2670a6d56df"
-HASH = "b2670a6d56df0bf08bb0096ec4ffa716c28ccf0b9d5c32087790e2d54e53d0a9"
+MODULE = "_rc50_9adb68b0b37d"
+HASH = "9adb68b0b37dbf1fb2c0cb3a1a571b153ff760d6971b52bee9cc086447516d00"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

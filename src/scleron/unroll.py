@@ -164,8 +164,9 @@ def fastest_recursion(tree, spec, prefix=None):
         other = replace(spec, recursion=alt.recursion, doc=alt.doc, alternatives=())
         program = other.program(tree, prefix)
         cost = program_cost(best[1]) if cost is None else cost
-        if program_cost(program) < cost:
-            best, cost = (other, program), program_cost(program)
+        its = program_cost(program)
+        if its < cost:
+            best, cost = (other, program), its
     return best
 
 
