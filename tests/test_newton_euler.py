@@ -89,7 +89,11 @@ def test_a_body_the_regrouping_cannot_move_keeps_its_inertia(rng):
     m.add_body("b", "a", joint="revolute", axis=(0, 0, 1), xyz=(0.3, 0, 0), mass=0.5,
                com=(0.0, 0.1, 0.05), inertia=(0.002, 0.003, 0.004))
     ball = Tree(m)
-    assert not newton_euler.applies(ball)
+    assert newton_euler.applies(ball)           # (a root on any joint: root_motion)
+    m.add_body("d", "b", joint="spherical", chart="ZYX", xyz=(0.2, 0, 0), mass=0.3,
+               com=(0.05, 0, 0), inertia=(0.001, 0.002, 0.002))
+    assert not newton_euler.applies(Tree(m))    # a ball below the root moves its origin
+    m.bodies.pop(), m.joints.pop()
     base = regrouped(ball)
     assert base.bodies[1].inertia[3][3] == 0.0 and base.bodies[0].inertia[3][3] == 1.5
     for q, qd, qdd in states(rng, ball.nv):
@@ -140,10 +144,49 @@ def test_the_unrolled_code_takes_newton_euler_where_it_is_cheaper(arm, rng, gene
                           (dyn.static_forces(q), rec.static_forces(tree, alg, q))]:
             want = np.array(want, dtype=float)
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
-    quadruped = Tree(scleron.load_model(example("quadruped.yaml")))   # an Euler free joint
-    assert not newton_euler.applies(quadruped)
-    assert fastest_recursion(quadruped, FUNCTIONS["inverse_dynamics"])[0].doc == \
+    branched = Tree(scleron.load_model(example("branched.yaml")))    # balls below the root
+    assert not newton_euler.applies(branched)
+    assert fastest_recursion(branched, FUNCTIONS["inverse_dynamics"])[0].doc == \
         FUNCTIONS["inverse_dynamics"].doc
+
+
+FLOATING = """
+name: floating
+gravity: [0.3, 0.0, -9.81]
+bodies:
+  - {name: base, parent: world, mass: 3, com: [0.1, 0.02, -0.01], inertia: [0.2, 0.3, 0.4],
+     joint: {type: free_flyer}, wrench: [0.1, 0.2, 0.3, -1.0, 0.5, 2.0]}
+  - {name: thigh, parent: base, mass: 1, com: [0, 0.02, -0.2], inertia: [0.05, 0.06, 0.01],
+     joint: {type: revolute, axis: [0, 1, 0], xyz: [0.2, 0.1, 0], rpy: [0.3, 0, 0.2],
+             damping: 0.2, armature: 0.01}}
+  - {name: shank, parent: thigh, mass: 0.5, com: [0.01, 0, -0.15], inertia: [0.01, 0.01, 0.002],
+     joint: {type: revolute, axis: [0, 1, 0], xyz: [0, 0, -0.3], stiffness: 2}}
+  - {name: slider, parent: base, mass: 0.2, com: [0.05, 0, 0], inertia: [0.001, 0.002, 0.002],
+     joint: {type: prismatic, axis: [1, 0, 0], xyz: [0.3, 0, 0.1]}}
+"""
+
+
+def test_newton_euler_from_a_root_on_any_joint(tmp_path, rng):
+    """A free flyer (quaternion) and an Euler-angle free joint at the root, hinges and a slide
+    below: Newton-Euler starts from the root's own twist (root_motion) and equals the passes."""
+    path = tmp_path / "floating.yaml"
+    path.write_text(FLOATING)
+    alg = FloatAlgebra()
+    for model in (scleron.load_model(str(path)), scleron.load_model(example("quadruped.yaml"))):
+        tree = Tree(model)
+        assert newton_euler.applies(tree)
+        for _ in range(3):
+            q = np.array(model.neutral(), dtype=float) + rng.uniform(-0.8, 0.8, tree.nq)
+            for _, k in model.quaternions():
+                q[k:k + 4] /= np.linalg.norm(q[k:k + 4])
+            qd, qdd = rng.uniform(-2, 2, tree.nv), rng.uniform(-3, 3, tree.nv)
+            for got, want in [(newton_euler.inverse_dynamics(tree, alg, q, qd, qdd),
+                               rec.inverse_dynamics(tree, alg, q, qd, qdd)),
+                              (newton_euler.forward_dynamics_by_mass_matrix(tree, alg, q, qd, qdd),
+                               rec.forward_dynamics(tree, alg, q, qd, qdd))]:
+                want = np.array(want, dtype=float)
+                np.testing.assert_allclose(np.array(got, dtype=float), want, rtol=1e-11,
+                                           atol=1e-11 * np.abs(want).max())
 
 
 def test_only_the_joint_space_functions_take_the_base_parameters(arm, rng, generated):

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_26d5e0d00410"
-HASH = "26d5e0d00410c964e0596c5669beb44c48334cde82cce33c04dd655368c51b25"
+MODULE = "_branched_4fbb4610781a"
+HASH = "4fbb4610781ae9b15a2de87fb572b4f040380e72e76819997a9b545cd88077be"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -18,11 +18,11 @@ Functions (inputs -> outputs, a single state's shapes; a batch adds a leading N 
     forward_dynamics(q[18], qd[18], tau[18]) -> qdd[18]
         qdd = M(q)^-1 (tau - h(q, qd)), Si & Guenter passes 1-6
     inverse_dynamics(q[18], qd[18], qdd[18]) -> tau[18]
-        tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
+        tau = M(q) qdd + h(q, qd), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
     mass_matrix(q[18]) -> M[18, 18]
         M(q), row-major nv x nv, composite rigid bodies
     bias_forces(q[18], qd[18]) -> h[18]
-        h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
+        h(q, qd) = C(q, qd) qd + phi(q), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
     kinetic_energy(q[18], qd[18]) -> T (float)
         T(q, qd) = 1/2 qd^T M(q) qd, from the body twists
     potential_energy(q[18]) -> V (float)
@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_ed9cb7213e75"
-HASH = "ed9cb7213e75200c22354a4d228b78962c99f60a4d44f5ee94b09bd6119fb45c"
+MODULE = "_quadruped_fd8952b22580"
+HASH = "fd8952b2258085be8407400cea4e12dce84a5fe213f23807ede870d548ca552e"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"
@@ -777,7 +777,7 @@ _OUT_inverse_dynamics = _SHAPES["inverse_dynamics", "tau"]
 
 
 def inverse_dynamics(q, qd, qdd, *, out=None, threads=1):
-    """tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
+    """tau = M(q) qdd + h(q, qd), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
 
     Inputs q (18,), qd (18,), qdd (18,); returns tau (18,).
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1
@@ -829,7 +829,7 @@ _OUT_bias_forces = _SHAPES["bias_forces", "h"]
 
 
 def bias_forces(q, qd, *, out=None, threads=1):
-    """h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
+    """h(q, qd) = C(q, qd) qd + phi(q), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
 
     Inputs q (18,), qd (18,); returns h (18,).
     A batch: (N, n) inputs, the loop runs in C, results gain a leading N axis; threads > 1

@@ -78,7 +78,7 @@ void quadruped_forward_dynamics_batch(int n, const double *q, const double *qd, 
  * value below 1 runs one) */
 void quadruped_forward_dynamics_batch_threads(int n, int threads, const double *q, const double *qd, const double *tau, double *qdd);
 
-/* tau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3)
+/* tau = M(q) qdd + h(q, qd), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
  * q[18], qd[18], qdd[18] -> tau[18] */
 void quadruped_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *tau);
 /* the same for n states stored one after another: every array, inputs and outputs, holds n of
@@ -98,7 +98,7 @@ void quadruped_mass_matrix_batch(int n, const double *q, double *M);
  * value below 1 runs one) */
 void quadruped_mass_matrix_batch_threads(int n, int threads, const double *q, double *M);
 
-/* h(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau
+/* h(q, qd) = C(q, qd) qd + phi(q), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler)
  * q[18], qd[18] -> h[18] */
 void quadruped_bias_forces(const double *q, const double *qd, double *h);
 /* the same for n states stored one after another: every array, inputs and outputs, holds n of

@@ -573,7 +573,7 @@ static PyMethodDef bound_methods[] = {
 
 static PyTypeObject BoundType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "_quadruped_ed9cb7213e75_py.Bound",
+    .tp_name = "_quadruped_fd8952b22580_py.Bound",
     .tp_doc = "bind's callable: a generated function on the arrays bound to it",
     .tp_basicsize = sizeof(Bound),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -624,7 +624,7 @@ static PyMethodDef methods[] = {
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
      "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"inverse_dynamics", (PyCFunction)(void (*)(void))py_inverse_dynamics, METH_FASTCALL | METH_KEYWORDS,
-     "inverse_dynamics(q, qd, qdd, *, out=None, threads=1)\n--\n\ntau = M(q) qdd + h(q, qd), recursive Newton-Euler (S&G passes 1-3).\n\n"
+     "inverse_dynamics(q, qd, qdd, *, out=None, threads=1)\n--\n\ntau = M(q) qdd + h(q, qd), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler).\n\n"
      "Single state: 1-D arrays (q: 18, qd: 18, qdd: 18). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
      "float64 result array(s); C-contiguous ones are the fastest call for single states."},
@@ -634,7 +634,7 @@ static PyMethodDef methods[] = {
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
      "float64 result array(s); C-contiguous ones are the fastest call for single states."},
     {"bias_forces", (PyCFunction)(void (*)(void))py_bias_forces, METH_FASTCALL | METH_KEYWORDS,
-     "bias_forces(q, qd, *, out=None, threads=1)\n--\n\nh(q, qd) = C(q, qd) qd + phi(q), so that M qdd + h = tau.\n\n"
+     "bias_forces(q, qd, *, out=None, threads=1)\n--\n\nh(q, qd) = C(q, qd) qd + phi(q), Newton-Euler in classical accelerations (Khalil & Dombre 9.5; dynamics.newton_euler).\n\n"
      "Single state: 1-D arrays (q: 18, qd: 18). A batch: (N, n) arrays, the loop runs in C;\n"
      "threads > 1 splits a batch over that many threads (off by default). out: preallocated\n"
      "float64 result array(s); C-contiguous ones are the fastest call for single states."},
@@ -668,10 +668,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_ed9cb7213e75_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_quadruped_fd8952b22580_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__quadruped_ed9cb7213e75_py(void)
+PyMODINIT_FUNC PyInit__quadruped_fd8952b22580_py(void)
 {
     import_array();
     if (PyType_Ready(&BoundType) < 0) {

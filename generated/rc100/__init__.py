@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_03c7e8ebf125"
-HASH = "03c7e8ebf1250a8f5be0cf95486d09f0b82de159f5c18aca74cae8635e63dc3c"
+MODULE = "_rc100_1039a301945b"
+HASH = "1039a301945b22d2291cd47ec9d80645ed9a01020aa812fa8f62359b60977642"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

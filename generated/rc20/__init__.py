@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_57c79c14ac7f"
-HASH = "57c79c14ac7faf41209ef910d41aedd0e9a5556539b75cb7f840044e766f478f"
+MODULE = "_rc20_efb5b6c8ec94"
+HASH = "efb5b6c8ec940947c07f809682547f7791be69f90e5bbf0a13c5ad57057a91c7"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

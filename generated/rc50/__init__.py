@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_9adb68b0b37d"
-HASH = "9adb68b0b37dbf1fb2c0cb3a1a571b153ff760d6971b52bee9cc086447516d00"
+MODULE = "_rc50_335d093027a6"
+HASH = "335d093027a677e73d0023c34d5361ef4337a780b621f6aea63feffe854eb0e7"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

@@ -2,10 +2,11 @@
 & Dombre 9.5): the alternative the unrolled code takes where it is cheaper than S&G passes 1-3
 (unroll.fastest_recursion), which is where the bodies' origins stay on their joints' axes.
 
-Where every joint is a revolute joint about an axis through its body's origin or a prismatic
-one (body_frames.commuting_axis), a body's origin moves with its parent unless the joint slides
-it, so the passes need no linear velocities: per body, in its own frame, with G = (R, t) the
-body's frame in its parent's and S = [s_w; s_v],
+Where every joint below the roots is a revolute joint about an axis through its body's origin
+or a prismatic one (body_frames.commuting_axis), a body's origin moves with its parent unless
+the joint slides it, so the passes need no linear velocities below the roots (a root on any
+joint, a free flyer say, starts from its own twist: root_motion): per body, in its own frame,
+with G = (R, t) the body's frame in its parent's and S = [s_w; s_v],
 
     w_k  = R^T w_p + s_w qd                                    angular velocity
     dw_k = R^T dw_p + s_w qdd + (R^T w_p) x s_w qd              angular acceleration
@@ -26,15 +27,17 @@ operations against the passes' 951 on the same parameters (1,084 on the bodies' 
 304 against 335 (455).
 """
 from .recursions import (S_times, armature_forces, force_pass, joint_kinematics, joint_transform,
-                         passive_forces, solve_by_mass_matrix)
+                         passive_forces, solve_by_mass_matrix, to_child)
 from .body_frames import commuting_axis
 from .spatial import cross, mat_t_vec, matvec, rigid_parts, vadd, vscale, vsub
 
 
 def applies(tree):
-    """Uncoupled trees whose joints are all revolute about an axis through the body's origin or
-    prismatic (a free flyer, a ball, a general joint moves its origin otherwise)."""
-    return tree.coupling is None and all(commuting_axis(b.joint, tree.length_snap) is not None
+    """Uncoupled trees whose joints below the roots are all revolute about an axis through the
+    body's origin or prismatic (a ball or a general joint moves its origin otherwise); a root's
+    joint may be any (a free flyer: its own twist is at hand)."""
+    return tree.coupling is None and all(b.parent < 0 or
+                                         commuting_axis(b.joint, tree.length_snap) is not None
                                          for b in tree.bodies)
 
 
@@ -50,17 +53,26 @@ def acceleration_matrix(w, dw):
 
 def body_motion(b, kin, parent, qd, qdd, gravity):
     """(w, dw, a, U) of body b from its parent's (None at the root)."""
-    R, t = joint_transform(b, kin)
     s, ss = S_times(kin, qd), S_times(kin, qdd)
     if parent is None:
-        wp, dwp, ap = [0.0] * 3, [0.0] * 3, mat_t_vec(R, [-g for g in gravity])
-    else:
-        w, dw, a, U = parent
-        wp, dwp, ap = mat_t_vec(R, w), mat_t_vec(R, dw), mat_t_vec(R, vadd(a, matvec(U, t)))
+        return root_motion(b, kin, s, ss, gravity)
+    R, t = joint_transform(b, kin)
+    w, dw, a, U = parent
+    wp, dwp, ap = mat_t_vec(R, w), mat_t_vec(R, dw), mat_t_vec(R, vadd(a, matvec(U, t)))
     w = vadd(wp, s[:3])
     dw = vadd(vadd(dwp, ss[:3]), cross(wp, s[:3]))
     a = vadd(vadd(ap, ss[3:]), vscale(2.0, cross(wp, s[3:])))
     return w, dw, a, acceleration_matrix(w, dw)
+
+
+def root_motion(b, kin, v, Sqdd, gravity):
+    """(w, dw, a, U) of a root body on any joint: its twist v = S qd, its spatial acceleration
+    S qdd + Sdot qd - Ad^-1 g (S&G 19-22 from the world at rest), and the origin's classical
+    acceleration a = alpha_v + w x v_v from it."""
+    base = [0.0, 0.0, 0.0] + [-g for g in gravity]
+    alpha = vadd(vadd(Sqdd, kin[3]), to_child(b, kin, base))
+    w, dw = v[:3], alpha[:3]
+    return w, dw, vadd(alpha[3:], cross(w, v[3:])), acceleration_matrix(w, dw)
 
 
 def origin_wrench(J, motion):
