@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from scleron.charts import write_charts
 from scleron.joints import charts
 from scleron.model.joint_types import EULER_CHARTS
 
@@ -276,7 +277,7 @@ def test_switch_chart_world_acceleration_by_finite_differences():
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
     out = tmp_path_factory.mktemp("charts")
-    files = charts.write_charts(str(out))
+    files = write_charts(str(out))
     return out, files
 
 

@@ -450,7 +450,7 @@ def cmd_draw(args):
 
 
 def cmd_charts(args):
-    from .joints.charts import write_charts
+    from .charts import write_charts
     if os.path.exists(args.output) and not os.path.isdir(args.output):
         raise CommandError(f"-o {args.output}: is a file, not a folder")
     try:

@@ -36,22 +36,18 @@ What we found in the seed
   this gives the same angle. It is far better conditioned when |R_ii| is near 1 and never goes out
   of domain.
 
-Layouts used by the generated code (write_charts): 3x3 blocks are row-major double[9], and
+Layouts of the charts' standalone C library and Python module (`scleron charts`, written by
+scleron.backends.charts from EMITTED_QUANTITIES below): 3x3 blocks are row-major double[9], and
 derivative stacks are double[27] with entry [9*k + 3*i + j] = d M_ij / d q_(k+1). Only the top
 (rotational) 3x3 block of S and Sdot is emitted, because the bottom block is identically zero.
 """
 from __future__ import annotations
 
-import errno
 import functools
-import os
-import tempfile
 from collections.abc import Mapping
 
 import numpy as np
 import sympy as sp
-from sympy.printing.c import C99CodePrinter
-from sympy.printing.pycode import PythonCodePrinter
 
 from .symbolic import trig_reduce
 
@@ -225,7 +221,13 @@ GIMBAL_LOCK = 1e-9
 _AXIS = {"X": 0, "Y": 1, "Z": 2}
 
 
-def _singular_q3(name):
+def q_from_R_entries(name):
+    """Table 3 of a chart: ((a, b), (kind, m), (c, d)) in signed 1-based entries of R, q1 =
+    atan2(a, b), q2 from m ("acos" or "asin", as an atan2: q_from_R), q3 = atan2(c, d)."""
+    return _Q_FROM_R[_check_name(name)]
+
+
+def singular_q3(name):
     """(c, d), signed 1-based entries: q3 = atan2(c, d) at the chart's singularity with q1 = 0."""
     b, c = _AXIS[name[1]], _AXIS[name[2]]
     j, k = (c + 1) % 3, (c + 2) % 3          # R_C: [j][j] = [k][k] = cos, [k][j] = sin = -[j][k]
@@ -257,7 +259,7 @@ def q_from_R(name, R):
     q2 = np.arctan2(other, em) if kind == "acos" else np.arctan2(em, other)
     q3 = np.arctan2(_entry(R, c), _entry(R, d))
     if other < GIMBAL_LOCK:
-        c, d = _singular_q3(name)
+        c, d = singular_q3(name)
         q1, q3 = 0.0, np.arctan2(_entry(R, c), _entry(R, d))
     return np.array([q1, q2, q3], dtype=float)
 
@@ -325,10 +327,10 @@ def switch_chart(old, new, q, qd, qdd=None):
 
 
 # --------------------------------------------------------------------------------------------------
-# Code generation.
+# What the charts' standalone C library and Python module emit (scleron.backends.charts).
 
-# (quantity, C/Python suffix, needs qdot, is a stack of 3 derivative slices, returns a scalar)
-_GEN_QUANTITIES = (
+# (quantity, needs qdot, is a stack of 3 derivative slices), in the order of the C struct
+EMITTED_QUANTITIES = (
     ("R", False, False),
     ("dRdq", False, True),
     ("Rdot", True, False),
@@ -341,7 +343,7 @@ _GEN_QUANTITIES = (
 )
 
 
-def _flat_entries(d, key):
+def flat_entries(d, key):
     """The entries emitted for a quantity, in the layout described in the module docstring."""
     if key == "detS":
         return [d["detS"]]
@@ -360,338 +362,13 @@ def _flat_entries(d, key):
     return [m[i, j] for m in mats for i in range(3) for j in range(3)]
 
 
-def _cse(exprs):
-    return sp.cse(exprs, symbols=sp.numbered_symbols("x"), order="none")
-
-
-def _input_unpacking(d, used, lang):
-    lines = []
-    for vec, cname in ((d.q, "q"), (d.qdot, "qd")):
-        for k, sym in enumerate(vec):
-            if sym in used:
-                if lang == "c":
-                    lines.append(f"    const double {sym.name} = {cname}[{k}];")
-                else:
-                    lines.append(f"    {sym.name} = {cname}[{k}]")
-    return lines
-
-
-def _used_symbols(repl, reduced):
-    used = set()
-    for _, e in repl:
-        used |= e.free_symbols
-    for e in reduced:
-        used |= sp.sympify(e).free_symbols
-    return used
-
-
-def _c_signature(name, key, needs_qd):
-    fn = f"scleron_chart_{name}_{key}"
-    args = "const double q[3]" + (", const double qd[3]" if needs_qd else "")
-    if key == "detS":
-        return f"double {fn}({args})"
-    n = 27 if key in ("dRdq", "dRdotdq", "dSdq", "dSdotdq") else 9
-    return f"void {fn}({args}, double out[{n}])"
-
-
-def _c_function(d, key, needs_qd, printer):
-    exprs = _flat_entries(d, key)
-    repl, reduced = _cse(exprs)
-    lines = [_c_signature(d.name, key, needs_qd), "{"]
-    lines += _input_unpacking(d, _used_symbols(repl, reduced), "c")
-    for sym, e in repl:
-        lines.append(f"    const double {sym.name} = {printer.doprint(e)};")
-    if key == "detS":
-        lines.append(f"    return {printer.doprint(reduced[0])};")
-    else:
-        for idx, e in enumerate(reduced):
-            lines.append(f"    out[{idx}] = {printer.doprint(e)};")
-    lines.append("}")
-    return "\n".join(lines)
-
-
-def _c_q_from_R(name):
-    (a, b), (kind, m), (c, d) = _Q_FROM_R[name]
-
-    def ent(s):
-        i, j = divmod(abs(s), 10)
-        return ("-" if s < 0 else "") + f"R[{3 * (i - 1) + (j - 1)}]"
-
-    q2 = (f"atan2(other, {ent(m)})" if kind == "acos" else f"atan2({ent(m)}, other)")
-    sc, sd = _singular_q3(name)
-    return "\n".join([
-        f"void scleron_chart_{name}_q_from_R(const double R[9], double q[3])",
-        "{",
-        f"    const double a = {ent(a)}, b = {ent(b)};",
-        "    const double other = hypot(a, b);",
-        f"    q[1] = {q2};",
-        f"    if (other < {GIMBAL_LOCK!r}) {{       /* gimbal lock: q1 = 0, q3 the whole turn */",
-        "        q[0] = 0.0;",
-        f"        q[2] = atan2({ent(sc)}, {ent(sd)});",
-        "    } else {",
-        "        q[0] = atan2(a, b);",
-        f"        q[2] = atan2({ent(c)}, {ent(d)});",
-        "    }",
-        "}",
-    ])
-
-
-_C_HEADER_TOP = """\
-/* Euler / Tait-Bryan charts of a spherical joint. Generated by scleron.joints.charts; do not edit.
- *
- * Chart "ABC": R(q) = R_A(q1) R_B(q2) R_C(q3) (intrinsic sequence of active elementary rotations).
- * S is the rotational (top) 3x3 block of the body-frame motion subspace; its bottom 3 rows \
-are zero.
- * 3x3 matrices are row-major double[9]; derivative stacks are double[27] with
- * out[9*k + 3*i + j] = d M_ij / d q_(k+1).
- */
-#ifndef SCLERON_EULER_CHARTS_H
-#define SCLERON_EULER_CHARTS_H
-
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-#define SCLERON_N_CHARTS 12
-"""
-
-_C_HEADER_BOTTOM = """
-typedef struct {
-    const char *name;
-    void (*R)(const double q[3], double out[9]);
-    void (*dRdq)(const double q[3], double out[27]);
-    void (*Rdot)(const double q[3], const double qd[3], double out[9]);
-    void (*dRdotdq)(const double q[3], const double qd[3], double out[27]);
-    void (*S)(const double q[3], double out[9]);
-    double (*detS)(const double q[3]);
-    void (*dSdq)(const double q[3], double out[27]);
-    void (*Sdot)(const double q[3], const double qd[3], double out[9]);
-    void (*dSdotdq)(const double q[3], const double qd[3], double out[27]);
-    void (*q_from_R)(const double R[9], double q[3]);
-} scleron_chart_functions;
-
-/* Indexed by the scleron_chart_id values above. */
-extern const scleron_chart_functions scleron_charts[SCLERON_N_CHARTS];
-
-/* Index of a chart name ("XYZ", ...), or -1 if unknown. */
-int scleron_chart_index(const char *name);
-
-/* Re-express (q, qd[, qdd]) of chart old_id in chart new_id (Sueda Table 3 and eq. 2.40). qdd and
- * qdd_new may be NULL. Returns 0, or -1 if S of the new chart is singular there (|det| < 1e-12). */
-int scleron_chart_switch(int old_id, int new_id, const double q[3], const double qd[3],
-                         const double qdd[3], double q_new[3], double qd_new[3], double qdd_new[3]);
-
-#ifdef __cplusplus
-}
-#endif
-
-#endif /* SCLERON_EULER_CHARTS_H */
-"""
-
-_C_SOURCE_BOTTOM = """
-int scleron_chart_index(const char *name)
-{
-    int i;
-    for (i = 0; i < SCLERON_N_CHARTS; ++i) {
-        if (strcmp(scleron_charts[i].name, name) == 0) return i;
-    }
-    return -1;
-}
-
-/* x = A^-1 b for a 3x3 row-major A, by Cramer's rule; returns -1 if |det A| < 1e-12. */
-static int scleron_chart_solve3(const double A[9], const double b[3], double x[3])
-{
-    const double c0 = A[4] * A[8] - A[5] * A[7];
-    const double c1 = A[5] * A[6] - A[3] * A[8];
-    const double c2 = A[3] * A[7] - A[4] * A[6];
-    const double det = A[0] * c0 + A[1] * c1 + A[2] * c2;
-    double inv[9];
-    int i;
-    if (fabs(det) < 1e-12) return -1;
-    inv[0] = c0 / det;
-    inv[1] = (A[2] * A[7] - A[1] * A[8]) / det;
-    inv[2] = (A[1] * A[5] - A[2] * A[4]) / det;
-    inv[3] = c1 / det;
-    inv[4] = (A[0] * A[8] - A[2] * A[6]) / det;
-    inv[5] = (A[2] * A[3] - A[0] * A[5]) / det;
-    inv[6] = c2 / det;
-    inv[7] = (A[1] * A[6] - A[0] * A[7]) / det;
-    inv[8] = (A[0] * A[4] - A[1] * A[3]) / det;
-    for (i = 0; i < 3; ++i) x[i] = inv[3 * i] * b[0] + inv[3 * i + 1] * b[1] \
-+ inv[3 * i + 2] * b[2];
-    return 0;
-}
-
-static void scleron_chart_matvec3(const double A[9], const double x[3], double y[3])
-{
-    int i;
-    for (i = 0; i < 3; ++i) y[i] = A[3 * i] * x[0] + A[3 * i + 1] * x[1] + A[3 * i + 2] * x[2];
-}
-
-int scleron_chart_switch(int old_id, int new_id, const double q[3], const double qd[3],
-                         const double qdd[3], double q_new[3], double qd_new[3], double qdd_new[3])
-{
-    const scleron_chart_functions *co, *cn;
-    double R[9], S_old[9], S_new[9], w[3];
-    int i;
-    if (old_id < 0 || old_id >= SCLERON_N_CHARTS || new_id < 0 || new_id >= SCLERON_N_CHARTS) \
-return -1;
-    co = &scleron_charts[old_id];
-    cn = &scleron_charts[new_id];
-    co->R(q, R);
-    cn->q_from_R(R, q_new);
-    co->S(q, S_old);
-    cn->S(q_new, S_new);
-    scleron_chart_matvec3(S_old, qd, w);
-    if (scleron_chart_solve3(S_new, w, qd_new) != 0) return -1;
-    if (qdd != NULL && qdd_new != NULL) {
-        double Sd_old[9], Sd_new[9], a[3], b[3], c[3], rhs[3];
-        co->Sdot(q, qd, Sd_old);
-        cn->Sdot(q_new, qd_new, Sd_new);
-        scleron_chart_matvec3(Sd_new, qd_new, a);
-        scleron_chart_matvec3(Sd_old, qd, b);
-        scleron_chart_matvec3(S_old, qdd, c);
-        for (i = 0; i < 3; ++i) rhs[i] = -a[i] + b[i] + c[i];
-        if (scleron_chart_solve3(S_new, rhs, qdd_new) != 0) return -1;
-    }
-    return 0;
-}
-"""
-
-
-def _c_sources():
-    printer = C99CodePrinter()
-    header = [_C_HEADER_TOP, "typedef enum {"]
-    header += [f"    SCLERON_CHART_{n} = {i}," for i, n in enumerate(CHARTS)]
-    header += ["} scleron_chart_id;", ""]
-    source = ["/* Generated by scleron.joints.charts; do not edit. See euler_charts.h for the "
-              "layouts. */",
-              "#include <math.h>", "#include <stddef.h>", "#include <string.h>",
-              '#include "euler_charts.h"', ""]
-    for name in CHARTS:
-        d = derive(name)
-        header.append(f"/* Chart {name}: R = R_{name[0]}(q1) R_{name[1]}(q2) R_{name[2]}(q3). */")
-        for key, needs_qd, _stack in _GEN_QUANTITIES:
-            header.append(_c_signature(name, key, needs_qd) + ";")
-            source.append(_c_function(d, key, needs_qd, printer))
-            source.append("")
-        header.append(f"void scleron_chart_{name}_q_from_R(const double R[9], double q[3]);")
-        header.append("")
-        source.append(_c_q_from_R(name))
-        source.append("")
-    header.append(_C_HEADER_BOTTOM)
-    source.append("const scleron_chart_functions scleron_charts[SCLERON_N_CHARTS] = {")
-    for name in CHARTS:
-        fns = ", ".join(f"scleron_chart_{name}_{key}" for key, _, _ in _GEN_QUANTITIES)
-        source.append(f'    {{"{name}", {fns}, scleron_chart_{name}_q_from_R}},')
-    source.append("};")
-    source.append(_C_SOURCE_BOTTOM)
-    return "\n".join(header), "\n".join(source)
-
-
-class _MathPrinter(PythonCodePrinter):
-    """Python printer that writes math.sin(...) and so on, for scalar float inputs."""
-
-
-def _py_function(d, key, needs_qd, stack, printer):
-    exprs = _flat_entries(d, key)
-    repl, reduced = _cse(exprs)
-    args = "q, qd" if needs_qd else "q"
-    lines = [f"def {d.name}_{key}({args}):"]
-    lines += _input_unpacking(d, _used_symbols(repl, reduced), "py")
-    for sym, e in repl:
-        lines.append(f"    {sym.name} = {printer.doprint(e)}")
-    if key == "detS":
-        lines.append(f"    return float({printer.doprint(reduced[0])})")
-    else:
-        vals = [printer.doprint(e) for e in reduced]
-        rows = ["[" + ", ".join(vals[r * 3:(r + 1) * 3]) + "]" for r in range(len(vals) // 3)]
-        if stack:
-            slabs = ["[" + ", ".join(rows[s * 3:(s + 1) * 3]) + "]" for s in range(3)]
-            body = ",\n        ".join(slabs)
-        else:
-            body = ",\n        ".join(rows)
-        lines.append(f"    return numpy.array([\n        {body}], dtype=float)")
-    return "\n".join(lines)
-
-
-def _py_q_from_R(name):
-    (a, b), (kind, m), (c, d) = _Q_FROM_R[name]
-
-    def ent(s):
-        i, j = divmod(abs(s), 10)
-        return ("-" if s < 0 else "") + f"R[{i - 1}][{j - 1}]"
-
-    q2 = (f"math.atan2(other, {ent(m)})" if kind == "acos" else f"math.atan2({ent(m)}, other)")
-    sc, sd = _singular_q3(name)
-    return "\n".join([
-        f"def {name}_q_from_R(R):",
-        "    R = numpy.asarray(R, dtype=float).reshape(3, 3).tolist()",
-        f"    a, b = {ent(a)}, {ent(b)}",
-        "    other = math.hypot(a, b)",
-        f"    if other < {GIMBAL_LOCK!r}:       # gimbal lock: q1 = 0, q3 the whole turn",
-        f"        return numpy.array([0.0, {q2}, math.atan2({ent(sc)}, {ent(sd)})])",
-        f"    return numpy.array([math.atan2(a, b), {q2}, math.atan2({ent(c)}, {ent(d)})])",
-    ])
-
-
-def _py_source():
-    printer = _MathPrinter({"standard": "python3"})
-    out = ['"""Euler / Tait-Bryan charts of a spherical joint. Generated by scleron.joints.charts; '
-           'do not edit.',
-           "",
-           'Chart "ABC": R(q) = R_A(q1) R_B(q2) R_C(q3). S and Sdot are the rotational 3x3 blocks; '
-           'derivative',
-           "stacks have shape (3, 3, 3) with [k, i, j] = d M_ij / d q_(k+1). Inputs are sequences "
-           "of 3 floats.",
-           '"""', "import math", "", "import numpy", "", ""]
-    table = []
-    for name in CHARTS:
-        d = derive(name)
-        for key, needs_qd, stack in _GEN_QUANTITIES:
-            out.append(_py_function(d, key, needs_qd, stack, printer))
-            out += ["", ""]
-        out.append(_py_q_from_R(name))
-        out += ["", ""]
-        entries = ", ".join(f'"{key}": {name}_{key}' for key, _, _ in _GEN_QUANTITIES)
-        table.append(f'    "{name}": {{{entries}, "q_from_R": {name}_q_from_R}},')
-    out.append("CHARTS = {")
-    out += table
-    out.append("}")
-    return "\n".join(out) + "\n"
-
-
-def write_charts(outdir):
-    """Write euler_charts.c, euler_charts.h and euler_charts.py for all 12 charts into outdir.
-
-    Returns the list of paths written.
-    """
-    os.makedirs(outdir, exist_ok=True)
-    paths = {fname: os.path.join(outdir, fname)
-             for fname in ("euler_charts.h", "euler_charts.c", "euler_charts.py")}
-    for path in paths.values():         # all three or none (a folder at one left the others
-        if os.path.isdir(path) or (os.path.islink(path) and not os.path.exists(path)):  # written)
-            raise OSError(errno.EISDIR if os.path.isdir(path) else errno.ENOENT,
-                          "a folder is there" if os.path.isdir(path)
-                          else "a dangling link is there",
-                          path)
-    header, source = _c_sources()       # (derived after the places are checked: seconds)
-    files = {"euler_charts.h": header, "euler_charts.c": source, "euler_charts.py": _py_source()}
-    temps = []
-    try:
-        for fname, text in files.items():   # each written beside its place, then renamed
-            fd, tmp = tempfile.mkstemp(prefix=f".{fname}.", dir=outdir)
-            temps.append((tmp, paths[fname]))
-            with os.fdopen(fd, "w") as f:
-                f.write(text if text.endswith("\n") else text + "\n")
-            os.chmod(tmp, 0o644)
-        for tmp, path in temps:
-            os.replace(tmp, path)
-        temps = []
-    finally:
-        for tmp, _ in temps:
-            try:
-                os.remove(tmp)
-            except OSError:
-                pass
-    return list(paths.values())
+def emitted(name):
+    """What the charts' standalone C library and Python module hold for one chart, as data for
+    scleron.backends.charts to print: its coordinate symbols, the flat entries (sympy) of each
+    EMITTED_QUANTITIES entry, its Table 3 (q_from_R_entries, singular_q3) and GIMBAL_LOCK."""
+    d = derive(name)
+    return {"name": name, "q": d.q, "qd": d.qdot,
+            "quantities": [(key, needs_qd, stack, flat_entries(d, key))
+                           for key, needs_qd, stack in EMITTED_QUANTITIES],
+            "q_from_R": q_from_R_entries(name), "singular_q3": singular_q3(name),
+            "gimbal_lock": GIMBAL_LOCK}
