@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_4fbb4610781a"
-HASH = "4fbb4610781ae9b15a2de87fb572b4f040380e72e76819997a9b545cd88077be"
+MODULE = "_branched_4cd3a5e34a4b"
+HASH = "4cd3a5e34a4b1ed4f02306beabbcc281e1bf9a85244b3a7e61a90bbbca2fc94d"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_fd8952b22580"
-HASH = "fd8952b2258085be8407400cea4e12dce84a5fe213f23807ede870d548ca552e"
+MODULE = "_quadruped_4c53b3cb7ebd"
+HASH = "4c53b3cb7ebdb0b406365ef388c6a9977419f26388639eb74e531ccb6c3a6311"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

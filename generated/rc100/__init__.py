@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_1039a301945b"
-HASH = "1039a301945b22d2291cd47ec9d80645ed9a01020aa812fa8f62359b60977642"
+MODULE = "_rc100_4efec7d3ef5b"
+HASH = "4efec7d3ef5b3070e55ed869a66564aa2ab5a72de17485aa6c520007c7fdea96"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_efb5b6c8ec94"
-HASH = "efb5b6c8ec940947c07f809682547f7791be69f90e5bbf0a13c5ad57057a91c7"
+MODULE = "_rc20_da5a9da71320"
+HASH = "da5a9da71320767f03116d5237c62908a4bfe5c4967aba600c5cf613370bade5"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_335d093027a6"
-HASH = "335d093027a677e73d0023c34d5361ef4337a780b621f6aea63feffe854eb0e7"
+MODULE = "_rc50_f516026b1371"
+HASH = "f516026b137120d8bf655713bb381a43dc91bdd651b7006284dcfb313b3762af"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
