@@ -631,6 +631,33 @@ def test_never_deletes_what_the_user_put_into_a_generated_folder(tmp_path):
     assert "is a symbolic link" in line and "no scleron.json" not in line
 
 
+def test_a_scleron_json_of_the_users_own_protects_the_folder(tmp_path):
+    """Only a scleron.json scleron wrote makes a folder scleron's to replace (an outside tester:
+    a folder with a scleron.json of its own, or of a scleron that listed no sources, was wiped
+    with its notes, data and .git, silently); a record without its list of sources protects
+    every other entry."""
+    for text in ("not json at all", '{"my": "settings"}', "[1, 2]"):
+        out = tmp_path / "mine"
+        out.mkdir()
+        (out / "scleron.json").write_text(text)
+        (out / "notes.txt").write_text("mine")
+        line = one_line_error(cli("codegen", tiny(tmp_path), "-o", str(out), *FEW_CLI))
+        assert "scleron did not write" in line and "refusing to replace" in line, line
+        assert sorted(os.listdir(out)) == ["notes.txt", "scleron.json"]
+        assert (out / "scleron.json").read_text() == text and debris(out) == []
+        shutil.rmtree(out)
+    out = tmp_path / "old"                  # a generated folder as a scleron before 11-23 left it
+    scleron.generate(scleron.load_model(tiny(tmp_path)), str(out), functions=FEW, compile=False)
+    meta = json.loads((out / "scleron.json").read_text())
+    del meta["sources"]
+    (out / "scleron.json").write_text(json.dumps(meta))
+    (out / "data.csv").write_text("1, 2")
+    before = sorted(os.listdir(out))
+    line = one_line_error(cli("codegen", tiny(tmp_path, mass=3.0), "-o", str(out), *FEW_CLI))
+    assert "does not list the files scleron wrote" in line and "data.csv" in line, line
+    assert sorted(os.listdir(out)) == before and debris(out) == []
+
+
 # ---- the cache -----------------------------------------------------------------------------------
 def test_cache_hit_only_when_nothing_changed(tmp_path, monkeypatch):
     path = tiny(tmp_path, mass=2.0)
@@ -809,8 +836,6 @@ def test_compiler_error_names_the_log_and_keeps_the_old_result(tmp_path):
 # ---- no code from model files --------------------------------------------------------------------
 # Every call of a code-evaluating function in src/scleron, with why it never sees file text.
 ALLOWED_CALLS = {
-    # sympify on expressions derived from the chart definitions (sympy objects, not text)
-    ("joints/charts.py", "sympify"): "chart expressions derived by sympy",
     # lambdify compiles our own derived expressions R, S, Sdot, G to numpy functions (for tools
     # and tests); model files only supply numbers and whitelisted names, never expressions text
     ("joints/charts.py", "lambdify"): "chart expressions derived by sympy",

@@ -139,9 +139,21 @@ def _siblings(parent, base, kind):
 
 
 def is_output_folder(path):
-    """An empty folder or a scleron output folder (it has a scleron.json)."""
+    """An empty folder or a scleron output folder (its scleron.json is scleron's: record)."""
     return os.path.isdir(path) and not os.path.islink(path) and (
-        not os.listdir(path) or os.path.isfile(os.path.join(path, "scleron.json")))
+        not os.listdir(path) or record(path) is not None)
+
+
+def record(folder):
+    """The folder's scleron.json where it is one scleron wrote (a JSON object with the "hash"
+    and "scleron_version" every scleron has written), else None (none, or a file of that name
+    of the user's own)."""
+    try:
+        with open(os.path.join(folder, "scleron.json")) as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and {"hash", "scleron_version"} <= set(data) else None
 
 
 # the path (from the folder) and SHA-256 of the model file a folder was generated from, which its
@@ -218,19 +230,18 @@ BUILD_PRODUCTS = ("*.so", "*.pyd", "*.dll", "*.target.json", "__pycache__", "*_c
                   MODEL_FILE_RECORD + ".*.tmp", INITIAL_STATE_RECORD + ".*.tmp")
 
 
-def foreign_entries(folder):
-    """The entries of a scleron output folder that scleron did not write (not scleron.json, a
-    source its "sources" list, or a BUILD_PRODUCTS name): a user's notes, data, model file or
-    .git, which replacing the folder would delete. Empty where scleron.json has no "sources"
-    (a folder of an older scleron: nothing to tell them by)."""
-    try:
-        with open(os.path.join(folder, "scleron.json")) as fh:
-            sources = json.load(fh).get("sources")
-    except (OSError, ValueError, AttributeError):
-        return []
-    if not isinstance(sources, dict):
-        return []
-    ours = {"scleron.json", MODEL_FILE_RECORD, INITIAL_STATE_RECORD, *sources}
+def written_sources(folder):
+    """The "sources" of a folder's scleron record (name -> sha256 of each file scleron wrote), or
+    None where the record has none (a scleron before 2026-11-23)."""
+    sources = (record(folder) or {}).get("sources")
+    return sources if isinstance(sources, dict) else None
+
+
+def foreign_entries(folder, sources):
+    """The entries of a scleron output folder that scleron did not write (not scleron.json, one
+    of its `sources` (written_sources; None: none known), or a BUILD_PRODUCTS name): a user's
+    notes, data, model file or .git, which replacing the folder would delete."""
+    ours = {"scleron.json", MODEL_FILE_RECORD, INITIAL_STATE_RECORD, *(sources or ())}
     try:
         names = os.listdir(folder)
     except OSError:
@@ -251,15 +262,21 @@ def _check_replaceable(out_dir):
         inside = (f" (a new one inside it, such as {os.path.join(out_dir, 'NAME')}, is fine)"
                   if what == "a folder" else "")
         raise BuildError(f"{out_dir} exists and is {what} that scleron did not write (no "
-                         "scleron.json): refusing to replace it; choose another output folder"
-                         + inside)
-    foreign = foreign_entries(out_dir)
-    if foreign:
-        shown = ", ".join(foreign[:5]) + (
-            f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        raise BuildError(f"{out_dir} holds files scleron did not write ({shown}): replacing the "
-                         "folder would delete them; move them elsewhere, or choose another "
-                         "output folder")
+                         "scleron.json of scleron's): refusing to replace it; choose another "
+                         "output folder" + inside)
+    sources = written_sources(out_dir)
+    foreign = foreign_entries(out_dir, sources)
+    if not foreign:
+        return
+    shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+    if sources is None:         # (a scleron.json that lists nothing: all but it may be the user's)
+        raise BuildError(f"{out_dir} has a scleron.json that does not list the files scleron "
+                         f"wrote, so {shown} may be yours: refusing to replace the folder; "
+                         "remove it yourself if it is an old generated folder, or choose "
+                         "another output folder")
+    raise BuildError(f"{out_dir} holds files scleron did not write ({shown}): replacing the "
+                     "folder would delete them; move them elsewhere, or choose another "
+                     "output folder")
 
 
 def _write_owner(folder):

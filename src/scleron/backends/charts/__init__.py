@@ -32,7 +32,7 @@ def quantity_code(chart, key, needs_qd, stack, entries, printers):
     language of printers ({"c": ..., "py": ...}), and the coordinates they read."""
     repl, reduced = sp.cse(entries, symbols=sp.numbered_symbols("x"), order="none")
     used = set().union(*(e.free_symbols for _, e in repl),
-                       *(sp.sympify(e).free_symbols for e in reduced))
+                       *(e.free_symbols for e in reduced if isinstance(e, sp.Basic)))
     inputs = [(sym.name, array, k) for array in ("q", "qd")
               for k, sym in enumerate(chart[array]) if sym in used]
     code = {"key": key, "needs_qd": needs_qd, "scalar": key == "detS", "size": len(entries),
