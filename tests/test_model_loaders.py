@@ -1247,8 +1247,8 @@ def test_world_frames_survive_a_yaml_round_trip(tmp_path):
 
 @pytest.mark.parametrize("model_name, body_name, needle", [
     ("my-robot", "base", "name 'my-robot' must be an identifier"),
-    (None, "base", "name must be a non-empty string"),
-    ("arm", "x" * 201, "the body name must be at most 200 printable characters")])
+    (None, "base", "name must be a non-empty string")])     # (a 201-character name: add_body
+                                                          # refuses it now, test_names_are_...)
 def test_dump_yaml_refuses_what_would_not_load_again(tmp_path, model_name, body_name, needle):
     """Model() and add_body take names a file may not hold: dump_yaml wrote them, and the file
     did not load (an outside tester). Refused now, before the file is opened."""
@@ -1363,6 +1363,35 @@ def test_names_with_control_characters_are_refused_and_errors_print_them_escaped
     with pytest.raises(ModelError, match="frame name must be printable"):
         model.add_frame("t\u202eu", "a")
     assert one_line(ValueError("x\x1b[2Jy\u202ez\n w")) == "x\\x1b[2Jy\\u202ez w"
+
+
+def test_names_are_at_most_200_characters_from_every_reader(tmp_path, capsys):
+    """YAML capped names at 200 characters; a URDF did not (an outside tester: 2-million-
+    character link names gave 100 MB of sources). Every reader and the API refuse longer now,
+    in an error that shows the name cut short."""
+    from scleron.cli import main
+    inertial = ('<inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" '
+                'ixz="0" iyz="0"/></inertial>')
+
+    def urdf(name, joint="j"):
+        return write(tmp_path, "long.urdf", f'<robot name="r"><link name="base"/><link name="{name}">'
+                     f'{inertial}</link><joint name="{joint}" type="revolute"><parent link="base"/>'
+                     f'<child link="{name}"/><axis xyz="0 0 1"/></joint></robot>')
+    assert load_model(urdf("a" * 200)).bodies[-1].name == "a" * 200
+    with pytest.raises(ModelError, match="body name must be at most 200 characters, got 201"):
+        load_model(urdf("a" * 201))
+    with pytest.raises(ModelError, match="joint name must be at most 200 characters, got 100000"):
+        load_model(urdf("a", joint="j" * 100000))
+    assert main(["show", str(urdf("b" * 100000)), "--tree"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and len(err) < 600 and "got 100000" in err, err[:300]
+    mjcf = write(tmp_path, "long.xml", f'<mujoco><worldbody><body name="{"c" * 201}"><joint '
+                 'type="hinge"/><geom type="sphere" size="0.1"/></body></worldbody></mujoco>')
+    with pytest.raises(ModelError, match="at most 200 characters"):
+        load_model(mjcf)
+    model = scleron.Model("m")
+    with pytest.raises(ModelError, match="frame name must be at most 200"):
+        model.add_frame("f" * 201, "world")
 
 
 def test_a_yaml_integer_of_too_many_digits_is_named_with_its_line(tmp_path):

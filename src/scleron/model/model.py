@@ -342,10 +342,18 @@ def massless_subtrees(model):
     return out
 
 
+# A name's longest: YAML's reader refuses longer as it reads; a URDF's 2-million-character link
+# name gave 100 MB of sources (it is in every comment, docstring and table of names)
+NAME_LENGTH = 200
+
+
 def _printable(name, what, err):
-    """A name of printable characters: no newline, tab, escape or direction mark (a URDF's
-    &#10; or &#x202E; in a link's name forged and reordered the lines `scleron show` prints;
-    YAML refuses them as it reads)."""
+    """A name of at most NAME_LENGTH printable characters: no newline, tab, escape or direction
+    mark (a URDF's &#10; or &#x202E; in a link's name forged and reordered the lines `scleron
+    show` prints; YAML refuses them as it reads)."""
+    if len(name) > NAME_LENGTH:
+        raise err(f"{what} must be at most {NAME_LENGTH} characters, got {len(name)} "
+                  f"({name[:40]!r}...)")
     if not name.isprintable():
         raise err(f"{what} must be printable characters (no newline, tab, control character or "
                   f"direction mark), got {name!r}")
@@ -401,6 +409,8 @@ class Model:
                     warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
     def _err(self, element, body=None, joint=None):
+        if len(element) > NAME_LENGTH:          # (a name over the limit, in the error it gets)
+            element = element[:NAME_LENGTH // 2] + "...'"
         return lambda problem: ModelError(problem, source=self.source, element=element, body=body,
                                           joint=joint)
 
