@@ -631,6 +631,20 @@ def test_never_deletes_what_the_user_put_into_a_generated_folder(tmp_path):
     assert "is a symbolic link" in line and "no scleron.json" not in line
 
 
+def test_a_full_disk_is_named_in_a_failed_compile():
+    """A compile on a full disk failed with the error of a later step (cffi reading back the
+    file it could not write: "No such file or directory"), the cause only in the log (an outside
+    tester, on a 400 kB file system). The one-line message names it now."""
+    from scleron.backends.c.build import _hint, first_error
+    log = ("generating /out/_build-x/_small.c\nTraceback (most recent call last):\n"
+           "FileNotFoundError: [Errno 2] No such file or directory: '/out/_build-x/_small.c'\n"
+           "During handling of the above exception, another exception occurred:\n"
+           "    f1.write(output)\nOSError: [Errno 28] No space left on device\n")
+    assert first_error(log) == "OSError: [Errno 28] No space left on device"
+    assert "disk holding the output folder is full" in _hint(log)
+    assert _hint("error: expected ';'") is None
+
+
 def test_a_scleron_json_of_the_users_own_protects_the_folder(tmp_path):
     """Only a scleron.json scleron wrote makes a folder scleron's to replace (an outside tester:
     a folder with a scleron.json of its own, or of a scleron that listed no sources, was wiped

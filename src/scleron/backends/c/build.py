@@ -112,14 +112,23 @@ def march_problem(march):
 def first_error(log_text):
     """The most telling line of a compiler log, for a one-line message."""
     lines = [ln.strip() for ln in log_text.splitlines() if ln.strip()]
-    for pattern in ("Python.h", "fatal error", "error:", "Error:", "error", "Error"):
+    for pattern in (*OUT_OF_SPACE, "Python.h", "fatal error", "error:", "Error:", "error",
+                    "Error"):
         for ln in lines:
             if pattern in ln and not ln.startswith("SCLERON_BUILT="):
                 return ln
     return lines[-1] if lines else "no output"
 
 
+# what a full disk leaves in a compiler's log (a later step then misses the file it could not
+# write, and said only that: an outside tester, on a 400 kB file system)
+OUT_OF_SPACE = ("No space left on device", "Disk quota exceeded")
+
+
 def _hint(log_text):
+    if any(text in log_text for text in OUT_OF_SPACE):
+        return "the disk holding the output folder is full: free some space there, or generate " \
+               "into a folder on another disk (scleron codegen MODEL -o DIR)"
     if "Python.h" in log_text:
         return ("the Python development headers are missing: install them (e.g. `apt-get install "
                 "python3-dev`)")
