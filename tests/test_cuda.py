@@ -335,11 +335,15 @@ def test_a_module_without_cuda_says_how_to_add_it(generated):
 
 
 class FakeDeviceArray:
-    """An object with a __cuda_array_interface__ (what CuPy, PyTorch and Numba expose)."""
+    """An object with a __cuda_array_interface__ (what CuPy, PyTorch and Numba expose), each at
+    a device address of its own (outputs sharing an input's memory are refused)."""
+    next_address = 0x1000
 
     def __init__(self, shape, typestr="<f8", strides=None, readonly=False):
+        address = FakeDeviceArray.next_address
+        FakeDeviceArray.next_address += 1 << 30
         self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "strides": strides,
-                                         "data": (0x1000, readonly), "version": 3}
+                                         "data": (address, readonly), "version": 3}
 
 
 @needs_nvcc
@@ -413,6 +417,35 @@ def test_a_cuda_function_not_generated_says_how_to_add_it(tmp_path, monkeypatch)
                                              r"--functions \+mass_matrix"):
         cu.mass_matrix
     assert not hasattr(cu, "__wrapped__")
+
+
+def test_malformed_and_overlapping_device_arrays_are_refused(tmp_path, monkeypatch):
+    """An outside tester: a malformed __cuda_array_interface__ gave raw TypeErrors, negative or
+    boolean shapes and string pointers reached the launch, and out= overlapping an input was
+    taken, where the kernels' __restrict__ pointers would race. All refused before any launch
+    (cuda.py alone, no library: this runs without a GPU)."""
+    cu = cuda_module_with_fake_nvcc(tmp_path, monkeypatch, "true", "b_cuda_arrays", "sm_90")
+    n, nv = 4, 20                                               # (branched.yaml: nq = nv = 20)
+
+    class Fake:
+        def __init__(self, shape, ptr=0x1000, **extra):
+            self.__cuda_array_interface__ = {"shape": shape, "typestr": "<f8", "strides": None,
+                                             "data": (ptr, False), "version": 3, **extra}
+    q, v, tau = Fake((n, nv), 0x10000), Fake((n, nv), 0x20000), Fake((n, nv), 0x30000)
+    for bad, match in ((Fake((-4, nv)), "whole numbers, not negative"),
+                       (Fake((True, nv)), "whole numbers"), (Fake((4.5, nv)), "whole numbers"),
+                       (Fake((n, nv), ptr="x"), "whole numbers"),
+                       (Fake((n, nv), mask=Fake((n, nv))), "masked array"),
+                       (type("X", (), {"__cuda_array_interface__": 5})(), "is not one"),
+                       (type("X", (), {"__cuda_array_interface__": {"shape": (n, nv)}})(),
+                        "is not one")):
+        with pytest.raises(ValueError, match=match):
+            cu.forward_dynamics(bad, v, tau, out=Fake((n, nv), 0x40000))
+    for ptr in (0x10000, 0x10008, 0x30000 + 8 * n * nv - 8):       # on q, inside q, tau's end
+        with pytest.raises(ValueError, match=r"out \(qdd\) shares device memory with (q|tau)"):
+            cu.forward_dynamics(q, v, tau, out=Fake((n, nv), ptr))
+    with pytest.raises(ValueError, match="shares device memory"):  # a state's width apart
+        cu.forward_dynamics(q, v, tau, out=Fake((n, nv), 0x10000 - 8 * nv))
 
 
 def test_a_failed_cuda_build_shows_nvccs_errors_not_its_resource_report(tmp_path, monkeypatch):
