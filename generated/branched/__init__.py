@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_4cd3a5e34a4b"
-HASH = "4cd3a5e34a4b1ed4f02306beabbcc281e1bf9a85244b3a7e61a90bbbca2fc94d"
+MODULE = "_branched_5a7041856398"
+HASH = "5a7041856398284b00cd08dc2e62b9f9ccbc482cfff25f1ade95eb7622f76501"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

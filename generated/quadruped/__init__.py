@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_4c53b3cb7ebd"
-HASH = "4c53b3cb7ebdb0b406365ef388c6a9977419f26388639eb74e531ccb6c3a6311"
+MODULE = "_quadruped_87ceb7ef3016"
+HASH = "87ceb7ef30168289fabbed9f704c77688db1d8a81f6a1e3db9f6f1c6ded57223"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

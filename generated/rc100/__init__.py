@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_4efec7d3ef5b"
-HASH = "4efec7d3ef5b3070e55ed869a66564aa2ab5a72de17485aa6c520007c7fdea96"
+MODULE = "_rc100_c85698b05705"
+HASH = "c85698b0570576696a5c4cbabc83135e3c051667df06349675a344c7f9bb96ba"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

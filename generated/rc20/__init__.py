@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_da5a9da71320"
-HASH = "da5a9da71320767f03116d5237c62908a4bfe5c4967aba600c5cf613370bade5"
+MODULE = "_rc20_550896ba95d2"
+HASH = "550896ba95d28b6d872bf4405d3aeb4640e97e946e933fb1eb715e88b7f8b83d"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_f516026b1371"
-HASH = "f516026b137120d8bf655713bb381a43dc91bdd651b7006284dcfb313b3762af"
+MODULE = "_rc50_c3f86c69fb91"
+HASH = "c3f86c69fb91858eff6c464767b8522f5f52b3fde1090420b0adfc41c6f6f050"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
