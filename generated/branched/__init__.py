@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_5a7041856398"
-HASH = "5a7041856398284b00cd08dc2e62b9f9ccbc482cfff25f1ade95eb7622f76501"
+MODULE = "_branched_8abcc3e3c590"
+HASH = "8abcc3e3c5906d6c658b9557be7923c072bc08a54a4b5673123347c022ec08b1"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

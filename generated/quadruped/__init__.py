@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_87ceb7ef3016"
-HASH = "87ceb7ef30168289fabbed9f704c77688db1d8a81f6a1e3db9f6f1c6ded57223"
+MODULE = "_quadruped_8937ec35c211"
+HASH = "8937ec35c211ffe982284d59aa4bd4a2a78f013eaa48a12fdd3e90fe68dd895b"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_c85698b05705"
-HASH = "c85698b0570576696a5c4cbabc83135e3c051667df06349675a344c7f9bb96ba"
+MODULE = "_rc100_5ba3e4f4da3e"
+HASH = "5ba3e4f4da3e6b434d2b6d675ac6e234a25af71f1a663e3d7af7ac4086176798"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

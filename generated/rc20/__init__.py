@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_550896ba95d2"
-HASH = "550896ba95d28b6d872bf4405d3aeb4640e97e946e933fb1eb715e88b7f8b83d"
+MODULE = "_rc20_8fb3fe9e3d03"
+HASH = "8fb3fe9e3d035ca191442bdd20a791c4310df039a5d6f456910e9c5085bb5684"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

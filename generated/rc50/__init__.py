@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_c3f86c69fb91"
-HASH = "c3f86c69fb91858eff6c464767b8522f5f52b3fde1090420b0adfc41c6f6f050"
+MODULE = "_rc50_df343e58e1a3"
+HASH = "df343e58e1a37e5c28caf22ba87b26225351488c6f57ba79c886c42278cedb18"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"
