@@ -20,7 +20,8 @@ from . import params as P
 from .joint_types import (JOINT_TYPES, SPRING_KEYS, composite_part_problem,
                           composite_part_types, joint_dof, joint_nq)
 from .load import MAX_BODIES, MAX_DEPTH, describe, read_source, sanitize_identifier
-from .model import WORLD, Inertia, Model, Transform, check_inertia, rotation_from_rpy
+from .model import (NAME_LENGTH, WORLD, Inertia, Model, Transform, check_inertia,
+                    rotation_from_rpy)
 
 TOP_KEYS = ("name", "gravity", "bodies", "frames", "initial")
 BODY_KEYS = ("name", "parent", "joint", "mass", "com", "inertia", "wrench", "frames")
@@ -325,8 +326,9 @@ def _matrix3(value, what, where):
 def _name(value, what, where):
     if not isinstance(value, str) or not value:
         raise where.error(f"{what} must be a non-empty string, got {describe(value)}")
-    if len(value) > 200 or not value.isprintable():
-        raise where.error(f"{what} must be at most 200 printable characters, got {describe(value)}")
+    if len(value) > NAME_LENGTH or not value.isprintable():
+        raise where.error(f"{what} must be at most {NAME_LENGTH} printable characters, got "
+                          f"{describe(value)}")
     return value
 
 
