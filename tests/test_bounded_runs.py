@@ -67,12 +67,20 @@ def tagged_processes(tag):
     return found
 
 
-def outlived(tag, seconds=30.0):
+def outlived(tag, seconds=30.0, quiet=1.0):
     """The command lines of tagged processes still living after up to `seconds` (the slow
     compilers sleep 60 s, so one that outlives its killed program is still there; a loaded CI
-    machine may take seconds to start the watcher's cleanup, which carries the tag too)."""
-    deadline = time.time() + seconds
-    while tagged_processes(tag) and time.time() < deadline:
+    machine may take seconds to start the watcher's cleanup, which carries the tag too). None
+    must be seen for `quiet` seconds in a row: the compilers end before the cleanup starts, and
+    a look in between found none, then the cleanup (a flaky failure, 2026-11-30)."""
+    deadline, empty_since = time.time() + seconds, None
+    while time.time() < deadline:
+        if tagged_processes(tag):
+            empty_since = None
+        elif empty_since is None:
+            empty_since = time.time()
+        elif time.time() - empty_since >= quiet:
+            break
         time.sleep(0.05)
     found = []
     for pid in tagged_processes(tag):
