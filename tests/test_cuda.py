@@ -441,6 +441,8 @@ def test_malformed_and_overlapping_device_arrays_are_refused(tmp_path, monkeypat
                         "is not one")):
         with pytest.raises(ValueError, match=match):
             cu.forward_dynamics(bad, v, tau, out=Fake((n, nv), 0x40000))
+    with pytest.raises(ValueError, match=r"out \(qdd\) shares device memory with q"):
+        cu.forward_dynamics(q, v, tau, out=Fake((np.int64(n), np.int64(nv)), np.int64(0x10000)))
     for ptr in (0x10000, 0x10008, 0x30000 + 8 * n * nv - 8):       # on q, inside q, tau's end
         with pytest.raises(ValueError, match=r"out \(qdd\) shares device memory with (q|tau)"):
             cu.forward_dynamics(q, v, tau, out=Fake((n, nv), ptr))
