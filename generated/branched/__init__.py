@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_branched_8abcc3e3c590"
-HASH = "8abcc3e3c5906d6c658b9557be7923c072bc08a54a4b5673123347c022ec08b1"
+MODULE = "_branched_51d3c778daba"
+HASH = "51d3c778daba22efe0f084f778ebff5b9893db77ee77dc3ab7982f469a618cce"
 model_name = 'branched'
 source = 'branched.yaml'
 scleron_version = "0.1.0"

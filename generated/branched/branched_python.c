@@ -573,7 +573,7 @@ static PyMethodDef bound_methods[] = {
 
 static PyTypeObject BoundType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "_branched_8abcc3e3c590_py.Bound",
+    .tp_name = "_branched_51d3c778daba_py.Bound",
     .tp_doc = "bind's callable: a generated function on the arrays bound to it",
     .tp_basicsize = sizeof(Bound),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -668,10 +668,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_8abcc3e3c590_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_branched_51d3c778daba_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__branched_8abcc3e3c590_py(void)
+PyMODINIT_FUNC PyInit__branched_51d3c778daba_py(void)
 {
     import_array();
     if (PyType_Ready(&BoundType) < 0) {

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_quadruped_8937ec35c211"
-HASH = "8937ec35c211ffe982284d59aa4bd4a2a78f013eaa48a12fdd3e90fe68dd895b"
+MODULE = "_quadruped_860ccb04de03"
+HASH = "860ccb04de03b8053f0480c3399fc365a9e3418e185f0d715f8fef0bb4a953e9"
 model_name = 'quadruped'
 source = 'quadruped.yaml'
 scleron_version = "0.1.0"

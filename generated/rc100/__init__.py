@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc100_5ba3e4f4da3e"
-HASH = "5ba3e4f4da3e6b434d2b6d675ac6e234a25af71f1a663e3d7af7ac4086176798"
+MODULE = "_rc100_ae4ecaca2d9d"
+HASH = "ae4ecaca2d9d5ff55a7924a565ef09250f34419d6f0cda10bc4d3292e36aa099"
 model_name = 'rc100'
 source = 'rc100.yaml'
 scleron_version = "0.1.0"

@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc20_8fb3fe9e3d03"
-HASH = "8fb3fe9e3d035ca191442bdd20a791c4310df039a5d6f456910e9c5085bb5684"
+MODULE = "_rc20_20f827c0770b"
+HASH = "20f827c0770bbf6cf246626c1fa58e4b7cbf4377847ecba460264d921a424601"
 model_name = 'rc20'
 source = 'rc20.yaml'
 scleron_version = "0.1.0"

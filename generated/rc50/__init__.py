@@ -63,8 +63,8 @@ import threading
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "_rc50_df343e58e1a3"
-HASH = "df343e58e1a37e5c28caf22ba87b26225351488c6f57ba79c886c42278cedb18"
+MODULE = "_rc50_e23cd088c063"
+HASH = "e23cd088c063b52a17f24a1c87b778d1fcce6de24587a6ccffcfd7dae31e51d9"
 model_name = 'rc50'
 source = 'rc50.yaml'
 scleron_version = "0.1.0"

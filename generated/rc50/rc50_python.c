@@ -573,7 +573,7 @@ static PyMethodDef bound_methods[] = {
 
 static PyTypeObject BoundType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "_rc50_df343e58e1a3_py.Bound",
+    .tp_name = "_rc50_e23cd088c063_py.Bound",
     .tp_doc = "bind's callable: a generated function on the arrays bound to it",
     .tp_basicsize = sizeof(Bound),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -668,10 +668,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_df343e58e1a3_py", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rc50_e23cd088c063_py", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rc50_df343e58e1a3_py(void)
+PyMODINIT_FUNC PyInit__rc50_e23cd088c063_py(void)
 {
     import_array();
     if (PyType_Ready(&BoundType) < 0) {
